@@ -1,0 +1,317 @@
+//! Signature sets: reading them out of an object's annotations and writing them in.
+
+use super::codec::{CodecError, decode_base64, decode_maybe_gzip, encode_gzip_base64};
+use super::{AnnotationDomain, RekorBundle};
+use crate::limits::Limits;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Map, Value};
+
+/// One signature over the message, with what is needed to check it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignatureSet {
+    /// Position: 0 for `signature`, N for `signature_N`.
+    pub index: usize,
+    /// Raw signature bytes (DER ECDSA for P-256 keys).
+    pub signature: Vec<u8>,
+    /// PEM of the signing certificate (keyless).
+    pub certificate_pem: Option<String>,
+    /// Transparency-log evidence.
+    pub bundle: Option<RekorBundle>,
+}
+
+/// Everything signature-related found on one object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedAnnotations {
+    /// The decoded message M (the signed bytes).
+    pub message: Vec<u8>,
+    pub sets: Vec<SignatureSet>,
+}
+
+/// Why signature annotations could not be read or written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnnotationError {
+    #[error("not signed: annotation {key} is missing")]
+    NoMessage { key: String },
+    #[error("no signature: annotation {key} is missing")]
+    NoSignature { key: String },
+    #[error("annotation {key}: {reason}")]
+    Malformed { key: String, reason: String },
+    #[error("`metadata.annotations` is not a mapping")]
+    AnnotationsNotAMap,
+    #[error("more than {limit} signature sets")]
+    TooManySets { limit: usize },
+    #[error(
+        "cannot append: the existing signatures cover a different message (the document \
+         changed since it was signed); sign again without --append"
+    )]
+    AppendMessageMismatch,
+}
+
+fn malformed(key: &str, reason: impl ToString) -> AnnotationError {
+    AnnotationError::Malformed {
+        key: key.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+fn annotations(value: &Value) -> Result<Option<&Map<String, Value>>, AnnotationError> {
+    match value.get("metadata").and_then(|m| m.get("annotations")) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(m)) => Ok(Some(m)),
+        Some(_) => Err(AnnotationError::AnnotationsNotAMap),
+    }
+}
+
+fn string_value<'a>(ann: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, AnnotationError> {
+    match ann.get(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(malformed(key, "value is not a string")),
+    }
+}
+
+fn decode(ann: &Map<String, Value>, key: &str, gz: bool, limits: &Limits) -> Result<Option<Vec<u8>>, AnnotationError> {
+    let Some(v) = string_value(ann, key)? else {
+        return Ok(None);
+    };
+    let raw = decode_base64(v, limits).map_err(|e: CodecError| malformed(key, e))?;
+    if gz {
+        decode_maybe_gzip(raw, limits).map(Some).map_err(|e| malformed(key, e))
+    } else {
+        Ok(Some(raw))
+    }
+}
+
+/// Reads the message and every signature set (`signature`, `signature_1`, ... up to the
+/// first missing index, as kubectl-sigstore does).
+pub fn extract(value: &Value, domain: &AnnotationDomain, limits: &Limits) -> Result<SignedAnnotations, AnnotationError> {
+    let empty = Map::new();
+    let ann = annotations(value)?.unwrap_or(&empty);
+    let message_key = domain.message_key();
+    let message = decode(ann, &message_key, true, limits)?
+        .ok_or(AnnotationError::NoMessage { key: message_key })?;
+    let mut sets = Vec::new();
+    for index in 0.. {
+        let sig_key = domain.signature_key(index);
+        let Some(signature) = decode(ann, &sig_key, false, limits)? else {
+            if index == 0 {
+                return Err(AnnotationError::NoSignature { key: sig_key });
+            }
+            break;
+        };
+        if index >= limits.max_signature_sets {
+            return Err(AnnotationError::TooManySets {
+                limit: limits.max_signature_sets,
+            });
+        }
+        if signature.is_empty() {
+            return Err(malformed(&sig_key, "empty signature"));
+        }
+        let cert_key = domain.certificate_key(index);
+        let certificate_pem = decode(ann, &cert_key, true, limits)?
+            .map(|b| String::from_utf8(b).map_err(|_| malformed(&cert_key, "certificate is not PEM text")))
+            .transpose()?;
+        let bundle_key = domain.bundle_key(index);
+        let bundle = decode(ann, &bundle_key, true, limits)?
+            .map(|b| serde_json::from_slice::<RekorBundle>(&b).map_err(|e| malformed(&bundle_key, format!("not a Rekor bundle: {e}"))))
+            .transpose()?;
+        sets.push(SignatureSet {
+            index,
+            signature,
+            certificate_pem,
+            bundle,
+        });
+    }
+    Ok(SignedAnnotations { message, sets })
+}
+
+/// Removes every signature annotation (exact key names, see
+/// [`AnnotationDomain::is_signature_key`]); drops `metadata.annotations` when it ends up
+/// empty, as kubectl-sigstore does when building M.
+pub fn strip_signature_annotations(value: &mut Value, domain: &AnnotationDomain) {
+    let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(Value::Object(ann)) = meta.get_mut("annotations") {
+        ann.retain(|k, _| !domain.is_signature_key(k));
+        if ann.is_empty() {
+            meta.remove("annotations");
+        }
+    }
+}
+
+/// How [`embed`] treats signatures already on the object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmbedMode {
+    /// Remove every existing signature annotation (including stale `_N` sets, which
+    /// kubectl-sigstore leaves behind), then write the new sets from index 0.
+    Replace,
+    /// Keep the existing sets and the message; add the new sets after them. The existing
+    /// message must equal the new one.
+    Append,
+}
+
+/// Writes the message and the sets into `metadata.annotations`.
+pub fn embed(
+    value: &mut Value,
+    domain: &AnnotationDomain,
+    message: &[u8],
+    sets: &[SignatureSet],
+    mode: EmbedMode,
+    limits: &Limits,
+) -> Result<(), AnnotationError> {
+    let first_index = match mode {
+        EmbedMode::Replace => {
+            strip_signature_annotations(value, domain);
+            0
+        }
+        EmbedMode::Append => match extract(value, domain, limits) {
+            Ok(existing) => {
+                if existing.message != message {
+                    return Err(AnnotationError::AppendMessageMismatch);
+                }
+                existing.sets.len()
+            }
+            Err(AnnotationError::NoMessage { .. } | AnnotationError::NoSignature { .. }) => {
+                strip_signature_annotations(value, domain);
+                0
+            }
+            Err(e) => return Err(e),
+        },
+    };
+    if first_index + sets.len() > limits.max_signature_sets {
+        return Err(AnnotationError::TooManySets {
+            limit: limits.max_signature_sets,
+        });
+    }
+    let meta = value
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .ok_or(AnnotationError::AnnotationsNotAMap)?;
+    let ann = meta
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .ok_or(AnnotationError::AnnotationsNotAMap)?;
+    let message_key = domain.message_key();
+    if !ann.contains_key(&message_key) {
+        ann.insert(message_key, Value::String(encode_gzip_base64(message)));
+    }
+    for (offset, set) in sets.iter().enumerate() {
+        let i = first_index + offset;
+        ann.insert(domain.signature_key(i), Value::String(STANDARD.encode(&set.signature)));
+        if let Some(pem) = &set.certificate_pem {
+            ann.insert(domain.certificate_key(i), Value::String(encode_gzip_base64(pem.as_bytes())));
+        }
+        if let Some(bundle) = &set.bundle {
+            let json = serde_json::to_vec(bundle).map_err(|e| malformed(&domain.bundle_key(i), e))?;
+            ann.insert(domain.bundle_key(i), Value::String(encode_gzip_base64(&json)));
+        }
+    }
+    for key in ann.keys() {
+        if let Some(Value::String(v)) = ann.get(key)
+            && v.len() > limits.max_annotation_bytes
+        {
+            return Err(malformed(key, format!("value is {} bytes, over the limit of {}", v.len(), limits.max_annotation_bytes)));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn set(sig: &[u8]) -> SignatureSet {
+        SignatureSet { index: 0, signature: sig.to_vec(), certificate_pem: None, bundle: None }
+    }
+
+    fn object() -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "annotations": {"keep": "me"}}})
+    }
+
+    #[test]
+    fn embed_then_extract_round_trips() {
+        let d = AnnotationDomain::default();
+        let l = Limits::default();
+        let mut v = object();
+        embed(&mut v, &d, b"M", &[set(b"s0"), set(b"s1")], EmbedMode::Replace, &l).unwrap();
+        let got = extract(&v, &d, &l).unwrap();
+        assert_eq!(got.message, b"M");
+        assert_eq!(got.sets.len(), 2);
+        assert_eq!(got.sets[1].index, 1);
+        assert_eq!(got.sets[1].signature, b"s1");
+        assert_eq!(v["metadata"]["annotations"]["keep"], "me");
+    }
+
+    #[test]
+    fn replace_removes_stale_sets() {
+        let d = AnnotationDomain::default();
+        let l = Limits::default();
+        let mut v = object();
+        embed(&mut v, &d, b"M", &[set(b"a"), set(b"b"), set(b"c")], EmbedMode::Replace, &l).unwrap();
+        v["metadata"]["annotations"]["cosign.sigstore.dev/bundle_2"] = json!("stale");
+        embed(&mut v, &d, b"M2", &[set(b"z")], EmbedMode::Replace, &l).unwrap();
+        let keys: Vec<&String> = v["metadata"]["annotations"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["keep", "cosign.sigstore.dev/message", "cosign.sigstore.dev/signature"]);
+    }
+
+    #[test]
+    fn append_adds_after_existing_sets_and_keeps_message() {
+        let d = AnnotationDomain::default();
+        let l = Limits::default();
+        let mut v = object();
+        embed(&mut v, &d, b"M", &[set(b"a")], EmbedMode::Replace, &l).unwrap();
+        let msg_before = v["metadata"]["annotations"]["cosign.sigstore.dev/message"].clone();
+        embed(&mut v, &d, b"M", &[set(b"b")], EmbedMode::Append, &l).unwrap();
+        assert_eq!(v["metadata"]["annotations"]["cosign.sigstore.dev/message"], msg_before);
+        let got = extract(&v, &d, &l).unwrap();
+        assert_eq!(got.sets.iter().map(|s| s.signature.clone()).collect::<Vec<_>>(), [b"a".to_vec(), b"b".to_vec()]);
+    }
+
+    #[test]
+    fn append_refuses_a_different_message() {
+        let d = AnnotationDomain::default();
+        let l = Limits::default();
+        let mut v = object();
+        embed(&mut v, &d, b"M", &[set(b"a")], EmbedMode::Replace, &l).unwrap();
+        assert_eq!(embed(&mut v, &d, b"other", &[set(b"b")], EmbedMode::Append, &l), Err(AnnotationError::AppendMessageMismatch));
+    }
+
+    #[test]
+    fn missing_message_and_signature_are_named() {
+        let d = AnnotationDomain::default();
+        let l = Limits::default();
+        assert!(matches!(extract(&object(), &d, &l), Err(AnnotationError::NoMessage { .. })));
+        let mut v = object();
+        v["metadata"]["annotations"]["cosign.sigstore.dev/message"] = json!(encode_gzip_base64(b"M"));
+        v["metadata"]["annotations"]["cosign.sigstore.dev/signature_1"] = json!("YQ==");
+        let err = extract(&v, &d, &l).unwrap_err();
+        assert_eq!(err.to_string(), "no signature: annotation cosign.sigstore.dev/signature is missing");
+    }
+
+    #[test]
+    fn malformed_values_name_the_key() {
+        let d = AnnotationDomain::default();
+        let l = Limits::default();
+        let mut v = object();
+        v["metadata"]["annotations"]["cosign.sigstore.dev/message"] = json!(encode_gzip_base64(b"M"));
+        v["metadata"]["annotations"]["cosign.sigstore.dev/signature"] = json!("!!!");
+        let err = extract(&v, &d, &l).unwrap_err();
+        assert!(err.to_string().starts_with("annotation cosign.sigstore.dev/signature: not valid base64"), "{err}");
+        v["metadata"]["annotations"]["cosign.sigstore.dev/signature"] = json!("YQ==");
+        v["metadata"]["annotations"]["cosign.sigstore.dev/bundle"] = json!(encode_gzip_base64(b"{}"));
+        let err = extract(&v, &d, &l).unwrap_err();
+        assert!(err.to_string().starts_with("annotation cosign.sigstore.dev/bundle: not a Rekor bundle"), "{err}");
+    }
+
+    #[test]
+    fn strip_drops_empty_annotations() {
+        let d = AnnotationDomain::default();
+        let mut v = json!({"metadata": {"name": "a", "annotations": {"cosign.sigstore.dev/message": "x"}}});
+        strip_signature_annotations(&mut v, &d);
+        assert_eq!(v, json!({"metadata": {"name": "a"}}));
+    }
+}

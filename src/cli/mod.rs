@@ -1,0 +1,83 @@
+//! Command-line interface. Every flag is defined here or in the subcommand files with its
+//! help text; the subcommands only translate flags into library calls and print results.
+//!
+//! Exit codes: 0 success, 1 verification failed, 2 usage or input error.
+
+mod completion;
+mod generate_key_pair;
+mod output;
+mod password;
+mod sign;
+mod verify;
+mod version;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success (for verify: every document verified)
+  1  verification failed (a signature, signer or document check failed)
+  2  usage or input error (bad flags, unreadable or invalid input, bad key or password)";
+
+/// Sign Kubernetes YAML manifests with Sigstore and verify them.
+#[derive(Debug, Parser)]
+#[command(name = "mansign", version, about, after_help = EXIT_CODES, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Sign manifests: embed message, signature (and certificate, bundle) annotations.
+    #[command(after_help = EXIT_CODES)]
+    Sign(sign::SignArgs),
+    /// Verify signed manifests: signature, signer and that each object equals what was signed.
+    #[command(after_help = EXIT_CODES)]
+    Verify(verify::VerifyArgs),
+    /// Write a cosign-compatible key pair (encrypted private key and public key).
+    #[command(after_help = EXIT_CODES)]
+    GenerateKeyPair(generate_key_pair::GenerateKeyPairArgs),
+    /// Print version information.
+    Version(version::VersionArgs),
+    /// Print a shell completion script.
+    Completion(completion::CompletionArgs),
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Success,
+    VerificationFailed,
+}
+
+/// Entry point used by the binary.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+    };
+    match run(cli) {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::VerificationFailed) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    match cli.command {
+        Command::Sign(a) => sign::run(a),
+        Command::Verify(a) => verify::run(a),
+        Command::GenerateKeyPair(a) => generate_key_pair::run(a),
+        Command::Version(a) => version::run(a),
+        Command::Completion(a) => completion::run(a),
+    }
+}

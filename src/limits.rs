@@ -1,0 +1,47 @@
+//! Bounds on untrusted input, in one place.
+//!
+//! Every decoder in mansign takes a [`Limits`] and refuses input that exceeds one of them
+//! with an error naming the limit. The defaults are sized for Kubernetes: the API server
+//! caps the total size of an object's annotations at 256 KiB, so anything larger cannot
+//! have come from a real object and is refused early.
+
+/// Bounds applied while reading manifests, annotations and signed messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest decompressed signed message (M), in bytes. Default 4 MiB: far above what
+    /// fits into 256 KiB of gzip-compressed annotations for real manifests, far below what
+    /// a gzip bomb would expand to.
+    pub max_message_bytes: usize,
+    /// Largest single annotation value, in bytes. Default 256 KiB (the API server's limit
+    /// for all annotations of one object together).
+    pub max_annotation_bytes: usize,
+    /// Most documents in one signed message or one input file. Default 1000.
+    pub max_documents: usize,
+    /// Largest input file (or stdin) read for signing or verification. Default 32 MiB.
+    pub max_input_bytes: usize,
+    /// Most signature sets (`signature`, `signature_1`, ...) read from one object. Default 32.
+    pub max_signature_sets: usize,
+    /// Most entries in a legacy tar.gz message. Default 1000.
+    pub max_tar_entries: usize,
+    /// Deepest nesting of maps and lists accepted in a document. Default 64.
+    pub max_depth: usize,
+}
+
+impl Limits {
+    /// The documented defaults.
+    pub const DEFAULT: Limits = Limits {
+        max_message_bytes: 4 * 1024 * 1024,
+        max_annotation_bytes: 256 * 1024,
+        max_documents: 1000,
+        max_input_bytes: 32 * 1024 * 1024,
+        max_signature_sets: 32,
+        max_tar_entries: 1000,
+        max_depth: 64,
+    };
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}

@@ -1,0 +1,4 @@
+//! The `mansign` binary: parse arguments, run, map the outcome to an exit code.
+fn main() -> std::process::ExitCode {
+    mansign::cli::main()
+}

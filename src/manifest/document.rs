@@ -1,0 +1,181 @@
+//! One Kubernetes object and where it came from.
+
+use serde_json::Value;
+use std::fmt;
+use std::path::PathBuf;
+
+/// Where input came from.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Source {
+    File(PathBuf),
+    Stdin,
+    /// Input handed over by a library caller or the webhook, named by the caller.
+    Named(String),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::File(p) => write!(f, "{}", p.display()),
+            Source::Stdin => f.write_str("<stdin>"),
+            Source::Named(n) => f.write_str(n),
+        }
+    }
+}
+
+/// Where a document sits: its source and its 0-based position among the non-empty
+/// documents of that source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentOrigin {
+    pub source: Source,
+    pub index: usize,
+}
+
+impl fmt::Display for DocumentOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: document {}", self.source, self.index + 1)
+    }
+}
+
+/// Group, version, kind, namespace and name of an object. The group of core objects
+/// (`apiVersion: v1`) is the empty string.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct ObjectIdentity {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+}
+
+impl ObjectIdentity {
+    /// Reads the identity of a Kubernetes object, or says which field is missing or wrong.
+    pub fn of(value: &Value) -> Result<Self, String> {
+        let obj = value
+            .as_object()
+            .ok_or_else(|| format!("expected a mapping, found {}", type_name(value)))?;
+        let api_version = string_field(obj.get("apiVersion"), "apiVersion")?;
+        let kind = string_field(obj.get("kind"), "kind")?;
+        let metadata = match obj.get("metadata") {
+            Some(Value::Object(m)) => m,
+            Some(other) => {
+                return Err(format!(
+                    "field `metadata` must be a mapping, found {}",
+                    type_name(other)
+                ));
+            }
+            None => return Err("missing field `metadata`".into()),
+        };
+        let name = string_field(metadata.get("name"), "metadata.name")?;
+        let namespace = match metadata.get("namespace") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if s.is_empty() => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(other) => {
+                return Err(format!(
+                    "field `metadata.namespace` must be a string, found {}",
+                    type_name(other)
+                ));
+            }
+        };
+        let (group, version) = match api_version.split_once('/') {
+            Some((g, v)) => (g.to_string(), v.to_string()),
+            None => (String::new(), api_version.clone()),
+        };
+        if version.is_empty() {
+            return Err(format!("field `apiVersion` is malformed: {api_version:?}"));
+        }
+        Ok(ObjectIdentity {
+            group,
+            version,
+            kind,
+            namespace,
+            name,
+        })
+    }
+
+    /// `apiVersion` as written in the object.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Same object for matching a signed document: group, kind, namespace and name. The
+    /// version is left out on purpose: the API server may serve a signed `v1beta1`
+    /// object as `v1` (kubectl-sigstore matches the same way).
+    pub fn same_object(&self, other: &ObjectIdentity) -> bool {
+        self.group == other.group
+            && self.kind == other.kind
+            && self.name == other.name
+            && self.namespace == other.namespace
+    }
+}
+
+impl fmt::Display for ObjectIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.kind)?;
+        if !self.group.is_empty() {
+            write!(f, ".{}", self.group)?;
+        }
+        f.write_str(" ")?;
+        if let Some(ns) = &self.namespace {
+            write!(f, "{ns}/")?;
+        }
+        f.write_str(&self.name)
+    }
+}
+
+fn string_field(v: Option<&Value>, name: &str) -> Result<String, String> {
+    match v {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        Some(Value::String(_)) => Err(format!("field `{name}` is empty")),
+        Some(other) => Err(format!(
+            "field `{name}` must be a string, found {}",
+            type_name(other)
+        )),
+        None => Err(format!("missing field `{name}`")),
+    }
+}
+
+pub(crate) fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+/// A Kubernetes object read from input.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    pub origin: DocumentOrigin,
+    pub identity: ObjectIdentity,
+    pub value: Value,
+}
+
+impl Document {
+    /// Wraps a parsed value, checking that it is a Kubernetes object.
+    pub fn new(origin: DocumentOrigin, value: Value) -> Result<Self, String> {
+        let identity = ObjectIdentity::of(&value)?;
+        Ok(Document {
+            origin,
+            identity,
+            value,
+        })
+    }
+
+    /// `metadata.annotations`, if present and a mapping.
+    pub fn annotations(&self) -> Option<&serde_json::Map<String, Value>> {
+        self.value
+            .get("metadata")
+            .and_then(|m| m.get("annotations"))
+            .and_then(Value::as_object)
+    }
+}

@@ -1,0 +1,52 @@
+//! Kubernetes YAML documents: loading, identity, the signed message M and diffs.
+//!
+//! A [`Document`] is one Kubernetes object read from a file, a directory or stdin. It is held
+//! as a JSON-compatible tree (`serde_json::Value` with insertion order kept) because that is
+//! what the API server, Kyverno and kubectl-sigstore compare: YAML comments and styles carry
+//! no meaning for admission.
+
+mod diff;
+mod document;
+mod legacy_tar;
+mod load;
+mod message;
+mod yaml;
+
+pub use diff::{FieldDiff, FieldPath, IgnoreFields, diff_documents};
+pub use document::{Document, DocumentOrigin, ObjectIdentity, Source};
+pub use legacy_tar::LegacyTarError;
+pub use load::{ManifestFile, load_inputs, load_reader};
+pub use message::{MessageError, build_message, parse_message};
+pub use yaml::{YamlError, parse_documents, to_yaml};
+
+use std::path::PathBuf;
+
+/// Why a manifest could not be read. Every variant names the file, and where it applies
+/// the document (1-based, as a person counts) and the field.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{source_name}: larger than the limit of {limit} bytes")]
+    TooLarge { source_name: String, limit: usize },
+    #[error("{source_name}: {error}")]
+    Yaml {
+        source_name: String,
+        #[source]
+        error: YamlError,
+    },
+    #[error("{source_name}: document {document}: not a Kubernetes object: {reason}")]
+    NotAnObject {
+        source_name: String,
+        document: usize,
+        reason: String,
+    },
+    #[error("{path}: no .yaml or .yml files found")]
+    EmptyDirectory { path: PathBuf },
+    #[error("{source_name}: contains no Kubernetes objects")]
+    NoDocuments { source_name: String },
+}

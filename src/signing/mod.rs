@@ -1,0 +1,144 @@
+//! Producing signatures and embedding them into manifests.
+//!
+//! A [`Signer`] turns messages into [`SignatureSet`]s. Signers work on batches so that a
+//! keyless signer can sign a whole run with one token and one certificate.
+//! [`sign_files`] is the pipeline the CLI runs: strip old signatures, build M per
+//! document (or per file with [`SignScope::File`]), sign the batch, embed.
+
+pub mod cosign_key;
+mod key;
+
+pub use key::KeySigner;
+
+use crate::annotations::{
+    AnnotationDomain, AnnotationError, EmbedMode, SignatureSet, embed, strip_signature_annotations,
+};
+use crate::limits::Limits;
+use crate::manifest::{DocumentOrigin, ManifestFile, build_message};
+
+/// Why signing failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SignError {
+    #[error("{origin}: {source}")]
+    Annotation {
+        origin: DocumentOrigin,
+        #[source]
+        source: AnnotationError,
+    },
+    #[error("signer returned {got} signatures for {expected} messages")]
+    BatchMismatch { expected: usize, got: usize },
+    #[error("signing failed: {0}")]
+    Signer(String),
+}
+
+/// Something that signs messages (the bytes of M).
+pub trait Signer {
+    /// Signs every message; returns one set per message, in order.
+    fn sign_messages(&self, messages: &[Vec<u8>]) -> Result<Vec<SignatureSet>, SignError>;
+}
+
+/// What one signature covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum SignScope {
+    /// Each document gets its own message and signature: small annotations, and every
+    /// object verifies on its own.
+    #[default]
+    Document,
+    /// One message with all documents of the file, the same annotations on every
+    /// document (kubectl-sigstore's shape).
+    File,
+}
+
+/// Options for [`sign_files`].
+#[derive(Debug, Clone, Default)]
+pub struct SignOptions {
+    pub scope: SignScope,
+    /// Add a further signature set instead of replacing existing ones.
+    pub append: bool,
+    pub domain: AnnotationDomain,
+    pub limits: Limits,
+}
+
+/// What a signing run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SignSummary {
+    pub files: usize,
+    pub documents: usize,
+    pub signatures: usize,
+}
+
+/// Signs every document of every file in place. On error nothing is guaranteed about
+/// `files`; callers write output only after this returns `Ok`.
+pub fn sign_files(
+    files: &mut [ManifestFile],
+    signer: &dyn Signer,
+    options: &SignOptions,
+) -> Result<SignSummary, SignError> {
+    // 1. Build every message first, so one signer call covers the whole batch.
+    let mut messages: Vec<Vec<u8>> = Vec::new();
+    // For each (file, document): index into `messages`.
+    let mut message_of: Vec<Vec<usize>> = Vec::new();
+    for file in files.iter() {
+        let stripped: Vec<serde_json::Value> = file
+            .documents
+            .iter()
+            .map(|d| {
+                let mut v = d.value.clone();
+                strip_signature_annotations(&mut v, &options.domain);
+                v
+            })
+            .collect();
+        match options.scope {
+            SignScope::Document => {
+                let mut idx = Vec::new();
+                for v in &stripped {
+                    idx.push(messages.len());
+                    messages.push(build_message([v]));
+                }
+                message_of.push(idx);
+            }
+            SignScope::File => {
+                let i = messages.len();
+                messages.push(build_message(&stripped));
+                message_of.push(vec![i; stripped.len()]);
+            }
+        }
+    }
+    // 2. Sign.
+    let sets = signer.sign_messages(&messages)?;
+    if sets.len() != messages.len() {
+        return Err(SignError::BatchMismatch {
+            expected: messages.len(),
+            got: sets.len(),
+        });
+    }
+    // 3. Embed.
+    let mode = if options.append {
+        EmbedMode::Append
+    } else {
+        EmbedMode::Replace
+    };
+    let mut summary = SignSummary {
+        files: files.len(),
+        documents: 0,
+        signatures: sets.len(),
+    };
+    for (file, idx) in files.iter_mut().zip(&message_of) {
+        for (doc, &m) in file.documents.iter_mut().zip(idx) {
+            embed(
+                &mut doc.value,
+                &options.domain,
+                &messages[m],
+                std::slice::from_ref(&sets[m]),
+                mode,
+                &options.limits,
+            )
+            .map_err(|source| SignError::Annotation {
+                origin: doc.origin.clone(),
+                source,
+            })?;
+            summary.documents += 1;
+        }
+    }
+    Ok(summary)
+}

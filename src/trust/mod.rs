@@ -1,0 +1,1 @@
+//! Trust roots: which Fulcio CAs, Rekor logs and CT logs a verification trusts.

@@ -1,0 +1,151 @@
+//! Verification: is this object exactly what a trusted signer signed?
+//!
+//! [`Verifier::verify_document`] runs one pipeline per object and stops at the first
+//! failing check:
+//!
+//! 1. read the signature annotations (message + signature sets);
+//! 2. check the signature sets against the trusted attestors until one verifies;
+//! 3. read the signed documents out of the message;
+//! 4. find the signed document for this object (group, kind, namespace, name);
+//! 5. compare the object with it (signature annotations and ignored fields left out).
+//!
+//! The result, a [`DocumentVerdict`], explains itself: which set and which attestor
+//! verified, or which check failed and why. The CLI and the webhook print it as is.
+
+mod attestor;
+mod verdict;
+
+pub use attestor::{Attestor, TrustedKey};
+pub use verdict::{DocumentVerdict, Rejection, SignerInfo, Verdict, Verified};
+
+use crate::annotations::{AnnotationDomain, extract, strip_signature_annotations};
+use crate::limits::Limits;
+use crate::manifest::{Document, IgnoreFields, ObjectIdentity, diff_documents, parse_message};
+use serde_json::Value;
+
+/// Checks documents against a set of trusted attestors.
+#[derive(Debug, Clone)]
+pub struct Verifier {
+    attestors: Vec<Attestor>,
+    domain: AnnotationDomain,
+    limits: Limits,
+    ignore: IgnoreFields,
+}
+
+impl Verifier {
+    /// A verifier that accepts a signature made by any one of `attestors`.
+    pub fn new(attestors: Vec<Attestor>) -> Self {
+        Verifier {
+            attestors,
+            domain: AnnotationDomain::default(),
+            limits: Limits::default(),
+            ignore: IgnoreFields::none(),
+        }
+    }
+
+    pub fn with_domain(mut self, domain: AnnotationDomain) -> Self {
+        self.domain = domain;
+        self
+    }
+
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    pub fn with_ignore_fields(mut self, ignore: IgnoreFields) -> Self {
+        self.ignore = ignore;
+        self
+    }
+
+    /// Verifies every document; the run passes only if every document does.
+    pub fn verify_documents<'a>(&self, docs: impl IntoIterator<Item = &'a Document>) -> Verdict {
+        Verdict {
+            documents: docs.into_iter().map(|d| self.verify_document(d)).collect(),
+        }
+    }
+
+    /// Verifies one document read from input.
+    pub fn verify_document(&self, doc: &Document) -> DocumentVerdict {
+        DocumentVerdict {
+            origin: Some(doc.origin.clone()),
+            object: doc.identity.clone(),
+            result: self.check(&doc.identity, &doc.value),
+        }
+    }
+
+    /// Verifies an object that did not come from a file (library callers, the webhook).
+    pub fn verify_object(&self, object: &Value) -> Result<DocumentVerdict, String> {
+        let identity = ObjectIdentity::of(object)?;
+        let result = self.check(&identity, object);
+        Ok(DocumentVerdict {
+            origin: None,
+            object: identity,
+            result,
+        })
+    }
+
+    fn check(&self, identity: &ObjectIdentity, object: &Value) -> Result<Verified, Rejection> {
+        // 1. annotations
+        let signed = extract(object, &self.domain, &self.limits).map_err(Rejection::Annotations)?;
+        if self.attestors.is_empty() {
+            return Err(Rejection::NoAttestors);
+        }
+        // 2. signature sets; the first set a trusted attestor accepts wins
+        let mut attempts = Vec::new();
+        let mut accepted = None;
+        'sets: for set in &signed.sets {
+            for attestor in &self.attestors {
+                match attestor.check(&signed.message, set) {
+                    Ok(signer) => {
+                        accepted = Some((set.index, signer));
+                        break 'sets;
+                    }
+                    Err(reason) => attempts.push(format!(
+                        "signature set {} with {}: {}",
+                        set.index,
+                        attestor.describe(),
+                        reason
+                    )),
+                }
+            }
+        }
+        let Some((signature_set, signer)) = accepted else {
+            return Err(Rejection::NoTrustedSignature { attempts });
+        };
+        // 3. signed documents
+        let signed_docs = parse_message(&signed.message, &self.limits).map_err(Rejection::Message)?;
+        // 4. the signed document for this object
+        let mut candidates = Vec::new();
+        for v in &signed_docs {
+            if let Ok(id) = ObjectIdentity::of(v) {
+                candidates.push((id, v));
+            }
+        }
+        let exact = candidates.iter().find(|(id, _)| id.same_object(identity));
+        // Same group/kind/name in another namespace: compare anyway, so the diff names
+        // `metadata.namespace` instead of a vaguer "not found".
+        let moved = candidates.iter().find(|(id, _)| {
+            id.group == identity.group && id.kind == identity.kind && id.name == identity.name
+        });
+        let Some((_, signed_doc)) = exact.or(moved) else {
+            return Err(Rejection::NotInMessage {
+                object: identity.to_string(),
+                signed: candidates.iter().map(|(id, _)| id.to_string()).collect(),
+            });
+        };
+        // 5. compare
+        let mut expected = (*signed_doc).clone();
+        let mut actual = object.clone();
+        strip_signature_annotations(&mut expected, &self.domain);
+        strip_signature_annotations(&mut actual, &self.domain);
+        let diffs = diff_documents(&expected, &actual, &self.ignore);
+        if !diffs.is_empty() {
+            return Err(Rejection::Modified { diffs });
+        }
+        Ok(Verified {
+            signature_set,
+            signer,
+        })
+    }
+}
