@@ -23,7 +23,10 @@ pub enum CodecError {
 
 /// gzip with default compression, no file name, mtime 0.
 pub fn gzip(data: &[u8]) -> Vec<u8> {
-    let mut enc = GzEncoder::new(Vec::with_capacity(data.len() / 2 + 64), Compression::default());
+    let mut enc = GzEncoder::new(
+        Vec::with_capacity(data.len() / 2 + 64),
+        Compression::default(),
+    );
     // Writing into a Vec cannot fail.
     let _ = enc.write_all(data);
     enc.finish().unwrap_or_default()
@@ -85,17 +88,26 @@ mod tests {
 
     #[test]
     fn plain_bytes_pass_through() {
-        assert_eq!(decode_maybe_gzip(b"apiVersion: v1".to_vec(), &Limits::default()).unwrap(), b"apiVersion: v1");
+        assert_eq!(
+            decode_maybe_gzip(b"apiVersion: v1".to_vec(), &Limits::default()).unwrap(),
+            b"apiVersion: v1"
+        );
     }
 
     #[test]
     fn line_breaks_in_base64_are_ignored() {
-        assert_eq!(decode_base64("aGVs\nbG8=\r\n", &Limits::default()).unwrap(), b"hello");
+        assert_eq!(
+            decode_base64("aGVs\nbG8=\r\n", &Limits::default()).unwrap(),
+            b"hello"
+        );
     }
 
     #[test]
     fn rejects_bad_base64() {
-        assert!(matches!(decode_base64("not base64!", &Limits::default()), Err(CodecError::Base64(_))));
+        assert!(matches!(
+            decode_base64("not base64!", &Limits::default()),
+            Err(CodecError::Base64(_))
+        ));
     }
 
     #[test]
@@ -103,14 +115,27 @@ mod tests {
         let mut g = gzip(b"hello world hello world");
         let n = g.len();
         g.truncate(n - 6);
-        assert!(matches!(decode_maybe_gzip(g, &Limits::default()), Err(CodecError::Gzip(_))));
+        assert!(matches!(
+            decode_maybe_gzip(g, &Limits::default()),
+            Err(CodecError::Gzip(_))
+        ));
     }
 
     #[test]
     fn rejects_oversized_values_and_bombs() {
-        let l = Limits { max_annotation_bytes: 8, max_message_bytes: 1000, ..Limits::default() };
-        assert!(matches!(decode_base64("aGVsbG8gd29ybGQ=", &l), Err(CodecError::TooLong { .. })));
+        let l = Limits {
+            max_annotation_bytes: 8,
+            max_message_bytes: 1000,
+            ..Limits::default()
+        };
+        assert!(matches!(
+            decode_base64("aGVsbG8gd29ybGQ=", &l),
+            Err(CodecError::TooLong { .. })
+        ));
         let bomb = gzip(&vec![b'a'; 100_000]);
-        assert!(matches!(decode_maybe_gzip(bomb, &l), Err(CodecError::Decompressed { limit: 1000 })));
+        assert!(matches!(
+            decode_maybe_gzip(bomb, &l),
+            Err(CodecError::Decompressed { limit: 1000 })
+        ));
     }
 }

@@ -91,7 +91,9 @@ impl AnnotationDomain {
             name.strip_prefix(base).is_some_and(|suffix| {
                 suffix.is_empty()
                     || suffix.strip_prefix('_').is_some_and(|n| {
-                        !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) && !n.starts_with('0')
+                        !n.is_empty()
+                            && n.chars().all(|c| c.is_ascii_digit())
+                            && !n.starts_with('0')
                     })
             })
         })
@@ -115,10 +117,27 @@ mod tests {
     #[test]
     fn signature_keys_are_matched_exactly() {
         let d = AnnotationDomain::default();
-        for k in ["message", "signature", "signature_1", "certificate_12", "bundle", "resourceBundleRef"] {
-            assert!(d.is_signature_key(&format!("cosign.sigstore.dev/{k}")), "{k}");
+        for k in [
+            "message",
+            "signature",
+            "signature_1",
+            "certificate_12",
+            "bundle",
+            "resourceBundleRef",
+        ] {
+            assert!(
+                d.is_signature_key(&format!("cosign.sigstore.dev/{k}")),
+                "{k}"
+            );
         }
-        for k in ["cosign.sigstore.dev/signatures", "cosign.sigstore.dev/bundle-extra", "cosign.sigstore.dev/signature_", "cosign.sigstore.dev/signature_01", "other.dev/signature", "cosign.sigstore.dev.evil/signature"] {
+        for k in [
+            "cosign.sigstore.dev/signatures",
+            "cosign.sigstore.dev/bundle-extra",
+            "cosign.sigstore.dev/signature_",
+            "cosign.sigstore.dev/signature_01",
+            "other.dev/signature",
+            "cosign.sigstore.dev.evil/signature",
+        ] {
             assert!(!d.is_signature_key(k), "{k}");
         }
     }

@@ -63,7 +63,10 @@ fn annotations(value: &Value) -> Result<Option<&Map<String, Value>>, AnnotationE
     }
 }
 
-fn string_value<'a>(ann: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, AnnotationError> {
+fn string_value<'a>(
+    ann: &'a Map<String, Value>,
+    key: &str,
+) -> Result<Option<&'a str>, AnnotationError> {
     match ann.get(key) {
         None => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -71,13 +74,20 @@ fn string_value<'a>(ann: &'a Map<String, Value>, key: &str) -> Result<Option<&'a
     }
 }
 
-fn decode(ann: &Map<String, Value>, key: &str, gz: bool, limits: &Limits) -> Result<Option<Vec<u8>>, AnnotationError> {
+fn decode(
+    ann: &Map<String, Value>,
+    key: &str,
+    gz: bool,
+    limits: &Limits,
+) -> Result<Option<Vec<u8>>, AnnotationError> {
     let Some(v) = string_value(ann, key)? else {
         return Ok(None);
     };
     let raw = decode_base64(v, limits).map_err(|e: CodecError| malformed(key, e))?;
     if gz {
-        decode_maybe_gzip(raw, limits).map(Some).map_err(|e| malformed(key, e))
+        decode_maybe_gzip(raw, limits)
+            .map(Some)
+            .map_err(|e| malformed(key, e))
     } else {
         Ok(Some(raw))
     }
@@ -85,7 +95,11 @@ fn decode(ann: &Map<String, Value>, key: &str, gz: bool, limits: &Limits) -> Res
 
 /// Reads the message and every signature set (`signature`, `signature_1`, ... up to the
 /// first missing index, as kubectl-sigstore does).
-pub fn extract(value: &Value, domain: &AnnotationDomain, limits: &Limits) -> Result<SignedAnnotations, AnnotationError> {
+pub fn extract(
+    value: &Value,
+    domain: &AnnotationDomain,
+    limits: &Limits,
+) -> Result<SignedAnnotations, AnnotationError> {
     let empty = Map::new();
     let ann = annotations(value)?.unwrap_or(&empty);
     let message_key = domain.message_key();
@@ -110,11 +124,17 @@ pub fn extract(value: &Value, domain: &AnnotationDomain, limits: &Limits) -> Res
         }
         let cert_key = domain.certificate_key(index);
         let certificate_pem = decode(ann, &cert_key, true, limits)?
-            .map(|b| String::from_utf8(b).map_err(|_| malformed(&cert_key, "certificate is not PEM text")))
+            .map(|b| {
+                String::from_utf8(b)
+                    .map_err(|_| malformed(&cert_key, "certificate is not PEM text"))
+            })
             .transpose()?;
         let bundle_key = domain.bundle_key(index);
         let bundle = decode(ann, &bundle_key, true, limits)?
-            .map(|b| serde_json::from_slice::<RekorBundle>(&b).map_err(|e| malformed(&bundle_key, format!("not a Rekor bundle: {e}"))))
+            .map(|b| {
+                serde_json::from_slice::<RekorBundle>(&b)
+                    .map_err(|e| malformed(&bundle_key, format!("not a Rekor bundle: {e}")))
+            })
             .transpose()?;
         sets.push(SignatureSet {
             index,
@@ -200,20 +220,37 @@ pub fn embed(
     }
     for (offset, set) in sets.iter().enumerate() {
         let i = first_index + offset;
-        ann.insert(domain.signature_key(i), Value::String(STANDARD.encode(&set.signature)));
+        ann.insert(
+            domain.signature_key(i),
+            Value::String(STANDARD.encode(&set.signature)),
+        );
         if let Some(pem) = &set.certificate_pem {
-            ann.insert(domain.certificate_key(i), Value::String(encode_gzip_base64(pem.as_bytes())));
+            ann.insert(
+                domain.certificate_key(i),
+                Value::String(encode_gzip_base64(pem.as_bytes())),
+            );
         }
         if let Some(bundle) = &set.bundle {
-            let json = serde_json::to_vec(bundle).map_err(|e| malformed(&domain.bundle_key(i), e))?;
-            ann.insert(domain.bundle_key(i), Value::String(encode_gzip_base64(&json)));
+            let json =
+                serde_json::to_vec(bundle).map_err(|e| malformed(&domain.bundle_key(i), e))?;
+            ann.insert(
+                domain.bundle_key(i),
+                Value::String(encode_gzip_base64(&json)),
+            );
         }
     }
     for key in ann.keys() {
         if let Some(Value::String(v)) = ann.get(key)
             && v.len() > limits.max_annotation_bytes
         {
-            return Err(malformed(key, format!("value is {} bytes, over the limit of {}", v.len(), limits.max_annotation_bytes)));
+            return Err(malformed(
+                key,
+                format!(
+                    "value is {} bytes, over the limit of {}",
+                    v.len(),
+                    limits.max_annotation_bytes
+                ),
+            ));
         }
     }
     Ok(())
@@ -225,7 +262,12 @@ mod tests {
     use serde_json::json;
 
     fn set(sig: &[u8]) -> SignatureSet {
-        SignatureSet { index: 0, signature: sig.to_vec(), certificate_pem: None, bundle: None }
+        SignatureSet {
+            index: 0,
+            signature: sig.to_vec(),
+            certificate_pem: None,
+            bundle: None,
+        }
     }
 
     fn object() -> Value {
@@ -237,7 +279,15 @@ mod tests {
         let d = AnnotationDomain::default();
         let l = Limits::default();
         let mut v = object();
-        embed(&mut v, &d, b"M", &[set(b"s0"), set(b"s1")], EmbedMode::Replace, &l).unwrap();
+        embed(
+            &mut v,
+            &d,
+            b"M",
+            &[set(b"s0"), set(b"s1")],
+            EmbedMode::Replace,
+            &l,
+        )
+        .unwrap();
         let got = extract(&v, &d, &l).unwrap();
         assert_eq!(got.message, b"M");
         assert_eq!(got.sets.len(), 2);
@@ -251,11 +301,30 @@ mod tests {
         let d = AnnotationDomain::default();
         let l = Limits::default();
         let mut v = object();
-        embed(&mut v, &d, b"M", &[set(b"a"), set(b"b"), set(b"c")], EmbedMode::Replace, &l).unwrap();
+        embed(
+            &mut v,
+            &d,
+            b"M",
+            &[set(b"a"), set(b"b"), set(b"c")],
+            EmbedMode::Replace,
+            &l,
+        )
+        .unwrap();
         v["metadata"]["annotations"]["cosign.sigstore.dev/bundle_2"] = json!("stale");
         embed(&mut v, &d, b"M2", &[set(b"z")], EmbedMode::Replace, &l).unwrap();
-        let keys: Vec<&String> = v["metadata"]["annotations"].as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["keep", "cosign.sigstore.dev/message", "cosign.sigstore.dev/signature"]);
+        let keys: Vec<&String> = v["metadata"]["annotations"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "keep",
+                "cosign.sigstore.dev/message",
+                "cosign.sigstore.dev/signature"
+            ]
+        );
     }
 
     #[test]
@@ -266,9 +335,18 @@ mod tests {
         embed(&mut v, &d, b"M", &[set(b"a")], EmbedMode::Replace, &l).unwrap();
         let msg_before = v["metadata"]["annotations"]["cosign.sigstore.dev/message"].clone();
         embed(&mut v, &d, b"M", &[set(b"b")], EmbedMode::Append, &l).unwrap();
-        assert_eq!(v["metadata"]["annotations"]["cosign.sigstore.dev/message"], msg_before);
+        assert_eq!(
+            v["metadata"]["annotations"]["cosign.sigstore.dev/message"],
+            msg_before
+        );
         let got = extract(&v, &d, &l).unwrap();
-        assert_eq!(got.sets.iter().map(|s| s.signature.clone()).collect::<Vec<_>>(), [b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!(
+            got.sets
+                .iter()
+                .map(|s| s.signature.clone())
+                .collect::<Vec<_>>(),
+            [b"a".to_vec(), b"b".to_vec()]
+        );
     }
 
     #[test]
@@ -277,19 +355,29 @@ mod tests {
         let l = Limits::default();
         let mut v = object();
         embed(&mut v, &d, b"M", &[set(b"a")], EmbedMode::Replace, &l).unwrap();
-        assert_eq!(embed(&mut v, &d, b"other", &[set(b"b")], EmbedMode::Append, &l), Err(AnnotationError::AppendMessageMismatch));
+        assert_eq!(
+            embed(&mut v, &d, b"other", &[set(b"b")], EmbedMode::Append, &l),
+            Err(AnnotationError::AppendMessageMismatch)
+        );
     }
 
     #[test]
     fn missing_message_and_signature_are_named() {
         let d = AnnotationDomain::default();
         let l = Limits::default();
-        assert!(matches!(extract(&object(), &d, &l), Err(AnnotationError::NoMessage { .. })));
+        assert!(matches!(
+            extract(&object(), &d, &l),
+            Err(AnnotationError::NoMessage { .. })
+        ));
         let mut v = object();
-        v["metadata"]["annotations"]["cosign.sigstore.dev/message"] = json!(encode_gzip_base64(b"M"));
+        v["metadata"]["annotations"]["cosign.sigstore.dev/message"] =
+            json!(encode_gzip_base64(b"M"));
         v["metadata"]["annotations"]["cosign.sigstore.dev/signature_1"] = json!("YQ==");
         let err = extract(&v, &d, &l).unwrap_err();
-        assert_eq!(err.to_string(), "no signature: annotation cosign.sigstore.dev/signature is missing");
+        assert_eq!(
+            err.to_string(),
+            "no signature: annotation cosign.sigstore.dev/signature is missing"
+        );
     }
 
     #[test]
@@ -297,20 +385,31 @@ mod tests {
         let d = AnnotationDomain::default();
         let l = Limits::default();
         let mut v = object();
-        v["metadata"]["annotations"]["cosign.sigstore.dev/message"] = json!(encode_gzip_base64(b"M"));
+        v["metadata"]["annotations"]["cosign.sigstore.dev/message"] =
+            json!(encode_gzip_base64(b"M"));
         v["metadata"]["annotations"]["cosign.sigstore.dev/signature"] = json!("!!!");
         let err = extract(&v, &d, &l).unwrap_err();
-        assert!(err.to_string().starts_with("annotation cosign.sigstore.dev/signature: not valid base64"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("annotation cosign.sigstore.dev/signature: not valid base64"),
+            "{err}"
+        );
         v["metadata"]["annotations"]["cosign.sigstore.dev/signature"] = json!("YQ==");
-        v["metadata"]["annotations"]["cosign.sigstore.dev/bundle"] = json!(encode_gzip_base64(b"{}"));
+        v["metadata"]["annotations"]["cosign.sigstore.dev/bundle"] =
+            json!(encode_gzip_base64(b"{}"));
         let err = extract(&v, &d, &l).unwrap_err();
-        assert!(err.to_string().starts_with("annotation cosign.sigstore.dev/bundle: not a Rekor bundle"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("annotation cosign.sigstore.dev/bundle: not a Rekor bundle"),
+            "{err}"
+        );
     }
 
     #[test]
     fn strip_drops_empty_annotations() {
         let d = AnnotationDomain::default();
-        let mut v = json!({"metadata": {"name": "a", "annotations": {"cosign.sigstore.dev/message": "x"}}});
+        let mut v =
+            json!({"metadata": {"name": "a", "annotations": {"cosign.sigstore.dev/message": "x"}}});
         strip_signature_annotations(&mut v, &d);
         assert_eq!(v, json!({"metadata": {"name": "a"}}));
     }

@@ -30,7 +30,8 @@ pub fn run(args: GenerateKeyPairArgs) -> anyhow::Result<Outcome> {
         }
     }
     let password = super::password::read_new()?;
-    let pair = cosign_key::generate_key_pair(password.as_bytes()).context("generating the key pair")?;
+    let pair =
+        cosign_key::generate_key_pair(password.as_bytes()).context("generating the key pair")?;
     write_new_file(&key_path, &pair.private_key_pem, args.force, true)?;
     write_new_file(&pub_path, &pair.public_key_pem, args.force, false)?;
     eprintln!(

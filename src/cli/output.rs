@@ -26,13 +26,16 @@ pub fn write_all(outputs: Vec<(Target, String)>) -> anyhow::Result<()> {
                     Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
                     _ => PathBuf::from("."),
                 };
-                std::fs::create_dir_all(&dir)
-                    .with_context(|| format!("{}: cannot create output directory", dir.display()))?;
+                std::fs::create_dir_all(&dir).with_context(|| {
+                    format!("{}: cannot create output directory", dir.display())
+                })?;
                 let mut tmp = tempfile::Builder::new()
                     .prefix(".mansign-")
                     .suffix(".tmp")
                     .tempfile_in(&dir)
-                    .with_context(|| format!("{}: output directory is not writable", dir.display()))?;
+                    .with_context(|| {
+                        format!("{}: output directory is not writable", dir.display())
+                    })?;
                 tmp.write_all(text.as_bytes())
                     .and_then(|_| tmp.as_file().sync_all())
                     .with_context(|| format!("{}: cannot write", path.display()))?;
@@ -66,7 +69,10 @@ fn set_readable(path: &Path) {
 /// unless `force`.
 pub fn write_new_file(path: &Path, text: &str, force: bool, secret: bool) -> anyhow::Result<()> {
     if path.exists() && !force {
-        bail!("{}: already exists (use --force to overwrite)", path.display());
+        bail!(
+            "{}: already exists (use --force to overwrite)",
+            path.display()
+        );
     }
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),

@@ -25,8 +25,12 @@ pub fn read_new() -> anyhow::Result<Zeroizing<String>> {
     if !std::io::stdin().is_terminal() {
         bail!("no password: set COSIGN_PASSWORD (it may be empty) or run on a terminal");
     }
-    let a = Zeroizing::new(rpassword::prompt_password("Enter password for private key: ")?);
-    let b = Zeroizing::new(rpassword::prompt_password("Enter password for private key again: ")?);
+    let a = Zeroizing::new(rpassword::prompt_password(
+        "Enter password for private key: ",
+    )?);
+    let b = Zeroizing::new(rpassword::prompt_password(
+        "Enter password for private key again: ",
+    )?);
     if a != b {
         bail!("passwords do not match");
     }

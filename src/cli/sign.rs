@@ -2,12 +2,12 @@
 
 use super::Outcome;
 use super::output::{Target, write_all};
-use anyhow::{Context, bail};
-use clap::Args;
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
 use crate::manifest::{ManifestFile, Source, load_inputs, to_yaml};
 use crate::signing::{KeySigner, SignOptions, SignScope, cosign_key, sign_files};
+use anyhow::{Context, bail};
+use clap::Args;
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]

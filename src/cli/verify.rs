@@ -64,11 +64,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
                 println!("{d}");
             }
             let ok = verdict.documents.iter().filter(|d| d.is_verified()).count();
-            println!(
-                "{} of {} document(s) verified",
-                ok,
-                verdict.documents.len()
-            );
+            println!("{} of {} document(s) verified", ok, verdict.documents.len());
         }
     }
     Ok(if verdict.is_verified() {

@@ -133,13 +133,12 @@ impl FieldPattern {
         let mut expect_key = true;
         while !rest.is_empty() {
             if let Some(r) = rest.strip_prefix('[') {
-                let end = if r.starts_with('"') {
+                let end = if let Some(quoted) = r.strip_prefix('"') {
                     // quoted key: find the closing `"]`
-                    let close = r[1..]
+                    let close = quoted
                         .find("\"]")
                         .ok_or_else(|| format!("pattern {text:?}: unclosed quoted key"))?;
-                    let key = &r[1..close + 1];
-                    segments.push(PatternSegment::Key(key.to_string()));
+                    segments.push(PatternSegment::Key(quoted[..close].to_string()));
                     close + 3
                 } else {
                     let close = r
@@ -191,13 +190,16 @@ impl FieldPattern {
         if self.segments.len() > path.0.len() {
             return false;
         }
-        self.segments.iter().zip(&path.0).all(|(p, s)| match (p, s) {
-            (PatternSegment::Key(k), Segment::Key(s)) => k == s,
-            (PatternSegment::AnyKey, Segment::Key(_)) => true,
-            (PatternSegment::Index(i), Segment::Index(s)) => i == s,
-            (PatternSegment::AnyIndex, Segment::Index(_)) => true,
-            _ => false,
-        })
+        self.segments
+            .iter()
+            .zip(&path.0)
+            .all(|(p, s)| match (p, s) {
+                (PatternSegment::Key(k), Segment::Key(s)) => k == s,
+                (PatternSegment::AnyKey, Segment::Key(_)) => true,
+                (PatternSegment::Index(i), Segment::Index(s)) => i == s,
+                (PatternSegment::AnyIndex, Segment::Index(_)) => true,
+                _ => false,
+            })
     }
 }
 
@@ -337,20 +339,36 @@ mod tests {
 
     #[test]
     fn list_reordering_is_a_change() {
-        let d = diff_documents(&json!({"args": ["a", "b"]}), &json!({"args": ["b", "a"]}), &IgnoreFields::none());
+        let d = diff_documents(
+            &json!({"args": ["a", "b"]}),
+            &json!({"args": ["b", "a"]}),
+            &IgnoreFields::none(),
+        );
         assert_eq!(paths(&d), ["args[0]", "args[1]"]);
     }
 
     #[test]
     fn type_changes_are_changes_but_number_forms_are_equal() {
-        assert_eq!(diff_documents(&json!({"a": "1"}), &json!({"a": 1}), &IgnoreFields::none()).len(), 1);
-        assert!(diff_documents(&json!({"a": 1}), &json!({"a": 1.0}), &IgnoreFields::none()).is_empty());
+        assert_eq!(
+            diff_documents(&json!({"a": "1"}), &json!({"a": 1}), &IgnoreFields::none()).len(),
+            1
+        );
+        assert!(
+            diff_documents(&json!({"a": 1}), &json!({"a": 1.0}), &IgnoreFields::none()).is_empty()
+        );
     }
 
     #[test]
     fn paths_print_dotted_keys_quoted() {
-        let d = diff_documents(&json!({}), &json!({"metadata": {"labels": {"app.kubernetes.io/name": "x"}}, "l": [{"k": 1}]}), &IgnoreFields::none());
-        assert_eq!(paths(&d), ["l[0].k", "metadata.labels[\"app.kubernetes.io/name\"]"]);
+        let d = diff_documents(
+            &json!({}),
+            &json!({"metadata": {"labels": {"app.kubernetes.io/name": "x"}}, "l": [{"k": 1}]}),
+            &IgnoreFields::none(),
+        );
+        assert_eq!(
+            paths(&d),
+            ["l[0].k", "metadata.labels[\"app.kubernetes.io/name\"]"]
+        );
     }
 
     #[test]
@@ -358,7 +376,10 @@ mod tests {
         let ignore = IgnoreFields(vec![
             FieldPattern::parse("status").unwrap(),
             FieldPattern::parse("spec.clusterIP").unwrap(),
-            FieldPattern::parse("metadata.annotations[\"kubectl.kubernetes.io/last-applied-configuration\"]").unwrap(),
+            FieldPattern::parse(
+                "metadata.annotations[\"kubectl.kubernetes.io/last-applied-configuration\"]",
+            )
+            .unwrap(),
             FieldPattern::parse("spec.ports[*].nodePort").unwrap(),
         ]);
         let signed = json!({});

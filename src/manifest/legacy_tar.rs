@@ -100,7 +100,10 @@ fn entry_kind_name(kind: tar::EntryType) -> String {
 
 /// Reduces an entry name to a clean relative path or refuses it.
 fn safe_name(raw: &str) -> Result<String, LegacyTarError> {
-    let mut parts: Vec<&str> = raw.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+    let mut parts: Vec<&str> = raw
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
     if parts.contains(&"..") {
         return Err(LegacyTarError::ParentTraversal { name: raw.into() });
     }
@@ -148,13 +151,23 @@ mod tests {
     fn reads_regular_yaml_files_and_strips_upstream_temp_prefix() {
         let body = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n";
         let data = tar_gz(|b| {
-            let h = file_header(b"/var/folders/x/T/compressing-tar-gz834304261/dir/a.yaml", body.len(), tar::EntryType::Regular);
+            let h = file_header(
+                b"/var/folders/x/T/compressing-tar-gz834304261/dir/a.yaml",
+                body.len(),
+                tar::EntryType::Regular,
+            );
             b.append(&h, &body[..]).unwrap();
             let h = file_header(b"notes.txt", 2, tar::EntryType::Regular);
             b.append(&h, &b"hi"[..]).unwrap();
         });
         let files = read_yaml_files(&data, &Limits::default()).unwrap();
-        assert_eq!(files, vec![TarFile { name: "dir/a.yaml".into(), content: body.to_vec() }]);
+        assert_eq!(
+            files,
+            vec![TarFile {
+                name: "dir/a.yaml".into(),
+                content: body.to_vec()
+            }]
+        );
     }
 
     #[test]
@@ -164,7 +177,10 @@ mod tests {
             b.append(&h, &b"x"[..]).unwrap();
         });
         let err = read_yaml_files(&data, &Limits::default()).unwrap_err();
-        assert!(matches!(err, LegacyTarError::ParentTraversal { .. }), "{err}");
+        assert!(
+            matches!(err, LegacyTarError::ParentTraversal { .. }),
+            "{err}"
+        );
         assert!(err.to_string().contains("../evil.yaml"));
     }
 
@@ -187,7 +203,10 @@ mod tests {
             b.append(&h, &b""[..]).unwrap();
         });
         let err = read_yaml_files(&data, &Limits::default()).unwrap_err();
-        assert!(matches!(err, LegacyTarError::ForbiddenEntryType { .. }), "{err}");
+        assert!(
+            matches!(err, LegacyTarError::ForbiddenEntryType { .. }),
+            "{err}"
+        );
         assert!(err.to_string().contains("symlink"), "{err}");
     }
 
@@ -201,12 +220,18 @@ mod tests {
         }
         let bomb = gz.finish().unwrap();
         let err = read_yaml_files(&bomb, &Limits::default()).unwrap_err();
-        assert!(matches!(err, LegacyTarError::TooLarge { limit } if limit == Limits::default().max_message_bytes), "{err}");
+        assert!(
+            matches!(err, LegacyTarError::TooLarge { limit } if limit == Limits::default().max_message_bytes),
+            "{err}"
+        );
     }
 
     #[test]
     fn rejects_too_many_entries() {
-        let limits = Limits { max_tar_entries: 2, ..Limits::default() };
+        let limits = Limits {
+            max_tar_entries: 2,
+            ..Limits::default()
+        };
         let data = tar_gz(|b| {
             for i in 0..3 {
                 let name = format!("f{i}.yaml");
@@ -215,6 +240,9 @@ mod tests {
             }
         });
         let err = read_yaml_files(&data, &limits).unwrap_err();
-        assert!(matches!(err, LegacyTarError::TooManyEntries { limit: 2 }), "{err}");
+        assert!(
+            matches!(err, LegacyTarError::TooManyEntries { limit: 2 }),
+            "{err}"
+        );
     }
 }

@@ -19,12 +19,20 @@ pub struct ManifestFile {
 /// Loads every input: `-` is stdin, a directory is walked recursively for `.yaml`/`.yml`
 /// files in sorted order with hidden entries skipped, anything else is read as a file
 /// whatever its extension (an explicit argument is never silently ignored).
-pub fn load_inputs(inputs: &[PathBuf], limits: &Limits) -> Result<Vec<ManifestFile>, ManifestError> {
+pub fn load_inputs(
+    inputs: &[PathBuf],
+    limits: &Limits,
+) -> Result<Vec<ManifestFile>, ManifestError> {
     let mut files = Vec::new();
     for input in inputs {
         if input.as_os_str() == "-" {
             let stdin = std::io::stdin();
-            files.push(load_reader(Source::Stdin, PathBuf::from("stdin.yaml"), stdin.lock(), limits)?);
+            files.push(load_reader(
+                Source::Stdin,
+                PathBuf::from("stdin.yaml"),
+                stdin.lock(),
+                limits,
+            )?);
             continue;
         }
         let meta = std::fs::metadata(input).map_err(|source| ManifestError::Read {
@@ -35,7 +43,9 @@ pub fn load_inputs(inputs: &[PathBuf], limits: &Limits) -> Result<Vec<ManifestFi
             let mut found = Vec::new();
             walk(input, input, &mut found)?;
             if found.is_empty() {
-                return Err(ManifestError::EmptyDirectory { path: input.clone() });
+                return Err(ManifestError::EmptyDirectory {
+                    path: input.clone(),
+                });
             }
             for (path, relative) in found {
                 files.push(load_file(&path, relative, limits)?);
@@ -85,7 +95,11 @@ fn walk(root: &Path, dir: &Path, found: &mut Vec<(PathBuf, PathBuf)>) -> Result<
     Ok(())
 }
 
-fn load_file(path: &Path, relative: PathBuf, limits: &Limits) -> Result<ManifestFile, ManifestError> {
+fn load_file(
+    path: &Path,
+    relative: PathBuf,
+    limits: &Limits,
+) -> Result<ManifestFile, ManifestError> {
     let file = std::fs::File::open(path).map_err(|source| ManifestError::Read {
         path: path.to_path_buf(),
         source,

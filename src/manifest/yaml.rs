@@ -194,7 +194,8 @@ fn is_safe_plain(s: &str) -> bool {
         return false;
     }
     if !s.chars().all(|c| {
-        c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/' | '@' | '+' | '=' | ':' | ' ')
+        c.is_ascii_alphanumeric()
+            || matches!(c, '-' | '_' | '.' | '/' | '@' | '+' | '=' | ':' | ' ')
     }) {
         return false;
     }
@@ -219,15 +220,52 @@ mod tests {
     #[test]
     fn strings_that_yaml_1_1_would_misread_are_quoted() {
         for s in [
-            "yes", "No", "on", "OFF", "y", "true", "null", "~", "0755", "1.0", "12:30",
-            "2021-01-01", "1e3", "-1", ".inf", "", " lead", "trail ", "a: b", "a #b", "*ref",
-            "&anchor", "!tag", "{x}", "[x]", "%x", "@x", "`x`", "'x'", "\"x\"", "|", ">",
-            "- x", "? x", "<<",
+            "yes",
+            "No",
+            "on",
+            "OFF",
+            "y",
+            "true",
+            "null",
+            "~",
+            "0755",
+            "1.0",
+            "12:30",
+            "2021-01-01",
+            "1e3",
+            "-1",
+            ".inf",
+            "",
+            " lead",
+            "trail ",
+            "a: b",
+            "a #b",
+            "*ref",
+            "&anchor",
+            "!tag",
+            "{x}",
+            "[x]",
+            "%x",
+            "@x",
+            "`x`",
+            "'x'",
+            "\"x\"",
+            "|",
+            ">",
+            "- x",
+            "? x",
+            "<<",
         ] {
             let y = string_scalar(s);
             assert!(y.starts_with('"'), "{s:?} was written plain as {y}");
         }
-        for s in ["nginx", "sample-cm", "https://github.com/org/repo", "a.b/c_d", "kube-system"] {
+        for s in [
+            "nginx",
+            "sample-cm",
+            "https://github.com/org/repo",
+            "a.b/c_d",
+            "kube-system",
+        ] {
             assert_eq!(string_scalar(s), s);
         }
     }
@@ -246,14 +284,22 @@ mod tests {
 
     #[test]
     fn integers_above_2_pow_53_stay_exact() {
-        let docs = parse_documents("a: 9007199254740993\nb: 18446744073709551615\n", &Limits::default()).unwrap();
+        let docs = parse_documents(
+            "a: 9007199254740993\nb: 18446744073709551615\n",
+            &Limits::default(),
+        )
+        .unwrap();
         assert_eq!(docs[0].1["a"], json!(9007199254740993u64));
         assert_eq!(docs[0].1["b"], json!(u64::MAX));
     }
 
     #[test]
     fn empty_documents_are_skipped_but_counted_in_positions() {
-        let docs = parse_documents("---\n---\na: 1\n---\n# only a comment\n---\nb: 2\n", &Limits::default()).unwrap();
+        let docs = parse_documents(
+            "---\n---\na: 1\n---\n# only a comment\n---\nb: 2\n",
+            &Limits::default(),
+        )
+        .unwrap();
         let positions: Vec<usize> = docs.iter().map(|d| d.0).collect();
         assert_eq!(positions.len(), 2);
         assert!(positions[0] < positions[1]);
@@ -276,16 +322,34 @@ mod tests {
     fn rejects_deep_nesting() {
         let text = format!("{}1{}", "[".repeat(100), "]".repeat(100));
         assert!(parse_documents(&text, &Limits::default()).is_err());
-        let limits = Limits { max_depth: 5, ..Limits::default() };
+        let limits = Limits {
+            max_depth: 5,
+            ..Limits::default()
+        };
         let err = parse_documents("a: {b: {c: {d: {e: {f: 1}}}}}", &limits).unwrap_err();
-        assert!(matches!(err, YamlError::TooDeep { document: 1, limit: 5 }), "{err}");
+        assert!(
+            matches!(
+                err,
+                YamlError::TooDeep {
+                    document: 1,
+                    limit: 5
+                }
+            ),
+            "{err}"
+        );
     }
 
     #[test]
     fn rejects_too_many_documents() {
-        let limits = Limits { max_documents: 3, ..Limits::default() };
+        let limits = Limits {
+            max_documents: 3,
+            ..Limits::default()
+        };
         let err = parse_documents("a: 1\n---\na: 2\n---\na: 3\n---\na: 4\n", &limits).unwrap_err();
-        assert!(matches!(err, YamlError::TooManyDocuments { limit: 3 }), "{err}");
+        assert!(
+            matches!(err, YamlError::TooManyDocuments { limit: 3 }),
+            "{err}"
+        );
     }
 
     #[test]

@@ -26,7 +26,8 @@ impl TrustedKey {
 
     /// Loads a `cosign.pub`-style PEM public key.
     pub fn from_pem(name: impl Into<String>, pem: &str) -> Result<Self, String> {
-        let key = crate::signing::cosign_key::parse_public_key_pem(pem).map_err(|e| e.to_string())?;
+        let key =
+            crate::signing::cosign_key::parse_public_key_pem(pem).map_err(|e| e.to_string())?;
         Ok(Self::new(name, key))
     }
 }

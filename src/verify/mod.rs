@@ -114,7 +114,8 @@ impl Verifier {
             return Err(Rejection::NoTrustedSignature { attempts });
         };
         // 3. signed documents
-        let signed_docs = parse_message(&signed.message, &self.limits).map_err(Rejection::Message)?;
+        let signed_docs =
+            parse_message(&signed.message, &self.limits).map_err(Rejection::Message)?;
         // 4. the signed document for this object
         let mut candidates = Vec::new();
         for v in &signed_docs {

@@ -17,7 +17,11 @@ impl fmt::Display for SignerInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SignerInfo::Key { name, fingerprint } => {
-                write!(f, "key {name} (sha256:{})", &fingerprint[..fingerprint.len().min(16)])
+                write!(
+                    f,
+                    "key {name} (sha256:{})",
+                    &fingerprint[..fingerprint.len().min(16)]
+                )
             }
         }
     }
@@ -94,7 +98,9 @@ impl DocumentVerdict {
                 let mut failure = json!({"check": r.check(), "reason": r.to_string()});
                 match r {
                     Rejection::Modified { diffs } => failure["diff"] = json!(diffs),
-                    Rejection::NoTrustedSignature { attempts } => failure["attempts"] = json!(attempts),
+                    Rejection::NoTrustedSignature { attempts } => {
+                        failure["attempts"] = json!(attempts)
+                    }
                     _ => {}
                 }
                 v["failure"] = failure;
@@ -111,7 +117,11 @@ impl fmt::Display for DocumentVerdict {
         }
         write!(f, "{}: ", self.object)?;
         match &self.result {
-            Ok(ok) => write!(f, "verified (signature set {}, {})", ok.signature_set, ok.signer),
+            Ok(ok) => write!(
+                f,
+                "verified (signature set {}, {})",
+                ok.signature_set, ok.signer
+            ),
             Err(r) => write!(f, "FAILED [{}] {r}", r.check()),
         }
     }
