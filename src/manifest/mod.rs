@@ -12,7 +12,7 @@ mod load;
 mod message;
 mod yaml;
 
-pub use diff::{FieldDiff, FieldPath, IgnoreFields, diff_documents};
+pub use diff::{DiffKind, FieldDiff, FieldPath, FieldPattern, IgnoreFields, Segment, diff_documents};
 pub use document::{Document, DocumentOrigin, ObjectIdentity, Source};
 pub use legacy_tar::LegacyTarError;
 pub use load::{ManifestFile, load_inputs, load_reader};

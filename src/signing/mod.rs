@@ -6,9 +6,15 @@
 //! document (or per file with [`SignScope::File`]), sign the batch, embed.
 
 pub mod cosign_key;
+mod http;
 mod key;
+pub mod sign_in;
+pub mod token;
 
+pub use http::{BodyError, RetryPolicy};
 pub use key::KeySigner;
+pub use sign_in::{SignInError, SignInPrompt, SilentPrompt};
+pub use token::{AcquiredToken, AmbientEnvironment, TokenError, TokenOptions, TokenSource};
 
 use crate::annotations::{
     AnnotationDomain, AnnotationError, EmbedMode, SignatureSet, embed, strip_signature_annotations,

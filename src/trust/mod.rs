@@ -1,1 +1,215 @@
 //! Trust roots: which Fulcio CAs, Rekor logs and CT logs a verification trusts.
+//!
+//! A [`TrustRoot`] is a Sigstore `trusted_root.json` (protobuf-specs `TrustedRoot`),
+//! parsed and checked once when it is loaded: every log key must parse, log IDs must be
+//! unique, validity windows must be well formed and every CA certificate must be usable as a
+//! trust anchor. A root that loads can be shared (`Arc`) by any number of verifications,
+//! which never touch the network.
+//!
+//! Sources:
+//! * [`TrustRoot::public_good`]: the snapshot of Sigstore's public-good production root
+//!   embedded in `sigstore-trust-root` (offline; it holds the 2021 and 2022 Fulcio roots
+//!   and the `rekor.sigstore.dev` key, so old keyless signatures still verify). Snapshots go
+//!   stale when Sigstore rotates keys: bump the crate or pass a fresh file.
+//! * [`TrustRoot::from_file`] / [`TrustRoot::from_json`]: any `trusted_root.json`, such as a
+//!   private Sigstore deployment's or the local test stack's.
+//!
+//! This module is one of the two adapters over the sigstore crates (with
+//! `verify::keyless`); nothing else in mansign names their types.
+
+use sigstore_crypto::{Keyring, VerificationKey};
+use sigstore_trust_root::{SIGSTORE_PRODUCTION_TRUSTED_ROOT, TrustedRoot};
+use sigstore_types::Sha256Hash;
+use std::fmt;
+use std::path::Path;
+
+/// Why a trust root could not be loaded. Every variant names where the root came from.
+#[derive(Debug, thiserror::Error)]
+pub enum TrustRootError {
+    #[error("{origin}: cannot read trusted root: {source}")]
+    Read {
+        origin: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{origin}: not a Sigstore trusted_root.json: {reason}")]
+    Parse { origin: String, reason: String },
+    #[error("{origin}: unusable trusted root: {reason}")]
+    Unusable { origin: String, reason: String },
+}
+
+/// A parsed and checked Sigstore trust root.
+pub struct TrustRoot {
+    origin: String,
+    root: TrustedRoot,
+    verifier: sigstore_verify::Verifier,
+    rekor_keys: Keyring,
+}
+
+impl fmt::Debug for TrustRoot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TrustRoot")
+            .field("origin", &self.origin)
+            .field("tlogs", &self.root.tlogs.len())
+            .field("certificate_authorities", &self.root.certificate_authorities.len())
+            .field("ctlogs", &self.root.ctlogs.len())
+            .finish()
+    }
+}
+
+impl TrustRoot {
+    /// Where this root was loaded from, for messages.
+    pub const PUBLIC_GOOD: &'static str = "embedded Sigstore public-good root";
+
+    /// The public-good production root embedded in the binary (no network).
+    pub fn public_good() -> Result<Self, TrustRootError> {
+        Self::parse(Self::PUBLIC_GOOD.to_string(), SIGSTORE_PRODUCTION_TRUSTED_ROOT)
+    }
+
+    /// Loads a `trusted_root.json` file.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, TrustRootError> {
+        let path = path.as_ref();
+        let origin = path.display().to_string();
+        let json = std::fs::read_to_string(path).map_err(|source| TrustRootError::Read {
+            origin: origin.clone(),
+            source,
+        })?;
+        Self::parse(origin, &json)
+    }
+
+    /// Parses a `trusted_root.json` document held in memory.
+    pub fn from_json(json: &str) -> Result<Self, TrustRootError> {
+        Self::parse("trusted root JSON".to_string(), json)
+    }
+
+    fn parse(origin: String, json: &str) -> Result<Self, TrustRootError> {
+        let root = TrustedRoot::from_json(json).map_err(|e| TrustRootError::Parse {
+            origin: origin.clone(),
+            reason: e.to_string(),
+        })?;
+        let unusable = |reason: String| TrustRootError::Unusable {
+            origin: origin.clone(),
+            reason,
+        };
+        // Verifier::new checks the whole root up front (keys, duplicate log IDs, windows,
+        // anchors), so a bad root fails here and not on the first signature.
+        let verifier =
+            sigstore_verify::Verifier::new(&root).map_err(|e| unusable(e.to_string()))?;
+        let rekor_keys = root.rekor_keys().map_err(|e| unusable(e.to_string()))?;
+        Ok(TrustRoot {
+            origin,
+            root,
+            verifier,
+            rekor_keys,
+        })
+    }
+
+    /// Where the root came from: a file path or [`TrustRoot::PUBLIC_GOOD`].
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// Number of Rekor logs, Fulcio CAs and CT logs (for `--help`-style summaries).
+    pub fn summary(&self) -> String {
+        format!(
+            "{} transparency log(s), {} certificate authorit{}, {} CT log(s)",
+            self.root.tlogs.len(),
+            self.root.certificate_authorities.len(),
+            if self.root.certificate_authorities.len() == 1 {
+                "y"
+            } else {
+                "ies"
+            },
+            self.root.ctlogs.len()
+        )
+    }
+
+    /// The sigstore-verify verifier built from this root.
+    pub(crate) fn verifier(&self) -> &sigstore_verify::Verifier {
+        &self.verifier
+    }
+
+    /// The Rekor key for `log_id` (SHA-256 of the log's key, as the trust root lists it),
+    /// if that log is trusted and its key was valid at `time`.
+    pub(crate) fn rekor_key_at(
+        &self,
+        log_id: &[u8; 32],
+        time: jiff::Timestamp,
+    ) -> Option<&VerificationKey> {
+        self.rekor_keys.key_at(&Sha256Hash::new(*log_id), time)
+    }
+
+    /// Whether a Rekor log with this ID is in the root at all (for error messages).
+    pub(crate) fn knows_rekor_log(&self, log_id: &[u8; 32]) -> bool {
+        self.rekor_keys
+            .key(&Sha256Hash::new(*log_id))
+            .is_some()
+    }
+
+    /// DER of every Fulcio CA certificate whose authority was valid at `time`. Each one
+    /// is a trust anchor: Sigstore ships intermediates as anchors too (sigstore-verify
+    /// does the same).
+    pub(crate) fn fulcio_certificates_at(&self, time: jiff::Timestamp) -> Vec<&[u8]> {
+        self.root
+            .certificate_authorities
+            .iter()
+            .filter(|ca| ca.valid_for.is_none_or(|w| w.contains(time)))
+            .flat_map(|ca| ca.cert_chain.certificates.iter())
+            .map(|c| c.raw_bytes.as_bytes())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_good_root_loads_offline() {
+        let root = TrustRoot::public_good().unwrap();
+        assert_eq!(root.origin(), TrustRoot::PUBLIC_GOOD);
+    }
+
+    #[test]
+    fn public_good_root_trusts_rekor_sigstore_dev_since_2021() {
+        let root = TrustRoot::public_good().unwrap();
+        let mut id = [0u8; 32];
+        hex::decode_to_slice(
+            "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d",
+            &mut id,
+        )
+        .unwrap();
+        let sept_2021 = jiff::Timestamp::from_second(1_631_694_290).unwrap();
+        assert!(root.rekor_key_at(&id, sept_2021).is_some());
+        assert_eq!(root.fulcio_certificates_at(sept_2021).len(), 1);
+    }
+
+    #[test]
+    fn missing_file_error_names_the_file() {
+        let err = TrustRoot::from_file("/nonexistent/trusted_root.json").unwrap_err();
+        assert!(matches!(err, TrustRootError::Read { .. }));
+        assert!(
+            err.to_string()
+                .starts_with("/nonexistent/trusted_root.json: cannot read trusted root"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn malformed_json_error_names_the_origin() {
+        let err = TrustRoot::from_json("{").unwrap_err();
+        assert!(matches!(err, TrustRootError::Parse { .. }));
+        assert!(err.to_string().starts_with("trusted root JSON: not a Sigstore"));
+    }
+
+    #[test]
+    fn root_with_bad_log_key_is_unusable() {
+        let json = r#"{"mediaType":"application/vnd.dev.sigstore.trustedroot+json;version=0.1",
+            "tlogs":[{"baseUrl":"https://x","hashAlgorithm":"SHA2_256",
+              "publicKey":{"rawBytes":"AAAA","keyDetails":"PKIX_ECDSA_P256_SHA_256",
+                           "validFor":{"start":"2021-01-01T00:00:00Z"}},
+              "logId":{"keyId":"wNI9atQGlz+VWfO6LRygH4QUfY/8W4RFwiT5i5WRgB0="}}]}"#;
+        let err = TrustRoot::from_json(json).unwrap_err();
+        assert!(matches!(err, TrustRootError::Unusable { .. }), "{err}");
+    }
+}

@@ -1,0 +1,451 @@
+//! Rekor v1 uploads: one `hashedrekord` v0.0.1 entry per signed message, and the cosign
+//! `RekorBundle` (the `bundle` annotation) made from Rekor's answer.
+//!
+//! The entry is the one cosign writes (research/k8s-manifest-sigstore.md §2):
+//! `spec.data.hash` = SHA-256(M) in hex, `spec.signature.content` = base64(DER signature),
+//! `spec.signature.publicKey.content` = base64(PEM) of the Fulcio leaf certificate
+//! (keyless) or of the PKIX public key (`--key` with `--tlog-upload`).
+//!
+//! Rekor v1, not v2: a v2 entry has no SET and no integrated time, and the cosign
+//! RekorBundle that kubectl-sigstore and Kyverno read is exactly a v1 SET + payload.
+//!
+//! The POST is made here rather than through `sigstore_rekor::RekorClient::create_entry`
+//! because a 409 (entry exists: a deterministic key signature of the same M) must be
+//! answered by fetching the entry at the `Location` header, which that client drops, and
+//! because keyed entries have no constructor there. Rekor's answer is parsed with the
+//! crate's `LogEntry`.
+
+use super::http::{self, BodyError, RetryPolicy, Transient, retry, status_is_transient};
+use crate::annotations::{RekorBundle, RekorPayload, SignatureSet};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use sha2::{Digest, Sha256};
+use sigstore_rekor::LogEntry;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The public-good Rekor v1 log.
+pub const DEFAULT_REKOR_URL: &str = "https://rekor.sigstore.dev";
+/// Largest Rekor answer read, in bytes (an entry with its proof is a few KiB).
+const MAX_ENTRY_RESPONSE: usize = 1024 * 1024;
+
+/// Where and how entries are uploaded.
+#[derive(Debug, Clone)]
+pub struct RekorOptions {
+    /// Rekor v1 base URL.
+    pub url: String,
+    /// Uploads in flight at once. Default 8.
+    pub concurrency: usize,
+    pub retry: RetryPolicy,
+    /// Bound of one request. Default 30 s.
+    pub timeout: Duration,
+}
+
+impl Default for RekorOptions {
+    fn default() -> Self {
+        RekorOptions {
+            url: DEFAULT_REKOR_URL.to_string(),
+            concurrency: 8,
+            retry: RetryPolicy::DEFAULT,
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Why an entry could not be logged.
+#[derive(Debug, thiserror::Error)]
+pub enum RekorError {
+    #[error("Rekor at {url} is unreachable after {attempts} attempt(s): {source}")]
+    Connection {
+        url: String,
+        attempts: u32,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("Rekor at {url} answered HTTP {status} after {attempts} attempt(s): {message}")]
+    Status {
+        url: String,
+        status: u16,
+        attempts: u32,
+        message: String,
+    },
+    #[error("Rekor answer: {0}")]
+    Body(#[source] BodyError),
+    #[error("Rekor answer is not a log entry: {reason}")]
+    Response { reason: String },
+    #[error("Rekor answered 409 (entry exists) without a Location")]
+    ConflictWithoutLocation,
+    #[error("the entry Rekor returned does not match the one uploaded ({field} differs)")]
+    EntryMismatch { field: &'static str },
+    #[error("Rekor returned no signed entry timestamp (SET)")]
+    MissingSet,
+    #[error("Rekor returned no integrated time")]
+    MissingIntegratedTime,
+    #[error("cannot build the HTTP client: {0}")]
+    HttpClient(#[source] reqwest::Error),
+}
+
+/// One request's failure, before retries are accounted for.
+enum Attempt {
+    Connection(reqwest::Error),
+    Status { status: u16, message: String },
+    Other(RekorError),
+}
+
+impl Transient for Attempt {
+    fn is_transient(&self) -> bool {
+        match self {
+            Attempt::Connection(_) => true,
+            Attempt::Status { status, .. } => status_is_transient(*status),
+            Attempt::Other(_) => false,
+        }
+    }
+}
+
+/// What to log for one message.
+#[derive(Debug, Clone)]
+pub(crate) struct EntryRequest {
+    pub digest: [u8; 32],
+    pub signature: Vec<u8>,
+    /// PEM of the certificate or public key that verifies `signature`.
+    pub verifier_pem: String,
+}
+
+impl EntryRequest {
+    pub fn new(message: &[u8], signature: Vec<u8>, verifier_pem: String) -> Self {
+        EntryRequest {
+            digest: Sha256::digest(message).into(),
+            signature,
+            verifier_pem,
+        }
+    }
+
+    fn body(&self) -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "0.0.1",
+            "kind": "hashedrekord",
+            "spec": {
+                "data": {"hash": {"algorithm": "sha256", "value": hex::encode(self.digest)}},
+                "signature": {
+                    "content": STANDARD.encode(&self.signature),
+                    "publicKey": {"content": STANDARD.encode(self.verifier_pem.as_bytes())},
+                },
+            },
+        })
+    }
+
+    /// Rekor's canonical body must describe what was uploaded; a log that answers with
+    /// another entry would otherwise hand out a bundle for someone else's signature.
+    fn check_logged(&self, entry: &LogEntry) -> Result<(), RekorError> {
+        let body: serde_json::Value = serde_json::from_slice(entry.body.as_bytes())
+            .map_err(|e| RekorError::Response {
+                reason: format!("entry body is not JSON: {e}"),
+            })?;
+        let want = self.body();
+        for (field, pointer) in [
+            ("kind", "/kind"),
+            ("apiVersion", "/apiVersion"),
+            ("hash algorithm", "/spec/data/hash/algorithm"),
+            ("hash", "/spec/data/hash/value"),
+            ("signature", "/spec/signature/content"),
+            ("public key", "/spec/signature/publicKey/content"),
+        ] {
+            if body.pointer(pointer) != want.pointer(pointer) {
+                return Err(RekorError::EntryMismatch { field });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A logged entry: Rekor's answer, checked against the request.
+#[derive(Debug, Clone)]
+pub(crate) struct LoggedEntry {
+    pub entry: LogEntry,
+    pub rekor_bundle: RekorBundle,
+}
+
+/// Uploads entries to one Rekor v1 log.
+#[derive(Debug, Clone)]
+pub(crate) struct RekorUploader {
+    http: reqwest::Client,
+    url: Arc<str>,
+    options: RekorOptions,
+}
+
+impl RekorUploader {
+    pub fn new(options: RekorOptions) -> Result<Self, RekorError> {
+        let http = http::client(options.timeout).map_err(RekorError::HttpClient)?;
+        Ok(RekorUploader {
+            http,
+            url: Arc::from(options.url.trim_end_matches('/')),
+            options,
+        })
+    }
+
+    /// Logs one entry, retrying transient failures.
+    pub async fn upload(&self, request: &EntryRequest) -> Result<LoggedEntry, RekorError> {
+        let entries_url = format!("{}/api/v1/log/entries", self.url);
+        let body = request.body();
+        let entry = retry(self.options.retry, || self.post(&entries_url, &body))
+            .await
+            .map_err(|(e, attempts)| match e {
+                Attempt::Connection(source) => RekorError::Connection {
+                    url: self.url.to_string(),
+                    attempts,
+                    source: source.without_url(),
+                },
+                Attempt::Status { status, message } => RekorError::Status {
+                    url: self.url.to_string(),
+                    status,
+                    attempts,
+                    message,
+                },
+                Attempt::Other(e) => e,
+            })?;
+        request.check_logged(&entry)?;
+        let rekor_bundle = rekor_bundle(&entry)?;
+        Ok(LoggedEntry {
+            entry,
+            rekor_bundle,
+        })
+    }
+
+    /// Logs every entry, at most `concurrency` at a time; answers come back in request
+    /// order. The first failure cancels the uploads still running.
+    pub async fn upload_all(
+        &self,
+        requests: Vec<EntryRequest>,
+    ) -> Result<Vec<LoggedEntry>, (usize, RekorError)> {
+        let limit = Arc::new(tokio::sync::Semaphore::new(self.options.concurrency.max(1)));
+        let mut tasks = tokio::task::JoinSet::new();
+        let total = requests.len();
+        for (i, request) in requests.into_iter().enumerate() {
+            let uploader = self.clone();
+            let limit = limit.clone();
+            tasks.spawn(async move {
+                let _permit = limit.acquire_owned().await;
+                (i, uploader.upload(&request).await)
+            });
+        }
+        let mut done: Vec<Option<LoggedEntry>> = (0..total).map(|_| None).collect();
+        while let Some(joined) = tasks.join_next().await {
+            match joined {
+                Ok((i, Ok(entry))) => done[i] = Some(entry),
+                Ok((i, Err(e))) => return Err((i, e)),
+                Err(join) => {
+                    return Err((
+                        0,
+                        RekorError::Response {
+                            reason: format!("upload task failed: {join}"),
+                        },
+                    ));
+                }
+            }
+        }
+        Ok(done.into_iter().flatten().collect())
+    }
+
+    async fn post(&self, entries_url: &str, body: &serde_json::Value) -> Result<LogEntry, Attempt> {
+        let response = self
+            .http
+            .post(entries_url)
+            .json(body)
+            .send()
+            .await
+            .map_err(Attempt::Connection)?;
+        let status = response.status();
+        if status == reqwest::StatusCode::CONFLICT {
+            // Rekor v1: the same entry is already logged; Location points at it.
+            let location = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+                .ok_or(Attempt::Other(RekorError::ConflictWithoutLocation))?;
+            return self.get_existing(&location).await;
+        }
+        if !status.is_success() {
+            return Err(Attempt::Status {
+                status: status.as_u16(),
+                message: error_message(response).await,
+            });
+        }
+        parse_entry(response).await
+    }
+
+    async fn get_existing(&self, location: &str) -> Result<LogEntry, Attempt> {
+        let url = if location.starts_with("http://") || location.starts_with("https://") {
+            location.to_string()
+        } else {
+            format!("{}/{}", self.url, location.trim_start_matches('/'))
+        };
+        let response = self
+            .http
+            .get(&url)
+            .send()
+            .await
+            .map_err(Attempt::Connection)?;
+        if !response.status().is_success() {
+            return Err(Attempt::Status {
+                status: response.status().as_u16(),
+                message: error_message(response).await,
+            });
+        }
+        parse_entry(response).await
+    }
+}
+
+/// Rekor's error text (`{"code":..,"message":..}`), bounded.
+async fn error_message(response: reqwest::Response) -> String {
+    let body = http::read_limited(response, 64 * 1024).await.unwrap_or_default();
+    let text = serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| v.get("message").and_then(|m| m.as_str()).map(str::to_string))
+        .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
+    let text = text.trim();
+    if text.is_empty() {
+        "no message".to_string()
+    } else {
+        text.chars().take(300).collect()
+    }
+}
+
+/// Rekor v1 answers `{"<uuid>": entry}` with exactly one entry.
+async fn parse_entry(response: reqwest::Response) -> Result<LogEntry, Attempt> {
+    let bytes = http::read_limited(response, MAX_ENTRY_RESPONSE)
+        .await
+        .map_err(|e| Attempt::Other(RekorError::Body(e)))?;
+    let map: HashMap<String, LogEntry> = serde_json::from_slice(&bytes).map_err(|e| {
+        Attempt::Other(RekorError::Response {
+            reason: e.to_string(),
+        })
+    })?;
+    if map.len() != 1 {
+        return Err(Attempt::Other(RekorError::Response {
+            reason: format!("{} entries instead of one", map.len()),
+        }));
+    }
+    let Some((uuid, mut entry)) = map.into_iter().next() else {
+        return Err(Attempt::Other(RekorError::Response {
+            reason: "no entry".to_string(),
+        }));
+    };
+    entry.uuid = sigstore_types::EntryUuid::new(uuid);
+    Ok(entry)
+}
+
+/// cosign's RekorBundle: the SET and the four fields it signs.
+fn rekor_bundle(entry: &LogEntry) -> Result<RekorBundle, RekorError> {
+    let set = entry
+        .verification
+        .as_ref()
+        .and_then(|v| v.signed_entry_timestamp.as_ref())
+        .ok_or(RekorError::MissingSet)?;
+    let integrated_time = entry
+        .integrated_time
+        .ok_or(RekorError::MissingIntegratedTime)?;
+    Ok(RekorBundle {
+        signed_entry_timestamp: set.to_base64(),
+        payload: RekorPayload {
+            body: entry.body.to_base64(),
+            integrated_time: integrated_time.as_second(),
+            log_index: entry.log_index.as_i64(),
+            log_id: entry.log_id.as_str().to_string(),
+        },
+    })
+}
+
+/// Wraps a key-based signer so that each signature is also logged in Rekor
+/// (`--key` with `--tlog-upload`): the entry carries the PEM public key, and each
+/// [`SignatureSet`] gets the `bundle` (no certificate, as cosign does for keys).
+pub struct TlogUploadingSigner<S> {
+    inner: S,
+    public_key_pem: String,
+    options: RekorOptions,
+    logged: std::sync::Mutex<Vec<LoggedEntry>>,
+}
+
+impl<S: super::Signer> TlogUploadingSigner<S> {
+    pub fn new(inner: S, public_key_pem: String, options: RekorOptions) -> Self {
+        TlogUploadingSigner {
+            inner,
+            public_key_pem,
+            options,
+            logged: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Log indexes of the entries made by the last [`super::Signer::sign_messages`] call.
+    pub fn log_indexes(&self) -> Vec<i64> {
+        self.logged
+            .lock()
+            .map(|l| l.iter().map(|e| e.rekor_bundle.payload.log_index).collect())
+            .unwrap_or_default()
+    }
+
+    /// The public key PEM the entries carry.
+    pub fn public_key_pem(&self) -> &str {
+        &self.public_key_pem
+    }
+
+    /// Sigstore bundles (v0.3, public-key material) of the last batch, in message order.
+    pub fn bundles(&self, messages: &[Vec<u8>], sets: &[SignatureSet]) -> Vec<String> {
+        let logged = match self.logged.lock() {
+            Ok(l) => l.clone(),
+            Err(_) => return Vec::new(),
+        };
+        logged
+            .iter()
+            .zip(messages.iter().zip(sets))
+            .filter_map(|(entry, (m, set))| {
+                super::keyless::sigstore_bundle_json(
+                    super::keyless::BundleMaterial::PublicKey,
+                    m,
+                    &set.signature,
+                    entry,
+                )
+                .ok()
+            })
+            .collect()
+    }
+}
+
+impl<S: super::Signer> super::Signer for TlogUploadingSigner<S> {
+    fn sign_messages(
+        &self,
+        messages: &[Vec<u8>],
+    ) -> Result<Vec<SignatureSet>, super::SignError> {
+        let mut sets = self.inner.sign_messages(messages)?;
+        if messages.is_empty() {
+            return Ok(sets);
+        }
+        let uploader = RekorUploader::new(self.options.clone())?;
+        let requests = messages
+            .iter()
+            .zip(&sets)
+            .map(|(m, s)| EntryRequest::new(m, s.signature.clone(), self.public_key_pem.clone()))
+            .collect();
+        let logged = http::block_on(uploader.upload_all(requests))
+            .map_err(|e| super::SignError::Signer(e.to_string()))?
+            .map_err(|(message, source)| super::keyless::KeylessError::Rekor { message, source })?;
+        for (set, entry) in sets.iter_mut().zip(&logged) {
+            set.bundle = Some(entry.rekor_bundle.clone());
+        }
+        if let Ok(mut l) = self.logged.lock() {
+            *l = logged;
+        }
+        Ok(sets)
+    }
+}
+
+impl From<RekorError> for super::SignError {
+    fn from(e: RekorError) -> Self {
+        super::keyless::KeylessError::Rekor {
+            message: 0,
+            source: e,
+        }
+        .into()
+    }
+}

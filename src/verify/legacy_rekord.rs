@@ -1,0 +1,304 @@
+//! Legacy `rekord` 0.0.1 entries: the Sigstore checks, done by mansign itself.
+//!
+//! kubectl-sigstore signatures made with 2021 cosign logged a `rekord` entry (research
+//! `k8s-manifest-sigstore.md` §2) instead of today's `hashedrekord`. sigstore-verify does
+//! not take that kind, so this module checks it, in the same order as the
+//! `hashedrekord` path (no OpenSSL: aws-lc-rs through sigstore-crypto, rustls-webpki,
+//! x509-cert):
+//!
+//! 1. the body is `rekord` 0.0.1 with `spec.signature.format` `x509`, a SHA-256
+//!    `spec.data.hash` and a `spec.signature.publicKey`;
+//! 2. the SET verifies: ECDSA by the trust root's Rekor key for `logID`, valid at
+//!    `integratedTime`, over the RFC 8785 canonical JSON
+//!    `{"body","integratedTime","logID","logIndex"}` (the body re-encoded from the decoded
+//!    bytes, so the SET covers exactly what is interpreted below);
+//! 3. `integratedTime` is not in the future;
+//! 4. (certificate) the certificate chains, with rustls-webpki and the code-signing EKU, to
+//!    a Fulcio CA of the trust root valid at `integratedTime`, and is itself valid then;
+//! 5. the signature verifies over M with the certificate's (or the trusted) key;
+//! 6. the body holds the same signature bytes, the same certificate DER (or the same
+//!    public key) and SHA-256(M).
+//!
+//! Difference from the `hashedrekord` path, on purpose: **no SCT check**. Fulcio in 2021
+//! returned the SCT detached, and cosign never stored it, so these certificates carry none.
+//! Certificate transparency still holds in the weaker sense that the whole certificate is
+//! inside the Rekor entry the SET vouches for. A certificate that *does* embed an SCT is
+//! refused here rather than accepted unchecked (it would be a 2022+ certificate, which
+//! never needs this path).
+
+use super::keyless::{KeylessError, RekorEntry, SigningMaterial};
+use crate::trust::TrustRoot;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use rustls_pki_types::{CertificateDer, UnixTime};
+use serde::Deserialize;
+use sigstore_crypto::KeyAlgorithm;
+use sigstore_types::{DerPublicKey, SignatureBytes};
+use x509_cert::Certificate;
+use x509_cert::der::Decode;
+use x509_cert::der::oid::ObjectIdentifier;
+
+/// `id-kp-codeSigning` (1.3.6.1.5.5.7.3.3), DER value bytes as webpki wants them.
+const ID_KP_CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
+/// RFC 6962 embedded SCT list extension.
+const SCT_LIST_OID: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.11129.2.4.2");
+
+#[derive(Deserialize)]
+struct RekordBody {
+    spec: RekordSpec,
+}
+
+#[derive(Deserialize)]
+struct RekordSpec {
+    data: RekordData,
+    signature: RekordSignature,
+}
+
+#[derive(Deserialize)]
+struct RekordData {
+    hash: Option<RekordHash>,
+}
+
+#[derive(Deserialize)]
+struct RekordHash {
+    algorithm: String,
+    value: String,
+}
+
+#[derive(Deserialize)]
+struct RekordSignature {
+    content: String,
+    format: String,
+    #[serde(rename = "publicKey")]
+    public_key: RekordPublicKey,
+}
+
+#[derive(Deserialize)]
+struct RekordPublicKey {
+    content: String,
+}
+
+/// Runs the checks in the module docs; the caller has parsed the bundle and checked
+/// that the entry is `rekord` 0.0.1 from a log the trust root knows.
+pub(super) fn verify(
+    trust: &TrustRoot,
+    message: &[u8],
+    signature: &[u8],
+    material: SigningMaterial<'_>,
+    entry: &RekorEntry,
+) -> Result<(), KeylessError> {
+    // 1. body shape
+    let body: RekordBody = serde_json::from_slice(&entry.body)
+        .map_err(|e| KeylessError::MalformedBundle(format!("rekord body: {e}")))?;
+    let spec = body.spec;
+    if spec.signature.format != "x509" {
+        return Err(KeylessError::MalformedBundle(format!(
+            "rekord signature format {:?} is not x509",
+            spec.signature.format
+        )));
+    }
+    let hash = spec.data.hash.ok_or_else(|| {
+        KeylessError::MalformedBundle("rekord entry has no spec.data.hash".into())
+    })?;
+    if hash.algorithm != "sha256" {
+        return Err(KeylessError::MalformedBundle(format!(
+            "rekord hash algorithm {:?} is not sha256",
+            hash.algorithm
+        )));
+    }
+    // 2. SET
+    let time = entry.integrated_timestamp()?;
+    verify_set(trust, entry, time)?;
+    // 3. integrated time
+    if time > jiff::Timestamp::now() {
+        return Err(KeylessError::IntegratedTime(format!(
+            "integrated time {time} is in the future"
+        )));
+    }
+    // 4. certificate chain at the integrated time; 5. signature over M
+    let public_key = match &material {
+        SigningMaterial::Certificate(der) => {
+            verify_chain(trust, der.as_bytes(), time)?;
+            sigstore_crypto::parse_certificate_info(der)
+                .map_err(|e| KeylessError::MalformedCertificate(e.to_string()))?
+                .public_key
+        }
+        SigningMaterial::PublicKey(key) => (*key).clone(),
+    };
+    verify_signature(&public_key, message, signature)?;
+    // 6. the entry describes this signature
+    let logged_signature = STANDARD
+        .decode(spec.signature.content.trim())
+        .map_err(|_| KeylessError::MalformedBundle("rekord signature is not base64".into()))?;
+    if logged_signature != signature {
+        return Err(KeylessError::EntryMismatch(
+            "the logged signature is not the annotation's signature".into(),
+        ));
+    }
+    let logged_pem = STANDARD
+        .decode(spec.signature.public_key.content.trim())
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| KeylessError::MalformedBundle("rekord publicKey is not base64 PEM".into()))?;
+    let logged = pem::parse(&logged_pem)
+        .map_err(|_| KeylessError::MalformedBundle("rekord publicKey is not PEM".into()))?;
+    let same_signer = match &material {
+        SigningMaterial::Certificate(der) => {
+            logged.tag() == "CERTIFICATE" && logged.contents() == der.as_bytes()
+        }
+        SigningMaterial::PublicKey(key) => {
+            logged.tag() == "PUBLIC KEY" && logged.contents() == key.as_bytes()
+        }
+    };
+    if !same_signer {
+        return Err(KeylessError::EntryMismatch(match material {
+            SigningMaterial::Certificate(_) => "the logged certificate is not the annotation's",
+            SigningMaterial::PublicKey(_) => "the logged public key is not the trusted key",
+        }
+        .into()));
+    }
+    let digest = hex::encode(sigstore_crypto::sha256(message).as_slice());
+    if !hash.value.eq_ignore_ascii_case(&digest) {
+        return Err(KeylessError::EntryMismatch(format!(
+            "the logged hash {} is not SHA-256 of the message ({digest})",
+            hash.value
+        )));
+    }
+    Ok(())
+}
+
+/// The RFC 8785 canonical JSON the SET signs. Keys in code-unit order; the values are
+/// base64, hex and integers, which need no escaping beyond what serde_json does.
+fn set_payload(entry: &RekorEntry) -> String {
+    format!(
+        r#"{{"body":"{}","integratedTime":{},"logID":"{}","logIndex":{}}}"#,
+        STANDARD.encode(&entry.body),
+        entry.integrated_time,
+        entry.log_id_hex(),
+        entry.log_index
+    )
+}
+
+fn verify_set(
+    trust: &TrustRoot,
+    entry: &RekorEntry,
+    time: jiff::Timestamp,
+) -> Result<(), KeylessError> {
+    let key = trust.rekor_key_at(&entry.log_id, time).ok_or_else(|| {
+        KeylessError::SignedEntryTimestamp(format!(
+            "the key of Rekor log {} was not valid at {time}",
+            entry.log_id_hex()
+        ))
+    })?;
+    key.verify(
+        set_payload(entry).as_bytes(),
+        &SignatureBytes::new(entry.set.clone()),
+    )
+    .map_err(|_| {
+        KeylessError::SignedEntryTimestamp(format!(
+            "not signed by the key of Rekor log {}",
+            entry.log_id_hex()
+        ))
+    })
+}
+
+fn verify_chain(trust: &TrustRoot, leaf: &[u8], time: jiff::Timestamp) -> Result<(), KeylessError> {
+    let parsed = Certificate::from_der(leaf)
+        .map_err(|e| KeylessError::MalformedCertificate(e.to_string()))?;
+    let has_sct = parsed
+        .tbs_certificate
+        .extensions
+        .iter()
+        .flatten()
+        .any(|e| e.extn_id == SCT_LIST_OID);
+    if has_sct {
+        return Err(KeylessError::Sct(
+            "the certificate embeds an SCT, which is not checked for legacy rekord entries; \
+             such certificates must be logged as hashedrekord"
+                .into(),
+        ));
+    }
+    let anchors = trust
+        .fulcio_certificates_at(time)
+        .into_iter()
+        .filter_map(|der| {
+            webpki::anchor_from_trusted_cert(&CertificateDer::from(der))
+                .ok()
+                .map(|a| a.to_owned())
+        })
+        .collect::<Vec<_>>();
+    if anchors.is_empty() {
+        return Err(KeylessError::UntrustedCertificate(format!(
+            "no Fulcio authority of the trust root was valid at {time}"
+        )));
+    }
+    let seconds = u64::try_from(time.as_second())
+        .map_err(|_| KeylessError::IntegratedTime(format!("{time} is before 1970")))?;
+    let leaf_der = CertificateDer::from(leaf);
+    let end_entity = webpki::EndEntityCert::try_from(&leaf_der)
+        .map_err(|e| KeylessError::MalformedCertificate(e.to_string()))?;
+    end_entity
+        .verify_for_usage(
+            sigstore_crypto::WEBPKI_VERIFICATION_ALGS,
+            &anchors,
+            &[],
+            UnixTime::since_unix_epoch(std::time::Duration::from_secs(seconds)),
+            webpki::KeyUsage::required(ID_KP_CODE_SIGNING),
+            None,
+            None,
+        )
+        .map_err(|e| match e {
+            webpki::Error::CertExpired { .. } | webpki::Error::CertNotValidYet { .. } => {
+                KeylessError::CertificateNotValidAtIntegratedTime {
+                    time: time.to_string(),
+                    detail: format!("{e:?}"),
+                }
+            }
+            other => KeylessError::UntrustedCertificate(format!("{other:?}")),
+        })?;
+    Ok(())
+}
+
+fn verify_signature(
+    public_key: &DerPublicKey,
+    message: &[u8],
+    signature: &[u8],
+) -> Result<(), KeylessError> {
+    let scheme = KeyAlgorithm::from_spki(public_key)
+        .map_err(|e| KeylessError::BadSignature(format!("unsupported key: {e}")))?
+        .default_signing_scheme();
+    sigstore_crypto::verify_signature(
+        public_key,
+        message,
+        &SignatureBytes::new(signature.to_vec()),
+        scheme,
+    )
+    .map_err(|_| {
+        KeylessError::BadSignature("the signature is not the signer's over this message".into())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_payload_is_canonical_json_with_sorted_keys() {
+        let entry = RekorEntry {
+            set: vec![],
+            body: b"{}".to_vec(),
+            kind: "rekord".into(),
+            api_version: "0.0.1".into(),
+            integrated_time: 1_631_694_290,
+            log_index: 693_859,
+            log_id: [0xab; 32],
+        };
+        assert_eq!(
+            set_payload(&entry),
+            format!(
+                r#"{{"body":"e30=","integratedTime":1631694290,"logID":"{}","logIndex":693859}}"#,
+                "ab".repeat(32)
+            )
+        );
+    }
+}

@@ -1,0 +1,211 @@
+//! Bad input: a clear message naming the file, document and field, exit code 2, and no
+//! partial output.
+
+mod common;
+
+use common::{MULTI_DOC, files_under, key_pair, mansign, write};
+use predicates::prelude::*;
+
+#[test]
+fn not_yaml_names_file_and_document_and_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _) = key_pair(dir.path(), "cosign");
+    let bad = write(dir.path(), "bad.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkey: [unclosed\n");
+    mansign()
+        .args(["sign", "-f"])
+        .arg(&bad)
+        .arg("--key")
+        .arg(&key)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("bad.yaml: document 2: not valid YAML"));
+    assert!(!dir.path().join("bad.yaml.signed").exists());
+}
+
+#[test]
+fn document_that_is_not_a_kubernetes_object_names_the_missing_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, pubkey) = key_pair(dir.path(), "cosign");
+    let bad = write(dir.path(), "bad.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nmetadata: {name: b}\n");
+    for (cmd, k) in [("sign", &key), ("verify", &pubkey)] {
+        mansign()
+            .args([cmd, "-f"])
+            .arg(&bad)
+            .arg("--key")
+            .arg(k)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("bad.yaml: document 2: not a Kubernetes object: missing field `kind`"));
+    }
+    let no_name = write(dir.path(), "noname.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n");
+    mansign()
+        .args(["sign", "-f"])
+        .arg(&no_name)
+        .arg("--key")
+        .arg(&key)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("document 1: not a Kubernetes object: missing field `metadata.name`"));
+    assert_eq!(files_under(dir.path()), ["bad.yaml", "cosign.key", "cosign.pub", "noname.yaml"]);
+}
+
+#[test]
+fn unreadable_input_names_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _) = key_pair(dir.path(), "cosign");
+    mansign()
+        .args(["sign", "-f"])
+        .arg(dir.path().join("missing.yaml"))
+        .arg("--key")
+        .arg(&key)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("missing.yaml: cannot read"));
+    let not_utf8 = dir.path().join("binary.yaml");
+    std::fs::write(&not_utf8, [0xff, 0xfe, 0x00, 0x41]).unwrap();
+    mansign()
+        .args(["sign", "-f"])
+        .arg(&not_utf8)
+        .arg("--key")
+        .arg(&key)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("binary.yaml: document 1: not valid YAML: not UTF-8"));
+}
+
+#[test]
+fn unwritable_output_directory_leaves_no_partial_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _) = key_pair(dir.path(), "cosign");
+    let src = dir.path().join("in");
+    write(&src, "a.yaml", MULTI_DOC);
+    write(&src, "sub/b.yaml", MULTI_DOC);
+    let out = dir.path().join("out");
+    // `out/sub` is a file, so `out/sub/b.yaml` cannot be written; `out/a.yaml` could be,
+    // but must not be left behind.
+    write(&out, "sub", "a file in the way");
+    mansign()
+        .args(["sign", "-f"])
+        .arg(&src)
+        .arg("--key")
+        .arg(&key)
+        .arg("-o")
+        .arg(format!("{}/", out.display()))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("out/sub"));
+    assert_eq!(files_under(&out), ["sub"]);
+}
+
+#[test]
+fn one_bad_file_in_a_batch_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _) = key_pair(dir.path(), "cosign");
+    let good = write(dir.path(), "good.yaml", MULTI_DOC);
+    let bad = write(dir.path(), "zbad.yaml", "kind: [");
+    mansign()
+        .args(["sign", "-f"])
+        .arg(&good)
+        .arg("-f")
+        .arg(&bad)
+        .arg("--key")
+        .arg(&key)
+        .assert()
+        .code(2);
+    assert!(!dir.path().join("good.yaml.signed").exists());
+}
+
+#[test]
+fn wrong_key_password_exits_2_without_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _) = key_pair(dir.path(), "cosign");
+    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    mansign()
+        .env("COSIGN_PASSWORD", "not-the-password")
+        .args(["sign", "-f"])
+        .arg(&input)
+        .arg("--key")
+        .arg(&key)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cosign.key: cannot load private key"))
+        .stderr(predicate::str::contains("password"));
+    assert!(!dir.path().join("x.yaml.signed").exists());
+}
+
+#[test]
+fn verify_with_an_unusable_key_file_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    let not_a_key = write(dir.path(), "k.pub", "hello");
+    mansign()
+        .args(["verify", "-f"])
+        .arg(&input)
+        .arg("--key")
+        .arg(&not_a_key)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("k.pub: not a usable public key"));
+}
+
+#[test]
+fn output_file_with_several_inputs_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _) = key_pair(dir.path(), "cosign");
+    let a = write(dir.path(), "a.yaml", MULTI_DOC);
+    let b = write(dir.path(), "b.yaml", MULTI_DOC);
+    mansign()
+        .args(["sign", "-f"])
+        .arg(&a)
+        .arg("-f")
+        .arg(&b)
+        .arg("--key")
+        .arg(&key)
+        .args(["-o", "one.yaml"])
+        .current_dir(dir.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("use a directory"));
+    assert!(!dir.path().join("one.yaml").exists());
+}
+
+#[test]
+fn unknown_flags_are_usage_errors_with_exit_2() {
+    mansign().args(["verify", "--bogus"]).assert().code(2);
+    mansign().args(["sign"]).assert().code(2);
+}
+
+#[test]
+fn empty_directory_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _) = key_pair(dir.path(), "cosign");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    mansign()
+        .args(["sign", "-f"])
+        .arg(&empty)
+        .arg("--key")
+        .arg(&key)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no .yaml or .yml files found"));
+}
+
+#[test]
+fn oversized_annotation_is_rejected_by_the_verifier() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_key, pubkey) = key_pair(dir.path(), "cosign");
+    let huge = "A".repeat(300 * 1024);
+    let doc = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    cosign.sigstore.dev/message: {huge}\n    cosign.sigstore.dev/signature: AAAA\n"
+    );
+    let f = write(dir.path(), "big.yaml", &doc);
+    mansign()
+        .args(["verify", "-f"])
+        .arg(&f)
+        .arg("--key")
+        .arg(&pubkey)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("annotation cosign.sigstore.dev/message: value is 307200 bytes, over the limit of 262144"));
+}

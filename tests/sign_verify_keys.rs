@@ -1,0 +1,345 @@
+//! Key-based signing and verification through the CLI: round trip, tampering, scopes,
+//! append and output placement.
+
+mod common;
+
+use common::{MULTI_DOC, files_under, key_pair, mansign, write};
+use predicates::prelude::*;
+use serde_json::Value;
+use std::path::Path;
+
+fn docs(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    mansign::manifest::parse_documents(&text, &mansign::Limits::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect()
+}
+
+fn write_docs(path: &Path, docs: &[Value]) {
+    let text: Vec<String> = docs.iter().map(mansign::manifest::to_yaml).collect();
+    std::fs::write(path, text.join("---\n")).unwrap();
+}
+
+/// Signs MULTI_DOC with a fresh key; returns (dir, signed path, pub key path).
+fn signed_fixture() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, pubkey) = key_pair(dir.path(), "cosign");
+    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    mansign()
+        .args(["sign", "-f"])
+        .arg(&input)
+        .arg("--key")
+        .arg(&key)
+        .assert()
+        .success();
+    let signed = dir.path().join("x.yaml.signed");
+    assert!(signed.exists());
+    (dir, signed, pubkey)
+}
+
+fn verify_fails_naming(path: &Path, pubkey: &Path, needle: &str) {
+    mansign()
+        .args(["verify", "-f"])
+        .arg(path)
+        .arg("--key")
+        .arg(pubkey)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(needle));
+}
+
+#[test]
+fn round_trip_of_a_multi_document_file_verifies() {
+    let (_dir, signed, pubkey) = signed_fixture();
+    mansign()
+        .args(["verify", "-f"])
+        .arg(&signed)
+        .arg("--key")
+        .arg(&pubkey)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("3 of 3 document(s) verified"));
+    // default scope: each document carries its own message with only itself in it
+    let d = docs(&signed);
+    let m0 = &d[0]["metadata"]["annotations"]["cosign.sigstore.dev/message"];
+    let m1 = &d[1]["metadata"]["annotations"]["cosign.sigstore.dev/message"];
+    assert_ne!(m0, m1);
+}
+
+#[test]
+fn changed_value_is_rejected_naming_the_field() {
+    let (_dir, signed, pubkey) = signed_fixture();
+    let mut d = docs(&signed);
+    d[0]["data"]["mode"] = Value::String("permissive".into());
+    write_docs(&signed, &d);
+    verify_fails_naming(&signed, &pubkey, "data.mode changed");
+}
+
+#[test]
+fn added_field_is_rejected_naming_the_field() {
+    let (_dir, signed, pubkey) = signed_fixture();
+    let mut d = docs(&signed);
+    d[1]["spec"]["exceptions"][0]["ruleNames"]
+        .as_array_mut()
+        .unwrap()
+        .push(Value::String("everything".into()));
+    write_docs(&signed, &d);
+    verify_fails_naming(&signed, &pubkey, "spec.exceptions[0].ruleNames[1] added");
+}
+
+#[test]
+fn removed_field_is_rejected_naming_the_field() {
+    let (_dir, signed, pubkey) = signed_fixture();
+    let mut d = docs(&signed);
+    d[1]["spec"]["match"]["any"][0]["resources"]
+        .as_object_mut()
+        .unwrap()
+        .remove("names");
+    write_docs(&signed, &d);
+    verify_fails_naming(&signed, &pubkey, "spec.match.any[0].resources.names[0] removed");
+}
+
+#[test]
+fn document_moved_to_another_namespace_is_rejected() {
+    let (_dir, signed, pubkey) = signed_fixture();
+    let mut d = docs(&signed);
+    d[1]["metadata"]["namespace"] = Value::String("kube-system".into());
+    write_docs(&signed, &d);
+    verify_fails_naming(&signed, &pubkey, "metadata.namespace changed");
+}
+
+#[test]
+fn all_signature_annotations_pasted_from_another_document_are_rejected() {
+    let (_dir, signed, pubkey) = signed_fixture();
+    let mut d = docs(&signed);
+    // Give `other` the message and signature of `settings`: the signature is valid, but
+    // the message it covers holds a different object.
+    d[2]["metadata"]["annotations"] = d[0]["metadata"]["annotations"].clone();
+    write_docs(&signed, &d);
+    verify_fails_naming(&signed, &pubkey, "has no document for ConfigMap team-a/other");
+}
+
+#[test]
+fn signature_annotation_pasted_from_another_document_is_rejected() {
+    let (_dir, signed, pubkey) = signed_fixture();
+    let mut d = docs(&signed);
+    // `other` keeps its own message but gets the signature of `settings`.
+    d[2]["metadata"]["annotations"]["cosign.sigstore.dev/signature"] =
+        d[0]["metadata"]["annotations"]["cosign.sigstore.dev/signature"].clone();
+    write_docs(&signed, &d);
+    verify_fails_naming(&signed, &pubkey, "signature does not match");
+}
+
+#[test]
+fn truncated_signature_is_rejected() {
+    let (_dir, signed, pubkey) = signed_fixture();
+    let mut d = docs(&signed);
+    let sig = d[0]["metadata"]["annotations"]["cosign.sigstore.dev/signature"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    d[0]["metadata"]["annotations"]["cosign.sigstore.dev/signature"] =
+        Value::String(sig[..sig.len() - 8].to_string() + "AAAA");
+    write_docs(&signed, &d);
+    verify_fails_naming(&signed, &pubkey, "signature set 0 with key");
+}
+
+#[test]
+fn unsigned_document_is_rejected_as_not_signed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_key, pubkey) = key_pair(dir.path(), "cosign");
+    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    verify_fails_naming(&input, &pubkey, "[not-signed]");
+}
+
+#[test]
+fn signature_from_another_key_is_rejected() {
+    let (dir, signed, _pubkey) = signed_fixture();
+    let (_k2, other_pub) = key_pair(dir.path(), "other");
+    verify_fails_naming(&signed, &other_pub, "signature does not match");
+}
+
+#[test]
+fn json_output_names_check_and_fields() {
+    let (_dir, signed, pubkey) = signed_fixture();
+    let mut d = docs(&signed);
+    d[0]["data"]["mode"] = Value::String("permissive".into());
+    write_docs(&signed, &d);
+    let out = mansign()
+        .args(["verify", "--output", "json", "-f"])
+        .arg(&signed)
+        .arg("--key")
+        .arg(&pubkey)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let v: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(v["verified"], false);
+    assert_eq!(v["documents"][0]["failure"]["check"], "diff");
+    assert_eq!(v["documents"][0]["failure"]["diff"][0]["path"], "data.mode");
+    assert_eq!(v["documents"][1]["verified"], true);
+    assert_eq!(v["documents"][1]["signer"]["kind"], "key");
+}
+
+#[test]
+fn file_scope_puts_one_message_with_all_documents_on_every_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, pubkey) = key_pair(dir.path(), "cosign");
+    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    mansign()
+        .args(["sign", "--scope", "file", "-f"])
+        .arg(&input)
+        .arg("--key")
+        .arg(&key)
+        .assert()
+        .success();
+    let signed = dir.path().join("x.yaml.signed");
+    let d = docs(&signed);
+    let ann: Vec<&Value> = d.iter().map(|x| &x["metadata"]["annotations"]).collect();
+    assert_eq!(ann[0], ann[1]);
+    assert_eq!(ann[1], ann[2]);
+    mansign()
+        .args(["verify", "-f"])
+        .arg(&signed)
+        .arg("--key")
+        .arg(&pubkey)
+        .assert()
+        .success();
+}
+
+#[test]
+fn append_adds_a_second_signature_set_that_verifies_alone() {
+    let (dir, signed, pub1) = signed_fixture();
+    let (key2, pub2) = key_pair(dir.path(), "second");
+    let out = dir.path().join("twice.yaml");
+    mansign()
+        .args(["sign", "--append", "-f"])
+        .arg(&signed)
+        .arg("--key")
+        .arg(&key2)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let d = docs(&out);
+    let a = d[0]["metadata"]["annotations"].as_object().unwrap();
+    assert!(a.contains_key("cosign.sigstore.dev/signature_1"));
+    assert_eq!(
+        a["cosign.sigstore.dev/message"],
+        docs(&signed)[0]["metadata"]["annotations"]["cosign.sigstore.dev/message"]
+    );
+    for (k, set) in [(&pub1, "signature set 0"), (&pub2, "signature set 1")] {
+        mansign()
+            .args(["verify", "-f"])
+            .arg(&out)
+            .arg("--key")
+            .arg(k)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(set));
+    }
+}
+
+#[test]
+fn resigning_without_append_removes_stale_signature_keys() {
+    let (dir, signed, _pub1) = signed_fixture();
+    let mut d = docs(&signed);
+    d[0]["metadata"]["annotations"]["cosign.sigstore.dev/signature_1"] = Value::String("c3RhbGU=".into());
+    d[0]["metadata"]["annotations"]["cosign.sigstore.dev/bundle_3"] = Value::String("stale".into());
+    write_docs(&signed, &d);
+    let (key2, pub2) = key_pair(dir.path(), "second");
+    let out = dir.path().join("resigned.yaml");
+    mansign()
+        .args(["sign", "-f"])
+        .arg(&signed)
+        .arg("--key")
+        .arg(&key2)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let d = docs(&out);
+    let keys: Vec<&String> = d[0]["metadata"]["annotations"].as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["cosign.sigstore.dev/message", "cosign.sigstore.dev/signature"]);
+    mansign().args(["verify", "-f"]).arg(&out).arg("--key").arg(&pub2).assert().success();
+}
+
+#[test]
+fn directory_input_is_mirrored_into_output_directory_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, pubkey) = key_pair(dir.path(), "cosign");
+    let src = dir.path().join("unsigned");
+    write(&src, "b.yaml", MULTI_DOC);
+    write(&src, "nested/a.yml", MULTI_DOC);
+    write(&src, ".hidden.yaml", "not: [valid");
+    write(&src, "README.md", "ignored");
+    let out = dir.path().join("signed");
+    mansign()
+        .args(["sign", "-f"])
+        .arg(&src)
+        .arg("--key")
+        .arg(&key)
+        .arg("-o")
+        .arg(format!("{}/", out.display()))
+        .assert()
+        .success();
+    assert_eq!(files_under(&out), ["b.yaml", "nested/a.yml"]);
+    let names: Vec<String> = docs(&out.join("b.yaml"))
+        .iter()
+        .map(|d| d["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["settings", "allow-host-path", "other"]);
+    mansign().args(["verify", "-f"]).arg(&out).arg("--key").arg(&pubkey).assert().success();
+}
+
+#[test]
+fn stdin_is_signed_to_stdout_and_verifies_from_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, pubkey) = key_pair(dir.path(), "cosign");
+    let out = mansign()
+        .args(["sign", "-f", "-", "--key"])
+        .arg(&key)
+        .write_stdin(MULTI_DOC)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    mansign()
+        .args(["verify", "-f", "-", "--key"])
+        .arg(&pubkey)
+        .write_stdin(out)
+        .assert()
+        .success();
+}
+
+#[test]
+fn several_keys_accept_a_signature_by_any_of_them() {
+    let (dir, signed, pubkey) = signed_fixture();
+    let (_k2, other) = key_pair(dir.path(), "other");
+    mansign()
+        .args(["verify", "-f"])
+        .arg(&signed)
+        .arg("--key")
+        .arg(format!("{},{}", other.display(), pubkey.display()))
+        .assert()
+        .success();
+}
+
+#[test]
+fn generate_key_pair_refuses_to_overwrite() {
+    let dir = tempfile::tempdir().unwrap();
+    key_pair(dir.path(), "cosign");
+    mansign()
+        .current_dir(dir.path())
+        .args(["generate-key-pair"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("already exists"));
+    let key = std::fs::read_to_string(dir.path().join("cosign.key")).unwrap();
+    assert!(key.starts_with("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----"));
+}
