@@ -7,6 +7,44 @@
 //!   [`annotations::SignatureSet`] -> [`annotations::embed`] -> write
 //! * verify: object -> [`annotations::extract`] -> signature sets -> [`verify`] (crypto +
 //!   identity) -> manifest diff (signed document vs object) -> [`verify::Verdict`]
+//!
+//! Verify a file with a cosign public key, the way `mansign verify -f FILE --key cosign.pub`
+//! does:
+//!
+//! ```
+//! use mansign::manifest::load_inputs;
+//! use mansign::verify::{Attestor, TrustedKey, Verifier};
+//!
+//! fn verify(path: &std::path::Path, pubkey_pem: &str) -> Result<bool, Box<dyn std::error::Error>> {
+//!     let key = TrustedKey::from_pem("cosign.pub", pubkey_pem)?;
+//!     let verifier = Verifier::new(vec![Attestor::Key(key)]);
+//!     let files = load_inputs(&[path.to_path_buf()], &mansign::Limits::default())?;
+//!     let verdict = verifier.verify_documents(files.iter().flat_map(|f| &f.documents));
+//!     for document in &verdict.documents {
+//!         println!("{document}"); // who signed, or the first failed check and why
+//!     }
+//!     Ok(verdict.is_verified())
+//! }
+//! ```
+//!
+//! Sign in memory with a key pair:
+//!
+//! ```
+//! use mansign::manifest::{Source, load_reader};
+//! use mansign::signing::{KeySigner, SignOptions, cosign_key, sign_files};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let pair = cosign_key::generate_key_pair(b"password")?;
+//! let key = cosign_key::decrypt_private_key(&pair.private_key_pem, b"password")?;
+//! let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: v\n";
+//! let limits = mansign::Limits::default();
+//! let mut files = vec![load_reader(Source::Named("a.yaml".into()), "a.yaml".into(), yaml.as_bytes(), &limits)?];
+//! sign_files(&mut files, &KeySigner::new(key), &SignOptions::default())?;
+//! let annotations = files[0].documents[0].annotations().expect("signed");
+//! assert!(annotations.contains_key("cosign.sigstore.dev/signature"));
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod annotations;
 pub mod cli;

@@ -10,7 +10,11 @@ use predicates::prelude::*;
 fn not_yaml_names_file_and_document_and_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let (key, _) = key_pair(dir.path(), "cosign");
-    let bad = write(dir.path(), "bad.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkey: [unclosed\n");
+    let bad = write(
+        dir.path(),
+        "bad.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkey: [unclosed\n",
+    );
     mansign()
         .args(["sign", "-f"])
         .arg(&bad)
@@ -18,7 +22,9 @@ fn not_yaml_names_file_and_document_and_exits_2() {
         .arg(&key)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("bad.yaml: document 2: not valid YAML"));
+        .stderr(predicate::str::contains(
+            "bad.yaml: document 2: not valid YAML",
+        ));
     assert!(!dir.path().join("bad.yaml.signed").exists());
 }
 
@@ -26,7 +32,11 @@ fn not_yaml_names_file_and_document_and_exits_2() {
 fn document_that_is_not_a_kubernetes_object_names_the_missing_field() {
     let dir = tempfile::tempdir().unwrap();
     let (key, pubkey) = key_pair(dir.path(), "cosign");
-    let bad = write(dir.path(), "bad.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nmetadata: {name: b}\n");
+    let bad = write(
+        dir.path(),
+        "bad.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nmetadata: {name: b}\n",
+    );
     for (cmd, k) in [("sign", &key), ("verify", &pubkey)] {
         mansign()
             .args([cmd, "-f"])
@@ -35,9 +45,15 @@ fn document_that_is_not_a_kubernetes_object_names_the_missing_field() {
             .arg(k)
             .assert()
             .code(2)
-            .stderr(predicate::str::contains("bad.yaml: document 2: not a Kubernetes object: missing field `kind`"));
+            .stderr(predicate::str::contains(
+                "bad.yaml: document 2: not a Kubernetes object: missing field `kind`",
+            ));
     }
-    let no_name = write(dir.path(), "noname.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n");
+    let no_name = write(
+        dir.path(),
+        "noname.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n",
+    );
     mansign()
         .args(["sign", "-f"])
         .arg(&no_name)
@@ -45,8 +61,13 @@ fn document_that_is_not_a_kubernetes_object_names_the_missing_field() {
         .arg(&key)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("document 1: not a Kubernetes object: missing field `metadata.name`"));
-    assert_eq!(files_under(dir.path()), ["bad.yaml", "cosign.key", "cosign.pub", "noname.yaml"]);
+        .stderr(predicate::str::contains(
+            "document 1: not a Kubernetes object: missing field `metadata.name`",
+        ));
+    assert_eq!(
+        files_under(dir.path()),
+        ["bad.yaml", "cosign.key", "cosign.pub", "noname.yaml"]
+    );
 }
 
 #[test]
@@ -70,7 +91,9 @@ fn unreadable_input_names_the_file() {
         .arg(&key)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("binary.yaml: document 1: not valid YAML: not UTF-8"));
+        .stderr(predicate::str::contains(
+            "binary.yaml: document 1: not valid YAML: not UTF-8",
+        ));
 }
 
 #[test]
@@ -128,7 +151,9 @@ fn wrong_key_password_exits_2_without_output() {
         .arg(&key)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("cosign.key: cannot load private key"))
+        .stderr(predicate::str::contains(
+            "cosign.key: cannot load private key",
+        ))
         .stderr(predicate::str::contains("password"));
     assert!(!dir.path().join("x.yaml.signed").exists());
 }

@@ -6,10 +6,10 @@ mod common;
 
 use base64::Engine as _;
 use common::{MULTI_DOC, fixture, key_pair, mansign, write};
+use mansign::Limits;
 use mansign::annotations::{AnnotationDomain, decode_base64, decode_maybe_gzip};
 use mansign::manifest::{FieldPattern, IgnoreFields, load_inputs, parse_documents};
 use mansign::verify::{Attestor, TrustedKey, Verifier};
-use mansign::Limits;
 use predicates::prelude::*;
 use serde_json::{Value, json};
 
@@ -32,33 +32,61 @@ fn verify(file: &str, key: &str) -> Option<assert_cmd::assert::Assert> {
 
 #[test]
 fn tarball_signed_configmap_verifies_with_k1() {
-    let Some(a) = verify("pkg/k8smanifest/testdata/sample-configmap-signed.yaml", K1) else { return };
-    a.success().stdout(predicate::str::contains("ConfigMap sample-cm-signed: verified (signature set 0"));
-    let Some(a) = verify("cmd/kubectl-sigstore/cli/testdata/sample-configmap-signed.yaml", K1) else { return };
+    let Some(a) = verify("pkg/k8smanifest/testdata/sample-configmap-signed.yaml", K1) else {
+        return;
+    };
+    a.success().stdout(predicate::str::contains(
+        "ConfigMap sample-cm-signed: verified (signature set 0",
+    ));
+    let Some(a) = verify(
+        "cmd/kubectl-sigstore/cli/testdata/sample-configmap-signed.yaml",
+        K1,
+    ) else {
+        return;
+    };
     a.success();
 }
 
 #[test]
 fn tarball_signed_configmap_fails_with_another_key() {
-    let Some(a) = verify("pkg/k8smanifest/testdata/sample-configmap-signed.yaml", K2) else { return };
+    let Some(a) = verify("pkg/k8smanifest/testdata/sample-configmap-signed.yaml", K2) else {
+        return;
+    };
     a.code(1).stdout(predicate::str::contains("[signature]"));
 }
 
 #[test]
 fn multi_signed_configmap_verifies_with_k1_through_set_1() {
-    let Some(a) = verify("pkg/k8smanifest/testdata/sample-configmap-multi-signed.yaml", K1) else { return };
-    a.success().stdout(predicate::str::contains("signature set 1"));
+    let Some(a) = verify(
+        "pkg/k8smanifest/testdata/sample-configmap-multi-signed.yaml",
+        K1,
+    ) else {
+        return;
+    };
+    a.success()
+        .stdout(predicate::str::contains("signature set 1"));
 }
 
 #[test]
 fn multi_signed_configmap_verifies_with_k3_through_set_0() {
-    let Some(a) = verify("pkg/k8smanifest/testdata/sample-configmap-multi-signed.yaml", K3) else { return };
-    a.success().stdout(predicate::str::contains("signature set 0"));
+    let Some(a) = verify(
+        "pkg/k8smanifest/testdata/sample-configmap-multi-signed.yaml",
+        K3,
+    ) else {
+        return;
+    };
+    a.success()
+        .stdout(predicate::str::contains("signature set 0"));
 }
 
 #[test]
 fn multi_signed_configmap_fails_with_k2() {
-    let Some(a) = verify("pkg/k8smanifest/testdata/sample-configmap-multi-signed.yaml", K2) else { return };
+    let Some(a) = verify(
+        "pkg/k8smanifest/testdata/sample-configmap-multi-signed.yaml",
+        K2,
+    ) else {
+        return;
+    };
     a.code(1)
         .stdout(predicate::str::contains("signature set 0 with key"))
         .stdout(predicate::str::contains("signature set 1 with key"));
@@ -66,32 +94,52 @@ fn multi_signed_configmap_fails_with_k2() {
 
 #[test]
 fn tarball_signed_deployment_verifies_with_k1() {
-    let Some(a) = verify("pkg/k8smanifest/testdata/sample-deployment-signed.yaml", K1) else { return };
+    let Some(a) = verify("pkg/k8smanifest/testdata/sample-deployment-signed.yaml", K1) else {
+        return;
+    };
     a.success();
 }
 
 #[test]
 fn deployed_deployment_fails_on_server_populated_fields() {
-    let Some(a) = verify("pkg/k8smanifest/testdata/sample-deployment-signed-deployed.yaml", K1) else { return };
+    let Some(a) = verify(
+        "pkg/k8smanifest/testdata/sample-deployment-signed-deployed.yaml",
+        K1,
+    ) else {
+        return;
+    };
     a.code(1)
         .stdout(predicate::str::contains("[diff]"))
-        .stdout(predicate::str::contains("spec.progressDeadlineSeconds added"))
+        .stdout(predicate::str::contains(
+            "spec.progressDeadlineSeconds added",
+        ))
         .stdout(predicate::str::contains("status"));
 }
 
 #[test]
 fn mutated_deployment_fails_strict_file_verification_naming_the_image() {
     // Upstream passes it only through dry-run inclusion matching against a cluster.
-    let Some(a) = verify("pkg/k8smanifest/testdata/sample-deployment-signed-mutating-1.yaml", K1) else { return };
-    a.code(1).stdout(predicate::str::contains("spec.template.spec.containers[0].image changed"));
+    let Some(a) = verify(
+        "pkg/k8smanifest/testdata/sample-deployment-signed-mutating-1.yaml",
+        K1,
+    ) else {
+        return;
+    };
+    a.code(1).stdout(predicate::str::contains(
+        "spec.template.spec.containers[0].image changed",
+    ));
 }
 
 #[test]
 fn example_configmap_fails_without_ignore_fields() {
-    let Some(a) = verify("example/verify-resource/sample-configmap.yaml.signed", K3) else { return };
+    let Some(a) = verify("example/verify-resource/sample-configmap.yaml.signed", K3) else {
+        return;
+    };
     a.code(1)
         .stdout(predicate::str::contains("data.changable changed"))
-        .stdout(predicate::str::contains("metadata.labels.autoEmbeddedLabel added"));
+        .stdout(predicate::str::contains(
+            "metadata.labels.autoEmbeddedLabel added",
+        ));
 }
 
 #[test]
@@ -107,8 +155,10 @@ fn example_configmap_passes_with_its_ignore_fields() {
         FieldPattern::parse("metadata.labels.autoEmbeddedLabel").unwrap(),
         FieldPattern::parse("data.changable").unwrap(),
     ]);
-    let verifier = Verifier::new(vec![Attestor::Key(TrustedKey::from_pem("K3", &pem).unwrap())])
-        .with_ignore_fields(ignore);
+    let verifier = Verifier::new(vec![Attestor::Key(
+        TrustedKey::from_pem("K3", &pem).unwrap(),
+    )])
+    .with_ignore_fields(ignore);
     let files = load_inputs(&[file], &Limits::default()).unwrap();
     let verdict = verifier.verify_documents(&files[0].documents);
     assert!(verdict.is_verified(), "{:?}", verdict.documents[0].result);
@@ -116,13 +166,20 @@ fn example_configmap_passes_with_its_ignore_fields() {
 
 #[test]
 fn unsigned_e2e_configmap_fails_as_not_signed() {
-    let Some(a) = verify("test/e2e/testdata/sample-configmap-without-sig.yaml", K1) else { return };
+    let Some(a) = verify("test/e2e/testdata/sample-configmap-without-sig.yaml", K1) else {
+        return;
+    };
     a.code(1).stdout(predicate::str::contains("[not-signed]"));
 }
 
 #[test]
 fn keyless_fixture_does_not_verify_with_a_key() {
-    let Some(a) = verify("pkg/k8smanifest/testdata/sample-configmap-keyless-multi-signed.yaml", K1) else { return };
+    let Some(a) = verify(
+        "pkg/k8smanifest/testdata/sample-configmap-keyless-multi-signed.yaml",
+        K1,
+    ) else {
+        return;
+    };
     a.code(1).stdout(predicate::str::contains("[signature]"));
 }
 
@@ -138,7 +195,9 @@ fn non_gzipped_message_verifies_with_k2() {
     };
     let blob_b64 = std::fs::read_to_string(blob).unwrap().trim().to_string();
     let sig_b64 = std::fs::read_to_string(sig).unwrap().trim().to_string();
-    let raw = base64::engine::general_purpose::STANDARD.decode(&blob_b64).unwrap();
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(&blob_b64)
+        .unwrap();
     let mut object = parse_documents(std::str::from_utf8(&raw).unwrap(), &Limits::default())
         .unwrap()
         .remove(0)
@@ -148,7 +207,9 @@ fn non_gzipped_message_verifies_with_k2() {
         "cosign.sigstore.dev/signature": sig_b64,
     });
     let pem = std::fs::read_to_string(key).unwrap();
-    let verifier = Verifier::new(vec![Attestor::Key(TrustedKey::from_pem("K2", &pem).unwrap())]);
+    let verifier = Verifier::new(vec![Attestor::Key(
+        TrustedKey::from_pem("K2", &pem).unwrap(),
+    )]);
     let verdict = verifier.verify_object(&object).unwrap();
     assert!(verdict.is_verified(), "{:?}", verdict.result);
     // and the same object with one changed value fails on the diff
@@ -159,11 +220,20 @@ fn non_gzipped_message_verifies_with_k2() {
 
 #[test]
 fn legacy_tarball_messages_decode_to_their_documents() {
-    let Some(file) = fixture("k8s-manifest-sigstore/pkg/k8smanifest/testdata/sample-deployment-signed.yaml") else { return };
+    let Some(file) =
+        fixture("k8s-manifest-sigstore/pkg/k8smanifest/testdata/sample-deployment-signed.yaml")
+    else {
+        return;
+    };
     let files = load_inputs(&[file], &Limits::default()).unwrap();
     let doc = &files[0].documents[0];
-    let signed = mansign::annotations::extract(&doc.value, &AnnotationDomain::default(), &Limits::default()).unwrap();
-    assert!(signed.message.starts_with(&[0x1f, 0x8b]), "tarball messages are tar.gz");
+    let signed =
+        mansign::annotations::extract(&doc.value, &AnnotationDomain::default(), &Limits::default())
+            .unwrap();
+    assert!(
+        signed.message.starts_with(&[0x1f, 0x8b]),
+        "tarball messages are tar.gz"
+    );
     let docs = mansign::manifest::parse_message(&signed.message, &Limits::default()).unwrap();
     assert_eq!(docs.len(), 1);
     assert_eq!(docs[0]["kind"], "Deployment");
@@ -193,9 +263,15 @@ fn file_scope_message_has_the_shape_upstream_parses() {
         .assert()
         .success();
     let text = std::fs::read_to_string(dir.path().join("x.yaml.signed")).unwrap();
-    let signed: Vec<Value> = parse_documents(&text, &Limits::default()).unwrap().into_iter().map(|d| d.1).collect();
+    let signed: Vec<Value> = parse_documents(&text, &Limits::default())
+        .unwrap()
+        .into_iter()
+        .map(|d| d.1)
+        .collect();
     let l = Limits::default();
-    let b64 = signed[0]["metadata"]["annotations"]["cosign.sigstore.dev/message"].as_str().unwrap();
+    let b64 = signed[0]["metadata"]["annotations"]["cosign.sigstore.dev/message"]
+        .as_str()
+        .unwrap();
     let raw = decode_base64(b64, &l).unwrap();
     assert!(raw.starts_with(&[0x1f, 0x8b]), "message annotation is gzip");
     let m = String::from_utf8(decode_maybe_gzip(raw, &l).unwrap()).unwrap();
@@ -203,12 +279,22 @@ fn file_scope_message_has_the_shape_upstream_parses() {
     let parts: Vec<&str> = m.split("\n---\n").collect();
     assert_eq!(parts.len(), 3, "{m}");
     assert!(!m.starts_with("---"));
-    let inputs: Vec<Value> = parse_documents(MULTI_DOC, &l).unwrap().into_iter().map(|d| d.1).collect();
+    let inputs: Vec<Value> = parse_documents(MULTI_DOC, &l)
+        .unwrap()
+        .into_iter()
+        .map(|d| d.1)
+        .collect();
     for (part, input) in parts.iter().zip(&inputs) {
         let docs = parse_documents(part, &l).unwrap();
         assert_eq!(docs.len(), 1);
-        assert_eq!(&docs[0].1, input, "message document differs from the input document");
-        assert!(!part.contains("cosign.sigstore.dev/"), "signature annotations must not be in M");
+        assert_eq!(
+            &docs[0].1, input,
+            "message document differs from the input document"
+        );
+        assert!(
+            !part.contains("cosign.sigstore.dev/"),
+            "signature annotations must not be in M"
+        );
     }
     // Every plain (unquoted) scalar reads back as the same type under YAML 1.1.
     for line in m.lines() {
@@ -217,7 +303,10 @@ fn file_scope_message_has_the_shape_upstream_parses() {
         if value.starts_with('"') || value.ends_with(':') {
             continue;
         }
-        assert!(!yaml11_non_string(value), "plain scalar {value:?} would be misread by yaml.v2: {line:?}");
+        assert!(
+            !yaml11_non_string(value),
+            "plain scalar {value:?} would be misread by yaml.v2: {line:?}"
+        );
     }
     assert!(m.contains("enabled: \"yes\""), "{m}");
 }

@@ -31,7 +31,8 @@ fn mutated_signed_manifests_never_panic() {
     let trusted = TrustedKey::from_pem("k", &pair.public_key_pem).unwrap();
     let verifier = Verifier::new(vec![Attestor::Key(trusted)]);
     let limits = Limits::default();
-    let mut files = vec![load_reader(Source::Stdin, PathBuf::from("x"), DOC.as_bytes(), &limits).unwrap()];
+    let mut files =
+        vec![load_reader(Source::Stdin, PathBuf::from("x"), DOC.as_bytes(), &limits).unwrap()];
     sign_files(&mut files, &signer, &SignOptions::default()).unwrap();
     let signed_text = mansign::manifest::to_yaml(&files[0].documents[0].value);
     let bytes = signed_text.as_bytes().to_vec();
@@ -60,7 +61,12 @@ fn mutated_signed_manifests_never_panic() {
                     // the object without its signature annotations is the original.
                     let mut got = d.value.clone();
                     strip_signature_annotations(&mut got, &domain);
-                    assert_eq!(got, original, "a changed object verified:\n{}", String::from_utf8_lossy(&m));
+                    assert_eq!(
+                        got,
+                        original,
+                        "a changed object verified:\n{}",
+                        String::from_utf8_lossy(&m)
+                    );
                     verified += 1;
                 }
             }

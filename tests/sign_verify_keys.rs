@@ -98,7 +98,11 @@ fn removed_field_is_rejected_naming_the_field() {
         .unwrap()
         .remove("names");
     write_docs(&signed, &d);
-    verify_fails_naming(&signed, &pubkey, "spec.match.any[0].resources.names[0] removed");
+    verify_fails_naming(
+        &signed,
+        &pubkey,
+        "spec.match.any[0].resources.names[0] removed",
+    );
 }
 
 #[test]
@@ -118,7 +122,11 @@ fn all_signature_annotations_pasted_from_another_document_are_rejected() {
     // the message it covers holds a different object.
     d[2]["metadata"]["annotations"] = d[0]["metadata"]["annotations"].clone();
     write_docs(&signed, &d);
-    verify_fails_naming(&signed, &pubkey, "has no document for ConfigMap team-a/other");
+    verify_fails_naming(
+        &signed,
+        &pubkey,
+        "has no document for ConfigMap team-a/other",
+    );
 }
 
 #[test]
@@ -248,7 +256,8 @@ fn append_adds_a_second_signature_set_that_verifies_alone() {
 fn resigning_without_append_removes_stale_signature_keys() {
     let (dir, signed, _pub1) = signed_fixture();
     let mut d = docs(&signed);
-    d[0]["metadata"]["annotations"]["cosign.sigstore.dev/signature_1"] = Value::String("c3RhbGU=".into());
+    d[0]["metadata"]["annotations"]["cosign.sigstore.dev/signature_1"] =
+        Value::String("c3RhbGU=".into());
     d[0]["metadata"]["annotations"]["cosign.sigstore.dev/bundle_3"] = Value::String("stale".into());
     write_docs(&signed, &d);
     let (key2, pub2) = key_pair(dir.path(), "second");
@@ -263,9 +272,25 @@ fn resigning_without_append_removes_stale_signature_keys() {
         .assert()
         .success();
     let d = docs(&out);
-    let keys: Vec<&String> = d[0]["metadata"]["annotations"].as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["cosign.sigstore.dev/message", "cosign.sigstore.dev/signature"]);
-    mansign().args(["verify", "-f"]).arg(&out).arg("--key").arg(&pub2).assert().success();
+    let keys: Vec<&String> = d[0]["metadata"]["annotations"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "cosign.sigstore.dev/message",
+            "cosign.sigstore.dev/signature"
+        ]
+    );
+    mansign()
+        .args(["verify", "-f"])
+        .arg(&out)
+        .arg("--key")
+        .arg(&pub2)
+        .assert()
+        .success();
 }
 
 #[test]
@@ -293,7 +318,13 @@ fn directory_input_is_mirrored_into_output_directory_in_order() {
         .map(|d| d["metadata"]["name"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(names, ["settings", "allow-host-path", "other"]);
-    mansign().args(["verify", "-f"]).arg(&out).arg("--key").arg(&pubkey).assert().success();
+    mansign()
+        .args(["verify", "-f"])
+        .arg(&out)
+        .arg("--key")
+        .arg(&pubkey)
+        .assert()
+        .success();
 }
 
 #[test]

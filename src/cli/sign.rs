@@ -1,14 +1,31 @@
 //! `mansign sign`
+//!
+//! Key-based with `--key`, keyless otherwise: an OIDC identity token (flag, environment,
+//! CI, or an interactive sign-in) buys one Fulcio certificate for the run, and every
+//! signature is logged in Rekor. Nothing is written until every signature exists (and,
+//! with a trust root, verified); inputs are removed (`--remove-input`) only after every
+//! output was written.
 
 use super::Outcome;
 use super::output::{Target, write_all};
-use crate::annotations::AnnotationDomain;
+use crate::annotations::{AnnotationDomain, extract};
 use crate::limits::Limits;
 use crate::manifest::{ManifestFile, Source, load_inputs, to_yaml};
-use crate::signing::{KeySigner, SignOptions, SignScope, cosign_key, sign_files};
+use crate::signing::keyless::DEFAULT_FULCIO_URL;
+use crate::signing::rekor_upload::DEFAULT_REKOR_URL;
+use crate::signing::token::{
+    DEFAULT_AUDIENCE, DEFAULT_OIDC_CLIENT_ID, DEFAULT_OIDC_ISSUER, Secret, SignInOptions,
+    acquire_token_blocking,
+};
+use crate::signing::{
+    AmbientEnvironment, KeySigner, KeylessOptions, KeylessSigner, RekorOptions, SignInPrompt,
+    SignOptions, SignScope, Signer, TlogUploadingSigner, TokenOptions, cosign_key, sign_files,
+};
+use crate::trust::TrustRoot;
 use anyhow::{Context, bail};
 use clap::Args;
-use std::path::PathBuf;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
 pub struct SignArgs {
@@ -22,7 +39,7 @@ pub struct SignArgs {
     pub output: Option<String>,
 
     /// cosign private key file (`ENCRYPTED SIGSTORE/COSIGN PRIVATE KEY`). Password from
-    /// COSIGN_PASSWORD, else a prompt on a terminal.
+    /// COSIGN_PASSWORD, else a prompt on a terminal. Without --key, signing is keyless.
     #[arg(short = 'k', long = "key", value_name = "FILE")]
     pub key: Option<PathBuf>,
 
@@ -39,43 +56,232 @@ pub struct SignArgs {
     /// Annotation domain of the signature annotations.
     #[arg(long, default_value = AnnotationDomain::DEFAULT, value_name = "DOMAIN")]
     pub annotation_domain: String,
+
+    /// Log each signature in Rekor and write the `bundle` annotation. Default: on for
+    /// keyless signing (required there), off with --key.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub tlog_upload: Option<bool>,
+
+    /// Also write a Sigstore bundle (v0.3 JSON) per signature into DIR, named
+    /// `<output file name>.<document>.sigstore.json` (`<output file name>.sigstore.json`
+    /// with --scope file). The bundle's artifact is the signed message M.
+    #[arg(long, value_name = "DIR")]
+    pub bundle_out: Option<PathBuf>,
+
+    /// Delete the input files once every output was written (never on error, never an
+    /// input that is also an output).
+    #[arg(long)]
+    pub remove_input: bool,
+
+    /// Sigstore `trusted_root.json` used to verify each new signature before anything is
+    /// written. Default: the embedded public-good root when signing against the
+    /// public-good Fulcio and Rekor; no check otherwise.
+    #[arg(long, value_name = "FILE")]
+    pub trusted_root: Option<PathBuf>,
+
+    /// Print where the identity token came from, the certificate and the log entries.
+    #[arg(short = 'v', long)]
+    pub verbose: bool,
+
+    #[command(flatten)]
+    pub keyless: KeylessArgs,
+}
+
+/// Flags of keyless signing.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Keyless signing")]
+pub struct KeylessArgs {
+    /// OIDC identity token, or `@FILE` to read it from a file. Default: SIGSTORE_ID_TOKEN,
+    /// then CI credentials (GitHub Actions, GitLab, Buildkite, CircleCI), then an
+    /// interactive sign-in.
+    #[arg(long, value_name = "TOKEN|@FILE", value_parser = parse_secret)]
+    pub identity_token: Option<Secret>,
+
+    /// Audience the token must be issued for (and requested from CI token endpoints).
+    #[arg(long, default_value = DEFAULT_AUDIENCE, value_name = "AUD")]
+    pub oidc_audience: String,
+
+    /// OIDC issuer for the interactive sign-in (endpoints found by OIDC discovery).
+    #[arg(long, default_value = DEFAULT_OIDC_ISSUER, value_name = "URL")]
+    pub oidc_issuer: String,
+
+    /// OAuth client ID for the interactive sign-in.
+    #[arg(long, default_value = DEFAULT_OIDC_CLIENT_ID, value_name = "ID")]
+    pub oidc_client_id: String,
+
+    /// Do not open a browser for the sign-in: print the URL to open instead.
+    #[arg(long)]
+    pub no_browser: bool,
+
+    /// Fulcio base URL.
+    #[arg(long, env = "SIGSTORE_FULCIO_URL", default_value = DEFAULT_FULCIO_URL, value_name = "URL")]
+    pub fulcio_url: String,
+
+    /// Rekor (v1) base URL; also used by --key with --tlog-upload.
+    #[arg(long, env = "SIGSTORE_REKOR_URL", default_value = DEFAULT_REKOR_URL, value_name = "URL")]
+    pub rekor_url: String,
+}
+
+fn parse_secret(s: &str) -> Result<Secret, std::convert::Infallible> {
+    Ok(Secret::new(s))
+}
+
+/// The signer of this run.
+enum RunSigner {
+    Key(KeySigner),
+    KeyWithTlog(TlogUploadingSigner<KeySigner>),
+    Keyless(KeylessSigner),
+}
+
+impl RunSigner {
+    fn as_dyn(&self) -> &dyn Signer {
+        match self {
+            RunSigner::Key(s) => s,
+            RunSigner::KeyWithTlog(s) => s,
+            RunSigner::Keyless(s) => s,
+        }
+    }
+
+    /// Sigstore bundles (JSON) of the signed messages, in message order.
+    fn bundles(&self) -> Vec<String> {
+        match self {
+            RunSigner::Key(_) => Vec::new(),
+            RunSigner::KeyWithTlog(s) => s.bundles(),
+            RunSigner::Keyless(s) => s
+                .last_batch()
+                .map(|b| b.signatures.into_iter().map(|s| s.bundle_json).collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    fn log_indexes(&self) -> Vec<i64> {
+        match self {
+            RunSigner::Key(_) => Vec::new(),
+            RunSigner::KeyWithTlog(s) => s.log_indexes(),
+            RunSigner::Keyless(s) => s
+                .last_batch()
+                .map(|b| b.signatures.iter().map(|s| s.log_index).collect())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// Shows the sign-in URL or device code on stderr (stdout may carry the output).
+struct StderrPrompt;
+
+impl SignInPrompt for StderrPrompt {
+    fn authorization_url(&self, url: &str, browser_opened: bool) {
+        if browser_opened {
+            eprintln!("A browser was opened to sign in. If it did not open, visit:");
+        } else {
+            eprintln!("To sign in, open this URL in a browser:");
+        }
+        eprintln!("{url}");
+    }
+
+    fn device_code(&self, verification_uri: &str, user_code: &str, complete: Option<&str>) {
+        eprintln!("To sign in, visit {verification_uri} and enter the code {user_code}");
+        if let Some(c) = complete {
+            eprintln!("or open {c}");
+        }
+    }
 }
 
 pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
     let domain = AnnotationDomain::new(&args.annotation_domain).map_err(anyhow::Error::msg)?;
     let limits = Limits::default();
-    let Some(key_path) = &args.key else {
-        bail!("--key is required (keyless signing is not available in this build)");
-    };
-    let key_pem = std::fs::read_to_string(key_path)
-        .with_context(|| format!("{}: cannot read key", key_path.display()))?;
-    let password = super::password::read("Enter password for private key: ")?;
-    let key = cosign_key::decrypt_private_key(&key_pem, password.as_bytes())
-        .with_context(|| format!("{}: cannot load private key", key_path.display()))?;
-    let signer = KeySigner::new(key);
+    let keyless = args.key.is_none();
+    let tlog_upload = args.tlog_upload.unwrap_or(keyless);
+    if keyless && !tlog_upload {
+        bail!(
+            "keyless signing needs the transparency log: without a Rekor entry nobody can \
+             verify the short-lived certificate later (drop --tlog-upload=false, or sign with --key)"
+        );
+    }
+    let trust = trust_root(&args, keyless)?;
 
+    // Inputs and outputs first: a bad path must not cost an identity token.
     let mut files = load_inputs(&args.inputs, &limits)?;
     let targets = plan_targets(&files, args.output.as_deref())?;
     let options = SignOptions {
         scope: args.scope,
         append: args.append,
-        domain,
+        domain: domain.clone(),
         limits,
     };
-    let summary = sign_files(&mut files, &signer, &options)?;
-    let outputs: Vec<(Target, String)> = files
+    let rekor = RekorOptions {
+        url: args.keyless.rekor_url.clone(),
+        ..RekorOptions::default()
+    };
+
+    let signer = match &args.key {
+        Some(key_path) => {
+            let key = load_key(key_path)?;
+            if tlog_upload {
+                let pem = public_key_pem(&key)?;
+                RunSigner::KeyWithTlog(TlogUploadingSigner::new(key, pem, rekor))
+            } else {
+                RunSigner::Key(key)
+            }
+        }
+        None => RunSigner::Keyless(keyless_signer(&args, rekor)?),
+    };
+
+    let summary = sign_files(&mut files, signer.as_dyn(), &options)?;
+
+    if let Some(trust) = &trust {
+        let checked = self_verify(&files, &domain, &limits, trust, &signer)?;
+        if args.verbose {
+            eprintln!(
+                "verified {checked} new signature(s) against {}",
+                trust.origin()
+            );
+        }
+    } else if args.verbose && tlog_upload {
+        eprintln!("note: signatures not verified after signing (no --trusted-root)");
+    }
+
+    let mut outputs: Vec<(Target, String)> = files
         .iter()
-        .zip(targets)
-        .map(|(f, t)| (t, render(f)))
+        .zip(&targets)
+        .map(|(f, t)| (t.clone(), render(f)))
         .collect();
-    let shown: Vec<String> = outputs
-        .iter()
-        .map(|(t, _)| match t {
-            Target::Stdout => "<stdout>".to_string(),
-            Target::File(p) => p.display().to_string(),
-        })
-        .collect();
+    if let Some(dir) = &args.bundle_out {
+        let names = bundle_names(&files, &targets, args.scope);
+        let bundles = signer.bundles();
+        if bundles.len() != names.len() {
+            bail!(
+                "--bundle-out: {} Sigstore bundle(s) for {} signature(s) (bundles need --tlog-upload)",
+                bundles.len(),
+                names.len()
+            );
+        }
+        for (name, json) in names.into_iter().zip(bundles) {
+            outputs.push((Target::File(dir.join(name)), json + "\n"));
+        }
+    }
+    let shown: Vec<String> = targets.iter().map(show_target).collect();
     write_all(outputs)?;
+
+    let progress = args.verbose || std::io::stderr().is_terminal();
+    if progress {
+        for ((f, t), shown) in files.iter().zip(&targets).zip(&shown) {
+            let _ = t;
+            eprintln!(
+                "signed {} -> {} ({} document(s))",
+                f.source,
+                shown,
+                f.documents.len()
+            );
+        }
+    }
+    if args.verbose {
+        let idx = signer.log_indexes();
+        if !idx.is_empty() {
+            let list: Vec<String> = idx.iter().map(i64::to_string).collect();
+            eprintln!("Rekor log indexes: {}", list.join(", "));
+        }
+    }
     eprintln!(
         "signed {} document(s) in {} file(s) with {} signature(s) -> {}",
         summary.documents,
@@ -83,7 +289,209 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
         summary.signatures,
         shown.join(", ")
     );
+
+    if args.remove_input {
+        remove_inputs(&files, &targets, args.verbose)?;
+    }
     Ok(Outcome::Success)
+}
+
+fn load_key(key_path: &Path) -> anyhow::Result<KeySigner> {
+    let key_pem = std::fs::read_to_string(key_path)
+        .with_context(|| format!("{}: cannot read key", key_path.display()))?;
+    let password = super::password::read("Enter password for private key: ")?;
+    let key = cosign_key::decrypt_private_key(&key_pem, password.as_bytes())
+        .with_context(|| format!("{}: cannot load private key", key_path.display()))?;
+    Ok(KeySigner::new(key))
+}
+
+fn public_key_pem(key: &KeySigner) -> anyhow::Result<String> {
+    use p256::pkcs8::{EncodePublicKey, LineEnding};
+    key.verifying_key()
+        .to_public_key_pem(LineEnding::LF)
+        .context("cannot encode the public key")
+}
+
+/// The trust root for checking new signatures: `--trusted-root`, or the public-good root
+/// when signing keylessly against the public-good services.
+fn trust_root(args: &SignArgs, keyless: bool) -> anyhow::Result<Option<TrustRoot>> {
+    if let Some(path) = &args.trusted_root {
+        let root = TrustRoot::from_file(path)
+            .with_context(|| format!("--trusted-root {}", path.display()))?;
+        return Ok(Some(root));
+    }
+    let public_good = keyless
+        && args.keyless.fulcio_url.trim_end_matches('/') == DEFAULT_FULCIO_URL
+        && args.keyless.rekor_url.trim_end_matches('/') == DEFAULT_REKOR_URL;
+    if public_good {
+        return Ok(Some(
+            TrustRoot::public_good().context("embedded public-good trust root")?,
+        ));
+    }
+    Ok(None)
+}
+
+fn keyless_signer(args: &SignArgs, rekor: RekorOptions) -> anyhow::Result<KeylessSigner> {
+    let k = &args.keyless;
+    let token_options = TokenOptions {
+        identity_token: k.identity_token.clone(),
+        audience: k.oidc_audience.clone(),
+        sign_in: SignInOptions {
+            issuer: k.oidc_issuer.clone(),
+            client_id: k.oidc_client_id.clone(),
+            open_browser: !k.no_browser,
+            terminal: std::io::stdin().is_terminal(),
+            ..SignInOptions::default()
+        },
+        ..TokenOptions::default()
+    };
+    let token = acquire_token_blocking(
+        &token_options,
+        &AmbientEnvironment::from_process(),
+        &StderrPrompt,
+    )
+    .context("no usable identity token")?;
+    if args.verbose {
+        eprintln!(
+            "identity token from {} (issuer {}, subject {}, expires {})",
+            token.source(),
+            token.issuer(),
+            token.subject(),
+            token.expiration()
+        );
+        eprintln!("Fulcio {}, Rekor {}", k.fulcio_url, k.rekor_url);
+    }
+    Ok(KeylessSigner::new(
+        token,
+        KeylessOptions {
+            fulcio_url: k.fulcio_url.clone(),
+            rekor,
+            ..KeylessOptions::default()
+        },
+    ))
+}
+
+/// Verifies every signature set this run added, from the signed documents themselves
+/// (what a verifier will read): full Sigstore verification for keyless sets, SET and
+/// entry consistency for key sets logged in Rekor. Returns how many were checked.
+fn self_verify(
+    files: &[ManifestFile],
+    domain: &AnnotationDomain,
+    limits: &Limits,
+    trust: &TrustRoot,
+    signer: &RunSigner,
+) -> anyhow::Result<usize> {
+    let key_der = match signer {
+        RunSigner::KeyWithTlog(s) => Some(
+            p256::pkcs8::DecodePublicKey::from_public_key_pem(s.public_key_pem())
+                .map(|k: p256::PublicKey| {
+                    p256::pkcs8::EncodePublicKey::to_public_key_der(&k)
+                        .map(|d| d.as_bytes().to_vec())
+                })
+                .context("cannot re-read our own public key")?
+                .context("cannot encode our own public key")?,
+        ),
+        RunSigner::Key(_) => return Ok(0),
+        RunSigner::Keyless(_) => None,
+    };
+    let mut checked = 0;
+    for file in files {
+        for doc in &file.documents {
+            let signed = extract(&doc.value, domain, limits)
+                .with_context(|| format!("{}: reading back the new signature", doc.origin))?;
+            // With --append the new set is the last one; the others were there before.
+            let Some(set) = signed.sets.last() else {
+                bail!("{}: no signature after signing", doc.origin);
+            };
+            match &key_der {
+                None => {
+                    crate::verify::verify_certificate_set(trust, &signed.message, set)
+                        .with_context(|| {
+                            format!(
+                                "{}: the new signature does not verify against {}; nothing was written",
+                                doc.origin,
+                                trust.origin()
+                            )
+                        })?;
+                }
+                Some(der) => {
+                    crate::verify::verify_key_set_with_bundle(trust, &signed.message, set, der)
+                        .with_context(|| {
+                            format!(
+                                "{}: the new signature's Rekor entry does not verify against {}; nothing was written",
+                                doc.origin,
+                                trust.origin()
+                            )
+                        })?;
+                }
+            }
+            checked += 1;
+        }
+    }
+    Ok(checked)
+}
+
+/// Bundle file names, one per signed message, in the order `sign_files` builds messages.
+fn bundle_names(files: &[ManifestFile], targets: &[Target], scope: SignScope) -> Vec<String> {
+    let mut names = Vec::new();
+    for (file, target) in files.iter().zip(targets) {
+        let base = match target {
+            Target::File(p) => p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "output".to_string()),
+            Target::Stdout => match &file.source {
+                Source::File(p) => p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "stdout".to_string()),
+                _ => "stdout".to_string(),
+            },
+        };
+        match scope {
+            SignScope::Document => {
+                for i in 0..file.documents.len() {
+                    names.push(format!("{base}.{i}.sigstore.json"));
+                }
+            }
+            SignScope::File => names.push(format!("{base}.sigstore.json")),
+        }
+    }
+    names
+}
+
+fn show_target(t: &Target) -> String {
+    match t {
+        Target::Stdout => "<stdout>".to_string(),
+        Target::File(p) => p.display().to_string(),
+    }
+}
+
+/// Deletes the input files (after every output was written). An input that is also an
+/// output is kept.
+fn remove_inputs(files: &[ManifestFile], targets: &[Target], verbose: bool) -> anyhow::Result<()> {
+    let outputs: Vec<PathBuf> = targets
+        .iter()
+        .filter_map(|t| match t {
+            Target::File(p) => Some(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
+            Target::Stdout => None,
+        })
+        .collect();
+    for file in files {
+        let Source::File(path) = &file.source else {
+            continue;
+        };
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+        if outputs.contains(&canonical) {
+            continue;
+        }
+        std::fs::remove_file(path)
+            .with_context(|| format!("{}: signed, but cannot remove the input", path.display()))?;
+        if verbose {
+            eprintln!("removed {}", path.display());
+        }
+    }
+    Ok(())
 }
 
 /// The output text of a file: its documents as YAML, separated by `---`.

@@ -4,10 +4,14 @@ use super::Outcome;
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
 use crate::manifest::load_inputs;
-use crate::verify::{Attestor, TrustedKey, Verifier};
+use crate::trust::TrustRoot;
+use crate::verify::{
+    Attestor, Claim, IdentityPolicy, IdentityPolicyError, KeylessAttestor, TrustedKey, Verifier,
+};
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OutputFormat {
@@ -28,6 +32,55 @@ pub struct VerifyArgs {
     #[arg(short = 'k', long = "key", value_name = "FILE", value_delimiter = ',')]
     pub keys: Vec<PathBuf>,
 
+    /// Keyless: the certificate subject (SAN email or URI) must equal this value, e.g.
+    /// `https://github.com/org/repo/.github/workflows/sign.yaml@refs/heads/main`.
+    #[arg(long, value_name = "IDENTITY", help_heading = "Keyless identity")]
+    pub certificate_identity: Option<String>,
+
+    /// Keyless: the certificate subject must match this regex (anchored: the whole
+    /// subject must match).
+    #[arg(long, value_name = "REGEX", help_heading = "Keyless identity")]
+    pub certificate_identity_regexp: Option<String>,
+
+    /// Keyless: the OIDC issuer in the certificate must equal this URL, e.g.
+    /// `https://token.actions.githubusercontent.com`.
+    #[arg(long, value_name = "URL", help_heading = "Keyless identity")]
+    pub certificate_oidc_issuer: Option<String>,
+
+    /// Keyless: the OIDC issuer must match this regex (anchored).
+    #[arg(long, value_name = "REGEX", help_heading = "Keyless identity")]
+    pub certificate_oidc_issuer_regexp: Option<String>,
+
+    /// Keyless: the GitHub workflow repository (`owner/name`) in the certificate.
+    #[arg(long, value_name = "OWNER/NAME", help_heading = "Keyless identity")]
+    pub certificate_github_workflow_repository: Option<String>,
+
+    /// Keyless: the GitHub workflow ref in the certificate, e.g. `refs/heads/main`.
+    #[arg(long, value_name = "REF", help_heading = "Keyless identity")]
+    pub certificate_github_workflow_ref: Option<String>,
+
+    /// Keyless: the event that triggered the GitHub workflow, e.g. `push`.
+    #[arg(long, value_name = "EVENT", help_heading = "Keyless identity")]
+    pub certificate_github_workflow_trigger: Option<String>,
+
+    /// Keyless: the commit SHA the GitHub workflow ran on.
+    #[arg(long, value_name = "SHA", help_heading = "Keyless identity")]
+    pub certificate_github_workflow_sha: Option<String>,
+
+    /// Keyless: the GitHub workflow name.
+    #[arg(long, value_name = "NAME", help_heading = "Keyless identity")]
+    pub certificate_github_workflow_name: Option<String>,
+
+    /// Accept a keyless signature from any identity of any issuer. Insecure: only for
+    /// testing, or when something else checks the signer.
+    #[arg(long, help_heading = "Keyless identity")]
+    pub insecure_any_identity: bool,
+
+    /// Sigstore `trusted_root.json` (Fulcio CAs, Rekor and CT log keys). Default: the
+    /// public-good root embedded in mansign (no network).
+    #[arg(long, value_name = "FILE")]
+    pub trusted_root: Option<PathBuf>,
+
     /// Output format.
     #[arg(long = "output", value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
@@ -40,18 +93,34 @@ pub struct VerifyArgs {
 pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
     let domain = AnnotationDomain::new(&args.annotation_domain).map_err(anyhow::Error::msg)?;
     let limits = Limits::default();
-    if args.keys.is_empty() {
-        bail!("--key is required (keyless verification is not available in this build)");
-    }
-    let mut attestors = Vec::new();
-    for path in &args.keys {
-        let pem = std::fs::read_to_string(path)
-            .with_context(|| format!("{}: cannot read key", path.display()))?;
-        let key = TrustedKey::from_pem(path.display().to_string(), &pem)
-            .map_err(anyhow::Error::msg)
-            .with_context(|| format!("{}: not a usable public key", path.display()))?;
-        attestors.push(Attestor::Key(key));
-    }
+    let trust = Arc::new(match &args.trusted_root {
+        Some(path) => TrustRoot::from_file(path)?,
+        None => TrustRoot::public_good()?,
+    });
+    let attestors = if args.keys.is_empty() {
+        vec![Attestor::Keyless(KeylessAttestor::new(
+            trust,
+            identity_policy(&args)?,
+        ))]
+    } else {
+        if has_identity_flags(&args) {
+            bail!(
+                "--certificate-* and --insecure-any-identity apply to keyless verification; \
+                 do not combine them with --key"
+            );
+        }
+        let mut attestors = Vec::new();
+        for path in &args.keys {
+            let pem = std::fs::read_to_string(path)
+                .with_context(|| format!("{}: cannot read key", path.display()))?;
+            let key = TrustedKey::from_pem(path.display().to_string(), &pem)
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("{}: not a usable public key", path.display()))?
+                .with_trust_root(trust.clone());
+            attestors.push(Attestor::Key(key));
+        }
+        attestors
+    };
     let files = load_inputs(&args.inputs, &limits)?;
     let verifier = Verifier::new(attestors)
         .with_domain(domain)
@@ -72,4 +141,77 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
     } else {
         Outcome::VerificationFailed
     })
+}
+
+/// The cosign-style identity flags as a policy; refuses a policy without an issuer or
+/// without an identity unless `--insecure-any-identity`.
+fn identity_policy(args: &VerifyArgs) -> anyhow::Result<IdentityPolicy> {
+    let mut b = IdentityPolicy::builder();
+    let exact = [
+        (Claim::Subject, &args.certificate_identity),
+        (Claim::Issuer, &args.certificate_oidc_issuer),
+        (
+            Claim::GithubWorkflowRepository,
+            &args.certificate_github_workflow_repository,
+        ),
+        (
+            Claim::GithubWorkflowRef,
+            &args.certificate_github_workflow_ref,
+        ),
+        (
+            Claim::GithubWorkflowTrigger,
+            &args.certificate_github_workflow_trigger,
+        ),
+        (
+            Claim::GithubWorkflowSha,
+            &args.certificate_github_workflow_sha,
+        ),
+        (
+            Claim::GithubWorkflowName,
+            &args.certificate_github_workflow_name,
+        ),
+    ];
+    for (claim, value) in exact {
+        if let Some(v) = value {
+            b = b.exact(claim, v);
+        }
+    }
+    if let Some(p) = &args.certificate_identity_regexp {
+        b = b.subject_regex(p);
+    }
+    if let Some(p) = &args.certificate_oidc_issuer_regexp {
+        b = b.issuer_regex(p);
+    }
+    if args.insecure_any_identity {
+        b = b.insecure_any_identity();
+    }
+    b.build().map_err(|e| match e {
+        IdentityPolicyError::MissingIssuer => anyhow::anyhow!(
+            "keyless verification (no --key) needs --certificate-oidc-issuer or \
+             --certificate-oidc-issuer-regexp; use --insecure-any-identity to accept any issuer"
+        ),
+        IdentityPolicyError::MissingIdentity => anyhow::anyhow!(
+            "keyless verification (no --key) needs --certificate-identity or \
+             --certificate-identity-regexp (or a --certificate-github-workflow-* flag); use \
+             --insecure-any-identity to accept any identity"
+        ),
+        other => anyhow::Error::new(other),
+    })
+}
+
+fn has_identity_flags(args: &VerifyArgs) -> bool {
+    [
+        &args.certificate_identity,
+        &args.certificate_identity_regexp,
+        &args.certificate_oidc_issuer,
+        &args.certificate_oidc_issuer_regexp,
+        &args.certificate_github_workflow_repository,
+        &args.certificate_github_workflow_ref,
+        &args.certificate_github_workflow_trigger,
+        &args.certificate_github_workflow_sha,
+        &args.certificate_github_workflow_name,
+    ]
+    .iter()
+    .any(|v| v.is_some())
+        || args.insecure_any_identity
 }

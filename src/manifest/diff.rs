@@ -185,6 +185,11 @@ impl FieldPattern {
         })
     }
 
+    /// True if `path` is exactly this field (not below it).
+    pub fn matches_exactly(&self, path: &FieldPath) -> bool {
+        self.segments.len() == path.0.len() && self.matches(path)
+    }
+
     /// True if `path` is this field or below it.
     pub fn matches(&self, path: &FieldPath) -> bool {
         if self.segments.len() > path.0.len() {

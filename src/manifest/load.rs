@@ -2,6 +2,7 @@
 
 use super::{Document, DocumentOrigin, ManifestError, Source, parse_documents};
 use crate::limits::Limits;
+use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -143,15 +144,46 @@ pub fn load_reader(
     })?;
     let mut documents = Vec::with_capacity(parsed.len());
     for (position, value) in parsed {
+        let not_an_object = |reason| ManifestError::NotAnObject {
+            source_name: source.to_string(),
+            document: position + 1,
+            reason,
+        };
+        // `kubectl get -o yaml` prints several objects as one `v1 List`: verify its items.
+        if is_list(&value) {
+            let items = match value.get("items") {
+                Some(Value::Array(items)) => items.clone(),
+                None | Some(Value::Null) => Vec::new(),
+                Some(_) => {
+                    return Err(not_an_object(
+                        "field `items` of a List must be a list".into(),
+                    ));
+                }
+            };
+            for (i, item) in items.into_iter().enumerate() {
+                let origin = DocumentOrigin {
+                    source: source.clone(),
+                    index: position,
+                };
+                let doc = Document::new(origin, item)
+                    .map_err(|reason| not_an_object(format!("items[{i}]: {reason}")))?;
+                documents.push(doc);
+            }
+            if documents.len() > limits.max_documents {
+                return Err(ManifestError::Yaml {
+                    source_name: source.to_string(),
+                    error: super::YamlError::TooManyDocuments {
+                        limit: limits.max_documents,
+                    },
+                });
+            }
+            continue;
+        }
         let origin = DocumentOrigin {
             source: source.clone(),
             index: position,
         };
-        let doc = Document::new(origin, value).map_err(|reason| ManifestError::NotAnObject {
-            source_name: source.to_string(),
-            document: position + 1,
-            reason,
-        })?;
+        let doc = Document::new(origin, value).map_err(not_an_object)?;
         documents.push(doc);
     }
     if documents.is_empty() {
@@ -164,4 +196,49 @@ pub fn load_reader(
         relative_path,
         documents,
     })
+}
+
+/// A `v1 List` (what `kubectl get -o yaml` prints for several objects).
+fn is_list(value: &Value) -> bool {
+    value.get("apiVersion").and_then(Value::as_str) == Some("v1")
+        && value.get("kind").and_then(Value::as_str) == Some("List")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn v1_lists_are_expanded_into_their_items() {
+        let text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: b}\n";
+        let f = load_reader(
+            Source::Stdin,
+            "x".into(),
+            text.as_bytes(),
+            &Limits::default(),
+        )
+        .unwrap();
+        let names: Vec<&str> = f
+            .documents
+            .iter()
+            .map(|d| d.identity.name.as_str())
+            .collect();
+        assert_eq!(names, ["a", "b"]);
+    }
+
+    #[test]
+    fn list_items_that_are_not_objects_are_named() {
+        let text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  metadata: {name: a}\n";
+        let err = load_reader(
+            Source::Stdin,
+            "x".into(),
+            text.as_bytes(),
+            &Limits::default(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "<stdin>: document 1: not a Kubernetes object: items[0]: missing field `kind`"
+        );
+    }
 }

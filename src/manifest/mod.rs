@@ -10,13 +10,17 @@ mod document;
 mod legacy_tar;
 mod load;
 mod message;
+mod tolerance;
 mod yaml;
 
-pub use diff::{DiffKind, FieldDiff, FieldPath, FieldPattern, IgnoreFields, Segment, diff_documents};
+pub use diff::{
+    DiffKind, FieldDiff, FieldPath, FieldPattern, IgnoreFields, Segment, diff_documents,
+};
 pub use document::{Document, DocumentOrigin, ObjectIdentity, Source};
 pub use legacy_tar::LegacyTarError;
 pub use load::{ManifestFile, load_inputs, load_reader};
 pub use message::{MessageError, build_message, parse_message};
+pub use tolerance::{IgnoreProfile, Tolerances, upstream_dotted};
 pub use yaml::{YamlError, parse_documents, to_yaml};
 
 use std::path::PathBuf;

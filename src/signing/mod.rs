@@ -8,11 +8,15 @@
 pub mod cosign_key;
 mod http;
 mod key;
+pub mod keyless;
+pub mod rekor_upload;
 pub mod sign_in;
 pub mod token;
 
 pub use http::{BodyError, RetryPolicy};
 pub use key::KeySigner;
+pub use keyless::{KeylessBatch, KeylessError, KeylessOptions, KeylessSigner};
+pub use rekor_upload::{RekorError, RekorOptions, TlogUploadingSigner};
 pub use sign_in::{SignInError, SignInPrompt, SilentPrompt};
 pub use token::{AcquiredToken, AmbientEnvironment, TokenError, TokenOptions, TokenSource};
 
@@ -35,6 +39,16 @@ pub enum SignError {
     BatchMismatch { expected: usize, got: usize },
     #[error("signing failed: {0}")]
     Signer(String),
+    #[error(transparent)]
+    Keyless(#[from] KeylessError),
+    #[error("transparency log entry for message {message}: {source}")]
+    Tlog {
+        message: usize,
+        #[source]
+        source: RekorError,
+    },
+    #[error("cannot run the transparency log uploads: {0}")]
+    Runtime(#[source] std::io::Error),
 }
 
 /// Something that signs messages (the bytes of M).

@@ -138,8 +138,8 @@ impl EntryRequest {
     /// Rekor's canonical body must describe what was uploaded; a log that answers with
     /// another entry would otherwise hand out a bundle for someone else's signature.
     fn check_logged(&self, entry: &LogEntry) -> Result<(), RekorError> {
-        let body: serde_json::Value = serde_json::from_slice(entry.body.as_bytes())
-            .map_err(|e| RekorError::Response {
+        let body: serde_json::Value =
+            serde_json::from_slice(entry.body.as_bytes()).map_err(|e| RekorError::Response {
                 reason: format!("entry body is not JSON: {e}"),
             })?;
         let want = self.body();
@@ -299,10 +299,16 @@ impl RekorUploader {
 
 /// Rekor's error text (`{"code":..,"message":..}`), bounded.
 async fn error_message(response: reqwest::Response) -> String {
-    let body = http::read_limited(response, 64 * 1024).await.unwrap_or_default();
+    let body = http::read_limited(response, 64 * 1024)
+        .await
+        .unwrap_or_default();
     let text = serde_json::from_slice::<serde_json::Value>(&body)
         .ok()
-        .and_then(|v| v.get("message").and_then(|m| m.as_str()).map(str::to_string))
+        .and_then(|v| {
+            v.get("message")
+                .and_then(|m| m.as_str())
+                .map(str::to_string)
+        })
         .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
     let text = text.trim();
     if text.is_empty() {
@@ -364,7 +370,7 @@ pub struct TlogUploadingSigner<S> {
     inner: S,
     public_key_pem: String,
     options: RekorOptions,
-    logged: std::sync::Mutex<Vec<LoggedEntry>>,
+    last: std::sync::Mutex<Vec<(i64, String)>>,
 }
 
 impl<S: super::Signer> TlogUploadingSigner<S> {
@@ -373,16 +379,8 @@ impl<S: super::Signer> TlogUploadingSigner<S> {
             inner,
             public_key_pem,
             options,
-            logged: std::sync::Mutex::new(Vec::new()),
+            last: std::sync::Mutex::new(Vec::new()),
         }
-    }
-
-    /// Log indexes of the entries made by the last [`super::Signer::sign_messages`] call.
-    pub fn log_indexes(&self) -> Vec<i64> {
-        self.logged
-            .lock()
-            .map(|l| l.iter().map(|e| e.rekor_bundle.payload.log_index).collect())
-            .unwrap_or_default()
     }
 
     /// The public key PEM the entries carry.
@@ -390,62 +388,56 @@ impl<S: super::Signer> TlogUploadingSigner<S> {
         &self.public_key_pem
     }
 
-    /// Sigstore bundles (v0.3, public-key material) of the last batch, in message order.
-    pub fn bundles(&self, messages: &[Vec<u8>], sets: &[SignatureSet]) -> Vec<String> {
-        let logged = match self.logged.lock() {
-            Ok(l) => l.clone(),
-            Err(_) => return Vec::new(),
-        };
-        logged
-            .iter()
-            .zip(messages.iter().zip(sets))
-            .filter_map(|(entry, (m, set))| {
-                super::keyless::sigstore_bundle_json(
-                    super::keyless::BundleMaterial::PublicKey,
-                    m,
-                    &set.signature,
-                    entry,
-                )
-                .ok()
-            })
-            .collect()
+    /// Log indexes of the entries made by the last [`super::Signer::sign_messages`] call,
+    /// in message order.
+    pub fn log_indexes(&self) -> Vec<i64> {
+        self.last
+            .lock()
+            .map(|l| l.iter().map(|(i, _)| *i).collect())
+            .unwrap_or_default()
+    }
+
+    /// Sigstore bundles (v0.3 JSON, public-key material) of the last batch, in message
+    /// order.
+    pub fn bundles(&self) -> Vec<String> {
+        self.last
+            .lock()
+            .map(|l| l.iter().map(|(_, b)| b.clone()).collect())
+            .unwrap_or_default()
     }
 }
 
 impl<S: super::Signer> super::Signer for TlogUploadingSigner<S> {
-    fn sign_messages(
-        &self,
-        messages: &[Vec<u8>],
-    ) -> Result<Vec<SignatureSet>, super::SignError> {
+    fn sign_messages(&self, messages: &[Vec<u8>]) -> Result<Vec<SignatureSet>, super::SignError> {
         let mut sets = self.inner.sign_messages(messages)?;
         if messages.is_empty() {
             return Ok(sets);
         }
-        let uploader = RekorUploader::new(self.options.clone())?;
+        let uploader = RekorUploader::new(self.options.clone())
+            .map_err(|source| super::SignError::Tlog { message: 0, source })?;
         let requests = messages
             .iter()
             .zip(&sets)
             .map(|(m, s)| EntryRequest::new(m, s.signature.clone(), self.public_key_pem.clone()))
             .collect();
         let logged = http::block_on(uploader.upload_all(requests))
-            .map_err(|e| super::SignError::Signer(e.to_string()))?
-            .map_err(|(message, source)| super::keyless::KeylessError::Rekor { message, source })?;
-        for (set, entry) in sets.iter_mut().zip(&logged) {
+            .map_err(super::SignError::Runtime)?
+            .map_err(|(message, source)| super::SignError::Tlog { message, source })?;
+        let mut last = Vec::with_capacity(logged.len());
+        for (i, ((set, entry), m)) in sets.iter_mut().zip(&logged).zip(messages).enumerate() {
+            let bundle = super::keyless::sigstore_bundle_json(
+                super::keyless::BundleMaterial::PublicKey,
+                m,
+                &set.signature,
+                entry,
+            )
+            .map_err(|reason| super::KeylessError::Bundle { message: i, reason })?;
+            last.push((entry.rekor_bundle.payload.log_index, bundle));
             set.bundle = Some(entry.rekor_bundle.clone());
         }
-        if let Ok(mut l) = self.logged.lock() {
-            *l = logged;
+        if let Ok(mut l) = self.last.lock() {
+            *l = last;
         }
         Ok(sets)
-    }
-}
-
-impl From<RekorError> for super::SignError {
-    fn from(e: RekorError) -> Self {
-        super::keyless::KeylessError::Rekor {
-            message: 0,
-            source: e,
-        }
-        .into()
     }
 }

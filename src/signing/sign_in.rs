@@ -239,12 +239,11 @@ async fn browser_flow(
     let state = random_token(16);
     let nonce = random_token(16);
 
-    let mut url = reqwest::Url::parse(auth_endpoint).map_err(|e| {
-        SignInError::DiscoveryDocument {
+    let mut url =
+        reqwest::Url::parse(auth_endpoint).map_err(|e| SignInError::DiscoveryDocument {
             url: options.issuer.clone(),
             reason: format!("authorization_endpoint is not a URL: {e}"),
-        }
-    })?;
+        })?;
     url.query_pairs_mut()
         .append_pair("response_type", "code")
         .append_pair("client_id", &options.client_id)
@@ -294,8 +293,7 @@ async fn receive_code(listener: &TcpListener, state: &str) -> Result<Secret, Sig
     loop {
         let (stream, _) = listener.accept().await.map_err(SignInError::Listener)?;
         let mut stream = BufReader::new(stream.take(MAX_CALLBACK_HEAD as u64 + 1));
-        let head = match tokio::time::timeout(CALLBACK_READ_TIMEOUT, read_head(&mut stream)).await
-        {
+        let head = match tokio::time::timeout(CALLBACK_READ_TIMEOUT, read_head(&mut stream)).await {
             Ok(Some(head)) => head,
             _ => continue,
         };
@@ -304,11 +302,18 @@ async fn receive_code(listener: &TcpListener, state: &str) -> Result<Secret, Sig
             .next()
             .and_then(|line| {
                 let mut parts = line.split_whitespace();
-                (parts.next() == Some("GET")).then(|| parts.next()).flatten()
+                (parts.next() == Some("GET"))
+                    .then(|| parts.next())
+                    .flatten()
             })
             .unwrap_or("");
         let Ok(url) = reqwest::Url::parse(&format!("http://localhost{target}")) else {
-            respond(stream.get_mut().get_mut(), "400 Bad Request", "Bad request.").await;
+            respond(
+                stream.get_mut().get_mut(),
+                "400 Bad Request",
+                "Bad request.",
+            )
+            .await;
             continue;
         };
         if url.path() != "/auth/callback" {
@@ -328,14 +333,16 @@ async fn receive_code(listener: &TcpListener, state: &str) -> Result<Secret, Sig
         } else if query("state").as_deref() != Some(state) {
             Err(SignInError::StateMismatch)
         } else {
-            query("code").map(Secret::new).ok_or(SignInError::MissingCode)
+            query("code")
+                .map(Secret::new)
+                .ok_or(SignInError::MissingCode)
         };
         let (status, text) = match &outcome {
-            Ok(_) => (
-                "200 OK",
-                "Signed in to mansign. You can close this window.",
+            Ok(_) => ("200 OK", "Signed in to mansign. You can close this window."),
+            Err(_) => (
+                "400 Bad Request",
+                "mansign sign-in failed; see the terminal.",
             ),
-            Err(_) => ("400 Bad Request", "mansign sign-in failed; see the terminal."),
         };
         respond(stream.get_mut().get_mut(), status, text).await;
         // A forged request with a wrong state must not end the wait for the real one.
@@ -543,9 +550,11 @@ async fn device_flow(
                     });
                 }
             },
-            Err(
-                e @ (SignInError::TokenConnection { .. } | SignInError::TokenStatus { .. }),
-            ) if is_transient(&e) && failures + 1 < MAX_POLL_FAILURES => failures += 1,
+            Err(e @ (SignInError::TokenConnection { .. } | SignInError::TokenStatus { .. }))
+                if is_transient(&e) && failures + 1 < MAX_POLL_FAILURES =>
+            {
+                failures += 1
+            }
             Err(e) => return Err(e),
         }
     }
@@ -566,7 +575,10 @@ mod tests {
     #[test]
     fn reads_the_nonce_claim() {
         let payload = URL_SAFE_NO_PAD.encode(br#"{"nonce":"abc","sub":"x"}"#);
-        assert_eq!(token_nonce(&format!("h.{payload}.s")).as_deref(), Some("abc"));
+        assert_eq!(
+            token_nonce(&format!("h.{payload}.s")).as_deref(),
+            Some("abc")
+        );
         assert_eq!(token_nonce("garbage"), None);
     }
 

@@ -399,7 +399,12 @@ pub async fn acquire_token(
     prompt: &dyn SignInPrompt,
 ) -> Result<AcquiredToken, TokenError> {
     let (jwt, source) = find_token(options, env, prompt).await?;
-    AcquiredToken::new(jwt.expose(), source, &options.audience, jiff::Timestamp::now())
+    AcquiredToken::new(
+        jwt.expose(),
+        source,
+        &options.audience,
+        jiff::Timestamp::now(),
+    )
 }
 
 /// [`acquire_token`] for synchronous callers: runs it on a private runtime (on a
@@ -532,15 +537,17 @@ async fn github_actions_token(
             serde_json::from_slice(&body).map_err(|_| GitHubAttemptError::NoValue)?;
         answer.value.ok_or(GitHubAttemptError::NoValue)
     };
-    retry(policy, attempt).await.map_err(|(e, attempts)| match e {
-        GitHubAttemptError::Connection(source) => TokenError::GitHubConnection {
-            attempts,
-            source: source.without_url(),
-        },
-        GitHubAttemptError::Status(status) => TokenError::GitHubStatus { status, attempts },
-        GitHubAttemptError::Body(b) => TokenError::GitHubBody(b),
-        GitHubAttemptError::NoValue => TokenError::GitHubNoValue,
-    })
+    retry(policy, attempt)
+        .await
+        .map_err(|(e, attempts)| match e {
+            GitHubAttemptError::Connection(source) => TokenError::GitHubConnection {
+                attempts,
+                source: source.without_url(),
+            },
+            GitHubAttemptError::Status(status) => TokenError::GitHubStatus { status, attempts },
+            GitHubAttemptError::Body(b) => TokenError::GitHubBody(b),
+            GitHubAttemptError::NoValue => TokenError::GitHubNoValue,
+        })
 }
 
 impl<'de> serde::Deserialize<'de> for Secret {
@@ -569,7 +576,9 @@ mod tests {
 
     #[test]
     fn accepts_a_fresh_token_for_the_audience() {
-        let t = jwt(serde_json::json!({"iss": "https://i", "sub": "s", "aud": ["x", "sigstore"], "exp": 1_800_000_100}));
+        let t = jwt(
+            serde_json::json!({"iss": "https://i", "sub": "s", "aud": ["x", "sigstore"], "exp": 1_800_000_100}),
+        );
         let got = AcquiredToken::new(&t, TokenSource::Argument, "sigstore", now()).unwrap();
         assert_eq!(got.subject(), "s");
         assert_eq!(got.source(), &TokenSource::Argument);
@@ -578,7 +587,9 @@ mod tests {
 
     #[test]
     fn refuses_an_expired_token() {
-        let t = jwt(serde_json::json!({"iss": "https://i", "sub": "s", "aud": "sigstore", "exp": 1_799_999_000}));
+        let t = jwt(
+            serde_json::json!({"iss": "https://i", "sub": "s", "aud": "sigstore", "exp": 1_799_999_000}),
+        );
         let err = AcquiredToken::new(&t, TokenSource::Environment, "sigstore", now()).unwrap_err();
         assert!(matches!(err, TokenError::Expired { .. }), "{err}");
         assert!(err.to_string().contains("expired at"), "{err}");
@@ -587,7 +598,9 @@ mod tests {
 
     #[test]
     fn refuses_a_token_for_another_audience() {
-        let t = jwt(serde_json::json!({"iss": "https://i", "sub": "s", "aud": "other", "exp": 1_800_000_100}));
+        let t = jwt(
+            serde_json::json!({"iss": "https://i", "sub": "s", "aud": "other", "exp": 1_800_000_100}),
+        );
         let err = AcquiredToken::new(&t, TokenSource::Argument, "sigstore", now()).unwrap_err();
         assert!(matches!(err, TokenError::WrongAudience { .. }), "{err}");
         assert!(err.to_string().contains("\"other\""), "{err}");
@@ -625,6 +638,9 @@ mod tests {
             detect_other_ci: false,
         };
         let dbg = format!("{env:?}");
-        assert!(!dbg.contains("bearer-secret") && !dbg.contains("\"tok\""), "{dbg}");
+        assert!(
+            !dbg.contains("bearer-secret") && !dbg.contains("\"tok\""),
+            "{dbg}"
+        );
     }
 }

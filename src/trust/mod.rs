@@ -18,7 +18,9 @@
 //! `verify::keyless`); nothing else in mansign names their types.
 
 use sigstore_crypto::{Keyring, VerificationKey};
-use sigstore_trust_root::{SIGSTORE_PRODUCTION_TRUSTED_ROOT, TrustedRoot};
+use sigstore_trust_root::{
+    SIGSTORE_PRODUCTION_TRUSTED_ROOT, SIGSTORE_STAGING_TRUSTED_ROOT, TrustedRoot,
+};
 use sigstore_types::Sha256Hash;
 use std::fmt;
 use std::path::Path;
@@ -51,7 +53,10 @@ impl fmt::Debug for TrustRoot {
         f.debug_struct("TrustRoot")
             .field("origin", &self.origin)
             .field("tlogs", &self.root.tlogs.len())
-            .field("certificate_authorities", &self.root.certificate_authorities.len())
+            .field(
+                "certificate_authorities",
+                &self.root.certificate_authorities.len(),
+            )
             .field("ctlogs", &self.root.ctlogs.len())
             .finish()
     }
@@ -63,7 +68,20 @@ impl TrustRoot {
 
     /// The public-good production root embedded in the binary (no network).
     pub fn public_good() -> Result<Self, TrustRootError> {
-        Self::parse(Self::PUBLIC_GOOD.to_string(), SIGSTORE_PRODUCTION_TRUSTED_ROOT)
+        Self::parse(
+            Self::PUBLIC_GOOD.to_string(),
+            SIGSTORE_PRODUCTION_TRUSTED_ROOT,
+        )
+    }
+
+    /// Where the embedded staging root came from, for messages.
+    pub const STAGING: &'static str = "embedded Sigstore staging root";
+
+    /// The snapshot of Sigstore's public-good *staging* root (`sigstage.dev`) embedded in
+    /// `sigstore-trust-root` (offline). Only for signatures made against staging, such as
+    /// the sigstore-conformance `--staging` runs; never a default.
+    pub fn staging() -> Result<Self, TrustRootError> {
+        Self::parse(Self::STAGING.to_string(), SIGSTORE_STAGING_TRUSTED_ROOT)
     }
 
     /// Loads a `trusted_root.json` file.
@@ -141,9 +159,7 @@ impl TrustRoot {
 
     /// Whether a Rekor log with this ID is in the root at all (for error messages).
     pub(crate) fn knows_rekor_log(&self, log_id: &[u8; 32]) -> bool {
-        self.rekor_keys
-            .key(&Sha256Hash::new(*log_id))
-            .is_some()
+        self.rekor_keys.key(&Sha256Hash::new(*log_id)).is_some()
     }
 
     /// DER of every Fulcio CA certificate whose authority was valid at `time`. Each one
@@ -185,6 +201,12 @@ mod tests {
     }
 
     #[test]
+    fn staging_root_loads_offline() {
+        let root = TrustRoot::staging().unwrap();
+        assert_eq!(root.origin(), TrustRoot::STAGING);
+    }
+
+    #[test]
     fn missing_file_error_names_the_file() {
         let err = TrustRoot::from_file("/nonexistent/trusted_root.json").unwrap_err();
         assert!(matches!(err, TrustRootError::Read { .. }));
@@ -199,7 +221,10 @@ mod tests {
     fn malformed_json_error_names_the_origin() {
         let err = TrustRoot::from_json("{").unwrap_err();
         assert!(matches!(err, TrustRootError::Parse { .. }));
-        assert!(err.to_string().starts_with("trusted root JSON: not a Sigstore"));
+        assert!(
+            err.to_string()
+                .starts_with("trusted root JSON: not a Sigstore")
+        );
     }
 
     #[test]

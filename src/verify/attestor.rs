@@ -1,8 +1,23 @@
 //! Attestors: who may sign. A signature set is accepted when one attestor verifies it.
+//!
+//! * [`Attestor::Key`]: a trusted public key. A set without a certificate is checked with
+//!   the key; when it also carries a Rekor bundle, the bundle must verify against the
+//!   key's trust root too (a bundle that is present is never ignored).
+//! * [`Attestor::Keyless`]: a Fulcio certificate verified against a trust root
+//!   ([`verify_certificate_set`](super::verify_certificate_set)), then judged by an
+//!   [`IdentityPolicy`].
+//!
+//! A set of the other kind is refused with a reason, never passed: a key attestor does not
+//! accept certificate sets, a keyless attestor does not accept sets without a certificate.
 
 use super::SignerInfo;
+use super::identity::IdentityPolicy;
+use super::keyless::{verify_certificate_set, verify_key_set_with_bundle};
 use crate::annotations::SignatureSet;
+use crate::trust::TrustRoot;
 use p256::ecdsa::{DerSignature, VerifyingKey, signature::Verifier as _};
+use p256::pkcs8::EncodePublicKey as _;
+use std::sync::Arc;
 
 /// A trusted public key.
 #[derive(Debug, Clone)]
@@ -12,6 +27,9 @@ pub struct TrustedKey {
     pub key: VerifyingKey,
     /// Hex SHA-256 of the key's SPKI DER.
     pub fingerprint: String,
+    /// Trust root that checks the Rekor bundle of key-signed sets that carry one.
+    /// Without it such sets are refused (the bundle cannot be checked).
+    pub trust_root: Option<Arc<TrustRoot>>,
 }
 
 impl TrustedKey {
@@ -21,6 +39,7 @@ impl TrustedKey {
             name: name.into(),
             key,
             fingerprint,
+            trust_root: None,
         }
     }
 
@@ -30,35 +49,96 @@ impl TrustedKey {
             crate::signing::cosign_key::parse_public_key_pem(pem).map_err(|e| e.to_string())?;
         Ok(Self::new(name, key))
     }
+
+    /// Checks Rekor bundles on key-signed sets against `trust_root`.
+    pub fn with_trust_root(mut self, trust_root: Arc<TrustRoot>) -> Self {
+        self.trust_root = Some(trust_root);
+        self
+    }
+
+    fn check(&self, message: &[u8], set: &SignatureSet) -> Result<SignerInfo, String> {
+        if set.certificate_pem.is_some() {
+            return Err(
+                "the set carries a certificate (a keyless signature); a key attestor does not \
+                 accept it"
+                    .to_string(),
+            );
+        }
+        let sig = DerSignature::from_bytes(&set.signature)
+            .map_err(|_| "signature is not a DER ECDSA signature".to_string())?;
+        self.key
+            .verify(message, &sig)
+            .map_err(|_| "signature does not match the message and key".to_string())?;
+        let transparency_log = match (&set.bundle, &self.trust_root) {
+            (None, _) => None,
+            (Some(_), None) => {
+                return Err(
+                    "the set carries a Rekor bundle but no trust root is configured to check it"
+                        .to_string(),
+                );
+            }
+            (Some(_), Some(trust)) => {
+                let spki = self
+                    .key
+                    .to_public_key_der()
+                    .map_err(|e| format!("cannot encode the trusted key: {e}"))?;
+                Some(
+                    verify_key_set_with_bundle(trust, message, set, spki.as_bytes())
+                        .map_err(|e| e.to_string())?,
+                )
+            }
+        };
+        Ok(SignerInfo::Key {
+            name: self.name.clone(),
+            fingerprint: self.fingerprint.clone(),
+            transparency_log,
+        })
+    }
+}
+
+/// Keyless signers: certificates from the trust root's Fulcio, for identities the policy
+/// allows.
+#[derive(Debug, Clone)]
+pub struct KeylessAttestor {
+    pub trust: Arc<TrustRoot>,
+    pub identity: IdentityPolicy,
+}
+
+impl KeylessAttestor {
+    pub fn new(trust: Arc<TrustRoot>, identity: IdentityPolicy) -> Self {
+        KeylessAttestor { trust, identity }
+    }
+
+    fn check(&self, message: &[u8], set: &SignatureSet) -> Result<SignerInfo, String> {
+        let evidence =
+            verify_certificate_set(&self.trust, message, set).map_err(|e| e.to_string())?;
+        self.identity
+            .matches(&evidence)
+            .map_err(|reason| format!("signer not allowed: {reason}"))?;
+        Ok(SignerInfo::from_evidence(evidence))
+    }
 }
 
 /// One acceptable signer.
 #[derive(Debug, Clone)]
 pub enum Attestor {
     Key(TrustedKey),
+    Keyless(KeylessAttestor),
 }
 
 impl Attestor {
     pub fn describe(&self) -> String {
         match self {
             Attestor::Key(k) => format!("key {}", k.name),
+            Attestor::Keyless(k) => format!("keyless identity [{}]", k.identity),
         }
     }
 
     /// Checks one signature set over `message`; on success says who signed.
     pub fn check(&self, message: &[u8], set: &SignatureSet) -> Result<SignerInfo, String> {
         match self {
-            Attestor::Key(k) => {
-                let sig = DerSignature::from_bytes(&set.signature)
-                    .map_err(|_| "signature is not a DER ECDSA signature".to_string())?;
-                k.key
-                    .verify(message, &sig)
-                    .map_err(|_| "signature does not match the message and key".to_string())?;
-                Ok(SignerInfo::Key {
-                    name: k.name.clone(),
-                    fingerprint: k.fingerprint.clone(),
-                })
-            }
+            Attestor::Key(k) => k.check(message, set),
+            Attestor::Keyless(k) => k.check(message, set),
         }
     }
 }

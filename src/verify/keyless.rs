@@ -249,6 +249,7 @@ pub struct SigstoreEvidence {
 }
 
 /// A `RekorBundle` checked for shape: everything the SET covers, decoded.
+#[derive(Debug)]
 pub(super) struct RekorEntry {
     pub set: Vec<u8>,
     pub body: Vec<u8>,
@@ -370,7 +371,7 @@ pub fn verify_certificate_set(
         let result = trust
             .verifier()
             .verify(message, &bundle, &policy)
-            .map_err(map_sigstore_error)?;
+            .map_err(|e| map_sigstore_error(e, entry.integrated_time))?;
         // Belt and braces: the policy above asks for every check; refuse a result that
         // says one of them did not run.
         if !(result.certificate_verified() && result.sct_verified() && result.tlog_verified())
@@ -426,13 +427,17 @@ pub fn verify_key_set_with_bundle(
     entry.require_known_log(trust)?;
     let key = DerPublicKey::new(public_key_der.to_vec());
     if entry.is("hashedrekord", "0.0.1") {
-        let bundle =
-            sigstore_bundle_v01(&entry, SigningMaterial::PublicKey(&key), &set.signature, message);
+        let bundle = sigstore_bundle_v01(
+            &entry,
+            SigningMaterial::PublicKey(&key),
+            &set.signature,
+            message,
+        );
         let policy = sigstore_verify::PublicKeyVerificationPolicy::new(key);
         let result = trust
             .verifier()
             .verify(message, &bundle, &policy)
-            .map_err(map_sigstore_error)?;
+            .map_err(|e| map_sigstore_error(e, entry.integrated_time))?;
         if !result.tlog_verified()
             || result.integrated_time().map(|t| t.as_second()) != Some(entry.integrated_time)
         {
@@ -496,11 +501,9 @@ fn sigstore_bundle_v01(
         tlog = tlog.with_integrated_time(t);
     }
     let content = match material {
-        SigningMaterial::Certificate(cert) => {
-            VerificationMaterialContent::X509CertificateChain {
-                certificates: vec![X509Certificate::new(cert.clone())],
-            }
-        }
+        SigningMaterial::Certificate(cert) => VerificationMaterialContent::X509CertificateChain {
+            certificates: vec![X509Certificate::new(cert.clone())],
+        },
         SigningMaterial::PublicKey(_) => {
             VerificationMaterialContent::PublicKey(PublicKeyIdentifier::new(""))
         }
@@ -519,9 +522,19 @@ fn sigstore_bundle_v01(
 }
 
 /// sigstore-verify's categories, mapped onto our one-variant-per-reason errors.
-fn map_sigstore_error(e: sigstore_verify::Error) -> KeylessError {
+/// `integrated_time` (Unix seconds) names the time a validity failure refers to.
+fn map_sigstore_error(e: sigstore_verify::Error, integrated_time: i64) -> KeylessError {
     use sigstore_verify::{CertificateError as C, Error as E, TransparencyLogError as T};
     match e {
+        // rustls-webpki reports a validity failure as a chain failure; name it.
+        E::Certificate(C::ChainInvalid(d))
+            if d.contains("CertExpired") || d.contains("CertNotValidYet") =>
+        {
+            KeylessError::CertificateNotValidAtIntegratedTime {
+                time: format_unix_time(integrated_time),
+                detail: d,
+            }
+        }
         E::Certificate(C::ChainInvalid(d) | C::Malformed(d)) => {
             KeylessError::UntrustedCertificate(d)
         }
@@ -574,7 +587,9 @@ mod tests {
     }
 
     fn body(kind: &str) -> String {
-        STANDARD.encode(format!(r#"{{"apiVersion":"0.0.1","kind":"{kind}","spec":{{}}}}"#))
+        STANDARD.encode(format!(
+            r#"{{"apiVersion":"0.0.1","kind":"{kind}","spec":{{}}}}"#
+        ))
     }
 
     const LOG_ID: &str = "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d";

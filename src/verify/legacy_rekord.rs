@@ -139,7 +139,9 @@ pub(super) fn verify(
         .decode(spec.signature.public_key.content.trim())
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| KeylessError::MalformedBundle("rekord publicKey is not base64 PEM".into()))?;
+        .ok_or_else(|| {
+            KeylessError::MalformedBundle("rekord publicKey is not base64 PEM".into())
+        })?;
     let logged = pem::parse(&logged_pem)
         .map_err(|_| KeylessError::MalformedBundle("rekord publicKey is not PEM".into()))?;
     let same_signer = match &material {
@@ -151,11 +153,13 @@ pub(super) fn verify(
         }
     };
     if !same_signer {
-        return Err(KeylessError::EntryMismatch(match material {
-            SigningMaterial::Certificate(_) => "the logged certificate is not the annotation's",
-            SigningMaterial::PublicKey(_) => "the logged public key is not the trusted key",
-        }
-        .into()));
+        return Err(KeylessError::EntryMismatch(
+            match material {
+                SigningMaterial::Certificate(_) => "the logged certificate is not the annotation's",
+                SigningMaterial::PublicKey(_) => "the logged public key is not the trusted key",
+            }
+            .into(),
+        ));
     }
     let digest = hex::encode(sigstore_crypto::sha256(message).as_slice());
     if !hash.value.eq_ignore_ascii_case(&digest) {

@@ -13,14 +13,27 @@
 //! verified, or which check failed and why. The CLI and the webhook print it as is.
 
 mod attestor;
+mod identity;
+mod keyless;
+mod legacy_rekord;
 mod verdict;
 
-pub use attestor::{Attestor, TrustedKey};
+pub use attestor::{Attestor, KeylessAttestor, TrustedKey};
+pub use identity::{
+    AnchoredRegex, Claim, ClaimMatcher, IdentityPolicy, IdentityPolicyBuilder, IdentityPolicyError,
+    ValueMatcher,
+};
+pub use keyless::{
+    CertificateSubject, KeylessError, RekorEvidence, SigstoreEvidence, WorkflowClaims,
+    format_unix_time, verify_certificate_set, verify_key_set_with_bundle,
+};
 pub use verdict::{DocumentVerdict, Rejection, SignerInfo, Verdict, Verified};
 
 use crate::annotations::{AnnotationDomain, extract, strip_signature_annotations};
 use crate::limits::Limits;
-use crate::manifest::{Document, IgnoreFields, ObjectIdentity, diff_documents, parse_message};
+use crate::manifest::{
+    Document, IgnoreFields, ObjectIdentity, Tolerances, diff_documents, parse_message,
+};
 use serde_json::Value;
 
 /// Checks documents against a set of trusted attestors.
@@ -30,6 +43,7 @@ pub struct Verifier {
     domain: AnnotationDomain,
     limits: Limits,
     ignore: IgnoreFields,
+    tolerances: Tolerances,
 }
 
 impl Verifier {
@@ -40,6 +54,7 @@ impl Verifier {
             domain: AnnotationDomain::default(),
             limits: Limits::default(),
             ignore: IgnoreFields::none(),
+            tolerances: Tolerances::default(),
         }
     }
 
@@ -55,6 +70,13 @@ impl Verifier {
 
     pub fn with_ignore_fields(mut self, ignore: IgnoreFields) -> Self {
         self.ignore = ignore;
+        self
+    }
+
+    /// Differences tolerated for live objects: an ignore profile, digest pinning,
+    /// namespace binding (see [`Tolerances`]).
+    pub fn with_tolerances(mut self, tolerances: Tolerances) -> Self {
+        self.tolerances = tolerances;
         self
     }
 
@@ -141,6 +163,7 @@ impl Verifier {
         strip_signature_annotations(&mut expected, &self.domain);
         strip_signature_annotations(&mut actual, &self.domain);
         let diffs = diff_documents(&expected, &actual, &self.ignore);
+        let diffs = self.tolerances.apply(identity, &expected, diffs);
         if !diffs.is_empty() {
             return Err(Rejection::Modified { diffs });
         }

@@ -1,5 +1,6 @@
 //! Verification results that explain themselves.
 
+use super::keyless::{RekorEvidence, SigstoreEvidence, WorkflowClaims};
 use crate::annotations::AnnotationError;
 use crate::manifest::{DocumentOrigin, FieldDiff, MessageError, ObjectIdentity};
 use serde::Serialize;
@@ -10,18 +11,85 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum SignerInfo {
-    Key { name: String, fingerprint: String },
+    /// A trusted public key; with the Rekor entry when the set carried a bundle.
+    #[serde(rename_all = "camelCase")]
+    Key {
+        name: String,
+        fingerprint: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        transparency_log: Option<RekorEvidence>,
+    },
+    /// A Fulcio certificate (keyless), verified against a trust root.
+    #[serde(rename_all = "camelCase")]
+    Certificate {
+        /// SAN: email or URI.
+        subject: String,
+        /// OIDC issuer (extension `.1.8`, else `.1.1`); absent on 2021 certificates.
+        issuer: Option<String>,
+        /// GitHub workflow and other CI claims stated by the certificate.
+        #[serde(skip_serializing_if = "no_claims")]
+        claims: Box<WorkflowClaims>,
+        log_index: u64,
+        log_id: String,
+        /// RFC 3339 UTC.
+        integrated_time: String,
+    },
+}
+
+impl SignerInfo {
+    /// The signer of a verified keyless set.
+    pub fn from_evidence(evidence: SigstoreEvidence) -> Self {
+        SignerInfo::Certificate {
+            subject: evidence.subject.as_str().to_string(),
+            issuer: evidence.issuer,
+            claims: Box::new(evidence.claims),
+            log_index: evidence.rekor.log_index,
+            integrated_time: evidence.rekor.integrated_time_rfc3339(),
+            log_id: evidence.rekor.log_id,
+        }
+    }
+}
+
+fn no_claims(claims: &WorkflowClaims) -> bool {
+    claims.is_empty()
 }
 
 impl fmt::Display for SignerInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SignerInfo::Key { name, fingerprint } => {
+            SignerInfo::Key {
+                name,
+                fingerprint,
+                transparency_log,
+            } => {
                 write!(
                     f,
                     "key {name} (sha256:{})",
                     &fingerprint[..fingerprint.len().min(16)]
-                )
+                )?;
+                if let Some(rekor) = transparency_log {
+                    write!(
+                        f,
+                        ", rekor log index {} at {}",
+                        rekor.log_index,
+                        rekor.integrated_time_rfc3339()
+                    )?;
+                }
+                Ok(())
+            }
+            SignerInfo::Certificate {
+                subject,
+                issuer,
+                log_index,
+                integrated_time,
+                ..
+            } => {
+                write!(f, "subject {subject} ")?;
+                match issuer {
+                    Some(issuer) => write!(f, "(issuer {issuer})")?,
+                    None => f.write_str("(no issuer extension)")?,
+                }
+                write!(f, ", rekor log index {log_index} at {integrated_time}")
             }
         }
     }

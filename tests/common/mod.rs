@@ -23,7 +23,10 @@ pub fn fixture(rel: &str) -> Option<PathBuf> {
         return None;
     }
     let p = root.join(rel);
-    assert!(p.exists(), "fixture {rel} is missing from ../shared/fixtures");
+    assert!(
+        p.exists(),
+        "fixture {rel} is missing from ../shared/fixtures"
+    );
     Some(p)
 }
 
@@ -44,7 +47,10 @@ pub fn key_pair(dir: &Path, prefix: &str) -> (PathBuf, PathBuf) {
         .args(["generate-key-pair", "--output-key-prefix", prefix])
         .assert()
         .success();
-    (dir.join(format!("{prefix}.key")), dir.join(format!("{prefix}.pub")))
+    (
+        dir.join(format!("{prefix}.key")),
+        dir.join(format!("{prefix}.pub")),
+    )
 }
 
 /// Lists every file under `dir`, relative, sorted.

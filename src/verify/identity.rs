@@ -1,0 +1,521 @@
+//! Identity policy: is the verified signer an acceptable one?
+//!
+//! Verification proves *who* signed ([`SigstoreEvidence`]); this module decides whether
+//! that signer is allowed, with small matchers in the style of sigstore-python's
+//! `verify/policy.py`: one [`ClaimMatcher`] per certificate claim, all of which must hold
+//! (AllOf). Alternatives (AnyOf) are expressed as several keyless attestors.
+//!
+//! * Values are compared exactly, or with a regex that is always **anchored**: the pattern
+//!   `https://github.com/org/.*` is compiled as `^(?:https://github.com/org/.*)$`, so it
+//!   cannot match `https://github.com/org.evil/...` through a prefix or a suffix. Regexes
+//!   are compiled once, when the policy is built.
+//! * The issuer is the Fulcio extension `1.3.6.1.4.1.57264.1.8` (legacy `.1.1`), the
+//!   subject the certificate's SAN. GitHub claims come from their own extensions (see
+//!   [`Claim`]); nothing is parsed out of the SAN.
+//! * A policy without an issuer constraint, or without any identity constraint (subject or
+//!   GitHub claim), is refused when it is built, unless the caller explicitly asks for
+//!   [`IdentityPolicyBuilder::insecure_any_identity`] (cosign's rule: any Fulcio
+//!   certificate for any account of any issuer would otherwise pass).
+
+use super::keyless::SigstoreEvidence;
+use regex::{Regex, RegexBuilder};
+use std::fmt;
+
+/// Compiled-program size limit for policy regexes (they come from configuration, but a
+/// typo should fail, not eat memory).
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// Why an identity policy could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdentityPolicyError {
+    #[error(
+        "keyless verification needs an OIDC issuer constraint (exact or regex); refusing to \
+         accept certificates from any issuer without an explicit insecure-any-identity"
+    )]
+    MissingIssuer,
+    #[error(
+        "keyless verification needs an identity constraint (certificate subject or a GitHub \
+         workflow claim); refusing to accept any identity without an explicit \
+         insecure-any-identity"
+    )]
+    MissingIdentity,
+    #[error("invalid {claim} regex {pattern:?}: {reason}")]
+    InvalidRegex {
+        claim: Claim,
+        pattern: String,
+        reason: String,
+    },
+}
+
+/// A certificate claim a policy can constrain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Claim {
+    /// OIDC issuer: extension `.1.8`, else legacy `.1.1`.
+    Issuer,
+    /// The SAN (email or URI).
+    Subject,
+    /// Repository `owner/name`: `.1.5`; if absent, `.1.12` with its
+    /// `https://github.com/` prefix removed.
+    GithubWorkflowRepository,
+    /// Git ref: `.1.6`, else `.1.14`.
+    GithubWorkflowRef,
+    /// Triggering event: `.1.2`, else `.1.20`.
+    GithubWorkflowTrigger,
+    /// Commit SHA: `.1.3`, else `.1.13`.
+    GithubWorkflowSha,
+    /// Workflow display name: `.1.4` (no successor extension).
+    GithubWorkflowName,
+}
+
+impl Claim {
+    fn is_identity(self) -> bool {
+        self != Claim::Issuer
+    }
+
+    /// The claim's value in verified evidence, if the certificate states it.
+    fn value(self, e: &SigstoreEvidence) -> Option<String> {
+        let c = &e.claims;
+        match self {
+            Claim::Issuer => e.issuer.clone(),
+            Claim::Subject => Some(e.subject.as_str().to_string()),
+            Claim::GithubWorkflowRepository => c.github_workflow_repository.clone().or_else(|| {
+                c.source_repository_uri
+                    .as_deref()
+                    .and_then(|u| u.strip_prefix("https://github.com/"))
+                    .map(str::to_string)
+            }),
+            Claim::GithubWorkflowRef => c
+                .github_workflow_ref
+                .clone()
+                .or_else(|| c.source_repository_ref.clone()),
+            Claim::GithubWorkflowTrigger => c
+                .github_workflow_trigger
+                .clone()
+                .or_else(|| c.build_trigger.clone()),
+            Claim::GithubWorkflowSha => c
+                .github_workflow_sha
+                .clone()
+                .or_else(|| c.source_repository_digest.clone()),
+            Claim::GithubWorkflowName => c.github_workflow_name.clone(),
+        }
+    }
+}
+
+impl fmt::Display for Claim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Claim::Issuer => "issuer",
+            Claim::Subject => "subject",
+            Claim::GithubWorkflowRepository => "GitHub workflow repository",
+            Claim::GithubWorkflowRef => "GitHub workflow ref",
+            Claim::GithubWorkflowTrigger => "GitHub workflow trigger",
+            Claim::GithubWorkflowSha => "GitHub workflow sha",
+            Claim::GithubWorkflowName => "GitHub workflow name",
+        })
+    }
+}
+
+/// A regex that must match the whole value.
+#[derive(Debug, Clone)]
+pub struct AnchoredRegex {
+    pattern: String,
+    regex: Regex,
+}
+
+impl AnchoredRegex {
+    /// Compiles `^(?:pattern)$`. The pattern must be a regex on its own first, so that
+    /// an unbalanced one such as `x)|(.*` cannot close the group and escape the anchors.
+    pub fn new(pattern: &str) -> Result<Self, regex::Error> {
+        RegexBuilder::new(pattern)
+            .size_limit(REGEX_SIZE_LIMIT)
+            .build()?;
+        let regex = RegexBuilder::new(&format!("^(?:{pattern})$"))
+            .size_limit(REGEX_SIZE_LIMIT)
+            .build()?;
+        Ok(AnchoredRegex {
+            pattern: pattern.to_string(),
+            regex,
+        })
+    }
+
+    /// The pattern as given (without the anchors).
+    pub fn pattern(&self) -> &str {
+        &self.pattern
+    }
+
+    pub fn is_match(&self, value: &str) -> bool {
+        self.regex.is_match(value)
+    }
+}
+
+/// How one claim value is compared.
+#[derive(Debug, Clone)]
+pub enum ValueMatcher {
+    Exact(String),
+    Regex(AnchoredRegex),
+}
+
+/// One constraint: this claim must be present and match.
+#[derive(Debug, Clone)]
+pub struct ClaimMatcher {
+    pub claim: Claim,
+    pub matcher: ValueMatcher,
+}
+
+impl ClaimMatcher {
+    /// `Ok` when the evidence satisfies this constraint, else the reason.
+    pub fn check(&self, evidence: &SigstoreEvidence) -> Result<(), String> {
+        let Some(actual) = self.claim.value(evidence) else {
+            return Err(format!("certificate has no {} claim", self.claim));
+        };
+        match &self.matcher {
+            ValueMatcher::Exact(expected) if actual == *expected => Ok(()),
+            ValueMatcher::Exact(expected) => {
+                Err(format!("{} {actual:?} is not {expected:?}", self.claim))
+            }
+            ValueMatcher::Regex(re) if re.is_match(&actual) => Ok(()),
+            ValueMatcher::Regex(re) => Err(format!(
+                "{} {actual:?} does not match regex {:?} (anchored)",
+                self.claim,
+                re.pattern()
+            )),
+        }
+    }
+}
+
+impl fmt::Display for ClaimMatcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.matcher {
+            ValueMatcher::Exact(v) => write!(f, "{} {v}", self.claim),
+            ValueMatcher::Regex(re) => write!(f, "{} ~ /{}/", self.claim, re.pattern()),
+        }
+    }
+}
+
+/// Which signers a keyless attestor accepts. Build with [`IdentityPolicy::builder`].
+#[derive(Debug, Clone)]
+pub struct IdentityPolicy {
+    matchers: Vec<ClaimMatcher>,
+    any_identity: bool,
+}
+
+impl IdentityPolicy {
+    pub fn builder() -> IdentityPolicyBuilder {
+        IdentityPolicyBuilder::default()
+    }
+
+    /// `Ok` when every constraint holds; else the first one that does not, and why
+    /// (`issuer "https://x" is not "https://y"`). Issuer first, then subject, then the
+    /// GitHub claims.
+    pub fn matches(&self, evidence: &SigstoreEvidence) -> Result<(), String> {
+        self.matchers.iter().try_for_each(|m| m.check(evidence))
+    }
+
+    /// The constraints, in checking order.
+    pub fn matchers(&self) -> &[ClaimMatcher] {
+        &self.matchers
+    }
+
+    /// True when built with `insecure_any_identity`.
+    pub fn is_insecure_any_identity(&self) -> bool {
+        self.any_identity
+    }
+}
+
+impl fmt::Display for IdentityPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.matchers.is_empty() {
+            return f.write_str("any identity (insecure)");
+        }
+        let parts: Vec<String> = self.matchers.iter().map(ToString::to_string).collect();
+        f.write_str(&parts.join(", "))
+    }
+}
+
+/// Collects constraints; [`IdentityPolicyBuilder::build`] compiles and checks them.
+#[derive(Debug, Clone, Default)]
+pub struct IdentityPolicyBuilder {
+    exact: Vec<(Claim, String)>,
+    regex: Vec<(Claim, String)>,
+    any_identity: bool,
+}
+
+impl IdentityPolicyBuilder {
+    /// Require this claim to equal `value`.
+    pub fn exact(mut self, claim: Claim, value: impl Into<String>) -> Self {
+        self.exact.push((claim, value.into()));
+        self
+    }
+
+    /// Require this claim to match the anchored regex `pattern`.
+    pub fn regex(mut self, claim: Claim, pattern: impl Into<String>) -> Self {
+        self.regex.push((claim, pattern.into()));
+        self
+    }
+
+    pub fn issuer(self, issuer: impl Into<String>) -> Self {
+        self.exact(Claim::Issuer, issuer)
+    }
+
+    pub fn issuer_regex(self, pattern: impl Into<String>) -> Self {
+        self.regex(Claim::Issuer, pattern)
+    }
+
+    pub fn subject(self, subject: impl Into<String>) -> Self {
+        self.exact(Claim::Subject, subject)
+    }
+
+    pub fn subject_regex(self, pattern: impl Into<String>) -> Self {
+        self.regex(Claim::Subject, pattern)
+    }
+
+    /// Accept certificates without issuer or identity constraints. Every certificate
+    /// Fulcio ever issued to anyone passes the identity step: only for testing or when
+    /// another layer decides.
+    pub fn insecure_any_identity(mut self) -> Self {
+        self.any_identity = true;
+        self
+    }
+
+    pub fn build(self) -> Result<IdentityPolicy, IdentityPolicyError> {
+        let mut matchers = Vec::with_capacity(self.exact.len() + self.regex.len());
+        for (claim, value) in self.exact {
+            matchers.push(ClaimMatcher {
+                claim,
+                matcher: ValueMatcher::Exact(value),
+            });
+        }
+        for (claim, pattern) in self.regex {
+            let re =
+                AnchoredRegex::new(&pattern).map_err(|e| IdentityPolicyError::InvalidRegex {
+                    claim,
+                    pattern: pattern.clone(),
+                    reason: e.to_string(),
+                })?;
+            matchers.push(ClaimMatcher {
+                claim,
+                matcher: ValueMatcher::Regex(re),
+            });
+        }
+        if !self.any_identity {
+            if !matchers.iter().any(|m| m.claim == Claim::Issuer) {
+                return Err(IdentityPolicyError::MissingIssuer);
+            }
+            if !matchers.iter().any(|m| m.claim.is_identity()) {
+                return Err(IdentityPolicyError::MissingIdentity);
+            }
+        }
+        // Stable: issuer, subject, GitHub claims; exact before regex within a claim.
+        matchers.sort_by_key(|m| m.claim);
+        Ok(IdentityPolicy {
+            matchers,
+            any_identity: self.any_identity,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verify::keyless::{CertificateSubject, RekorEvidence, WorkflowClaims};
+
+    const GHA: &str = "https://token.actions.githubusercontent.com";
+    const WORKFLOW: &str =
+        "https://github.com/org/repo/.github/workflows/sign.yaml@refs/heads/main";
+
+    fn evidence(subject: &str, issuer: Option<&str>) -> SigstoreEvidence {
+        SigstoreEvidence {
+            subject: CertificateSubject::Uri(subject.into()),
+            issuer: issuer.map(Into::into),
+            claims: WorkflowClaims {
+                github_workflow_repository: Some("org/repo".into()),
+                github_workflow_ref: Some("refs/heads/main".into()),
+                github_workflow_trigger: Some("push".into()),
+                github_workflow_sha: Some("abc123".into()),
+                github_workflow_name: Some("Sign".into()),
+                ..WorkflowClaims::default()
+            },
+            rekor: RekorEvidence {
+                log_index: 1,
+                log_id: "00".into(),
+                integrated_time: 1,
+            },
+        }
+    }
+
+    fn policy() -> IdentityPolicyBuilder {
+        IdentityPolicy::builder().issuer(GHA)
+    }
+
+    #[test]
+    fn exact_issuer_and_subject_match() {
+        let p = policy().subject(WORKFLOW).build().unwrap();
+        assert_eq!(p.matches(&evidence(WORKFLOW, Some(GHA))), Ok(()));
+    }
+
+    #[test]
+    fn wrong_issuer_is_reported_with_both_values() {
+        let p = IdentityPolicy::builder()
+            .issuer("https://y")
+            .subject(WORKFLOW)
+            .build()
+            .unwrap();
+        assert_eq!(
+            p.matches(&evidence(WORKFLOW, Some("https://x"))),
+            Err(r#"issuer "https://x" is not "https://y""#.to_string())
+        );
+    }
+
+    #[test]
+    fn missing_issuer_extension_fails_an_issuer_constraint() {
+        let p = policy().subject(WORKFLOW).build().unwrap();
+        assert_eq!(
+            p.matches(&evidence(WORKFLOW, None)),
+            Err("certificate has no issuer claim".to_string())
+        );
+    }
+
+    #[test]
+    fn subject_regex_is_anchored_at_both_ends() {
+        let p = policy()
+            .subject_regex("https://github.com/org/.*")
+            .build()
+            .unwrap();
+        assert!(p.matches(&evidence(WORKFLOW, Some(GHA))).is_ok());
+        let evil = "https://github.com/org.evil/repo/.github/workflows/x@refs/heads/main";
+        assert!(p.matches(&evidence(evil, Some(GHA))).is_err());
+        let prefixed = format!("https://evil.example/?{WORKFLOW}");
+        assert!(p.matches(&evidence(&prefixed, Some(GHA))).is_err());
+    }
+
+    #[test]
+    fn regex_alternation_stays_inside_the_anchors() {
+        let p = policy().subject_regex("a|b").build().unwrap();
+        assert!(p.matches(&evidence("a", Some(GHA))).is_ok());
+        assert!(p.matches(&evidence("xa", Some(GHA))).is_err());
+        assert!(p.matches(&evidence("bx", Some(GHA))).is_err());
+    }
+
+    #[test]
+    fn regex_cannot_close_the_anchoring_group() {
+        let err = policy().subject_regex("x)|(.*").build().unwrap_err();
+        assert!(matches!(err, IdentityPolicyError::InvalidRegex { .. }));
+    }
+
+    #[test]
+    fn issuer_regex_is_anchored() {
+        let p = IdentityPolicy::builder()
+            .issuer_regex(r"https://token\.actions\.githubusercontent\.com")
+            .subject(WORKFLOW)
+            .build()
+            .unwrap();
+        assert!(p.matches(&evidence(WORKFLOW, Some(GHA))).is_ok());
+        let longer = format!("{GHA}.evil.example");
+        assert!(p.matches(&evidence(WORKFLOW, Some(&longer))).is_err());
+    }
+
+    #[test]
+    fn github_claims_are_read_from_extensions() {
+        let p = policy()
+            .exact(Claim::GithubWorkflowRepository, "org/repo")
+            .exact(Claim::GithubWorkflowRef, "refs/heads/main")
+            .exact(Claim::GithubWorkflowTrigger, "push")
+            .exact(Claim::GithubWorkflowSha, "abc123")
+            .exact(Claim::GithubWorkflowName, "Sign")
+            .build()
+            .unwrap();
+        assert_eq!(p.matches(&evidence(WORKFLOW, Some(GHA))), Ok(()));
+    }
+
+    #[test]
+    fn github_claim_is_not_taken_from_the_san() {
+        let p = policy()
+            .subject(WORKFLOW)
+            .exact(Claim::GithubWorkflowRepository, "org/repo")
+            .build()
+            .unwrap();
+        let mut e = evidence(WORKFLOW, Some(GHA));
+        e.claims = WorkflowClaims::default();
+        assert_eq!(
+            p.matches(&e),
+            Err("certificate has no GitHub workflow repository claim".to_string())
+        );
+    }
+
+    #[test]
+    fn repository_falls_back_to_source_repository_uri() {
+        let p = policy()
+            .exact(Claim::GithubWorkflowRepository, "org/repo")
+            .build()
+            .unwrap();
+        let mut e = evidence(WORKFLOW, Some(GHA));
+        e.claims = WorkflowClaims {
+            source_repository_uri: Some("https://github.com/org/repo".into()),
+            ..WorkflowClaims::default()
+        };
+        assert_eq!(p.matches(&e), Ok(()));
+    }
+
+    #[test]
+    fn wrong_github_ref_is_rejected() {
+        let p = policy()
+            .subject(WORKFLOW)
+            .exact(Claim::GithubWorkflowRef, "refs/heads/release")
+            .build()
+            .unwrap();
+        assert_eq!(
+            p.matches(&evidence(WORKFLOW, Some(GHA))),
+            Err(r#"GitHub workflow ref "refs/heads/main" is not "refs/heads/release""#.into())
+        );
+    }
+
+    #[test]
+    fn policy_without_issuer_is_refused() {
+        let err = IdentityPolicy::builder()
+            .subject(WORKFLOW)
+            .build()
+            .unwrap_err();
+        assert_eq!(err, IdentityPolicyError::MissingIssuer);
+    }
+
+    #[test]
+    fn policy_without_identity_is_refused() {
+        let err = policy().build().unwrap_err();
+        assert_eq!(err, IdentityPolicyError::MissingIdentity);
+    }
+
+    #[test]
+    fn insecure_any_identity_accepts_anyone() {
+        let p = IdentityPolicy::builder()
+            .insecure_any_identity()
+            .build()
+            .unwrap();
+        assert!(p.is_insecure_any_identity());
+        assert_eq!(p.matches(&evidence("whoever", None)), Ok(()));
+    }
+
+    #[test]
+    fn invalid_regex_is_refused_at_build() {
+        let err = policy().subject_regex("(").build().unwrap_err();
+        assert!(matches!(
+            err,
+            IdentityPolicyError::InvalidRegex {
+                claim: Claim::Subject,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn issuer_is_checked_before_subject() {
+        let p = IdentityPolicy::builder()
+            .subject("someone-else")
+            .issuer("https://y")
+            .build()
+            .unwrap();
+        let err = p
+            .matches(&evidence(WORKFLOW, Some("https://x")))
+            .unwrap_err();
+        assert!(err.starts_with("issuer"), "{err}");
+    }
+}

@@ -1,0 +1,251 @@
+//! The loopback Sigstore stack (`scripts/sigstore-stack/`) for integration tests.
+//!
+//! Use from a test file with
+//! `#[path = "common/stack.rs"] mod stack;` and `let Some(stack) = stack::Stack::start() else { return };`.
+//!
+//! Every [`Stack`] is a fresh stack in its own temporary state directory, on ports the OS
+//! picks: its counters and fault queues belong to one test only, so tests can run in
+//! parallel. Dropping it stops exactly the processes it started (`stop.sh`, which signals
+//! only the PIDs recorded in the state directory).
+//!
+//! When the npm packages are not installed (`scripts/sigstore-stack/node_modules` missing,
+//! or no `node`), [`Stack::start`] prints why and returns `None`, so a plain `cargo test`
+//! passes on a machine without Node. CI installs them and sets `MANSIGN_REQUIRE_STACK=1`:
+//! then a stack that cannot start fails the test instead.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// The stack's scripts.
+pub fn stack_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/sigstore-stack")
+}
+
+fn required() -> bool {
+    std::env::var("MANSIGN_REQUIRE_STACK").is_ok_and(|v| v == "1")
+}
+
+/// Skips (prints and returns `None`) or, with `MANSIGN_REQUIRE_STACK=1`, panics.
+fn unavailable<T>(why: &str) -> Option<T> {
+    if required() {
+        panic!("MANSIGN_REQUIRE_STACK=1 but the Sigstore test stack is unavailable: {why}");
+    }
+    eprintln!(
+        "skipping: the loopback Sigstore stack is unavailable ({why}); run \
+         scripts/sigstore-stack/install.sh to enable this test"
+    );
+    None
+}
+
+/// A running stack; stopped on drop.
+pub struct Stack {
+    state: tempfile::TempDir,
+    env: HashMap<String, String>,
+}
+
+impl Stack {
+    /// Starts a stack (about 1 s), or returns `None` after printing why it cannot.
+    pub fn start() -> Option<Stack> {
+        let dir = stack_dir();
+        if !dir.join("node_modules/@sigstore/mock").is_dir()
+            || !dir.join("node_modules/oauth2-mock-server").is_dir()
+        {
+            return unavailable("scripts/sigstore-stack/node_modules is missing");
+        }
+        if Command::new("node").arg("--version").output().is_err() {
+            return unavailable("`node` is not on PATH");
+        }
+        let state = tempfile::Builder::new()
+            .prefix("mansign-stack-")
+            .tempdir()
+            .expect("temporary state directory");
+        let out = Command::new(dir.join("start.sh"))
+            .arg(state.path())
+            .output()
+            .expect("run start.sh");
+        if !out.status.success() {
+            // start.sh stops whatever it started when it fails.
+            return unavailable(&format!(
+                "start.sh failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let text = std::fs::read_to_string(state.path().join("env")).expect("STATE/env");
+        let env = parse_env(&text);
+        let stack = Stack { state, env };
+        assert!(!stack.var("SIGSTORE_FULCIO_URL").is_empty(), "env has no Fulcio URL");
+        Some(stack)
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        self.state.path()
+    }
+
+    /// A variable from `STATE/env` (empty if absent).
+    pub fn var(&self, name: &str) -> &str {
+        self.env.get(name).map(String::as_str).unwrap_or("")
+    }
+
+    pub fn fulcio_url(&self) -> &str {
+        self.var("SIGSTORE_FULCIO_URL")
+    }
+
+    pub fn rekor_url(&self) -> &str {
+        self.var("SIGSTORE_REKOR_URL")
+    }
+
+    pub fn issuer(&self) -> &str {
+        self.var("SIGSTORE_OIDC_ISSUER")
+    }
+
+    /// The certificate SAN the default token yields.
+    pub fn identity(&self) -> &str {
+        self.var("SIGSTORE_IDENTITY")
+    }
+
+    pub fn id_token_file(&self) -> PathBuf {
+        PathBuf::from(self.var("SIGSTORE_ID_TOKEN_FILE"))
+    }
+
+    /// The default token (valid 1 h, `aud: sigstore`).
+    pub fn id_token(&self) -> String {
+        std::fs::read_to_string(self.id_token_file())
+            .expect("id_token file")
+            .trim()
+            .to_string()
+    }
+
+    pub fn trusted_root(&self) -> PathBuf {
+        PathBuf::from(self.var("SIGSTORE_TRUSTED_ROOT"))
+    }
+
+    pub fn trust_config(&self) -> PathBuf {
+        PathBuf::from(self.var("SIGSTORE_TRUST_CONFIG"))
+    }
+
+    /// `mint-token.sh STATE ARGS...`: a fresh token signed by the stack's issuer.
+    pub fn mint_token(&self, args: &[&str]) -> String {
+        let out = Command::new(stack_dir().join("mint-token.sh"))
+            .arg(self.state_dir())
+            .args(args)
+            .output()
+            .expect("run mint-token.sh");
+        assert!(
+            out.status.success(),
+            "mint-token.sh {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("token is text").trim().to_string()
+    }
+
+    /// `GET /__stats`: the request counters.
+    pub fn stats(&self) -> serde_json::Value {
+        let (status, body) = http("GET", self.var("SIGSTORE_STATS_REKOR_URL"), None);
+        assert_eq!(status, 200, "GET /__stats: {body}");
+        serde_json::from_str(&body).expect("stats JSON")
+    }
+
+    /// One counter of `/__stats`.
+    pub fn stat(&self, name: &str) -> u64 {
+        self.stats()[name]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no counter {name}"))
+    }
+
+    /// Zeroes the counters and drops queued faults.
+    pub fn reset(&self) {
+        let stats = self.var("SIGSTORE_STATS_REKOR_URL");
+        let (status, body) = http("POST", &format!("{stats}/reset"), Some("{}"));
+        assert_eq!(status, 200, "POST /__stats/reset: {body}");
+        let (status, body) = http("DELETE", self.var("SIGSTORE_FAULTS_URL"), None);
+        assert_eq!(status, 200, "DELETE /__faults: {body}");
+    }
+
+    /// Queues faults, e.g. `{"service":"rekor","statuses":[500,500,500]}`.
+    pub fn inject_faults(&self, faults: serde_json::Value) {
+        let (status, body) = http(
+            "POST",
+            self.var("SIGSTORE_FAULTS_URL"),
+            Some(&faults.to_string()),
+        );
+        assert_eq!(status, 200, "POST /__faults {faults}: {body}");
+    }
+
+    /// sigstore-python's CLI, if the venv is installed.
+    pub fn sigstore_python(&self) -> Option<PathBuf> {
+        let p = stack_dir().join(".venv/bin/sigstore");
+        if p.is_file() {
+            Some(p)
+        } else {
+            unavailable("scripts/sigstore-stack/.venv (sigstore-python) is missing")
+        }
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // stop.sh signals only the PIDs recorded in STATE/*.pid, and only while they still
+        // run the program start.sh started there.
+        let _ = Command::new(stack_dir().join("stop.sh"))
+            .arg(self.state.path())
+            .output();
+    }
+}
+
+/// `export K=V` / `export K='V'` lines.
+fn parse_env(text: &str) -> HashMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("export "))
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, v)| {
+            let v = v.trim();
+            let v = v
+                .strip_prefix('\'')
+                .and_then(|v| v.strip_suffix('\''))
+                .or_else(|| v.strip_prefix('"').and_then(|v| v.strip_suffix('"')))
+                .unwrap_or(v);
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+/// A blocking HTTP request: `(status, body)`. Redirects are not followed.
+pub fn http(method: &str, url: &str, json_body: Option<&str>) -> (u16, String) {
+    let (status, _, body) = http_full(method, url, json_body);
+    (status, body)
+}
+
+/// A blocking HTTP request: `(status, Location header, body)`. Redirects are not followed.
+pub fn http_full(method: &str, url: &str, json_body: Option<&str>) -> (u16, Option<String>, String) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("client");
+        let method = reqwest::Method::from_bytes(method.as_bytes()).expect("method");
+        let mut req = client.request(method, url);
+        if let Some(b) = json_body {
+            req = req
+                .header("Content-Type", "application/json")
+                .body(b.to_string());
+        }
+        let resp = req.send().await.unwrap_or_else(|e| panic!("{url}: {e}"));
+        let status = resp.status().as_u16();
+        let location = resp
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let body = resp.text().await.unwrap_or_default();
+        (status, location, body)
+    })
+}

@@ -1,0 +1,316 @@
+//! Live objects: what the `kubernetes` ignore profile tolerates, and every ignore-field
+//! abuse case of research kyverno-manifests §2.10 F3 rejected under it.
+
+mod common;
+
+use common::fixture;
+use mansign::Limits;
+use mansign::manifest::{
+    IgnoreProfile, Source, Tolerances, load_inputs, load_reader, parse_documents,
+};
+use mansign::signing::{KeySigner, SignOptions, cosign_key, sign_files};
+use mansign::verify::{Attestor, Rejection, TrustedKey, Verifier};
+use serde_json::{Value, json};
+
+/// Signs `yaml` with a fresh key; returns the signed object and a verifier for `profile`.
+fn signed(yaml: &str, profile: IgnoreProfile) -> (Value, Verifier) {
+    let pair = cosign_key::generate_key_pair(b"").unwrap();
+    let key = cosign_key::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
+    let limits = Limits::default();
+    let mut files = vec![
+        load_reader(
+            Source::Named("t".into()),
+            "t".into(),
+            yaml.as_bytes(),
+            &limits,
+        )
+        .unwrap(),
+    ];
+    sign_files(&mut files, &KeySigner::new(key), &SignOptions::default()).unwrap();
+    let verifier = Verifier::new(vec![Attestor::Key(
+        TrustedKey::from_pem("k", &pair.public_key_pem).unwrap(),
+    )])
+    .with_tolerances(Tolerances {
+        profile,
+        ..Tolerances::default()
+    });
+    (files[0].documents[0].value.clone(), verifier)
+}
+
+/// The diff paths that made verification fail (panics if it passed).
+fn rejected_paths(verifier: &Verifier, object: &Value) -> Vec<String> {
+    match verifier.verify_object(object).unwrap().result {
+        Ok(v) => panic!("tampered object verified: {v:?}"),
+        Err(Rejection::Modified { diffs }) => diffs.iter().map(|d| d.path.to_string()).collect(),
+        Err(other) => panic!("rejected for another reason: {other}"),
+    }
+}
+
+const CONFIGMAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: ns\ndata:\n  key: value\n";
+
+const DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: ns
+spec:
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.25
+"#;
+
+const POD: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  namespace: ns
+spec:
+  serviceAccountName: web
+  containers:
+  - name: web
+    image: nginx:1.25
+"#;
+
+fn with_server_metadata(mut v: Value) -> Value {
+    let meta = v["metadata"].as_object_mut().unwrap();
+    meta.insert("uid".into(), json!("0f1e2d3c"));
+    meta.insert("resourceVersion".into(), json!("4242"));
+    meta.insert("generation".into(), json!(3));
+    meta.insert("creationTimestamp".into(), json!("2026-11-21T00:00:00Z"));
+    meta.insert(
+        "managedFields".into(),
+        json!([{"manager": "kubectl", "operation": "Apply"}]),
+    );
+    v["status"] = json!({"observedGeneration": 3});
+    v
+}
+
+#[test]
+fn kubernetes_profile_tolerates_server_metadata_and_status() {
+    let (obj, verifier) = signed(CONFIGMAP, IgnoreProfile::Kubernetes);
+    assert!(
+        verifier
+            .verify_object(&with_server_metadata(obj))
+            .unwrap()
+            .is_verified()
+    );
+}
+
+#[test]
+fn none_profile_rejects_server_metadata() {
+    let (obj, verifier) = signed(CONFIGMAP, IgnoreProfile::None);
+    let paths = rejected_paths(&verifier, &with_server_metadata(obj));
+    assert!(paths.contains(&"metadata.uid".to_string()), "{paths:?}");
+}
+
+#[test]
+fn f3_configmap_data_status_is_detected() {
+    let (mut obj, verifier) = signed(CONFIGMAP, IgnoreProfile::Kubernetes);
+    obj["data"]["status"] = json!("pwned");
+    assert_eq!(
+        rejected_paths(&verifier, &with_server_metadata(obj)),
+        ["data.status"]
+    );
+}
+
+#[test]
+fn f3_configmap_data_my_status_flag_is_detected() {
+    let (mut obj, verifier) = signed(CONFIGMAP, IgnoreProfile::Kubernetes);
+    obj["data"]["my-status-flag"] = json!("true");
+    assert_eq!(rejected_paths(&verifier, &obj), ["data.my-status-flag"]);
+}
+
+#[test]
+fn f3_deployment_pod_security_context_run_as_root_is_detected() {
+    let (mut obj, verifier) = signed(DEPLOYMENT, IgnoreProfile::Kubernetes);
+    obj["spec"]["template"]["spec"]["securityContext"] = json!({"runAsUser": 0});
+    assert_eq!(
+        rejected_paths(&verifier, &obj),
+        ["spec.template.spec.securityContext.runAsUser"]
+    );
+}
+
+#[test]
+fn f3_deployment_container_resources_are_detected() {
+    let (mut obj, verifier) = signed(DEPLOYMENT, IgnoreProfile::Kubernetes);
+    obj["spec"]["template"]["spec"]["containers"][0]["resources"] =
+        json!({"limits": {"cpu": "64"}});
+    assert_eq!(
+        rejected_paths(&verifier, &obj),
+        ["spec.template.spec.containers[0].resources.limits.cpu"]
+    );
+}
+
+#[test]
+fn f3_pod_service_account_name_admin_is_detected() {
+    let (mut obj, verifier) = signed(POD, IgnoreProfile::Kubernetes);
+    obj["spec"]["serviceAccountName"] = json!("admin");
+    obj["spec"]["serviceAccount"] = json!("admin");
+    assert_eq!(
+        rejected_paths(&verifier, &obj),
+        ["spec.serviceAccount", "spec.serviceAccountName"]
+    );
+}
+
+#[test]
+fn f3_pod_projected_secret_volume_and_mount_are_detected() {
+    let (mut obj, verifier) = signed(POD, IgnoreProfile::Kubernetes);
+    obj["spec"]["volumes"] =
+        json!([{"name": "loot", "projected": {"sources": [{"secret": {"name": "admin-token"}}]}}]);
+    obj["spec"]["containers"][0]["volumeMounts"] = json!([{"name": "loot", "mountPath": "/loot"}]);
+    let paths = rejected_paths(&verifier, &obj);
+    assert!(
+        paths.contains(&"spec.volumes[0].projected.sources[0].secret.name".to_string()),
+        "{paths:?}"
+    );
+    assert!(
+        paths.contains(&"spec.containers[0].volumeMounts[0].mountPath".to_string()),
+        "{paths:?}"
+    );
+}
+
+#[test]
+fn f3_pod_tolerate_everything_is_detected() {
+    let (mut obj, verifier) = signed(POD, IgnoreProfile::Kubernetes);
+    obj["spec"]["tolerations"] = json!([{"operator": "Exists"}]);
+    assert_eq!(
+        rejected_paths(&verifier, &obj),
+        ["spec.tolerations[0].operator"]
+    );
+}
+
+#[test]
+fn f3_pod_priority_class_system_node_critical_is_detected() {
+    let (mut obj, verifier) = signed(POD, IgnoreProfile::Kubernetes);
+    obj["spec"]["priorityClassName"] = json!("system-node-critical");
+    obj["spec"]["priority"] = json!(2000001000);
+    assert_eq!(
+        rejected_paths(&verifier, &obj),
+        ["spec.priority", "spec.priorityClassName"]
+    );
+}
+
+#[test]
+fn kyverno_compat_profile_misses_the_f3_tampering_as_upstream_does() {
+    // Documents why the profile is for migration only.
+    let (mut obj, verifier) = signed(CONFIGMAP, IgnoreProfile::KyvernoCompat);
+    obj["data"]["status"] = json!("pwned");
+    assert!(verifier.verify_object(&obj).unwrap().is_verified());
+}
+
+#[test]
+fn deployment_defaults_are_tolerated_only_with_default_values() {
+    let (mut obj, verifier) = signed(DEPLOYMENT, IgnoreProfile::Kubernetes);
+    obj["spec"]["progressDeadlineSeconds"] = json!(600);
+    obj["spec"]["revisionHistoryLimit"] = json!(10);
+    obj["spec"]["strategy"] = json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}});
+    obj["spec"]["template"]["spec"]["dnsPolicy"] = json!("ClusterFirst");
+    obj["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = json!("IfNotPresent");
+    assert!(verifier.verify_object(&obj).unwrap().is_verified());
+    obj["spec"]["template"]["spec"]["dnsPolicy"] = json!("None");
+    assert_eq!(
+        rejected_paths(&verifier, &obj),
+        ["spec.template.spec.dnsPolicy"]
+    );
+}
+
+fn deployed_fixture() -> Option<(Vec<mansign::manifest::Document>, Attestor)> {
+    let file = fixture(
+        "k8s-manifest-sigstore/pkg/k8smanifest/testdata/sample-deployment-signed-deployed.yaml",
+    )?;
+    let key = fixture("k8s-manifest-sigstore/derived/pkg/k8smanifest/testdata/testpub.pem")?;
+    let pem = std::fs::read_to_string(key).unwrap();
+    let docs = load_inputs(&[file], &Limits::default())
+        .unwrap()
+        .remove(0)
+        .documents;
+    Some((
+        docs,
+        Attestor::Key(TrustedKey::from_pem("K1", &pem).unwrap()),
+    ))
+}
+
+#[test]
+fn deployed_fixture_verifies_under_kubernetes_profile_with_namespace_binding() {
+    let Some((docs, attestor)) = deployed_fixture() else {
+        return;
+    };
+    let t = Tolerances {
+        profile: IgnoreProfile::Kubernetes,
+        namespace_binding: vec!["default".into()],
+        ..Tolerances::default()
+    };
+    let verdict = Verifier::new(vec![attestor])
+        .with_tolerances(t)
+        .verify_documents(&docs);
+    assert!(verdict.is_verified(), "{}", verdict.documents[0]);
+}
+
+#[test]
+fn deployed_fixture_without_namespace_binding_fails_on_the_namespace() {
+    let Some((docs, attestor)) = deployed_fixture() else {
+        return;
+    };
+    let t = Tolerances {
+        profile: IgnoreProfile::Kubernetes,
+        ..Tolerances::default()
+    };
+    let verdict = Verifier::new(vec![attestor])
+        .with_tolerances(t)
+        .verify_documents(&docs);
+    match &verdict.documents[0].result {
+        Err(Rejection::Modified { diffs }) => {
+            assert_eq!(
+                diffs.iter().map(|d| d.path.to_string()).collect::<Vec<_>>(),
+                ["metadata.namespace"]
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn digest_pinned_image_verifies_only_with_the_tolerance() {
+    let (mut obj, verifier) = signed(DEPLOYMENT, IgnoreProfile::None);
+    let pinned = format!("nginx:1.25@sha256:{}", "0123456789abcdef".repeat(4));
+    obj["spec"]["template"]["spec"]["containers"][0]["image"] = json!(pinned);
+    assert_eq!(
+        rejected_paths(&verifier, &obj),
+        ["spec.template.spec.containers[0].image"]
+    );
+    let tolerant = verifier.with_tolerances(Tolerances {
+        digest_pinning: true,
+        ..Tolerances::default()
+    });
+    assert!(tolerant.verify_object(&obj).unwrap().is_verified());
+    obj["spec"]["template"]["spec"]["containers"][0]["image"] =
+        json!(format!("evil:1.25@sha256:{}", "0".repeat(64)));
+    assert_eq!(
+        rejected_paths(&tolerant, &obj),
+        ["spec.template.spec.containers[0].image"]
+    );
+}
+
+#[test]
+fn kubectl_get_list_output_verifies_item_by_item() {
+    let (obj, verifier) = signed(CONFIGMAP, IgnoreProfile::Kubernetes);
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": [with_server_metadata(obj)]});
+    let text = mansign::manifest::to_yaml(&list);
+    assert_eq!(parse_documents(&text, &Limits::default()).unwrap().len(), 1);
+    let file = load_reader(
+        Source::Named("kubectl get".into()),
+        "x".into(),
+        text.as_bytes(),
+        &Limits::default(),
+    )
+    .unwrap();
+    let verdict = verifier.verify_documents(&file.documents);
+    assert_eq!(verdict.documents.len(), 1);
+    assert!(verdict.is_verified(), "{}", verdict.documents[0]);
+}

@@ -1,0 +1,1024 @@
+//! Keyless verification, offline, against real kubectl-sigstore fixtures: who signed is
+//! proven (Fulcio chain, SCT, SET, Rekor body, signature over M) and then judged by an
+//! identity policy. Every rejection path has its own test.
+//!
+//! Fixtures: ../shared/fixtures (k8s-manifest-sigstore, sigstore-trust-roots); each test
+//! prints a skip message and returns when they are absent.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use mansign::Limits;
+use mansign::annotations::{AnnotationDomain, SignatureSet, SignedAnnotations, extract};
+use mansign::manifest::load_inputs;
+use mansign::trust::TrustRoot;
+use mansign::verify::{
+    Attestor, CertificateSubject, IdentityPolicy, IdentityPolicyError, KeylessAttestor,
+    KeylessError, Rejection, RekorEvidence, SignerInfo, SigstoreEvidence, TrustedKey, Verifier,
+    WorkflowClaims, verify_certificate_set, verify_key_set_with_bundle,
+};
+use p256::ecdsa::signature::Signer as _;
+use p256::ecdsa::{DerSignature, SigningKey};
+use p256::pkcs8::EncodePublicKey as _;
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures");
+const PGI_ROOT: &str = "k8s-manifest-sigstore/_external/sigstore-cosign-v3.0.4/pkg/cosign/testdata/trusted_root_pgi.json";
+const STAGING_ROOT: &str = "sigstore-trust-roots/staging/trusted_root.json";
+/// 2022, hashedrekord: set 0 hkitahar@redhat.com (Google), set 1 hirokuni.kitahara1@ibm.com
+/// (GitHub OAuth).
+const KEYLESS_MULTI: &str =
+    "k8s-manifest-sigstore/pkg/k8smanifest/testdata/sample-configmap-keyless-multi-signed.yaml";
+/// 2021, legacy rekord, no issuer extension, hirokuni.kitahara1@gmail.com.
+const KEYLESS_2021: &str =
+    "k8s-manifest-sigstore/test/e2e/testdata/sample-configmap-with-keyless-sig.yaml";
+const MODIFIED_2021: &str =
+    "k8s-manifest-sigstore/test/e2e/testdata/sample-configmap-modified.yaml";
+const KEY_SIGNED: &str =
+    "k8s-manifest-sigstore/pkg/k8smanifest/testdata/sample-configmap-multi-signed.yaml";
+const K1: &str = "k8s-manifest-sigstore/derived/pkg/k8smanifest/testdata/testpub.pem";
+
+const GOOGLE: &str = "https://accounts.google.com";
+const GITHUB_OAUTH: &str = "https://github.com/login/oauth";
+const REDHAT: &str = "hkitahar@redhat.com";
+const IBM: &str = "hirokuni.kitahara1@ibm.com";
+const GMAIL: &str = "hirokuni.kitahara1@gmail.com";
+
+// ---------------------------------------------------------------------------------------
+// helpers
+
+/// `../shared/fixtures/<rel>`, or `None` (with a message) when the folder is absent.
+fn fixture(rel: &str) -> Option<PathBuf> {
+    let root = Path::new(FIXTURES);
+    if !root.is_dir() {
+        eprintln!("skipping: {FIXTURES} not found (shared fixtures are not next to this checkout)");
+        return None;
+    }
+    let p = root.join(rel);
+    assert!(p.exists(), "fixture {rel} is missing");
+    Some(p)
+}
+
+fn pgi() -> Option<Arc<TrustRoot>> {
+    Some(Arc::new(TrustRoot::from_file(fixture(PGI_ROOT)?).unwrap()))
+}
+
+/// The first document of a fixture and its signature annotations.
+fn signed(rel: &str) -> Option<(Value, SignedAnnotations)> {
+    let files = load_inputs(&[fixture(rel)?], &Limits::default()).unwrap();
+    let value = files[0].documents[0].value.clone();
+    let ann = extract(&value, &AnnotationDomain::default(), &Limits::default()).unwrap();
+    Some((value, ann))
+}
+
+fn policy(subject: &str, issuer: &str) -> IdentityPolicy {
+    IdentityPolicy::builder()
+        .subject(subject)
+        .issuer(issuer)
+        .build()
+        .unwrap()
+}
+
+/// Subject only: 2021 certificates carry no issuer extension.
+fn subject_only(subject: &str) -> IdentityPolicy {
+    IdentityPolicy::builder()
+        .subject(subject)
+        .insecure_any_identity()
+        .build()
+        .unwrap()
+}
+
+fn keyless(trust: &Arc<TrustRoot>, identity: IdentityPolicy) -> Verifier {
+    Verifier::new(vec![Attestor::Keyless(KeylessAttestor::new(
+        trust.clone(),
+        identity,
+    ))])
+}
+
+fn no_trusted_signature(r: &Rejection) -> String {
+    match r {
+        Rejection::NoTrustedSignature { attempts } => attempts.join("\n"),
+        other => panic!("expected a signature failure, got {other}"),
+    }
+}
+
+fn canonical_set_payload(p: &mansign::annotations::RekorPayload) -> String {
+    format!(
+        r#"{{"body":"{}","integratedTime":{},"logID":"{}","logIndex":{}}}"#,
+        p.body, p.integrated_time, p.log_id, p.log_index
+    )
+}
+
+/// A Rekor log key made by the test, and the trusted-root entry that trusts it.
+struct TestLog {
+    key: SigningKey,
+    log_id_hex: String,
+}
+
+impl TestLog {
+    fn new() -> Self {
+        let key = SigningKey::random(&mut rand_core::OsRng);
+        let spki = key.verifying_key().to_public_key_der().unwrap();
+        TestLog {
+            log_id_hex: hex::encode(Sha256::digest(spki.as_bytes())),
+            key,
+        }
+    }
+
+    fn tlog_json(&self) -> Value {
+        let spki = self.key.verifying_key().to_public_key_der().unwrap();
+        let id = hex::decode(&self.log_id_hex).unwrap();
+        json!({
+            "baseUrl": "https://rekor.test.invalid",
+            "hashAlgorithm": "SHA2_256",
+            "publicKey": {
+                "rawBytes": STANDARD.encode(spki.as_bytes()),
+                "keyDetails": "PKIX_ECDSA_P256_SHA_256",
+                "validFor": {"start": "2020-01-01T00:00:00Z"}
+            },
+            "logId": {"keyId": STANDARD.encode(id)}
+        })
+    }
+
+    /// Re-points the set's bundle at this log and signs a fresh SET over it.
+    fn resign(&self, set: &mut SignatureSet) {
+        let bundle = set.bundle.as_mut().unwrap();
+        bundle.payload.log_id = self.log_id_hex.clone();
+        let sig: DerSignature = self
+            .key
+            .sign(canonical_set_payload(&bundle.payload).as_bytes());
+        bundle.signed_entry_timestamp = STANDARD.encode(sig.as_bytes());
+    }
+}
+
+/// The pgi root plus `log` as an extra trusted Rekor log.
+fn pgi_with_log(log: &TestLog) -> Option<TrustRoot> {
+    let mut root: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture(PGI_ROOT)?).unwrap()).unwrap();
+    root["tlogs"].as_array_mut().unwrap().push(log.tlog_json());
+    Some(TrustRoot::from_json(&root.to_string()).unwrap())
+}
+
+/// Edits the decoded Rekor body of a set.
+fn edit_body(set: &mut SignatureSet, edit: impl FnOnce(&mut Value)) {
+    let bundle = set.bundle.as_mut().unwrap();
+    let mut body: Value =
+        serde_json::from_slice(&STANDARD.decode(&bundle.payload.body).unwrap()).unwrap();
+    edit(&mut body);
+    bundle.payload.body = STANDARD.encode(body.to_string());
+}
+
+// ---------------------------------------------------------------------------------------
+// fixtures that verify
+
+#[test]
+fn keyless_multi_signed_set_0_is_hkitahar_via_google() {
+    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    let evidence = verify_certificate_set(&trust, &ann.message, &ann.sets[0]).unwrap();
+    assert_eq!(evidence.subject, CertificateSubject::Email(REDHAT.into()));
+    assert_eq!(evidence.issuer.as_deref(), Some(GOOGLE));
+    assert_eq!(evidence.rekor.log_index, 2_690_357);
+    assert_eq!(evidence.rekor.integrated_time, 1_655_452_519);
+    assert_eq!(
+        evidence.rekor.log_id,
+        "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d"
+    );
+}
+
+#[test]
+fn keyless_multi_signed_set_1_is_ibm_via_github_oauth() {
+    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    let evidence = verify_certificate_set(&trust, &ann.message, &ann.sets[1]).unwrap();
+    assert_eq!(evidence.subject, CertificateSubject::Email(IBM.into()));
+    assert_eq!(evidence.issuer.as_deref(), Some(GITHUB_OAUTH));
+    assert_eq!(evidence.rekor.log_index, 2_690_355);
+}
+
+#[test]
+fn keyless_multi_signed_verifies_for_the_redhat_identity_through_set_0() {
+    let (Some(trust), Some((value, _))) = (pgi(), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    let verdict = keyless(&trust, policy(REDHAT, GOOGLE))
+        .verify_object(&value)
+        .unwrap();
+    let ok = verdict.result.unwrap();
+    assert_eq!(ok.signature_set, 0);
+    assert_eq!(
+        ok.signer.to_string(),
+        "subject hkitahar@redhat.com (issuer https://accounts.google.com), \
+         rekor log index 2690357 at 2022-06-17T07:55:19Z"
+    );
+}
+
+#[test]
+fn keyless_multi_signed_verifies_for_the_ibm_identity_through_set_1() {
+    let (Some(trust), Some((value, _))) = (pgi(), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    let verdict = keyless(&trust, policy(IBM, GITHUB_OAUTH))
+        .verify_object(&value)
+        .unwrap();
+    let ok = verdict.result.unwrap();
+    assert_eq!(ok.signature_set, 1);
+    assert!(matches!(ok.signer, SignerInfo::Certificate { ref subject, .. } if subject == IBM));
+}
+
+#[test]
+fn keyless_multi_signed_verifies_against_the_embedded_public_good_root() {
+    let Some((_, ann)) = signed(KEYLESS_MULTI) else {
+        return;
+    };
+    let trust = TrustRoot::public_good().unwrap();
+    for set in &ann.sets {
+        verify_certificate_set(&trust, &ann.message, set).unwrap();
+    }
+}
+
+#[test]
+fn legacy_rekord_2021_signature_verifies_with_no_issuer_extension() {
+    let (Some(trust), Some((value, ann))) = (pgi(), signed(KEYLESS_2021)) else {
+        return;
+    };
+    let evidence = verify_certificate_set(&trust, &ann.message, &ann.sets[0]).unwrap();
+    assert_eq!(evidence.subject, CertificateSubject::Email(GMAIL.into()));
+    assert_eq!(evidence.issuer, None);
+    assert_eq!(evidence.rekor.log_index, 693_859);
+    assert_eq!(evidence.rekor.integrated_time, 1_631_694_290);
+    let verdict = keyless(&trust, subject_only(GMAIL))
+        .verify_object(&value)
+        .unwrap();
+    assert!(verdict.is_verified(), "{verdict}");
+}
+
+#[test]
+fn legacy_rekord_2021_signature_verifies_against_the_embedded_public_good_root() {
+    let Some((_, ann)) = signed(KEYLESS_2021) else {
+        return;
+    };
+    let trust = TrustRoot::public_good().unwrap();
+    verify_certificate_set(&trust, &ann.message, &ann.sets[0]).unwrap();
+}
+
+#[test]
+fn signer_info_json_names_subject_issuer_and_rekor_entry() {
+    let (Some(trust), Some((value, _))) = (pgi(), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    let verdict = keyless(&trust, policy(REDHAT, GOOGLE))
+        .verify_object(&value)
+        .unwrap();
+    let json = verdict.to_json();
+    assert_eq!(
+        json["signer"],
+        json!({
+            "kind": "certificate",
+            "subject": REDHAT,
+            "issuer": GOOGLE,
+            "logIndex": 2_690_357,
+            "logId": "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d",
+            "integratedTime": "2022-06-17T07:55:19Z"
+        })
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// identity rejections
+
+#[test]
+fn rejects_wrong_subject() {
+    let (Some(trust), Some((value, _))) = (pgi(), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    let verdict = keyless(&trust, policy("someone@example.com", GOOGLE))
+        .verify_object(&value)
+        .unwrap();
+    let attempts = no_trusted_signature(&verdict.result.unwrap_err());
+    assert!(
+        attempts.contains(r#"subject "hkitahar@redhat.com" is not "someone@example.com""#),
+        "{attempts}"
+    );
+}
+
+#[test]
+fn rejects_wrong_issuer_with_the_right_subject() {
+    let (Some(trust), Some((value, _))) = (pgi(), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    // hkitahar@redhat.com signed through Google, not GitHub.
+    let verdict = keyless(&trust, policy(REDHAT, GITHUB_OAUTH))
+        .verify_object(&value)
+        .unwrap();
+    let attempts = no_trusted_signature(&verdict.result.unwrap_err());
+    assert!(
+        attempts.contains(
+            r#"signature set 0 with keyless identity [issuer https://github.com/login/oauth, subject hkitahar@redhat.com]: signer not allowed: issuer "https://accounts.google.com" is not "https://github.com/login/oauth""#
+        ),
+        "{attempts}"
+    );
+}
+
+#[test]
+fn rejects_legacy_signature_for_wrong_subject() {
+    let (Some(trust), Some((value, _))) = (pgi(), signed(KEYLESS_2021)) else {
+        return;
+    };
+    let verdict = keyless(&trust, subject_only("test-signer@example.com"))
+        .verify_object(&value)
+        .unwrap();
+    assert_eq!(verdict.result.unwrap_err().check(), "signature");
+}
+
+#[test]
+fn rejects_legacy_signature_when_an_issuer_is_required() {
+    let (Some(trust), Some((value, _))) = (pgi(), signed(KEYLESS_2021)) else {
+        return;
+    };
+    let verdict = keyless(&trust, policy(GMAIL, GOOGLE))
+        .verify_object(&value)
+        .unwrap();
+    let attempts = no_trusted_signature(&verdict.result.unwrap_err());
+    assert!(
+        attempts.contains("certificate has no issuer claim"),
+        "{attempts}"
+    );
+}
+
+#[test]
+fn rejects_subject_regex_that_matches_only_unanchored() {
+    let (Some(trust), Some((value, _))) = (pgi(), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    // Both patterns occur inside the subjects, but neither matches a whole subject.
+    for pattern in ["hkitahar@redhat", r"redhat\.com", r"kitahara1@ibm"] {
+        let identity = IdentityPolicy::builder()
+            .subject_regex(pattern)
+            .issuer_regex("https://.*")
+            .build()
+            .unwrap();
+        let verdict = keyless(&trust, identity).verify_object(&value).unwrap();
+        assert!(!verdict.is_verified(), "{pattern} matched: {verdict}");
+    }
+    let whole = IdentityPolicy::builder()
+        .subject_regex(r"hkitahar@redhat\.com")
+        .issuer(GOOGLE)
+        .build()
+        .unwrap();
+    assert!(
+        keyless(&trust, whole)
+            .verify_object(&value)
+            .unwrap()
+            .is_verified()
+    );
+}
+
+#[test]
+fn rejects_github_uri_under_a_lookalike_org() {
+    let identity = IdentityPolicy::builder()
+        .subject_regex("https://github.com/org/.*")
+        .issuer("https://token.actions.githubusercontent.com")
+        .build()
+        .unwrap();
+    let evidence = |subject: &str| SigstoreEvidence {
+        subject: CertificateSubject::Uri(subject.into()),
+        issuer: Some("https://token.actions.githubusercontent.com".into()),
+        claims: WorkflowClaims::default(),
+        rekor: RekorEvidence {
+            log_index: 1,
+            log_id: String::new(),
+            integrated_time: 1,
+        },
+    };
+    assert!(
+        identity
+            .matches(&evidence(
+                "https://github.com/org/repo/.github/workflows/sign.yaml@refs/heads/main"
+            ))
+            .is_ok()
+    );
+    assert!(
+        identity
+            .matches(&evidence(
+                "https://github.com/org.evil/repo/.github/workflows/sign.yaml@refs/heads/main"
+            ))
+            .is_err()
+    );
+}
+
+#[test]
+fn refuses_keyless_policy_without_issuer_constraint() {
+    assert_eq!(
+        IdentityPolicy::builder()
+            .subject(REDHAT)
+            .build()
+            .unwrap_err(),
+        IdentityPolicyError::MissingIssuer
+    );
+    assert_eq!(
+        IdentityPolicy::builder()
+            .subject_regex(".*")
+            .build()
+            .unwrap_err(),
+        IdentityPolicyError::MissingIssuer
+    );
+}
+
+#[test]
+fn refuses_keyless_policy_without_identity_constraint() {
+    assert_eq!(
+        IdentityPolicy::builder()
+            .issuer(GOOGLE)
+            .build()
+            .unwrap_err(),
+        IdentityPolicyError::MissingIdentity
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// cryptographic rejections
+
+#[test]
+fn rejects_certificate_without_bundle() {
+    let (Some(trust), Some((mut value, mut ann))) = (pgi(), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    ann.sets[0].bundle = None;
+    assert_eq!(
+        verify_certificate_set(&trust, &ann.message, &ann.sets[0]),
+        Err(KeylessError::NoBundle)
+    );
+    let annotations = value["metadata"]["annotations"].as_object_mut().unwrap();
+    annotations.remove("cosign.sigstore.dev/bundle");
+    annotations.remove("cosign.sigstore.dev/bundle_1");
+    let verdict = keyless(&trust, policy(REDHAT, GOOGLE))
+        .verify_object(&value)
+        .unwrap();
+    let attempts = no_trusted_signature(&verdict.result.unwrap_err());
+    assert!(attempts.contains("no Rekor bundle"), "{attempts}");
+}
+
+#[test]
+fn rejects_tampered_integrated_time() {
+    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    let mut set = ann.sets[0].clone();
+    set.bundle.as_mut().unwrap().payload.integrated_time += 1;
+    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+    assert!(
+        matches!(err, KeylessError::SignedEntryTimestamp(_)),
+        "{err}"
+    );
+}
+
+#[test]
+fn rejects_tampered_integrated_time_on_legacy_rekord_entry() {
+    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_2021)) else {
+        return;
+    };
+    let mut set = ann.sets[0].clone();
+    set.bundle.as_mut().unwrap().payload.integrated_time -= 1;
+    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+    assert!(
+        matches!(err, KeylessError::SignedEntryTimestamp(_)),
+        "{err}"
+    );
+}
+
+#[test]
+fn rejects_set_signed_by_an_untrusted_log_key() {
+    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    let log = TestLog::new();
+    for original in &ann.sets {
+        let mut set = original.clone();
+        log.resign(&mut set);
+        let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+        assert!(matches!(err, KeylessError::UnknownLog { .. }), "{err}");
+    }
+}
+
+#[test]
+fn rejects_set_signed_by_another_key_under_the_trusted_log_id() {
+    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    let log = TestLog::new();
+    let mut set = ann.sets[0].clone();
+    // The logID stays rekor.sigstore.dev's; the SET over the payload is the test key's.
+    let bundle = set.bundle.as_mut().unwrap();
+    let sig: DerSignature = log
+        .key
+        .sign(canonical_set_payload(&bundle.payload).as_bytes());
+    bundle.signed_entry_timestamp = STANDARD.encode(sig.as_bytes());
+    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+    assert!(
+        matches!(err, KeylessError::SignedEntryTimestamp(_)),
+        "{err}"
+    );
+}
+
+#[test]
+fn rejects_legacy_set_signed_by_another_key_under_the_trusted_log_id() {
+    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_2021)) else {
+        return;
+    };
+    let log = TestLog::new();
+    let mut set = ann.sets[0].clone();
+    let bundle = set.bundle.as_mut().unwrap();
+    let sig: DerSignature = log
+        .key
+        .sign(canonical_set_payload(&bundle.payload).as_bytes());
+    bundle.signed_entry_timestamp = STANDARD.encode(sig.as_bytes());
+    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+    assert!(
+        matches!(err, KeylessError::SignedEntryTimestamp(_)),
+        "{err}"
+    );
+}
+
+#[test]
+fn rejects_signature_over_a_different_message() {
+    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    let mut other = ann.message.clone();
+    other.extend_from_slice(b"  key5: injected\n");
+    let err = verify_certificate_set(&trust, &other, &ann.sets[0]).unwrap_err();
+    assert!(matches!(err, KeylessError::BadSignature(_)), "{err}");
+}
+
+#[test]
+fn rejects_legacy_signature_over_a_different_message() {
+    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_2021)) else {
+        return;
+    };
+    let err = verify_certificate_set(&trust, b"apiVersion: v1\n", &ann.sets[0]).unwrap_err();
+    assert!(matches!(err, KeylessError::BadSignature(_)), "{err}");
+}
+
+#[test]
+fn rejects_signature_of_another_set_with_this_certificate() {
+    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    let mut set = ann.sets[0].clone();
+    set.signature = ann.sets[1].signature.clone();
+    assert!(verify_certificate_set(&trust, &ann.message, &set).is_err());
+}
+
+#[test]
+fn rejects_certificate_from_a_different_trust_root() {
+    let (Some(staging), Some(pgi_path), Some((_, ann))) = (
+        fixture(STAGING_ROOT),
+        fixture(PGI_ROOT),
+        signed(KEYLESS_MULTI),
+    ) else {
+        return;
+    };
+    // The pgi root's Rekor and CT logs, but staging's Fulcio CAs: the SET and the log
+    // are fine, the certificate is not from a trusted CA.
+    let mut root: Value =
+        serde_json::from_str(&std::fs::read_to_string(&pgi_path).unwrap()).unwrap();
+    let staging_root: Value =
+        serde_json::from_str(&std::fs::read_to_string(&staging).unwrap()).unwrap();
+    root["certificateAuthorities"] = staging_root["certificateAuthorities"].clone();
+    let trust = TrustRoot::from_json(&root.to_string()).unwrap();
+    let err = verify_certificate_set(&trust, &ann.message, &ann.sets[0]).unwrap_err();
+    assert!(
+        matches!(err, KeylessError::UntrustedCertificate(_)),
+        "{err}"
+    );
+    // And the whole staging root trusts neither the certificate nor the log.
+    let trust = TrustRoot::from_file(&staging).unwrap();
+    assert!(verify_certificate_set(&trust, &ann.message, &ann.sets[0]).is_err());
+}
+
+#[test]
+fn rejects_legacy_certificate_from_a_different_trust_root() {
+    let (Some(staging), Some(pgi_path), Some((_, ann))) = (
+        fixture(STAGING_ROOT),
+        fixture(PGI_ROOT),
+        signed(KEYLESS_2021),
+    ) else {
+        return;
+    };
+    let mut root: Value =
+        serde_json::from_str(&std::fs::read_to_string(&pgi_path).unwrap()).unwrap();
+    let staging_root: Value =
+        serde_json::from_str(&std::fs::read_to_string(&staging).unwrap()).unwrap();
+    root["certificateAuthorities"] = staging_root["certificateAuthorities"].clone();
+    let trust = TrustRoot::from_json(&root.to_string()).unwrap();
+    let err = verify_certificate_set(&trust, &ann.message, &ann.sets[0]).unwrap_err();
+    assert!(
+        matches!(err, KeylessError::UntrustedCertificate(_)),
+        "{err}"
+    );
+}
+
+#[test]
+fn rejects_rekor_body_with_another_signature_even_with_a_valid_set() {
+    let log = TestLog::new();
+    let (Some(trust), Some((_, ann))) = (pgi_with_log(&log), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    let mut set = ann.sets[0].clone();
+    let other = STANDARD.encode(&ann.sets[1].signature);
+    edit_body(&mut set, |b| {
+        b["spec"]["signature"]["content"] = json!(other)
+    });
+    log.resign(&mut set);
+    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+    assert!(matches!(err, KeylessError::EntryMismatch(_)), "{err}");
+}
+
+#[test]
+fn rejects_rekor_body_with_another_hash_even_with_a_valid_set() {
+    let log = TestLog::new();
+    let (Some(trust), Some((_, ann))) = (pgi_with_log(&log), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    let mut set = ann.sets[0].clone();
+    edit_body(&mut set, |b| {
+        b["spec"]["data"]["hash"]["value"] = json!(hex::encode(Sha256::digest(b"other")))
+    });
+    log.resign(&mut set);
+    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+    assert!(matches!(err, KeylessError::EntryMismatch(_)), "{err}");
+}
+
+/// Moves the integrated time of a set and re-signs its SET with a trusted test log, so that
+/// only the time itself can be wrong.
+fn with_integrated_time(log: &TestLog, set: &SignatureSet, time: i64) -> SignatureSet {
+    let mut set = set.clone();
+    set.bundle.as_mut().unwrap().payload.integrated_time = time;
+    log.resign(&mut set);
+    set
+}
+
+#[test]
+fn rejects_integrated_time_after_the_certificate_expired() {
+    let log = TestLog::new();
+    let (Some(trust), Some((_, ann))) = (pgi_with_log(&log), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    // The certificate is valid for ten minutes from 2022-06-17T07:55:18Z.
+    let set = with_integrated_time(&log, &ann.sets[0], 1_655_452_519 + 3600);
+    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            KeylessError::CertificateNotValidAtIntegratedTime { .. }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn rejects_legacy_integrated_time_before_the_certificate_was_issued() {
+    let log = TestLog::new();
+    let (Some(trust), Some((_, ann))) = (pgi_with_log(&log), signed(KEYLESS_2021)) else {
+        return;
+    };
+    let set = with_integrated_time(&log, &ann.sets[0], 1_631_694_290 - 60);
+    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            KeylessError::CertificateNotValidAtIntegratedTime { .. }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn rejects_integrated_time_in_the_future() {
+    let log = TestLog::new();
+    let (Some(trust), Some((_, ann)), Some((_, legacy))) = (
+        pgi_with_log(&log),
+        signed(KEYLESS_MULTI),
+        signed(KEYLESS_2021),
+    ) else {
+        return;
+    };
+    let tomorrow = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+        + 86_400;
+    for (message, set) in [
+        (&ann.message, &ann.sets[0]),
+        (&legacy.message, &legacy.sets[0]),
+    ] {
+        let set = with_integrated_time(&log, set, tomorrow);
+        assert!(verify_certificate_set(&trust, message, &set).is_err());
+    }
+    let set = with_integrated_time(&log, &legacy.sets[0], tomorrow);
+    let err = verify_certificate_set(&trust, &legacy.message, &set).unwrap_err();
+    assert!(matches!(err, KeylessError::IntegratedTime(_)), "{err}");
+}
+
+#[test]
+fn resigned_set_from_a_trusted_test_log_verifies() {
+    // Control for the two tests above: re-signing an unchanged body with a trusted log key
+    // verifies, so those rejections come from the body, not from the test log.
+    let log = TestLog::new();
+    let (Some(trust), Some((_, ann))) = (pgi_with_log(&log), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    let mut set = ann.sets[0].clone();
+    log.resign(&mut set);
+    let evidence = verify_certificate_set(&trust, &ann.message, &set).unwrap();
+    assert_eq!(evidence.rekor.log_id, log.log_id_hex);
+}
+
+#[test]
+fn rejects_legacy_rekord_body_with_another_certificate_even_with_a_valid_set() {
+    let log = TestLog::new();
+    let (Some(trust), Some((_, ann)), Some((_, multi))) = (
+        pgi_with_log(&log),
+        signed(KEYLESS_2021),
+        signed(KEYLESS_MULTI),
+    ) else {
+        return;
+    };
+    let mut set = ann.sets[0].clone();
+    let other_cert = STANDARD.encode(multi.sets[0].certificate_pem.as_ref().unwrap());
+    edit_body(&mut set, |b| {
+        b["spec"]["signature"]["publicKey"]["content"] = json!(other_cert)
+    });
+    log.resign(&mut set);
+    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+    assert!(matches!(err, KeylessError::EntryMismatch(_)), "{err}");
+}
+
+#[test]
+fn rejects_legacy_rekord_body_with_another_hash_even_with_a_valid_set() {
+    let log = TestLog::new();
+    let (Some(trust), Some((_, ann))) = (pgi_with_log(&log), signed(KEYLESS_2021)) else {
+        return;
+    };
+    let mut set = ann.sets[0].clone();
+    edit_body(&mut set, |b| {
+        b["spec"]["data"]["hash"]["value"] = json!(hex::encode(Sha256::digest(b"other")))
+    });
+    log.resign(&mut set);
+    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+    assert!(matches!(err, KeylessError::EntryMismatch(_)), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------
+// the document check and attestor kinds
+
+#[test]
+fn modified_configmap_fails_on_diff_data_key2() {
+    let (Some(trust), Some((value, _))) = (pgi(), signed(MODIFIED_2021)) else {
+        return;
+    };
+    let verdict = keyless(&trust, subject_only(GMAIL))
+        .verify_object(&value)
+        .unwrap();
+    match verdict.result {
+        Err(Rejection::Modified { diffs }) => {
+            assert_eq!(diffs.len(), 1, "{diffs:?}");
+            assert_eq!(diffs[0].to_string(), r#"data.key2 added ("val2")"#);
+        }
+        other => panic!("expected a diff on data.key2, got {other:?}"),
+    }
+}
+
+#[test]
+fn key_attestor_refuses_a_keyless_set() {
+    let (Some(k1), Some((value, _))) = (fixture(K1), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    let key = TrustedKey::from_pem("K1", &std::fs::read_to_string(k1).unwrap()).unwrap();
+    let verdict = Verifier::new(vec![Attestor::Key(key)])
+        .verify_object(&value)
+        .unwrap();
+    let attempts = no_trusted_signature(&verdict.result.unwrap_err());
+    assert!(attempts.contains("carries a certificate"), "{attempts}");
+}
+
+#[test]
+fn keyless_attestor_refuses_a_set_without_certificate() {
+    let (Some(trust), Some((value, _))) = (pgi(), signed(KEY_SIGNED)) else {
+        return;
+    };
+    let verdict = keyless(&trust, policy(REDHAT, GOOGLE))
+        .verify_object(&value)
+        .unwrap();
+    let attempts = no_trusted_signature(&verdict.result.unwrap_err());
+    assert!(attempts.contains("no certificate"), "{attempts}");
+}
+
+// ---------------------------------------------------------------------------------------
+// keyed signatures with a Rekor bundle (a test log; no keyed fixture carries one)
+
+/// A key-signed set over `message` with a hashedrekord entry in `log`.
+fn keyed_set_with_bundle(log: &TestLog, signer: &SigningKey, message: &[u8]) -> SignatureSet {
+    let sig: DerSignature = signer.sign(message);
+    let spki_pem = signer
+        .verifying_key()
+        .to_public_key_pem(p256::pkcs8::LineEnding::LF)
+        .unwrap();
+    let body = json!({
+        "apiVersion": "0.0.1",
+        "kind": "hashedrekord",
+        "spec": {
+            "data": {"hash": {"algorithm": "sha256", "value": hex::encode(Sha256::digest(message))}},
+            "signature": {
+                "content": STANDARD.encode(sig.as_bytes()),
+                "publicKey": {"content": STANDARD.encode(spki_pem)}
+            }
+        }
+    });
+    let mut set = SignatureSet {
+        index: 0,
+        signature: sig.as_bytes().to_vec(),
+        certificate_pem: None,
+        bundle: Some(mansign::annotations::RekorBundle {
+            signed_entry_timestamp: String::new(),
+            payload: mansign::annotations::RekorPayload {
+                body: STANDARD.encode(body.to_string()),
+                integrated_time: 1_700_000_000,
+                log_index: 42,
+                log_id: String::new(),
+            },
+        }),
+    };
+    log.resign(&mut set);
+    set
+}
+
+#[test]
+fn keyed_set_with_bundle_verifies_set_and_body() {
+    let log = TestLog::new();
+    let Some(trust) = pgi_with_log(&log) else {
+        return;
+    };
+    let signer = SigningKey::random(&mut rand_core::OsRng);
+    let set = keyed_set_with_bundle(&log, &signer, b"M");
+    let spki = signer.verifying_key().to_public_key_der().unwrap();
+    let evidence = verify_key_set_with_bundle(&trust, b"M", &set, spki.as_bytes()).unwrap();
+    assert_eq!(evidence.log_index, 42);
+    assert_eq!(evidence.integrated_time, 1_700_000_000);
+}
+
+#[test]
+fn keyed_set_with_bundle_rejects_a_body_naming_another_key() {
+    let log = TestLog::new();
+    let Some(trust) = pgi_with_log(&log) else {
+        return;
+    };
+    let signer = SigningKey::random(&mut rand_core::OsRng);
+    let other = SigningKey::random(&mut rand_core::OsRng);
+    let set = keyed_set_with_bundle(&log, &other, b"M");
+    // The trusted key is `signer`, the logged entry is `other`'s.
+    let mut forged = set.clone();
+    let sig: DerSignature = signer.sign(b"M");
+    forged.signature = sig.as_bytes().to_vec();
+    let spki = signer.verifying_key().to_public_key_der().unwrap();
+    let err = verify_key_set_with_bundle(&trust, b"M", &forged, spki.as_bytes()).unwrap_err();
+    assert!(matches!(err, KeylessError::EntryMismatch(_)), "{err}");
+}
+
+#[test]
+fn keyed_set_with_tampered_integrated_time_is_rejected_by_the_key_attestor() {
+    let log = TestLog::new();
+    let Some(trust) = pgi_with_log(&log) else {
+        return;
+    };
+    let signer = SigningKey::random(&mut rand_core::OsRng);
+    let mut set = keyed_set_with_bundle(&log, &signer, b"M");
+    set.bundle.as_mut().unwrap().payload.integrated_time += 1;
+    let key = TrustedKey::new("test", *signer.verifying_key()).with_trust_root(Arc::new(trust));
+    let err = Attestor::Key(key).check(b"M", &set).unwrap_err();
+    assert!(err.contains("signed entry timestamp"), "{err}");
+}
+
+#[test]
+fn key_attestor_reports_the_rekor_entry_of_a_keyed_bundle() {
+    let log = TestLog::new();
+    let Some(trust) = pgi_with_log(&log) else {
+        return;
+    };
+    let signer = SigningKey::random(&mut rand_core::OsRng);
+    let set = keyed_set_with_bundle(&log, &signer, b"M");
+    let key = TrustedKey::new("test", *signer.verifying_key()).with_trust_root(Arc::new(trust));
+    let signer_info = Attestor::Key(key).check(b"M", &set).unwrap();
+    assert!(
+        signer_info
+            .to_string()
+            .ends_with("rekor log index 42 at 2023-11-14T22:13:20Z"),
+        "{signer_info}"
+    );
+}
+
+#[test]
+fn key_attestor_without_trust_root_refuses_a_bundle_it_cannot_check() {
+    let log = TestLog::new();
+    let signer = SigningKey::random(&mut rand_core::OsRng);
+    let set = keyed_set_with_bundle(&log, &signer, b"M");
+    let key = TrustedKey::new("test", *signer.verifying_key());
+    let err = Attestor::Key(key).check(b"M", &set).unwrap_err();
+    assert!(err.contains("no trust root"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------
+// CLI
+
+fn mansign() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("mansign").unwrap()
+}
+
+#[test]
+fn cli_verifies_keyless_fixture_with_cosign_flags() {
+    let (Some(file), Some(root)) = (fixture(KEYLESS_MULTI), fixture(PGI_ROOT)) else {
+        return;
+    };
+    mansign()
+        .args(["verify", "-f"])
+        .arg(file)
+        .arg("--trusted-root")
+        .arg(root)
+        .args(["--certificate-identity", IBM, "--certificate-oidc-issuer", GITHUB_OAUTH])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains(
+            "verified (signature set 1, subject hirokuni.kitahara1@ibm.com (issuer https://github.com/login/oauth), rekor log index 2690355 at 2022-06-17T07:55:09Z)",
+        ));
+}
+
+#[test]
+fn cli_fails_keyless_fixture_with_wrong_issuer() {
+    let Some(file) = fixture(KEYLESS_MULTI) else {
+        return;
+    };
+    mansign()
+        .args(["verify", "-f"])
+        .arg(file)
+        .args([
+            "--certificate-identity",
+            IBM,
+            "--certificate-oidc-issuer",
+            GOOGLE,
+        ])
+        .assert()
+        .code(1);
+}
+
+#[test]
+fn cli_refuses_keyless_without_issuer() {
+    let Some(file) = fixture(KEYLESS_MULTI) else {
+        return;
+    };
+    mansign()
+        .args(["verify", "-f"])
+        .arg(file)
+        .args(["--certificate-identity", IBM])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("needs --certificate-oidc-issuer"));
+}
+
+#[test]
+fn cli_refuses_keyless_without_identity() {
+    let Some(file) = fixture(KEYLESS_MULTI) else {
+        return;
+    };
+    mansign()
+        .args(["verify", "-f"])
+        .arg(file)
+        .args(["--certificate-oidc-issuer", GOOGLE])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("needs --certificate-identity"));
+}
+
+#[test]
+fn cli_names_an_unreadable_trusted_root() {
+    let Some(file) = fixture(KEYLESS_MULTI) else {
+        return;
+    };
+    mansign()
+        .args(["verify", "-f"])
+        .arg(file)
+        .args([
+            "--trusted-root",
+            "/nonexistent/root.json",
+            "--insecure-any-identity",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "/nonexistent/root.json: cannot read trusted root",
+        ));
+}
