@@ -774,6 +774,33 @@ fn rejects_legacy_rekord_body_with_another_hash_even_with_a_valid_set() {
     assert!(matches!(err, KeylessError::EntryMismatch(_)), "{err}");
 }
 
+#[test]
+fn rejects_legacy_rekord_entry_for_a_certificate_with_an_embedded_sct() {
+    // The legacy path cannot check SCTs, so a 2022 certificate (which embeds one) must not
+    // be accepted through a rekord entry, even one with a valid SET.
+    let log = TestLog::new();
+    let (Some(trust), Some((_, ann))) = (pgi_with_log(&log), signed(KEYLESS_MULTI)) else {
+        return;
+    };
+    let mut set = ann.sets[0].clone();
+    let body = json!({
+        "apiVersion": "0.0.1",
+        "kind": "rekord",
+        "spec": {
+            "data": {"hash": {"algorithm": "sha256", "value": hex::encode(Sha256::digest(&ann.message))}},
+            "signature": {
+                "content": STANDARD.encode(&set.signature),
+                "format": "x509",
+                "publicKey": {"content": STANDARD.encode(set.certificate_pem.as_ref().unwrap())}
+            }
+        }
+    });
+    set.bundle.as_mut().unwrap().payload.body = STANDARD.encode(body.to_string());
+    log.resign(&mut set);
+    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+    assert!(matches!(err, KeylessError::Sct(_)), "{err}");
+}
+
 // ---------------------------------------------------------------------------------------
 // the document check and attestor kinds
 

@@ -53,6 +53,12 @@ pub struct SignArgs {
     #[arg(short = 'A', long)]
     pub append: bool,
 
+    /// Signed expiry: a duration (`90s`, `30m`, `4h`, `7d`) or an RFC 3339 time. Written
+    /// into each document as `mansign.dev/expires` before signing; verification rejects
+    /// the document after that time.
+    #[arg(long, value_name = "DURATION|TIME")]
+    pub expires: Option<String>,
+
     /// Annotation domain of the signature annotations.
     #[arg(long, default_value = AnnotationDomain::DEFAULT, value_name = "DOMAIN")]
     pub annotation_domain: String,
@@ -208,6 +214,12 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
         append: args.append,
         domain: domain.clone(),
         limits,
+        expires_at: args
+            .expires
+            .as_deref()
+            .map(|spec| crate::manifest::parse_expires(spec, jiff::Timestamp::now()))
+            .transpose()
+            .map_err(anyhow::Error::msg)?,
     };
     let rekor = RekorOptions {
         url: args.keyless.rekor_url.clone(),

@@ -7,6 +7,7 @@
 
 mod diff;
 mod document;
+mod expiry;
 mod legacy_tar;
 mod load;
 mod message;
@@ -17,6 +18,7 @@ pub use diff::{
     DiffKind, FieldDiff, FieldPath, FieldPattern, IgnoreFields, Segment, diff_documents,
 };
 pub use document::{Document, DocumentOrigin, ObjectIdentity, Source};
+pub use expiry::{EXPIRES_ANNOTATION, expiry_of, parse_duration, parse_expires, set_expiry};
 pub use legacy_tar::LegacyTarError;
 pub use load::{ManifestFile, load_inputs, load_reader};
 pub use message::{MessageError, build_message, parse_message};

@@ -24,7 +24,7 @@ use crate::annotations::{
     AnnotationDomain, AnnotationError, EmbedMode, SignatureSet, embed, strip_signature_annotations,
 };
 use crate::limits::Limits;
-use crate::manifest::{DocumentOrigin, ManifestFile, build_message};
+use crate::manifest::{DocumentOrigin, ManifestFile, build_message, set_expiry};
 
 /// Why signing failed.
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +77,8 @@ pub struct SignOptions {
     pub append: bool,
     pub domain: AnnotationDomain,
     pub limits: Limits,
+    /// Signed expiry written into every document (`mansign.dev/expires`) before signing.
+    pub expires_at: Option<jiff::Timestamp>,
 }
 
 /// What a signing run did.
@@ -98,6 +100,19 @@ pub fn sign_files(
     let mut messages: Vec<Vec<u8>> = Vec::new();
     // For each (file, document): index into `messages`.
     let mut message_of: Vec<Vec<usize>> = Vec::new();
+    if let Some(at) = options.expires_at {
+        for file in files.iter_mut() {
+            for doc in &mut file.documents {
+                set_expiry(&mut doc.value, at).map_err(|reason| SignError::Annotation {
+                    origin: doc.origin.clone(),
+                    source: AnnotationError::Malformed {
+                        key: crate::manifest::EXPIRES_ANNOTATION.into(),
+                        reason,
+                    },
+                })?;
+            }
+        }
+    }
     for file in files.iter() {
         let stripped: Vec<serde_json::Value> = file
             .documents

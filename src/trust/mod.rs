@@ -207,6 +207,12 @@ mod tests {
     }
 
     #[test]
+    fn trust_root_can_be_shared_across_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<TrustRoot>();
+    }
+
+    #[test]
     fn missing_file_error_names_the_file() {
         let err = TrustRoot::from_file("/nonexistent/trusted_root.json").unwrap_err();
         assert!(matches!(err, TrustRootError::Read { .. }));

@@ -4,21 +4,51 @@
 //! failing check:
 //!
 //! 1. read the signature annotations (message + signature sets);
-//! 2. check the signature sets against the trusted attestors until one verifies;
+//! 2. check the signature sets against the [`Requirement`]: any one trusted attestor, or
+//!    every attestor set of an [`AttestorPolicy`] (N-of-M, nested);
 //! 3. read the signed documents out of the message;
 //! 4. find the signed document for this object (group, kind, namespace, name);
 //! 5. compare the object with it (signature annotations and ignored fields left out).
 //!
 //! The result, a [`DocumentVerdict`], explains itself: which set and which attestor
 //! verified, or which check failed and why. The CLI and the webhook print it as is.
+//!
+//! Keyless signatures are checked in full ([`verify_certificate_set`]: Fulcio chain at the
+//! Rekor integrated time, SCT, SET, Rekor body, signature over M), then the signer is
+//! judged by an [`IdentityPolicy`]:
+//!
+//! ```no_run
+//! use mansign::trust::TrustRoot;
+//! use mansign::verify::{Attestor, IdentityPolicy, KeylessAttestor, Verifier};
+//! use std::sync::Arc;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let identity = IdentityPolicy::builder()
+//!     .issuer("https://token.actions.githubusercontent.com")
+//!     .subject("https://github.com/org/repo/.github/workflows/sign.yaml@refs/heads/main")
+//!     .build()?;
+//! let trust = Arc::new(TrustRoot::public_good()?); // embedded, offline
+//! let verifier = Verifier::new(vec![Attestor::Keyless(KeylessAttestor::new(trust, identity))]);
+//! let object: serde_json::Value = serde_json::from_str(&std::fs::read_to_string("cm.json")?)?;
+//! let verdict = verifier.verify_object(&object)?;
+//! println!("{verdict}"); // ... verified (signature set 0, subject https://github.com/...)
+//! # Ok(())
+//! # }
+//! ```
 
 mod attestor;
+mod attestor_set;
+pub mod bundle;
 mod identity;
 mod keyless;
 mod legacy_rekord;
 mod verdict;
 
 pub use attestor::{Attestor, KeylessAttestor, TrustedKey};
+pub use attestor_set::{
+    AttestorEntry, AttestorPolicy, AttestorSet, AttestorSetError, EntryFailure, EntryMatch,
+    EntryPath, SetFailure,
+};
 pub use identity::{
     AnchoredRegex, Claim, ClaimMatcher, IdentityPolicy, IdentityPolicyBuilder, IdentityPolicyError,
     ValueMatcher,
@@ -32,29 +62,51 @@ pub use verdict::{DocumentVerdict, Rejection, SignerInfo, Verdict, Verified};
 use crate::annotations::{AnnotationDomain, extract, strip_signature_annotations};
 use crate::limits::Limits;
 use crate::manifest::{
-    Document, IgnoreFields, ObjectIdentity, Tolerances, diff_documents, parse_message,
+    Document, IgnoreFields, ObjectIdentity, Tolerances, diff_documents, expiry_of, parse_message,
 };
 use serde_json::Value;
+
+/// Which signatures a [`Verifier`] requires.
+#[derive(Debug, Clone)]
+pub enum Requirement {
+    /// One signature set accepted by any one of these attestors (`--key`, `--certificate-*`).
+    AnyOf(Vec<Attestor>),
+    /// Attestor sets, all required, each N-of-M (policy files; see [`AttestorPolicy`]).
+    Policy(AttestorPolicy),
+}
 
 /// Checks documents against a set of trusted attestors.
 #[derive(Debug, Clone)]
 pub struct Verifier {
-    attestors: Vec<Attestor>,
+    requirement: Requirement,
     domain: AnnotationDomain,
     limits: Limits,
     ignore: IgnoreFields,
     tolerances: Tolerances,
+    /// Fixed "now" for freshness checks (tests, replays); the system clock when unset.
+    clock: Option<jiff::Timestamp>,
 }
 
 impl Verifier {
     /// A verifier that accepts a signature made by any one of `attestors`.
     pub fn new(attestors: Vec<Attestor>) -> Self {
+        Self::with_requirement(Requirement::AnyOf(attestors))
+    }
+
+    /// A verifier that requires every attestor set of `policy` (N-of-M, nested).
+    pub fn for_policy(policy: AttestorPolicy) -> Self {
+        Self::with_requirement(Requirement::Policy(policy))
+    }
+
+    /// A verifier for any [`Requirement`].
+    pub fn with_requirement(requirement: Requirement) -> Self {
         Verifier {
-            attestors,
+            requirement,
             domain: AnnotationDomain::default(),
             limits: Limits::default(),
             ignore: IgnoreFields::none(),
             tolerances: Tolerances::default(),
+            clock: None,
         }
     }
 
@@ -77,6 +129,12 @@ impl Verifier {
     /// namespace binding (see [`Tolerances`]).
     pub fn with_tolerances(mut self, tolerances: Tolerances) -> Self {
         self.tolerances = tolerances;
+        self
+    }
+
+    /// Checks freshness (signed expiry, maximum age) at this time instead of now.
+    pub fn with_clock(mut self, now: jiff::Timestamp) -> Self {
+        self.clock = Some(now);
         self
     }
 
@@ -110,14 +168,33 @@ impl Verifier {
     fn check(&self, identity: &ObjectIdentity, object: &Value) -> Result<Verified, Rejection> {
         // 1. annotations
         let signed = extract(object, &self.domain, &self.limits).map_err(Rejection::Annotations)?;
-        if self.attestors.is_empty() {
+        // 2. signature sets against the requirement
+        let attestors = match &self.requirement {
+            Requirement::AnyOf(attestors) => attestors,
+            Requirement::Policy(policy) => {
+                let entries = policy
+                    .evaluate(&signed.message, &signed.sets)
+                    .map_err(Rejection::AttestorSetNotSatisfied)?;
+                // A policy has at least one set, a set at least one entry: never empty.
+                let Some(first) = entries.first() else {
+                    return Err(Rejection::NoAttestors);
+                };
+                let accepted = Verified {
+                    signature_set: first.signature_set,
+                    signer: first.signer.clone(),
+                    entries,
+                };
+                return self.check_signed(identity, object, &signed.message, accepted);
+            }
+        };
+        if attestors.is_empty() {
             return Err(Rejection::NoAttestors);
         }
-        // 2. signature sets; the first set a trusted attestor accepts wins
+        // the first set a trusted attestor accepts wins
         let mut attempts = Vec::new();
         let mut accepted = None;
         'sets: for set in &signed.sets {
-            for attestor in &self.attestors {
+            for attestor in attestors {
                 match attestor.check(&signed.message, set) {
                     Ok(signer) => {
                         accepted = Some((set.index, signer));
@@ -135,9 +212,24 @@ impl Verifier {
         let Some((signature_set, signer)) = accepted else {
             return Err(Rejection::NoTrustedSignature { attempts });
         };
+        let accepted = Verified {
+            signature_set,
+            signer,
+            entries: Vec::new(),
+        };
+        self.check_signed(identity, object, &signed.message, accepted)
+    }
+
+    /// Steps 3 to 6, once the signatures are accepted (`accepted` says by whom).
+    fn check_signed(
+        &self,
+        identity: &ObjectIdentity,
+        object: &Value,
+        message: &[u8],
+        accepted: Verified,
+    ) -> Result<Verified, Rejection> {
         // 3. signed documents
-        let signed_docs =
-            parse_message(&signed.message, &self.limits).map_err(Rejection::Message)?;
+        let signed_docs = parse_message(message, &self.limits).map_err(Rejection::Message)?;
         // 4. the signed document for this object
         let mut candidates = Vec::new();
         for v in &signed_docs {
@@ -167,9 +259,13 @@ impl Verifier {
         if !diffs.is_empty() {
             return Err(Rejection::Modified { diffs });
         }
-        Ok(Verified {
-            signature_set,
-            signer,
-        })
+        // 6. freshness: the signed expiry, if any
+        let now = self.clock.unwrap_or_else(jiff::Timestamp::now);
+        match expiry_of(signed_doc) {
+            Ok(Some(at)) if now >= at => return Err(Rejection::Expired { at: at.to_string() }),
+            Ok(_) => {}
+            Err(reason) => return Err(Rejection::InvalidExpiry { reason }),
+        }
+        Ok(accepted)
     }
 }

@@ -118,6 +118,12 @@ pub enum Rejection {
     NotInMessage { object: String, signed: Vec<String> },
     #[error("modified since signing: {}", .diffs.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Modified { diffs: Vec<FieldDiff> },
+    /// The signed `mansign.dev/expires` has passed (or cannot be read).
+    #[error("signature expired: the signed document expires at {at}")]
+    Expired { at: String },
+    /// The signed expiry annotation is malformed: fail closed.
+    #[error("signed expiry is invalid: {reason}")]
+    InvalidExpiry { reason: String },
 }
 
 impl Rejection {
@@ -132,6 +138,7 @@ impl Rejection {
             Rejection::Message(_) => "message",
             Rejection::NotInMessage { .. } => "match",
             Rejection::Modified { .. } => "diff",
+            Rejection::Expired { .. } | Rejection::InvalidExpiry { .. } => "expired",
         }
     }
 }
@@ -212,5 +219,67 @@ impl Verdict {
             "verified": self.is_verified(),
             "documents": self.documents.iter().map(DocumentVerdict::to_json).collect::<Vec<_>>(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn certificate(issuer: Option<&str>, claims: WorkflowClaims) -> SignerInfo {
+        SignerInfo::Certificate {
+            subject: "https://github.com/org/repo/.github/workflows/sign.yaml@refs/heads/main"
+                .into(),
+            issuer: issuer.map(Into::into),
+            claims: Box::new(claims),
+            log_index: 123,
+            log_id: "c0d2".into(),
+            integrated_time: "2026-01-02T03:04:05Z".into(),
+        }
+    }
+
+    #[test]
+    fn certificate_signer_displays_subject_issuer_and_log_entry() {
+        let s = certificate(
+            Some("https://token.actions.githubusercontent.com"),
+            WorkflowClaims::default(),
+        );
+        assert_eq!(
+            s.to_string(),
+            "subject https://github.com/org/repo/.github/workflows/sign.yaml@refs/heads/main \
+             (issuer https://token.actions.githubusercontent.com), rekor log index 123 at \
+             2026-01-02T03:04:05Z"
+        );
+    }
+
+    #[test]
+    fn certificate_signer_without_issuer_extension_says_so() {
+        let s = certificate(None, WorkflowClaims::default());
+        assert!(s.to_string().contains("(no issuer extension)"), "{s}");
+    }
+
+    #[test]
+    fn certificate_signer_json_carries_workflow_claims_in_camel_case() {
+        let claims = WorkflowClaims {
+            github_workflow_repository: Some("org/repo".into()),
+            ..WorkflowClaims::default()
+        };
+        let v = serde_json::to_value(certificate(Some("https://i"), claims)).unwrap();
+        assert_eq!(v["kind"], "certificate");
+        assert_eq!(v["logIndex"], 123);
+        assert_eq!(v["claims"], json!({"githubWorkflowRepository": "org/repo"}));
+    }
+
+    #[test]
+    fn key_signer_json_omits_absent_transparency_log() {
+        let s = SignerInfo::Key {
+            name: "k".into(),
+            fingerprint: "ab".into(),
+            transparency_log: None,
+        };
+        assert_eq!(
+            serde_json::to_value(s).unwrap(),
+            json!({"kind": "key", "name": "k", "fingerprint": "ab"})
+        );
     }
 }

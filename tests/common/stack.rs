@@ -77,7 +77,10 @@ impl Stack {
         let text = std::fs::read_to_string(state.path().join("env")).expect("STATE/env");
         let env = parse_env(&text);
         let stack = Stack { state, env };
-        assert!(!stack.var("SIGSTORE_FULCIO_URL").is_empty(), "env has no Fulcio URL");
+        assert!(
+            !stack.var("SIGSTORE_FULCIO_URL").is_empty(),
+            "env has no Fulcio URL"
+        );
         Some(stack)
     }
 
@@ -139,7 +142,10 @@ impl Stack {
             "mint-token.sh {args:?} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        String::from_utf8(out.stdout).expect("token is text").trim().to_string()
+        String::from_utf8(out.stdout)
+            .expect("token is text")
+            .trim()
+            .to_string()
     }
 
     /// `GET /__stats`: the request counters.
@@ -220,7 +226,11 @@ pub fn http(method: &str, url: &str, json_body: Option<&str>) -> (u16, String) {
 }
 
 /// A blocking HTTP request: `(status, Location header, body)`. Redirects are not followed.
-pub fn http_full(method: &str, url: &str, json_body: Option<&str>) -> (u16, Option<String>, String) {
+pub fn http_full(
+    method: &str,
+    url: &str,
+    json_body: Option<&str>,
+) -> (u16, Option<String>, String) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -60,7 +60,9 @@ pub struct StubServer {
 
 impl StubServer {
     /// Serves `handler(request, base_url) -> (status, JSON body)` until dropped.
-    pub fn start(handler: impl Fn(&Request, &str) -> (u16, String) + Send + Sync + 'static) -> Self {
+    pub fn start(
+        handler: impl Fn(&Request, &str) -> (u16, String) + Send + Sync + 'static,
+    ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind stub server");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
         let requests = Arc::new(Mutex::new(Vec::new()));

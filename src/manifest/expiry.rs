@@ -1,0 +1,159 @@
+//! Signed expiry: `mansign sign --expires 4h` writes `mansign.dev/expires: <RFC 3339>` into
+//! each document before signing, so the expiry is covered by the signature. Verification
+//! rejects a document whose signed expiry has passed: a temporary PolicyException ends
+//! without a cleanup controller, and an old signed version cannot be replayed after it.
+
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{Map, Value};
+
+/// The annotation holding the signed expiry.
+pub const EXPIRES_ANNOTATION: &str = "mansign.dev/expires";
+
+/// Writes the expiry annotation into a document (replacing an older one).
+pub fn set_expiry(value: &mut Value, at: Timestamp) -> Result<(), String> {
+    let meta = value
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .ok_or("document has no metadata mapping")?;
+    let ann = meta
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .ok_or("`metadata.annotations` is not a mapping")?;
+    // Whole seconds: the value is for people to read as well.
+    let at = Timestamp::from_second(at.as_second()).map_err(|e| e.to_string())?;
+    ann.insert(EXPIRES_ANNOTATION.into(), Value::String(at.to_string()));
+    Ok(())
+}
+
+/// The signed expiry of a document, if it has one; a malformed value is an error (fail
+/// closed: an unreadable expiry is not "no expiry").
+pub fn expiry_of(value: &Value) -> Result<Option<Timestamp>, String> {
+    let Some(v) = value
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(EXPIRES_ANNOTATION))
+    else {
+        return Ok(None);
+    };
+    let text = v
+        .as_str()
+        .ok_or_else(|| format!("annotation {EXPIRES_ANNOTATION} is not a string"))?;
+    text.parse::<Timestamp>().map(Some).map_err(|e| {
+        format!("annotation {EXPIRES_ANNOTATION}: {text:?} is not an RFC 3339 time: {e}")
+    })
+}
+
+/// Parses `--expires`: a duration from `now` (`90s`, `30m`, `4h`, `7d`, or combined like
+/// `1h30m`) or an RFC 3339 time. The result must lie in the future.
+pub fn parse_expires(spec: &str, now: Timestamp) -> Result<Timestamp, String> {
+    let at = if let Ok(t) = spec.parse::<Timestamp>() {
+        t
+    } else {
+        now.checked_add(parse_duration(spec)?)
+            .map_err(|e| format!("--expires {spec:?}: {e}"))?
+    };
+    if at <= now {
+        return Err(format!("--expires {spec:?} is not in the future"));
+    }
+    Ok(at)
+}
+
+/// `90s`, `30m`, `4h`, `7d`, `1h30m`.
+pub fn parse_duration(spec: &str) -> Result<SignedDuration, String> {
+    let bad = || format!("{spec:?} is not a duration like 90s, 30m, 4h, 7d or 1h30m");
+    let mut total: i64 = 0;
+    let mut digits = String::new();
+    for c in spec.trim().chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        let unit: i64 = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86400,
+            _ => return Err(bad()),
+        };
+        let n: i64 = digits.parse().map_err(|_| bad())?;
+        total = n
+            .checked_mul(unit)
+            .and_then(|x| total.checked_add(x))
+            .ok_or_else(bad)?;
+        digits.clear();
+    }
+    if !digits.is_empty() || total == 0 {
+        return Err(bad());
+    }
+    Ok(SignedDuration::from_secs(total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn durations_and_times_parse() {
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        assert_eq!(
+            parse_expires("4h", now).unwrap().to_string(),
+            "2026-01-01T04:00:00Z"
+        );
+        assert_eq!(
+            parse_expires("1h30m", now).unwrap().to_string(),
+            "2026-01-01T01:30:00Z"
+        );
+        assert_eq!(
+            parse_expires("7d", now).unwrap().to_string(),
+            "2026-01-08T00:00:00Z"
+        );
+        assert_eq!(
+            parse_expires("2026-02-01T00:00:00Z", now)
+                .unwrap()
+                .to_string(),
+            "2026-02-01T00:00:00Z"
+        );
+    }
+
+    #[test]
+    fn rejects_bad_or_past_expiry() {
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        for bad in [
+            "",
+            "4",
+            "h",
+            "4x",
+            "-4h",
+            "0s",
+            "2025-01-01T00:00:00Z",
+            "99999999999999999999d",
+        ] {
+            assert!(parse_expires(bad, now).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn expiry_round_trips_through_the_annotation() {
+        let mut v = json!({"metadata": {"name": "x"}});
+        let at: Timestamp = "2026-01-01T04:00:00.5Z".parse().unwrap();
+        set_expiry(&mut v, at).unwrap();
+        assert_eq!(
+            v["metadata"]["annotations"][EXPIRES_ANNOTATION],
+            "2026-01-01T04:00:00Z"
+        );
+        assert_eq!(
+            expiry_of(&v).unwrap().unwrap().to_string(),
+            "2026-01-01T04:00:00Z"
+        );
+    }
+
+    #[test]
+    fn malformed_expiry_is_an_error() {
+        let v = json!({"metadata": {"annotations": {EXPIRES_ANNOTATION: "tomorrow"}}});
+        assert!(expiry_of(&v).is_err());
+        let v = json!({"metadata": {"annotations": {EXPIRES_ANNOTATION: 5}}});
+        assert!(expiry_of(&v).is_err());
+    }
+}

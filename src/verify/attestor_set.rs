@@ -1,0 +1,319 @@
+//! Attestor sets: who must have signed, as a tree (Kyverno's `attestors` semantics).
+//!
+//! An [`AttestorPolicy`] is a list of [`AttestorSet`]s that must **all** be satisfied (AND).
+//! A set is satisfied when at least `count` of its entries are (N-of-M); without a count
+//! every entry is required, as in Kyverno (`count` absent or 0 = all). An entry is a leaf
+//! (trusted keys, a keyless identity) or a nested set.
+//!
+//! **What satisfies an entry.** A leaf entry is satisfied when *some* signature set of the
+//! object verifies under it (via [`Attestor::check`]); a nested set when its own count is
+//! reached. Entries are counted, not signatures: one signature set may satisfy several
+//! entries. This is what Kyverno does (each entry runs `k8smanifest.VerifyResource` over all
+//! signature sets; upstream `Test_VerifyManifest_MustAll_ValidYAML` passes `count: 3` over
+//! `[K1, K2, nested{K1}]` with only two signatures). The consequence, documented in
+//! `docs/policy.md`: `count: 2` does not mean "two distinct signers" if the same key or
+//! identity is listed twice; list distinct keys or identities for that.
+//!
+//! Evaluation stops as soon as a set reaches its count (Kyverno short-circuits the same
+//! way), so the verdict names the entries that were needed, not every entry that would
+//! also have verified.
+
+use super::SignerInfo;
+use super::attestor::{Attestor, KeylessAttestor, TrustedKey};
+use crate::annotations::SignatureSet;
+use serde::Serialize;
+use std::fmt;
+
+/// One entry of an attestor set.
+#[derive(Debug, Clone)]
+pub enum AttestorEntry {
+    /// Any one of these keys. The policy loaders split a multi-key `publicKeys` into one
+    /// entry per key before counting (Kyverno's `ExpandStaticKeys`), so from a policy file
+    /// this holds one key.
+    Keys(Vec<TrustedKey>),
+    /// A Fulcio certificate for an allowed identity, verified against a trust root.
+    Keyless(KeylessAttestor),
+    /// A nested set, satisfied when its own count is reached.
+    Nested(AttestorSet),
+}
+
+/// Entries of which at least `count` must be satisfied (all when `count` is `None`).
+#[derive(Debug, Clone)]
+pub struct AttestorSet {
+    count: Option<usize>,
+    entries: Vec<AttestorEntry>,
+}
+
+/// All of these sets must be satisfied.
+#[derive(Debug, Clone)]
+pub struct AttestorPolicy {
+    sets: Vec<AttestorSet>,
+}
+
+/// Why an attestor set cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AttestorSetError {
+    #[error("an attestor set needs at least one entry")]
+    NoEntries,
+    #[error("count must be at least 1 (leave it out to require every entry)")]
+    ZeroCount,
+    #[error("count {count} is larger than the number of entries ({entries})")]
+    CountAboveEntries { count: usize, entries: usize },
+    #[error("a keys entry needs at least one key")]
+    NoKeys,
+    #[error("an attestor policy needs at least one attestor set")]
+    NoSets,
+}
+
+impl AttestorSet {
+    /// A set requiring `count` of `entries` (`None`: all of them).
+    pub fn new(
+        count: Option<usize>,
+        entries: Vec<AttestorEntry>,
+    ) -> Result<Self, AttestorSetError> {
+        if entries.is_empty() {
+            return Err(AttestorSetError::NoEntries);
+        }
+        match count {
+            Some(0) => return Err(AttestorSetError::ZeroCount),
+            Some(n) if n > entries.len() => {
+                return Err(AttestorSetError::CountAboveEntries {
+                    count: n,
+                    entries: entries.len(),
+                });
+            }
+            _ => {}
+        }
+        if entries
+            .iter()
+            .any(|e| matches!(e, AttestorEntry::Keys(k) if k.is_empty()))
+        {
+            return Err(AttestorSetError::NoKeys);
+        }
+        Ok(AttestorSet { count, entries })
+    }
+
+    /// The count as written (`None`: all entries required).
+    pub fn count(&self) -> Option<usize> {
+        self.count
+    }
+
+    pub fn entries(&self) -> &[AttestorEntry] {
+        &self.entries
+    }
+
+    /// How many entries must be satisfied.
+    pub fn required(&self) -> usize {
+        self.count.unwrap_or(self.entries.len())
+    }
+
+    fn evaluate(
+        &self,
+        path: &EntryPath,
+        message: &[u8],
+        sets: &[SignatureSet],
+    ) -> Result<Vec<EntryMatch>, SetFailure> {
+        let required = self.required();
+        let mut matched = Vec::new();
+        let mut verified = 0;
+        let mut failures = Vec::new();
+        for (i, entry) in self.entries.iter().enumerate() {
+            let entry_path = path.entry(i);
+            match entry.evaluate(&entry_path, message, sets) {
+                Ok(m) => {
+                    verified += 1;
+                    matched.extend(m);
+                    if verified >= required {
+                        return Ok(matched);
+                    }
+                }
+                Err(reason) => failures.push(EntryFailure {
+                    entry: entry_path,
+                    reason,
+                }),
+            }
+        }
+        Err(SetFailure {
+            set: path.clone(),
+            verified,
+            required,
+            failures,
+        })
+    }
+}
+
+impl AttestorEntry {
+    /// What this entry accepts, for messages.
+    pub fn describe(&self) -> String {
+        match self {
+            AttestorEntry::Keys(keys) => {
+                let names: Vec<String> = keys.iter().map(|k| k.name.clone()).collect();
+                format!("key {}", names.join(" or "))
+            }
+            AttestorEntry::Keyless(k) => Attestor::Keyless(k.clone()).describe(),
+            AttestorEntry::Nested(set) => {
+                format!("nested set ({} of {})", set.required(), set.entries.len())
+            }
+        }
+    }
+
+    fn evaluate(
+        &self,
+        path: &EntryPath,
+        message: &[u8],
+        sets: &[SignatureSet],
+    ) -> Result<Vec<EntryMatch>, String> {
+        let leaves: Vec<Attestor> = match self {
+            AttestorEntry::Nested(set) => {
+                return set
+                    .evaluate(&path.nested(), message, sets)
+                    .map_err(|f| f.to_string());
+            }
+            AttestorEntry::Keys(keys) => keys.iter().cloned().map(Attestor::Key).collect(),
+            AttestorEntry::Keyless(k) => vec![Attestor::Keyless(k.clone())],
+        };
+        if sets.is_empty() {
+            return Err("no signature sets".into());
+        }
+        let mut attempts = Vec::new();
+        for set in sets {
+            for leaf in &leaves {
+                match leaf.check(message, set) {
+                    Ok(signer) => {
+                        return Ok(vec![EntryMatch {
+                            entry: path.clone(),
+                            signature_set: set.index,
+                            signer,
+                        }]);
+                    }
+                    Err(reason) => attempts.push(format!(
+                        "signature set {} with {}: {reason}",
+                        set.index,
+                        leaf.describe()
+                    )),
+                }
+            }
+        }
+        Err(attempts.join("; "))
+    }
+}
+
+impl AttestorPolicy {
+    /// A policy requiring every one of `sets`.
+    pub fn new(sets: Vec<AttestorSet>) -> Result<Self, AttestorSetError> {
+        if sets.is_empty() {
+            return Err(AttestorSetError::NoSets);
+        }
+        Ok(AttestorPolicy { sets })
+    }
+
+    pub fn sets(&self) -> &[AttestorSet] {
+        &self.sets
+    }
+
+    /// Checks the signature sets over `message` against every attestor set. On success,
+    /// the entries that were satisfied (in policy order) and which signature set and
+    /// signer satisfied each; on failure, the first attestor set that was not satisfied
+    /// and why each of its entries failed.
+    pub fn evaluate(
+        &self,
+        message: &[u8],
+        sets: &[SignatureSet],
+    ) -> Result<Vec<EntryMatch>, SetFailure> {
+        let mut matched = Vec::new();
+        for (i, set) in self.sets.iter().enumerate() {
+            matched.extend(set.evaluate(&EntryPath::set(i), message, sets)?);
+        }
+        Ok(matched)
+    }
+}
+
+/// Where an entry sits in the policy, printed Kyverno-style:
+/// `attestors[0].entries[2].attestor.entries[0]`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct EntryPath {
+    /// Index of the top-level attestor set.
+    pub set: usize,
+    /// Entry indices, one per nesting level.
+    pub entries: Vec<usize>,
+}
+
+impl EntryPath {
+    fn set(set: usize) -> Self {
+        EntryPath {
+            set,
+            entries: Vec::new(),
+        }
+    }
+
+    fn entry(&self, i: usize) -> Self {
+        let mut p = self.clone();
+        p.entries.push(i);
+        p
+    }
+
+    /// The nested set of this entry has the same path; its entries extend it.
+    fn nested(&self) -> Self {
+        self.clone()
+    }
+}
+
+impl fmt::Display for EntryPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "attestors[{}]", self.set)?;
+        for (level, i) in self.entries.iter().enumerate() {
+            if level > 0 {
+                f.write_str(".attestor")?;
+            }
+            write!(f, ".entries[{i}]")?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for EntryPath {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// An entry that was satisfied: by which signature set, and who signed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EntryMatch {
+    pub entry: EntryPath,
+    pub signature_set: usize,
+    pub signer: SignerInfo,
+}
+
+impl fmt::Display for EntryMatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: signature set {}, {}",
+            self.entry, self.signature_set, self.signer
+        )
+    }
+}
+
+/// An entry that was not satisfied, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EntryFailure {
+    pub entry: EntryPath,
+    pub reason: String,
+}
+
+/// An attestor set that did not reach its count.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[serde(rename_all = "camelCase")]
+#[error(
+    "{set}: {verified} of {required} required entries verified: {}",
+    .failures.iter().map(|f| format!("{}: {}", f.entry, f.reason)).collect::<Vec<_>>().join("; ")
+)]
+pub struct SetFailure {
+    /// The set (its path is the entry holding it, for nested sets).
+    pub set: EntryPath,
+    pub verified: usize,
+    pub required: usize,
+    pub failures: Vec<EntryFailure>,
+}

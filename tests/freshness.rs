@@ -1,0 +1,129 @@
+//! Freshness: a signed `--expires` is enforced; the same documents pass before expiry.
+
+mod common;
+
+use common::{MULTI_DOC, key_pair, mansign, write};
+use mansign::Limits;
+use mansign::manifest::{EXPIRES_ANNOTATION, Source, load_reader};
+use mansign::signing::{KeySigner, SignOptions, cosign_key, sign_files};
+use mansign::verify::{Attestor, Rejection, TrustedKey, Verifier};
+use predicates::prelude::*;
+
+fn signed_with_expiry(at: &str) -> (Vec<mansign::manifest::Document>, Verifier) {
+    let pair = cosign_key::generate_key_pair(b"").unwrap();
+    let key = cosign_key::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
+    let mut files = vec![
+        load_reader(
+            Source::Named("x".into()),
+            "x".into(),
+            MULTI_DOC.as_bytes(),
+            &Limits::default(),
+        )
+        .unwrap(),
+    ];
+    let options = SignOptions {
+        expires_at: Some(at.parse().unwrap()),
+        ..SignOptions::default()
+    };
+    sign_files(&mut files, &KeySigner::new(key), &options).unwrap();
+    let verifier = Verifier::new(vec![Attestor::Key(
+        TrustedKey::from_pem("k", &pair.public_key_pem).unwrap(),
+    )]);
+    (files.remove(0).documents, verifier)
+}
+
+#[test]
+fn documents_pass_before_their_signed_expiry() {
+    let (docs, verifier) = signed_with_expiry("2026-06-01T12:00:00Z");
+    let verdict = verifier
+        .with_clock("2026-06-01T11:59:59Z".parse().unwrap())
+        .verify_documents(&docs);
+    assert!(verdict.is_verified(), "{}", verdict.documents[0]);
+}
+
+#[test]
+fn documents_are_rejected_after_their_signed_expiry() {
+    let (docs, verifier) = signed_with_expiry("2026-06-01T12:00:00Z");
+    let verdict = verifier
+        .with_clock("2026-06-01T12:00:00Z".parse().unwrap())
+        .verify_documents(&docs);
+    for d in &verdict.documents {
+        match &d.result {
+            Err(Rejection::Expired { at }) => assert_eq!(at, "2026-06-01T12:00:00Z"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn the_expiry_is_signed_so_extending_it_breaks_the_signature_match() {
+    let (mut docs, verifier) = signed_with_expiry("2026-06-01T12:00:00Z");
+    docs[0].value["metadata"]["annotations"][EXPIRES_ANNOTATION] = "2099-01-01T00:00:00Z".into();
+    let verdict = verifier
+        .with_clock("2026-06-02T00:00:00Z".parse().unwrap())
+        .verify_document(&docs[0]);
+    assert_eq!(verdict.result.unwrap_err().check(), "diff");
+}
+
+#[test]
+fn removing_the_expiry_annotation_is_detected() {
+    let (mut docs, verifier) = signed_with_expiry("2026-06-01T12:00:00Z");
+    docs[0].value["metadata"]["annotations"]
+        .as_object_mut()
+        .unwrap()
+        .remove(EXPIRES_ANNOTATION);
+    let verdict = verifier
+        .with_clock("2026-06-02T00:00:00Z".parse().unwrap())
+        .verify_document(&docs[0]);
+    // The signed document still carries the expiry: the diff names the removed field
+    // (and the signed expiry would reject it anyway).
+    assert!(verdict.result.is_err());
+}
+
+#[test]
+fn cli_expires_is_enforced() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, pubkey) = key_pair(dir.path(), "cosign");
+    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    mansign()
+        .args(["sign", "--expires", "2s", "-f"])
+        .arg(&input)
+        .arg("--key")
+        .arg(&key)
+        .assert()
+        .success();
+    let signed = dir.path().join("x.yaml.signed");
+    let text = std::fs::read_to_string(&signed).unwrap();
+    assert!(text.contains("mansign.dev/expires: \""), "{text}");
+    mansign()
+        .args(["verify", "-f"])
+        .arg(&signed)
+        .arg("--key")
+        .arg(&pubkey)
+        .assert()
+        .success();
+    std::thread::sleep(std::time::Duration::from_millis(3100));
+    mansign()
+        .args(["verify", "-f"])
+        .arg(&signed)
+        .arg("--key")
+        .arg(&pubkey)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("[expired] signature expired"));
+}
+
+#[test]
+fn cli_refuses_an_expiry_in_the_past() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _) = key_pair(dir.path(), "cosign");
+    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    mansign()
+        .args(["sign", "--expires", "2020-01-01T00:00:00Z", "-f"])
+        .arg(&input)
+        .arg("--key")
+        .arg(&key)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not in the future"));
+}

@@ -1,0 +1,835 @@
+//! Keyless signing (`mansign sign` without `--key`) against the loopback Sigstore stack
+//! (`scripts/sigstore-stack/`): token sources, one certificate per run, Rekor entries,
+//! retries, client-side token checks, and interoperability with sigstore-python.
+//!
+//! Each test starts its own stack (about 1 s), so counters and fault queues are its own.
+//! Without the stack's npm packages the tests print a skip message and pass, unless
+//! `MANSIGN_REQUIRE_STACK=1` (CI) makes that a failure.
+//!
+//! Run: `cargo test --test keyless_sign -- --test-threads=2`
+
+mod common;
+#[path = "common/stack.rs"]
+mod stack;
+#[path = "common/stub_server.rs"]
+mod stub_server;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use common::write;
+use mansign::annotations::{AnnotationDomain, extract};
+use mansign::manifest::parse_documents;
+use predicates::prelude::*;
+use sha2::{Digest, Sha256};
+use stack::{Stack, http_full};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use stub_server::StubServer;
+
+const THREE_DOCS: &str = "\
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: one
+  namespace: team-a
+data:
+  k: v1
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: two
+  namespace: team-a
+data:
+  k: v2
+---
+apiVersion: kyverno.io/v2
+kind: PolicyException
+metadata:
+  name: allow-debug
+  namespace: team-a
+spec:
+  exceptions:
+  - policyName: disallow-privileged
+    ruleNames: [check]
+  match:
+    any:
+    - resources:
+        kinds: [Pod]
+";
+
+fn config_map(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  key: value-{name}\n"
+    )
+}
+
+/// Environment variables that would make mansign pick another token source than the
+/// one a test sets up (the CI that runs these tests is itself a GitHub Actions job).
+const AMBIENT_VARS: &[&str] = &[
+    "SIGSTORE_ID_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_URL",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    "GITHUB_ACTIONS",
+    "GITLAB_CI",
+    "BUILDKITE",
+    "CIRCLECI",
+    "SIGSTORE_FULCIO_URL",
+    "SIGSTORE_REKOR_URL",
+];
+
+/// `mansign sign` pointed at the stack, with no ambient credentials.
+fn sign_cmd(stack: &Stack) -> assert_cmd::Command {
+    let mut cmd = common::mansign();
+    for v in AMBIENT_VARS {
+        cmd.env_remove(v);
+    }
+    cmd.args([
+        "sign",
+        "--fulcio-url",
+        stack.fulcio_url(),
+        "--rekor-url",
+        stack.rekor_url(),
+    ]);
+    cmd
+}
+
+/// The same, as a plain process (for tests that talk to it while it runs).
+fn sign_process(stack: &Stack) -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("mansign"));
+    for v in AMBIENT_VARS {
+        cmd.env_remove(v);
+    }
+    cmd.args([
+        "sign",
+        "--fulcio-url",
+        stack.fulcio_url(),
+        "--rekor-url",
+        stack.rekor_url(),
+    ]);
+    cmd
+}
+
+/// `mansign verify` with the stack's trust root and identity.
+fn assert_verifies(stack: &Stack, path: &Path, identity: &str) {
+    common::mansign()
+        .args(["verify", "-f"])
+        .arg(path)
+        .arg("--trusted-root")
+        .arg(stack.trusted_root())
+        .args(["--certificate-identity", identity])
+        .args(["--certificate-oidc-issuer", stack.issuer()])
+        .assert()
+        .success();
+}
+
+/// Every document of a signed file, with its decoded annotations.
+fn signed_documents(path: &Path) -> Vec<mansign::annotations::SignedAnnotations> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let docs = parse_documents(&text, &mansign::Limits::default()).unwrap();
+    docs.iter()
+        .map(|(_, d)| {
+            extract(d, &AnnotationDomain::default(), &mansign::Limits::default()).unwrap()
+        })
+        .collect()
+}
+
+/// Checks one signed document without mansign's verifier: the annotations decode, the
+/// signature verifies over M with the certificate's key (RustCrypto), and the Rekor
+/// entry in the bundle logs SHA-256(M), this signature and this certificate.
+fn check_independently(signed: &mansign::annotations::SignedAnnotations) -> String {
+    use p256::ecdsa::signature::Verifier as _;
+    use p256::pkcs8::DecodePublicKey as _;
+    assert_eq!(signed.sets.len(), 1);
+    let set = &signed.sets[0];
+    let pem = set
+        .certificate_pem
+        .as_deref()
+        .expect("certificate annotation");
+    let der = sigstore_types::DerCertificate::from_pem(pem).expect("certificate PEM");
+    let info = sigstore_crypto::parse_certificate_info(&der).expect("certificate");
+    let key = p256::ecdsa::VerifyingKey::from_public_key_der(info.public_key.as_bytes())
+        .expect("P-256 key in certificate");
+    let sig = p256::ecdsa::DerSignature::from_bytes(&set.signature).expect("DER signature");
+    key.verify(&signed.message, &sig)
+        .expect("signature verifies over M with the certificate key");
+
+    let bundle = set.bundle.as_ref().expect("bundle annotation");
+    let body: serde_json::Value =
+        serde_json::from_slice(&STANDARD.decode(&bundle.payload.body).unwrap()).unwrap();
+    assert_eq!(body["kind"], "hashedrekord");
+    assert_eq!(body["apiVersion"], "0.0.1");
+    assert_eq!(
+        body["spec"]["data"]["hash"]["value"],
+        hex::encode(Sha256::digest(&signed.message))
+    );
+    assert_eq!(
+        body["spec"]["signature"]["content"],
+        STANDARD.encode(&set.signature)
+    );
+    let logged_pem = STANDARD
+        .decode(
+            body["spec"]["signature"]["publicKey"]["content"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(String::from_utf8(logged_pem).unwrap(), pem);
+    assert!(!bundle.signed_entry_timestamp.is_empty());
+    assert!(bundle.payload.integrated_time > 0);
+    assert_eq!(bundle.payload.log_id.len(), 64);
+    pem.to_string()
+}
+
+fn list_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    out.sort();
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// One certificate per run, one Rekor entry per message.
+
+#[test]
+fn signs_a_multi_document_file_with_one_certificate_and_one_entry_per_document() {
+    let Some(stack) = Stack::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "app.yaml", THREE_DOCS);
+    let output = dir.path().join("app.signed.yaml");
+    stack.reset();
+
+    sign_cmd(&stack)
+        .arg("-f")
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .arg("--identity-token")
+        .arg(format!("@{}", stack.id_token_file().display()))
+        .arg("--trusted-root")
+        .arg(stack.trusted_root())
+        .arg("-v")
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(format!(
+            "identity token from --identity-token @{}",
+            stack.id_token_file().display()
+        )))
+        .stderr(predicate::str::contains("verified 3 new signature(s)"));
+
+    assert_eq!(stack.stat("fulcio_signing_cert_requests"), 1);
+    assert_eq!(stack.stat("rekor_entries_created"), 3);
+    let signed = signed_documents(&output);
+    assert_eq!(signed.len(), 3);
+    let certs: Vec<String> = signed.iter().map(check_independently).collect();
+    assert!(
+        certs.windows(2).all(|w| w[0] == w[1]),
+        "one certificate for the run"
+    );
+    assert_verifies(&stack, &output, stack.identity());
+}
+
+#[test]
+fn signs_a_directory_of_twenty_files_with_a_single_certificate_request() {
+    let Some(stack) = Stack::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let inputs = dir.path().join("unsigned");
+    for i in 0..20 {
+        write(
+            &inputs,
+            &format!("cm-{i:02}.yaml"),
+            &config_map(&format!("cm-{i:02}")),
+        );
+    }
+    let out = dir.path().join("signed");
+    stack.reset();
+
+    sign_cmd(&stack)
+        .arg("-f")
+        .arg(&inputs)
+        .arg("-o")
+        .arg(format!("{}/", out.display()))
+        .arg("--identity-token")
+        .arg(stack.id_token())
+        .arg("--trusted-root")
+        .arg(stack.trusted_root())
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "signed 20 document(s) in 20 file(s) with 20 signature(s)",
+        ));
+
+    assert_eq!(
+        stack.stat("fulcio_signing_cert_requests"),
+        1,
+        "the whole run uses one certificate"
+    );
+    assert!(stack.stat("rekor_entries_created") >= 20);
+    let files = list_files(&out);
+    assert_eq!(files.len(), 20);
+    let mut certs = std::collections::BTreeSet::new();
+    for f in &files {
+        for s in signed_documents(f) {
+            certs.insert(check_independently(&s));
+        }
+    }
+    assert_eq!(certs.len(), 1, "every file carries the same certificate");
+    assert_verifies(&stack, &out, stack.identity());
+}
+
+// ---------------------------------------------------------------------------------------
+// Token sources.
+
+#[test]
+fn github_actions_ambient_token_is_requested_with_the_bearer_token_and_audience() {
+    let Some(stack) = Stack::start() else { return };
+    let token = stack.id_token();
+    let github = {
+        let token = token.clone();
+        StubServer::start(move |req, _| {
+            if req.method == "GET" && req.path() == "/_apis/token" {
+                (
+                    200,
+                    serde_json::json!({"count": 1, "value": token}).to_string(),
+                )
+            } else {
+                (404, "{}".to_string())
+            }
+        })
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("gh"));
+    let output = dir.path().join("cm.signed.yaml");
+
+    sign_cmd(&stack)
+        .env(
+            "ACTIONS_ID_TOKEN_REQUEST_URL",
+            format!("{}/_apis/token?api-version=2.0", github.url),
+        )
+        .env("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "runner-request-token")
+        .arg("-f")
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .arg("-v")
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "identity token from GitHub Actions",
+        ))
+        .stderr(predicate::str::contains("runner-request-token").not())
+        .stderr(predicate::str::contains(&token).not());
+
+    let requests = github.requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    let r = &requests[0];
+    assert_eq!(r.query("audience").as_deref(), Some("sigstore"));
+    assert_eq!(r.query("api-version").as_deref(), Some("2.0"));
+    assert_eq!(
+        r.header("authorization"),
+        Some("bearer runner-request-token")
+    );
+    assert_verifies(&stack, &output, stack.identity());
+}
+
+#[test]
+fn github_actions_token_request_uses_the_configured_audience() {
+    let Some(stack) = Stack::start() else { return };
+    let token = stack.mint_token(&["aud=custom-aud"]);
+    let github =
+        StubServer::start(move |_, _| (200, serde_json::json!({"value": token}).to_string()));
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("aud"));
+    sign_cmd(&stack)
+        .env(
+            "ACTIONS_ID_TOKEN_REQUEST_URL",
+            format!("{}/t?api-version=2.0", github.url),
+        )
+        .env("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "x")
+        .args(["--oidc-audience", "custom-aud", "-f"])
+        .arg(&input)
+        .assert()
+        .success();
+    assert_eq!(
+        github.requests()[0].query("audience").as_deref(),
+        Some("custom-aud")
+    );
+}
+
+#[test]
+fn sigstore_id_token_environment_variable_is_used_without_a_flag() {
+    let Some(stack) = Stack::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("env"));
+    sign_cmd(&stack)
+        .env("SIGSTORE_ID_TOKEN", stack.id_token())
+        .arg("-f")
+        .arg(&input)
+        .arg("-v")
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "identity token from SIGSTORE_ID_TOKEN",
+        ));
+    assert!(dir.path().join("cm.yaml.signed").is_file());
+}
+
+/// The browser flow, headless: `--no-browser` prints the authorization URL; the test
+/// plays the browser — it opens the URL at the stack's issuer, which signs in
+/// automatically and redirects to mansign's local listener.
+#[test]
+fn browser_flow_with_no_browser_prints_the_url_and_completes_on_redirect() {
+    let Some(stack) = Stack::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("browser"));
+    let output = dir.path().join("out.yaml");
+    let mut child = sign_process(&stack)
+        .args(["--oidc-issuer", stack.issuer(), "--no-browser", "-v", "-f"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            all.push_str(&line);
+            all.push('\n');
+            if line.starts_with("http") {
+                let _ = tx.send(line);
+            }
+        }
+        all
+    });
+    let url = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("mansign printed the authorization URL");
+    assert!(
+        url.starts_with(&format!("{}/authorize?", stack.issuer())),
+        "{url}"
+    );
+    assert!(url.contains("code_challenge_method=S256"), "{url}");
+
+    let (status, location, _) = http_full("GET", &url, None);
+    assert_eq!(status, 302, "the mock issuer approves and redirects");
+    let location = location.expect("redirect to the local listener");
+    assert!(location.starts_with("http://localhost:"), "{location}");
+    let (status, _, page) = http_full("GET", &location, None);
+    assert_eq!(status, 200, "{page}");
+
+    let exit = child.wait().unwrap();
+    let log = reader.join().unwrap();
+    assert!(exit.success(), "{log}");
+    assert!(
+        log.contains(&format!("browser sign-in at {}", stack.issuer())),
+        "{log}"
+    );
+    assert_verifies(&stack, &output, stack.identity());
+}
+
+/// RFC 8628 device flow: no terminal, and the issuer (a stub serving discovery, the
+/// device authorization and the token endpoint) lists a device endpoint. The first poll
+/// gets `authorization_pending`, the second the stack-issued ID token.
+#[test]
+fn device_flow_is_used_without_a_terminal_and_polls_until_approved() {
+    let Some(stack) = Stack::start() else { return };
+    let token = stack.id_token();
+    let polls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let issuer = {
+        let polls = polls.clone();
+        StubServer::start(move |req, base| match (req.method.as_str(), req.path()) {
+            ("GET", "/.well-known/openid-configuration") => (
+                200,
+                serde_json::json!({
+                    "issuer": base,
+                    "authorization_endpoint": format!("{base}/authorize"),
+                    "token_endpoint": format!("{base}/token"),
+                    "device_authorization_endpoint": format!("{base}/device"),
+                })
+                .to_string(),
+            ),
+            ("POST", "/device") => (
+                200,
+                serde_json::json!({
+                    "device_code": "device-code-123",
+                    "user_code": "WDJB-MJHT",
+                    "verification_uri": format!("{base}/activate"),
+                    "expires_in": 60,
+                    "interval": 1,
+                })
+                .to_string(),
+            ),
+            ("POST", "/token") => {
+                if req.form("grant_type").as_deref()
+                    != Some("urn:ietf:params:oauth:grant-type:device_code")
+                    || req.form("device_code").as_deref() != Some("device-code-123")
+                {
+                    return (400, r#"{"error":"invalid_grant"}"#.to_string());
+                }
+                if polls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                    (400, r#"{"error":"authorization_pending"}"#.to_string())
+                } else {
+                    (
+                        200,
+                        serde_json::json!({"id_token": token, "access_token": "a", "token_type": "Bearer"})
+                            .to_string(),
+                    )
+                }
+            }
+            _ => (404, "{}".to_string()),
+        })
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("device"));
+    let output = dir.path().join("out.yaml");
+    sign_cmd(&stack)
+        .args(["--oidc-issuer", &issuer.url, "-v", "-f"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .write_stdin("")
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("enter the code WDJB-MJHT"))
+        .stderr(predicate::str::contains(format!(
+            "identity token from device sign-in at {}",
+            issuer.url
+        )));
+    assert_eq!(polls.load(std::sync::atomic::Ordering::SeqCst), 2);
+    let device = issuer
+        .requests()
+        .into_iter()
+        .find(|r| r.path() == "/device")
+        .expect("device authorization request");
+    assert_eq!(device.form("client_id").as_deref(), Some("sigstore"));
+    assert_verifies(&stack, &output, stack.identity());
+}
+
+#[test]
+fn without_any_token_source_or_terminal_it_says_what_to_do() {
+    let Some(stack) = Stack::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("none"));
+    sign_cmd(&stack)
+        .args(["--oidc-issuer", stack.issuer(), "-f"])
+        .arg(&input)
+        .write_stdin("")
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("no identity token"))
+        .stderr(predicate::str::contains("--identity-token"));
+    assert_eq!(stack.stat("fulcio_signing_cert_requests"), 0);
+    assert!(!dir.path().join("cm.yaml.signed").exists());
+}
+
+// ---------------------------------------------------------------------------------------
+// Faults: clear error, non-zero exit, no output, input kept (even with --remove-input).
+
+/// Runs a keyless sign with `--remove-input` that must fail; returns its stderr.
+fn assert_fails_cleanly(stack: &Stack, token: &str, extra: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("fault"));
+    let output = dir.path().join("out.yaml");
+    let bundles = dir.path().join("bundles");
+    let assert = sign_cmd(stack)
+        .args(extra)
+        .arg("-f")
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .arg("--bundle-out")
+        .arg(&bundles)
+        .arg("--remove-input")
+        .arg("--identity-token")
+        .arg(token)
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .failure();
+    assert!(!output.exists(), "no output file on error");
+    assert!(!bundles.exists(), "no bundle on error");
+    assert!(input.is_file(), "input kept on error");
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(!stderr.contains(token), "the token is never printed");
+    let leftovers: Vec<_> = list_files(dir.path());
+    assert_eq!(leftovers, vec![input], "no temporary files left");
+    stderr
+}
+
+#[test]
+fn unreachable_fulcio_fails_after_retries_without_output() {
+    let Some(stack) = Stack::start() else { return };
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{closed}");
+    let stderr = assert_fails_cleanly(&stack, &stack.id_token(), &["--fulcio-url", &url]);
+    assert!(
+        stderr.contains(&format!(
+            "Fulcio at {url} is unreachable after 3 attempt(s)"
+        )),
+        "{stderr}"
+    );
+    assert_eq!(stack.stat("rekor_requests"), 0);
+}
+
+#[test]
+fn rekor_server_errors_are_retried_three_times_then_fail() {
+    let Some(stack) = Stack::start() else { return };
+    stack.reset();
+    stack.inject_faults(serde_json::json!({"service": "rekor", "statuses": [500, 500, 500]}));
+    let stderr = assert_fails_cleanly(&stack, &stack.id_token(), &[]);
+    assert!(stderr.contains("HTTP 500 after 3 attempt(s)"), "{stderr}");
+    assert_eq!(stack.stat("rekor_requests"), 3);
+    assert_eq!(stack.stat("rekor_entries_created"), 0);
+}
+
+#[test]
+fn rekor_server_errors_are_retried_until_the_entry_is_created() {
+    let Some(stack) = Stack::start() else { return };
+    stack.reset();
+    stack.inject_faults(serde_json::json!({"service": "rekor", "statuses": [503, 500]}));
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("retry"));
+    sign_cmd(&stack)
+        .arg("-f")
+        .arg(&input)
+        .arg("--identity-token")
+        .arg(stack.id_token())
+        .assert()
+        .success();
+    assert_eq!(stack.stat("rekor_requests"), 3);
+    assert_eq!(stack.stat("rekor_entries_created"), 1);
+    assert_verifies(&stack, &dir.path().join("cm.yaml.signed"), stack.identity());
+}
+
+#[test]
+fn rekor_client_error_is_not_retried() {
+    let Some(stack) = Stack::start() else { return };
+    stack.reset();
+    stack.inject_faults(serde_json::json!({"service": "rekor", "statuses": [400]}));
+    let stderr = assert_fails_cleanly(&stack, &stack.id_token(), &[]);
+    assert!(stderr.contains("HTTP 400 after 1 attempt(s)"), "{stderr}");
+    assert_eq!(stack.stat("rekor_requests"), 1);
+}
+
+#[test]
+fn expired_token_is_refused_before_contacting_fulcio() {
+    let Some(stack) = Stack::start() else { return };
+    let expired = stack.mint_token(&["--ttl", "-60"]);
+    stack.reset();
+    let stderr = assert_fails_cleanly(&stack, &expired, &[]);
+    assert!(stderr.contains("expired at"), "{stderr}");
+    assert!(stderr.contains("nothing was sent to Fulcio"), "{stderr}");
+    assert_eq!(stack.stat("fulcio_signing_cert_requests"), 0);
+}
+
+#[test]
+fn token_for_another_audience_is_refused_before_contacting_fulcio() {
+    let Some(stack) = Stack::start() else { return };
+    let wrong = stack.mint_token(&["aud=not-sigstore"]);
+    stack.reset();
+    let stderr = assert_fails_cleanly(&stack, &wrong, &[]);
+    assert!(
+        stderr.contains(r#"is for audience "not-sigstore", not "sigstore""#),
+        "{stderr}"
+    );
+    assert_eq!(stack.stat("fulcio_signing_cert_requests"), 0);
+}
+
+#[test]
+fn remove_input_deletes_the_inputs_only_after_the_outputs_exist() {
+    let Some(stack) = Stack::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "in/a.yaml", &config_map("a"));
+    let b = write(dir.path(), "in/b.yaml", &config_map("b"));
+    let out = dir.path().join("out");
+    sign_cmd(&stack)
+        .arg("-f")
+        .arg(dir.path().join("in"))
+        .arg("-o")
+        .arg(format!("{}/", out.display()))
+        .arg("--remove-input")
+        .arg("--identity-token")
+        .arg(stack.id_token())
+        .assert()
+        .success();
+    assert!(!a.exists() && !b.exists(), "inputs removed");
+    assert!(out.join("a.yaml").is_file() && out.join("b.yaml").is_file());
+    assert_verifies(&stack, &out, stack.identity());
+}
+
+#[test]
+fn keyless_refuses_to_sign_without_the_transparency_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("notlog"));
+    common::mansign()
+        .args([
+            "sign",
+            "--tlog-upload=false",
+            "--identity-token",
+            "x.y.z",
+            "-f",
+        ])
+        .arg(&input)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "keyless signing needs the transparency log",
+        ));
+    assert!(!dir.path().join("cm.yaml.signed").exists());
+}
+
+// ---------------------------------------------------------------------------------------
+// Key-based signing with --tlog-upload.
+
+#[test]
+fn key_signing_with_tlog_upload_logs_the_public_key_and_writes_a_bundle() {
+    let Some(stack) = Stack::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _pub) = common::key_pair(dir.path(), "cosign");
+    let input = write(dir.path(), "cm.yaml", &config_map("keyed"));
+    let output = dir.path().join("out.yaml");
+    stack.reset();
+    sign_cmd(&stack)
+        .arg("-k")
+        .arg(&key)
+        .arg("--tlog-upload")
+        .arg("--trusted-root")
+        .arg(stack.trusted_root())
+        .arg("-f")
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .arg("-v")
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("verified 1 new signature(s)"));
+    assert_eq!(stack.stat("fulcio_signing_cert_requests"), 0);
+    assert_eq!(stack.stat("rekor_entries_created"), 1);
+    let signed = signed_documents(&output);
+    let set = &signed[0].sets[0];
+    assert!(
+        set.certificate_pem.is_none(),
+        "no certificate for a key signature"
+    );
+    let bundle = set.bundle.as_ref().expect("bundle annotation");
+    let body: serde_json::Value =
+        serde_json::from_slice(&STANDARD.decode(&bundle.payload.body).unwrap()).unwrap();
+    let logged = STANDARD
+        .decode(
+            body["spec"]["signature"]["publicKey"]["content"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+    assert!(
+        String::from_utf8(logged)
+            .unwrap()
+            .starts_with("-----BEGIN PUBLIC KEY-----")
+    );
+}
+
+#[test]
+fn key_signing_does_not_upload_by_default() {
+    let Some(stack) = Stack::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _pub) = common::key_pair(dir.path(), "cosign");
+    let input = write(dir.path(), "cm.yaml", &config_map("keyed"));
+    stack.reset();
+    sign_cmd(&stack)
+        .arg("-k")
+        .arg(&key)
+        .arg("-f")
+        .arg(&input)
+        .assert()
+        .success();
+    assert_eq!(stack.stat("rekor_requests"), 0);
+    let signed = signed_documents(&dir.path().join("cm.yaml.signed"));
+    assert!(signed[0].sets[0].bundle.is_none());
+}
+
+// ---------------------------------------------------------------------------------------
+// Interoperability: sigstore-python verifies the --bundle-out bundles.
+
+#[test]
+fn sigstore_python_verifies_the_bundle_out_bundles() {
+    let Some(stack) = Stack::start() else { return };
+    let Some(sigstore) = stack.sigstore_python() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "app.yaml", THREE_DOCS);
+    let output = dir.path().join("app.signed.yaml");
+    let bundles = dir.path().join("bundles");
+    sign_cmd(&stack)
+        .arg("-f")
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .arg("--bundle-out")
+        .arg(&bundles)
+        .arg("--identity-token")
+        .arg(stack.id_token())
+        .assert()
+        .success();
+    let signed = signed_documents(&output);
+    assert_eq!(list_files(&bundles).len(), 3);
+    for (i, doc) in signed.iter().enumerate() {
+        // The bundle's artifact is the signed message M.
+        let artifact = dir.path().join(format!("message-{i}.yaml"));
+        std::fs::write(&artifact, &doc.message).unwrap();
+        let bundle = bundles.join(format!("app.signed.yaml.{i}.sigstore.json"));
+        // Exact command:
+        //   sigstore --trust-config $SIGSTORE_TRUST_CONFIG verify identity --offline \
+        //     --bundle BUNDLE --cert-identity $SIGSTORE_IDENTITY \
+        //     --cert-oidc-issuer $SIGSTORE_OIDC_ISSUER ARTIFACT
+        let out = std::process::Command::new(&sigstore)
+            .arg("--trust-config")
+            .arg(stack.trust_config())
+            .args(["verify", "identity", "--offline", "--bundle"])
+            .arg(&bundle)
+            .args(["--cert-identity", stack.identity()])
+            .args(["--cert-oidc-issuer", stack.issuer()])
+            .arg(&artifact)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "sigstore-python rejected {}: {}{}",
+            bundle.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // And a tampered artifact is rejected (the check is real).
+        std::fs::write(
+            &artifact,
+            [doc.message.as_slice(), b"# tampered\n"].concat(),
+        )
+        .unwrap();
+        let out = std::process::Command::new(&sigstore)
+            .arg("--trust-config")
+            .arg(stack.trust_config())
+            .args(["verify", "identity", "--offline", "--bundle"])
+            .arg(&bundle)
+            .args(["--cert-identity", stack.identity()])
+            .args(["--cert-oidc-issuer", stack.issuer()])
+            .arg(&artifact)
+            .output()
+            .unwrap();
+        assert!(
+            !out.status.success(),
+            "sigstore-python accepted a tampered artifact"
+        );
+    }
+}
