@@ -310,3 +310,31 @@ fn file_scope_message_has_the_shape_upstream_parses() {
     }
     assert!(m.contains("enabled: \"yes\""), "{m}");
 }
+
+#[test]
+fn signs_with_the_upstream_cosign_private_key_and_empty_password() {
+    let (Some(private), Some(public)) = (
+        fixture("k8s-manifest-sigstore/derived/pkg/k8smanifest/testdata/testkey.encrypted-cosign-key.pem"),
+        fixture(K1),
+    ) else {
+        return;
+    };
+    assert!(std::fs::read_to_string(&private).unwrap().contains("ENCRYPTED COSIGN PRIVATE KEY"));
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    mansign()
+        .env("COSIGN_PASSWORD", "")
+        .args(["sign", "-f"])
+        .arg(&input)
+        .arg("--key")
+        .arg(&private)
+        .assert()
+        .success();
+    mansign()
+        .args(["verify", "-f"])
+        .arg(dir.path().join("x.yaml.signed"))
+        .arg("--key")
+        .arg(&public)
+        .assert()
+        .success();
+}

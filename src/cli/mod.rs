@@ -4,6 +4,7 @@
 //! Exit codes: 0 success, 1 verification failed, 2 usage or input error.
 
 mod completion;
+mod conformance;
 mod generate_key_pair;
 mod output;
 mod password;
@@ -43,6 +44,11 @@ enum Command {
     Version(version::VersionArgs),
     /// Print a shell completion script.
     Completion(completion::CompletionArgs),
+    /// sigstore-conformance client: sign and verify blobs as standard Sigstore bundles.
+    Conformance(conformance::ConformanceArgs),
+    /// `sign-bundle` / `verify-bundle` at the top level (hidden), as the suite calls them.
+    #[command(flatten)]
+    ConformanceProtocol(conformance::ProtocolCommand),
 }
 
 /// How a command ended.
@@ -100,5 +106,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::GenerateKeyPair(a) => generate_key_pair::run(a),
         Command::Version(a) => version::run(a),
         Command::Completion(a) => completion::run(a),
+        Command::Conformance(a) => conformance::run(a),
+        Command::ConformanceProtocol(c) => conformance::run_protocol(c),
     }
 }

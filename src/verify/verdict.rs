@@ -1,5 +1,6 @@
 //! Verification results that explain themselves.
 
+use super::attestor_set::{EntryMatch, SetFailure};
 use super::keyless::{RekorEvidence, SigstoreEvidence, WorkflowClaims};
 use crate::annotations::AnnotationError;
 use crate::manifest::{DocumentOrigin, FieldDiff, MessageError, ObjectIdentity};
@@ -101,6 +102,9 @@ pub struct Verified {
     /// Index of the signature set that verified (0 = `signature`, N = `signature_N`).
     pub signature_set: usize,
     pub signer: SignerInfo,
+    /// Under an attestor policy: every entry that was satisfied, by which set and signer
+    /// (`signature_set`/`signer` above are the first of them). Empty for any-of attestors.
+    pub entries: Vec<EntryMatch>,
 }
 
 /// The first check that failed, and why.
@@ -112,6 +116,9 @@ pub enum Rejection {
     NoAttestors,
     #[error("no signature set verified: {}", .attempts.join("; "))]
     NoTrustedSignature { attempts: Vec<String> },
+    /// An attestor set of the policy did not reach its count.
+    #[error("attestor policy not satisfied: {0}")]
+    AttestorSetNotSatisfied(SetFailure),
     #[error("{0}")]
     Message(MessageError),
     #[error("the signed message has no document for {object} (it holds: {})", .signed.join(", "))]
@@ -134,7 +141,9 @@ impl Rejection {
             Rejection::Annotations(AnnotationError::NoSignature { .. }) => "no-signature",
             Rejection::Annotations(_) => "annotations",
             Rejection::NoAttestors => "configuration",
-            Rejection::NoTrustedSignature { .. } => "signature",
+            Rejection::NoTrustedSignature { .. } | Rejection::AttestorSetNotSatisfied(_) => {
+                "signature"
+            }
             Rejection::Message(_) => "message",
             Rejection::NotInMessage { .. } => "match",
             Rejection::Modified { .. } => "diff",
@@ -168,6 +177,9 @@ impl DocumentVerdict {
             Ok(ok) => {
                 v["signatureSet"] = json!(ok.signature_set);
                 v["signer"] = json!(ok.signer);
+                if !ok.entries.is_empty() {
+                    v["attestors"] = json!(ok.entries);
+                }
             }
             Err(r) => {
                 let mut failure = json!({"check": r.check(), "reason": r.to_string()});
@@ -176,6 +188,7 @@ impl DocumentVerdict {
                     Rejection::NoTrustedSignature { attempts } => {
                         failure["attempts"] = json!(attempts)
                     }
+                    Rejection::AttestorSetNotSatisfied(set) => failure["attestorSet"] = json!(set),
                     _ => {}
                 }
                 v["failure"] = failure;
@@ -192,11 +205,15 @@ impl fmt::Display for DocumentVerdict {
         }
         write!(f, "{}: ", self.object)?;
         match &self.result {
-            Ok(ok) => write!(
+            Ok(ok) if ok.entries.is_empty() => write!(
                 f,
                 "verified (signature set {}, {})",
                 ok.signature_set, ok.signer
             ),
+            Ok(ok) => {
+                let entries: Vec<String> = ok.entries.iter().map(ToString::to_string).collect();
+                write!(f, "verified ({})", entries.join("; "))
+            }
             Err(r) => write!(f, "FAILED [{}] {r}", r.check()),
         }
     }
