@@ -314,12 +314,18 @@ fn file_scope_message_has_the_shape_upstream_parses() {
 #[test]
 fn signs_with_the_upstream_cosign_private_key_and_empty_password() {
     let (Some(private), Some(public)) = (
-        fixture("k8s-manifest-sigstore/derived/pkg/k8smanifest/testdata/testkey.encrypted-cosign-key.pem"),
+        fixture(
+            "k8s-manifest-sigstore/derived/pkg/k8smanifest/testdata/testkey.encrypted-cosign-key.pem",
+        ),
         fixture(K1),
     ) else {
         return;
     };
-    assert!(std::fs::read_to_string(&private).unwrap().contains("ENCRYPTED COSIGN PRIVATE KEY"));
+    assert!(
+        std::fs::read_to_string(&private)
+            .unwrap()
+            .contains("ENCRYPTED COSIGN PRIVATE KEY")
+    );
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "x.yaml", MULTI_DOC);
     mansign()

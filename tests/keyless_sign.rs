@@ -80,14 +80,20 @@ const AMBIENT_VARS: &[&str] = &[
     "SIGSTORE_REKOR_URL",
 ];
 
-/// `mansign sign` pointed at the stack, with no ambient credentials.
-fn sign_cmd(stack: &Stack) -> assert_cmd::Command {
+/// `mansign sign` with no ambient credentials and no service URLs.
+fn bare_sign_cmd() -> assert_cmd::Command {
     let mut cmd = common::mansign();
     for v in AMBIENT_VARS {
         cmd.env_remove(v);
     }
+    cmd.arg("sign");
+    cmd
+}
+
+/// `mansign sign` pointed at the stack, with no ambient credentials.
+fn sign_cmd(stack: &Stack) -> assert_cmd::Command {
+    let mut cmd = bare_sign_cmd();
     cmd.args([
-        "sign",
         "--fulcio-url",
         stack.fulcio_url(),
         "--rekor-url",
@@ -526,8 +532,11 @@ fn without_any_token_source_or_terminal_it_says_what_to_do() {
         .write_stdin("")
         .assert()
         .failure()
-        .stderr(predicate::str::contains("no identity token"))
-        .stderr(predicate::str::contains("--identity-token"));
+        .stderr(predicate::str::contains(
+            "no --identity-token, SIGSTORE_ID_TOKEN or CI credentials found",
+        ))
+        .stderr(predicate::str::contains("offers no device flow"))
+        .stderr(predicate::str::contains("--no-browser"));
     assert_eq!(stack.stat("fulcio_signing_cert_requests"), 0);
     assert!(!dir.path().join("cm.yaml.signed").exists());
 }
@@ -535,14 +544,13 @@ fn without_any_token_source_or_terminal_it_says_what_to_do() {
 // ---------------------------------------------------------------------------------------
 // Faults: clear error, non-zero exit, no output, input kept (even with --remove-input).
 
-/// Runs a keyless sign with `--remove-input` that must fail; returns its stderr.
-fn assert_fails_cleanly(stack: &Stack, token: &str, extra: &[&str]) -> String {
+/// Runs `cmd` (a keyless sign) with `--remove-input`; it must fail. Returns its stderr.
+fn assert_fails_cleanly(mut cmd: assert_cmd::Command, token: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "cm.yaml", &config_map("fault"));
     let output = dir.path().join("out.yaml");
     let bundles = dir.path().join("bundles");
-    let assert = sign_cmd(stack)
-        .args(extra)
+    let assert = cmd
         .arg("-f")
         .arg(&input)
         .arg("-o")
@@ -573,7 +581,11 @@ fn unreachable_fulcio_fails_after_retries_without_output() {
         l.local_addr().unwrap().port()
     };
     let url = format!("http://127.0.0.1:{closed}");
-    let stderr = assert_fails_cleanly(&stack, &stack.id_token(), &["--fulcio-url", &url]);
+    // The Fulcio URL through its environment variable (the flag's default source).
+    let mut cmd = bare_sign_cmd();
+    cmd.env("SIGSTORE_FULCIO_URL", &url)
+        .args(["--rekor-url", stack.rekor_url()]);
+    let stderr = assert_fails_cleanly(cmd, &stack.id_token());
     assert!(
         stderr.contains(&format!(
             "Fulcio at {url} is unreachable after 3 attempt(s)"
@@ -584,11 +596,44 @@ fn unreachable_fulcio_fails_after_retries_without_output() {
 }
 
 #[test]
+fn fulcio_server_error_is_retried_and_still_one_certificate_is_issued() {
+    let Some(stack) = Stack::start() else { return };
+    stack.reset();
+    stack.inject_faults(serde_json::json!({"service": "fulcio", "statuses": [503]}));
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("fulcio-retry"));
+    sign_cmd(&stack)
+        .arg("-f")
+        .arg(&input)
+        .arg("--identity-token")
+        .arg(stack.id_token())
+        .assert()
+        .success();
+    assert_eq!(stack.stat("fulcio_signing_cert_requests"), 2);
+    assert_eq!(stack.stat("fulcio_certificates_issued"), 1);
+    assert_verifies(&stack, &dir.path().join("cm.yaml.signed"), stack.identity());
+}
+
+#[test]
+fn fulcio_client_error_is_not_retried() {
+    let Some(stack) = Stack::start() else { return };
+    stack.reset();
+    stack.inject_faults(serde_json::json!({"service": "fulcio", "statuses": [400]}));
+    let stderr = assert_fails_cleanly(sign_cmd(&stack), &stack.id_token());
+    assert!(
+        stderr.contains("refused the certificate request after 1 attempt(s): HTTP 400"),
+        "{stderr}"
+    );
+    assert_eq!(stack.stat("fulcio_signing_cert_requests"), 1);
+    assert_eq!(stack.stat("rekor_requests"), 0);
+}
+
+#[test]
 fn rekor_server_errors_are_retried_three_times_then_fail() {
     let Some(stack) = Stack::start() else { return };
     stack.reset();
     stack.inject_faults(serde_json::json!({"service": "rekor", "statuses": [500, 500, 500]}));
-    let stderr = assert_fails_cleanly(&stack, &stack.id_token(), &[]);
+    let stderr = assert_fails_cleanly(sign_cmd(&stack), &stack.id_token());
     assert!(stderr.contains("HTTP 500 after 3 attempt(s)"), "{stderr}");
     assert_eq!(stack.stat("rekor_requests"), 3);
     assert_eq!(stack.stat("rekor_entries_created"), 0);
@@ -618,7 +663,7 @@ fn rekor_client_error_is_not_retried() {
     let Some(stack) = Stack::start() else { return };
     stack.reset();
     stack.inject_faults(serde_json::json!({"service": "rekor", "statuses": [400]}));
-    let stderr = assert_fails_cleanly(&stack, &stack.id_token(), &[]);
+    let stderr = assert_fails_cleanly(sign_cmd(&stack), &stack.id_token());
     assert!(stderr.contains("HTTP 400 after 1 attempt(s)"), "{stderr}");
     assert_eq!(stack.stat("rekor_requests"), 1);
 }
@@ -628,7 +673,7 @@ fn expired_token_is_refused_before_contacting_fulcio() {
     let Some(stack) = Stack::start() else { return };
     let expired = stack.mint_token(&["--ttl", "-60"]);
     stack.reset();
-    let stderr = assert_fails_cleanly(&stack, &expired, &[]);
+    let stderr = assert_fails_cleanly(sign_cmd(&stack), &expired);
     assert!(stderr.contains("expired at"), "{stderr}");
     assert!(stderr.contains("nothing was sent to Fulcio"), "{stderr}");
     assert_eq!(stack.stat("fulcio_signing_cert_requests"), 0);
@@ -639,7 +684,7 @@ fn token_for_another_audience_is_refused_before_contacting_fulcio() {
     let Some(stack) = Stack::start() else { return };
     let wrong = stack.mint_token(&["aud=not-sigstore"]);
     stack.reset();
-    let stderr = assert_fails_cleanly(&stack, &wrong, &[]);
+    let stderr = assert_fails_cleanly(sign_cmd(&stack), &wrong);
     assert!(
         stderr.contains(r#"is for audience "not-sigstore", not "sigstore""#),
         "{stderr}"

@@ -187,7 +187,11 @@ fn trust_root(trusted_root: Option<&Path>, staging: bool) -> anyhow::Result<Trus
 fn verify(args: VerifyBundleArgs) -> anyhow::Result<Outcome> {
     let limits = Limits::default();
     let trust = trust_root(args.trusted_root.as_deref(), args.staging)?;
-    let signer = match (&args.key, args.certificate_identity, args.certificate_oidc_issuer) {
+    let signer = match (
+        &args.key,
+        args.certificate_identity,
+        args.certificate_oidc_issuer,
+    ) {
         (Some(path), _, _) => {
             let pem = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read public key {}", path.display()))?;
@@ -209,13 +213,15 @@ fn verify(args: VerifyBundleArgs) -> anyhow::Result<Outcome> {
         .verify(&bundle, artifact, &signer)
     {
         Ok(verified) => {
-            println!("OK: {}: {verified}", args.bundle.display());
+            println!("verified {}: {verified}", args.bundle.display());
             Ok(Outcome::Success)
         }
         Err(e) if e.is_input_error() => Err(e.into()),
         Err(e) => {
+            // The reason first: it is what a reader (and the suite's log) needs.
+            eprintln!("verification failed: {e}");
             eprintln!(
-                "FAILED: {}: expected {signer}, against {}: {e}",
+                "  bundle {}; expected {signer}; trusted root {}",
                 args.bundle.display(),
                 trust.origin()
             );
@@ -249,7 +255,12 @@ fn sign(args: SignBundleArgs) -> anyhow::Result<Outcome> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let signed = runtime.block_on(sign_bundle(&args.identity_token, &services, payload, &trust));
+    let signed = runtime.block_on(sign_bundle(
+        &args.identity_token,
+        &services,
+        payload,
+        &trust,
+    ));
     let bundle = match signed {
         Ok(bundle) => bundle,
         Err(e) => {

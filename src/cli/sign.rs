@@ -136,7 +136,7 @@ fn parse_secret(s: &str) -> Result<Secret, std::convert::Infallible> {
 enum RunSigner {
     Key(KeySigner),
     KeyWithTlog(TlogUploadingSigner<KeySigner>),
-    Keyless(KeylessSigner),
+    Keyless(Box<KeylessSigner>),
 }
 
 impl RunSigner {
@@ -144,7 +144,7 @@ impl RunSigner {
         match self {
             RunSigner::Key(s) => s,
             RunSigner::KeyWithTlog(s) => s,
-            RunSigner::Keyless(s) => s,
+            RunSigner::Keyless(s) => s.as_ref(),
         }
     }
 
@@ -236,7 +236,7 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
                 RunSigner::Key(key)
             }
         }
-        None => RunSigner::Keyless(keyless_signer(&args, rekor)?),
+        None => RunSigner::Keyless(Box::new(keyless_signer(&args, rekor)?)),
     };
 
     let summary = sign_files(&mut files, signer.as_dyn(), &options)?;

@@ -83,8 +83,7 @@ pub enum SignInError {
     #[error("OIDC issuer {issuer} has no authorization_endpoint (no browser sign-in)")]
     NoAuthorizationEndpoint { issuer: String },
     #[error(
-        "no identity token: no --identity-token, SIGSTORE_ID_TOKEN or CI credentials, no \
-         terminal for a browser sign-in, and {issuer} offers no device flow; pass \
+        "no terminal for a browser sign-in, and {issuer} offers no device flow; pass \
          --identity-token, or --no-browser to sign in through a printed URL"
     )]
     NoInteractiveFlow { issuer: String },

@@ -370,8 +370,15 @@ pub enum TokenError {
     HttpClient(#[source] reqwest::Error),
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
-    #[error(transparent)]
-    SignIn(#[from] SignInError),
+    #[error(
+        "no --identity-token, {SIGSTORE_ID_TOKEN} or CI credentials found, and the sign-in \
+         at {issuer} failed: {source}"
+    )]
+    SignIn {
+        issuer: String,
+        #[source]
+        source: SignInError,
+    },
 }
 
 impl Transient for GitHubAttemptError {
@@ -458,8 +465,12 @@ async fn find_token(
             }
         }
     }
-    let (jwt, source) = sign_in::sign_in(&http, &options.sign_in, prompt).await?;
-    Ok((jwt, source))
+    sign_in::sign_in(&http, &options.sign_in, prompt)
+        .await
+        .map_err(|source| TokenError::SignIn {
+            issuer: options.sign_in.issuer.clone(),
+            source,
+        })
 }
 
 fn read_token_file(path: &std::path::Path) -> Result<Secret, TokenError> {

@@ -102,8 +102,11 @@ impl FromStr for Sha256Digest {
             let shown: String = algorithm.chars().take(16).collect();
             return Err(DigestError::UnsupportedAlgorithm(shown));
         }
+        if !hex_digits.is_ascii() {
+            return Err(DigestError::NotHex);
+        }
         if hex_digits.len() != 64 {
-            return Err(DigestError::WrongLength(hex_digits.chars().count()));
+            return Err(DigestError::WrongLength(hex_digits.len()));
         }
         let mut bytes = [0u8; 32];
         hex::decode_to_slice(hex_digits, &mut bytes).map_err(|_| DigestError::NotHex)?;
@@ -738,17 +741,44 @@ mod tests {
         }
     }
 
+    /// The case's own trusted root if it has one, else the embedded production root (as
+    /// the conformance suite does).
+    fn case_trust_root(dir: &Path) -> TrustRoot {
+        let custom = dir.join("trusted_root.json");
+        if custom.is_file() {
+            TrustRoot::from_file(custom).unwrap()
+        } else {
+            TrustRoot::public_good().unwrap()
+        }
+    }
+
     fn verify_case(
         name: &str,
         artifact: BundleArtifact<'_>,
         signer: &ExpectedSigner,
     ) -> Option<Result<VerifiedBundle, BundleError>> {
         let dir = case_dir(name)?;
-        let trust = TrustRoot::public_good().unwrap();
         let bundle =
             SigstoreBundle::from_file(dir.join("bundle.sigstore.json"), &Limits::default())
                 .unwrap();
+        let trust = case_trust_root(&dir);
         Some(BundleVerifier::new(&trust).verify(&bundle, artifact, signer))
+    }
+
+    fn case_key(name: &str) -> Option<BundleKey> {
+        let path = case_dir(name)?.join("key.pub");
+        let pem = std::fs::read_to_string(&path).unwrap();
+        Some(BundleKey::from_pem("key.pub", &pem).unwrap())
+    }
+
+    fn fresh_p256_key() -> BundleKey {
+        use p256::pkcs8::{EncodePublicKey, LineEnding};
+        let secret = p256::SecretKey::random(&mut rand_core::OsRng);
+        let pem = secret
+            .public_key()
+            .to_public_key_pem(LineEnding::LF)
+            .unwrap();
+        BundleKey::from_pem("fresh.pub", &pem).unwrap()
     }
 
     fn a_txt_digest() -> Sha256Digest {
@@ -906,6 +936,132 @@ mod tests {
             return;
         };
         assert!(matches!(result, Err(BundleError::KeyBundleForIdentity)));
+    }
+
+    #[test]
+    fn verifies_managed_key_bundle_with_its_key() {
+        let Some(key) = case_key("managed-key-happy-path") else {
+            return;
+        };
+        let signer = ExpectedSigner::Key(key);
+        let Some(result) = verify_case(
+            "managed-key-happy-path",
+            BundleArtifact::Digest(a_txt_digest()),
+            &signer,
+        ) else {
+            return;
+        };
+        let verified = result.unwrap();
+        assert_eq!(
+            verified.signer,
+            BundleSigner::Key {
+                origin: "key.pub".into()
+            }
+        );
+    }
+
+    #[test]
+    fn rejects_managed_key_bundle_with_another_key() {
+        let signer = ExpectedSigner::Key(fresh_p256_key());
+        let Some(result) = verify_case(
+            "managed-key-happy-path",
+            BundleArtifact::Digest(a_txt_digest()),
+            &signer,
+        ) else {
+            return;
+        };
+        let err = result.unwrap_err();
+        assert!(matches!(err, BundleError::BadSignature(_)), "{err}");
+    }
+
+    #[test]
+    fn rejects_certificate_bundle_when_a_key_is_expected() {
+        let signer = ExpectedSigner::Key(fresh_p256_key());
+        let Some(result) = verify_case(
+            "happy-path-v0.3",
+            BundleArtifact::Digest(a_txt_digest()),
+            &signer,
+        ) else {
+            return;
+        };
+        assert!(matches!(
+            result,
+            Err(BundleError::CertificateBundleForKey { .. })
+        ));
+    }
+
+    #[test]
+    fn rejects_timestamp_outside_the_certificate_lifetime() {
+        // The conformance vector wraps the timestamp's base64 at 76 columns (`base64`
+        // without `-w0`), which sigstore-types refuses as bad encoding; unwrapped, the
+        // bundle must still be refused, for the reason the case is about.
+        let Some(dir) = case_dir("rekor2-timestamp-with-incorrect-time_fail") else {
+            return;
+        };
+        let text = std::fs::read_to_string(dir.join("bundle.sigstore.json")).unwrap();
+        let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let ts = &mut json["verificationMaterial"]["timestampVerificationData"]["rfc3161Timestamps"]
+            [0]["signedTimestamp"];
+        let unwrapped = ts.as_str().unwrap().replace('\n', "");
+        *ts = serde_json::Value::String(unwrapped);
+        let bundle = SigstoreBundle::from_json(&json.to_string()).unwrap();
+        let trust = case_trust_root(&dir);
+        let err = BundleVerifier::new(&trust)
+            .verify(
+                &bundle,
+                BundleArtifact::Digest(a_txt_digest()),
+                &ExpectedSigner::identity(BEACON, GHA),
+            )
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                BundleError::UntrustedCertificate(ref d) if d.contains("Expired")
+            ) || matches!(err, BundleError::CertificateNotValidAt { .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn rekor_v2_bundle_without_timestamp_has_no_signing_time() {
+        let Some(result) = verify_case(
+            "rekor2-no-timestamp_fail",
+            BundleArtifact::Digest(a_txt_digest()),
+            &ExpectedSigner::identity(BEACON, GHA),
+        ) else {
+            return;
+        };
+        let err = result.unwrap_err();
+        assert!(matches!(err, BundleError::NoVerifiedTime(_)), "{err}");
+    }
+
+    #[test]
+    fn reads_artifact_file_by_streaming() {
+        let Some(dir) = case_dir("happy-path-v0.3") else {
+            return;
+        };
+        let a_txt = dir.join("../a.txt");
+        let Some(result) = verify_case(
+            "happy-path-v0.3",
+            BundleArtifact::File(&a_txt),
+            &ExpectedSigner::identity(BEACON, GHA),
+        ) else {
+            return;
+        };
+        result.unwrap();
+    }
+
+    #[test]
+    fn missing_artifact_file_is_an_input_error() {
+        let Some(result) = verify_case(
+            "happy-path-v0.3",
+            BundleArtifact::File(Path::new("/nonexistent/a.txt")),
+            &ExpectedSigner::identity(BEACON, GHA),
+        ) else {
+            return;
+        };
+        let err = result.unwrap_err();
+        assert!(err.is_input_error(), "{err}");
     }
 
     #[test]

@@ -227,7 +227,10 @@ impl fmt::Display for IdentityPolicy {
         if self.matchers.is_empty() {
             return f.write_str("any identity (insecure)");
         }
-        let parts: Vec<String> = self.matchers.iter().map(ToString::to_string).collect();
+        let mut parts: Vec<String> = self.matchers.iter().map(ToString::to_string).collect();
+        if !self.matchers.iter().any(|m| m.claim == Claim::Issuer) {
+            parts.push("any issuer (insecure)".to_string());
+        }
         f.write_str(&parts.join(", "))
     }
 }

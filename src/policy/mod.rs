@@ -1,0 +1,492 @@
+//! Policy files: which objects must be signed, by whom, and what may differ.
+//!
+//! Two formats load into the same [`PolicySet`] (format reference: `docs/policy.md`):
+//!
+//! * mansign's own `mansign.dev/v1alpha1` `ManifestPolicy` ([`mansign`]);
+//! * Kyverno `ClusterPolicy` / `Policy` documents (`kyverno.io/v1`, `v2beta1`) whose rules
+//!   have `validate.manifests` ([`kyverno`]), unchanged. What mansign cannot honour
+//!   (dry-run, OCI bundles, key references, ...) is refused when the file is loaded, with
+//!   the file, document and field named — never silently ignored.
+//!
+//! A policy set is a list of rules. Each rule selects objects (`match`/`exclude`), requires
+//! an [`AttestorPolicy`] (attestor sets ANDed, `count` N-of-M, nesting) and says which
+//! fields may differ. An object must pass **every** rule that applies to it; an object no
+//! rule applies to is reported as not verified.
+//!
+//! ```no_run
+//! use mansign::manifest::load_inputs;
+//! use mansign::policy::{LoadOptions, RequestContext, load_file};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let policy = load_file("policy.yaml".as_ref(), &LoadOptions::default())?;
+//! let files = load_inputs(&["signed.yaml".into()], &mansign::Limits::default())?;
+//! let verdict =
+//!     policy.verify_documents(files.iter().flat_map(|f| &f.documents), &RequestContext::default());
+//! for object in &verdict.objects {
+//!     println!("{object}"); // per rule: the attestor entries that matched, or why not
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+mod fields;
+pub mod kyverno;
+pub mod mansign;
+mod selector;
+mod verdict;
+
+pub use fields::translate_upstream_field;
+pub use selector::{
+    MatchResources, ObjectReference, RequestContext, ResourceDescription, ResourceFilter,
+    RuleSelector, Subject, UserInfo, glob_match,
+};
+pub use verdict::{ObjectVerdict, PolicyVerdict, RuleVerdict};
+
+use crate::limits::Limits;
+use crate::manifest::{
+    Document, DocumentOrigin, FieldPattern, IgnoreFields, IgnoreProfile, ObjectIdentity, Source,
+    Tolerances,
+};
+use crate::trust::{TrustRoot, TrustRootError};
+use crate::verify::{AttestorPolicy, Verifier};
+use serde_json::Value;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Where in a policy file something is: file, document (1-based) and field path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Location {
+    pub origin: String,
+    pub document: usize,
+    pub field: String,
+}
+
+impl Location {
+    fn at(&self, field: impl fmt::Display) -> Location {
+        Location {
+            origin: self.origin.clone(),
+            document: self.document,
+            field: if self.field.is_empty() {
+                field.to_string()
+            } else {
+                format!("{}.{field}", self.field)
+            },
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: document {}", self.origin, self.document)?;
+        if !self.field.is_empty() {
+            write!(f, ": {}", self.field)?;
+        }
+        Ok(())
+    }
+}
+
+/// Why a policy file cannot be used. Every variant names the file, and where it applies the
+/// document and the field.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error("{path}: cannot read policy: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// YAML syntax, a wrong type, or an unknown field (serde names the field path).
+    #[error("{origin}: document {document}: {reason}")]
+    Syntax {
+        origin: String,
+        document: usize,
+        reason: String,
+    },
+    #[error(
+        "{origin}: document {document}: {api_version} {kind} is not a policy mansign reads \
+         (expected mansign.dev/v1alpha1 ManifestPolicy, or kyverno.io ClusterPolicy/Policy)"
+    )]
+    UnknownKind {
+        origin: String,
+        document: usize,
+        api_version: String,
+        kind: String,
+    },
+    #[error(
+        "{at}: dry-run is enabled, but mansign verifies without a cluster and cannot dry-run \
+         the signed manifest; refusing the policy (set dryRun.enable: false, and add the \
+         fields the cluster changes to ignoreFields)"
+    )]
+    DryRun { at: Location },
+    #[error(
+        "{at}: OCI resource bundles (repository {reference:?}) are not supported; mansign \
+         reads signatures from the object's annotations only"
+    )]
+    Repository { at: Location, reference: String },
+    #[error("{at}: signature algorithm {algorithm:?} is not supported (only sha256)")]
+    SignatureAlgorithm { at: Location, algorithm: String },
+    #[error(
+        "{at}: key reference {reference:?} is not supported (mansign does not read \
+         Kubernetes secrets, KMS keys, environment variables or files named by Kyverno \
+         policies); put the PEM public key in the policy"
+    )]
+    KeyReference { at: Location, reference: String },
+    /// A field mansign cannot honour; the reason says why and what to do instead.
+    #[error("{at}: {reason}")]
+    Unsupported { at: Location, reason: String },
+    /// A value that is wrong on its own (bad PEM, bad regex, count above entries...).
+    #[error("{at}: {reason}")]
+    Invalid { at: Location, reason: String },
+    #[error("{at}: {source}")]
+    TrustRoot {
+        at: Location,
+        #[source]
+        source: TrustRootError,
+    },
+    #[error(
+        "{origin}: no manifest verification rules (no ManifestPolicy and no Kyverno rule \
+         with validate.manifests)"
+    )]
+    NoRules { origin: String },
+}
+
+/// Settings for loading policies.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// Trust root for keyless entries that name none, and for checking Rekor bundles on
+    /// key-signed sets. Default: the embedded public-good root.
+    pub trust_root: Option<Arc<TrustRoot>>,
+    /// Bounds for the verifiers built from the policy.
+    pub limits: Limits,
+}
+
+/// Where a document signed without a namespace is accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NamespaceBinding {
+    /// Nowhere but cluster scope: the object must have no namespace either.
+    Strict,
+    /// In whatever namespace the object is (Kyverno: `metadata.namespace` is ignored for
+    /// documents signed without one; a document signed *with* a namespace still binds).
+    AnyNamespace,
+    /// Only in these namespaces.
+    Listed(Vec<String>),
+}
+
+/// Fields that may differ for the objects a binding selects.
+#[derive(Debug, Clone)]
+pub struct IgnoreBinding {
+    /// Empty: every object.
+    pub objects: Vec<ObjectReference>,
+    pub fields: Vec<FieldPattern>,
+}
+
+/// One rule: which objects, which signers, which differences.
+#[derive(Debug, Clone)]
+pub struct PolicyRule {
+    /// `metadata.name` of the policy document.
+    pub policy: String,
+    pub rule: String,
+    /// Where the rule was defined.
+    pub location: Location,
+    pub selector: RuleSelector,
+    /// Objects must be in this namespace (a namespaced Kyverno `Policy`).
+    pub namespace: Option<String>,
+    /// Requirement, annotation domain and limits (ignore fields and tolerances are set per
+    /// object).
+    pub verifier: Verifier,
+    pub ignore: Vec<IgnoreBinding>,
+    pub profile: IgnoreProfile,
+    pub digest_pinning: bool,
+    pub namespace_binding: NamespaceBinding,
+}
+
+impl PolicyRule {
+    /// True if this rule applies to the object.
+    pub fn applies_to(&self, object: &Value, id: &ObjectIdentity, ctx: &RequestContext) -> bool {
+        if let Some(ns) = &self.namespace
+            && id.namespace.as_ref() != Some(ns)
+        {
+            return false;
+        }
+        self.selector.applies_to(object, id, ctx)
+    }
+
+    /// The verifier for one object: the rule's requirement with the ignore fields and
+    /// tolerances that apply to this object.
+    pub fn verifier_for(&self, id: &ObjectIdentity) -> Verifier {
+        let fields = self
+            .ignore
+            .iter()
+            .filter(|b| b.objects.is_empty() || b.objects.iter().any(|o| o.matches(id)))
+            .flat_map(|b| b.fields.iter().cloned())
+            .collect();
+        let namespace_binding = match &self.namespace_binding {
+            NamespaceBinding::Strict => Vec::new(),
+            NamespaceBinding::AnyNamespace => id.namespace.iter().cloned().collect(),
+            NamespaceBinding::Listed(list) => list.clone(),
+        };
+        self.verifier
+            .clone()
+            .with_ignore_fields(IgnoreFields(fields))
+            .with_tolerances(Tolerances {
+                profile: self.profile,
+                digest_pinning: self.digest_pinning,
+                namespace_binding,
+            })
+    }
+}
+
+/// Rules loaded from one or more policy documents.
+#[derive(Debug, Clone, Default)]
+pub struct PolicySet {
+    pub rules: Vec<PolicyRule>,
+    /// Things the loader wants the user to know (skipped non-manifest rules, fields that
+    /// have no effect because mansign always checks them).
+    pub notes: Vec<String>,
+}
+
+impl PolicySet {
+    /// Adds the rules and notes of another set.
+    pub fn extend(&mut self, other: PolicySet) {
+        self.rules.extend(other.rules);
+        self.notes.extend(other.notes);
+    }
+
+    /// Verifies every document; see [`ObjectVerdict`].
+    pub fn verify_documents<'a>(
+        &self,
+        docs: impl IntoIterator<Item = &'a Document>,
+        ctx: &RequestContext,
+    ) -> PolicyVerdict {
+        PolicyVerdict {
+            objects: docs
+                .into_iter()
+                .map(|d| self.verify_document(d, ctx))
+                .collect(),
+        }
+    }
+
+    /// Verifies an object that did not come from a file (library callers, the webhook).
+    pub fn verify_object(
+        &self,
+        object: &Value,
+        ctx: &RequestContext,
+    ) -> Result<ObjectVerdict, String> {
+        let origin = DocumentOrigin {
+            source: Source::Named("object".into()),
+            index: 0,
+        };
+        let doc = Document::new(origin, object.clone())?;
+        let mut verdict = self.verify_document(&doc, ctx);
+        verdict.origin = None;
+        for r in &mut verdict.rules {
+            r.verdict.origin = None;
+        }
+        Ok(verdict)
+    }
+
+    /// Verifies one document read from input under every rule that applies to it.
+    pub fn verify_document(&self, doc: &Document, ctx: &RequestContext) -> ObjectVerdict {
+        let rules = self
+            .rules
+            .iter()
+            .filter(|r| r.applies_to(&doc.value, &doc.identity, ctx))
+            .map(|r| RuleVerdict {
+                policy: r.policy.clone(),
+                rule: r.rule.clone(),
+                verdict: r.verifier_for(&doc.identity).verify_document(doc),
+            })
+            .collect();
+        ObjectVerdict {
+            origin: Some(doc.origin.clone()),
+            object: doc.identity.clone(),
+            rules,
+        }
+    }
+}
+
+/// Loads a policy file (several documents allowed, both formats may be mixed).
+pub fn load_file(path: &Path, options: &LoadOptions) -> Result<PolicySet, PolicyError> {
+    let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    load_str(&path.display().to_string(), &text, &base, options)
+}
+
+/// Loads policy documents held in memory. `origin` names them in errors; relative paths in
+/// mansign policies (`keys.path`, `keyless.trustedRoot`) are read from `base_dir`.
+pub fn load_str(
+    origin: &str,
+    text: &str,
+    base_dir: &Path,
+    options: &LoadOptions,
+) -> Result<PolicySet, PolicyError> {
+    use serde::Deserialize as _;
+    let mut ctx = LoadContext {
+        options,
+        base_dir,
+        default_trust: options.trust_root.clone(),
+    };
+    let mut set = PolicySet::default();
+    let heads = serde_yaml_ng::Deserializer::from_str(text);
+    let bodies = serde_yaml_ng::Deserializer::from_str(text);
+    for (i, (head, body)) in heads.zip(bodies).enumerate() {
+        let document = i + 1;
+        if i >= options.limits.max_documents {
+            return Err(PolicyError::Syntax {
+                origin: origin.into(),
+                document,
+                reason: format!("more than {} documents", options.limits.max_documents),
+            });
+        }
+        let syntax = |e: serde_yaml_ng::Error| PolicyError::Syntax {
+            origin: origin.into(),
+            document,
+            reason: e.to_string(),
+        };
+        let value = Value::deserialize(head).map_err(syntax)?;
+        if value.is_null() {
+            continue;
+        }
+        let field = |name: &str| {
+            value
+                .get(name)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let (api_version, kind) = (field("apiVersion"), field("kind"));
+        let loc = Location {
+            origin: origin.into(),
+            document,
+            field: String::new(),
+        };
+        let loaded = match (api_version.as_str(), kind.as_str()) {
+            (mansign::API_VERSION, mansign::KIND) => {
+                let doc = mansign::ManifestPolicyDocument::deserialize(body).map_err(syntax)?;
+                mansign::load(doc, &loc, &mut ctx)?
+            }
+            ("kyverno.io/v1" | "kyverno.io/v2beta1", "ClusterPolicy" | "Policy") => {
+                let doc = kyverno::KyvernoPolicyDocument::deserialize(body).map_err(syntax)?;
+                kyverno::load(doc, &loc, &mut ctx)?
+            }
+            _ => {
+                return Err(PolicyError::UnknownKind {
+                    origin: origin.into(),
+                    document,
+                    api_version,
+                    kind,
+                });
+            }
+        };
+        set.extend(loaded);
+    }
+    if set.rules.is_empty() {
+        return Err(PolicyError::NoRules {
+            origin: origin.into(),
+        });
+    }
+    Ok(set)
+}
+
+/// State shared while loading one file.
+pub(crate) struct LoadContext<'a> {
+    options: &'a LoadOptions,
+    base_dir: &'a Path,
+    default_trust: Option<Arc<TrustRoot>>,
+}
+
+impl LoadContext<'_> {
+    /// The trust root for entries that name none (loaded once, on first use).
+    fn default_trust(&mut self, at: &Location) -> Result<Arc<TrustRoot>, PolicyError> {
+        if let Some(t) = &self.default_trust {
+            return Ok(t.clone());
+        }
+        let root = Arc::new(TrustRoot::public_good().map_err(|source| PolicyError::TrustRoot {
+            at: at.clone(),
+            source,
+        })?);
+        self.default_trust = Some(root.clone());
+        Ok(root)
+    }
+
+    fn limits(&self) -> Limits {
+        self.options.limits
+    }
+
+    fn resolve(&self, path: &Path) -> PathBuf {
+        if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.base_dir.join(path)
+        }
+    }
+}
+
+/// Splits `publicKeys` into PEM public keys; anything that is not PEM is a key reference.
+pub(crate) fn parse_public_keys(
+    text: &str,
+    at: &Location,
+    name: &str,
+    trust: Arc<TrustRoot>,
+) -> Result<Vec<crate::verify::TrustedKey>, PolicyError> {
+    let trimmed = text.trim();
+    if !trimmed.starts_with("-----BEGIN") {
+        return Err(PolicyError::KeyReference {
+            at: at.clone(),
+            reference: trimmed.chars().take(80).collect(),
+        });
+    }
+    let blocks = pem::parse_many(trimmed).map_err(|e| PolicyError::Invalid {
+        at: at.clone(),
+        reason: format!("not valid PEM: {e}"),
+    })?;
+    if blocks.is_empty() {
+        return Err(PolicyError::Invalid {
+            at: at.clone(),
+            reason: "no PEM public key found".into(),
+        });
+    }
+    let count = blocks.len();
+    blocks
+        .iter()
+        .enumerate()
+        .map(|(i, block)| {
+            if block.tag() != "PUBLIC KEY" {
+                return Err(PolicyError::Unsupported {
+                    at: at.clone(),
+                    reason: format!(
+                        "PEM block {:?} is not supported (only `PUBLIC KEY`: ECDSA P-256, as \
+                         cosign writes it)",
+                        block.tag()
+                    ),
+                });
+            }
+            let key_name = if count == 1 {
+                name.to_string()
+            } else {
+                format!("{name}#{}", i + 1)
+            };
+            crate::verify::TrustedKey::from_pem(key_name, &pem::encode(block))
+                .map(|k| k.with_trust_root(trust.clone()))
+                .map_err(|reason| PolicyError::Invalid {
+                    at: at.clone(),
+                    reason: format!("not a usable public key: {reason}"),
+                })
+        })
+        .collect()
+}
+
+/// Builds the attestor policy, mapping construction errors to the location.
+pub(crate) fn attestor_policy(
+    sets: Vec<crate::verify::AttestorSet>,
+    at: &Location,
+) -> Result<AttestorPolicy, PolicyError> {
+    AttestorPolicy::new(sets).map_err(|e| PolicyError::Invalid {
+        at: at.clone(),
+        reason: e.to_string(),
+    })
+}

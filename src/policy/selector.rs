@@ -1,0 +1,460 @@
+//! Which objects a rule applies to: Kyverno's `match`/`exclude` and the objects of
+//! `ignoreFields` bindings.
+//!
+//! Offline (the CLI) there is no admission request: the operation is taken as `CREATE`
+//! and there is no requesting user, so a filter on `subjects`, `roles` or `clusterRoles`
+//! never matches. In `exclude` that means nothing is excluded (more objects are
+//! verified); in `match` it means the rule does not apply (and an object no rule applies
+//! to is reported as not verified). Both directions fail closed. The webhook passes the
+//! real request in a [`RequestContext`].
+
+use crate::manifest::ObjectIdentity;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// What the admission request says about the object, beyond the object itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestContext {
+    /// `CREATE`, `UPDATE`, `DELETE` or `CONNECT`.
+    pub operation: String,
+    /// The requesting user, when known.
+    pub user: Option<UserInfo>,
+}
+
+impl Default for RequestContext {
+    /// An offline check: treated as a `CREATE` by an unknown user.
+    fn default() -> Self {
+        RequestContext {
+            operation: "CREATE".into(),
+            user: None,
+        }
+    }
+}
+
+/// The requesting user (from `AdmissionRequest.userInfo`, roles as Kyverno resolves them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserInfo {
+    pub username: String,
+    pub groups: Vec<String>,
+    /// `namespace:name` of the Roles bound to the user.
+    pub roles: Vec<String>,
+    pub cluster_roles: Vec<String>,
+}
+
+/// Wildcard match: `*` any run of characters, `?` one character (Kyverno's
+/// `wildcard.Match`).
+pub fn glob_match(pattern: &str, value: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let v: Vec<char> = value.chars().collect();
+    // Iterative matcher with one backtrack point: linear in practice, no recursion.
+    let (mut pi, mut vi) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while vi < v.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == v[vi]) {
+            pi += 1;
+            vi += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, vi));
+            pi += 1;
+        } else if let Some((sp, sv)) = star {
+            pi = sp + 1;
+            vi = sv + 1;
+            star = Some((sp, sv + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}
+
+/// k8s-manifest-sigstore's `MatchPattern` for `ignoreFields` objects: empty or `*` any;
+/// `-` the empty value; `a,b` alternatives; otherwise a wildcard pattern.
+fn object_pattern_match(pattern: &str, value: &str) -> bool {
+    if pattern.is_empty() {
+        return true;
+    }
+    pattern.split(',').any(|alt| {
+        let alt = alt.trim();
+        if alt == "-" {
+            value.is_empty()
+        } else {
+            glob_match(alt, value)
+        }
+    })
+}
+
+/// One `objects` item of an ignore binding (Kyverno / kubectl-sigstore shape).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectReference {
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub namespace: String,
+}
+
+impl ObjectReference {
+    pub fn matches(&self, id: &ObjectIdentity) -> bool {
+        object_pattern_match(&self.group, &id.group)
+            && object_pattern_match(&self.version, &id.version)
+            && object_pattern_match(&self.kind, &id.kind)
+            && object_pattern_match(&self.name, &id.name)
+            && object_pattern_match(&self.namespace, id.namespace.as_deref().unwrap_or(""))
+    }
+}
+
+/// Kyverno `kinds` entry: `Kind`, `version/Kind` or `group/version/Kind`, each part a
+/// wildcard; `Kind/subresource` forms never match an object.
+fn kind_matches(pattern: &str, id: &ObjectIdentity) -> bool {
+    let parts: Vec<&str> = pattern.split('/').collect();
+    match parts.as_slice() {
+        [kind] => glob_match(kind, &id.kind),
+        [first, second] => {
+            // `v1/Pod` (version/kind) or `Pod/status` (kind/subresource): a subresource
+            // is not an object, so only the version form can match.
+            !second.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+                && glob_match(first, &id.version)
+                && glob_match(second, &id.kind)
+        }
+        [group, version, kind] => {
+            glob_match(group, &id.group) && glob_match(version, &id.version) && glob_match(kind, &id.kind)
+        }
+        _ => false,
+    }
+}
+
+/// `resources` of a Kyverno resource filter.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ResourceDescription {
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    /// Deprecated single name.
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub names: Vec<String>,
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+    #[serde(default)]
+    pub annotations: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    pub operations: Vec<String>,
+    /// Label selectors need the cluster (namespaces) or are not supported yet: a rule
+    /// using them is refused when loaded.
+    #[serde(default)]
+    pub selector: Option<Value>,
+    #[serde(default)]
+    pub namespace_selector: Option<Value>,
+}
+
+/// A subject of a Kyverno filter.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Subject {
+    pub kind: String,
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub api_group: Option<String>,
+}
+
+/// One Kyverno resource filter (an item of `any`/`all`, or the legacy inline form).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ResourceFilter {
+    #[serde(default)]
+    pub resources: Option<ResourceDescription>,
+    #[serde(default)]
+    pub subjects: Vec<Subject>,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    #[serde(default)]
+    pub cluster_roles: Vec<String>,
+}
+
+/// Kyverno `match` / `exclude`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MatchResources {
+    #[serde(default)]
+    pub any: Vec<ResourceFilter>,
+    #[serde(default)]
+    pub all: Vec<ResourceFilter>,
+    #[serde(default)]
+    pub resources: Option<ResourceDescription>,
+    #[serde(default)]
+    pub subjects: Vec<Subject>,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    #[serde(default)]
+    pub cluster_roles: Vec<String>,
+}
+
+impl ResourceDescription {
+    /// Field names (relative) that cannot be evaluated, for the loader to refuse.
+    pub fn unsupported(&self) -> Option<&'static str> {
+        if self.selector.is_some() {
+            Some("selector")
+        } else if self.namespace_selector.is_some() {
+            Some("namespaceSelector")
+        } else {
+            None
+        }
+    }
+
+    fn matches(&self, object: &Value, id: &ObjectIdentity, ctx: &RequestContext) -> bool {
+        if !self.kinds.is_empty() && !self.kinds.iter().any(|k| kind_matches(k, id)) {
+            return false;
+        }
+        let names: Vec<&String> = self.names.iter().chain(self.name.iter()).collect();
+        if !names.is_empty() && !names.iter().any(|n| glob_match(n, &id.name)) {
+            return false;
+        }
+        if !self.namespaces.is_empty() {
+            let Some(ns) = &id.namespace else {
+                return false;
+            };
+            if !self.namespaces.iter().any(|n| glob_match(n, ns)) {
+                return false;
+            }
+        }
+        if !self.operations.is_empty()
+            && !self.operations.iter().any(|o| o.eq_ignore_ascii_case(&ctx.operation))
+        {
+            return false;
+        }
+        if let Some(want) = &self.annotations {
+            let have = object
+                .get("metadata")
+                .and_then(|m| m.get("annotations"))
+                .and_then(Value::as_object);
+            for (key, pattern) in want {
+                let found = have.and_then(|h| h.get(key)).and_then(Value::as_str);
+                let pattern = pattern.as_str().unwrap_or_default();
+                if !found.is_some_and(|v| glob_match(pattern, v)) {
+                    return false;
+                }
+            }
+        }
+        // Unsupported selectors are refused at load time; never reached with one set.
+        self.unsupported().is_none()
+    }
+}
+
+impl Subject {
+    fn matches(&self, user: &UserInfo) -> bool {
+        match self.kind.as_str() {
+            "User" => glob_match(&self.name, &user.username),
+            "Group" => user.groups.iter().any(|g| glob_match(&self.name, g)),
+            "ServiceAccount" => {
+                let ns = self.namespace.as_deref().unwrap_or("*");
+                glob_match(
+                    &format!("system:serviceaccount:{ns}:{}", self.name),
+                    &user.username,
+                )
+            }
+            _ => false,
+        }
+    }
+}
+
+fn user_matches(
+    subjects: &[Subject],
+    roles: &[String],
+    cluster_roles: &[String],
+    ctx: &RequestContext,
+) -> bool {
+    if subjects.is_empty() && roles.is_empty() && cluster_roles.is_empty() {
+        return true;
+    }
+    let Some(user) = &ctx.user else {
+        return false;
+    };
+    (subjects.is_empty() || subjects.iter().any(|s| s.matches(user)))
+        && (roles.is_empty() || roles.iter().any(|r| user.roles.contains(r)))
+        && (cluster_roles.is_empty() || cluster_roles.iter().any(|r| user.cluster_roles.contains(r)))
+}
+
+impl ResourceFilter {
+    fn matches(&self, object: &Value, id: &ObjectIdentity, ctx: &RequestContext) -> bool {
+        self.resources
+            .as_ref()
+            .is_none_or(|r| r.matches(object, id, ctx))
+            && user_matches(&self.subjects, &self.roles, &self.cluster_roles, ctx)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.resources.is_none()
+            && self.subjects.is_empty()
+            && self.roles.is_empty()
+            && self.cluster_roles.is_empty()
+    }
+}
+
+impl MatchResources {
+    /// Every resource description, for load-time checks.
+    pub fn descriptions(&self) -> impl Iterator<Item = &ResourceDescription> {
+        self.any
+            .iter()
+            .chain(&self.all)
+            .filter_map(|f| f.resources.as_ref())
+            .chain(self.resources.iter())
+    }
+
+    /// True if nothing is specified (an empty block).
+    pub fn is_empty(&self) -> bool {
+        self.any.is_empty() && self.all.is_empty() && self.legacy().is_empty()
+    }
+
+    fn legacy(&self) -> ResourceFilter {
+        ResourceFilter {
+            resources: self.resources.clone(),
+            subjects: self.subjects.clone(),
+            roles: self.roles.clone(),
+            cluster_roles: self.cluster_roles.clone(),
+        }
+    }
+
+    /// Kyverno semantics: `any` — one filter matches; `all` — every filter matches; the
+    /// legacy inline form is one filter. Several forms given: all of them must hold. An
+    /// empty block matches nothing.
+    pub fn matches(&self, object: &Value, id: &ObjectIdentity, ctx: &RequestContext) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        let legacy = self.legacy();
+        (self.any.is_empty() || self.any.iter().any(|f| f.matches(object, id, ctx)))
+            && (self.all.is_empty() || self.all.iter().all(|f| f.matches(object, id, ctx)))
+            && (legacy.is_empty() || legacy.matches(object, id, ctx))
+    }
+}
+
+/// Which objects a rule applies to.
+#[derive(Debug, Clone, Default)]
+pub struct RuleSelector {
+    /// `None`: every object.
+    pub include: Option<MatchResources>,
+    pub exclude: Option<MatchResources>,
+}
+
+impl RuleSelector {
+    pub fn applies_to(&self, object: &Value, id: &ObjectIdentity, ctx: &RequestContext) -> bool {
+        self.include
+            .as_ref()
+            .is_none_or(|m| m.matches(object, id, ctx))
+            && !self
+                .exclude
+                .as_ref()
+                .is_some_and(|m| m.matches(object, id, ctx))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn service(name: &str, ns: Option<&str>) -> (Value, ObjectIdentity) {
+        let mut v = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}});
+        if let Some(ns) = ns {
+            v["metadata"]["namespace"] = json!(ns);
+        }
+        let id = ObjectIdentity::of(&v).unwrap();
+        (v, id)
+    }
+
+    fn filter(yaml: &str) -> MatchResources {
+        serde_yaml_ng::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn glob_matches_whole_value_with_stars_and_question_marks() {
+        assert!(glob_match("test*", "test-service"));
+        assert!(glob_match("*", ""));
+        assert!(glob_match("a?c", "abc"));
+        assert!(!glob_match("test*", "my-test"));
+        assert!(!glob_match("a*b", "a-b-c"));
+        assert!(glob_match("a*b*c", "a-b-c"));
+    }
+
+    #[test]
+    fn kinds_match_by_kind_version_and_group() {
+        let (_, id) = service("s", None);
+        assert!(kind_matches("Service", &id));
+        assert!(kind_matches("v1/Service", &id));
+        assert!(kind_matches("*/Service", &id));
+        assert!(!kind_matches("Service/status", &id));
+        assert!(!kind_matches("apps/v1/Service", &id));
+    }
+
+    #[test]
+    fn any_filter_with_kinds_and_name_pattern() {
+        let m = filter("any:\n- resources:\n    kinds: [Service]\n    name: test*\n");
+        let ctx = RequestContext::default();
+        let (v, id) = service("test-service", None);
+        assert!(m.matches(&v, &id, &ctx));
+        let (v, id) = service("other", None);
+        assert!(!m.matches(&v, &id, &ctx));
+    }
+
+    #[test]
+    fn namespaces_never_match_cluster_scoped_objects() {
+        let m = filter("resources:\n  kinds: [Service]\n  namespaces: [prod-*]\n");
+        let ctx = RequestContext::default();
+        let (v, id) = service("s", Some("prod-1"));
+        assert!(m.matches(&v, &id, &ctx));
+        let (v, id) = service("s", None);
+        assert!(!m.matches(&v, &id, &ctx));
+    }
+
+    #[test]
+    fn subject_filters_never_match_without_a_requesting_user() {
+        let m = filter(
+            "any:\n- resources:\n    kinds: [Service]\n  subjects:\n  - kind: ServiceAccount\n    namespace: kube-system\n    name: replicaset-controller\n",
+        );
+        let (v, id) = service("s", None);
+        assert!(!m.matches(&v, &id, &RequestContext::default()));
+        let ctx = RequestContext {
+            operation: "CREATE".into(),
+            user: Some(UserInfo {
+                username: "system:serviceaccount:kube-system:replicaset-controller".into(),
+                ..UserInfo::default()
+            }),
+        };
+        assert!(m.matches(&v, &id, &ctx));
+    }
+
+    #[test]
+    fn excluded_objects_are_not_selected() {
+        let sel = RuleSelector {
+            include: Some(filter("resources:\n  kinds: [Service]\n")),
+            exclude: Some(filter("resources:\n  names: [skip-*]\n")),
+        };
+        let ctx = RequestContext::default();
+        let (v, id) = service("skip-me", None);
+        assert!(!sel.applies_to(&v, &id, &ctx));
+        let (v, id) = service("keep", None);
+        assert!(sel.applies_to(&v, &id, &ctx));
+    }
+
+    #[test]
+    fn object_references_use_upstream_match_pattern() {
+        let r = ObjectReference {
+            kind: "ConfigMap,Secret".into(),
+            namespace: "-".into(),
+            ..ObjectReference::default()
+        };
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
+        assert!(r.matches(&ObjectIdentity::of(&cm).unwrap()));
+        let cm_ns = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "x"}});
+        assert!(!r.matches(&ObjectIdentity::of(&cm_ns).unwrap()));
+    }
+}
