@@ -50,6 +50,7 @@ pub mod annotations;
 pub mod cli;
 pub mod limits;
 pub mod manifest;
+pub mod policy;
 pub mod signing;
 pub mod trust;
 pub mod verify;

@@ -127,3 +127,107 @@ fn cli_refuses_an_expiry_in_the_past() {
         .code(2)
         .stderr(predicate::str::contains("not in the future"));
 }
+
+mod max_age {
+    use super::common::fixture;
+    use mansign::Limits;
+    use mansign::manifest::load_inputs;
+    use mansign::trust::TrustRoot;
+    use mansign::verify::{
+        Attestor, IdentityPolicy, KeylessAttestor, Rejection, TrustedKey, Verifier,
+    };
+    use std::sync::Arc;
+
+    /// The 2022 keyless fixture: set 1 by hirokuni.kitahara1@ibm.com (GitHub OAuth),
+    /// logged at 2022-06-17T07:55:09Z.
+    fn keyless_fixture() -> Option<(Vec<mansign::manifest::Document>, Verifier)> {
+        let file = fixture(
+            "k8s-manifest-sigstore/pkg/k8smanifest/testdata/sample-configmap-keyless-multi-signed.yaml",
+        )?;
+        let root = fixture(
+            "k8s-manifest-sigstore/_external/sigstore-cosign-v3.0.4/pkg/cosign/testdata/trusted_root_pgi.json",
+        )?;
+        let trust = Arc::new(TrustRoot::from_file(root).unwrap());
+        let identity = IdentityPolicy::builder()
+            .subject("hirokuni.kitahara1@ibm.com")
+            .issuer("https://github.com/login/oauth")
+            .build()
+            .unwrap();
+        let docs = load_inputs(&[file], &Limits::default())
+            .unwrap()
+            .remove(0)
+            .documents;
+        Some((
+            docs,
+            Verifier::new(vec![Attestor::Keyless(KeylessAttestor::new(
+                trust, identity,
+            ))]),
+        ))
+    }
+
+    #[test]
+    fn signature_younger_than_max_age_passes() {
+        let Some((docs, verifier)) = keyless_fixture() else {
+            return;
+        };
+        let verifier = verifier
+            .with_clock("2022-06-17T08:55:00Z".parse().unwrap())
+            .with_max_age(jiff::SignedDuration::from_hours(1));
+        let verdict = verifier.verify_documents(&docs);
+        assert!(verdict.is_verified(), "{}", verdict.documents[0]);
+    }
+
+    #[test]
+    fn signature_older_than_max_age_is_rejected() {
+        let Some((docs, verifier)) = keyless_fixture() else {
+            return;
+        };
+        let verifier = verifier
+            .with_clock("2022-06-17T08:55:10Z".parse().unwrap())
+            .with_max_age(jiff::SignedDuration::from_hours(1));
+        let verdict = verifier.verify_documents(&docs);
+        match &verdict.documents[0].result {
+            Err(Rejection::NoTrustedSignature { attempts }) => {
+                let all = attempts.join("\n");
+                assert!(
+                    all.contains("signed at 2022-06-17T07:55:09Z, older than the maximum age"),
+                    "{all}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn key_signature_without_log_time_fails_a_max_age() {
+        let (Some(file), Some(key)) = (
+            fixture(
+                "k8s-manifest-sigstore/pkg/k8smanifest/testdata/sample-configmap-multi-signed.yaml",
+            ),
+            fixture("k8s-manifest-sigstore/derived/pkg/k8smanifest/testdata/testpub.pem"),
+        ) else {
+            return;
+        };
+        let pem = std::fs::read_to_string(key).unwrap();
+        let docs = load_inputs(&[file], &Limits::default())
+            .unwrap()
+            .remove(0)
+            .documents;
+        let verifier = Verifier::new(vec![Attestor::Key(
+            TrustedKey::from_pem("K1", &pem).unwrap(),
+        )]);
+        assert!(verifier.verify_documents(&docs).is_verified());
+        let verdict = verifier
+            .with_max_age(jiff::SignedDuration::from_hours(24 * 365 * 100))
+            .verify_documents(&docs);
+        match &verdict.documents[0].result {
+            Err(Rejection::NoTrustedSignature { attempts }) => {
+                assert!(
+                    attempts.join("\n").contains("no transparency-log time"),
+                    "{attempts:?}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -314,3 +314,67 @@ fn kubectl_get_list_output_verifies_item_by_item() {
     assert_eq!(verdict.documents.len(), 1);
     assert!(verdict.is_verified(), "{}", verdict.documents[0]);
 }
+
+#[test]
+fn cli_verifies_kubectl_get_output_with_profile_and_namespace_binding() {
+    use common::{key_pair, mansign, write};
+    use predicates::prelude::*;
+    let dir = tempfile::tempdir().unwrap();
+    let (key, pubkey) = key_pair(dir.path(), "cosign");
+    // Signed without a namespace: applied with `kubectl apply -n team-a`.
+    let input = write(
+        dir.path(),
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  key: value\n",
+    );
+    mansign()
+        .args(["sign", "-f"])
+        .arg(&input)
+        .arg("--key")
+        .arg(&key)
+        .assert()
+        .success();
+    let signed_text = std::fs::read_to_string(dir.path().join("cm.yaml.signed")).unwrap();
+    let mut live = parse_documents(&signed_text, &Limits::default())
+        .unwrap()
+        .remove(0)
+        .1;
+    live["metadata"]["namespace"] = json!("team-a");
+    let live = with_server_metadata(live);
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": [live]});
+    let got = write(dir.path(), "live.yaml", &mansign::manifest::to_yaml(&list));
+    let verify = |extra: &[&str]| {
+        let mut cmd = mansign();
+        cmd.args(["verify", "-f"])
+            .arg(&got)
+            .arg("--key")
+            .arg(&pubkey)
+            .args(extra);
+        cmd.assert()
+    };
+    verify(&[])
+        .code(1)
+        .stdout(predicate::str::contains("metadata.uid added"));
+    verify(&["--ignore-profile", "kubernetes"])
+        .code(1)
+        .stdout(predicate::str::contains("metadata.namespace added"));
+    verify(&[
+        "--ignore-profile",
+        "kubernetes",
+        "--bind-namespace",
+        "team-b",
+    ])
+    .code(1);
+    verify(&[
+        "--ignore-profile",
+        "kubernetes",
+        "--bind-namespace",
+        "team-a",
+    ])
+    .success();
+    verify(&["--ignore-profile", "kyverno-compat"])
+        .success()
+        .stderr(predicate::str::contains(
+            "warning: --ignore-profile kyverno-compat",
+        ));
+}

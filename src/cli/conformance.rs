@@ -201,8 +201,7 @@ fn verify(args: VerifyBundleArgs) -> anyhow::Result<Outcome> {
         // clap enforces one of the two forms; this is the fallback, not a path users take.
         _ => bail!("give --certificate-identity and --certificate-oidc-issuer, or --key"),
     };
-    let bundle = SigstoreBundle::from_file(&args.bundle, &limits)
-        .with_context(|| format!("bundle {}", args.bundle.display()))?;
+    let bundle = SigstoreBundle::from_file(&args.bundle, &limits)?;
     let artifact = ArtifactArgument::parse(&args.artifact)?;
     let artifact = match &artifact {
         ArtifactArgument::File(path) => BundleArtifact::File(path),

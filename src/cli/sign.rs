@@ -100,7 +100,7 @@ pub struct KeylessArgs {
     /// OIDC identity token, or `@FILE` to read it from a file. Default: SIGSTORE_ID_TOKEN,
     /// then CI credentials (GitHub Actions, GitLab, Buildkite, CircleCI), then an
     /// interactive sign-in.
-    #[arg(long, value_name = "TOKEN|@FILE", value_parser = parse_secret)]
+    #[arg(long, value_name = "TOKEN|@FILE", value_parser = parse_secret, conflicts_with = "key")]
     pub identity_token: Option<Secret>,
 
     /// Audience the token must be issued for (and requested from CI token endpoints).
@@ -116,7 +116,7 @@ pub struct KeylessArgs {
     pub oidc_client_id: String,
 
     /// Do not open a browser for the sign-in: print the URL to open instead.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "key")]
     pub no_browser: bool,
 
     /// Fulcio base URL.
@@ -203,6 +203,9 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
             "keyless signing needs the transparency log: without a Rekor entry nobody can \
              verify the short-lived certificate later (drop --tlog-upload=false, or sign with --key)"
         );
+    }
+    if args.bundle_out.is_some() && !tlog_upload {
+        bail!("--bundle-out needs --tlog-upload (a Sigstore bundle carries the Rekor entry)");
     }
     let trust = trust_root(&args, keyless)?;
 

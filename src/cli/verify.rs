@@ -3,7 +3,7 @@
 use super::Outcome;
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
-use crate::manifest::load_inputs;
+use crate::manifest::{IgnoreProfile, Tolerances, load_inputs, parse_duration};
 use crate::trust::TrustRoot;
 use crate::verify::{
     Attestor, Claim, IdentityPolicy, IdentityPolicyError, KeylessAttestor, TrustedKey, Verifier,
@@ -26,6 +26,28 @@ pub struct VerifyArgs {
     /// Signed manifest file, directory (recursive, *.yaml and *.yml) or `-` for stdin. Repeatable.
     #[arg(short = 'f', long = "filename", required = true, value_name = "PATH")]
     pub inputs: Vec<PathBuf>,
+
+    /// Differences tolerated for live objects (`kubectl get -o yaml` output): `none`
+    /// (files; default), `kubernetes` (server-populated metadata, status, server-assigned
+    /// fields and exact defaults; anchored), `kyverno-compat` (Kyverno's defaults with its
+    /// unanchored matching; migration only, over-matches).
+    #[arg(long, value_enum, default_value_t = IgnoreProfile::None, value_name = "PROFILE")]
+    pub ignore_profile: IgnoreProfile,
+
+    /// Accept container images pinned to a digest after signing (`x:tag` signed,
+    /// `x:tag@sha256:<digest>` found), and no other image change.
+    #[arg(long)]
+    pub allow_digest_pinning: bool,
+
+    /// Accept a document signed without a namespace in this namespace. Repeatable. A
+    /// signed namespace is never rebound.
+    #[arg(long = "bind-namespace", value_name = "NAMESPACE")]
+    pub bind_namespaces: Vec<String>,
+
+    /// Reject signatures whose transparency-log time is older than this (`90s`, `30m`,
+    /// `4h`, `7d`); signatures without a log time (key, no bundle) are rejected too.
+    #[arg(long, value_name = "DURATION")]
+    pub max_age: Option<String>,
 
     /// Trusted public key (PEM, `cosign.pub`). Repeatable, or comma-separated; a
     /// signature made by any one of them is accepted.
@@ -122,9 +144,24 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
         attestors
     };
     let files = load_inputs(&args.inputs, &limits)?;
-    let verifier = Verifier::new(attestors)
+    if args.ignore_profile == IgnoreProfile::KyvernoCompat {
+        eprintln!(
+            "warning: --ignore-profile kyverno-compat matches fields as unanchored regexes \
+             (e.g. `status` also hides `data.status`); use it only to migrate Kyverno policies"
+        );
+    }
+    let mut verifier = Verifier::new(attestors)
         .with_domain(domain)
-        .with_limits(limits);
+        .with_limits(limits)
+        .with_tolerances(Tolerances {
+            profile: args.ignore_profile,
+            digest_pinning: args.allow_digest_pinning,
+            namespace_binding: args.bind_namespaces.clone(),
+        });
+    if let Some(spec) = &args.max_age {
+        let max_age = parse_duration(spec).map_err(|e| anyhow::anyhow!("--max-age: {e}"))?;
+        verifier = verifier.with_max_age(max_age);
+    }
     let verdict = verifier.verify_documents(files.iter().flat_map(|f| &f.documents));
     match args.output {
         OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&verdict.to_json())?),

@@ -186,7 +186,13 @@ mod tests {
 
     #[test]
     fn partial_wildcards_and_empty_segments_are_refused() {
-        for f in ["spec.contain*.image", "metadata.labels.app*", "a..b", "*", ""] {
+        for f in [
+            "spec.contain*.image",
+            "metadata.labels.app*",
+            "a..b",
+            "*",
+            "",
+        ] {
             assert!(translate_upstream_field(f).is_err(), "{f:?}");
         }
     }

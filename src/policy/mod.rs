@@ -405,10 +405,12 @@ impl LoadContext<'_> {
         if let Some(t) = &self.default_trust {
             return Ok(t.clone());
         }
-        let root = Arc::new(TrustRoot::public_good().map_err(|source| PolicyError::TrustRoot {
-            at: at.clone(),
-            source,
-        })?);
+        let root = Arc::new(
+            TrustRoot::public_good().map_err(|source| PolicyError::TrustRoot {
+                at: at.clone(),
+                source,
+            })?,
+        );
         self.default_trust = Some(root.clone());
         Ok(root)
     }

@@ -118,12 +118,17 @@ fn kind_matches(pattern: &str, id: &ObjectIdentity) -> bool {
         [first, second] => {
             // `v1/Pod` (version/kind) or `Pod/status` (kind/subresource): a subresource
             // is not an object, so only the version form can match.
-            !second.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+            !second
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_lowercase())
                 && glob_match(first, &id.version)
                 && glob_match(second, &id.kind)
         }
         [group, version, kind] => {
-            glob_match(group, &id.group) && glob_match(version, &id.version) && glob_match(kind, &id.kind)
+            glob_match(group, &id.group)
+                && glob_match(version, &id.version)
+                && glob_match(kind, &id.kind)
         }
         _ => false,
     }
@@ -227,7 +232,10 @@ impl ResourceDescription {
             }
         }
         if !self.operations.is_empty()
-            && !self.operations.iter().any(|o| o.eq_ignore_ascii_case(&ctx.operation))
+            && !self
+                .operations
+                .iter()
+                .any(|o| o.eq_ignore_ascii_case(&ctx.operation))
         {
             return false;
         }
@@ -280,7 +288,8 @@ fn user_matches(
     };
     (subjects.is_empty() || subjects.iter().any(|s| s.matches(user)))
         && (roles.is_empty() || roles.iter().any(|r| user.roles.contains(r)))
-        && (cluster_roles.is_empty() || cluster_roles.iter().any(|r| user.cluster_roles.contains(r)))
+        && (cluster_roles.is_empty()
+            || cluster_roles.iter().any(|r| user.cluster_roles.contains(r)))
 }
 
 impl ResourceFilter {

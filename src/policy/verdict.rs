@@ -82,7 +82,10 @@ impl fmt::Display for ObjectVerdict {
             }
             let result = match &r.verdict.result {
                 Ok(ok) if ok.entries.is_empty() => {
-                    format!("verified (signature set {}, {})", ok.signature_set, ok.signer)
+                    format!(
+                        "verified (signature set {}, {})",
+                        ok.signature_set, ok.signer
+                    )
                 }
                 Ok(ok) => format!(
                     "verified ({})",

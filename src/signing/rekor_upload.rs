@@ -149,13 +149,28 @@ impl EntryRequest {
             ("hash algorithm", "/spec/data/hash/algorithm"),
             ("hash", "/spec/data/hash/value"),
             ("signature", "/spec/signature/content"),
-            ("public key", "/spec/signature/publicKey/content"),
         ] {
             if body.pointer(pointer) != want.pointer(pointer) {
                 return Err(RekorError::EntryMismatch { field });
             }
         }
-        Ok(())
+        // Rekor stores its own PEM encoding of the key or certificate (Go's encoder), so
+        // compare what the PEM holds, not its bytes.
+        let logged = body
+            .pointer("/spec/signature/publicKey/content")
+            .and_then(|v| v.as_str())
+            .and_then(|b64| STANDARD.decode(b64).ok())
+            .and_then(|text| pem::parse(text).ok());
+        match (logged, pem::parse(&self.verifier_pem)) {
+            (Some(logged), Ok(ours))
+                if logged.tag() == ours.tag() && logged.contents() == ours.contents() =>
+            {
+                Ok(())
+            }
+            _ => Err(RekorError::EntryMismatch {
+                field: "public key",
+            }),
+        }
     }
 }
 

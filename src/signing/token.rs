@@ -137,6 +137,9 @@ pub struct AmbientEnvironment {
     pub sigstore_id_token: Option<Secret>,
     /// Both GitHub Actions variables, when both are set.
     pub github_actions: Option<GitHubTokenRequest>,
+    /// Running in GitHub Actions (`GITHUB_ACTIONS=true`): without the two variables above
+    /// that means the job lacks `permissions: id-token: write`.
+    pub in_github_actions: bool,
     /// Ask `ambient-id` for GitLab, Buildkite and CircleCI tokens (it reads the process
     /// environment itself).
     pub detect_other_ci: bool,
@@ -159,6 +162,7 @@ impl AmbientEnvironment {
         AmbientEnvironment {
             sigstore_id_token: var(SIGSTORE_ID_TOKEN).map(Secret::new),
             github_actions,
+            in_github_actions: var("GITHUB_ACTIONS").is_some_and(|v| v == "true"),
             detect_other_ci: true,
         }
     }
@@ -344,6 +348,12 @@ pub enum TokenError {
         expected: String,
         found: String,
     },
+    #[error(
+        "running in GitHub Actions, but {ACTIONS_ID_TOKEN_REQUEST_URL} and \
+         {ACTIONS_ID_TOKEN_REQUEST_TOKEN} are not set: give the job \
+         `permissions: id-token: write` (or pass --identity-token)"
+    )]
+    GitHubNoPermission,
     #[error("GitHub Actions token request: {ACTIONS_ID_TOKEN_REQUEST_URL} is not a URL: {reason}")]
     GitHubUrl { reason: String },
     #[error("GitHub Actions token request failed after {attempts} attempt(s): {source}")]
@@ -446,6 +456,9 @@ async fn find_token(
     if let Some(gh) = &env.github_actions {
         let jwt = github_actions_token(&http, gh, &options.audience, options.retry).await?;
         return Ok((jwt, TokenSource::GitHubActions));
+    }
+    if env.in_github_actions {
+        return Err(TokenError::GitHubNoPermission);
     }
     if env.detect_other_ci {
         let provider = ci_provider_from_env();
@@ -646,6 +659,7 @@ mod tests {
                 url: "https://x".into(),
                 bearer: Secret::new("bearer-secret"),
             }),
+            in_github_actions: true,
             detect_other_ci: false,
         };
         let dbg = format!("{env:?}");
@@ -653,5 +667,37 @@ mod tests {
             !dbg.contains("bearer-secret") && !dbg.contains("\"tok\""),
             "{dbg}"
         );
+    }
+
+    #[test]
+    fn github_actions_without_id_token_permission_is_named() {
+        let env = AmbientEnvironment {
+            in_github_actions: true,
+            ..AmbientEnvironment::none()
+        };
+        let err =
+            acquire_token_blocking(&TokenOptions::default(), &env, &super::super::SilentPrompt)
+                .unwrap_err();
+        assert!(matches!(err, TokenError::GitHubNoPermission), "{err}");
+        assert!(err.to_string().contains("id-token: write"), "{err}");
+    }
+
+    #[test]
+    fn an_explicit_token_wins_over_the_environment() {
+        let fresh = jwt(
+            serde_json::json!({"iss": "https://i", "sub": "flag", "aud": "sigstore", "exp": 4_000_000_000u64}),
+        );
+        let options = TokenOptions {
+            identity_token: Some(Secret::new(fresh)),
+            ..TokenOptions::default()
+        };
+        let env = AmbientEnvironment {
+            sigstore_id_token: Some(Secret::new("not-used")),
+            in_github_actions: true,
+            ..AmbientEnvironment::none()
+        };
+        let got = acquire_token_blocking(&options, &env, &super::super::SilentPrompt).unwrap();
+        assert_eq!(got.source(), &TokenSource::Argument);
+        assert_eq!(got.subject(), "flag");
     }
 }

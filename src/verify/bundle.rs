@@ -308,9 +308,12 @@ impl SigstoreBundle {
     pub fn from_file(path: impl AsRef<Path>, limits: &Limits) -> Result<Self, BundleError> {
         let path = path.as_ref();
         let bytes = read_bounded("bundle", path, limits.max_input_bytes)?;
-        let json = String::from_utf8(bytes)
-            .map_err(|_| BundleError::MalformedBundle("not UTF-8 JSON".into()))?;
-        Self::from_json(&json)
+        let named =
+            |reason: String| BundleError::MalformedBundle(format!("{}: {reason}", path.display()));
+        let json = String::from_utf8(bytes).map_err(|_| named("not UTF-8 JSON".into()))?;
+        Bundle::from_json(&json)
+            .map(|inner| SigstoreBundle { inner })
+            .map_err(|e| named(e.to_string()))
     }
 
     /// The bundle's media type, e.g. `application/vnd.dev.sigstore.bundle.v0.3+json`.
@@ -367,8 +370,10 @@ impl fmt::Display for VerifiedBundle {
         if self.transparency_log_verified {
             f.write_str(", transparency log inclusion verified")?;
         }
-        if !self.verified_times.is_empty() {
-            let times: Vec<String> = self.verified_times.iter().map(|t| t.to_string()).collect();
+        // A TSA time and a Rekor integrated time are often the same second; say it once.
+        let mut times: Vec<String> = self.verified_times.iter().map(|t| t.to_string()).collect();
+        times.dedup();
+        if !times.is_empty() {
             write!(f, ", signing time {}", times.join(", "))?;
         }
         Ok(())

@@ -85,6 +85,8 @@ pub struct Verifier {
     tolerances: Tolerances,
     /// Fixed "now" for freshness checks (tests, replays); the system clock when unset.
     clock: Option<jiff::Timestamp>,
+    /// Oldest acceptable transparency-log time of a signature (`--max-age`).
+    max_age: Option<jiff::SignedDuration>,
 }
 
 impl Verifier {
@@ -107,6 +109,7 @@ impl Verifier {
             ignore: IgnoreFields::none(),
             tolerances: Tolerances::default(),
             clock: None,
+            max_age: None,
         }
     }
 
@@ -136,6 +139,40 @@ impl Verifier {
     pub fn with_clock(mut self, now: jiff::Timestamp) -> Self {
         self.clock = Some(now);
         self
+    }
+
+    /// Rejects signatures whose Rekor integrated time is older than `max_age` (no replay
+    /// of old signed versions). A signature without transparency-log time (key-signed,
+    /// no bundle) cannot prove its age and is rejected too.
+    pub fn with_max_age(mut self, max_age: jiff::SignedDuration) -> Self {
+        self.max_age = Some(max_age);
+        self
+    }
+
+    fn now(&self) -> jiff::Timestamp {
+        self.clock.unwrap_or_else(jiff::Timestamp::now)
+    }
+
+    /// The max-age check for one signer; `Err` says why it is too old.
+    fn check_age(&self, signer: &SignerInfo) -> Result<(), String> {
+        let Some(max_age) = self.max_age else {
+            return Ok(());
+        };
+        let Some(signed_at) = signer.logged_at() else {
+            return Err(format!(
+                "no transparency-log time to check the maximum age ({max_age:#}) against"
+            ));
+        };
+        let oldest = self
+            .now()
+            .checked_sub(max_age)
+            .map_err(|e| format!("maximum age {max_age:#}: {e}"))?;
+        if signed_at < oldest {
+            return Err(format!(
+                "signed at {signed_at}, older than the maximum age {max_age:#}"
+            ));
+        }
+        Ok(())
     }
 
     /// Verifies every document; the run passes only if every document does.
@@ -179,6 +216,12 @@ impl Verifier {
                 let Some(first) = entries.first() else {
                     return Err(Rejection::NoAttestors);
                 };
+                for e in &entries {
+                    self.check_age(&e.signer)
+                        .map_err(|reason| Rejection::TooOld {
+                            reason: format!("signature set {}: {reason}", e.signature_set),
+                        })?;
+                }
                 let accepted = Verified {
                     signature_set: first.signature_set,
                     signer: first.signer.clone(),
@@ -195,7 +238,10 @@ impl Verifier {
         let mut accepted = None;
         'sets: for set in &signed.sets {
             for attestor in attestors {
-                match attestor.check(&signed.message, set) {
+                match attestor
+                    .check(&signed.message, set)
+                    .and_then(|signer| self.check_age(&signer).map(|_| signer))
+                {
                     Ok(signer) => {
                         accepted = Some((set.index, signer));
                         break 'sets;
@@ -260,7 +306,7 @@ impl Verifier {
             return Err(Rejection::Modified { diffs });
         }
         // 6. freshness: the signed expiry, if any
-        let now = self.clock.unwrap_or_else(jiff::Timestamp::now);
+        let now = self.now();
         match expiry_of(signed_doc) {
             Ok(Some(at)) if now >= at => return Err(Rejection::Expired { at: at.to_string() }),
             Ok(_) => {}

@@ -51,6 +51,22 @@ impl SignerInfo {
     }
 }
 
+impl SignerInfo {
+    /// When the transparency log recorded the signature, if it did.
+    pub fn logged_at(&self) -> Option<jiff::Timestamp> {
+        match self {
+            SignerInfo::Key {
+                transparency_log, ..
+            } => transparency_log
+                .as_ref()
+                .and_then(|r| jiff::Timestamp::from_second(r.integrated_time).ok()),
+            SignerInfo::Certificate {
+                integrated_time, ..
+            } => integrated_time.parse().ok(),
+        }
+    }
+}
+
 fn no_claims(claims: &WorkflowClaims) -> bool {
     claims.is_empty()
 }
@@ -131,6 +147,9 @@ pub enum Rejection {
     /// The signed expiry annotation is malformed: fail closed.
     #[error("signed expiry is invalid: {reason}")]
     InvalidExpiry { reason: String },
+    /// Under an attestor policy, a signature older than the maximum age.
+    #[error("signature too old: {reason}")]
+    TooOld { reason: String },
 }
 
 impl Rejection {
@@ -148,6 +167,7 @@ impl Rejection {
             Rejection::NotInMessage { .. } => "match",
             Rejection::Modified { .. } => "diff",
             Rejection::Expired { .. } | Rejection::InvalidExpiry { .. } => "expired",
+            Rejection::TooOld { .. } => "max-age",
         }
     }
 }

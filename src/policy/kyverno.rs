@@ -1,0 +1,695 @@
+//! Kyverno `ClusterPolicy` / `Policy` documents with `validate.manifests` rules.
+//!
+//! The schema is Kyverno's (`api/kyverno/v1`, research kyverno-manifests §1). What each
+//! field does in mansign (see `docs/policy.md` for the full table):
+//!
+//! * `attestors`: sets ANDed, `count` N-of-M (absent or 0: all entries), nested `attestor`
+//!   sets. A `publicKeys` holding several PEM keys becomes one entry per key before
+//!   counting, as Kyverno's `ExpandStaticKeys` does.
+//! * `keys.publicKeys`: PEM keys. Key references (`k8s://`, KMS URIs, `env://`, paths) are
+//!   refused; so are `keys.kms` and `keys.secret` (Kyverno ignores them for manifests and
+//!   then accepts any signer, research §2.10 F2).
+//! * `keyless`: `issuer`/`subject` exact, `issuerRegExp`/`subjectRegExp` anchored regexes,
+//!   `additionalExtensions` GitHub claims; verified in full against the trust root (chain,
+//!   SCT, SET). An issuer constraint is required. `roots` is refused (a bare CA list is not
+//!   a trust root: the Rekor and CT keys are missing); `rekor.url` is not contacted (the
+//!   trust root decides which logs count); `rekor.pubkey`/`ctlog.pubkey` are refused;
+//!   `rekor.ignoreTlog`/`ctlog.ignoreSCT` have no effect — mansign always checks the log
+//!   and the SCT of keyless signatures (stricter, never a wrong allow).
+//! * `certificates`, entry `annotations`, `repository`, enabled `dryRun`, signature
+//!   algorithms other than sha256: refused.
+//! * `ignoreFields`: upstream dotted fields translated to anchored patterns
+//!   ([`translate_upstream_field`](super::translate_upstream_field)); Kyverno's built-in
+//!   default list is replaced by mansign's anchored `kubernetes` profile (server-populated
+//!   metadata and `status` ignored, server-assigned fields and exact defaults tolerated
+//!   only when the signed document lacks them), and a document signed without a namespace
+//!   is accepted in the object's namespace.
+//! * `match`/`exclude`: kinds, names, namespaces, operations, annotations, subjects, roles;
+//!   label selectors are refused. A namespaced `Policy` applies to its namespace only.
+//! * A rule without `validate.manifests` is skipped with a note; it is not mansign's to
+//!   enforce.
+
+use super::selector::{MatchResources, ObjectReference, RuleSelector};
+use super::{
+    IgnoreBinding, LoadContext, Location, NamespaceBinding, PolicyError, PolicyRule, PolicySet,
+    attestor_policy, parse_public_keys, translate_upstream_field,
+};
+use crate::annotations::AnnotationDomain;
+use crate::manifest::IgnoreProfile;
+use crate::verify::{
+    AttestorEntry, AttestorSet, Claim, IdentityPolicy, IdentityPolicyError, KeylessAttestor,
+    Verifier,
+};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// A Kyverno policy document (only the fields mansign reads are typed).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KyvernoPolicyDocument {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: Metadata,
+    pub spec: Spec,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Metadata {
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Spec {
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+    /// `All` (default) or `One` (only the first matching rule applies: refused).
+    #[serde(default)]
+    pub apply_rules: Option<String>,
+}
+
+/// A rule. Fields of other rule types are kept opaque: such rules are skipped.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rule {
+    pub name: String,
+    #[serde(rename = "match", default)]
+    pub match_resources: Option<MatchResources>,
+    #[serde(default)]
+    pub exclude: Option<MatchResources>,
+    #[serde(default)]
+    pub validate: Option<Validate>,
+    #[serde(default)]
+    pub preconditions: Option<Value>,
+    #[serde(default)]
+    pub context: Option<Value>,
+    #[serde(default)]
+    pub cel_preconditions: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Validate {
+    #[serde(default)]
+    pub manifests: Option<Manifests>,
+    #[serde(default)]
+    pub failure_action: Option<String>,
+    #[serde(default)]
+    pub failure_action_overrides: Option<Value>,
+    #[serde(default)]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub pattern: Option<Value>,
+    #[serde(default)]
+    pub any_pattern: Option<Value>,
+    #[serde(default)]
+    pub deny: Option<Value>,
+    #[serde(default)]
+    pub foreach: Option<Value>,
+    #[serde(default)]
+    pub pod_security: Option<Value>,
+    #[serde(default)]
+    pub cel: Option<Value>,
+    #[serde(default)]
+    pub assert: Option<Value>,
+}
+
+/// `validate.manifests`: every field is known; anything else is an error.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Manifests {
+    #[serde(default)]
+    pub attestors: Vec<AttestorSetSpec>,
+    #[serde(default)]
+    pub annotation_domain: Option<String>,
+    #[serde(default)]
+    pub ignore_fields: Vec<IgnoreFieldsSpec>,
+    #[serde(default)]
+    pub dry_run: Option<DryRun>,
+    #[serde(default)]
+    pub repository: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AttestorSetSpec {
+    #[serde(default)]
+    pub count: Option<usize>,
+    #[serde(default)]
+    pub entries: Vec<AttestorSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AttestorSpec {
+    #[serde(default)]
+    pub keys: Option<KeysSpec>,
+    #[serde(default)]
+    pub certificates: Option<Value>,
+    #[serde(default)]
+    pub keyless: Option<KeylessSpec>,
+    #[serde(default)]
+    pub attestor: Option<AttestorSetSpec>,
+    #[serde(default)]
+    pub annotations: Option<Value>,
+    #[serde(default)]
+    pub repository: Option<String>,
+    #[serde(default)]
+    pub signature_algorithm: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KeysSpec {
+    #[serde(default)]
+    pub public_keys: Option<String>,
+    #[serde(default)]
+    pub signature_algorithm: Option<String>,
+    #[serde(default)]
+    pub kms: Option<String>,
+    #[serde(default)]
+    pub secret: Option<Value>,
+    #[serde(default)]
+    pub rekor: Option<RekorSpec>,
+    #[serde(default)]
+    pub ctlog: Option<CtlogSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KeylessSpec {
+    #[serde(default)]
+    pub subject: Option<String>,
+    #[serde(default)]
+    pub issuer: Option<String>,
+    #[serde(default)]
+    pub subject_reg_exp: Option<String>,
+    #[serde(default)]
+    pub issuer_reg_exp: Option<String>,
+    #[serde(default)]
+    pub roots: Option<String>,
+    #[serde(default)]
+    pub rekor: Option<RekorSpec>,
+    #[serde(default)]
+    pub ctlog: Option<CtlogSpec>,
+    #[serde(default)]
+    pub additional_extensions: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RekorSpec {
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub pubkey: Option<String>,
+    #[serde(default)]
+    pub ignore_tlog: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CtlogSpec {
+    #[serde(default, rename = "ignoreSCT")]
+    pub ignore_sct: Option<bool>,
+    #[serde(default)]
+    pub pubkey: Option<String>,
+    #[serde(default)]
+    pub tsa_cert_chain: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct DryRun {
+    #[serde(default)]
+    pub enable: Option<bool>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct IgnoreFieldsSpec {
+    #[serde(default)]
+    pub objects: Vec<ObjectReference>,
+    #[serde(default)]
+    pub fields: Vec<String>,
+}
+
+fn non_empty(v: &Option<String>) -> Option<&str> {
+    v.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn unsupported(at: &Location, reason: impl Into<String>) -> PolicyError {
+    PolicyError::Unsupported {
+        at: at.clone(),
+        reason: reason.into(),
+    }
+}
+
+fn invalid(at: &Location, reason: impl Into<String>) -> PolicyError {
+    PolicyError::Invalid {
+        at: at.clone(),
+        reason: reason.into(),
+    }
+}
+
+/// Only sha256 (the default) is what mansign verifies.
+pub(crate) fn check_algorithm(
+    algorithm: &Option<String>,
+    at: &Location,
+) -> Result<(), PolicyError> {
+    match non_empty(algorithm) {
+        None | Some("sha256") => Ok(()),
+        Some(other) => Err(PolicyError::SignatureAlgorithm {
+            at: at.clone(),
+            algorithm: other.to_string(),
+        }),
+    }
+}
+
+/// Loads the `validate.manifests` rules of one Kyverno policy document.
+pub(crate) fn load(
+    doc: KyvernoPolicyDocument,
+    loc: &Location,
+    ctx: &mut LoadContext<'_>,
+) -> Result<PolicySet, PolicyError> {
+    let mut set = PolicySet::default();
+    if let Some(mode) = non_empty(&doc.spec.apply_rules)
+        && mode != "All"
+    {
+        return Err(unsupported(
+            &loc.at("spec.applyRules"),
+            format!(
+                "applyRules {mode:?} is not supported (mansign applies every matching rule; \
+                 use All)"
+            ),
+        ));
+    }
+    let namespace = if doc.kind == "Policy" {
+        match non_empty(&doc.metadata.namespace) {
+            Some(ns) => Some(ns.to_string()),
+            None => {
+                return Err(invalid(
+                    &loc.at("metadata.namespace"),
+                    "a namespaced Policy needs metadata.namespace (it applies only to objects \
+                     in its namespace)",
+                ));
+            }
+        }
+    } else {
+        None
+    };
+    for (i, rule) in doc.spec.rules.into_iter().enumerate() {
+        let rule_loc = loc.at(format!("spec.rules[{i}]"));
+        let Some(validate) = &rule.validate else {
+            set.notes.push(format!(
+                "{rule_loc}: rule {:?} skipped: not a validate.manifests rule",
+                rule.name
+            ));
+            continue;
+        };
+        let Some(manifests) = &validate.manifests else {
+            set.notes.push(format!(
+                "{rule_loc}: rule {:?} skipped: not a validate.manifests rule",
+                rule.name
+            ));
+            continue;
+        };
+        if manifests.attestors.is_empty() {
+            // Kyverno's HasVerifyManifests: no attestors, no manifest rule. mansign refuses
+            // instead of skipping: a rule that verifies nothing cannot be meant.
+            return Err(invalid(
+                &rule_loc.at("validate.manifests.attestors"),
+                "a manifests rule needs at least one attestor set",
+            ));
+        }
+        let other_kinds = [
+            ("pattern", validate.pattern.is_some()),
+            ("anyPattern", validate.any_pattern.is_some()),
+            ("deny", validate.deny.is_some()),
+            ("foreach", validate.foreach.is_some()),
+            ("podSecurity", validate.pod_security.is_some()),
+            ("cel", validate.cel.is_some()),
+            ("assert", validate.assert.is_some()),
+            (
+                "failureActionOverrides",
+                validate.failure_action_overrides.is_some(),
+            ),
+        ];
+        if let Some((name, _)) = other_kinds.iter().find(|(_, present)| *present) {
+            return Err(unsupported(
+                &rule_loc.at(format!("validate.{name}")),
+                "cannot be combined with validate.manifests in a rule mansign loads",
+            ));
+        }
+        for (name, present) in [
+            ("preconditions", rule.preconditions.is_some()),
+            ("context", rule.context.is_some()),
+            ("celPreconditions", rule.cel_preconditions.is_some()),
+        ] {
+            if present {
+                return Err(unsupported(
+                    &rule_loc.at(name),
+                    "mansign does not evaluate Kyverno conditions or context; remove it or \
+                     narrow the rule with match/exclude",
+                ));
+            }
+        }
+        let selector = selector(&rule, &rule_loc)?;
+        let rule_out = load_manifests(
+            &doc.metadata.name,
+            &rule.name,
+            manifests,
+            &rule_loc.at("validate.manifests"),
+            ctx,
+            &mut set.notes,
+        )?;
+        set.rules.push(PolicyRule {
+            selector,
+            namespace: namespace.clone(),
+            location: rule_loc,
+            ..rule_out
+        });
+    }
+    if set.rules.is_empty() {
+        set.notes.push(format!(
+            "{loc}: {} {:?} has no validate.manifests rule",
+            doc.kind, doc.metadata.name
+        ));
+    }
+    Ok(set)
+}
+
+fn selector(rule: &Rule, at: &Location) -> Result<RuleSelector, PolicyError> {
+    let Some(include) = &rule.match_resources else {
+        return Err(invalid(&at.at("match"), "a rule needs match"));
+    };
+    if include.is_empty() {
+        return Err(invalid(&at.at("match"), "match selects nothing"));
+    }
+    for (name, block) in [("match", Some(include)), ("exclude", rule.exclude.as_ref())] {
+        for description in block.iter().flat_map(|b| b.descriptions()) {
+            if let Some(field) = description.unsupported() {
+                return Err(unsupported(
+                    &at.at(format!("{name}.resources.{field}")),
+                    "label selectors are not supported (mansign cannot look up namespaces); \
+                     select by kinds, names and namespaces",
+                ));
+            }
+        }
+    }
+    Ok(RuleSelector {
+        include: Some(include.clone()),
+        exclude: rule.exclude.clone(),
+    })
+}
+
+fn load_manifests(
+    policy: &str,
+    rule: &str,
+    m: &Manifests,
+    at: &Location,
+    ctx: &mut LoadContext<'_>,
+    notes: &mut Vec<String>,
+) -> Result<PolicyRule, PolicyError> {
+    if let Some(dry) = &m.dry_run
+        && dry.enable == Some(true)
+    {
+        return Err(PolicyError::DryRun {
+            at: at.at("dryRun.enable"),
+        });
+    }
+    if let Some(reference) = non_empty(&m.repository) {
+        return Err(PolicyError::Repository {
+            at: at.at("repository"),
+            reference: reference.to_string(),
+        });
+    }
+    let domain = match non_empty(&m.annotation_domain) {
+        None => AnnotationDomain::default(),
+        Some(d) => AnnotationDomain::new(d).map_err(|e| invalid(&at.at("annotationDomain"), e))?,
+    };
+    let mut sets = Vec::new();
+    for (i, spec) in m.attestors.iter().enumerate() {
+        sets.push(attestor_set(
+            spec,
+            &at.at(format!("attestors[{i}]")),
+            ctx,
+            notes,
+        )?);
+    }
+    let requirement = attestor_policy(sets, &at.at("attestors"))?;
+    let mut ignore = Vec::new();
+    for (i, binding) in m.ignore_fields.iter().enumerate() {
+        let mut fields = Vec::new();
+        for (j, field) in binding.fields.iter().enumerate() {
+            let field_at = at.at(format!("ignoreFields[{i}].fields[{j}]"));
+            fields.extend(translate_upstream_field(field).map_err(|e| invalid(&field_at, e))?);
+        }
+        ignore.push(IgnoreBinding {
+            objects: binding.objects.clone(),
+            fields,
+        });
+    }
+    Ok(PolicyRule {
+        policy: policy.to_string(),
+        rule: rule.to_string(),
+        location: at.clone(),
+        selector: RuleSelector::default(),
+        namespace: None,
+        verifier: Verifier::for_policy(requirement)
+            .with_domain(domain)
+            .with_limits(ctx.limits()),
+        ignore,
+        profile: IgnoreProfile::Kubernetes,
+        digest_pinning: false,
+        namespace_binding: NamespaceBinding::AnyNamespace,
+    })
+}
+
+fn attestor_set(
+    spec: &AttestorSetSpec,
+    at: &Location,
+    ctx: &mut LoadContext<'_>,
+    notes: &mut Vec<String>,
+) -> Result<AttestorSet, PolicyError> {
+    let mut entries = Vec::new();
+    for (j, entry) in spec.entries.iter().enumerate() {
+        entries.extend(attestor_entries(
+            entry,
+            &at.at(format!("entries[{j}]")),
+            ctx,
+            notes,
+        )?);
+    }
+    // Kyverno: count nil or 0 = every entry (after key expansion).
+    let count = spec.count.filter(|c| *c > 0);
+    AttestorSet::new(count, entries).map_err(|e| invalid(at, e.to_string()))
+}
+
+/// One Kyverno entry; several when `publicKeys` holds several keys.
+fn attestor_entries(
+    spec: &AttestorSpec,
+    at: &Location,
+    ctx: &mut LoadContext<'_>,
+    notes: &mut Vec<String>,
+) -> Result<Vec<AttestorEntry>, PolicyError> {
+    if spec.annotations.is_some() {
+        return Err(unsupported(
+            &at.at("annotations"),
+            "attestor annotations compare the object's own (unsigned) annotations, which is \
+             not an attestation; not supported",
+        ));
+    }
+    if let Some(reference) = non_empty(&spec.repository) {
+        return Err(PolicyError::Repository {
+            at: at.at("repository"),
+            reference: reference.to_string(),
+        });
+    }
+    check_algorithm(&spec.signature_algorithm, &at.at("signatureAlgorithm"))?;
+    let kinds = [
+        spec.keys.is_some(),
+        spec.certificates.is_some(),
+        spec.keyless.is_some(),
+        spec.attestor.is_some(),
+    ];
+    if kinds.iter().filter(|k| **k).count() != 1 {
+        return Err(invalid(
+            at,
+            "an entry needs exactly one of keys, certificates, keyless, attestor",
+        ));
+    }
+    if spec.certificates.is_some() {
+        return Err(unsupported(
+            &at.at("certificates"),
+            "certificate attestors are not supported yet; use keys (the certificate's public \
+             key) or keyless",
+        ));
+    }
+    if let Some(nested) = &spec.attestor {
+        return Ok(vec![AttestorEntry::Nested(attestor_set(
+            nested,
+            &at.at("attestor"),
+            ctx,
+            notes,
+        )?)]);
+    }
+    if let Some(keys) = &spec.keys {
+        let at = at.at("keys");
+        return keys_entries(keys, &at, ctx);
+    }
+    if let Some(keyless) = &spec.keyless {
+        let at = at.at("keyless");
+        return Ok(vec![AttestorEntry::Keyless(keyless_attestor(
+            keyless, &at, ctx, notes,
+        )?)]);
+    }
+    Err(invalid(at, "empty entry"))
+}
+
+fn check_rekor(rekor: &Option<RekorSpec>, at: &Location) -> Result<(), PolicyError> {
+    if let Some(r) = rekor
+        && non_empty(&r.pubkey).is_some()
+    {
+        return Err(unsupported(
+            &at.at("rekor.pubkey"),
+            "a Rekor key outside a trust root is not supported; pass a trusted_root.json \
+             (--trusted-root) that lists the log",
+        ));
+    }
+    Ok(())
+}
+
+fn check_ctlog(ctlog: &Option<CtlogSpec>, at: &Location) -> Result<(), PolicyError> {
+    if let Some(c) = ctlog {
+        for (name, value) in [("pubkey", &c.pubkey), ("tsaCertChain", &c.tsa_cert_chain)] {
+            if non_empty(value).is_some() {
+                return Err(unsupported(
+                    &at.at(format!("ctlog.{name}")),
+                    "CT log and TSA keys outside a trust root are not supported; pass a \
+                     trusted_root.json (--trusted-root)",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn keys_entries(
+    keys: &KeysSpec,
+    at: &Location,
+    ctx: &mut LoadContext<'_>,
+) -> Result<Vec<AttestorEntry>, PolicyError> {
+    if non_empty(&keys.kms).is_some() {
+        return Err(PolicyError::KeyReference {
+            at: at.at("kms"),
+            reference: keys.kms.clone().unwrap_or_default(),
+        });
+    }
+    if keys.secret.is_some() {
+        return Err(unsupported(
+            &at.at("secret"),
+            "keys from Kubernetes secrets are not supported; put the PEM public key in \
+             publicKeys",
+        ));
+    }
+    check_algorithm(&keys.signature_algorithm, &at.at("signatureAlgorithm"))?;
+    check_rekor(&keys.rekor, at)?;
+    check_ctlog(&keys.ctlog, at)?;
+    let Some(text) = non_empty(&keys.public_keys) else {
+        return Err(invalid(&at.at("publicKeys"), "publicKeys is required"));
+    };
+    let trust = ctx.default_trust(at)?;
+    let name = at.field.clone();
+    let keys = parse_public_keys(text, &at.at("publicKeys"), &name, trust)?;
+    Ok(keys
+        .into_iter()
+        .map(|k| AttestorEntry::Keys(vec![k]))
+        .collect())
+}
+
+/// Kyverno `additionalExtensions` keys mansign checks, and the claim each one is.
+const EXTENSIONS: &[(&str, Claim)] = &[
+    ("githubWorkflowTrigger", Claim::GithubWorkflowTrigger),
+    ("githubWorkflowSha", Claim::GithubWorkflowSha),
+    ("githubWorkflowName", Claim::GithubWorkflowName),
+    ("githubWorkflowRepository", Claim::GithubWorkflowRepository),
+    ("githubWorkflowRef", Claim::GithubWorkflowRef),
+];
+
+fn keyless_attestor(
+    k: &KeylessSpec,
+    at: &Location,
+    ctx: &mut LoadContext<'_>,
+    notes: &mut Vec<String>,
+) -> Result<KeylessAttestor, PolicyError> {
+    if non_empty(&k.roots).is_some() {
+        return Err(unsupported(
+            &at.at("roots"),
+            "a bare list of CA certificates is not a trust root (mansign also needs the Rekor \
+             and CT log keys); use a mansign ManifestPolicy with keyless.trustedRoot, or \
+             --trusted-root",
+        ));
+    }
+    check_rekor(&k.rekor, at)?;
+    check_ctlog(&k.ctlog, at)?;
+    if k.rekor.as_ref().and_then(|r| r.ignore_tlog) == Some(true) {
+        notes.push(format!(
+            "{at}: rekor.ignoreTlog has no effect: mansign always verifies the transparency \
+             log entry of keyless signatures"
+        ));
+    }
+    if k.ctlog.as_ref().and_then(|c| c.ignore_sct) == Some(true) {
+        notes.push(format!(
+            "{at}: ctlog.ignoreSCT has no effect: mansign always verifies the certificate's SCT"
+        ));
+    }
+    let mut b = IdentityPolicy::builder();
+    if let Some(v) = non_empty(&k.subject) {
+        b = b.subject(v);
+    }
+    if let Some(v) = non_empty(&k.issuer) {
+        b = b.issuer(v);
+    }
+    if let Some(v) = non_empty(&k.subject_reg_exp) {
+        b = b.subject_regex(v);
+    }
+    if let Some(v) = non_empty(&k.issuer_reg_exp) {
+        b = b.issuer_regex(v);
+    }
+    for (name, value) in k.additional_extensions.iter().flatten() {
+        let Some((_, claim)) = EXTENSIONS.iter().find(|(n, _)| n == name) else {
+            return Err(unsupported(
+                &at.at(format!("additionalExtensions.{name}")),
+                format!(
+                    "extension {name:?} is not supported (supported: {})",
+                    EXTENSIONS
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        };
+        b = b.exact(*claim, value);
+    }
+    let identity = b.build().map_err(|e| match e {
+        IdentityPolicyError::MissingIssuer => invalid(
+            at,
+            "keyless needs issuer or issuerRegExp (Kyverno does not check the issuer of \
+             manifest signatures; mansign requires it)",
+        ),
+        IdentityPolicyError::MissingIdentity => invalid(
+            at,
+            "keyless needs subject, subjectRegExp or a GitHub additionalExtensions claim",
+        ),
+        other => invalid(at, other.to_string()),
+    })?;
+    let trust = ctx.default_trust(at)?;
+    Ok(KeylessAttestor::new(trust, identity))
+}

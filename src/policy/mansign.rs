@@ -1,0 +1,374 @@
+//! mansign's own policy format, `mansign.dev/v1alpha1` `ManifestPolicy`.
+//!
+//! ```yaml
+//! apiVersion: mansign.dev/v1alpha1
+//! kind: ManifestPolicy
+//! metadata:
+//!   name: release
+//! spec:
+//!   match:                      # optional; absent = every object
+//!     kinds: [ConfigMap, apps/v1/Deployment]
+//!     namespaces: [prod-*]
+//!   annotationDomain: cosign.sigstore.dev
+//!   ignoreFields:               # anchored mansign patterns
+//!   - objects: [{kind: Deployment}]
+//!     fields: [spec.replicas]
+//!   ignoreProfile: kubernetes   # none (default) | kubernetes | kyverno-compat
+//!   attestors:                  # every set required; count = N-of-M (absent: all)
+//!   - count: 1
+//!     entries:
+//!     - keys: {path: release.pub}
+//!     - keyless:
+//!         issuer: https://token.actions.githubusercontent.com
+//!         subjectRegExp: https://github.com/org/repo/\.github/workflows/.*
+//!         github: {repository: org/repo, ref: refs/heads/main}
+//!     - attestor: {count: 2, entries: [...]}
+//! ```
+//!
+//! Every object and field is strict: an unknown field is an error naming it.
+
+use super::selector::{MatchResources, ObjectReference, ResourceDescription, RuleSelector};
+use super::{
+    IgnoreBinding, LoadContext, Location, NamespaceBinding, PolicyError, PolicyRule, PolicySet,
+    attestor_policy, parse_public_keys,
+};
+use crate::annotations::AnnotationDomain;
+use crate::manifest::{FieldPattern, IgnoreProfile};
+use crate::trust::TrustRoot;
+use crate::verify::{
+    AttestorEntry, AttestorSet, Claim, IdentityPolicy, KeylessAttestor, TrustedKey, Verifier,
+};
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub const API_VERSION: &str = "mansign.dev/v1alpha1";
+pub const KIND: &str = "ManifestPolicy";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ManifestPolicyDocument {
+    pub api_version: String,
+    pub kind: String,
+    pub metadata: Metadata,
+    pub spec: Spec,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metadata {
+    pub name: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Spec {
+    #[serde(default, rename = "match")]
+    pub match_objects: Option<Selection>,
+    #[serde(default)]
+    pub exclude: Option<Selection>,
+    #[serde(default)]
+    pub annotation_domain: Option<String>,
+    #[serde(default)]
+    pub ignore_fields: Vec<IgnoreFieldsSpec>,
+    #[serde(default)]
+    pub ignore_profile: Option<Profile>,
+    /// Accept `image: x:tag` signed, `x:tag@sha256:<digest>` found.
+    #[serde(default)]
+    pub digest_pinning: bool,
+    /// Namespaces where a document signed without a namespace is accepted.
+    #[serde(default)]
+    pub namespace_binding: Vec<String>,
+    pub attestors: Vec<AttestorSetSpec>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Profile {
+    None,
+    Kubernetes,
+    KyvernoCompat,
+}
+
+/// Objects by kind (`Kind`, `version/Kind`, `group/version/Kind`), name and namespace, each
+/// a wildcard pattern; lists are alternatives, fields are ANDed.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Selection {
+    #[serde(default)]
+    pub kinds: Vec<String>,
+    #[serde(default)]
+    pub names: Vec<String>,
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IgnoreFieldsSpec {
+    /// Empty: every object.
+    #[serde(default)]
+    pub objects: Vec<ObjectReference>,
+    pub fields: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttestorSetSpec {
+    #[serde(default)]
+    pub count: Option<usize>,
+    pub entries: Vec<AttestorSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttestorSpec {
+    #[serde(default)]
+    pub keys: Option<KeysSpec>,
+    #[serde(default)]
+    pub keyless: Option<KeylessSpec>,
+    #[serde(default)]
+    pub attestor: Option<AttestorSetSpec>,
+}
+
+/// PEM text (one or more keys; each is its own entry) or a file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KeysSpec {
+    #[serde(default)]
+    pub public_keys: Option<String>,
+    #[serde(default)]
+    pub path: Option<PathBuf>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct KeylessSpec {
+    #[serde(default)]
+    pub issuer: Option<String>,
+    #[serde(default)]
+    pub issuer_reg_exp: Option<String>,
+    #[serde(default)]
+    pub subject: Option<String>,
+    #[serde(default)]
+    pub subject_reg_exp: Option<String>,
+    #[serde(default)]
+    pub github: Option<GithubSpec>,
+    /// A `trusted_root.json`; default: the loader's (the embedded public-good root).
+    #[serde(default)]
+    pub trusted_root: Option<PathBuf>,
+}
+
+/// GitHub workflow claims of the certificate (Fulcio extensions), each exact.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GithubSpec {
+    #[serde(default)]
+    pub repository: Option<String>,
+    #[serde(default, rename = "ref")]
+    pub git_ref: Option<String>,
+    #[serde(default)]
+    pub trigger: Option<String>,
+    #[serde(default)]
+    pub sha: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+fn invalid(at: &Location, reason: impl Into<String>) -> PolicyError {
+    PolicyError::Invalid {
+        at: at.clone(),
+        reason: reason.into(),
+    }
+}
+
+fn selection(s: &Selection) -> MatchResources {
+    MatchResources {
+        resources: Some(ResourceDescription {
+            kinds: s.kinds.clone(),
+            names: s.names.clone(),
+            namespaces: s.namespaces.clone(),
+            ..ResourceDescription::default()
+        }),
+        ..MatchResources::default()
+    }
+}
+
+/// Loads one ManifestPolicy document as one rule.
+pub(crate) fn load(
+    doc: ManifestPolicyDocument,
+    loc: &Location,
+    ctx: &mut LoadContext<'_>,
+) -> Result<PolicySet, PolicyError> {
+    let spec = &doc.spec;
+    let at = loc.at("spec");
+    let domain = match spec.annotation_domain.as_deref() {
+        None => AnnotationDomain::default(),
+        Some(d) => AnnotationDomain::new(d).map_err(|e| invalid(&at.at("annotationDomain"), e))?,
+    };
+    let mut sets = Vec::new();
+    for (i, set) in spec.attestors.iter().enumerate() {
+        sets.push(attestor_set(set, &at.at(format!("attestors[{i}]")), ctx)?);
+    }
+    let requirement = attestor_policy(sets, &at.at("attestors"))?;
+    let mut ignore = Vec::new();
+    for (i, binding) in spec.ignore_fields.iter().enumerate() {
+        let mut fields = Vec::new();
+        for (j, field) in binding.fields.iter().enumerate() {
+            let field_at = at.at(format!("ignoreFields[{i}].fields[{j}]"));
+            fields.push(FieldPattern::parse(field).map_err(|e| invalid(&field_at, e))?);
+        }
+        ignore.push(IgnoreBinding {
+            objects: binding.objects.clone(),
+            fields,
+        });
+    }
+    let profile = match spec.ignore_profile {
+        None | Some(Profile::None) => IgnoreProfile::None,
+        Some(Profile::Kubernetes) => IgnoreProfile::Kubernetes,
+        Some(Profile::KyvernoCompat) => IgnoreProfile::KyvernoCompat,
+    };
+    let mut notes = Vec::new();
+    if profile == IgnoreProfile::KyvernoCompat {
+        notes.push(format!(
+            "{}: ignoreProfile kyverno-compat matches Kyverno's defaults as unanchored \
+             regexes and hides more than their names say (e.g. `status` hides data.status); \
+             use it for migration only",
+            at.at("ignoreProfile")
+        ));
+    }
+    let rule = PolicyRule {
+        policy: doc.metadata.name.clone(),
+        rule: doc.metadata.name.clone(),
+        location: loc.clone(),
+        selector: RuleSelector {
+            include: spec.match_objects.as_ref().map(selection),
+            exclude: spec.exclude.as_ref().map(selection),
+        },
+        namespace: None,
+        verifier: Verifier::for_policy(requirement)
+            .with_domain(domain)
+            .with_limits(ctx.limits()),
+        ignore,
+        profile,
+        digest_pinning: spec.digest_pinning,
+        namespace_binding: if spec.namespace_binding.is_empty() {
+            NamespaceBinding::Strict
+        } else {
+            NamespaceBinding::Listed(spec.namespace_binding.clone())
+        },
+    };
+    Ok(PolicySet {
+        rules: vec![rule],
+        notes,
+    })
+}
+
+fn attestor_set(
+    spec: &AttestorSetSpec,
+    at: &Location,
+    ctx: &mut LoadContext<'_>,
+) -> Result<AttestorSet, PolicyError> {
+    let mut entries = Vec::new();
+    for (j, entry) in spec.entries.iter().enumerate() {
+        let entry_at = at.at(format!("entries[{j}]"));
+        let kinds = [
+            entry.keys.is_some(),
+            entry.keyless.is_some(),
+            entry.attestor.is_some(),
+        ];
+        if kinds.iter().filter(|k| **k).count() != 1 {
+            return Err(invalid(
+                &entry_at,
+                "an entry needs exactly one of keys, keyless, attestor",
+            ));
+        }
+        if let Some(nested) = &entry.attestor {
+            entries.push(AttestorEntry::Nested(attestor_set(
+                nested,
+                &entry_at.at("attestor"),
+                ctx,
+            )?));
+        } else if let Some(keys) = &entry.keys {
+            for key in keys_entry(keys, &entry_at.at("keys"), ctx)? {
+                entries.push(AttestorEntry::Keys(vec![key]));
+            }
+        } else if let Some(keyless) = &entry.keyless {
+            entries.push(AttestorEntry::Keyless(keyless_entry(
+                keyless,
+                &entry_at.at("keyless"),
+                ctx,
+            )?));
+        }
+    }
+    AttestorSet::new(spec.count, entries).map_err(|e| invalid(at, e.to_string()))
+}
+
+fn keys_entry(
+    keys: &KeysSpec,
+    at: &Location,
+    ctx: &mut LoadContext<'_>,
+) -> Result<Vec<TrustedKey>, PolicyError> {
+    let trust = ctx.default_trust(at)?;
+    match (&keys.public_keys, &keys.path) {
+        (Some(pem), None) => parse_public_keys(pem, &at.at("publicKeys"), &at.field, trust),
+        (None, Some(path)) => {
+            let full = ctx.resolve(path);
+            let pem = std::fs::read_to_string(&full).map_err(|e| {
+                invalid(
+                    &at.at("path"),
+                    format!("cannot read {}: {e}", full.display()),
+                )
+            })?;
+            parse_public_keys(&pem, &at.at("path"), &path.display().to_string(), trust)
+        }
+        _ => Err(invalid(at, "keys needs exactly one of publicKeys, path")),
+    }
+}
+
+fn keyless_entry(
+    k: &KeylessSpec,
+    at: &Location,
+    ctx: &mut LoadContext<'_>,
+) -> Result<KeylessAttestor, PolicyError> {
+    let mut b = IdentityPolicy::builder();
+    let exact = [(Claim::Issuer, &k.issuer), (Claim::Subject, &k.subject)];
+    for (claim, value) in exact {
+        if let Some(v) = value {
+            b = b.exact(claim, v);
+        }
+    }
+    if let Some(p) = &k.issuer_reg_exp {
+        b = b.issuer_regex(p);
+    }
+    if let Some(p) = &k.subject_reg_exp {
+        b = b.subject_regex(p);
+    }
+    if let Some(g) = &k.github {
+        for (claim, value) in [
+            (Claim::GithubWorkflowRepository, &g.repository),
+            (Claim::GithubWorkflowRef, &g.git_ref),
+            (Claim::GithubWorkflowTrigger, &g.trigger),
+            (Claim::GithubWorkflowSha, &g.sha),
+            (Claim::GithubWorkflowName, &g.name),
+        ] {
+            if let Some(v) = value {
+                b = b.exact(claim, v);
+            }
+        }
+    }
+    let identity = b.build().map_err(|e| invalid(at, e.to_string()))?;
+    let trust = match &k.trusted_root {
+        Some(path) => {
+            let full = ctx.resolve(path);
+            Arc::new(
+                TrustRoot::from_file(&full).map_err(|source| PolicyError::TrustRoot {
+                    at: at.at("trustedRoot"),
+                    source,
+                })?,
+            )
+        }
+        None => ctx.default_trust(at)?,
+    };
+    Ok(KeylessAttestor::new(trust, identity))
+}
