@@ -9,6 +9,7 @@ mod generate_key_pair;
 mod output;
 mod password;
 mod sign;
+mod trust;
 mod verify;
 mod version;
 
@@ -40,6 +41,8 @@ enum Command {
     /// Write a cosign-compatible key pair (encrypted private key and public key).
     #[command(after_help = EXIT_CODES)]
     GenerateKeyPair(generate_key_pair::GenerateKeyPairArgs),
+    /// Inspect or refresh trust roots (`trust update` fetches trusted_root.json over TUF).
+    Trust(trust::TrustArgs),
     /// Print version information.
     Version(version::VersionArgs),
     /// Print a shell completion script.
@@ -104,6 +107,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Sign(a) => sign::run(a),
         Command::Verify(a) => verify::run(a),
         Command::GenerateKeyPair(a) => generate_key_pair::run(a),
+        Command::Trust(a) => trust::run(a),
         Command::Version(a) => version::run(a),
         Command::Completion(a) => completion::run(a),
         Command::Conformance(a) => conformance::run(a),

@@ -117,7 +117,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
     let limits = Limits::default();
     let trust = Arc::new(match &args.trusted_root {
         Some(path) => TrustRoot::from_file(path)?,
-        None => TrustRoot::public_good()?,
+        None => TrustRoot::cached_or_public_good()?,
     });
     let attestors = if args.keys.is_empty() {
         vec![Attestor::Keyless(KeylessAttestor::new(

@@ -173,6 +173,8 @@ mod tests {
     fn trailing_wildcards_are_dropped() {
         assert_eq!(t("metadata.managedFields.*"), ["metadata.managedFields"]);
         assert_eq!(t("metadata.finalizers*"), ["metadata.finalizers"]);
+        // Upstream this is every label starting with `app`; anchored, only `app` itself.
+        assert_eq!(t("metadata.labels.app*"), ["metadata.labels.app"]);
         assert_eq!(t("metadata.annotations.*"), ["metadata.annotations"]);
     }
 
@@ -188,7 +190,7 @@ mod tests {
     fn partial_wildcards_and_empty_segments_are_refused() {
         for f in [
             "spec.contain*.image",
-            "metadata.labels.app*",
+            "metadata.labels.a*b",
             "a..b",
             "*",
             "",

@@ -93,6 +93,15 @@ pub enum KeylessError {
         #[source]
         source: RekorError,
     },
+    #[error(
+        "Rekor logged message {message} at {integrated_time}, after the certificate expired \
+         at {not_after}; the signature would not verify (sign fewer files per run)"
+    )]
+    LoggedAfterCertificateExpired {
+        message: usize,
+        integrated_time: jiff::Timestamp,
+        not_after: jiff::Timestamp,
+    },
     #[error("cannot build the Sigstore bundle for message {message}: {reason}")]
     Bundle { message: usize, reason: String },
     #[error("cannot run the signing requests: {0}")]
@@ -222,6 +231,17 @@ impl KeylessSigner {
 
         let mut out = Vec::with_capacity(messages.len());
         for (i, ((m, sig), entry)) in messages.iter().zip(signatures).zip(logged).enumerate() {
+            // Fulcio certificates live minutes; verifiers require the log time inside the
+            // validity window, so a signature logged too late is useless.
+            if let Some(t) = entry.entry.integrated_time
+                && t > certificate.not_after
+            {
+                return Err(KeylessError::LoggedAfterCertificateExpired {
+                    message: i,
+                    integrated_time: t,
+                    not_after: certificate.not_after,
+                });
+            }
             let bundle_json =
                 sigstore_bundle_json(BundleMaterial::Certificate(&leaf), m, &sig, &entry)
                     .map_err(|reason| KeylessError::Bundle { message: i, reason })?;

@@ -456,3 +456,90 @@ impl<S: super::Signer> super::Signer for TlogUploadingSigner<S> {
         Ok(sets)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY_PEM: &str = "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE2g==\n-----END PUBLIC KEY-----\n";
+
+    fn logged(body: serde_json::Value, set: bool) -> LogEntry {
+        let mut v = serde_json::json!({
+            "body": STANDARD.encode(body.to_string()),
+            "integratedTime": 1_800_000_000,
+            "logID": "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d",
+            "logIndex": 42,
+        });
+        if set {
+            v["verification"] =
+                serde_json::json!({"signedEntryTimestamp": STANDARD.encode(b"set")});
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn request() -> EntryRequest {
+        EntryRequest::new(b"M", vec![1, 2, 3], KEY_PEM.to_string())
+    }
+
+    #[test]
+    fn the_entry_body_is_cosigns_hashedrekord() {
+        let body = request().body();
+        assert_eq!(body["kind"], "hashedrekord");
+        assert_eq!(body["apiVersion"], "0.0.1");
+        assert_eq!(body["spec"]["data"]["hash"]["algorithm"], "sha256");
+        assert_eq!(
+            body["spec"]["data"]["hash"]["value"],
+            hex::encode(Sha256::digest(b"M"))
+        );
+        assert_eq!(body["spec"]["signature"]["content"], "AQID");
+        assert_eq!(
+            body["spec"]["signature"]["publicKey"]["content"],
+            STANDARD.encode(KEY_PEM)
+        );
+    }
+
+    #[test]
+    fn accepts_the_same_key_in_another_pem_layout() {
+        let mut body = request().body();
+        body["spec"]["signature"]["publicKey"]["content"] =
+            STANDARD.encode(KEY_PEM.replace('\n', "\r\n")).into();
+        request().check_logged(&logged(body, true)).unwrap();
+    }
+
+    #[test]
+    fn refuses_an_entry_for_another_message_signature_or_key() {
+        for (pointer, value) in [
+            ("/spec/data/hash/value", "00".repeat(32)),
+            ("/spec/signature/content", "AAAA".to_string()),
+            (
+                "/spec/signature/publicKey/content",
+                STANDARD.encode(KEY_PEM.replace("2g==", "2w==")),
+            ),
+        ] {
+            let mut body = request().body();
+            if let Some(slot) = body.pointer_mut(pointer) {
+                *slot = value.into();
+            }
+            let err = request().check_logged(&logged(body, true)).unwrap_err();
+            assert!(
+                matches!(err, RekorError::EntryMismatch { .. }),
+                "{pointer}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_rekor_bundle_carries_the_set_and_the_signed_fields() {
+        let entry = logged(request().body(), true);
+        let b = rekor_bundle(&entry).unwrap();
+        assert_eq!(b.signed_entry_timestamp, STANDARD.encode(b"set"));
+        assert_eq!(b.payload.integrated_time, 1_800_000_000);
+        assert_eq!(b.payload.log_index, 42);
+        assert_eq!(b.payload.log_id.len(), 64);
+        assert_eq!(b.payload.body, entry.body.to_base64());
+        assert!(matches!(
+            rekor_bundle(&logged(request().body(), false)),
+            Err(RekorError::MissingSet)
+        ));
+    }
+}

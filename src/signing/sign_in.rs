@@ -581,6 +581,68 @@ mod tests {
         assert_eq!(token_nonce("garbage"), None);
     }
 
+    async fn get(port: u16, target: &str) -> String {
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .unwrap();
+        s.write_all(format!("GET {target} HTTP/1.1\r\nHost: localhost\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).await.unwrap();
+        answer
+    }
+
+    #[test]
+    fn the_listener_ignores_other_paths_and_forged_states_until_the_real_redirect() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let wait = tokio::spawn(async move { receive_code(&listener, "good").await });
+            assert!(get(port, "/favicon.ico").await.starts_with("HTTP/1.1 404"));
+            assert!(
+                get(port, "/auth/callback?code=evil&state=bad")
+                    .await
+                    .starts_with("HTTP/1.1 400")
+            );
+            assert!(
+                get(port, "/auth/callback?code=c0de&state=good")
+                    .await
+                    .starts_with("HTTP/1.1 200")
+            );
+            let code = wait.await.unwrap().unwrap();
+            assert_eq!(code.expose(), "c0de");
+        });
+    }
+
+    #[test]
+    fn an_error_redirect_ends_the_sign_in() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let wait = tokio::spawn(async move { receive_code(&listener, "s").await });
+            get(
+                port,
+                "/auth/callback?error=access_denied&error_description=no&state=s",
+            )
+            .await;
+            let err = wait.await.unwrap().unwrap_err();
+            assert!(matches!(err, SignInError::Denied { .. }), "{err}");
+            assert_eq!(
+                err.to_string(),
+                "the issuer refused the sign-in: access_denied (no)"
+            );
+        });
+    }
+
     #[test]
     fn random_tokens_differ() {
         assert_ne!(random_token(16), random_token(16));

@@ -17,6 +17,8 @@
 //! This module is one of the two adapters over the sigstore crates (with
 //! `verify::keyless`); nothing else in mansign names their types.
 
+pub mod update;
+
 use sigstore_crypto::{Keyring, VerificationKey};
 use sigstore_trust_root::{
     SIGSTORE_PRODUCTION_TRUSTED_ROOT, SIGSTORE_STAGING_TRUSTED_ROOT, TrustedRoot,
@@ -93,6 +95,16 @@ impl TrustRoot {
             source,
         })?;
         Self::parse(origin, &json)
+    }
+
+    /// The root verification uses when none is named: the file written by
+    /// `mansign trust update` ([`update::default_cached_root`]) if there is one, else the
+    /// embedded public-good root. Never touches the network.
+    pub fn cached_or_public_good() -> Result<Self, TrustRootError> {
+        match update::default_cached_root() {
+            Some(path) if path.is_file() => Self::from_file(path),
+            _ => Self::public_good(),
+        }
     }
 
     /// Parses a `trusted_root.json` document held in memory.

@@ -49,6 +49,11 @@ pub struct Stack {
 impl Stack {
     /// Starts a stack (about 1 s), or returns `None` after printing why it cannot.
     pub fn start() -> Option<Stack> {
+        Self::start_with(&[])
+    }
+
+    /// Starts a stack with extra settings for `start.sh` (e.g. `WITH_TUF=1`).
+    pub fn start_with(settings: &[(&str, &str)]) -> Option<Stack> {
         let dir = stack_dir();
         if !dir.join("node_modules/@sigstore/mock").is_dir()
             || !dir.join("node_modules/oauth2-mock-server").is_dir()
@@ -64,6 +69,7 @@ impl Stack {
             .expect("temporary state directory");
         let out = Command::new(dir.join("start.sh"))
             .arg(state.path())
+            .envs(settings.iter().copied())
             .output()
             .expect("run start.sh");
         if !out.status.success() {
