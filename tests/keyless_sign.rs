@@ -659,6 +659,28 @@ fn rekor_server_errors_are_retried_until_the_entry_is_created() {
 }
 
 #[test]
+fn a_rekor_request_that_times_out_is_retried() {
+    let Some(stack) = Stack::start() else { return };
+    stack.reset();
+    stack.inject_faults(serde_json::json!({"service": "rekor", "delay_ms": 4000, "count": 1}));
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("slow"));
+    sign_cmd(&stack)
+        .args(["--timeout", "1", "-f"])
+        .arg(&input)
+        .arg("--identity-token")
+        .arg(stack.id_token())
+        .assert()
+        .success();
+    assert_eq!(
+        stack.stat("rekor_requests"),
+        2,
+        "the slow request, then the retry"
+    );
+    assert_verifies(&stack, &dir.path().join("cm.yaml.signed"), stack.identity());
+}
+
+#[test]
 fn rekor_client_error_is_not_retried() {
     let Some(stack) = Stack::start() else { return };
     stack.reset();

@@ -89,6 +89,11 @@ pub struct SignArgs {
     #[arg(short = 'v', long)]
     pub verbose: bool,
 
+    /// Time allowed for one request to Fulcio or Rekor, in seconds; a request that takes
+    /// longer is retried (3 attempts in all, like server errors).
+    #[arg(long, default_value_t = 30, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub timeout: u64,
+
     #[command(flatten)]
     pub keyless: KeylessArgs,
 }
@@ -226,6 +231,7 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
     };
     let rekor = RekorOptions {
         url: args.keyless.rekor_url.clone(),
+        timeout: std::time::Duration::from_secs(args.timeout),
         ..RekorOptions::default()
     };
 
@@ -381,6 +387,7 @@ fn keyless_signer(args: &SignArgs, rekor: RekorOptions) -> anyhow::Result<Keyles
         KeylessOptions {
             fulcio_url: k.fulcio_url.clone(),
             rekor,
+            timeout: std::time::Duration::from_secs(args.timeout),
             ..KeylessOptions::default()
         },
     ))

@@ -4,6 +4,7 @@ use super::Outcome;
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
 use crate::manifest::{IgnoreProfile, Tolerances, load_inputs, parse_duration};
+use crate::policy::{LoadOptions, RequestContext, load_file as load_policy_file};
 use crate::trust::TrustRoot;
 use crate::verify::{
     Attestor, Claim, IdentityPolicy, IdentityPolicyError, KeylessAttestor, TrustedKey, Verifier,
@@ -26,6 +27,24 @@ pub struct VerifyArgs {
     /// Signed manifest file, directory (recursive, *.yaml and *.yml) or `-` for stdin. Repeatable.
     #[arg(short = 'f', long = "filename", required = true, value_name = "PATH")]
     pub inputs: Vec<PathBuf>,
+
+    /// Policy file: mansign `ManifestPolicy` and/or Kyverno `ClusterPolicy`/`Policy`
+    /// documents with `validate.manifests` rules (docs/policy.md). Every rule that
+    /// matches an object must pass; an object no rule matches is not verified. Signers,
+    /// ignore fields and annotation domain then come from the policy.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = [
+            "keys", "certificate_identity", "certificate_identity_regexp",
+            "certificate_oidc_issuer", "certificate_oidc_issuer_regexp",
+            "certificate_github_workflow_repository", "certificate_github_workflow_ref",
+            "certificate_github_workflow_trigger", "certificate_github_workflow_sha",
+            "certificate_github_workflow_name", "insecure_any_identity", "ignore_profile",
+            "allow_digest_pinning", "bind_namespaces", "annotation_domain",
+        ]
+    )]
+    pub policy: Option<PathBuf>,
 
     /// Differences tolerated for live objects (`kubectl get -o yaml` output): `none`
     /// (files; default), `kubernetes` (server-populated metadata, status, server-assigned
@@ -119,6 +138,9 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
         Some(path) => TrustRoot::from_file(path)?,
         None => TrustRoot::cached_or_public_good()?,
     });
+    if let Some(path) = &args.policy {
+        return run_policy(&args, path, trust, limits);
+    }
     let attestors = if args.keys.is_empty() {
         vec![Attestor::Keyless(KeylessAttestor::new(
             trust,
@@ -171,6 +193,49 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
             }
             let ok = verdict.documents.iter().filter(|d| d.is_verified()).count();
             println!("{} of {} document(s) verified", ok, verdict.documents.len());
+        }
+    }
+    Ok(if verdict.is_verified() {
+        Outcome::Success
+    } else {
+        Outcome::VerificationFailed
+    })
+}
+
+/// `verify --policy`: the policy decides who must have signed each object.
+fn run_policy(
+    args: &VerifyArgs,
+    path: &std::path::Path,
+    trust: Arc<TrustRoot>,
+    limits: Limits,
+) -> anyhow::Result<Outcome> {
+    let options = LoadOptions {
+        trust_root: Some(trust),
+        limits,
+    };
+    let mut policy = load_policy_file(path, &options)?;
+    if let Some(spec) = &args.max_age {
+        let max_age = parse_duration(spec).map_err(|e| anyhow::anyhow!("--max-age: {e}"))?;
+        for rule in &mut policy.rules {
+            rule.verifier = rule.verifier.clone().with_max_age(max_age);
+        }
+    }
+    for note in &policy.notes {
+        eprintln!("note: {note}");
+    }
+    let files = load_inputs(&args.inputs, &limits)?;
+    let verdict = policy.verify_documents(
+        files.iter().flat_map(|f| &f.documents),
+        &RequestContext::default(),
+    );
+    match args.output {
+        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&verdict.to_json())?),
+        OutputFormat::Text => {
+            for o in &verdict.objects {
+                println!("{o}");
+            }
+            let ok = verdict.objects.iter().filter(|o| o.is_verified()).count();
+            println!("{} of {} object(s) verified", ok, verdict.objects.len());
         }
     }
     Ok(if verdict.is_verified() {

@@ -3,7 +3,8 @@
 //! M is a gzipped tar of the signed files. Nothing is written to disk; still, every entry
 //! name is untrusted: `..` components and absolute names are refused, except the one shape
 //! kubectl-sigstore itself writes (the absolute path of its temporary copy,
-//! `<tmp>/compressing-tar-gz<digits>/<relative path>`, research §1.5), which is reduced to
+//! `<tmp>/compressing-tar-gz<digits>/<relative path>`, research §1.5; Kyverno's fixtures
+//! have `compressing-tar-gz-<hex>`), which is reduced to
 //! the relative part. Only regular files and directories are accepted (upstream errors on
 //! other types too); sizes and entry counts are bounded, and so is the decompressed total,
 //! so a gzip bomb stops at the limit.
@@ -110,8 +111,13 @@ fn safe_name(raw: &str) -> Result<String, LegacyTarError> {
     if raw.starts_with('/') || raw.contains('\\') || raw.contains(':') {
         // kubectl-sigstore's own temp-copy prefix is the only absolute shape accepted.
         let marker = parts.iter().position(|p| {
-            p.strip_prefix("compressing-tar-gz")
-                .is_some_and(|d| d.chars().all(|c| c.is_ascii_digit()))
+            // Go's os.MkdirTemp suffix: digits (kubectl-sigstore), or `-` and hex digits
+            // (the Kyverno conformance fixtures' signer).
+            p.strip_prefix("compressing-tar-gz").is_some_and(|d| {
+                d.chars().all(|c| c.is_ascii_digit())
+                    || d.strip_prefix('-')
+                        .is_some_and(|h| !h.is_empty() && h.chars().all(|c| c.is_ascii_hexdigit()))
+            })
         });
         match marker {
             Some(i) if raw.starts_with('/') => parts.drain(..=i).for_each(drop),
@@ -168,6 +174,37 @@ mod tests {
                 content: body.to_vec()
             }]
         );
+    }
+
+    #[test]
+    fn strips_dash_hex_temp_prefix_of_kyverno_fixtures() {
+        let body = b"apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n";
+        let data = tar_gz(|b| {
+            let h = file_header(
+                b"/var/folders/y5/T/compressing-tar-gz-e0e9325763d2/resource-sig-tmp.yaml",
+                body.len(),
+                tar::EntryType::Regular,
+            );
+            b.append(&h, &body[..]).unwrap();
+        });
+        let files = read_yaml_files(&data, &Limits::default()).unwrap();
+        assert_eq!(files[0].name, "resource-sig-tmp.yaml");
+    }
+
+    #[test]
+    fn rejects_temp_prefix_lookalikes() {
+        for name in [
+            &b"/tmp/compressing-tar-gz-/a.yaml"[..],
+            b"/tmp/compressing-tar-gz-xyz/a.yaml",
+            b"/tmp/compressing-tar-gz1x/a.yaml",
+        ] {
+            let data = tar_gz(|b| {
+                let h = file_header(name, 1, tar::EntryType::Regular);
+                b.append(&h, &b"x"[..]).unwrap();
+            });
+            let err = read_yaml_files(&data, &Limits::default()).unwrap_err();
+            assert!(matches!(err, LegacyTarError::AbsolutePath { .. }), "{err}");
+        }
     }
 
     #[test]

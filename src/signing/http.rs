@@ -25,6 +25,25 @@ pub(crate) fn client(timeout: Duration) -> Result<reqwest::Client, reqwest::Erro
         .build()
 }
 
+/// Whether secrets (identity tokens, bearer credentials, authorization codes) may be
+/// sent to `url`: only over HTTPS, or plain HTTP to this machine (test stacks, local
+/// proxies). A remote `http://` URL would hand the token to anyone on the path.
+pub(crate) fn may_carry_secrets(url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    match url.scheme() {
+        "https" => true,
+        "http" => match url.host() {
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+            None => false,
+        },
+        _ => false,
+    }
+}
+
 /// Reads a response body, refusing more than `limit` bytes (a hostile or broken server
 /// must not make us buffer without bound).
 pub(crate) async fn read_limited(
@@ -194,6 +213,26 @@ mod tests {
             async move { if n < 2 { Err(Status(503)) } else { Ok(n) } }
         }));
         assert_eq!(r, Ok(2));
+    }
+
+    #[test]
+    fn secrets_go_only_over_https_or_to_this_machine() {
+        for ok in [
+            "https://fulcio.sigstore.dev",
+            "http://127.0.0.1:4000",
+            "http://[::1]:80/x",
+            "http://localhost:8080",
+        ] {
+            assert!(may_carry_secrets(ok), "{ok}");
+        }
+        for bad in [
+            "http://fulcio.example.com",
+            "http://10.0.0.1",
+            "ftp://localhost",
+            "not a url",
+        ] {
+            assert!(!may_carry_secrets(bad), "{bad}");
+        }
     }
 
     #[test]

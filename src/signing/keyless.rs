@@ -66,6 +66,11 @@ pub enum KeylessError {
     KeyGeneration(String),
     #[error("cannot build the HTTP client: {0}")]
     HttpClient(String),
+    #[error(
+        "refusing to send the identity token to {url}: use https:// (plain http:// only to \
+         this machine)"
+    )]
+    InsecureFulcioUrl { url: String },
     #[error("Fulcio at {url} is unreachable after {attempts} attempt(s): {reason}")]
     FulcioUnreachable {
         url: String,
@@ -268,6 +273,9 @@ impl KeylessSigner {
         key: &KeyPair,
     ) -> Result<(DerCertificate, SigningCertificate), KeylessError> {
         let url = self.options.fulcio_url.trim_end_matches('/').to_string();
+        if !http::may_carry_secrets(&url) {
+            return Err(KeylessError::InsecureFulcioUrl { url });
+        }
         let http = http::client(self.options.timeout)
             .map_err(|e| KeylessError::HttpClient(e.to_string()))?;
         let fulcio = FulcioClient::builder(url.clone())

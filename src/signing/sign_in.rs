@@ -68,6 +68,8 @@ impl SignInPrompt for SilentPrompt {
 /// Why an interactive sign-in failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SignInError {
+    #[error("refusing to sign in through {url}: use https:// (plain http:// only to this machine)")]
+    InsecureEndpoint { url: String },
     #[error("OIDC discovery at {url} failed: {source}")]
     DiscoveryConnection {
         url: String,
@@ -156,6 +158,21 @@ pub(crate) async fn sign_in(
     prompt: &dyn SignInPrompt,
 ) -> Result<(Secret, TokenSource), SignInError> {
     let discovery = discover(http, &options.issuer).await?;
+    // Codes, verifiers and tokens travel to these endpoints.
+    for endpoint in [
+        Some(&discovery.token_endpoint),
+        discovery.authorization_endpoint.as_ref(),
+        discovery.device_authorization_endpoint.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if !http::may_carry_secrets(endpoint) {
+            return Err(SignInError::InsecureEndpoint {
+                url: endpoint.clone(),
+            });
+        }
+    }
     let issuer = options.issuer.clone();
     if !options.terminal {
         if let Some(device) = &discovery.device_authorization_endpoint {
@@ -172,6 +189,11 @@ pub(crate) async fn sign_in(
 
 async fn discover(http: &reqwest::Client, issuer: &str) -> Result<Discovery, SignInError> {
     let base = issuer.trim_end_matches('/');
+    if !http::may_carry_secrets(base) {
+        return Err(SignInError::InsecureEndpoint {
+            url: base.to_string(),
+        });
+    }
     let url = format!("{base}/.well-known/openid-configuration");
     let response = http
         .get(&url)

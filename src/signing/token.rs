@@ -354,6 +354,11 @@ pub enum TokenError {
          `permissions: id-token: write` (or pass --identity-token)"
     )]
     GitHubNoPermission,
+    #[error(
+        "refusing to send the GitHub Actions request token to {ACTIONS_ID_TOKEN_REQUEST_URL} \
+         over plain http"
+    )]
+    GitHubInsecureUrl,
     #[error("GitHub Actions token request: {ACTIONS_ID_TOKEN_REQUEST_URL} is not a URL: {reason}")]
     GitHubUrl { reason: String },
     #[error("GitHub Actions token request failed after {attempts} attempt(s): {source}")]
@@ -534,6 +539,9 @@ async fn github_actions_token(
     let mut url = reqwest::Url::parse(&request.url).map_err(|e| TokenError::GitHubUrl {
         reason: e.to_string(),
     })?;
+    if !http::may_carry_secrets(url.as_str()) {
+        return Err(TokenError::GitHubInsecureUrl);
+    }
     url.query_pairs_mut().append_pair("audience", audience);
     let attempt = || async {
         let response = http

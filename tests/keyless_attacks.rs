@@ -1,0 +1,238 @@
+//! Attacks on keyless verification that need a real (loopback) Sigstore: each must be
+//! rejected by mansign's verifier, because the mock services themselves check nothing.
+//! Verification runs with the stack stopped, so it provably makes no network call.
+
+mod common;
+#[path = "common/stack.rs"]
+mod stack;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use common::{mansign, write};
+use mansign::annotations::{
+    AnnotationDomain, EmbedMode, RekorBundle, RekorPayload, SignatureSet, embed,
+};
+use mansign::manifest::{build_message, parse_documents, to_yaml};
+use p256::ecdsa::signature::Signer as _;
+use predicates::prelude::*;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use stack::Stack;
+use std::path::{Path, PathBuf};
+
+const DOC: &str = "apiVersion: kyverno.io/v2\nkind: PolicyException\nmetadata:\n  name: allow\n  namespace: team-a\nspec:\n  exceptions:\n  - policyName: p\n    ruleNames: [r]\n";
+
+const AMBIENT_VARS: &[&str] = &[
+    "SIGSTORE_ID_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_URL",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    "GITHUB_ACTIONS",
+    "GITLAB_CI",
+    "BUILDKITE",
+    "CIRCLECI",
+    "SIGSTORE_FULCIO_URL",
+    "SIGSTORE_REKOR_URL",
+];
+
+/// Signs DOC keylessly against `stack`; returns the signed file.
+fn keyless_sign(stack: &Stack, dir: &Path) -> PathBuf {
+    let input = write(dir, "x.yaml", DOC);
+    let mut cmd = mansign();
+    for v in AMBIENT_VARS {
+        cmd.env_remove(v);
+    }
+    cmd.args(["sign", "-f"])
+        .arg(&input)
+        .args([
+            "--fulcio-url",
+            stack.fulcio_url(),
+            "--rekor-url",
+            stack.rekor_url(),
+        ])
+        .arg("--identity-token")
+        .arg(format!("@{}", stack.id_token_file().display()))
+        .arg("--trusted-root")
+        .arg(stack.trusted_root())
+        .assert()
+        .success();
+    dir.join("x.yaml.signed")
+}
+
+fn verify(
+    path: &Path,
+    trusted_root: &Path,
+    identity: &str,
+    issuer: &str,
+) -> assert_cmd::assert::Assert {
+    mansign()
+        .args(["verify", "-f"])
+        .arg(path)
+        .arg("--trusted-root")
+        .arg(trusted_root)
+        .args([
+            "--certificate-identity",
+            identity,
+            "--certificate-oidc-issuer",
+            issuer,
+        ])
+        .assert()
+}
+
+/// Copies what verification needs out of the stack's state directory, which goes away
+/// with the stack.
+fn keep(stack: &Stack, dir: &Path) -> (PathBuf, String, String) {
+    let root = dir.join("trusted_root.json");
+    std::fs::copy(stack.trusted_root(), &root).unwrap();
+    (
+        root,
+        stack.identity().to_string(),
+        stack.issuer().to_string(),
+    )
+}
+
+#[test]
+fn keyless_signature_verifies_offline_with_the_stack_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(stack) = Stack::start() else { return };
+    let signed = keyless_sign(&stack, dir.path());
+    let (root, identity, issuer) = keep(&stack, dir.path());
+    drop(stack); // every service of the stack is gone from here on
+    verify(&signed, &root, &identity, &issuer)
+        .success()
+        .stdout(predicate::str::contains(format!("subject {identity}")));
+}
+
+#[test]
+fn certificate_from_stack_a_is_rejected_against_stack_b_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(a) = Stack::start() else { return };
+    let Some(b) = Stack::start() else { return };
+    let signed = keyless_sign(&a, dir.path());
+    let (_, identity, issuer) = keep(&a, dir.path());
+    let b_root = dir.path().join("b_root.json");
+    std::fs::copy(b.trusted_root(), &b_root).unwrap();
+    drop(a);
+    drop(b);
+    // Same identity and issuer URL shape, but B's Fulcio and Rekor never vouched for it.
+    verify(&signed, &b_root, &identity, &issuer)
+        .code(1)
+        .stdout(predicate::str::contains("[signature]"));
+}
+
+#[test]
+fn wrong_identity_or_issuer_is_rejected_for_a_stack_signature() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(stack) = Stack::start() else { return };
+    let signed = keyless_sign(&stack, dir.path());
+    let (root, identity, issuer) = keep(&stack, dir.path());
+    drop(stack);
+    verify(
+        &signed,
+        &root,
+        "https://github.com/acme/other/.github/workflows/release.yml@refs/heads/main",
+        &issuer,
+    )
+    .code(1);
+    verify(
+        &signed,
+        &root,
+        &identity,
+        "https://token.actions.githubusercontent.com",
+    )
+    .code(1);
+    verify(&signed, &root, &identity, &issuer).success();
+}
+
+/// DER UTF8String, the encoding Fulcio uses for extension 1.3.6.1.4.1.57264.1.8.
+fn der_utf8(s: &str) -> Vec<u8> {
+    assert!(s.len() < 128);
+    let mut v = vec![0x0c, s.len() as u8];
+    v.extend_from_slice(s.as_bytes());
+    v
+}
+
+#[test]
+fn self_signed_certificate_accepted_by_the_test_rekor_is_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(stack) = Stack::start() else { return };
+    let (root, identity, issuer) = keep(&stack, dir.path());
+
+    // The attacker's own "Fulcio" certificate: right SAN, right issuer extension.
+    let key = p256::ecdsa::SigningKey::random(&mut rand_core::OsRng);
+    let pkcs8 = {
+        use p256::pkcs8::EncodePrivateKey as _;
+        key.to_pkcs8_der().unwrap()
+    };
+    let key_pair = rcgen::KeyPair::try_from(pkcs8.as_bytes()).unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.subject_alt_names = vec![rcgen::SanType::URI(identity.as_str().try_into().unwrap())];
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::CodeSigning];
+    params.custom_extensions = vec![rcgen::CustomExtension::from_oid_content(
+        &[1, 3, 6, 1, 4, 1, 57264, 1, 8],
+        der_utf8(&issuer),
+    )];
+    params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2099, 1, 1);
+    let cert_pem = params.self_signed(&key_pair).unwrap().pem();
+
+    // Sign M and log it: the mock Rekor accepts any certificate.
+    let value = parse_documents(DOC, &mansign::Limits::default())
+        .unwrap()
+        .remove(0)
+        .1;
+    let message = build_message([&value]);
+    let signature: p256::ecdsa::DerSignature = key.sign(&message);
+    let entry = json!({
+        "apiVersion": "0.0.1", "kind": "hashedrekord",
+        "spec": {
+            "data": {"hash": {"algorithm": "sha256", "value": hex::encode(Sha256::digest(&message))}},
+            "signature": {"content": STANDARD.encode(signature.as_bytes()), "publicKey": {"content": STANDARD.encode(&cert_pem)}},
+        }
+    });
+    let (status, body) = stack::http(
+        "POST",
+        &format!("{}/api/v1/log/entries", stack.rekor_url()),
+        Some(&entry.to_string()),
+    );
+    assert_eq!(status, 201, "{body}");
+    drop(stack);
+    let response: Value = serde_json::from_str(&body).unwrap();
+    let (_, logged) = response.as_object().unwrap().iter().next().unwrap();
+    let bundle = RekorBundle {
+        signed_entry_timestamp: logged["verification"]["signedEntryTimestamp"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+        payload: RekorPayload {
+            body: logged["body"].as_str().unwrap().to_string(),
+            integrated_time: logged["integratedTime"].as_i64().unwrap(),
+            log_index: logged["logIndex"].as_i64().unwrap(),
+            log_id: logged["logID"].as_str().unwrap().to_string(),
+        },
+    };
+    let mut forged = value.clone();
+    let set = SignatureSet {
+        index: 0,
+        signature: signature.as_bytes().to_vec(),
+        certificate_pem: Some(cert_pem),
+        bundle: Some(bundle),
+    };
+    embed(
+        &mut forged,
+        &AnnotationDomain::default(),
+        &message,
+        &[set],
+        EmbedMode::Replace,
+        &mansign::Limits::default(),
+    )
+    .unwrap();
+    let path = write(dir.path(), "forged.yaml", &to_yaml(&forged));
+
+    // The SET is genuine, the signature is valid, the identity matches: only the chain
+    // to the trusted Fulcio CA is missing, and that alone must deny.
+    verify(&path, &root, &identity, &issuer)
+        .code(1)
+        .stdout(predicate::str::contains(
+            "certificate does not chain to a trusted Fulcio root",
+        ));
+}
