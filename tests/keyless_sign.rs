@@ -757,6 +757,44 @@ fn keyless_refuses_to_sign_without_the_transparency_log() {
     assert!(!dir.path().join("cm.yaml.signed").exists());
 }
 
+/// A syntactically valid, unsigned JWT (mansign only reads its claims; Fulcio would
+/// check the signature).
+fn unsigned_jwt(claims: serde_json::Value) -> String {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    format!(
+        "{}.{}.c2ln",
+        URL_SAFE_NO_PAD.encode(br#"{"alg":"RS256","typ":"JWT"}"#),
+        URL_SAFE_NO_PAD.encode(claims.to_string())
+    )
+}
+
+#[test]
+fn the_token_is_never_sent_to_a_remote_plain_http_fulcio() {
+    let token = unsigned_jwt(serde_json::json!({
+        "iss": "https://issuer.example", "sub": "me", "aud": "sigstore", "exp": 4_000_000_000u64
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("http"));
+    bare_sign_cmd()
+        .args([
+            "--fulcio-url",
+            "http://fulcio.invalid",
+            "--rekor-url",
+            "http://rekor.invalid",
+        ])
+        .arg("--identity-token")
+        .arg(&token)
+        .arg("-f")
+        .arg(&input)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains(
+            "refusing to send the identity token to http://fulcio.invalid",
+        ))
+        .stderr(predicate::str::contains(&token).not());
+    assert!(!dir.path().join("cm.yaml.signed").exists());
+}
+
 // ---------------------------------------------------------------------------------------
 // Key-based signing with --tlog-upload.
 

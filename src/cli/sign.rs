@@ -286,8 +286,7 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
 
     let progress = args.verbose || std::io::stderr().is_terminal();
     if progress {
-        for ((f, t), shown) in files.iter().zip(&targets).zip(&shown) {
-            let _ = t;
+        for (f, shown) in files.iter().zip(&shown) {
             eprintln!(
                 "signed {} -> {} ({} document(s))",
                 f.source,
@@ -297,6 +296,16 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
         }
     }
     if args.verbose {
+        if let RunSigner::Keyless(k) = &signer
+            && let Some(cert) = k.last_batch().and_then(|b| b.certificate)
+        {
+            eprintln!(
+                "certificate for {} from issuer {}, valid until {}",
+                cert.identity.as_deref().unwrap_or("<no subject>"),
+                cert.issuer.as_deref().unwrap_or("<no issuer>"),
+                cert.not_after
+            );
+        }
         let idx = signer.log_indexes();
         if !idx.is_empty() {
             let list: Vec<String> = idx.iter().map(i64::to_string).collect();

@@ -1,34 +1,25 @@
 //! Which objects a rule applies to: Kyverno's `match`/`exclude` and the objects of
 //! `ignoreFields` bindings.
 //!
-//! Offline (the CLI) there is no admission request: the operation is taken as `CREATE`
-//! and there is no requesting user, so a filter on `subjects`, `roles` or `clusterRoles`
-//! never matches. In `exclude` that means nothing is excluded (more objects are
-//! verified); in `match` it means the rule does not apply (and an object no rule applies
-//! to is reported as not verified). Both directions fail closed. The webhook passes the
-//! real request in a [`RequestContext`].
+//! Offline (the CLI) there is no admission request: the operation and the requesting user
+//! are unknown. A condition on them (`operations`, `subjects`, `roles`, `clusterRoles`)
+//! then counts as **met in `match`** and **not met in `exclude`**, so a rule applies
+//! whenever it could apply in the cluster: unknowns add checks, they never remove one
+//! (a rule that is skipped offline could otherwise let an object pass that the cluster
+//! would deny). The webhook passes the real request in a [`RequestContext`].
 
 use crate::manifest::ObjectIdentity;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// What the admission request says about the object, beyond the object itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What the admission request says about the object, beyond the object itself. The
+/// default (offline) knows neither.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RequestContext {
-    /// `CREATE`, `UPDATE`, `DELETE` or `CONNECT`.
-    pub operation: String,
+    /// `CREATE`, `UPDATE`, `DELETE` or `CONNECT`, when known.
+    pub operation: Option<String>,
     /// The requesting user, when known.
     pub user: Option<UserInfo>,
-}
-
-impl Default for RequestContext {
-    /// An offline check: treated as a `CREATE` by an unknown user.
-    fn default() -> Self {
-        RequestContext {
-            operation: "CREATE".into(),
-            user: None,
-        }
-    }
 }
 
 /// The requesting user (from `AdmissionRequest.userInfo`, roles as Kyverno resolves them).
@@ -215,7 +206,13 @@ impl ResourceDescription {
         }
     }
 
-    fn matches(&self, object: &Value, id: &ObjectIdentity, ctx: &RequestContext) -> bool {
+    fn matches(
+        &self,
+        object: &Value,
+        id: &ObjectIdentity,
+        ctx: &RequestContext,
+        unknown: bool,
+    ) -> bool {
         if !self.kinds.is_empty() && !self.kinds.iter().any(|k| kind_matches(k, id)) {
             return false;
         }
@@ -232,10 +229,9 @@ impl ResourceDescription {
             }
         }
         if !self.operations.is_empty()
-            && !self
-                .operations
-                .iter()
-                .any(|o| o.eq_ignore_ascii_case(&ctx.operation))
+            && !ctx.operation.as_ref().map_or(unknown, |op| {
+                self.operations.iter().any(|o| o.eq_ignore_ascii_case(op))
+            })
         {
             return false;
         }
@@ -279,12 +275,13 @@ fn user_matches(
     roles: &[String],
     cluster_roles: &[String],
     ctx: &RequestContext,
+    unknown: bool,
 ) -> bool {
     if subjects.is_empty() && roles.is_empty() && cluster_roles.is_empty() {
         return true;
     }
     let Some(user) = &ctx.user else {
-        return false;
+        return unknown;
     };
     (subjects.is_empty() || subjects.iter().any(|s| s.matches(user)))
         && (roles.is_empty() || roles.iter().any(|r| user.roles.contains(r)))
@@ -293,11 +290,23 @@ fn user_matches(
 }
 
 impl ResourceFilter {
-    fn matches(&self, object: &Value, id: &ObjectIdentity, ctx: &RequestContext) -> bool {
+    fn matches(
+        &self,
+        object: &Value,
+        id: &ObjectIdentity,
+        ctx: &RequestContext,
+        unknown: bool,
+    ) -> bool {
         self.resources
             .as_ref()
-            .is_none_or(|r| r.matches(object, id, ctx))
-            && user_matches(&self.subjects, &self.roles, &self.cluster_roles, ctx)
+            .is_none_or(|r| r.matches(object, id, ctx, unknown))
+            && user_matches(
+                &self.subjects,
+                &self.roles,
+                &self.cluster_roles,
+                ctx,
+                unknown,
+            )
     }
 
     fn is_empty(&self) -> bool {
@@ -334,15 +343,22 @@ impl MatchResources {
 
     /// Kyverno semantics: `any` — one filter matches; `all` — every filter matches; the
     /// legacy inline form is one filter. Several forms given: all of them must hold. An
-    /// empty block matches nothing.
-    pub fn matches(&self, object: &Value, id: &ObjectIdentity, ctx: &RequestContext) -> bool {
+    /// empty block matches nothing. `unknown`: the value of a condition on the operation
+    /// or the user when the context does not say (see the module documentation).
+    pub fn matches(
+        &self,
+        object: &Value,
+        id: &ObjectIdentity,
+        ctx: &RequestContext,
+        unknown: bool,
+    ) -> bool {
         if self.is_empty() {
             return false;
         }
         let legacy = self.legacy();
-        (self.any.is_empty() || self.any.iter().any(|f| f.matches(object, id, ctx)))
-            && (self.all.is_empty() || self.all.iter().all(|f| f.matches(object, id, ctx)))
-            && (legacy.is_empty() || legacy.matches(object, id, ctx))
+        (self.any.is_empty() || self.any.iter().any(|f| f.matches(object, id, ctx, unknown)))
+            && (self.all.is_empty() || self.all.iter().all(|f| f.matches(object, id, ctx, unknown)))
+            && (legacy.is_empty() || legacy.matches(object, id, ctx, unknown))
     }
 }
 
@@ -355,14 +371,16 @@ pub struct RuleSelector {
 }
 
 impl RuleSelector {
+    /// True if the rule applies: matched and not excluded. Unknown request facts count
+    /// as met in `match` and as not met in `exclude`.
     pub fn applies_to(&self, object: &Value, id: &ObjectIdentity, ctx: &RequestContext) -> bool {
         self.include
             .as_ref()
-            .is_none_or(|m| m.matches(object, id, ctx))
+            .is_none_or(|m| m.matches(object, id, ctx, true))
             && !self
                 .exclude
                 .as_ref()
-                .is_some_and(|m| m.matches(object, id, ctx))
+                .is_some_and(|m| m.matches(object, id, ctx, false))
     }
 }
 
@@ -409,9 +427,9 @@ mod tests {
         let m = filter("any:\n- resources:\n    kinds: [Service]\n    name: test*\n");
         let ctx = RequestContext::default();
         let (v, id) = service("test-service", None);
-        assert!(m.matches(&v, &id, &ctx));
+        assert!(m.matches(&v, &id, &ctx, false));
         let (v, id) = service("other", None);
-        assert!(!m.matches(&v, &id, &ctx));
+        assert!(!m.matches(&v, &id, &ctx, true));
     }
 
     #[test]
@@ -419,26 +437,65 @@ mod tests {
         let m = filter("resources:\n  kinds: [Service]\n  namespaces: [prod-*]\n");
         let ctx = RequestContext::default();
         let (v, id) = service("s", Some("prod-1"));
-        assert!(m.matches(&v, &id, &ctx));
+        assert!(m.matches(&v, &id, &ctx, false));
         let (v, id) = service("s", None);
-        assert!(!m.matches(&v, &id, &ctx));
+        assert!(!m.matches(&v, &id, &ctx, true));
+    }
+
+    const BY_CONTROLLER: &str = "any:\n- resources:\n    kinds: [Service]\n  subjects:\n  - kind: ServiceAccount\n    namespace: kube-system\n    name: replicaset-controller\n";
+
+    fn request_by(username: &str) -> RequestContext {
+        RequestContext {
+            operation: Some("CREATE".into()),
+            user: Some(UserInfo {
+                username: username.into(),
+                ..UserInfo::default()
+            }),
+        }
     }
 
     #[test]
-    fn subject_filters_never_match_without_a_requesting_user() {
-        let m = filter(
-            "any:\n- resources:\n    kinds: [Service]\n  subjects:\n  - kind: ServiceAccount\n    namespace: kube-system\n    name: replicaset-controller\n",
-        );
+    fn subject_filters_match_the_requesting_service_account() {
+        let m = filter(BY_CONTROLLER);
         let (v, id) = service("s", None);
-        assert!(!m.matches(&v, &id, &RequestContext::default()));
-        let ctx = RequestContext {
-            operation: "CREATE".into(),
-            user: Some(UserInfo {
-                username: "system:serviceaccount:kube-system:replicaset-controller".into(),
-                ..UserInfo::default()
-            }),
+        let controller = request_by("system:serviceaccount:kube-system:replicaset-controller");
+        assert!(m.matches(&v, &id, &controller, false));
+        assert!(!m.matches(&v, &id, &request_by("alice"), true));
+    }
+
+    #[test]
+    fn unknown_user_applies_a_rule_matching_on_subjects() {
+        let sel = RuleSelector {
+            include: Some(filter(BY_CONTROLLER)),
+            exclude: None,
         };
-        assert!(m.matches(&v, &id, &ctx));
+        let (v, id) = service("s", None);
+        assert!(sel.applies_to(&v, &id, &RequestContext::default()));
+    }
+
+    #[test]
+    fn unknown_user_does_not_exclude_through_subjects() {
+        let sel = RuleSelector {
+            include: Some(filter("resources:\n  kinds: [Service]\n")),
+            exclude: Some(filter(BY_CONTROLLER)),
+        };
+        let (v, id) = service("s", None);
+        assert!(sel.applies_to(&v, &id, &RequestContext::default()));
+        let controller = request_by("system:serviceaccount:kube-system:replicaset-controller");
+        assert!(!sel.applies_to(&v, &id, &controller));
+    }
+
+    #[test]
+    fn unknown_operation_applies_a_rule_limited_to_updates() {
+        let sel = RuleSelector {
+            include: Some(filter(
+                "resources:\n  kinds: [Service]\n  operations: [UPDATE]\n",
+            )),
+            exclude: None,
+        };
+        let (v, id) = service("s", None);
+        assert!(sel.applies_to(&v, &id, &RequestContext::default()));
+        assert!(!sel.applies_to(&v, &id, &request_by("alice")));
     }
 
     #[test]

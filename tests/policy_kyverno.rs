@@ -1,0 +1,921 @@
+//! Policy files: Kyverno `validate.manifests` policies loaded unchanged, and mansign's own
+//! `ManifestPolicy`, give the verdicts of the Kyverno fixtures
+//! (`../shared/fixtures/kyverno/README.md`).
+//!
+//! Every test skips with a message when the shared fixtures are not next to the checkout.
+
+use mansign::manifest::{Document, load_inputs};
+use mansign::policy::{
+    LoadOptions, ObjectVerdict, PolicyError, PolicySet, RequestContext, load_file, load_str,
+};
+use mansign::trust::TrustRoot;
+use mansign::verify::Rejection;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/kyverno");
+
+/// `../shared/fixtures/kyverno/<rel>`, or `None` (with a message) when absent.
+fn fixture(rel: &str) -> Option<PathBuf> {
+    let root = Path::new(FIXTURES);
+    if !root.is_dir() {
+        eprintln!(
+            "skipping: {FIXTURES} not found (the shared fixtures are not next to this checkout)"
+        );
+        return None;
+    }
+    let p = root.join(rel);
+    assert!(p.exists(), "fixture {rel} is missing");
+    Some(p)
+}
+
+macro_rules! fixture_or_skip {
+    ($rel:expr) => {
+        match fixture($rel) {
+            Some(p) => p,
+            None => return,
+        }
+    };
+}
+
+/// The public-good `trusted_root.json` copied into the fixtures, as JSON a current parser
+/// takes: the copy predates the `mediaType` field, which is added here.
+fn fixture_trusted_root_json() -> Option<String> {
+    let path = Path::new(FIXTURES).join("trust-root/sigstore-public-trusted_root.json");
+    let mut root: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).unwrap();
+    root["mediaType"] = "application/vnd.dev.sigstore.trustedroot+json;version=0.1".into();
+    Some(root.to_string())
+}
+
+/// Loads with the fixtures' public-good trusted root (deterministic: not the developer's
+/// cached root); the embedded one when the fixtures are absent.
+fn options() -> LoadOptions {
+    let root = match fixture_trusted_root_json() {
+        Some(json) => TrustRoot::from_json(&json).unwrap(),
+        None => TrustRoot::public_good().unwrap(),
+    };
+    LoadOptions {
+        trust_root: Some(Arc::new(root)),
+        ..LoadOptions::default()
+    }
+}
+
+fn policy_file(rel: &str) -> Option<PolicySet> {
+    fixture(rel).map(|p| load_file(&p, &options()).unwrap())
+}
+
+fn policy_text(text: &str) -> Result<PolicySet, PolicyError> {
+    load_str("test-policy.yaml", text, Path::new(FIXTURES), &options())
+}
+
+fn documents(path: &Path) -> Vec<Document> {
+    load_inputs(&[path.to_path_buf()], &mansign::Limits::default())
+        .unwrap()
+        .into_iter()
+        .flat_map(|f| f.documents)
+        .collect()
+}
+
+/// The verdict for the only document of a fixture file.
+fn verdict_for_file(policy: &PolicySet, rel: &str) -> Option<ObjectVerdict> {
+    let path = fixture(rel)?;
+    let docs = documents(&path);
+    assert_eq!(docs.len(), 1, "{rel}");
+    Some(policy.verify_document(&docs[0], &RequestContext::default()))
+}
+
+/// `request.object` of an extracted Kyverno unit-test AdmissionRequest.
+fn admission_object(rel: &str) -> Option<Value> {
+    let path = fixture(rel)?;
+    let request: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    Some(request["object"].clone())
+}
+
+/// A key from the fixtures; empty when they are absent (the test then skips).
+fn pem(rel: &str) -> String {
+    std::fs::read_to_string(Path::new(FIXTURES).join(rel)).unwrap_or_default()
+}
+
+/// Indents a PEM for a YAML block scalar at `spaces`.
+fn block(pem: &str, spaces: usize) -> String {
+    let pad = " ".repeat(spaces);
+    pem.trim()
+        .lines()
+        .map(|l| format!("{pad}{l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn failure(v: &ObjectVerdict) -> String {
+    assert_eq!(v.rules.len(), 1, "{v}");
+    match &v.rules[0].verdict.result {
+        Ok(_) => panic!("expected a failure: {v}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Kyverno chainsaw `verify-manifests/single-signature`: count 1 over [K1, K2]
+
+const SINGLE: &str = "chainsaw-verify-manifests/single-signature";
+const MULTI: &str = "chainsaw-verify-manifests/multi-signatures";
+
+fn chainsaw(dir: &str, resource: &str) -> Option<ObjectVerdict> {
+    let policy = policy_file(&format!("{dir}/policy.yaml"))?;
+    verdict_for_file(&policy, &format!("{dir}/resource-{resource}.yaml"))
+}
+
+#[test]
+fn single_signature_policy_denies_unsigned_service() {
+    let Some(v) = chainsaw(SINGLE, "no-signature") else {
+        return;
+    };
+    assert!(!v.is_verified());
+    assert!(
+        failure(&v).contains("cosign.sigstore.dev/message is missing"),
+        "{v}"
+    );
+}
+
+#[test]
+fn single_signature_policy_allows_service_signed_by_k2_only() {
+    let Some(v) = chainsaw(SINGLE, "one-signature") else {
+        return;
+    };
+    assert!(v.is_verified(), "{v}");
+    let verified = v.rules[0].verdict.result.as_ref().unwrap();
+    assert_eq!(verified.entries.len(), 1);
+    assert_eq!(
+        verified.entries[0].entry.to_string(),
+        "attestors[0].entries[1]"
+    );
+}
+
+#[test]
+fn single_signature_policy_allows_service_signed_by_k1_and_k2() {
+    let Some(v) = chainsaw(SINGLE, "two-signatures") else {
+        return;
+    };
+    assert!(v.is_verified(), "{v}");
+}
+
+#[test]
+fn single_signature_policy_denies_tampered_service_naming_spec_selector_app() {
+    let Some(v) = chainsaw(SINGLE, "bad-signatures") else {
+        return;
+    };
+    assert!(!v.is_verified());
+    assert!(matches!(
+        v.rules[0].verdict.result,
+        Err(Rejection::Modified { .. })
+    ));
+    assert!(failure(&v).contains("spec.selector.app"), "{v}");
+}
+
+// Kyverno chainsaw `verify-manifests/multi-signatures`: no count, so K1 and K2 both needed
+
+#[test]
+fn multi_signatures_policy_denies_unsigned_service() {
+    let Some(v) = chainsaw(MULTI, "no-signature") else {
+        return;
+    };
+    assert!(!v.is_verified());
+}
+
+#[test]
+fn multi_signatures_policy_denies_service_signed_by_k2_only() {
+    let Some(v) = chainsaw(MULTI, "one-signature") else {
+        return;
+    };
+    assert!(!v.is_verified());
+    let reason = failure(&v);
+    assert!(reason.contains("1 of 2 required entries"), "{reason}");
+    assert!(reason.contains("attestors[0].entries[0]"), "{reason}");
+}
+
+#[test]
+fn multi_signatures_policy_allows_service_signed_by_k1_and_k2() {
+    let Some(v) = chainsaw(MULTI, "two-signatures") else {
+        return;
+    };
+    assert!(v.is_verified(), "{v}");
+    let verified = v.rules[0].verdict.result.as_ref().unwrap();
+    let sets: Vec<usize> = verified.entries.iter().map(|e| e.signature_set).collect();
+    assert_eq!(sets, [0, 1]);
+}
+
+#[test]
+fn multi_signatures_policy_denies_tampered_service() {
+    let Some(v) = chainsaw(MULTI, "bad-signatures") else {
+        return;
+    };
+    assert!(!v.is_verified());
+    assert!(failure(&v).contains("spec.selector.app"), "{v}");
+}
+
+// Kyverno CLI test `manifests/verify-signature`: two rules in one ClusterPolicy
+
+fn rule_result(v: &ObjectVerdict, rule: &str) -> bool {
+    v.rules
+        .iter()
+        .find(|r| r.rule == rule)
+        .unwrap_or_else(|| panic!("rule {rule} did not apply: {v}"))
+        .verdict
+        .is_verified()
+}
+
+#[test]
+fn cli_verify_signature_rules_give_the_kyverno_test_results() {
+    let Some(policy) = policy_file("cli-verify-signature/policies.yaml") else {
+        return;
+    };
+    let path = fixture_or_skip!("cli-verify-signature/resources.yaml");
+    let docs = documents(&path);
+    let verdicts: Vec<ObjectVerdict> = docs
+        .iter()
+        .map(|d| policy.verify_document(d, &RequestContext::default()))
+        .collect();
+    let by_name = |name: &str| {
+        verdicts
+            .iter()
+            .find(|v| v.object.name == name)
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    // kyverno-test.yaml: test-service/validate-yaml fail, test-service2/validate-yaml pass,
+    // test-service3/validate-yaml-multi-sig pass.
+    assert!(!rule_result(by_name("test-service"), "validate-yaml"));
+    assert!(rule_result(by_name("test-service2"), "validate-yaml"));
+    assert!(rule_result(
+        by_name("test-service3"),
+        "validate-yaml-multi-sig"
+    ));
+    // Both rules match every Service; all must pass: test-service2 (K2 only) is not
+    // verified as an object because the multi-sig rule needs K1 too.
+    assert!(!by_name("test-service2").is_verified());
+    assert!(by_name("test-service3").is_verified());
+}
+
+// Kyverno chainsaw `validate/e2e/yaml-signing`: Deployment signed by K1
+
+#[test]
+fn yaml_signing_policy_allows_deployment_signed_by_k1_and_denies_unsigned() {
+    let Some(policy) = policy_file("chainsaw-yaml-signing/policy.yaml") else {
+        return;
+    };
+    let Some(v) = verdict_for_file(
+        &policy,
+        "chainsaw-yaml-signing/chainsaw-step-02-apply-1-1.yaml",
+    ) else {
+        return;
+    };
+    assert!(v.is_verified(), "{v}");
+    let Some(v) = verdict_for_file(&policy, "chainsaw-yaml-signing/bad.yaml") else {
+        return;
+    };
+    assert!(!v.is_verified(), "{v}");
+}
+
+#[test]
+fn objects_no_rule_applies_to_are_not_verified() {
+    let Some(policy) = policy_file(&format!("{SINGLE}/policy.yaml")) else {
+        return;
+    };
+    let cm: Value = serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "b"}
+    });
+    let v = policy
+        .verify_object(&cm, &RequestContext::default())
+        .unwrap();
+    assert!(v.no_rule_applies());
+    assert!(!v.is_verified());
+    assert!(v.to_string().contains("no policy rule applies"), "{v}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Kyverno unit tests (`validate_manifest_test.go`): request.object of the AdmissionRequests
+
+/// A ClusterPolicy for ConfigMaps and Services in the Kyverno unit-test shape.
+fn unit_policy(attestors: &str) -> Option<PolicySet> {
+    fixture("keys/ecdsa-pub-1.pem")?;
+    let text = format!(
+        "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: unit
+spec:
+  rules:
+  - name: manifests
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap, Service]
+    validate:
+      manifests:
+        attestors:
+{attestors}
+"
+    );
+    Some(policy_text(&text).unwrap())
+}
+
+fn key_entry(rel: &str, indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    format!(
+        "{pad}- keys:\n{pad}    publicKeys: |-\n{}",
+        block(&pem(rel), indent + 6)
+    )
+}
+
+fn k1_only() -> String {
+    format!(
+        "        - entries:\n{}",
+        key_entry("keys/ecdsa-pub-1.pem", 10)
+    )
+}
+
+fn unit_verdict(policy: &PolicySet, request: &str) -> Option<ObjectVerdict> {
+    let object = admission_object(&format!("unit-validate-manifest/{request}-adreq.json"))?;
+    Some(
+        policy
+            .verify_object(&object, &RequestContext::default())
+            .unwrap(),
+    )
+}
+
+#[test]
+fn unit_signed_configmap_is_allowed() {
+    let Some(policy) = unit_policy(&k1_only()) else {
+        return;
+    };
+    let Some(v) = unit_verdict(&policy, "signed") else {
+        return;
+    };
+    assert!(v.is_verified(), "{v}");
+}
+
+#[test]
+fn unit_unsigned_configmap_is_denied() {
+    let Some(policy) = unit_policy(&k1_only()) else {
+        return;
+    };
+    let Some(v) = unit_verdict(&policy, "unsigned") else {
+        return;
+    };
+    assert!(!v.is_verified(), "{v}");
+}
+
+#[test]
+fn unit_tampered_configmap_is_denied_naming_data_key3() {
+    let Some(policy) = unit_policy(&k1_only()) else {
+        return;
+    };
+    let Some(v) = unit_verdict(&policy, "invalid") else {
+        return;
+    };
+    assert!(!v.is_verified());
+    assert!(failure(&v).contains("data.key3 added"), "{v}");
+}
+
+fn k1_k2(count: Option<usize>) -> String {
+    let count = count
+        .map(|c| format!("          count: {c}\n"))
+        .unwrap_or_default();
+    format!(
+        "        - entries:\n{}\n{}\n{count}",
+        key_entry("keys/ecdsa-pub-1.pem", 10),
+        key_entry("keys/ecdsa-pub-2.pem", 10)
+    )
+}
+
+#[test]
+fn unit_service_signed_by_k1_is_denied_when_k1_and_k2_are_both_required() {
+    let Some(policy) = unit_policy(&k1_k2(None)) else {
+        return;
+    };
+    let Some(v) = unit_verdict(&policy, "multi-sig") else {
+        return;
+    };
+    assert!(!v.is_verified());
+    let reason = failure(&v);
+    assert!(reason.contains("attestors[0].entries[1]"), "{reason}");
+}
+
+#[test]
+fn unit_service_with_server_defaults_signed_by_k1_is_allowed_with_count_1() {
+    // The object carries clusterIP, ipFamilies, type: ClusterIP... and namespace test-ns,
+    // none of them signed: the Kyverno loader's anchored `kubernetes` tolerances accept
+    // exactly these server additions.
+    let Some(policy) = unit_policy(&k1_k2(Some(1))) else {
+        return;
+    };
+    let Some(v) = unit_verdict(&policy, "multi-sig") else {
+        return;
+    };
+    assert!(v.is_verified(), "{v}");
+}
+
+#[test]
+fn unit_count_3_over_k1_k2_and_nested_k1_counts_entries_not_signatures() {
+    // Two signatures (K1, K2) satisfy three entries: K1's signature satisfies both the K1
+    // entry and the nested set (upstream Test_VerifyManifest_MustAll_ValidYAML).
+    let attestors = format!(
+        "        - count: 3\n          entries:\n{}\n{}\n          - attestor:\n              entries:\n{}\n",
+        key_entry("keys/ecdsa-pub-1.pem", 10),
+        key_entry("keys/ecdsa-pub-2.pem", 10),
+        key_entry("keys/ecdsa-pub-1.pem", 14),
+    );
+    let Some(policy) = unit_policy(&attestors) else {
+        return;
+    };
+    let Some(v) = unit_verdict(&policy, "multi-sig2") else {
+        return;
+    };
+    assert!(v.is_verified(), "{v}");
+    let verified = v.rules[0].verdict.result.as_ref().unwrap();
+    let entries: Vec<String> = verified
+        .entries
+        .iter()
+        .map(|e| e.entry.to_string())
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            "attestors[0].entries[0]",
+            "attestors[0].entries[1]",
+            "attestors[0].entries[2].attestor.entries[0]"
+        ]
+    );
+}
+
+#[test]
+fn several_keys_in_one_public_keys_are_one_entry_each() {
+    // Kyverno's ExpandStaticKeys: `publicKeys` with K1 and K2 and no count needs both.
+    let keys = format!(
+        "{}\n{}",
+        pem("keys/ecdsa-pub-1.pem").trim(),
+        pem("keys/ecdsa-pub-2.pem").trim()
+    );
+    let attestors = format!(
+        "        - entries:\n          - keys:\n              publicKeys: |-\n{}\n",
+        block(&keys, 16)
+    );
+    let Some(policy) = unit_policy(&attestors) else {
+        return;
+    };
+    let Some(v) = unit_verdict(&policy, "multi-sig") else {
+        return;
+    };
+    assert!(!v.is_verified());
+    assert!(failure(&v).contains("1 of 2 required entries"), "{v}");
+    let Some(v) = unit_verdict(&policy, "multi-sig2") else {
+        return;
+    };
+    assert!(v.is_verified(), "{v}");
+}
+
+#[test]
+fn server_default_tolerance_does_not_accept_another_service_type() {
+    // `type: ClusterIP` is tolerated when unsigned; `LoadBalancer` is not.
+    let Some(policy) = unit_policy(&k1_k2(Some(1))) else {
+        return;
+    };
+    let Some(mut object) = admission_object("unit-validate-manifest/multi-sig-adreq.json") else {
+        return;
+    };
+    object["spec"]["type"] = "LoadBalancer".into();
+    let v = policy
+        .verify_object(&object, &RequestContext::default())
+        .unwrap();
+    assert!(!v.is_verified());
+    assert!(failure(&v).contains("spec.type"), "{v}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Fields mansign cannot honour are refused, naming the field
+
+fn refusal(manifests_extra: &str, entry_extra: &str) -> Option<PolicyError> {
+    fixture("keys/ecdsa-pub-1.pem")?;
+    let text = format!(
+        "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: refused
+spec:
+  rules:
+  - name: r
+    match:
+      any:
+      - resources:
+          kinds: [Service]
+    validate:
+      manifests:
+{manifests_extra}        attestors:
+        - entries:
+          - keys:
+{entry_extra}              publicKeys: |-
+{}
+",
+        block(&pem("keys/ecdsa-pub-1.pem"), 16)
+    );
+    Some(policy_text(&text).unwrap_err())
+}
+
+#[test]
+fn enabled_dry_run_is_refused_naming_the_field() {
+    let Some(err) = refusal("        dryRun:\n          enable: true\n", "") else {
+        return;
+    };
+    assert!(matches!(err, PolicyError::DryRun { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("spec.rules[0].validate.manifests.dryRun.enable"),
+        "{err}"
+    );
+}
+
+#[test]
+fn disabled_dry_run_is_accepted() {
+    let Some(_) = fixture("keys/ecdsa-pub-1.pem") else {
+        return;
+    };
+    let text = format!(
+        "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {{name: p}}\nspec:\n  rules:\n  - name: r\n    match: {{any: [{{resources: {{kinds: [Service]}}}}]}}\n    validate:\n      manifests:\n        dryRun: {{enable: false, namespace: x}}\n        attestors:\n        - entries:\n          - keys:\n              publicKeys: |-\n{}\n",
+        block(&pem("keys/ecdsa-pub-1.pem"), 16)
+    );
+    assert!(policy_text(&text).is_ok());
+}
+
+#[test]
+fn oci_repository_is_refused_naming_the_field() {
+    let Some(err) = refusal("        repository: ghcr.io/acme/bundle:v1\n", "") else {
+        return;
+    };
+    assert!(matches!(err, PolicyError::Repository { .. }), "{err}");
+    assert!(
+        err.to_string().contains("validate.manifests.repository"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_signature_algorithm_is_refused_naming_the_field() {
+    let Some(err) = refusal("", "              signatureAlgorithm: sha512\n") else {
+        return;
+    };
+    assert!(
+        matches!(err, PolicyError::SignatureAlgorithm { .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains("attestors[0].entries[0].keys.signatureAlgorithm"),
+        "{err}"
+    );
+}
+
+#[test]
+fn kubernetes_secret_key_reference_is_refused_naming_the_field() {
+    let text = "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: p}
+spec:
+  rules:
+  - name: r
+    match: {any: [{resources: {kinds: [Service]}}]}
+    validate:
+      manifests:
+        attestors:
+        - entries:
+          - keys:
+              publicKeys: k8s://kyverno/release-key
+";
+    let err = policy_text(text).unwrap_err();
+    assert!(matches!(err, PolicyError::KeyReference { .. }), "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("attestors[0].entries[0].keys.publicKeys"),
+        "{msg}"
+    );
+    assert!(msg.contains("k8s://kyverno/release-key"), "{msg}");
+}
+
+#[test]
+fn unknown_field_in_manifests_is_refused_naming_it() {
+    let Some(err) = refusal("        dryrun: {enable: true}\n", "") else {
+        return;
+    };
+    assert!(matches!(err, PolicyError::Syntax { .. }), "{err}");
+    let msg = err.to_string();
+    assert!(msg.contains("test-policy.yaml: document 1"), "{msg}");
+    assert!(msg.contains("unknown field `dryrun`"), "{msg}");
+    assert!(msg.contains("spec.rules[0].validate.manifests"), "{msg}");
+}
+
+#[test]
+fn keyless_without_issuer_is_refused() {
+    let text = "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: p}
+spec:
+  rules:
+  - name: r
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    validate:
+      manifests:
+        attestors:
+        - entries:
+          - keyless:
+              subject: someone@example.com
+              rekor: {url: https://rekor.sigstore.dev}
+";
+    let err = policy_text(text).unwrap_err();
+    assert!(err.to_string().contains("keyless needs issuer"), "{err}");
+}
+
+#[test]
+fn rules_without_validate_manifests_are_skipped_with_a_note() {
+    let Some(_) = fixture("keys/ecdsa-pub-1.pem") else {
+        return;
+    };
+    let text = format!(
+        "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {{name: p}}\nspec:\n  rules:\n  - name: labels\n    match: {{any: [{{resources: {{kinds: [Pod]}}}}]}}\n    validate:\n      pattern: {{metadata: {{labels: {{app: '?*'}}}}}}\n  - name: signed\n    match: {{any: [{{resources: {{kinds: [Service]}}}}]}}\n    validate:\n      manifests:\n        attestors:\n        - entries:\n          - keys:\n              publicKeys: |-\n{}\n",
+        block(&pem("keys/ecdsa-pub-1.pem"), 16)
+    );
+    let policy = policy_text(&text).unwrap();
+    assert_eq!(policy.rules.len(), 1);
+    assert_eq!(policy.rules[0].rule, "signed");
+    assert!(
+        policy.notes[0].contains("\"labels\" skipped"),
+        "{:?}",
+        policy.notes
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// mansign ManifestPolicy: AND across sets, N-of-M, nesting, strict fields
+
+fn mansign_policy(attestors: &str) -> Option<PolicySet> {
+    fixture("keys/ecdsa-pub-1.pem")?;
+    let text = format!(
+        "apiVersion: mansign.dev/v1alpha1
+kind: ManifestPolicy
+metadata:
+  name: release
+spec:
+  match:
+    kinds: [Service]
+  attestors:
+{attestors}
+"
+    );
+    Some(policy_text(&text).unwrap())
+}
+
+const K1: &str = "{keys: {path: keys/ecdsa-pub-1.pem}}";
+const K2: &str = "{keys: {path: keys/ecdsa-pub-2.pem}}";
+const T: &str = "{keys: {path: k8s-manifest-sigstore/testpub.pem}}";
+
+fn mansign_verdict(attestors: &str, resource: &str) -> Option<ObjectVerdict> {
+    let policy = mansign_policy(attestors)?;
+    verdict_for_file(&policy, &format!("{SINGLE}/resource-{resource}.yaml"))
+}
+
+#[test]
+fn mansign_policy_requires_every_attestor_set() {
+    let sets = format!("  - entries: [{K1}]\n  - entries: [{K2}]");
+    let Some(v) = mansign_verdict(&sets, "two-signatures") else {
+        return;
+    };
+    assert!(v.is_verified(), "{v}");
+    let Some(v) = mansign_verdict(&sets, "one-signature") else {
+        return;
+    };
+    assert!(!v.is_verified());
+    assert!(failure(&v).contains("attestors[0]: 0 of 1 required"), "{v}");
+}
+
+#[test]
+fn mansign_policy_count_is_n_of_m() {
+    let set = format!("  - count: 2\n    entries: [{K1}, {T}, {K2}]");
+    let Some(v) = mansign_verdict(&set, "two-signatures") else {
+        return;
+    };
+    assert!(v.is_verified(), "{v}");
+    let Some(v) = mansign_verdict(&set, "one-signature") else {
+        return;
+    };
+    assert!(!v.is_verified());
+    assert!(failure(&v).contains("1 of 2 required entries"), "{v}");
+}
+
+#[test]
+fn mansign_policy_nested_set_is_one_entry() {
+    // All of: T, or-else (K1 or K2) — T never signed these, so only count 1 passes.
+    let all = format!("  - entries: [{T}, {{attestor: {{count: 1, entries: [{K1}, {K2}]}}}}]");
+    let Some(v) = mansign_verdict(&all, "one-signature") else {
+        return;
+    };
+    assert!(!v.is_verified());
+    let one = format!(
+        "  - count: 1\n    entries: [{T}, {{attestor: {{count: 1, entries: [{K1}, {K2}]}}}}]"
+    );
+    let Some(v) = mansign_verdict(&one, "one-signature") else {
+        return;
+    };
+    assert!(v.is_verified(), "{v}");
+    let verified = v.rules[0].verdict.result.as_ref().unwrap();
+    assert_eq!(
+        verified.entries[0].entry.to_string(),
+        "attestors[0].entries[1].attestor.entries[1]"
+    );
+}
+
+#[test]
+fn mansign_policy_unknown_field_is_refused_naming_it() {
+    let text = "apiVersion: mansign.dev/v1alpha1
+kind: ManifestPolicy
+metadata: {name: x}
+spec:
+  attestors:
+  - entries:
+    - keys: {path: keys/ecdsa-pub-1.pem, rekor: {}}
+";
+    let Some(_) = fixture("keys/ecdsa-pub-1.pem") else {
+        return;
+    };
+    let err = policy_text(text).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("test-policy.yaml: document 1"), "{msg}");
+    assert!(msg.contains("spec.attestors[0].entries[0].keys"), "{msg}");
+    assert!(msg.contains("unknown field `rekor`"), "{msg}");
+}
+
+#[test]
+fn mansign_policy_count_above_entries_is_refused() {
+    let text = format!(
+        "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata: {{name: x}}\nspec:\n  attestors:\n  - count: 3\n    entries: [{K1}, {K2}]\n"
+    );
+    let Some(_) = fixture("keys/ecdsa-pub-1.pem") else {
+        return;
+    };
+    let err = policy_text(&text).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("count 3 is larger than the number of entries (2)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_document_kind_is_refused() {
+    let err = policy_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n").unwrap_err();
+    assert!(matches!(err, PolicyError::UnknownKind { .. }), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Keyless entries: real public-good signatures (k8s-manifest-sigstore fixture)
+
+const KEYLESS_CM: &str =
+    "k8s-manifest-sigstore/pkg-k8smanifest-testdata/sample-configmap-keyless-multi-signed.yaml";
+
+#[test]
+fn keyless_count_2_over_both_signer_identities_is_allowed() {
+    let text = "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: keyless}
+spec:
+  rules:
+  - name: two-people
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    validate:
+      manifests:
+        attestors:
+        - count: 2
+          entries:
+          - keyless:
+              subject: hkitahar@redhat.com
+              issuer: https://accounts.google.com
+              rekor: {url: https://rekor.sigstore.dev}
+          - keyless:
+              subject: hirokuni.kitahara1@ibm.com
+              issuer: https://github.com/login/oauth
+              rekor: {url: https://rekor.sigstore.dev}
+";
+    let Some(_) = fixture(KEYLESS_CM) else { return };
+    let policy = policy_text(text).unwrap();
+    let Some(v) = verdict_for_file(&policy, KEYLESS_CM) else {
+        return;
+    };
+    assert!(v.is_verified(), "{v}");
+    let verified = v.rules[0].verdict.result.as_ref().unwrap();
+    let sets: Vec<usize> = verified.entries.iter().map(|e| e.signature_set).collect();
+    assert_eq!(sets, [0, 1]);
+}
+
+#[test]
+fn keyless_subject_with_the_wrong_issuer_is_denied() {
+    // Kyverno allows this (it ignores the issuer of manifest signatures); mansign does not.
+    let Some(_) = fixture(KEYLESS_CM) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("root.json"),
+        fixture_trusted_root_json().unwrap(),
+    )
+    .unwrap();
+    let text = "apiVersion: mansign.dev/v1alpha1
+kind: ManifestPolicy
+metadata: {name: wrong-issuer}
+spec:
+  attestors:
+  - entries:
+    - keyless:
+        subject: hirokuni.kitahara1@ibm.com
+        issuer: https://accounts.google.com
+        trustedRoot: root.json
+";
+    let policy = load_str(
+        "wrong-issuer.yaml",
+        text,
+        dir.path(),
+        &LoadOptions::default(),
+    )
+    .unwrap();
+    let Some(v) = verdict_for_file(&policy, KEYLESS_CM) else {
+        return;
+    };
+    assert!(!v.is_verified());
+    let reason = failure(&v);
+    assert!(reason.contains("signer not allowed"), "{reason}");
+}
+
+#[test]
+fn keyless_subject_regex_is_anchored() {
+    let Some(_) = fixture(KEYLESS_CM) else { return };
+    let policy = |re: &str| {
+        policy_text(&format!(
+            "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata: {{name: re}}\nspec:\n  attestors:\n  - entries:\n    - keyless:\n        subjectRegExp: '{re}'\n        issuer: https://github.com/login/oauth\n"
+        ))
+        .unwrap()
+    };
+    let Some(v) = verdict_for_file(&policy(r".*@ibm\.com"), KEYLESS_CM) else {
+        return;
+    };
+    assert!(v.is_verified(), "{v}");
+    let Some(v) = verdict_for_file(&policy(r"hirokuni"), KEYLESS_CM) else {
+        return;
+    };
+    assert!(!v.is_verified(), "{v}");
+}
+
+// ---------------------------------------------------------------------------------------
+// The CLI
+
+#[test]
+fn cli_verify_with_kyverno_policy_reports_each_rule_and_exits_by_verdict() {
+    let policy = fixture_or_skip!(&format!("{SINGLE}/policy.yaml"));
+    let good = fixture_or_skip!(&format!("{SINGLE}/resource-two-signatures.yaml"));
+    let bad = fixture_or_skip!(&format!("{SINGLE}/resource-bad-signatures.yaml"));
+    fixture_or_skip!("trust-root/sigstore-public-trusted_root.json");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root.json");
+    std::fs::write(&root, fixture_trusted_root_json().unwrap()).unwrap();
+    let run = |input: &Path| {
+        assert_cmd::Command::cargo_bin("mansign")
+            .unwrap()
+            .args(["verify", "-f"])
+            .arg(input)
+            .arg("--policy")
+            .arg(&policy)
+            .arg("--trusted-root")
+            .arg(&root)
+            .output()
+            .unwrap()
+    };
+    let out = run(&good);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout
+            .contains("policy validate-yaml rule validate-yaml: verified (attestors[0].entries[0]"),
+        "{stdout}"
+    );
+    let out = run(&bad);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("spec.selector.app"));
+}
+
+#[test]
+fn cli_refuses_policy_with_key_flags() {
+    let policy = fixture_or_skip!(&format!("{SINGLE}/policy.yaml"));
+    let key = fixture_or_skip!("keys/ecdsa-pub-1.pem");
+    let out = assert_cmd::Command::cargo_bin("mansign")
+        .unwrap()
+        .args(["verify", "-f", "x.yaml", "--policy"])
+        .arg(&policy)
+        .arg("--key")
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
