@@ -1,35 +1,72 @@
 #!/usr/bin/env bash
-# The main job end to end: sign the manifests in testdata/unsigned/ and verify them,
-# then show that a tampered copy is rejected. Works on a fresh machine (builds mansign).
+# The main job end to end, keyless, on a local Sigstore (OIDC issuer, Fulcio, Rekor on
+# 127.0.0.1): sign testdata/unsigned/ into signed/ the way CI does, verify the result
+# with the signer's identity, then show that tampering, a wrong identity and a wrong
+# issuer are all rejected. Works on a fresh machine (installs the stack, builds mansign).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
-step "build mansign"
+step "install the local Sigstore stack (npm + sigstore-python) and build mansign"
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+  apt-get update -qq && apt-get install -y -qq nodejs npm
+fi
+bash scripts/sigstore-stack/install.sh
 cargo build --locked --quiet
 MANSIGN="$PWD/target/debug/mansign"
 
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
-export COSIGN_PASSWORD=demo-password
+STATE="$WORK/stack"
+cleanup() { bash scripts/sigstore-stack/stop.sh "$STATE" >/dev/null 2>&1 || true; rm -rf "$WORK"; }
+trap cleanup EXIT
 
-step "generate a cosign key pair"
-(cd "$WORK" && "$MANSIGN" generate-key-pair)
+step "start the local Sigstore stack"
+bash scripts/sigstore-stack/start.sh "$STATE" >/dev/null
+# shellcheck disable=SC1091
+. "$STATE/env"
+echo "OIDC issuer $SIGSTORE_OIDC_ISSUER, Fulcio $SIGSTORE_FULCIO_URL, Rekor $SIGSTORE_REKOR_URL"
+echo "CI identity: $SIGSTORE_IDENTITY"
+# In GitHub Actions the token comes from the runner; here the local issuer minted one.
+export SIGSTORE_ID_TOKEN
+SIGSTORE_ID_TOKEN=$(cat "$SIGSTORE_ID_TOKEN_FILE")
+unset ACTIONS_ID_TOKEN_REQUEST_URL ACTIONS_ID_TOKEN_REQUEST_TOKEN
 
-step "sign testdata/unsigned/ into signed/ (one signature per document)"
-"$MANSIGN" sign -f testdata/unsigned/ -o "$WORK/signed/" --key "$WORK/cosign.key"
-sed -n '1,20p' "$WORK/signed/policy-exception-backup.yaml"
+step "sign testdata/unsigned/ into signed/ keylessly (one certificate, one Rekor entry per document)"
+cp -r testdata/unsigned "$WORK/unsigned"
+"$MANSIGN" sign -f "$WORK/unsigned/" -o "$WORK/signed/" --remove-input \
+  --trusted-root "$SIGSTORE_TRUSTED_ROOT"
+echo "unsigned/ now holds: $(ls -A "$WORK/unsigned" | wc -l) file(s) (--remove-input)"
+sed -n '1,12p' "$WORK/signed/policy-exception-backup.yaml" | cut -c1-110
 
-step "verify signed/"
-"$MANSIGN" verify -f "$WORK/signed/" --key "$WORK/cosign.pub"
+step "stop the stack: verification is offline"
+bash scripts/sigstore-stack/stop.sh "$STATE" >/dev/null
 
-step "tamper: widen the exception to every pod name, then verify again (must fail)"
+verify() {
+  "$MANSIGN" verify -f "$1" --trusted-root "$SIGSTORE_TRUSTED_ROOT" \
+    --certificate-identity "$2" --certificate-oidc-issuer "$3"
+}
+
+step "verify signed/ with the CI identity and issuer"
+verify "$WORK/signed/" "$SIGSTORE_IDENTITY" "$SIGSTORE_OIDC_ISSUER"
+
+expect_reject() {
+  local what=$1; shift
+  step "$what (must be rejected)"
+  if "$@"; then
+    echo "demo: accepted, this is a bug" >&2
+    exit 1
+  else
+    echo "rejected as expected (exit $?)"
+  fi
+}
+
 sed 's/"nightly-backup-\*"/"*"/' "$WORK/signed/policy-exception-backup.yaml" > "$WORK/tampered.yaml"
-if "$MANSIGN" verify -f "$WORK/tampered.yaml" --key "$WORK/cosign.pub"; then
-  echo "demo: tampered manifest verified: this is a bug" >&2
-  exit 1
-else
-  echo "rejected as expected (exit $?)"
-fi
+expect_reject "tamper: widen the exception to every pod name" \
+  verify "$WORK/tampered.yaml" "$SIGSTORE_IDENTITY" "$SIGSTORE_OIDC_ISSUER"
+expect_reject "a workflow of another repository" \
+  verify "$WORK/signed/" "https://github.com/evil/repo/.github/workflows/release.yml@refs/heads/main" "$SIGSTORE_OIDC_ISSUER"
+expect_reject "the right subject from another issuer" \
+  verify "$WORK/signed/" "$SIGSTORE_IDENTITY" "https://token.actions.githubusercontent.com"
+
 step "done"
