@@ -7,6 +7,9 @@
 //!   [`annotations::SignatureSet`] -> [`annotations::embed`] -> write
 //! * verify: object -> [`annotations::extract`] -> signature sets -> [`verify`] (crypto +
 //!   identity) -> manifest diff (signed document vs object) -> [`verify::Verdict`]
+//! * policies: [`policy::load_file`] (mansign `ManifestPolicy`, Kyverno `validate.manifests`)
+//!   -> rules that match the object -> the same pipeline with an attestor-set requirement ->
+//!   [`policy::PolicyVerdict`]
 //!
 //! Verify a file with a cosign public key, the way `mansign verify -f FILE --key cosign.pub`
 //! does:

@@ -491,6 +491,52 @@ fn server_default_tolerance_does_not_accept_another_service_type() {
     assert!(failure(&v).contains("spec.type"), "{v}");
 }
 
+#[test]
+fn namespaced_kyverno_policy_applies_only_in_its_namespace() {
+    let Some(_) = fixture("keys/ecdsa-pub-1.pem") else {
+        return;
+    };
+    let policy = |ns: &str| {
+        policy_text(&format!(
+            "apiVersion: kyverno.io/v1\nkind: Policy\nmetadata: {{name: p, namespace: {ns}}}\nspec:\n  rules:\n  - name: r\n    match: {{any: [{{resources: {{kinds: [Service]}}}}]}}\n    validate:\n      manifests:\n        attestors:\n{}\n",
+            k1_only()
+        ))
+        .unwrap()
+    };
+    let Some(object) = admission_object("unit-validate-manifest/multi-sig-adreq.json") else {
+        return;
+    };
+    let ctx = RequestContext::default();
+    assert!(
+        policy("test-ns")
+            .verify_object(&object, &ctx)
+            .unwrap()
+            .is_verified()
+    );
+    let elsewhere = policy("other").verify_object(&object, &ctx).unwrap();
+    assert!(elsewhere.no_rule_applies());
+    assert!(!elsewhere.is_verified());
+}
+
+#[test]
+fn mansign_policy_binds_unnamespaced_signatures_only_where_listed() {
+    let Some(object) = admission_object("unit-validate-manifest/multi-sig-adreq.json") else {
+        return;
+    };
+    let policy = |ns: &str| {
+        policy_text(&format!(
+            "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata: {{name: p}}\nspec:\n  ignoreProfile: kubernetes\n  namespaceBinding: [{ns}]\n  attestors:\n  - entries: [{K1}]\n"
+        ))
+        .unwrap()
+    };
+    let ctx = RequestContext::default();
+    let v = policy("test-ns").verify_object(&object, &ctx).unwrap();
+    assert!(v.is_verified(), "{v}");
+    let v = policy("other-ns").verify_object(&object, &ctx).unwrap();
+    assert!(!v.is_verified());
+    assert!(failure(&v).contains("metadata.namespace added"), "{v}");
+}
+
 // ---------------------------------------------------------------------------------------
 // Fields mansign cannot honour are refused, naming the field
 

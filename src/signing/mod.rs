@@ -6,6 +6,7 @@
 //! document (or per file with [`SignScope::File`]), sign the batch, embed.
 
 pub mod cosign_key;
+mod github_actions;
 mod http;
 mod key;
 pub mod keyless;

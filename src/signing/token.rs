@@ -20,7 +20,7 @@
 //! without checking the token's signature: Fulcio does that, and a client cannot (it does
 //! not know which issuers Fulcio trusts). The token itself is never logged or printed.
 
-use super::http::{self, BodyError, RetryPolicy, Transient, retry, status_is_transient};
+use super::http::{self, BodyError, RetryPolicy};
 use super::sign_in::{self, SignInError, SignInPrompt};
 use sigstore_oidc::IdentityToken;
 use std::fmt;
@@ -396,23 +396,6 @@ pub enum TokenError {
     },
 }
 
-impl Transient for GitHubAttemptError {
-    fn is_transient(&self) -> bool {
-        match self {
-            GitHubAttemptError::Connection(_) => true,
-            GitHubAttemptError::Status(s) => status_is_transient(*s),
-            GitHubAttemptError::Body(_) | GitHubAttemptError::NoValue => false,
-        }
-    }
-}
-
-enum GitHubAttemptError {
-    Connection(reqwest::Error),
-    Status(u16),
-    Body(BodyError),
-    NoValue,
-}
-
 /// Finds a token (see the module docs for the order), checks it and says where it came
 /// from. `prompt` shows the sign-in URL or device code when an interactive flow runs.
 pub async fn acquire_token(
@@ -459,7 +442,8 @@ async fn find_token(
     }
     let http = http::client(Duration::from_secs(30)).map_err(TokenError::HttpClient)?;
     if let Some(gh) = &env.github_actions {
-        let jwt = github_actions_token(&http, gh, &options.audience, options.retry).await?;
+        let jwt = super::github_actions::request_token(&http, gh, &options.audience, options.retry)
+            .await?;
         return Ok((jwt, TokenSource::GitHubActions));
     }
     if env.in_github_actions {
@@ -525,61 +509,6 @@ fn ci_provider_from_env() -> Option<CiProvider> {
     } else {
         None
     }
-}
-
-/// `GET $ACTIONS_ID_TOKEN_REQUEST_URL&audience=<aud>` with the job's bearer token; the
-/// answer is `{"count": n, "value": "<JWT>"}`. Written here rather than through
-/// `ambient-id` so the audience is ours and the request can be retried and tested.
-async fn github_actions_token(
-    http: &reqwest::Client,
-    request: &GitHubTokenRequest,
-    audience: &str,
-    policy: RetryPolicy,
-) -> Result<Secret, TokenError> {
-    let mut url = reqwest::Url::parse(&request.url).map_err(|e| TokenError::GitHubUrl {
-        reason: e.to_string(),
-    })?;
-    if !http::may_carry_secrets(url.as_str()) {
-        return Err(TokenError::GitHubInsecureUrl);
-    }
-    url.query_pairs_mut().append_pair("audience", audience);
-    let attempt = || async {
-        let response = http
-            .get(url.clone())
-            .header(
-                reqwest::header::AUTHORIZATION,
-                format!("bearer {}", request.bearer.expose()),
-            )
-            .header(reqwest::header::ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(GitHubAttemptError::Connection)?;
-        let status = response.status();
-        if !status.is_success() {
-            return Err(GitHubAttemptError::Status(status.as_u16()));
-        }
-        let body = http::read_limited(response, MAX_TOKEN_BYTES)
-            .await
-            .map_err(GitHubAttemptError::Body)?;
-        #[derive(serde::Deserialize)]
-        struct Answer {
-            value: Option<Secret>,
-        }
-        let answer: Answer =
-            serde_json::from_slice(&body).map_err(|_| GitHubAttemptError::NoValue)?;
-        answer.value.ok_or(GitHubAttemptError::NoValue)
-    };
-    retry(policy, attempt)
-        .await
-        .map_err(|(e, attempts)| match e {
-            GitHubAttemptError::Connection(source) => TokenError::GitHubConnection {
-                attempts,
-                source: source.without_url(),
-            },
-            GitHubAttemptError::Status(status) => TokenError::GitHubStatus { status, attempts },
-            GitHubAttemptError::Body(b) => TokenError::GitHubBody(b),
-            GitHubAttemptError::NoValue => TokenError::GitHubNoValue,
-        })
 }
 
 impl<'de> serde::Deserialize<'de> for Secret {

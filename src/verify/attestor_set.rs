@@ -167,7 +167,7 @@ impl AttestorEntry {
             AttestorEntry::Nested(set) => {
                 return set
                     .evaluate(&path.nested(), message, sets)
-                    .map_err(|f| f.to_string());
+                    .map_err(|f| format!("nested set: {}", f.summary()));
             }
             AttestorEntry::Keys(keys) => keys.iter().cloned().map(Attestor::Key).collect(),
             AttestorEntry::Keyless(k) => vec![Attestor::Keyless(k.clone())],
@@ -306,14 +306,189 @@ pub struct EntryFailure {
 /// An attestor set that did not reach its count.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 #[serde(rename_all = "camelCase")]
-#[error(
-    "{set}: {verified} of {required} required entries verified: {}",
-    .failures.iter().map(|f| format!("{}: {}", f.entry, f.reason)).collect::<Vec<_>>().join("; ")
-)]
+#[error("{set}: {}", self.summary())]
 pub struct SetFailure {
     /// The set (its path is the entry holding it, for nested sets).
     pub set: EntryPath,
     pub verified: usize,
     pub required: usize,
     pub failures: Vec<EntryFailure>,
+}
+
+impl SetFailure {
+    /// The failure without the set's path: counts, then each failed entry and why.
+    pub fn summary(&self) -> String {
+        let failures: Vec<String> = self
+            .failures
+            .iter()
+            .map(|f| format!("{}: {}", f.entry, f.reason))
+            .collect();
+        format!(
+            "{} of {} required entries verified: {}",
+            self.verified,
+            self.required,
+            failures.join("; ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use p256::ecdsa::{Signature, SigningKey, signature::Signer as _};
+
+    const MESSAGE: &[u8] = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n";
+
+    struct Signer {
+        key: SigningKey,
+        name: &'static str,
+    }
+
+    impl Signer {
+        fn new(name: &'static str) -> Self {
+            Signer {
+                key: SigningKey::random(&mut rand_core::OsRng),
+                name,
+            }
+        }
+
+        fn entry(&self) -> AttestorEntry {
+            AttestorEntry::Keys(vec![TrustedKey::new(self.name, *self.key.verifying_key())])
+        }
+
+        fn set(&self, index: usize) -> SignatureSet {
+            let sig: Signature = self.key.sign(MESSAGE);
+            SignatureSet {
+                index,
+                signature: sig.to_der().as_bytes().to_vec(),
+                certificate_pem: None,
+                bundle: None,
+            }
+        }
+    }
+
+    fn set(count: Option<usize>, entries: Vec<AttestorEntry>) -> AttestorSet {
+        AttestorSet::new(count, entries).unwrap()
+    }
+
+    fn policy(sets: Vec<AttestorSet>) -> AttestorPolicy {
+        AttestorPolicy::new(sets).unwrap()
+    }
+
+    fn paths(m: &[EntryMatch]) -> Vec<String> {
+        m.iter().map(|e| e.entry.to_string()).collect()
+    }
+
+    #[test]
+    fn every_entry_is_required_without_a_count() {
+        let (a, b) = (Signer::new("a"), Signer::new("b"));
+        let p = policy(vec![set(None, vec![a.entry(), b.entry()])]);
+        let err = p.evaluate(MESSAGE, &[a.set(0)]).unwrap_err();
+        assert_eq!((err.verified, err.required), (1, 2));
+        assert_eq!(err.failures[0].entry.to_string(), "attestors[0].entries[1]");
+        let ok = p.evaluate(MESSAGE, &[a.set(0), b.set(1)]).unwrap();
+        assert_eq!(
+            paths(&ok),
+            ["attestors[0].entries[0]", "attestors[0].entries[1]"]
+        );
+    }
+
+    #[test]
+    fn count_is_n_of_m() {
+        let (a, b, c) = (Signer::new("a"), Signer::new("b"), Signer::new("c"));
+        let p = policy(vec![set(Some(2), vec![a.entry(), b.entry(), c.entry()])]);
+        assert!(p.evaluate(MESSAGE, &[c.set(0)]).is_err());
+        let ok = p.evaluate(MESSAGE, &[c.set(0), a.set(1)]).unwrap();
+        assert_eq!(
+            paths(&ok),
+            ["attestors[0].entries[0]", "attestors[0].entries[2]"]
+        );
+        assert_eq!(ok[0].signature_set, 1);
+    }
+
+    #[test]
+    fn sets_are_anded() {
+        let (a, b) = (Signer::new("a"), Signer::new("b"));
+        let p = policy(vec![set(None, vec![a.entry()]), set(None, vec![b.entry()])]);
+        let err = p.evaluate(MESSAGE, &[a.set(0)]).unwrap_err();
+        assert_eq!(err.set.to_string(), "attestors[1]");
+        assert!(p.evaluate(MESSAGE, &[b.set(0), a.set(1)]).is_ok());
+    }
+
+    #[test]
+    fn one_signature_satisfies_every_entry_that_names_its_key() {
+        // Entries are counted, not signatures (Kyverno semantics, documented).
+        let a = Signer::new("a");
+        let p = policy(vec![set(Some(2), vec![a.entry(), a.entry()])]);
+        let ok = p.evaluate(MESSAGE, &[a.set(0)]).unwrap();
+        assert_eq!(ok.len(), 2);
+        assert!(ok.iter().all(|m| m.signature_set == 0));
+    }
+
+    #[test]
+    fn nested_set_counts_as_one_entry() {
+        let (a, b, c) = (Signer::new("a"), Signer::new("b"), Signer::new("c"));
+        let nested = AttestorEntry::Nested(set(Some(1), vec![b.entry(), c.entry()]));
+        let p = policy(vec![set(None, vec![a.entry(), nested])]);
+        let ok = p.evaluate(MESSAGE, &[a.set(0), c.set(1)]).unwrap();
+        assert_eq!(
+            paths(&ok),
+            [
+                "attestors[0].entries[0]",
+                "attestors[0].entries[1].attestor.entries[1]"
+            ]
+        );
+        let err = p.evaluate(MESSAGE, &[a.set(0)]).unwrap_err();
+        assert!(
+            err.to_string().contains(
+                "attestors[0].entries[1]: nested set: 0 of 1 required entries verified: \
+                 attestors[0].entries[1].attestor.entries[0]: "
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn signature_over_another_message_satisfies_no_entry() {
+        let a = Signer::new("a");
+        let p = policy(vec![set(None, vec![a.entry()])]);
+        let err = p.evaluate(b"other message", &[a.set(0)]).unwrap_err();
+        assert!(err.to_string().contains("does not match"), "{err}");
+    }
+
+    #[test]
+    fn without_signature_sets_no_entry_is_satisfied() {
+        let a = Signer::new("a");
+        let p = policy(vec![set(None, vec![a.entry()])]);
+        let err = p.evaluate(MESSAGE, &[]).unwrap_err();
+        assert_eq!(err.failures[0].reason, "no signature sets");
+    }
+
+    #[test]
+    fn malformed_sets_and_policies_are_refused() {
+        let a = Signer::new("a");
+        assert_eq!(
+            AttestorSet::new(None, vec![]).unwrap_err(),
+            AttestorSetError::NoEntries
+        );
+        assert_eq!(
+            AttestorSet::new(Some(0), vec![a.entry()]).unwrap_err(),
+            AttestorSetError::ZeroCount
+        );
+        assert_eq!(
+            AttestorSet::new(Some(2), vec![a.entry()]).unwrap_err(),
+            AttestorSetError::CountAboveEntries {
+                count: 2,
+                entries: 1
+            }
+        );
+        assert_eq!(
+            AttestorSet::new(None, vec![AttestorEntry::Keys(vec![])]).unwrap_err(),
+            AttestorSetError::NoKeys
+        );
+        assert_eq!(
+            AttestorPolicy::new(vec![]).unwrap_err(),
+            AttestorSetError::NoSets
+        );
+    }
 }
