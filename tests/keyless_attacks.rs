@@ -236,3 +236,30 @@ fn self_signed_certificate_accepted_by_the_test_rekor_is_rejected() {
             "certificate does not chain to a trusted Fulcio root",
         ));
 }
+
+#[test]
+fn signing_against_another_instance_without_its_trust_root_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(stack) = Stack::start() else { return };
+    let input = write(dir.path(), "x.yaml", DOC);
+    let mut cmd = mansign();
+    for v in AMBIENT_VARS {
+        cmd.env_remove(v);
+    }
+    // No cached root either: the default is then the embedded public-good root.
+    cmd.env("MANSIGN_TRUST_DIR", dir.path().join("no-cache"))
+        .args(["sign", "-f"])
+        .arg(&input)
+        .args([
+            "--fulcio-url",
+            stack.fulcio_url(),
+            "--rekor-url",
+            stack.rekor_url(),
+        ])
+        .arg("--identity-token")
+        .arg(format!("@{}", stack.id_token_file().display()))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("pass its --trusted-root"));
+    assert!(!dir.path().join("x.yaml.signed").exists());
+}

@@ -99,6 +99,8 @@ fn sign_cmd(stack: &Stack) -> assert_cmd::Command {
         "--rekor-url",
         stack.rekor_url(),
     ]);
+    // Every new signature is verified before it is written, against this stack's root.
+    cmd.arg("--trusted-root").arg(stack.trusted_root());
     cmd
 }
 
@@ -115,6 +117,7 @@ fn sign_process(stack: &Stack) -> std::process::Command {
         "--rekor-url",
         stack.rekor_url(),
     ]);
+    cmd.arg("--trusted-root").arg(stack.trusted_root());
     cmd
 }
 
@@ -216,8 +219,6 @@ fn signs_a_multi_document_file_with_one_certificate_and_one_entry_per_document()
         .arg(&output)
         .arg("--identity-token")
         .arg(format!("@{}", stack.id_token_file().display()))
-        .arg("--trusted-root")
-        .arg(stack.trusted_root())
         .arg("-v")
         .assert()
         .success()
@@ -261,8 +262,6 @@ fn signs_a_directory_of_twenty_files_with_a_single_certificate_request() {
         .arg(format!("{}/", out.display()))
         .arg("--identity-token")
         .arg(stack.id_token())
-        .arg("--trusted-root")
-        .arg(stack.trusted_root())
         .assert()
         .success()
         .stderr(predicate::str::contains(
@@ -810,8 +809,6 @@ fn key_signing_with_tlog_upload_logs_the_public_key_and_writes_a_bundle() {
         .arg("-k")
         .arg(&key)
         .arg("--tlog-upload")
-        .arg("--trusted-root")
-        .arg(stack.trusted_root())
         .arg("-f")
         .arg(&input)
         .arg("-o")

@@ -212,7 +212,7 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
     if args.bundle_out.is_some() && !tlog_upload {
         bail!("--bundle-out needs --tlog-upload (a Sigstore bundle carries the Rekor entry)");
     }
-    let trust = trust_root(&args, keyless)?;
+    let trust = trust_root(&args, tlog_upload)?;
 
     // Inputs and outputs first: a bad path must not cost an identity token.
     let mut files = load_inputs(&args.inputs, &limits)?;
@@ -258,8 +258,6 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
                 trust.origin()
             );
         }
-    } else if args.verbose && tlog_upload {
-        eprintln!("note: signatures not verified after signing (no --trusted-root)");
     }
 
     let mut outputs: Vec<(Target, String)> = files
@@ -342,23 +340,20 @@ fn public_key_pem(key: &KeySigner) -> anyhow::Result<String> {
         .context("cannot encode the public key")
 }
 
-/// The trust root for checking new signatures: `--trusted-root`, or the public-good root
-/// when signing keylessly against the public-good services.
-fn trust_root(args: &SignArgs, keyless: bool) -> anyhow::Result<Option<TrustRoot>> {
+/// The trust root every new logged signature is verified against before anything is
+/// written: `--trusted-root`, else the root verification would use (the cached one from
+/// `mansign trust update`, else the embedded public-good root). Signing against a private
+/// Sigstore therefore needs `--trusted-root`: a signature nobody can verify is an error.
+fn trust_root(args: &SignArgs, logged: bool) -> anyhow::Result<Option<TrustRoot>> {
     if let Some(path) = &args.trusted_root {
         let root = TrustRoot::from_file(path)
             .with_context(|| format!("--trusted-root {}", path.display()))?;
         return Ok(Some(root));
     }
-    let public_good = keyless
-        && args.keyless.fulcio_url.trim_end_matches('/') == DEFAULT_FULCIO_URL
-        && args.keyless.rekor_url.trim_end_matches('/') == DEFAULT_REKOR_URL;
-    if public_good {
-        return Ok(Some(
-            TrustRoot::public_good().context("embedded public-good trust root")?,
-        ));
+    if !logged {
+        return Ok(None);
     }
-    Ok(None)
+    Ok(Some(TrustRoot::cached_or_public_good()?))
 }
 
 fn keyless_signer(args: &SignArgs, rekor: RekorOptions) -> anyhow::Result<KeylessSigner> {
@@ -439,7 +434,7 @@ fn self_verify(
                     crate::verify::verify_certificate_set(trust, &signed.message, set)
                         .with_context(|| {
                             format!(
-                                "{}: the new signature does not verify against {}; nothing was written",
+                                "{}: the new signature does not verify against {}; nothing was written (signing against another Sigstore instance? pass its --trusted-root)",
                                 doc.origin,
                                 trust.origin()
                             )
@@ -449,7 +444,7 @@ fn self_verify(
                     crate::verify::verify_key_set_with_bundle(trust, &signed.message, set, der)
                         .with_context(|| {
                             format!(
-                                "{}: the new signature's Rekor entry does not verify against {}; nothing was written",
+                                "{}: the new signature's Rekor entry does not verify against {}; nothing was written (signing against another Sigstore instance? pass its --trusted-root)",
                                 doc.origin,
                                 trust.origin()
                             )

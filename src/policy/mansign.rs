@@ -311,7 +311,10 @@ fn keys_entry(
 ) -> Result<Vec<TrustedKey>, PolicyError> {
     let trust = ctx.default_trust(at)?;
     match (&keys.public_keys, &keys.path) {
-        (Some(pem), None) => parse_public_keys(pem, &at.at("publicKeys"), &at.field, trust),
+        (Some(pem), None) => {
+            let name = at.field.strip_prefix("spec.").unwrap_or(&at.field);
+            parse_public_keys(pem, &at.at("publicKeys"), name, trust)
+        }
         (None, Some(path)) => {
             let full = ctx.resolve(path);
             let pem = std::fs::read_to_string(&full).map_err(|e| {

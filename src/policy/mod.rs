@@ -203,10 +203,11 @@ pub struct PolicyRule {
 }
 
 impl PolicyRule {
-    /// True if this rule applies to the object.
+    /// True if this rule applies to the object. An object without a namespace may be
+    /// applied into any namespace, so a namespaced `Policy` applies to it too.
     pub fn applies_to(&self, object: &Value, id: &ObjectIdentity, ctx: &RequestContext) -> bool {
-        if let Some(ns) = &self.namespace
-            && id.namespace.as_ref() != Some(ns)
+        if let (Some(ns), Some(object_ns)) = (&self.namespace, &id.namespace)
+            && ns != object_ns
         {
             return false;
         }

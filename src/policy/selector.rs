@@ -221,10 +221,12 @@ impl ResourceDescription {
             return false;
         }
         if !self.namespaces.is_empty() {
-            let Some(ns) = &id.namespace else {
-                return false;
-            };
-            if !self.namespaces.iter().any(|n| glob_match(n, ns)) {
+            // An object without a namespace may be applied into any namespace (`-n`):
+            // unknown, like the request facts.
+            let in_namespaces = id.namespace.as_ref().map_or(unknown, |ns| {
+                self.namespaces.iter().any(|n| glob_match(n, ns))
+            });
+            if !in_namespaces {
                 return false;
             }
         }
@@ -240,10 +242,15 @@ impl ResourceDescription {
                 .get("metadata")
                 .and_then(|m| m.get("annotations"))
                 .and_then(Value::as_object);
+            // Kyverno: every wanted key/value pair (both wildcards) matches some annotation.
             for (key, pattern) in want {
-                let found = have.and_then(|h| h.get(key)).and_then(Value::as_str);
                 let pattern = pattern.as_str().unwrap_or_default();
-                if !found.is_some_and(|v| glob_match(pattern, v)) {
+                let found = have.is_some_and(|h| {
+                    h.iter().any(|(k, v)| {
+                        glob_match(key, k) && v.as_str().is_some_and(|v| glob_match(pattern, v))
+                    })
+                });
+                if !found {
                     return false;
                 }
             }
@@ -433,12 +440,40 @@ mod tests {
     }
 
     #[test]
-    fn namespaces_never_match_cluster_scoped_objects() {
+    fn namespace_filters_match_namespace_patterns() {
         let m = filter("resources:\n  kinds: [Service]\n  namespaces: [prod-*]\n");
         let ctx = RequestContext::default();
         let (v, id) = service("s", Some("prod-1"));
         assert!(m.matches(&v, &id, &ctx, false));
+        let (v, id) = service("s", Some("dev"));
+        assert!(!m.matches(&v, &id, &ctx, true));
+    }
+
+    #[test]
+    fn object_without_namespace_may_be_in_any_namespace() {
+        let sel = RuleSelector {
+            include: Some(filter("resources:\n  namespaces: [prod]\n")),
+            exclude: Some(filter("resources:\n  names: [x]\n  namespaces: [prod]\n")),
+        };
+        let ctx = RequestContext::default();
         let (v, id) = service("s", None);
+        assert!(sel.applies_to(&v, &id, &ctx), "match: might be in prod");
+        let (v, id) = service("x", None);
+        assert!(
+            sel.applies_to(&v, &id, &ctx),
+            "exclude: might not be in prod"
+        );
+    }
+
+    #[test]
+    fn annotation_filters_match_keys_and_values_by_wildcard() {
+        let m = filter("resources:\n  annotations:\n    \"team.example/*\": pay*\n");
+        let ctx = RequestContext::default();
+        let (mut v, id) = service("s", None);
+        assert!(!m.matches(&v, &id, &ctx, true));
+        v["metadata"]["annotations"] = json!({"team.example/owner": "payments"});
+        assert!(m.matches(&v, &id, &ctx, false));
+        v["metadata"]["annotations"] = json!({"team.example/owner": "search"});
         assert!(!m.matches(&v, &id, &ctx, true));
     }
 
