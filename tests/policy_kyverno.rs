@@ -965,3 +965,28 @@ fn cli_refuses_policy_with_key_flags() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn cli_reports_objects_no_rule_applies_to_as_not_verified() {
+    let policy = fixture_or_skip!(&format!("{SINGLE}/policy.yaml"));
+    let dir = tempfile::tempdir().unwrap();
+    let cm = dir.path().join("cm.yaml");
+    std::fs::write(
+        &cm,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: b\n",
+    )
+    .unwrap();
+    let out = assert_cmd::Command::cargo_bin("mansign")
+        .unwrap()
+        .args(["verify", "--output", "json", "-f"])
+        .arg(&cm)
+        .arg("--policy")
+        .arg(&policy)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["verified"], false);
+    assert_eq!(json["objects"][0]["rules"], serde_json::json!([]));
+    assert_eq!(json["objects"][0]["failure"]["check"], "no-policy-rule");
+}

@@ -117,8 +117,9 @@ pub struct VerifyArgs {
     #[arg(long, help_heading = "Keyless identity")]
     pub insecure_any_identity: bool,
 
-    /// Sigstore `trusted_root.json` (Fulcio CAs, Rekor and CT log keys). Default: the
-    /// public-good root embedded in mansign (no network).
+    /// Sigstore `trusted_root.json` (Fulcio CAs, Rekor and CT log keys). Default: the root
+    /// cached by `mansign trust update`, else the public-good root embedded in mansign.
+    /// Verification never uses the network.
     #[arg(long, value_name = "FILE")]
     pub trusted_root: Option<PathBuf>,
 
