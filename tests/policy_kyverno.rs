@@ -914,6 +914,37 @@ fn keyless_subject_regex_is_anchored() {
     assert!(!v.is_verified(), "{v}");
 }
 
+#[test]
+fn mansign_policy_max_age_rejects_old_signatures() {
+    // The fixture's signatures were logged in 2022: far older than a week.
+    let Some(_) = fixture(KEYLESS_CM) else { return };
+    let policy = |max_age: &str| {
+        policy_text(&format!(
+            "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata: {{name: age}}\nspec:\n{max_age}  attestors:\n  - entries:\n    - keyless:\n        subject: hirokuni.kitahara1@ibm.com\n        issuer: https://github.com/login/oauth\n"
+        ))
+        .unwrap()
+    };
+    let Some(v) = verdict_for_file(&policy(""), KEYLESS_CM) else {
+        return;
+    };
+    assert!(v.is_verified(), "{v}");
+    let Some(v) = verdict_for_file(&policy("  maxAge: 7d\n"), KEYLESS_CM) else {
+        return;
+    };
+    assert!(!v.is_verified(), "{v}");
+    assert!(failure(&v).contains("older than the maximum age"), "{v}");
+}
+
+#[test]
+fn mansign_policy_bad_max_age_is_refused_naming_the_field() {
+    let err = policy_text(
+        "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata: {name: age}\nspec:\n  maxAge: soon\n  attestors:\n  - entries:\n    - keyless: {subject: a, issuer: https://x}\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("spec.maxAge"), "{err}");
+}
+
 // ---------------------------------------------------------------------------------------
 // The CLI
 

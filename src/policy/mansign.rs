@@ -79,6 +79,9 @@ pub struct Spec {
     /// Namespaces where a document signed without a namespace is accepted.
     #[serde(default)]
     pub namespace_binding: Vec<String>,
+    /// Oldest acceptable transparency-log time of a signature (`90s`, `30m`, `4h`, `7d`).
+    #[serde(default)]
+    pub max_age: Option<String>,
     pub attestors: Vec<AttestorSetSpec>,
 }
 
@@ -246,9 +249,18 @@ pub(crate) fn load(
             exclude: spec.exclude.as_ref().map(selection),
         },
         namespace: None,
-        verifier: Verifier::for_policy(requirement)
-            .with_domain(domain)
-            .with_limits(ctx.limits()),
+        verifier: {
+            let v = Verifier::for_policy(requirement)
+                .with_domain(domain)
+                .with_limits(ctx.limits());
+            match &spec.max_age {
+                Some(text) => v.with_max_age(
+                    crate::manifest::parse_duration(text)
+                        .map_err(|reason| invalid(&at.at("maxAge"), reason))?,
+                ),
+                None => v,
+            }
+        },
         ignore,
         profile,
         digest_pinning: spec.digest_pinning,

@@ -113,6 +113,20 @@ impl TrustRoot {
     }
 
     fn parse(origin: String, json: &str) -> Result<Self, TrustRootError> {
+        // Roots published before `mediaType` was added (e.g. root-signing's 2023
+        // `targets/trusted_root.json`) are otherwise the same v0.1 document.
+        let with_media_type;
+        let json = match serde_json::from_str::<serde_json::Value>(json) {
+            Ok(serde_json::Value::Object(mut m)) if !m.contains_key("mediaType") => {
+                m.insert(
+                    "mediaType".into(),
+                    "application/vnd.dev.sigstore.trustedroot+json;version=0.1".into(),
+                );
+                with_media_type = serde_json::Value::Object(m).to_string();
+                with_media_type.as_str()
+            }
+            _ => json,
+        };
         let root = TrustedRoot::from_json(json).map_err(|e| TrustRootError::Parse {
             origin: origin.clone(),
             reason: e.to_string(),
@@ -210,6 +224,28 @@ mod tests {
         let sept_2021 = jiff::Timestamp::from_second(1_631_694_290).unwrap();
         assert!(root.rekor_key_at(&id, sept_2021).is_some());
         assert_eq!(root.fulcio_certificates_at(sept_2021).len(), 1);
+    }
+
+    #[test]
+    fn root_without_media_type_loads_as_v0_1() {
+        let mut v: serde_json::Value =
+            serde_json::from_str(SIGSTORE_PRODUCTION_TRUSTED_ROOT).unwrap();
+        v.as_object_mut().unwrap().remove("mediaType");
+        let root = TrustRoot::from_json(&v.to_string()).unwrap();
+        assert!(root.summary().contains("transparency log"));
+    }
+
+    #[test]
+    fn kyverno_fixture_root_without_media_type_loads() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../shared/fixtures/kyverno/trust-root/sigstore-public-trusted_root.json"
+        );
+        if !std::path::Path::new(path).exists() {
+            eprintln!("skipping: ../shared/fixtures not found");
+            return;
+        }
+        TrustRoot::from_file(path).unwrap();
     }
 
     #[test]
