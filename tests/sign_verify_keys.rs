@@ -374,3 +374,43 @@ fn generate_key_pair_refuses_to_overwrite() {
     let key = std::fs::read_to_string(dir.path().join("cosign.key")).unwrap();
     assert!(key.starts_with("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----"));
 }
+
+#[test]
+fn quoted_glob_patterns_select_files_and_skip_hidden_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, pubkey) = key_pair(dir.path(), "cosign");
+    write(dir.path(), "in/a.yaml", MULTI_DOC);
+    write(dir.path(), "in/b.yaml", MULTI_DOC);
+    write(dir.path(), "in/.hidden.yaml", "not: [valid");
+    write(dir.path(), "in/c.txt", "not yaml at all: [");
+    let out = dir.path().join("out");
+    mansign()
+        .current_dir(dir.path())
+        .args(["sign", "-f", "in/*.yaml", "-o", "out/", "--key"])
+        .arg(&key)
+        .assert()
+        .success();
+    assert_eq!(files_under(&out), ["a.yaml", "b.yaml"]);
+    mansign()
+        .args(["verify", "-f"])
+        .arg(&out)
+        .arg("--key")
+        .arg(&pubkey)
+        .assert()
+        .success();
+}
+
+#[test]
+fn glob_pattern_matching_nothing_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _) = key_pair(dir.path(), "cosign");
+    mansign()
+        .current_dir(dir.path())
+        .args(["sign", "-f", "nothing/*.yaml", "--key"])
+        .arg(&key)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "nothing/*.yaml: cannot read: pattern matches no files",
+        ));
+}

@@ -36,6 +36,16 @@ pub fn load_inputs(
             )?);
             continue;
         }
+        if !input.exists() && is_glob(input) {
+            for path in expand_glob(input)? {
+                let relative = path
+                    .file_name()
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| PathBuf::from("manifest.yaml"));
+                files.push(load_file(&path, relative, limits)?);
+            }
+            continue;
+        }
         let meta = std::fs::metadata(input).map_err(|source| ManifestError::Read {
             path: input.clone(),
             source,
@@ -60,6 +70,41 @@ pub fn load_inputs(
         }
     }
     Ok(files)
+}
+
+/// An argument with `*`, `?` or `[` that names no existing file is a glob pattern (for
+/// shells that pass patterns through unexpanded, and for quoted patterns in CI files).
+fn is_glob(path: &Path) -> bool {
+    path.to_str().is_some_and(|s| s.contains(['*', '?', '[']))
+}
+
+/// The regular files a pattern matches, sorted; hidden files only if the pattern names
+/// them. No match is an error: a pattern that signs nothing is almost always a mistake.
+fn expand_glob(pattern: &Path) -> Result<Vec<PathBuf>, ManifestError> {
+    let text = pattern.to_string_lossy();
+    let bad = |reason: String| ManifestError::Read {
+        path: pattern.to_path_buf(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, reason),
+    };
+    let options = glob::MatchOptions {
+        require_literal_leading_dot: true,
+        ..glob::MatchOptions::new()
+    };
+    let mut paths = Vec::new();
+    for entry in glob::glob_with(&text, options).map_err(|e| bad(format!("bad pattern: {e}")))? {
+        let path = entry.map_err(|e| ManifestError::Read {
+            path: e.path().to_path_buf(),
+            source: std::io::Error::new(e.error().kind(), e.error().to_string()),
+        })?;
+        if path.is_file() {
+            paths.push(path);
+        }
+    }
+    if paths.is_empty() {
+        return Err(bad("pattern matches no files".into()));
+    }
+    paths.sort();
+    Ok(paths)
 }
 
 fn walk(root: &Path, dir: &Path, found: &mut Vec<(PathBuf, PathBuf)>) -> Result<(), ManifestError> {
