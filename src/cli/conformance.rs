@@ -18,10 +18,10 @@
 
 use super::Outcome;
 use crate::limits::Limits;
+use crate::signing::bundle::{BundlePayload, BundleServices, sign_bundle};
 use crate::trust::TrustRoot;
 use crate::verify::bundle::{
-    BundleArtifact, BundleKey, BundlePayload, BundleServices, BundleVerifier, ExpectedSigner,
-    Sha256Digest, SigstoreBundle, sign_bundle,
+    BundleArtifact, BundleKey, BundleVerifier, ExpectedSigner, Sha256Digest, SigstoreBundle,
 };
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};

@@ -7,10 +7,15 @@
 //!   ([`verify_certificate_set`](super::verify_certificate_set)), then judged by an
 //!   [`IdentityPolicy`].
 //!
+//! * [`Attestor::Certificate`]: a pinned signing certificate and/or a CA chain from the
+//!   policy's own PKI ([`CertificateAttestor`]), checked at the Rekor integrated time or,
+//!   without a bundle, at the verifier's current time.
+//!
 //! A set of the other kind is refused with a reason, never passed: a key attestor does not
 //! accept certificate sets, a keyless attestor does not accept sets without a certificate.
 
 use super::SignerInfo;
+use super::certificate::CertificateAttestor;
 use super::identity::IdentityPolicy;
 use super::keyless::{verify_certificate_set, verify_key_set_with_bundle};
 use crate::annotations::SignatureSet;
@@ -124,6 +129,7 @@ impl KeylessAttestor {
 pub enum Attestor {
     Key(TrustedKey),
     Keyless(KeylessAttestor),
+    Certificate(CertificateAttestor),
 }
 
 impl Attestor {
@@ -131,14 +137,29 @@ impl Attestor {
         match self {
             Attestor::Key(k) => format!("key {}", k.name),
             Attestor::Keyless(k) => format!("keyless identity [{}]", k.identity),
+            Attestor::Certificate(c) => c.describe(),
         }
     }
 
-    /// Checks one signature set over `message`; on success says who signed.
+    /// Checks one signature set over `message` now (the system clock); on success says who
+    /// signed. See [`check_at`](Self::check_at).
     pub fn check(&self, message: &[u8], set: &SignatureSet) -> Result<SignerInfo, String> {
+        self.check_at(message, set, jiff::Timestamp::now())
+    }
+
+    /// Checks one signature set over `message`; `now` is the time certificate attestors
+    /// check sets without a Rekor bundle at (the [`Verifier`](super::Verifier)'s clock).
+    /// Keys need no time, keyless certificates are always checked at the integrated time.
+    pub fn check_at(
+        &self,
+        message: &[u8],
+        set: &SignatureSet,
+        now: jiff::Timestamp,
+    ) -> Result<SignerInfo, String> {
         match self {
             Attestor::Key(k) => k.check(message, set),
             Attestor::Keyless(k) => k.check(message, set),
+            Attestor::Certificate(c) => c.check_at(message, set, now).map_err(|e| e.to_string()),
         }
     }
 }

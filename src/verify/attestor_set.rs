@@ -3,7 +3,7 @@
 //! An [`AttestorPolicy`] is a list of [`AttestorSet`]s that must **all** be satisfied (AND).
 //! A set is satisfied when at least `count` of its entries are (N-of-M); without a count
 //! every entry is required, as in Kyverno (`count` absent or 0 = all). An entry is a leaf
-//! (trusted keys, a keyless identity) or a nested set.
+//! (trusted keys, a keyless identity, a certificate) or a nested set.
 //!
 //! **What satisfies an entry.** A leaf entry is satisfied when *some* signature set of the
 //! object verifies under it (via [`Attestor::check`]); a nested set when its own count is
@@ -20,6 +20,7 @@
 
 use super::SignerInfo;
 use super::attestor::{Attestor, KeylessAttestor, TrustedKey};
+use super::certificate::CertificateAttestor;
 use crate::annotations::SignatureSet;
 use serde::Serialize;
 use std::fmt;
@@ -33,6 +34,8 @@ pub enum AttestorEntry {
     Keys(Vec<TrustedKey>),
     /// A Fulcio certificate for an allowed identity, verified against a trust root.
     Keyless(KeylessAttestor),
+    /// A pinned signing certificate and/or a CA chain (Kyverno `certificates`).
+    Certificate(CertificateAttestor),
     /// A nested set, satisfied when its own count is reached.
     Nested(AttestorSet),
 }
@@ -112,6 +115,7 @@ impl AttestorSet {
         path: &EntryPath,
         message: &[u8],
         sets: &[SignatureSet],
+        now: jiff::Timestamp,
     ) -> Result<Vec<EntryMatch>, SetFailure> {
         let required = self.required();
         let mut matched = Vec::new();
@@ -119,7 +123,7 @@ impl AttestorSet {
         let mut failures = Vec::new();
         for (i, entry) in self.entries.iter().enumerate() {
             let entry_path = path.entry(i);
-            match entry.evaluate(&entry_path, message, sets) {
+            match entry.evaluate(&entry_path, message, sets, now) {
                 Ok(m) => {
                     verified += 1;
                     matched.extend(m);
@@ -151,6 +155,7 @@ impl AttestorEntry {
                 format!("key {}", names.join(" or "))
             }
             AttestorEntry::Keyless(k) => Attestor::Keyless(k.clone()).describe(),
+            AttestorEntry::Certificate(c) => c.describe(),
             AttestorEntry::Nested(set) => {
                 format!("nested set ({} of {})", set.required(), set.entries.len())
             }
@@ -162,15 +167,17 @@ impl AttestorEntry {
         path: &EntryPath,
         message: &[u8],
         sets: &[SignatureSet],
+        now: jiff::Timestamp,
     ) -> Result<Vec<EntryMatch>, String> {
         let leaves: Vec<Attestor> = match self {
             AttestorEntry::Nested(set) => {
                 return set
-                    .evaluate(&path.nested(), message, sets)
+                    .evaluate(&path.nested(), message, sets, now)
                     .map_err(|f| format!("nested set: {}", f.summary()));
             }
             AttestorEntry::Keys(keys) => keys.iter().cloned().map(Attestor::Key).collect(),
             AttestorEntry::Keyless(k) => vec![Attestor::Keyless(k.clone())],
+            AttestorEntry::Certificate(c) => vec![Attestor::Certificate(c.clone())],
         };
         if sets.is_empty() {
             return Err("no signature sets".into());
@@ -178,7 +185,7 @@ impl AttestorEntry {
         let mut attempts = Vec::new();
         for set in sets {
             for leaf in &leaves {
-                match leaf.check(message, set) {
+                match leaf.check_at(message, set, now) {
                     Ok(signer) => {
                         return Ok(vec![EntryMatch {
                             entry: path.clone(),
@@ -214,15 +221,27 @@ impl AttestorPolicy {
     /// Checks the signature sets over `message` against every attestor set. On success,
     /// the entries that were satisfied (in policy order) and which signature set and
     /// signer satisfied each; on failure, the first attestor set that was not satisfied
-    /// and why each of its entries failed.
+    /// and why each of its entries failed. Certificate entries check sets without a Rekor
+    /// bundle at the system clock's time; see [`evaluate_at`](Self::evaluate_at).
     pub fn evaluate(
         &self,
         message: &[u8],
         sets: &[SignatureSet],
     ) -> Result<Vec<EntryMatch>, SetFailure> {
+        self.evaluate_at(message, sets, jiff::Timestamp::now())
+    }
+
+    /// As [`evaluate`](Self::evaluate), with `now` as the time certificate entries check
+    /// sets without a Rekor bundle at (the [`Verifier`](super::Verifier)'s clock).
+    pub fn evaluate_at(
+        &self,
+        message: &[u8],
+        sets: &[SignatureSet],
+        now: jiff::Timestamp,
+    ) -> Result<Vec<EntryMatch>, SetFailure> {
         let mut matched = Vec::new();
         for (i, set) in self.sets.iter().enumerate() {
-            matched.extend(set.evaluate(&EntryPath::set(i), message, sets)?);
+            matched.extend(set.evaluate(&EntryPath::set(i), message, sets, now)?);
         }
         Ok(matched)
     }

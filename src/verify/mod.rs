@@ -39,12 +39,16 @@
 mod attestor;
 mod attestor_set;
 pub mod bundle;
+mod certificate;
 mod identity;
 mod keyless;
 mod legacy_rekord;
 mod verdict;
 
 pub use attestor::{Attestor, KeylessAttestor, TrustedKey};
+pub use certificate::{
+    CertificateAttestor, CertificateAttestorError, CertificateCheckError, SigningTime,
+};
 pub use attestor_set::{
     AttestorEntry, AttestorPolicy, AttestorSet, AttestorSetError, EntryFailure, EntryMatch,
     EntryPath, SetFailure,
@@ -135,7 +139,8 @@ impl Verifier {
         self
     }
 
-    /// Checks freshness (signed expiry, maximum age) at this time instead of now.
+    /// Checks freshness (signed expiry, maximum age), and the validity of certificate
+    /// attestors' certificates on sets without a Rekor bundle, at this time instead of now.
     pub fn with_clock(mut self, now: jiff::Timestamp) -> Self {
         self.clock = Some(now);
         self
@@ -210,7 +215,7 @@ impl Verifier {
             Requirement::AnyOf(attestors) => attestors,
             Requirement::Policy(policy) => {
                 let entries = policy
-                    .evaluate(&signed.message, &signed.sets)
+                    .evaluate_at(&signed.message, &signed.sets, self.now())
                     .map_err(Rejection::AttestorSetNotSatisfied)?;
                 // A policy has at least one set, a set at least one entry: never empty.
                 let Some(first) = entries.first() else {
@@ -239,7 +244,7 @@ impl Verifier {
         'sets: for set in &signed.sets {
             for attestor in attestors {
                 match attestor
-                    .check(&signed.message, set)
+                    .check_at(&signed.message, set, self.now())
                     .and_then(|signer| self.check_age(&signer).map(|_| signer))
                 {
                     Ok(signer) => {

@@ -35,6 +35,17 @@ pub enum SignerInfo {
         /// RFC 3339 UTC.
         integrated_time: String,
     },
+    /// An X.509 certificate of a certificate attestor (pinned, or chained to the policy's
+    /// CA chain); with the Rekor entry when the set carried a bundle.
+    #[serde(rename = "signing-certificate", rename_all = "camelCase")]
+    SigningCertificate {
+        /// Subject distinguished name (RFC 4514).
+        subject: String,
+        /// Hex SHA-256 of the certificate DER.
+        fingerprint: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        transparency_log: Option<RekorEvidence>,
+    },
 }
 
 impl SignerInfo {
@@ -56,6 +67,9 @@ impl SignerInfo {
     pub fn logged_at(&self) -> Option<jiff::Timestamp> {
         match self {
             SignerInfo::Key {
+                transparency_log, ..
+            }
+            | SignerInfo::SigningCertificate {
                 transparency_log, ..
             } => transparency_log
                 .as_ref()
@@ -84,15 +98,7 @@ impl fmt::Display for SignerInfo {
                     "key {name} (sha256:{})",
                     &fingerprint[..fingerprint.len().min(16)]
                 )?;
-                if let Some(rekor) = transparency_log {
-                    write!(
-                        f,
-                        ", rekor log index {} at {}",
-                        rekor.log_index,
-                        rekor.integrated_time_rfc3339()
-                    )?;
-                }
-                Ok(())
+                write_transparency_log(f, transparency_log)
             }
             SignerInfo::Certificate {
                 subject,
@@ -108,8 +114,35 @@ impl fmt::Display for SignerInfo {
                 }
                 write!(f, ", rekor log index {log_index} at {integrated_time}")
             }
+            SignerInfo::SigningCertificate {
+                subject,
+                fingerprint,
+                transparency_log,
+            } => {
+                write!(
+                    f,
+                    "certificate {subject} (sha256:{})",
+                    &fingerprint[..fingerprint.len().min(16)]
+                )?;
+                write_transparency_log(f, transparency_log)
+            }
         }
     }
+}
+
+fn write_transparency_log(
+    f: &mut fmt::Formatter<'_>,
+    transparency_log: &Option<RekorEvidence>,
+) -> fmt::Result {
+    if let Some(rekor) = transparency_log {
+        write!(
+            f,
+            ", rekor log index {} at {}",
+            rekor.log_index,
+            rekor.integrated_time_rfc3339()
+        )?;
+    }
+    Ok(())
 }
 
 /// A document that verified.
@@ -305,6 +338,62 @@ mod tests {
         assert_eq!(v["kind"], "certificate");
         assert_eq!(v["logIndex"], 123);
         assert_eq!(v["claims"], json!({"githubWorkflowRepository": "org/repo"}));
+    }
+
+    fn signing_certificate(transparency_log: Option<RekorEvidence>) -> SignerInfo {
+        SignerInfo::SigningCertificate {
+            subject: "CN=release,O=Acme".into(),
+            fingerprint: "0123456789abcdef0123".into(),
+            transparency_log,
+        }
+    }
+
+    #[test]
+    fn signing_certificate_signer_displays_subject_and_fingerprint() {
+        assert_eq!(
+            signing_certificate(None).to_string(),
+            "certificate CN=release,O=Acme (sha256:0123456789abcdef)"
+        );
+    }
+
+    #[test]
+    fn signing_certificate_signer_displays_its_log_entry() {
+        let rekor = RekorEvidence {
+            log_index: 7,
+            log_id: "c0d2".into(),
+            integrated_time: 1_767_323_045,
+        };
+        assert!(
+            signing_certificate(Some(rekor))
+                .to_string()
+                .ends_with(", rekor log index 7 at 2026-01-02T03:04:05Z")
+        );
+    }
+
+    #[test]
+    fn signing_certificate_signer_json_has_kind_and_omits_absent_log() {
+        assert_eq!(
+            serde_json::to_value(signing_certificate(None)).unwrap(),
+            json!({
+                "kind": "signing-certificate",
+                "subject": "CN=release,O=Acme",
+                "fingerprint": "0123456789abcdef0123"
+            })
+        );
+    }
+
+    #[test]
+    fn signing_certificate_signer_is_logged_at_its_integrated_time() {
+        let rekor = RekorEvidence {
+            log_index: 7,
+            log_id: "c0d2".into(),
+            integrated_time: 1_767_323_045,
+        };
+        assert_eq!(
+            signing_certificate(Some(rekor)).logged_at(),
+            Some(jiff::Timestamp::from_second(1_767_323_045).unwrap())
+        );
+        assert_eq!(signing_certificate(None).logged_at(), None);
     }
 
     #[test]
