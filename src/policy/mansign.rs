@@ -22,6 +22,9 @@
 //!         issuer: https://token.actions.githubusercontent.com
 //!         subjectRegExp: https://github.com/org/repo/\.github/workflows/.*
 //!         github: {repository: org/repo, ref: refs/heads/main}
+//!     - certificates:           # pinned certificate and/or CA chain (root last)
+//!         certPath: release.crt     # or cert: "PEM"
+//!         certChainPath: ca.pem     # or certChain: "PEM"
 //!     - attestor: {count: 2, entries: [...]}
 //! ```
 //!
@@ -30,13 +33,14 @@
 use super::selector::{MatchResources, ObjectReference, ResourceDescription, RuleSelector};
 use super::{
     IgnoreBinding, LoadContext, Location, NamespaceBinding, PolicyError, PolicyRule, PolicySet,
-    attestor_policy, parse_public_keys,
+    attestor_policy, certificate_attestor, parse_public_keys,
 };
 use crate::annotations::AnnotationDomain;
 use crate::manifest::{FieldPattern, IgnoreProfile};
 use crate::trust::TrustRoot;
 use crate::verify::{
-    AttestorEntry, AttestorSet, Claim, IdentityPolicy, KeylessAttestor, TrustedKey, Verifier,
+    AttestorEntry, AttestorSet, CertificateAttestor, Claim, IdentityPolicy, KeylessAttestor,
+    TrustedKey, Verifier,
 };
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -131,7 +135,24 @@ pub struct AttestorSpec {
     #[serde(default)]
     pub keyless: Option<KeylessSpec>,
     #[serde(default)]
+    pub certificates: Option<CertificatesSpec>,
+    #[serde(default)]
     pub attestor: Option<AttestorSetSpec>,
+}
+
+/// A pinned signing certificate and/or the CA chain (root last) it must chain to, each as
+/// PEM text or a file (relative to the policy file).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CertificatesSpec {
+    #[serde(default)]
+    pub cert: Option<String>,
+    #[serde(default)]
+    pub cert_path: Option<PathBuf>,
+    #[serde(default)]
+    pub cert_chain: Option<String>,
+    #[serde(default)]
+    pub cert_chain_path: Option<PathBuf>,
 }
 
 /// PEM text (one or more keys; each is its own entry) or a file.
@@ -287,12 +308,13 @@ fn attestor_set(
         let kinds = [
             entry.keys.is_some(),
             entry.keyless.is_some(),
+            entry.certificates.is_some(),
             entry.attestor.is_some(),
         ];
         if kinds.iter().filter(|k| **k).count() != 1 {
             return Err(invalid(
                 &entry_at,
-                "an entry needs exactly one of keys, keyless, attestor",
+                "an entry needs exactly one of keys, keyless, certificates, attestor",
             ));
         }
         if let Some(nested) = &entry.attestor {
@@ -309,6 +331,12 @@ fn attestor_set(
             entries.push(AttestorEntry::Keyless(keyless_entry(
                 keyless,
                 &entry_at.at("keyless"),
+                ctx,
+            )?));
+        } else if let Some(certificates) = &entry.certificates {
+            entries.push(AttestorEntry::Certificate(certificates_entry(
+                certificates,
+                &entry_at.at("certificates"),
                 ctx,
             )?));
         }
@@ -339,6 +367,56 @@ fn keys_entry(
         }
         _ => Err(invalid(at, "keys needs exactly one of publicKeys, path")),
     }
+}
+
+/// PEM given inline (`inline`) or read from a file (`path`, relative to the policy); at most
+/// one of them.
+fn pem_text(
+    inline: &Option<String>,
+    path: &Option<PathBuf>,
+    names: (&str, &str),
+    at: &Location,
+    ctx: &LoadContext<'_>,
+) -> Result<Option<String>, PolicyError> {
+    match (inline, path) {
+        (None, None) => Ok(None),
+        (Some(text), None) => Ok(Some(text.clone())),
+        (None, Some(path)) => {
+            let full = ctx.resolve(path);
+            std::fs::read_to_string(&full).map(Some).map_err(|e| {
+                invalid(
+                    &at.at(names.1),
+                    format!("cannot read {}: {e}", full.display()),
+                )
+            })
+        }
+        (Some(_), Some(_)) => Err(invalid(
+            at,
+            format!("{} and {} are alternatives; give one", names.0, names.1),
+        )),
+    }
+}
+
+fn certificates_entry(
+    c: &CertificatesSpec,
+    at: &Location,
+    ctx: &mut LoadContext<'_>,
+) -> Result<CertificateAttestor, PolicyError> {
+    let cert = pem_text(&c.cert, &c.cert_path, ("cert", "certPath"), at, ctx)?;
+    let chain = pem_text(
+        &c.cert_chain,
+        &c.cert_chain_path,
+        ("certChain", "certChainPath"),
+        at,
+        ctx,
+    )?;
+    // Named by its file when it has one, else by its place in the policy.
+    let name = match (&c.cert_path, &c.cert_chain_path) {
+        (Some(p), _) | (None, Some(p)) => p.display().to_string(),
+        (None, None) => at.field.strip_prefix("spec.").unwrap_or(&at.field).to_string(),
+    };
+    let trust = ctx.default_trust(at)?;
+    certificate_attestor(&name, cert.as_deref(), chain.as_deref(), at, trust)
 }
 
 fn keyless_entry(

@@ -484,6 +484,23 @@ pub(crate) fn parse_public_keys(
         .collect()
 }
 
+/// A certificate attestor from PEM texts (`cert`, `certChain`), checking Rekor bundles
+/// against `trust`. Errors are located at the entry and name the field.
+pub(crate) fn certificate_attestor(
+    name: &str,
+    cert: Option<&str>,
+    cert_chain: Option<&str>,
+    at: &Location,
+    trust: Arc<TrustRoot>,
+) -> Result<crate::verify::CertificateAttestor, PolicyError> {
+    crate::verify::CertificateAttestor::new(name, cert, cert_chain)
+        .map(|c| c.with_trust_root(trust))
+        .map_err(|e| PolicyError::Invalid {
+            at: at.clone(),
+            reason: e.to_string(),
+        })
+}
+
 /// Builds the attestor policy, mapping construction errors to the location.
 pub(crate) fn attestor_policy(
     sets: Vec<crate::verify::AttestorSet>,

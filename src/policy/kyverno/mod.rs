@@ -16,8 +16,13 @@
 //!   trust root decides which logs count); `rekor.pubkey`/`ctlog.pubkey` are refused;
 //!   `rekor.ignoreTlog`/`ctlog.ignoreSCT` have no effect — mansign always checks the log
 //!   and the SCT of keyless signatures (stricter, never a wrong allow).
-//! * `certificates`, entry `annotations`, `repository`, enabled `dryRun`, signature
-//!   algorithms other than sha256: refused.
+//! * `certificates`: `cert` (a pinned signing certificate) and/or `certChain` (CA
+//!   certificates, root last), checked in full by a
+//!   [`CertificateAttestor`](crate::verify::CertificateAttestor) (validity at the signing
+//!   time, code-signing EKU, chain); `rekor.url` accepted, not contacted; `rekor.pubkey`,
+//!   `ctlog.pubkey`, `ctlog.tsaCertChain` refused.
+//! * entry `annotations`, `repository`, enabled `dryRun`, signature algorithms other than
+//!   sha256: refused.
 //! * `ignoreFields`: upstream dotted fields translated to anchored patterns
 //!   ([`translate_upstream_field`](super::translate_upstream_field)); Kyverno's built-in
 //!   default list is replaced by mansign's anchored `kubernetes` profile (server-populated
@@ -32,14 +37,14 @@
 mod schema;
 
 pub use schema::{
-    AttestorSetSpec, AttestorSpec, CtlogSpec, DryRun, IgnoreFieldsSpec, KeylessSpec, KeysSpec,
+    AttestorSetSpec, AttestorSpec, CertificatesSpec, CtlogSpec, DryRun, IgnoreFieldsSpec, KeylessSpec, KeysSpec,
     KyvernoPolicyDocument, Manifests, Metadata, RekorSpec, Rule, Spec, Validate,
 };
 
 use super::selector::RuleSelector;
 use super::{
     IgnoreBinding, LoadContext, Location, NamespaceBinding, PolicyError, PolicyRule, PolicySet,
-    attestor_policy, parse_public_keys, translate_upstream_field,
+    attestor_policy, certificate_attestor, parse_public_keys, translate_upstream_field,
 };
 use crate::annotations::AnnotationDomain;
 use crate::manifest::IgnoreProfile;
@@ -332,13 +337,6 @@ fn attestor_entries(
             "an entry needs exactly one of keys, certificates, keyless, attestor",
         ));
     }
-    if spec.certificates.is_some() {
-        return Err(unsupported(
-            &at.at("certificates"),
-            "certificate attestors are not supported yet; use keys (the certificate's public \
-             key) or keyless",
-        ));
-    }
     if let Some(nested) = &spec.attestor {
         return Ok(vec![AttestorEntry::Nested(attestor_set(
             nested,
@@ -356,6 +354,10 @@ fn attestor_entries(
         return Ok(vec![AttestorEntry::Keyless(keyless_attestor(
             keyless, &at, ctx, notes,
         )?)]);
+    }
+    if let Some(certificates) = &spec.certificates {
+        let at = at.at("certificates");
+        return Ok(vec![certificates_entry(certificates, &at, ctx)?]);
     }
     Err(invalid(at, "empty entry"))
 }
@@ -424,6 +426,30 @@ fn keys_entries(
         .into_iter()
         .map(|k| AttestorEntry::Keys(vec![k]))
         .collect())
+}
+
+/// `certificates`: a pinned `cert` and/or a `certChain`. The Rekor and CT settings are
+/// treated as for keys: the trust root decides which logs count.
+fn certificates_entry(
+    c: &CertificatesSpec,
+    at: &Location,
+    ctx: &mut LoadContext<'_>,
+) -> Result<AttestorEntry, PolicyError> {
+    check_rekor(&c.rekor, at)?;
+    check_ctlog(&c.ctlog, at)?;
+    let (cert, chain) = (non_empty(&c.cert), non_empty(&c.cert_chain));
+    if cert.is_none() && chain.is_none() {
+        return Err(invalid(at, "certificates needs cert, certChain or both"));
+    }
+    let trust = ctx.default_trust(at)?;
+    let name = at
+        .field
+        .rsplit_once("validate.manifests.")
+        .map_or(at.field.as_str(), |(_, rest)| rest)
+        .to_string();
+    Ok(AttestorEntry::Certificate(certificate_attestor(
+        &name, cert, chain, at, trust,
+    )?))
 }
 
 /// Kyverno `additionalExtensions` keys mansign checks, and the claim each one is.

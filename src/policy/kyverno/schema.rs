@@ -112,7 +112,7 @@ pub struct AttestorSpec {
     #[serde(default)]
     pub keys: Option<KeysSpec>,
     #[serde(default)]
-    pub certificates: Option<Value>,
+    pub certificates: Option<CertificatesSpec>,
     #[serde(default)]
     pub keyless: Option<KeylessSpec>,
     #[serde(default)]
@@ -136,6 +136,20 @@ pub struct KeysSpec {
     pub kms: Option<String>,
     #[serde(default)]
     pub secret: Option<Value>,
+    #[serde(default)]
+    pub rekor: Option<RekorSpec>,
+    #[serde(default)]
+    pub ctlog: Option<CtlogSpec>,
+}
+
+/// Kyverno `CertificateAttestor` (`api/kyverno/v1/image_verification_types.go`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CertificatesSpec {
+    #[serde(default)]
+    pub cert: Option<String>,
+    #[serde(default)]
+    pub cert_chain: Option<String>,
     #[serde(default)]
     pub rekor: Option<RekorSpec>,
     #[serde(default)]
