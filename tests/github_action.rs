@@ -34,7 +34,10 @@ fn action_step(stack: &Stack, github: &StubServer, workspace: &Path) -> Command 
         .env("MANSIGN", assert_cmd::cargo::cargo_bin("mansign"))
         .env("GITHUB_ACTIONS", "true")
         .env("GITHUB_OUTPUT", workspace.join("github_output"))
-        .env("ACTIONS_ID_TOKEN_REQUEST_URL", format!("{}/_apis/token?api-version=2.0", github.url))
+        .env(
+            "ACTIONS_ID_TOKEN_REQUEST_URL",
+            format!("{}/_apis/token?api-version=2.0", github.url),
+        )
         .env("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "runner-request-token")
         .env("INPUT_FULCIO_URL", stack.fulcio_url())
         .env("INPUT_REKOR_URL", stack.rekor_url())
@@ -57,8 +60,15 @@ fn action_signs_unsigned_into_signed_and_removes_inputs() {
         .env("INPUT_REMOVE_INPUT", "true")
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(files_under(&ws.path().join("signed")), ["a.yaml", "team/b.yaml"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        files_under(&ws.path().join("signed")),
+        ["a.yaml", "team/b.yaml"]
+    );
     assert!(files_under(&ws.path().join("unsigned")).is_empty());
     let outputs = std::fs::read_to_string(ws.path().join("github_output")).unwrap();
     assert_eq!(outputs.trim(), "signed=6");
@@ -69,7 +79,12 @@ fn action_signs_unsigned_into_signed_and_removes_inputs() {
         .arg(ws.path().join("signed"))
         .arg("--trusted-root")
         .arg(stack.trusted_root())
-        .args(["--certificate-identity", stack.identity(), "--certificate-oidc-issuer", stack.issuer()])
+        .args([
+            "--certificate-identity",
+            stack.identity(),
+            "--certificate-oidc-issuer",
+            stack.issuer(),
+        ])
         .assert()
         .success();
 }
@@ -106,12 +121,16 @@ fn action_refuses_a_bad_boolean_input() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(github.requests().is_empty(), "no token may be requested for a bad input");
+    assert!(
+        github.requests().is_empty(),
+        "no token may be requested for a bad input"
+    );
 }
 
 #[test]
 fn action_yml_passes_every_input_to_the_sign_step() {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("action.yml")).unwrap();
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("action.yml")).unwrap();
     let action: serde_json::Value = serde_yaml_ng::from_str(&text).unwrap();
     let inputs = action["inputs"].as_object().unwrap();
     let steps = action["runs"]["steps"].as_array().unwrap();
@@ -124,7 +143,10 @@ fn action_yml_passes_every_input_to_the_sign_step() {
             .unwrap_or_default()
     };
     let (install, sign) = (env("install"), env("sign"));
-    let script = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/action-sign.sh")).unwrap();
+    let script = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/action-sign.sh"),
+    )
+    .unwrap();
     for name in inputs.keys() {
         let var = format!("INPUT_{}", name.to_uppercase().replace('-', "_"));
         let wired = sign.get(&var).or_else(|| install.get(&var));
@@ -133,7 +155,10 @@ fn action_yml_passes_every_input_to_the_sign_step() {
             Some(format!("${{{{ inputs.{name} }}}}").as_str()),
             "input {name} is not passed as {var}"
         );
-        assert!(install.contains_key(&var) || script.contains(&var), "{var} is not used by the sign step");
+        assert!(
+            install.contains_key(&var) || script.contains(&var),
+            "{var} is not used by the sign step"
+        );
     }
     assert_eq!(action["runs"]["using"], "composite");
 }

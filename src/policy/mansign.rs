@@ -413,7 +413,11 @@ fn certificates_entry(
     // Named by its file when it has one, else by its place in the policy.
     let name = match (&c.cert_path, &c.cert_chain_path) {
         (Some(p), _) | (None, Some(p)) => p.display().to_string(),
-        (None, None) => at.field.strip_prefix("spec.").unwrap_or(&at.field).to_string(),
+        (None, None) => at
+            .field
+            .strip_prefix("spec.")
+            .unwrap_or(&at.field)
+            .to_string(),
     };
     let trust = ctx.default_trust(at)?;
     certificate_attestor(&name, cert.as_deref(), chain.as_deref(), at, trust)

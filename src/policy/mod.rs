@@ -319,7 +319,8 @@ pub fn load_file(path: &Path, options: &LoadOptions) -> Result<PolicySet, Policy
 }
 
 /// Loads policy documents held in memory. `origin` names them in errors; relative paths in
-/// mansign policies (`keys.path`, `keyless.trustedRoot`) are read from `base_dir`.
+/// mansign policies (`keys.path`, `keyless.trustedRoot`, `certificates.certPath`,
+/// `certificates.certChainPath`) are read from `base_dir`.
 pub fn load_str(
     origin: &str,
     text: &str,

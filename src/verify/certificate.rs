@@ -18,13 +18,15 @@
 //!    SHA-256(M)); a bundle that is present is never ignored. Without a bundle the signing
 //!    time is the verifier's "now" (its clock), so an expired certificate cannot sign;
 //! 4. **validity**: the certificate's notBefore..notAfter covers the signing time;
-//! 5. **usage**: with a `certChain`, the certificate must carry the code-signing EKU; a
-//!    pinned certificate without a chain must carry it if it has an EKU extension at all
-//!    (a pinned certificate is trusted by itself, so "no EKU" is not a CA's omission);
+//! 5. **usage**: a key usage extension, if present, allows digital signatures; with a
+//!    `certChain`, the certificate must carry the code-signing EKU; a pinned certificate
+//!    without a chain must carry it if it has an EKU extension at all (a pinned certificate
+//!    is trusted by itself, so "no EKU" is not a CA's omission);
 //! 6. **chain** (with `certChain`): the certificate chains with rustls-webpki to the
 //!    chain's last certificate (the root, the only trust anchor), through the others as
-//!    intermediates, at the signing time; the root itself is valid at that time too
-//!    (webpki does not check an anchor's validity, cosign's Go `x509.Verify` does).
+//!    intermediates, at the signing time; an intermediate with an EKU extension must allow
+//!    code signing; the root itself is valid at that time too (webpki does not check an
+//!    anchor's validity, cosign's Go `x509.Verify` does).
 //!
 //! Upstream, cosign's `--certificate`/`--certificate-chain` verification (what Kyverno
 //! passes these fields to) checks the chain only when the set has no bundle; with a bundle
@@ -43,7 +45,7 @@ use std::fmt;
 use std::sync::Arc;
 use x509_cert::Certificate;
 use x509_cert::der::{Decode as _, Encode as _};
-use x509_cert::ext::pkix::ExtendedKeyUsage;
+use x509_cert::ext::pkix::{ExtendedKeyUsage, KeyUsage};
 
 /// `id-kp-codeSigning` (1.3.6.1.5.5.7.3.3).
 const CODE_SIGNING: x509_cert::der::oid::ObjectIdentifier =
@@ -101,6 +103,8 @@ pub enum CertificateCheckError {
     TimeOutOfRange(String),
     #[error("certificate not valid at {time}: {detail}")]
     NotValidAt { time: SigningTime, detail: String },
+    #[error("certificate key usage does not allow digital signatures")]
+    NoDigitalSignatureUsage,
     #[error("certificate has no code-signing extended key usage{detail}")]
     NoCodeSigningUsage { detail: &'static str },
     #[error("certificate does not chain to the certChain root: {0}")]
@@ -186,16 +190,17 @@ struct CaChain {
 /// A signer identified by an X.509 certificate from the policy's own PKI (see the module
 /// docs for the checks).
 ///
-/// ```
-/// # fn pem() -> &'static str { "" }
+/// ```no_run
 /// use mansign::verify::{Attestor, CertificateAttestor, Verifier};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// # let (cert_pem, ca_pem) = (pem(), pem());
-/// # if cert_pem.is_empty() { return Ok(()); }
-/// let release = CertificateAttestor::new("release", Some(cert_pem), Some(ca_pem))?;
+/// let cert = std::fs::read_to_string("release.crt")?;
+/// let chain = std::fs::read_to_string("ca.pem")?; // CA certificates, root last
+/// let release = CertificateAttestor::new("release.crt", Some(&cert), Some(&chain))?;
 /// let verifier = Verifier::new(vec![Attestor::Certificate(release)]);
-/// # let _ = verifier;
+/// let object: serde_json::Value = serde_json::from_str(&std::fs::read_to_string("cm.json")?)?;
+/// println!("{}", verifier.verify_object(&object)?);
+/// // ... verified (signature set 0, certificate CN=release (sha256:...))
 /// # Ok(())
 /// # }
 /// ```
@@ -203,8 +208,9 @@ struct CaChain {
 pub struct CertificateAttestor {
     /// How the user named the attestor (a file path, or its place in a policy).
     pub name: String,
-    pinned: Option<SigningCertificate>,
-    chain: Option<CaChain>,
+    // Shared: attestors are cloned per evaluation, parsed certificates are large.
+    pinned: Option<Arc<SigningCertificate>>,
+    chain: Option<Arc<CaChain>>,
     /// Checks the Rekor bundle of sets that carry one; without it such sets are refused.
     trust_root: Option<Arc<TrustRoot>>,
 }
@@ -230,15 +236,17 @@ impl CertificateAttestor {
                     });
                 }
                 let der = ders.remove(0);
-                Some(SigningCertificate::parse(der).map_err(|e| match e {
-                    ParseError::Malformed(reason) => CertificateAttestorError::Malformed {
-                        what: "cert",
-                        reason,
+                Some(Arc::new(SigningCertificate::parse(der).map_err(
+                    |e| match e {
+                        ParseError::Malformed(reason) => CertificateAttestorError::Malformed {
+                            what: "cert",
+                            reason,
+                        },
+                        ParseError::UnsupportedKey(reason) => {
+                            CertificateAttestorError::UnsupportedKey { reason }
+                        }
                     },
-                    ParseError::UnsupportedKey(reason) => {
-                        CertificateAttestorError::UnsupportedKey { reason }
-                    }
-                })?)
+                )?))
             }
         };
         let chain = match cert_chain {
@@ -257,12 +265,13 @@ impl CertificateAttestor {
                 };
                 webpki::anchor_from_trusted_cert(&CertificateDer::from(root.as_slice()))
                     .map_err(|e| malformed(format!("the root cannot be a trust anchor: {e:?}")))?;
-                let root_cert = Certificate::from_der(&root).map_err(|e| malformed(e.to_string()))?;
-                Some(CaChain {
+                let root_cert =
+                    Certificate::from_der(&root).map_err(|e| malformed(e.to_string()))?;
+                Some(Arc::new(CaChain {
                     intermediates: ders,
                     root,
                     root_cert,
-                })
+                }))
             }
         };
         Ok(CertificateAttestor {
@@ -338,11 +347,10 @@ impl CertificateAttestor {
             }
         };
         // 4. validity at the signing time
-        check_validity(&leaf.cert, time).map_err(|detail| CertificateCheckError::NotValidAt {
-            time,
-            detail,
-        })?;
-        // 5. code-signing usage
+        check_validity(&leaf.cert, time)
+            .map_err(|detail| CertificateCheckError::NotValidAt { time, detail })?;
+        // 5. usage
+        check_digital_signature(&leaf.cert)?;
         check_code_signing(&leaf.cert, self.chain.is_some())?;
         // 6. the chain
         if let Some(chain) = &self.chain {
@@ -360,25 +368,27 @@ impl CertificateAttestor {
     fn signing_certificate(
         &self,
         set: &SignatureSet,
-    ) -> Result<std::borrow::Cow<'_, SigningCertificate>, CertificateCheckError> {
+    ) -> Result<Arc<SigningCertificate>, CertificateCheckError> {
         let annotated = match &set.certificate_pem {
             None => None,
             Some(pem) => Some(annotation_leaf(pem)?),
         };
         match (&self.pinned, annotated) {
-            (Some(pinned), None) => Ok(std::borrow::Cow::Borrowed(pinned)),
-            (Some(pinned), Some(der)) if der == pinned.der => Ok(std::borrow::Cow::Borrowed(pinned)),
+            (Some(pinned), None) => Ok(pinned.clone()),
+            (Some(pinned), Some(der)) if der == pinned.der => Ok(pinned.clone()),
             (Some(pinned), Some(der)) => Err(CertificateCheckError::NotPinnedCertificate {
                 found: hex::encode(Sha256::digest(&der)),
                 pinned: pinned.fingerprint.clone(),
             }),
             (None, None) => Err(CertificateCheckError::NoCertificate),
-            (None, Some(der)) => SigningCertificate::parse(der)
-                .map(std::borrow::Cow::Owned)
-                .map_err(|e| match e {
-                    ParseError::Malformed(d) => CertificateCheckError::MalformedCertificate(d),
-                    ParseError::UnsupportedKey(d) => CertificateCheckError::UnsupportedKey(d),
-                }),
+            (None, Some(der)) => {
+                SigningCertificate::parse(der)
+                    .map(Arc::new)
+                    .map_err(|e| match e {
+                        ParseError::Malformed(d) => CertificateCheckError::MalformedCertificate(d),
+                        ParseError::UnsupportedKey(d) => CertificateCheckError::UnsupportedKey(d),
+                    })
+            }
         }
     }
 }
@@ -450,11 +460,28 @@ fn check_validity(cert: &Certificate, time: SigningTime) -> Result<(), String> {
     Ok(())
 }
 
+/// RFC 5280 §4.2.1.3: a key usage without digitalSignature forbids signing data (webpki
+/// and Go's x509 do not check it for end entities; mansign does).
+fn check_digital_signature(cert: &Certificate) -> Result<(), CertificateCheckError> {
+    let usage = cert
+        .tbs_certificate
+        .get::<KeyUsage>()
+        .map_err(|e| CertificateCheckError::MalformedCertificate(format!("key usage: {e}")))?;
+    match usage {
+        Some((_, usage)) if !usage.digital_signature() => {
+            Err(CertificateCheckError::NoDigitalSignatureUsage)
+        }
+        _ => Ok(()),
+    }
+}
+
 fn check_code_signing(cert: &Certificate, required: bool) -> Result<(), CertificateCheckError> {
     let eku = cert
         .tbs_certificate
         .get::<ExtendedKeyUsage>()
-        .map_err(|e| CertificateCheckError::MalformedCertificate(format!("extended key usage: {e}")))?;
+        .map_err(|e| {
+            CertificateCheckError::MalformedCertificate(format!("extended key usage: {e}"))
+        })?;
     match eku {
         Some((_, usages)) if usages.0.contains(&CODE_SIGNING) => Ok(()),
         Some(_) => Err(CertificateCheckError::NoCodeSigningUsage {
@@ -491,7 +518,11 @@ fn verify_chain(
             &[anchor],
             &intermediates,
             UnixTime::since_unix_epoch(std::time::Duration::from_secs(seconds)),
-            webpki::KeyUsage::required(ID_KP_CODE_SIGNING),
+            // webpki applies one EKU rule to every certificate of the path. The leaf's EKU
+            // was required above (step 5); CAs commonly carry no EKU (Go's x509, which
+            // cosign uses, treats that as unrestricted), but one that has an EKU must allow
+            // code signing.
+            webpki::KeyUsage::required_if_present(ID_KP_CODE_SIGNING),
             None,
             None,
         )
@@ -504,11 +535,86 @@ fn verify_chain(
             }
             other => CertificateCheckError::UntrustedChain(format!("{other:?}")),
         })?;
-    check_validity(&chain.root_cert, time).map_err(|detail| {
-        CertificateCheckError::RootNotValidAt {
-            subject: chain.root_cert.tbs_certificate.subject.to_string(),
-            time,
-            detail,
-        }
+    check_validity(&chain.root_cert, time).map_err(|detail| CertificateCheckError::RootNotValidAt {
+        subject: chain.root_cert.tbs_certificate.subject.to_string(),
+        time,
+        detail,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn self_signed(not_before: (i32, u8, u8), not_after: (i32, u8, u8)) -> Certificate {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.not_before = rcgen::date_time_ymd(not_before.0, not_before.1, not_before.2);
+        params.not_after = rcgen::date_time_ymd(not_after.0, not_after.1, not_after.2);
+        let der = params.self_signed(&key).unwrap().der().to_vec();
+        Certificate::from_der(&der).unwrap()
+    }
+
+    fn at(text: &str) -> SigningTime {
+        SigningTime::Verification(text.parse().unwrap())
+    }
+
+    #[test]
+    fn validity_bounds_are_inclusive() {
+        let cert = self_signed((2020, 1, 1), (2021, 1, 1));
+        assert!(check_validity(&cert, at("2020-01-01T00:00:00Z")).is_ok());
+        assert!(check_validity(&cert, at("2021-01-01T00:00:00Z")).is_ok());
+    }
+
+    #[test]
+    fn validity_names_the_bound_that_was_crossed() {
+        let cert = self_signed((2020, 1, 1), (2021, 1, 1));
+        assert_eq!(
+            check_validity(&cert, at("2019-12-31T23:59:59Z")).unwrap_err(),
+            "not valid before 2020-01-01T00:00:00Z"
+        );
+        assert_eq!(
+            check_validity(&cert, at("2021-01-01T00:00:01Z")).unwrap_err(),
+            "expired at 2021-01-01T00:00:00Z"
+        );
+    }
+
+    #[test]
+    fn signing_time_says_where_it_came_from() {
+        let t: jiff::Timestamp = "2026-01-02T03:04:05Z".parse().unwrap();
+        assert_eq!(
+            SigningTime::Integrated(t).to_string(),
+            "integrated time 2026-01-02T03:04:05Z"
+        );
+        assert_eq!(
+            SigningTime::Verification(t).to_string(),
+            "verification time 2026-01-02T03:04:05Z (no Rekor bundle)"
+        );
+    }
+
+    #[test]
+    fn cert_chain_without_pem_block_is_refused() {
+        assert_eq!(
+            CertificateAttestor::new("x", None, Some("k8s://ns/secret")).unwrap_err(),
+            CertificateAttestorError::NoCertificate { what: "certChain" }
+        );
+    }
+
+    #[test]
+    fn annotation_with_another_pem_block_is_not_a_certificate() {
+        let pem = "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n";
+        assert!(matches!(
+            annotation_leaf(pem),
+            Err(CertificateCheckError::MalformedCertificate(d)) if d.contains("PUBLIC KEY")
+        ));
+    }
+
+    #[test]
+    fn malformed_der_in_cert_is_refused_not_panicked_on() {
+        let pem = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+        assert!(matches!(
+            CertificateAttestor::new("x", Some(pem), None),
+            Err(CertificateAttestorError::Malformed { what: "cert", .. })
+        ));
+    }
 }

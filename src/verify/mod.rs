@@ -46,12 +46,12 @@ mod legacy_rekord;
 mod verdict;
 
 pub use attestor::{Attestor, KeylessAttestor, TrustedKey};
-pub use certificate::{
-    CertificateAttestor, CertificateAttestorError, CertificateCheckError, SigningTime,
-};
 pub use attestor_set::{
     AttestorEntry, AttestorPolicy, AttestorSet, AttestorSetError, EntryFailure, EntryMatch,
     EntryPath, SetFailure,
+};
+pub use certificate::{
+    CertificateAttestor, CertificateAttestorError, CertificateCheckError, SigningTime,
 };
 pub use identity::{
     AnchoredRegex, Claim, ClaimMatcher, IdentityPolicy, IdentityPolicyBuilder, IdentityPolicyError,

@@ -37,8 +37,9 @@
 mod schema;
 
 pub use schema::{
-    AttestorSetSpec, AttestorSpec, CertificatesSpec, CtlogSpec, DryRun, IgnoreFieldsSpec, KeylessSpec, KeysSpec,
-    KyvernoPolicyDocument, Manifests, Metadata, RekorSpec, Rule, Spec, Validate,
+    AttestorSetSpec, AttestorSpec, CertificatesSpec, CtlogSpec, DryRun, IgnoreFieldsSpec,
+    KeylessSpec, KeysSpec, KyvernoPolicyDocument, Manifests, Metadata, RekorSpec, Rule, Spec,
+    Validate,
 };
 
 use super::selector::RuleSelector;

@@ -1,0 +1,928 @@
+//! Certificate attestors (Kyverno `certificates`): a pinned signing certificate, a CA chain,
+//! or both. Certificates are made with rcgen, manifests are signed over their real message
+//! M and the signature annotations embedded as `mansign sign` writes them.
+
+mod common;
+#[path = "common/stack.rs"]
+mod stack;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use common::write;
+use mansign::annotations::{
+    AnnotationDomain, EmbedMode, RekorBundle, RekorPayload, SignatureSet, embed,
+};
+use mansign::manifest::{build_message, parse_documents};
+use mansign::policy::{LoadOptions, PolicyError, RequestContext, load_file, load_str};
+use mansign::trust::TrustRoot;
+use mansign::verify::{
+    Attestor, CertificateAttestor, CertificateAttestorError, DocumentVerdict, SignerInfo, Verifier,
+};
+use p256::ecdsa::signature::Signer as _;
+use p256::pkcs8::{EncodePrivateKey as _, EncodePublicKey as _, LineEnding};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+use std::path::Path;
+use std::sync::Arc;
+
+const DOC: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-config\n  namespace: prod\ndata:\n  mode: release\n";
+
+/// A certificate authority made for the test.
+struct Ca {
+    params: CertificateParams,
+    key: KeyPair,
+    pem: String,
+}
+
+impl Ca {
+    fn root(name: &str) -> Ca {
+        Ca::root_with(ca_params(name))
+    }
+
+    fn root_with(params: CertificateParams) -> Ca {
+        let key = KeyPair::generate().unwrap();
+        let pem = params.self_signed(&key).unwrap().pem();
+        Ca { params, key, pem }
+    }
+
+    /// An intermediate CA issued by `self`.
+    fn intermediate(&self, name: &str) -> Ca {
+        self.intermediate_with(ca_params(name))
+    }
+
+    fn intermediate_with(&self, params: CertificateParams) -> Ca {
+        let key = KeyPair::generate().unwrap();
+        let pem = params
+            .signed_by(&key, &Issuer::from_params(&self.params, &self.key))
+            .unwrap()
+            .pem();
+        Ca { params, key, pem }
+    }
+}
+
+fn ca_params(name: &str) -> CertificateParams {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2099, 1, 1);
+    params
+}
+
+/// What a signing certificate looks like.
+struct LeafSpec {
+    name: &'static str,
+    eku: Vec<ExtendedKeyUsagePurpose>,
+    key_usages: Vec<KeyUsagePurpose>,
+    /// (year, month, day), midnight UTC.
+    not_before: (i32, u8, u8),
+    not_after: (i32, u8, u8),
+}
+
+fn leaf_spec(name: &'static str) -> LeafSpec {
+    LeafSpec {
+        name,
+        eku: vec![ExtendedKeyUsagePurpose::CodeSigning],
+        key_usages: vec![KeyUsagePurpose::DigitalSignature],
+        not_before: (2000, 1, 1),
+        not_after: (2099, 1, 1),
+    }
+}
+
+/// A signing key and its certificate.
+struct Signer {
+    key: p256::ecdsa::SigningKey,
+    cert_pem: String,
+}
+
+impl Signer {
+    /// A new P-256 key with a certificate issued by `issuer` (self-signed when `None`).
+    fn new(spec: LeafSpec, issuer: Option<&Ca>) -> Signer {
+        let key = p256::ecdsa::SigningKey::random(&mut rand_core::OsRng);
+        let cert_pem = certify(&key, spec, issuer);
+        Signer { key, cert_pem }
+    }
+
+    fn signed_by(name: &'static str, issuer: &Ca) -> Signer {
+        Signer::new(leaf_spec(name), Some(issuer))
+    }
+
+    fn self_signed(name: &'static str) -> Signer {
+        Signer::new(leaf_spec(name), None)
+    }
+
+    fn public_key_pem(&self) -> String {
+        self.key
+            .verifying_key()
+            .to_public_key_pem(LineEnding::LF)
+            .unwrap()
+    }
+}
+
+/// A certificate for `key` (as rcgen wants it: a PKCS#8 key pair).
+fn certify(key: &p256::ecdsa::SigningKey, spec: LeafSpec, issuer: Option<&Ca>) -> String {
+    let pkcs8 = key.to_pkcs8_der().unwrap();
+    let key_pair = KeyPair::try_from(pkcs8.as_bytes()).unwrap();
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, spec.name);
+    params.extended_key_usages = spec.eku;
+    params.key_usages = spec.key_usages;
+    let ymd = |(y, m, d): (i32, u8, u8)| rcgen::date_time_ymd(y, m, d);
+    params.not_before = ymd(spec.not_before);
+    params.not_after = ymd(spec.not_after);
+    match issuer {
+        None => params.self_signed(&key_pair).unwrap().pem(),
+        Some(ca) => params
+            .signed_by(&key_pair, &Issuer::from_params(&ca.params, &ca.key))
+            .unwrap()
+            .pem(),
+    }
+}
+
+fn document() -> Value {
+    parse_documents(DOC, &mansign::Limits::default())
+        .unwrap()
+        .remove(0)
+        .1
+}
+
+/// DOC with one signature set by `key` over its message, carrying `certificate_pem` and
+/// `bundle` as annotations.
+fn signed_with(
+    key: &p256::ecdsa::SigningKey,
+    certificate_pem: Option<&str>,
+    bundle: Option<RekorBundle>,
+) -> Value {
+    let mut value = document();
+    let message = build_message([&value]);
+    let signature: p256::ecdsa::DerSignature = key.sign(&message);
+    let set = SignatureSet {
+        index: 0,
+        signature: signature.as_bytes().to_vec(),
+        certificate_pem: certificate_pem.map(str::to_string),
+        bundle,
+    };
+    embed(
+        &mut value,
+        &AnnotationDomain::default(),
+        &message,
+        &[set],
+        EmbedMode::Replace,
+        &mansign::Limits::default(),
+    )
+    .unwrap();
+    value
+}
+
+/// Signed by `signer`, its certificate in the `certificate` annotation.
+fn signed(signer: &Signer) -> Value {
+    signed_with(&signer.key, Some(&signer.cert_pem), None)
+}
+
+/// Signed by `signer`, without a certificate annotation.
+fn signed_without_certificate(signer: &Signer) -> Value {
+    signed_with(&signer.key, None, None)
+}
+
+fn verify(attestor: CertificateAttestor, object: &Value) -> DocumentVerdict {
+    Verifier::new(vec![Attestor::Certificate(attestor)])
+        .verify_object(object)
+        .unwrap()
+}
+
+fn pinned(signer: &Signer) -> CertificateAttestor {
+    CertificateAttestor::new("release.crt", Some(&signer.cert_pem), None).unwrap()
+}
+
+fn chain(pem: &str) -> CertificateAttestor {
+    CertificateAttestor::new("ca.pem", None, Some(pem)).unwrap()
+}
+
+fn rejection(verdict: &DocumentVerdict) -> String {
+    match &verdict.result {
+        Ok(ok) => panic!("verified, expected a rejection: {}", ok.signer),
+        Err(r) => {
+            assert_eq!(r.check(), "signature", "{r}");
+            r.to_string()
+        }
+    }
+}
+
+fn assert_rejected_because(verdict: &DocumentVerdict, reason: &str) {
+    let text = rejection(verdict);
+    assert!(text.contains(reason), "expected {reason:?} in: {text}");
+}
+
+// --- pinned certificate -------------------------------------------------------------
+
+#[test]
+fn pinned_certificate_verifies_its_signature() {
+    let signer = Signer::self_signed("release");
+    let verdict = verify(pinned(&signer), &signed(&signer));
+    let ok = verdict.result.unwrap();
+    assert!(
+        matches!(ok.signer, SignerInfo::SigningCertificate { ref subject, transparency_log: None, .. } if subject == "CN=release"),
+        "{}",
+        ok.signer
+    );
+}
+
+#[test]
+fn pinned_certificate_verifies_set_without_certificate_annotation() {
+    let signer = Signer::self_signed("release");
+    let verdict = verify(pinned(&signer), &signed_without_certificate(&signer));
+    assert!(verdict.is_verified(), "{verdict}");
+}
+
+#[test]
+fn signer_reports_the_certificate_fingerprint() {
+    let signer = Signer::self_signed("release");
+    let der = pem::parse(&signer.cert_pem).unwrap().into_contents();
+    let ok = verify(pinned(&signer), &signed(&signer)).result.unwrap();
+    let SignerInfo::SigningCertificate { fingerprint, .. } = ok.signer else {
+        panic!("{}", ok.signer);
+    };
+    assert_eq!(fingerprint, hex::encode(Sha256::digest(&der)));
+}
+
+#[test]
+fn rejects_signature_by_another_certificate_than_the_pinned_one() {
+    let (release, other) = (Signer::self_signed("release"), Signer::self_signed("other"));
+    let verdict = verify(pinned(&release), &signed_without_certificate(&other));
+    assert_rejected_because(
+        &verdict,
+        "signature does not match the message and the certificate's key",
+    );
+}
+
+#[test]
+fn rejects_set_signed_by_another_certificate_that_names_itself() {
+    let (release, other) = (Signer::self_signed("release"), Signer::self_signed("other"));
+    let verdict = verify(pinned(&release), &signed(&other));
+    assert_rejected_because(&verdict, "is not the pinned certificate");
+}
+
+#[test]
+fn rejects_set_whose_certificate_annotation_differs_from_the_pinned_one() {
+    // Same key, another certificate: the signature alone would verify.
+    let release = Signer::self_signed("release");
+    let reissued = certify(&release.key, leaf_spec("release-reissued"), None);
+    let verdict = verify(
+        pinned(&release),
+        &signed_with(&release.key, Some(&reissued), None),
+    );
+    assert_rejected_because(&verdict, "is not the pinned certificate");
+}
+
+#[test]
+fn rejects_expired_pinned_certificate_without_bundle() {
+    let mut spec = leaf_spec("release");
+    spec.not_before = (2020, 1, 1);
+    spec.not_after = (2021, 1, 1);
+    let signer = Signer::new(spec, None);
+    let verdict = verify(pinned(&signer), &signed(&signer));
+    assert_rejected_because(&verdict, "certificate not valid at verification time");
+}
+
+#[test]
+fn rejects_pinned_certificate_not_yet_valid() {
+    let mut spec = leaf_spec("release");
+    spec.not_before = (2098, 1, 1);
+    let signer = Signer::new(spec, None);
+    let verdict = verify(pinned(&signer), &signed(&signer));
+    assert_rejected_because(&verdict, "not valid before");
+}
+
+#[test]
+fn certificate_validity_is_checked_at_the_verifier_clock_without_bundle() {
+    let mut spec = leaf_spec("release");
+    spec.not_before = (2020, 1, 1);
+    spec.not_after = (2021, 1, 1);
+    let signer = Signer::new(spec, None);
+    let inside: jiff::Timestamp = "2020-06-01T00:00:00Z".parse().unwrap();
+    let verdict = Verifier::new(vec![Attestor::Certificate(pinned(&signer))])
+        .with_clock(inside)
+        .verify_object(&signed(&signer))
+        .unwrap();
+    assert!(verdict.is_verified(), "{verdict}");
+}
+
+#[test]
+fn rejects_pinned_certificate_whose_eku_excludes_code_signing() {
+    let mut spec = leaf_spec("release");
+    spec.eku = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let signer = Signer::new(spec, None);
+    let verdict = verify(pinned(&signer), &signed(&signer));
+    assert_rejected_because(&verdict, "no code-signing extended key usage");
+}
+
+#[test]
+fn rejects_certificate_whose_key_usage_excludes_digital_signatures() {
+    let mut spec = leaf_spec("release");
+    spec.key_usages = vec![KeyUsagePurpose::KeyEncipherment];
+    let signer = Signer::new(spec, None);
+    let verdict = verify(pinned(&signer), &signed(&signer));
+    assert_rejected_because(
+        &verdict,
+        "certificate key usage does not allow digital signatures",
+    );
+}
+
+#[test]
+fn pinned_certificate_without_eku_extension_verifies() {
+    let mut spec = leaf_spec("release");
+    spec.eku = vec![];
+    let signer = Signer::new(spec, None);
+    let verdict = verify(pinned(&signer), &signed(&signer));
+    assert!(verdict.is_verified(), "{verdict}");
+}
+
+#[test]
+fn rejects_set_with_bundle_when_no_trust_root_is_configured() {
+    let signer = Signer::self_signed("release");
+    let object = signed_with(&signer.key, Some(&signer.cert_pem), Some(junk_bundle()));
+    let verdict = verify(pinned(&signer), &object);
+    assert_rejected_because(
+        &verdict,
+        "the set carries a Rekor bundle but no trust root is configured to check it",
+    );
+}
+
+#[test]
+fn rejects_set_whose_bundle_does_not_verify() {
+    let signer = Signer::self_signed("release");
+    let object = signed_with(&signer.key, Some(&signer.cert_pem), Some(junk_bundle()));
+    let attestor = pinned(&signer).with_trust_root(Arc::new(TrustRoot::public_good().unwrap()));
+    let verdict = verify(attestor, &object);
+    assert_rejected_because(&verdict, "Rekor bundle does not verify");
+}
+
+/// A well-formed bundle from a log no trust root knows.
+fn junk_bundle() -> RekorBundle {
+    let body = json!({"apiVersion": "0.0.1", "kind": "hashedrekord", "spec": {}});
+    RekorBundle {
+        signed_entry_timestamp: STANDARD.encode(b"not a signature"),
+        payload: RekorPayload {
+            body: STANDARD.encode(body.to_string()),
+            integrated_time: 1_767_323_045,
+            log_index: 1,
+            log_id: "ab".repeat(32),
+        },
+    }
+}
+
+#[test]
+fn pinned_cert_must_hold_exactly_one_certificate() {
+    let (a, b) = (Signer::self_signed("a"), Signer::self_signed("b"));
+    let both = format!("{}{}", a.cert_pem, b.cert_pem);
+    let err = CertificateAttestor::new("x", Some(&both), None).unwrap_err();
+    assert_eq!(
+        err,
+        CertificateAttestorError::SeveralCertificates { found: 2 }
+    );
+}
+
+#[test]
+fn attestor_needs_cert_or_cert_chain() {
+    let err = CertificateAttestor::new("x", None, None).unwrap_err();
+    assert_eq!(err, CertificateAttestorError::Empty);
+}
+
+#[test]
+fn public_key_is_not_a_pinned_certificate() {
+    let signer = Signer::self_signed("release");
+    let err = CertificateAttestor::new("x", Some(&signer.public_key_pem()), None).unwrap_err();
+    assert!(
+        matches!(err, CertificateAttestorError::NotACertificate { ref tag, .. } if tag == "PUBLIC KEY"),
+        "{err}"
+    );
+}
+
+// --- CA chain ---------------------------------------------------------------------
+
+#[test]
+fn leaf_issued_by_the_chain_ca_verifies() {
+    let ca = Ca::root("Acme Root");
+    let signer = Signer::signed_by("release", &ca);
+    let verdict = verify(chain(&ca.pem), &signed(&signer));
+    assert!(verdict.is_verified(), "{verdict}");
+}
+
+#[test]
+fn leaf_issued_through_an_intermediate_of_the_chain_verifies() {
+    let root = Ca::root("Acme Root");
+    let intermediate = root.intermediate("Acme Signing CA");
+    let signer = Signer::signed_by("release", &intermediate);
+    let pem = format!("{}{}", intermediate.pem, root.pem);
+    let verdict = verify(chain(&pem), &signed(&signer));
+    assert!(verdict.is_verified(), "{verdict}");
+}
+
+#[test]
+fn rejects_leaf_under_intermediate_restricted_to_other_usages() {
+    let root = Ca::root("Acme Root");
+    let mut params = ca_params("Acme TLS CA");
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let intermediate = root.intermediate_with(params);
+    let signer = Signer::signed_by("release", &intermediate);
+    let pem = format!("{}{}", intermediate.pem, root.pem);
+    let verdict = verify(chain(&pem), &signed(&signer));
+    assert_rejected_because(&verdict, "certificate does not chain to the certChain root");
+}
+
+#[test]
+fn rejects_chain_whose_root_is_not_valid_at_the_signing_time() {
+    let mut params = ca_params("Old Root");
+    params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+    let root = Ca::root_with(params);
+    let signer = Signer::signed_by("release", &root);
+    let verdict = verify(chain(&root.pem), &signed(&signer));
+    assert_rejected_because(
+        &verdict,
+        "certChain root CN=Old Root not valid at verification time",
+    );
+}
+
+#[test]
+fn rejects_leaf_issued_by_another_ca() {
+    let (ca, other) = (Ca::root("Acme Root"), Ca::root("Evil Root"));
+    let signer = Signer::signed_by("release", &other);
+    let verdict = verify(chain(&ca.pem), &signed(&signer));
+    assert_rejected_because(&verdict, "certificate does not chain to the certChain root");
+}
+
+#[test]
+fn rejects_intermediate_used_as_the_root() {
+    // Only the chain's last certificate is a trust anchor; an intermediate listed first
+    // does not let a sibling root's leaves in.
+    let (root, other_root) = (Ca::root("Acme Root"), Ca::root("Evil Root"));
+    let intermediate = root.intermediate("Acme Signing CA");
+    let signer = Signer::signed_by("release", &intermediate);
+    let pem = format!("{}{}", intermediate.pem, other_root.pem);
+    let verdict = verify(chain(&pem), &signed(&signer));
+    assert_rejected_because(&verdict, "certificate does not chain to the certChain root");
+}
+
+#[test]
+fn rejects_chain_leaf_without_code_signing_eku() {
+    let ca = Ca::root("Acme Root");
+    let mut spec = leaf_spec("release");
+    spec.eku = vec![];
+    let signer = Signer::new(spec, Some(&ca));
+    let verdict = verify(chain(&ca.pem), &signed(&signer));
+    assert_rejected_because(&verdict, "no code-signing extended key usage");
+}
+
+#[test]
+fn rejects_chain_leaf_with_only_other_ekus() {
+    let ca = Ca::root("Acme Root");
+    let mut spec = leaf_spec("release");
+    spec.eku = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let signer = Signer::new(spec, Some(&ca));
+    let verdict = verify(chain(&ca.pem), &signed(&signer));
+    assert_rejected_because(&verdict, "no code-signing extended key usage");
+}
+
+#[test]
+fn rejects_chain_set_without_certificate_annotation() {
+    let ca = Ca::root("Acme Root");
+    let signer = Signer::signed_by("release", &ca);
+    let verdict = verify(chain(&ca.pem), &signed_without_certificate(&signer));
+    assert_rejected_because(&verdict, "signature set has no certificate annotation");
+}
+
+#[test]
+fn rejects_expired_chain_leaf_without_bundle() {
+    let ca = Ca::root("Acme Root");
+    let mut spec = leaf_spec("release");
+    spec.not_before = (2020, 1, 1);
+    spec.not_after = (2021, 1, 1);
+    let signer = Signer::new(spec, Some(&ca));
+    let verdict = verify(chain(&ca.pem), &signed(&signer));
+    assert_rejected_because(&verdict, "certificate not valid at verification time");
+}
+
+#[test]
+fn rejects_chain_leaf_whose_signature_is_by_another_key() {
+    let ca = Ca::root("Acme Root");
+    let signer = Signer::signed_by("release", &ca);
+    let attacker = p256::ecdsa::SigningKey::random(&mut rand_core::OsRng);
+    let verdict = verify(
+        chain(&ca.pem),
+        &signed_with(&attacker, Some(&signer.cert_pem), None),
+    );
+    assert_rejected_because(
+        &verdict,
+        "signature does not match the message and the certificate's key",
+    );
+}
+
+// --- pinned certificate and chain -----------------------------------------------------
+
+#[test]
+fn pinned_certificate_of_the_chain_verifies() {
+    let ca = Ca::root("Acme Root");
+    let signer = Signer::signed_by("release", &ca);
+    let attestor =
+        CertificateAttestor::new("release", Some(&signer.cert_pem), Some(&ca.pem)).unwrap();
+    let verdict = verify(attestor, &signed_without_certificate(&signer));
+    assert!(verdict.is_verified(), "{verdict}");
+}
+
+#[test]
+fn rejects_pinned_certificate_outside_the_chain() {
+    let (ca, other) = (Ca::root("Acme Root"), Ca::root("Evil Root"));
+    let signer = Signer::signed_by("release", &other);
+    let attestor =
+        CertificateAttestor::new("release", Some(&signer.cert_pem), Some(&ca.pem)).unwrap();
+    let verdict = verify(attestor, &signed(&signer));
+    assert_rejected_because(&verdict, "certificate does not chain to the certChain root");
+}
+
+#[test]
+fn rejects_chain_signer_that_is_not_the_pinned_certificate() {
+    let ca = Ca::root("Acme Root");
+    let (release, colleague) = (
+        Signer::signed_by("release", &ca),
+        Signer::signed_by("colleague", &ca),
+    );
+    let attestor =
+        CertificateAttestor::new("release", Some(&release.cert_pem), Some(&ca.pem)).unwrap();
+    let verdict = verify(attestor, &signed(&colleague));
+    assert_rejected_because(&verdict, "is not the pinned certificate");
+}
+
+// --- policy files -----------------------------------------------------------------
+
+fn load_options() -> LoadOptions {
+    LoadOptions {
+        trust_root: Some(Arc::new(TrustRoot::public_good().unwrap())),
+        ..LoadOptions::default()
+    }
+}
+
+fn policy_verdict(policy: &Path, object: &Value) -> mansign::policy::ObjectVerdict {
+    load_file(policy, &load_options())
+        .unwrap()
+        .verify_object(object, &RequestContext::default())
+        .unwrap()
+}
+
+const MANSIGN_POLICY: &str = "apiVersion: mansign.dev/v1alpha1
+kind: ManifestPolicy
+metadata:
+  name: release
+spec:
+  attestors:
+  - entries:
+    - certificates:
+        certPath: release.crt
+        certChainPath: ca.pem
+";
+
+#[test]
+fn mansign_policy_with_certificates_entry_verifies_the_pinned_signer() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::root("Acme Root");
+    let signer = Signer::signed_by("release", &ca);
+    write(dir.path(), "release.crt", &signer.cert_pem);
+    write(dir.path(), "ca.pem", &ca.pem);
+    let policy = write(dir.path(), "policy.yaml", MANSIGN_POLICY);
+    let verdict = policy_verdict(&policy, &signed(&signer));
+    assert!(verdict.is_verified(), "{verdict}");
+    assert!(
+        verdict.to_string().contains("certificate CN=release"),
+        "{verdict}"
+    );
+}
+
+#[test]
+fn mansign_policy_with_certificates_entry_rejects_another_signer_of_the_ca() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::root("Acme Root");
+    let (release, colleague) = (
+        Signer::signed_by("release", &ca),
+        Signer::signed_by("colleague", &ca),
+    );
+    write(dir.path(), "release.crt", &release.cert_pem);
+    write(dir.path(), "ca.pem", &ca.pem);
+    let policy = write(dir.path(), "policy.yaml", MANSIGN_POLICY);
+    let verdict = policy_verdict(&policy, &signed(&colleague));
+    assert!(!verdict.is_verified(), "{verdict}");
+    assert!(
+        verdict
+            .to_string()
+            .contains("is not the pinned certificate"),
+        "{verdict}"
+    );
+}
+
+#[test]
+fn mansign_policy_with_inline_cert_chain_rejects_leaf_of_another_ca() {
+    let (ca, other) = (Ca::root("Acme Root"), Ca::root("Evil Root"));
+    let signer = Signer::signed_by("release", &other);
+    let policy = format!(
+        "apiVersion: mansign.dev/v1alpha1
+kind: ManifestPolicy
+metadata:
+  name: release
+spec:
+  attestors:
+  - entries:
+    - certificates:
+        certChain: |
+{}",
+        indent(&ca.pem, 10)
+    );
+    let set = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap();
+    let verdict = set
+        .verify_object(&signed(&signer), &RequestContext::default())
+        .unwrap();
+    assert!(!verdict.is_verified(), "{verdict}");
+    assert!(
+        verdict
+            .to_string()
+            .contains("does not chain to the certChain root"),
+        "{verdict}"
+    );
+}
+
+#[test]
+fn mansign_policy_refuses_cert_and_cert_path_together() {
+    let signer = Signer::self_signed("release");
+    let policy = format!(
+        "apiVersion: mansign.dev/v1alpha1
+kind: ManifestPolicy
+metadata:
+  name: release
+spec:
+  attestors:
+  - entries:
+    - certificates:
+        certPath: release.crt
+        cert: |
+{}",
+        indent(&signer.cert_pem, 10)
+    );
+    let err = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap_err();
+    assert!(matches!(err, PolicyError::Invalid { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("spec.attestors[0].entries[0].certificates: cert and certPath"),
+        "{err}"
+    );
+}
+
+#[test]
+fn mansign_policy_with_unreadable_cert_path_names_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write(dir.path(), "policy.yaml", MANSIGN_POLICY);
+    let err = load_file(&policy, &load_options()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("spec.attestors[0].entries[0].certificates.certPath: cannot read"),
+        "{err}"
+    );
+}
+
+fn indent(text: &str, spaces: usize) -> String {
+    let pad = " ".repeat(spaces);
+    text.lines().map(|l| format!("{pad}{l}\n")).collect()
+}
+
+fn kyverno_policy(certificates: &str) -> String {
+    format!(
+        "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: verify-manifests
+spec:
+  rules:
+  - name: release-signed
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+    validate:
+      failureAction: Enforce
+      manifests:
+        attestors:
+        - count: 1
+          entries:
+          - certificates:
+{certificates}"
+    )
+}
+
+fn kyverno_verdict(policy: &str, object: &Value) -> mansign::policy::ObjectVerdict {
+    load_str("policy.yaml", policy, Path::new("."), &load_options())
+        .unwrap()
+        .verify_object(object, &RequestContext::default())
+        .unwrap()
+}
+
+#[test]
+fn kyverno_certificates_entry_verifies_leaf_of_its_chain() {
+    let ca = Ca::root("Acme Root");
+    let signer = Signer::signed_by("release", &ca);
+    let policy = kyverno_policy(&format!(
+        "              certChain: |\n{}              rekor:\n                url: https://rekor.sigstore.dev\n",
+        indent(&ca.pem, 16)
+    ));
+    let verdict = kyverno_verdict(&policy, &signed(&signer));
+    assert!(verdict.is_verified(), "{verdict}");
+}
+
+#[test]
+fn kyverno_certificates_entry_rejects_signer_that_is_not_the_pinned_cert() {
+    let (release, other) = (Signer::self_signed("release"), Signer::self_signed("other"));
+    let policy = kyverno_policy(&format!(
+        "              cert: |\n{}",
+        indent(&release.cert_pem, 16)
+    ));
+    let verdict = kyverno_verdict(&policy, &signed(&other));
+    assert!(!verdict.is_verified(), "{verdict}");
+    assert!(
+        verdict
+            .to_string()
+            .contains("is not the pinned certificate"),
+        "{verdict}"
+    );
+}
+
+#[test]
+fn kyverno_certificates_entry_with_rekor_pubkey_is_refused_naming_it() {
+    let signer = Signer::self_signed("release");
+    let policy = kyverno_policy(&format!(
+        "              cert: |\n{}              rekor:\n                pubkey: |\n{}",
+        indent(&signer.cert_pem, 16),
+        indent(&signer.public_key_pem(), 18)
+    ));
+    let err = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap_err();
+    assert!(matches!(err, PolicyError::Unsupported { .. }), "{err}");
+    assert!(
+        err.to_string().contains(
+            "spec.rules[0].validate.manifests.attestors[0].entries[0].certificates.rekor.pubkey"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn kyverno_certificates_entry_with_ctlog_tsa_chain_is_refused_naming_it() {
+    let ca = Ca::root("Acme Root");
+    let policy = kyverno_policy(&format!(
+        "              certChain: |\n{}              ctlog:\n                tsaCertChain: |\n{}",
+        indent(&ca.pem, 16),
+        indent(&ca.pem, 18)
+    ));
+    let err = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap_err();
+    assert!(
+        err.to_string().contains("certificates.ctlog.tsaCertChain"),
+        "{err}"
+    );
+}
+
+#[test]
+fn kyverno_certificates_entry_with_unknown_field_is_refused_naming_it() {
+    let ca = Ca::root("Acme Root");
+    let policy = kyverno_policy(&format!(
+        "              certChain: |\n{}              roots: x\n",
+        indent(&ca.pem, 16)
+    ));
+    let err = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap_err();
+    assert!(matches!(err, PolicyError::Syntax { .. }), "{err}");
+    assert!(err.to_string().contains("unknown field `roots`"), "{err}");
+}
+
+#[test]
+fn kyverno_certificates_entry_without_cert_or_chain_is_refused() {
+    let policy =
+        kyverno_policy("              rekor:\n                url: https://rekor.sigstore.dev\n");
+    let err = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("certificates: certificates needs cert, certChain or both"),
+        "{err}"
+    );
+}
+
+// --- Rekor integrated time (local Sigstore stack) -----------------------------------
+
+/// Logs a hashedrekord entry for `signature` over M by `signer`'s public key in the
+/// stack's Rekor; returns the bundle as cosign writes it.
+fn log_signature(
+    stack: &stack::Stack,
+    signer: &Signer,
+    message: &[u8],
+    signature: &[u8],
+) -> RekorBundle {
+    let entry = json!({
+        "apiVersion": "0.0.1", "kind": "hashedrekord",
+        "spec": {
+            "data": {"hash": {"algorithm": "sha256", "value": hex::encode(Sha256::digest(message))}},
+            "signature": {
+                "content": STANDARD.encode(signature),
+                "publicKey": {"content": STANDARD.encode(signer.public_key_pem())},
+            },
+        }
+    });
+    let (status, body) = stack::http(
+        "POST",
+        &format!("{}/api/v1/log/entries", stack.rekor_url()),
+        Some(&entry.to_string()),
+    );
+    assert_eq!(status, 201, "{body}");
+    let response: Value = serde_json::from_str(&body).unwrap();
+    let (_, logged) = response.as_object().unwrap().iter().next().unwrap();
+    RekorBundle {
+        signed_entry_timestamp: logged["verification"]["signedEntryTimestamp"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+        payload: RekorPayload {
+            body: logged["body"].as_str().unwrap().to_string(),
+            integrated_time: logged["integratedTime"].as_i64().unwrap(),
+            log_index: logged["logIndex"].as_i64().unwrap(),
+            log_id: logged["logID"].as_str().unwrap().to_string(),
+        },
+    }
+}
+
+#[test]
+fn certificate_is_checked_at_the_rekor_integrated_time_when_the_set_has_a_bundle() {
+    let Some(stack) = stack::Stack::start() else {
+        return;
+    };
+    // Valid from yesterday to the day after tomorrow; verified four days from now: only
+    // the log time can pass it.
+    let day = |offset: i64| {
+        let d = jiff::Zoned::now()
+            .with_time_zone(jiff::tz::TimeZone::UTC)
+            .date()
+            .checked_add(jiff::Span::new().days(offset))
+            .unwrap();
+        (i32::from(d.year()), d.month() as u8, d.day() as u8)
+    };
+    let mut spec = leaf_spec("release");
+    spec.not_before = day(-1);
+    spec.not_after = day(2);
+    let signer = Signer::new(spec, None);
+    let mut value = document();
+    let message = build_message([&value]);
+    let signature: p256::ecdsa::DerSignature = signer.key.sign(&message);
+    let bundle = log_signature(&stack, &signer, &message, signature.as_bytes());
+    let trust = Arc::new(TrustRoot::from_file(stack.trusted_root()).unwrap());
+    drop(stack);
+    embed(
+        &mut value,
+        &AnnotationDomain::default(),
+        &message,
+        &[SignatureSet {
+            index: 0,
+            signature: signature.as_bytes().to_vec(),
+            certificate_pem: Some(signer.cert_pem.clone()),
+            bundle: Some(bundle),
+        }],
+        EmbedMode::Replace,
+        &mansign::Limits::default(),
+    )
+    .unwrap();
+    let later = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(96);
+    let verifier = |object: &Value| {
+        Verifier::new(vec![Attestor::Certificate(
+            pinned(&signer).with_trust_root(trust.clone()),
+        )])
+        .with_clock(later)
+        .verify_object(object)
+        .unwrap()
+    };
+    let logged = verifier(&value).result.unwrap();
+    assert!(
+        matches!(
+            logged.signer,
+            SignerInfo::SigningCertificate {
+                transparency_log: Some(_),
+                ..
+            }
+        ),
+        "{}",
+        logged.signer
+    );
+    // The same signature without its bundle is checked at the clock, after notAfter.
+    let unlogged = signed_with(&signer.key, Some(&signer.cert_pem), None);
+    assert_rejected_because(
+        &verifier(&unlogged),
+        "certificate not valid at verification time",
+    );
+}
