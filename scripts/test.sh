@@ -24,6 +24,9 @@ cargo fmt --all -- --check
 log "cargo clippy --all-targets -- -D warnings"
 cargo clippy --locked --all-targets -- -D warnings
 
+log "cargo doc (broken intra-doc links are errors)"
+RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --quiet
+
 log "cargo test (unit, integration, doc)"
 # Stack-based tests must run, not skip, here.
 export MANSIGN_REQUIRE_STACK=1

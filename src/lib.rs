@@ -3,7 +3,7 @@
 //! The crate is a library first; the `mansign` binary is a thin shell over it.
 //! Data flow (see `docs/design.md`):
 //!
-//! * sign: files -> [`manifest::load`] -> message M -> [`signing::Signer`] ->
+//! * sign: files -> [`manifest::load_inputs`] -> message M -> [`signing::Signer`] ->
 //!   [`annotations::SignatureSet`] -> [`annotations::embed`] -> write
 //! * verify: object -> [`annotations::extract`] -> signature sets -> [`verify`] (crypto +
 //!   identity) -> manifest diff (signed document vs object) -> [`verify::Verdict`]

@@ -1,7 +1,7 @@
 //! Standard Sigstore bundles (protobuf-specs `Bundle`, media types v0.1, v0.2 and v0.3) over
 //! arbitrary artifacts: verified offline against a [`TrustRoot`], and produced for blobs.
 //!
-//! mansign's product is signed manifests (cosign annotations, see [`super::keyless`]). This
+//! mansign's product is signed manifests (cosign annotations, see `verify::keyless`). This
 //! module serves the sigstore-conformance front-end (`mansign conformance verify-bundle` and
 //! `sign-bundle`) and any Rust caller holding a `.sigstore.json` bundle. sigstore-verify does
 //! the cryptography; this adapter decides what is asked of it and never relaxes a check.

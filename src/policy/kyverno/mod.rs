@@ -24,7 +24,7 @@
 //! * entry `annotations`, `repository`, enabled `dryRun`, signature algorithms other than
 //!   sha256: refused.
 //! * `ignoreFields`: upstream dotted fields translated to anchored patterns
-//!   ([`translate_upstream_field`](super::translate_upstream_field)); Kyverno's built-in
+//!   ([`translate_upstream_field`]); Kyverno's built-in
 //!   default list is replaced by mansign's anchored `kubernetes` profile (server-populated
 //!   metadata and `status` ignored, server-assigned fields and exact defaults tolerated
 //!   only when the signed document lacks them), and a document signed without a namespace
