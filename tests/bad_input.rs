@@ -121,6 +121,31 @@ fn unwritable_output_directory_leaves_no_partial_output() {
 }
 
 #[test]
+fn output_path_taken_by_a_directory_leaves_no_partial_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _) = key_pair(dir.path(), "cosign");
+    let src = dir.path().join("in");
+    let a = write(&src, "a.yaml", MULTI_DOC);
+    write(&src, "b.yaml", MULTI_DOC);
+    let out = dir.path().join("out");
+    // `out/b.yaml` is a directory: every temporary file can be written, but that one
+    // cannot be renamed into place. `out/a.yaml` must not be left behind either.
+    std::fs::create_dir_all(out.join("b.yaml")).unwrap();
+    mansign()
+        .args(["sign", "--remove-input", "-f"])
+        .arg(&src)
+        .arg("--key")
+        .arg(&key)
+        .arg("-o")
+        .arg(format!("{}/", out.display()))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("b.yaml"));
+    assert_eq!(files_under(&out), Vec::<String>::new());
+    assert!(a.is_file(), "input kept");
+}
+
+#[test]
 fn one_bad_file_in_a_batch_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let (key, _) = key_pair(dir.path(), "cosign");

@@ -13,6 +13,9 @@
 //! The fixtures live outside the crate (`../shared/fixtures/sigstore-conformance`, a
 //! verbatim copy of the suite's `test/assets/`); without them the test says so and passes.
 
+#[path = "common/stub_server.rs"]
+mod stub_server;
+
 use sha2::{Digest as _, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -284,4 +287,87 @@ fn sign_bundle_with_malformed_token_fails_and_leaves_no_bundle() {
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("identity token is not a JWT"), "{stderr}");
     assert!(!bundle.exists());
+}
+
+/// The bundle appears only once it is complete: while `sign-bundle` waits on Fulcio there
+/// is no file at `--bundle` (a killed or timed-out run must not leave an empty bundle for
+/// the next attempt to trip over), and a failed run leaves no file, temporary or not.
+#[test]
+fn sign_bundle_creates_the_bundle_only_once_it_is_complete() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let contacted = Arc::new(AtomicBool::new(false));
+    let server = {
+        let contacted = contacted.clone();
+        stub_server::StubServer::start(move |_req, _base| {
+            contacted.store(true, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_secs(2));
+            (400, r#"{"code":400,"message":"no"}"#.to_string())
+        })
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let blob = dir.path().join("a.txt");
+    let bundle = dir.path().join("a.txt.sigstore.json");
+    let config = dir.path().join("signing_config.json");
+    std::fs::write(&blob, b"a").unwrap();
+    let service = serde_json::json!([{
+        "url": server.url, "majorApiVersion": 1,
+        "validFor": {"start": "2020-01-01T00:00:00Z"}, "operator": "stub"
+    }]);
+    let signing_config = serde_json::json!({
+        "mediaType": "application/vnd.dev.sigstore.signingconfig.v0.2+json",
+        "caUrls": service, "oidcUrls": [], "rekorTlogUrls": service,
+        "rekorTlogConfig": {"selector": "ANY"}, "tsaUrls": service,
+        "tsaConfig": {"selector": "ANY"}
+    });
+    std::fs::write(&config, signing_config.to_string()).unwrap();
+    let token = {
+        use base64::Engine as _;
+        let b64 = |v: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v);
+        let claims = serde_json::json!({
+            "iss": "https://issuer.example", "sub": "me", "aud": "sigstore",
+            "exp": 4_000_000_000u64, "email": "me@example.com"
+        });
+        format!(
+            "{}.{}.c2ln",
+            b64(br#"{"alg":"RS256"}"#),
+            b64(claims.to_string().as_bytes())
+        )
+    };
+    let child = Command::new(env!("CARGO_BIN_EXE_mansign"))
+        .args([
+            "sign-bundle",
+            "--identity-token",
+            &token,
+            "--signing-config",
+        ])
+        .arg(&config)
+        .arg("--bundle")
+        .arg(&bundle)
+        .arg(&blob)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !contacted.load(Ordering::SeqCst) {
+        assert!(
+            start.elapsed().as_secs() < 30,
+            "sign-bundle never contacted the services"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(
+        !bundle.exists(),
+        "no bundle file while signing is under way"
+    );
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    let mut left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["a.txt", "signing_config.json"], "{stderr}");
 }

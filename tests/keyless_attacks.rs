@@ -263,3 +263,25 @@ fn signing_against_another_instance_without_its_trust_root_writes_nothing() {
         .stderr(predicate::str::contains("pass its --trusted-root"));
     assert!(!dir.path().join("x.yaml.signed").exists());
 }
+
+/// `sign --help` describes the check above as it is: without `--trusted-root` every new
+/// logged signature is still verified, against the cached root or the embedded
+/// public-good one (docs/cli.md says the same), whatever Fulcio and Rekor are used.
+#[test]
+fn sign_help_states_the_default_trust_root_of_the_self_check() {
+    let help = mansign().args(["sign", "--help"]).assert().success();
+    let text = String::from_utf8_lossy(&help.get_output().stdout).into_owned();
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(!text.contains("no check otherwise"), "{text}");
+    // A failed self-check is a signing failure: exit 2, as README and docs/cli.md say.
+    assert!(
+        text.contains("bad key or password, signing failed)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "Default: the root cached by `mansign trust update`, else the embedded public-good root"
+        ),
+        "{text}"
+    );
+}

@@ -520,6 +520,47 @@ fn device_flow_is_used_without_a_terminal_and_polls_until_approved() {
     assert_verifies(&stack, &output, stack.identity());
 }
 
+/// The issuer's device answer is input too: an absurd polling interval ends the sign-in
+/// with an error, not a panic (exit 2, nothing written).
+#[test]
+fn device_flow_with_an_absurd_polling_interval_fails_cleanly() {
+    let issuer = StubServer::start(move |req, base| match (req.method.as_str(), req.path()) {
+        ("GET", "/.well-known/openid-configuration") => (
+            200,
+            serde_json::json!({
+                "issuer": base,
+                "token_endpoint": format!("{base}/token"),
+                "device_authorization_endpoint": format!("{base}/device"),
+            })
+            .to_string(),
+        ),
+        ("POST", "/device") => (
+            200,
+            serde_json::json!({
+                "device_code": "d",
+                "user_code": "U",
+                "verification_uri": format!("{base}/activate"),
+                "expires_in": 60,
+                "interval": u64::MAX,
+            })
+            .to_string(),
+        ),
+        _ => (404, "{}".to_string()),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("device"));
+    bare_sign_cmd()
+        .args(["--oidc-issuer", &issuer.url, "-f"])
+        .arg(&input)
+        .write_stdin("")
+        .timeout(Duration::from_secs(30))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("panicked").not())
+        .stderr(predicate::str::contains("device"));
+    assert!(!dir.path().join("cm.yaml.signed").exists());
+}
+
 #[test]
 fn without_any_token_source_or_terminal_it_says_what_to_do() {
     let Some(stack) = Stack::start() else { return };
@@ -792,6 +833,37 @@ fn the_token_is_never_sent_to_a_remote_plain_http_fulcio() {
         ))
         .stderr(predicate::str::contains(&token).not());
     assert!(!dir.path().join("cm.yaml.signed").exists());
+}
+
+/// Bundle files are named after the output file name, so two inputs with the same name
+/// in different directories would get the same bundle path: one bundle would silently
+/// replace the other. That is refused before any certificate is requested.
+#[test]
+fn bundle_out_refuses_two_signatures_for_the_same_bundle_file() {
+    let Some(stack) = Stack::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "in/team-a/exception.yaml", &config_map("a"));
+    let b = write(dir.path(), "in/team-b/exception.yaml", &config_map("b"));
+    let out = dir.path().join("out");
+    let bundles = dir.path().join("bundles");
+    stack.reset();
+    sign_cmd(&stack)
+        .arg("-f")
+        .arg(dir.path().join("in"))
+        .arg("-o")
+        .arg(format!("{}/", out.display()))
+        .arg("--bundle-out")
+        .arg(&bundles)
+        .arg("--remove-input")
+        .arg("--identity-token")
+        .arg(stack.id_token())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--bundle-out"))
+        .stderr(predicate::str::contains("exception.yaml.0.sigstore.json"));
+    assert_eq!(stack.stat("fulcio_signing_cert_requests"), 0);
+    assert!(!out.exists() && !bundles.exists(), "nothing written");
+    assert!(a.is_file() && b.is_file(), "inputs kept");
 }
 
 // ---------------------------------------------------------------------------------------

@@ -68,6 +68,30 @@ fn round_trip_of_a_multi_document_file_verifies() {
     assert_ne!(m0, m1);
 }
 
+/// `mansign verify ... | head -1`: a reader that goes away is an output error (exit 2,
+/// a message), never a panic (exit 101 with a backtrace).
+#[test]
+fn verify_into_a_closed_pipe_fails_without_panicking() {
+    let (dir, signed, pubkey) = signed_fixture();
+    for i in 0..200 {
+        std::fs::copy(&signed, dir.path().join(format!("copy-{i}.yaml"))).unwrap();
+    }
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mansign"))
+        .args(["verify", "-f"])
+        .arg(dir.path())
+        .arg("--key")
+        .arg(&pubkey)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+}
+
 #[test]
 fn changed_value_is_rejected_naming_the_field() {
     let (_dir, signed, pubkey) = signed_fixture();
@@ -349,6 +373,41 @@ fn stdin_is_signed_to_stdout_and_verifies_from_stdin() {
 }
 
 #[test]
+fn several_files_signed_to_stdout_form_one_valid_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, pubkey) = key_pair(dir.path(), "cosign");
+    let a = write(dir.path(), "a.yaml", MULTI_DOC);
+    let b = write(
+        dir.path(),
+        "b.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\ndata:\n  k: v\n",
+    );
+    let out = mansign()
+        .args(["sign", "-o", "-", "--key"])
+        .arg(&key)
+        .arg("-f")
+        .arg(&a)
+        .arg("-f")
+        .arg(&b)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out.clone()).unwrap();
+    let docs = mansign::manifest::parse_documents(&text, &mansign::Limits::default())
+        .unwrap_or_else(|e| panic!("the stdout stream does not parse: {e}\n{text}"));
+    assert_eq!(docs.len(), 4, "{text}");
+    mansign()
+        .args(["verify", "-f", "-", "--key"])
+        .arg(&pubkey)
+        .write_stdin(out)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("4 of 4 document(s) verified"));
+}
+
+#[test]
 fn several_keys_accept_a_signature_by_any_of_them() {
     let (dir, signed, pubkey) = signed_fixture();
     let (_k2, other) = key_pair(dir.path(), "other");
@@ -373,6 +432,26 @@ fn generate_key_pair_refuses_to_overwrite() {
         .stderr(predicate::str::contains("already exists"));
     let key = std::fs::read_to_string(dir.path().join("cosign.key")).unwrap();
     assert!(key.starts_with("-----BEGIN ENCRYPTED SIGSTORE PRIVATE KEY-----"));
+}
+
+/// The key pair is written all or nothing: when `PREFIX.pub` cannot be written, the old
+/// `PREFIX.key` is kept, so the pair on disk never mismatches, and no temporary file is
+/// left (it would hold the encrypted private key).
+#[test]
+fn generate_key_pair_with_force_changes_nothing_when_the_public_key_cannot_be_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, pubkey) = key_pair(dir.path(), "cosign");
+    let old_key = std::fs::read_to_string(&key).unwrap();
+    std::fs::remove_file(&pubkey).unwrap();
+    std::fs::create_dir(&pubkey).unwrap();
+    mansign()
+        .current_dir(dir.path())
+        .args(["generate-key-pair", "--force"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cosign.pub"));
+    assert_eq!(std::fs::read_to_string(&key).unwrap(), old_key);
+    assert_eq!(files_under(dir.path()), vec!["cosign.key".to_string()]);
 }
 
 #[test]

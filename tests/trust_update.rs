@@ -47,6 +47,13 @@ fn update_fetches_the_stack_trusted_root_over_tuf() {
     let want: Value =
         serde_json::from_str(&std::fs::read_to_string(stack.trusted_root()).unwrap()).unwrap();
     assert_eq!(log_ids(&got), log_ids(&want));
+    // Public data, read by whoever verifies (a webhook may run as another user).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&target).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o644, "mode {mode:o}");
+    }
     // the cached root is what verification uses by default
     mansign()
         .env("MANSIGN_TRUST_DIR", target.parent().unwrap())

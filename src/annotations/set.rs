@@ -105,6 +105,12 @@ pub fn extract(
     let message_key = domain.message_key();
     let message = decode(ann, &message_key, true, limits)?
         .ok_or(AnnotationError::NoMessage { key: message_key })?;
+    // A certificate or a Rekor bundle is a few KiB. Bounded by the annotation limit, not
+    // the message limit: 32 sets must not expand to 64 values of `max_message_bytes`.
+    let small = Limits {
+        max_message_bytes: limits.max_annotation_bytes,
+        ..*limits
+    };
     let mut sets = Vec::new();
     for index in 0.. {
         let sig_key = domain.signature_key(index);
@@ -123,14 +129,14 @@ pub fn extract(
             return Err(malformed(&sig_key, "empty signature"));
         }
         let cert_key = domain.certificate_key(index);
-        let certificate_pem = decode(ann, &cert_key, true, limits)?
+        let certificate_pem = decode(ann, &cert_key, true, &small)?
             .map(|b| {
                 String::from_utf8(b)
                     .map_err(|_| malformed(&cert_key, "certificate is not PEM text"))
             })
             .transpose()?;
         let bundle_key = domain.bundle_key(index);
-        let bundle = decode(ann, &bundle_key, true, limits)?
+        let bundle = decode(ann, &bundle_key, true, &small)?
             .map(|b| {
                 serde_json::from_slice::<RekorBundle>(&b)
                     .map_err(|e| malformed(&bundle_key, format!("not a Rekor bundle: {e}")))
@@ -403,6 +409,27 @@ mod tests {
                 .starts_with("annotation cosign.sigstore.dev/bundle: not a Rekor bundle"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn certificates_and_bundles_decompress_no_larger_than_an_annotation() {
+        let d = AnnotationDomain::default();
+        let l = Limits::default();
+        let mut v = object();
+        embed(&mut v, &d, b"M", &[set(b"a")], EmbedMode::Replace, &l).unwrap();
+        let big = encode_gzip_base64(&vec![b'A'; l.max_annotation_bytes + 1]);
+        for key in [
+            "cosign.sigstore.dev/certificate",
+            "cosign.sigstore.dev/bundle",
+        ] {
+            let mut w = v.clone();
+            w["metadata"]["annotations"][key] = json!(big);
+            let err = extract(&w, &d, &l).unwrap_err();
+            assert!(
+                err.to_string().contains("decompresses to more than"),
+                "{key}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -238,12 +238,24 @@ fn sign(args: SignBundleArgs) -> anyhow::Result<Outcome> {
         (None, false) => BundleServices::public_good()?,
     };
     let input = read_input(&args.file, limits.max_input_bytes)?;
-    // Create the output before signing: an existing file is refused without spending a
-    // Fulcio certificate and a Rekor entry on it.
-    let mut out = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&args.bundle)
+    // Before signing, so neither costs a Fulcio certificate and a Rekor entry: an existing
+    // bundle is refused, and the temporary file the bundle is written to is created
+    // beside it (the directory is writable). The bundle itself appears only complete, by
+    // a rename that never replaces a file; on any error the temporary file is removed.
+    if args.bundle.symlink_metadata().is_ok() {
+        bail!(
+            "cannot create bundle {}: it already exists",
+            args.bundle.display()
+        );
+    }
+    let dir = match args.bundle.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut out = tempfile::Builder::new()
+        .prefix(".mansign-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
         .with_context(|| format!("cannot create bundle {}", args.bundle.display()))?;
     let payload = if args.in_toto {
         BundlePayload::InTotoStatement(&input)
@@ -260,18 +272,14 @@ fn sign(args: SignBundleArgs) -> anyhow::Result<Outcome> {
         payload,
         &trust,
     ));
-    let bundle = match signed {
-        Ok(bundle) => bundle,
-        Err(e) => {
-            // Leave no empty bundle file behind for the next attempt to trip over.
-            drop(out);
-            let _ = std::fs::remove_file(&args.bundle);
-            return Err(anyhow::Error::new(e).context(services.describe()));
-        }
-    };
+    let bundle = signed.map_err(|e| anyhow::Error::new(e).context(services.describe()))?;
     out.write_all(bundle.to_json_pretty()?.as_bytes())
-        .and_then(|()| out.flush())
+        .and_then(|()| out.as_file().sync_all())
         .with_context(|| format!("cannot write bundle {}", args.bundle.display()))?;
+    super::output::set_readable(out.path());
+    out.persist_noclobber(&args.bundle)
+        .map_err(|e| e.error)
+        .with_context(|| format!("cannot create bundle {}", args.bundle.display()))?;
     println!(
         "OK: signed {} into {} ({})",
         args.file.display(),

@@ -1,7 +1,7 @@
 //! `mansign generate-key-pair`
 
 use super::Outcome;
-use super::output::write_new_file;
+use super::output::{NewFile, write_new_files};
 use crate::signing::cosign_key;
 use anyhow::Context;
 use clap::Args;
@@ -32,8 +32,21 @@ pub fn run(args: GenerateKeyPairArgs) -> anyhow::Result<Outcome> {
     let password = super::password::read_new()?;
     let pair =
         cosign_key::generate_key_pair(password.as_bytes()).context("generating the key pair")?;
-    write_new_file(&key_path, &pair.private_key_pem, args.force, true)?;
-    write_new_file(&pub_path, &pair.public_key_pem, args.force, false)?;
+    write_new_files(
+        &[
+            NewFile {
+                path: &key_path,
+                text: &pair.private_key_pem,
+                secret: true,
+            },
+            NewFile {
+                path: &pub_path,
+                text: &pair.public_key_pem,
+                secret: false,
+            },
+        ],
+        args.force,
+    )?;
     eprintln!(
         "Private key written to {}\nPublic key written to {}",
         key_path.display(),

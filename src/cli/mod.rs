@@ -20,7 +20,7 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  success (for verify: every document verified)
   1  verification failed (a signature, signer or document check failed)
-  2  usage or input error (bad flags, unreadable or invalid input, bad key or password)";
+  2  usage or input error (bad flags, unreadable or invalid input, bad key or password, signing failed)";
 
 /// Sign Kubernetes YAML manifests with Sigstore and verify them.
 #[derive(Debug, Parser)]

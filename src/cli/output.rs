@@ -16,11 +16,30 @@ pub enum Target {
 /// Writes all outputs, all or nothing (as far as the file system allows: renames happen
 /// last, one after the other).
 pub fn write_all(outputs: Vec<(Target, String)>) -> anyhow::Result<()> {
+    // A directory in a target's place would only fail at its rename, after the targets
+    // before it were replaced.
+    for (target, _) in &outputs {
+        if let Target::File(path) = target
+            && path.is_dir()
+        {
+            bail!("{}: cannot write: is a directory", path.display());
+        }
+    }
     let mut staged = Vec::new();
     let mut stdout_text = String::new();
     for (target, text) in outputs {
         match target {
-            Target::Stdout => stdout_text.push_str(&text),
+            Target::Stdout => {
+                // Several files on stdout are one YAML stream: without a separator the
+                // last document of one file would merge with the first of the next.
+                if !stdout_text.is_empty() {
+                    if !stdout_text.ends_with('\n') {
+                        stdout_text.push('\n');
+                    }
+                    stdout_text.push_str("---\n");
+                }
+                stdout_text.push_str(&text);
+            }
             Target::File(path) => {
                 let dir = match path.parent() {
                     Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -56,8 +75,17 @@ pub fn write_all(outputs: Vec<(Target, String)>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Prints `text` on stdout. A closed stdout (`mansign verify ... | head -1`) is an
+/// error like any other, where `println!` would panic.
+pub fn print_stdout(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("cannot write to stdout")
+}
+
 /// tempfile creates files with mode 0600; signed manifests are not secrets.
-fn set_readable(path: &Path) {
+pub fn set_readable(path: &Path) {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -65,29 +93,50 @@ fn set_readable(path: &Path) {
     }
 }
 
-/// Writes a secret file (private key) atomically with mode 0600, refusing to overwrite
-/// unless `force`.
-pub fn write_new_file(path: &Path, text: &str, force: bool, secret: bool) -> anyhow::Result<()> {
-    if path.exists() && !force {
-        bail!(
-            "{}: already exists (use --force to overwrite)",
-            path.display()
-        );
+/// One file of [`write_new_files`]: path, contents, and whether it is a secret (mode 0600).
+pub struct NewFile<'a> {
+    pub path: &'a Path,
+    pub text: &'a str,
+    pub secret: bool,
+}
+
+/// Writes new files (a key pair) all or nothing, as far as the file system allows: every
+/// target is checked and every temporary file written (secrets with mode 0600) before
+/// the first one is renamed into place. Refuses to overwrite unless `force`, and never
+/// replaces a directory.
+pub fn write_new_files(files: &[NewFile<'_>], force: bool) -> anyhow::Result<()> {
+    for f in files {
+        if f.path.is_dir() {
+            bail!("{}: is a directory", f.path.display());
+        }
+        if f.path.exists() && !force {
+            bail!(
+                "{}: already exists (use --force to overwrite)",
+                f.path.display()
+            );
+        }
     }
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".mansign-")
-        .tempfile_in(&dir)
-        .with_context(|| format!("{}: directory is not writable", dir.display()))?;
-    tmp.write_all(text.as_bytes())
-        .with_context(|| format!("{}: cannot write", path.display()))?;
-    if !secret {
-        set_readable(tmp.path());
+    let mut staged = Vec::new();
+    for f in files {
+        let dir = match f.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".mansign-")
+            .tempfile_in(&dir)
+            .with_context(|| format!("{}: directory is not writable", dir.display()))?;
+        tmp.write_all(f.text.as_bytes())
+            .and_then(|_| tmp.as_file().sync_all())
+            .with_context(|| format!("{}: cannot write", f.path.display()))?;
+        if !f.secret {
+            set_readable(tmp.path());
+        }
+        staged.push((tmp, f.path));
     }
-    tmp.persist(path)
-        .with_context(|| format!("{}: cannot write", path.display()))?;
+    for (tmp, path) in staged {
+        tmp.persist(path)
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+    }
     Ok(())
 }

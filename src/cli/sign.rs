@@ -29,7 +29,8 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
 pub struct SignArgs {
-    /// Manifest file, directory (recursive, *.yaml and *.yml) or `-` for stdin. Repeatable.
+    /// Manifest file, directory (recursive, *.yaml and *.yml), quoted glob pattern
+    /// (`"unsigned/*.yaml"`) or `-` for stdin. Repeatable.
     #[arg(short = 'f', long = "filename", required = true, value_name = "PATH")]
     pub inputs: Vec<PathBuf>,
 
@@ -79,9 +80,9 @@ pub struct SignArgs {
     #[arg(long)]
     pub remove_input: bool,
 
-    /// Sigstore `trusted_root.json` used to verify each new signature before anything is
-    /// written. Default: the embedded public-good root when signing against the
-    /// public-good Fulcio and Rekor; no check otherwise.
+    /// Sigstore `trusted_root.json` used to verify each new logged signature before
+    /// anything is written. Default: the root cached by `mansign trust update`, else the
+    /// embedded public-good root; signing against another Sigstore instance needs its root.
     #[arg(long, value_name = "FILE")]
     pub trusted_root: Option<PathBuf>,
 
@@ -217,6 +218,10 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
     // Inputs and outputs first: a bad path must not cost an identity token.
     let mut files = load_inputs(&args.inputs, &limits)?;
     let targets = plan_targets(&files, args.output.as_deref())?;
+    let bundle_paths = match &args.bundle_out {
+        Some(dir) => Some(plan_bundles(dir, &files, &targets, args.scope)?),
+        None => None,
+    };
     let options = SignOptions {
         scope: args.scope,
         append: args.append,
@@ -265,18 +270,17 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
         .zip(&targets)
         .map(|(f, t)| (t.clone(), render(f)))
         .collect();
-    if let Some(dir) = &args.bundle_out {
-        let names = bundle_names(&files, &targets, args.scope);
+    if let Some(paths) = bundle_paths {
         let bundles = signer.bundles();
-        if bundles.len() != names.len() {
+        if bundles.len() != paths.len() {
             bail!(
                 "--bundle-out: {} Sigstore bundle(s) for {} signature(s) (bundles need --tlog-upload)",
                 bundles.len(),
-                names.len()
+                paths.len()
             );
         }
-        for (name, json) in names.into_iter().zip(bundles) {
-            outputs.push((Target::File(dir.join(name)), json + "\n"));
+        for (path, json) in paths.into_iter().zip(bundles) {
+            outputs.push((Target::File(path), json + "\n"));
         }
     }
     let shown: Vec<String> = targets.iter().map(show_target).collect();
@@ -455,6 +459,33 @@ fn self_verify(
         }
     }
     Ok(checked)
+}
+
+/// Bundle paths in `dir`, one per signed message, decided before anything is signed.
+/// Bundles are named after the output file name only, so inputs with the same name in
+/// different directories would share a bundle file and one would silently replace the
+/// other: that is refused here, before a token or certificate is spent.
+fn plan_bundles(
+    dir: &Path,
+    files: &[ManifestFile],
+    targets: &[Target],
+    scope: SignScope,
+) -> anyhow::Result<Vec<PathBuf>> {
+    let paths: Vec<PathBuf> = bundle_names(files, targets, scope)
+        .into_iter()
+        .map(|name| dir.join(name))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    for path in &paths {
+        if !seen.insert(path) {
+            bail!(
+                "--bundle-out: two signatures would be written to {} (bundles are named after \
+                 the output file name); sign files with the same name in separate runs",
+                path.display()
+            );
+        }
+    }
+    Ok(paths)
 }
 
 /// Bundle file names, one per signed message, in the order `sign_files` builds messages.

@@ -1,6 +1,7 @@
 //! `mansign verify`
 
 use super::Outcome;
+use super::output::print_stdout;
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
 use crate::manifest::{IgnoreProfile, Tolerances, load_inputs, parse_duration};
@@ -24,7 +25,8 @@ pub enum OutputFormat {
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// Signed manifest file, directory (recursive, *.yaml and *.yml) or `-` for stdin. Repeatable.
+    /// Signed manifest file, directory (recursive, *.yaml and *.yml), quoted glob pattern or
+    /// `-` for stdin. Repeatable.
     #[arg(short = 'f', long = "filename", required = true, value_name = "PATH")]
     pub inputs: Vec<PathBuf>,
 
@@ -186,16 +188,23 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
         verifier = verifier.with_max_age(max_age);
     }
     let verdict = verifier.verify_documents(files.iter().flat_map(|f| &f.documents));
-    match args.output {
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&verdict.to_json())?),
+    let text = match args.output {
+        OutputFormat::Json => serde_json::to_string_pretty(&verdict.to_json())? + "\n",
         OutputFormat::Text => {
+            let mut text = String::new();
             for d in &verdict.documents {
-                println!("{d}");
+                text.push_str(&format!("{d}\n"));
             }
             let ok = verdict.documents.iter().filter(|d| d.is_verified()).count();
-            println!("{} of {} document(s) verified", ok, verdict.documents.len());
+            text.push_str(&format!(
+                "{} of {} document(s) verified\n",
+                ok,
+                verdict.documents.len()
+            ));
+            text
         }
-    }
+    };
+    print_stdout(&text)?;
     Ok(if verdict.is_verified() {
         Outcome::Success
     } else {
@@ -229,16 +238,23 @@ fn run_policy(
         files.iter().flat_map(|f| &f.documents),
         &RequestContext::default(),
     );
-    match args.output {
-        OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&verdict.to_json())?),
+    let text = match args.output {
+        OutputFormat::Json => serde_json::to_string_pretty(&verdict.to_json())? + "\n",
         OutputFormat::Text => {
+            let mut text = String::new();
             for o in &verdict.objects {
-                println!("{o}");
+                text.push_str(&format!("{o}\n"));
             }
             let ok = verdict.objects.iter().filter(|o| o.is_verified()).count();
-            println!("{} of {} object(s) verified", ok, verdict.objects.len());
+            text.push_str(&format!(
+                "{} of {} object(s) verified\n",
+                ok,
+                verdict.objects.len()
+            ));
+            text
         }
-    }
+    };
+    print_stdout(&text)?;
     Ok(if verdict.is_verified() {
         Outcome::Success
     } else {

@@ -2,7 +2,8 @@
 //!
 //! Both sides are flattened to `path -> leaf`; a path is a list of map keys and list
 //! indices. `null`, empty maps and empty lists count as absent (the API server treats them
-//! the same way, and kubectl-sigstore's mapnode diff does too). Lists are compared by
+//! the same way, and kubectl-sigstore's mapnode diff does too), except as list items: an
+//! item is part of the list whatever it holds. Lists are compared by
 //! position: a reordered `args` list is a real change, so unlike kubectl-sigstore no
 //! re-ordering is tolerated.
 //!
@@ -185,6 +186,11 @@ impl FieldPattern {
         })
     }
 
+    /// How many path segments this pattern names.
+    pub(crate) fn depth(&self) -> usize {
+        self.segments.len()
+    }
+
     /// True if `path` is exactly this field (not below it).
     pub fn matches_exactly(&self, path: &FieldPath) -> bool {
         self.segments.len() == path.0.len() && self.matches(path)
@@ -230,6 +236,7 @@ impl IgnoreFields {
 
 fn flatten(value: &Value) -> BTreeMap<FieldPath, &Value> {
     let mut out = BTreeMap::new();
+    let mut items = Vec::new();
     let mut stack: Vec<(Vec<Segment>, &Value)> = vec![(Vec::new(), value)];
     while let Some((path, v)) = stack.pop() {
         match v {
@@ -245,6 +252,7 @@ fn flatten(value: &Value) -> BTreeMap<FieldPath, &Value> {
                 for (i, c) in a.iter().enumerate() {
                     let mut p = path.clone();
                     p.push(Segment::Index(i));
+                    items.push((FieldPath(p.clone()), c));
                     stack.push((p, c));
                 }
             }
@@ -253,7 +261,53 @@ fn flatten(value: &Value) -> BTreeMap<FieldPath, &Value> {
             }
         }
     }
+    // A list item is never absent, whatever it holds: the absent rule is for fields, and
+    // an item changes the list. `ingress: [{}]` allows all traffic where `ingress: []`
+    // denies it; `clusterRoleSelectors: [{}]` aggregates every ClusterRole. An item without
+    // leaves of its own is its own leaf. Deepest first, so an item holding such an item
+    // already has a leaf.
+    items.sort_by_key(|(path, _)| std::cmp::Reverse(path.0.len()));
+    for (path, item) in items {
+        let has_leaf = out
+            .range(&path..)
+            .next()
+            .is_some_and(|(p, _)| p.0.starts_with(&path.0));
+        if !has_leaf {
+            out.insert(path, item);
+        }
+    }
     out
+}
+
+/// What one path step costs in [`path_bytes_within`], besides the bytes of its key.
+const PATH_STEP_BYTES: usize = 32;
+
+/// True if the field paths of `value` take at most `limit` bytes: for every map entry and
+/// list item, the bytes of the keys on its path plus 32 per step.
+/// [`diff_documents`] builds one path per field, so check this first on untrusted input
+/// ([`Limits::max_compared_path_bytes`](crate::Limits::max_compared_path_bytes)).
+/// Stops as soon as the limit is passed, without building any path.
+pub fn path_bytes_within(value: &Value, limit: usize) -> bool {
+    let mut total = 0usize;
+    let mut stack = vec![(value, 0usize)];
+    while let Some((v, prefix)) = stack.pop() {
+        total = total.saturating_add(prefix);
+        if total > limit {
+            return false;
+        }
+        match v {
+            Value::Object(m) => stack.extend(
+                m.iter()
+                    .map(|(k, c)| (c, prefix.saturating_add(PATH_STEP_BYTES + k.len()))),
+            ),
+            Value::Array(a) => stack.extend(
+                a.iter()
+                    .map(|c| (c, prefix.saturating_add(PATH_STEP_BYTES))),
+            ),
+            _ => {}
+        }
+    }
+    true
 }
 
 /// Differences between the signed document and the object, sorted by path, with ignored
@@ -300,19 +354,34 @@ pub fn diff_documents(signed: &Value, actual: &Value, ignore: &IgnoreFields) -> 
 /// `1` and `1.0` (JSON from the API server vs YAML from a file) are the same.
 fn same_leaf(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        (Value::Number(x), Value::Number(y)) => {
-            if let (Some(x), Some(y)) = (x.as_i64(), y.as_i64()) {
-                x == y
-            } else if let (Some(x), Some(y)) = (x.as_u64(), y.as_u64()) {
-                x == y
-            } else if x.is_f64() || y.is_f64() {
-                x.as_f64() == y.as_f64()
-            } else {
-                false
-            }
+        // Two list items without leaves (`{}`, `[]`, `null`, `{"a": {}}`): equally empty.
+        (Value::Null | Value::Object(_) | Value::Array(_), _)
+        | (_, Value::Null | Value::Object(_) | Value::Array(_)) => {
+            matches!(a, Value::Null | Value::Object(_) | Value::Array(_))
+                && matches!(b, Value::Null | Value::Object(_) | Value::Array(_))
         }
+        (Value::Number(x), Value::Number(y)) => match (integer(x), integer(y)) {
+            (Some(x), Some(y)) => x == y,
+            // At most one side is a whole number: a fraction never equals it.
+            _ => x.is_f64() && y.is_f64() && x.as_f64() == y.as_f64(),
+        },
         _ => a == b,
     }
+}
+
+/// The exact value of a whole number, also when written as a float (`1.0`). Converting
+/// the integer to a float instead would round above 2^53 and make different numbers equal.
+fn integer(n: &serde_json::Number) -> Option<i128> {
+    if let Some(i) = n.as_i64() {
+        return Some(i.into());
+    }
+    if let Some(u) = n.as_u64() {
+        return Some(u.into());
+    }
+    // Every f64 of magnitude below 2^127 with no fraction converts to i128 exactly.
+    n.as_f64()
+        .filter(|f| f.fract() == 0.0 && f.abs() < 2f64.powi(127))
+        .map(|f| f as i128)
 }
 
 #[cfg(test)]
@@ -329,6 +398,33 @@ mod tests {
         let v = json!({"a": {"b": [1, {"c": "d"}]}, "e": {}, "f": null, "g": []});
         let w = json!({"a": {"b": [1, {"c": "d"}]}});
         assert!(diff_documents(&v, &w, &IgnoreFields::none()).is_empty());
+    }
+
+    #[test]
+    fn path_bytes_count_every_key_on_every_path() {
+        // a: 32 + 1; a.bb: 33 + 32 + 2; a.bb[0]: 67 + 32
+        let v = json!({"a": {"bb": [1]}});
+        assert!(path_bytes_within(&v, 33 + 67 + 99));
+        assert!(!path_bytes_within(&v, 33 + 67 + 98));
+    }
+
+    #[test]
+    fn an_empty_list_item_is_not_absent() {
+        let none = IgnoreFields::none();
+        let d = diff_documents(&json!({"ingress": []}), &json!({"ingress": [{}]}), &none);
+        assert_eq!(paths(&d), ["ingress[0]"]);
+        assert_eq!(d[0].kind, DiffKind::Added);
+        let d = diff_documents(&json!({}), &json!({"ingress": [{"from": []}]}), &none);
+        assert_eq!(paths(&d), ["ingress[0]"]);
+        let d = diff_documents(&json!({"a": [{}]}), &json!({"a": [{"b": [{}]}]}), &none);
+        assert_eq!(paths(&d), ["a[0]", "a[0].b[0]"]);
+    }
+
+    #[test]
+    fn empty_list_items_of_any_shape_are_equal() {
+        let signed = json!({"a": [{}, null, {"b": {}}], "c": {"d": {}}});
+        let actual = json!({"a": [null, [], {}]});
+        assert!(diff_documents(&signed, &actual, &IgnoreFields::none()).is_empty());
     }
 
     #[test]
@@ -360,6 +456,25 @@ mod tests {
         );
         assert!(
             diff_documents(&json!({"a": 1}), &json!({"a": 1.0}), &IgnoreFields::none()).is_empty()
+        );
+    }
+
+    #[test]
+    fn integers_above_2_pow_53_are_not_equal_to_a_nearby_float() {
+        let none = IgnoreFields::none();
+        let signed = json!({"a": 9007199254740993u64});
+        assert_eq!(
+            diff_documents(&signed, &json!({"a": 9007199254740992.0}), &none).len(),
+            1
+        );
+        assert!(diff_documents(&signed, &json!({"a": 9007199254740993u64}), &none).is_empty());
+        assert!(
+            diff_documents(&json!({"a": -3}), &json!({"a": -3.0}), &none).is_empty(),
+            "whole floats still equal integers"
+        );
+        assert_eq!(
+            diff_documents(&json!({"a": 1}), &json!({"a": 1.5}), &none).len(),
+            1
         );
     }
 

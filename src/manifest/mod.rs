@@ -16,6 +16,7 @@ mod yaml;
 
 pub use diff::{
     DiffKind, FieldDiff, FieldPath, FieldPattern, IgnoreFields, Segment, diff_documents,
+    path_bytes_within,
 };
 pub use document::{Document, DocumentOrigin, ObjectIdentity, Source};
 pub use expiry::{EXPIRES_ANNOTATION, expiry_of, parse_duration, parse_expires, set_expiry};

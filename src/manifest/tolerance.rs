@@ -304,7 +304,7 @@ impl Tolerances {
         diffs
             .into_iter()
             .filter(|d| {
-                let tolerated = rules.iter().any(|r| rule_tolerates(r, d))
+                let tolerated = rules.iter().any(|r| rule_tolerates(r, signed, d))
                     || (self.profile == IgnoreProfile::KyvernoCompat && kyverno_tolerates(id, d))
                     || (self.digest_pinning && is_digest_pinning(d))
                     || self.namespace_bound(signed_namespace, d);
@@ -328,15 +328,43 @@ impl Tolerances {
     }
 }
 
-fn rule_tolerates(rule: &Rule, d: &FieldDiff) -> bool {
+fn rule_tolerates(rule: &Rule, signed: &Value, d: &FieldDiff) -> bool {
     match rule {
         Rule::Ignore(p) => p.matches(&d.path),
-        Rule::ServerSet(p) => d.kind == DiffKind::Added && p.matches(&d.path),
+        // The whole field must be unsigned, not just this leaf: a signed
+        // `clusterIPs: [A]` does not take a second address.
+        Rule::ServerSet(p) => {
+            d.kind == DiffKind::Added
+                && p.matches(&d.path)
+                && !signed_has(signed, &d.path.0[..p.depth()])
+        }
         Rule::Default(p, value) => {
             d.kind == DiffKind::Added
                 && p.matches_exactly(&d.path)
                 && d.actual.as_ref() == Some(value)
         }
+    }
+}
+
+/// True if the signed document has a value other than `null`, `{}` or `[]` at `path`.
+fn signed_has(signed: &Value, path: &[Segment]) -> bool {
+    let mut v = signed;
+    for seg in path {
+        let next = match (seg, v) {
+            (Segment::Key(k), Value::Object(m)) => m.get(k),
+            (Segment::Index(i), Value::Array(a)) => a.get(*i),
+            _ => None,
+        };
+        let Some(next) = next else {
+            return false;
+        };
+        v = next;
+    }
+    match v {
+        Value::Null => false,
+        Value::Object(m) => !m.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        _ => true,
     }
 }
 
@@ -469,6 +497,16 @@ mod tests {
         assert_eq!(
             remaining(&kube(), &id("", "Service"), signed, actual),
             ["spec.clusterIP", "spec.type"]
+        );
+    }
+
+    #[test]
+    fn server_set_lists_signed_with_a_value_take_no_additions() {
+        let signed = json!({"spec": {"clusterIPs": ["10.0.0.1"], "ipFamilies": ["IPv4"]}});
+        let actual = json!({"spec": {"clusterIPs": ["10.0.0.1", "fd00::1"], "ipFamilies": ["IPv4", "IPv6"]}});
+        assert_eq!(
+            remaining(&kube(), &id("", "Service"), signed, actual),
+            ["spec.clusterIPs[1]", "spec.ipFamilies[1]"]
         );
     }
 

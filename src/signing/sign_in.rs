@@ -346,13 +346,15 @@ async fn receive_code(listener: &TcpListener, state: &str) -> Result<Secret, Sig
                 .find(|(key, _)| key == k)
                 .map(|(_, v)| v.into_owned())
         };
-        let outcome = if let Some(error) = query("error") {
+        // The state first: an error redirect carries it too (RFC 6749 §4.1.2.1), and one
+        // without it is not an answer to our request.
+        let outcome = if query("state").as_deref() != Some(state) {
+            Err(SignInError::StateMismatch)
+        } else if let Some(error) = query("error") {
             Err(SignInError::Denied {
                 error,
                 description: query("error_description"),
             })
-        } else if query("state").as_deref() != Some(state) {
-            Err(SignInError::StateMismatch)
         } else {
             query("code")
                 .map(Secret::new)
@@ -551,8 +553,10 @@ async fn device_flow(
         ("client_id", options.client_id.as_str()),
     ];
     loop {
-        if tokio::time::Instant::now() + interval > deadline {
-            return Err(SignInError::DeviceExpired);
+        // `interval` comes from the issuer: checked, so an absurd value cannot overflow.
+        match tokio::time::Instant::now().checked_add(interval) {
+            Some(next) if next <= deadline => {}
+            _ => return Err(SignInError::DeviceExpired),
         }
         tokio::time::sleep(interval).await;
         match post_token(http, &discovery.token_endpoint, &form).await {
@@ -560,7 +564,7 @@ async fn device_flow(
             Ok(TokenAnswer::Error { status, error }) => match error.as_str() {
                 "authorization_pending" => failures = 0,
                 // RFC 8628 §3.5: add 5 seconds to the interval for this and all later polls.
-                "slow_down" => interval += Duration::from_secs(5),
+                "slow_down" => interval = interval.saturating_add(Duration::from_secs(5)),
                 "access_denied" => return Err(SignInError::DeviceDenied),
                 "expired_token" => return Err(SignInError::DeviceExpired),
                 _ => {
@@ -662,6 +666,35 @@ mod tests {
                 err.to_string(),
                 "the issuer refused the sign-in: access_denied (no)"
             );
+        });
+    }
+
+    /// RFC 6749 §4.1.2.1: an error redirect carries the request's `state` too. Without
+    /// it, any web page or local process could abort the sign-in (and put its own text
+    /// in the terminal) by guessing the port.
+    #[test]
+    fn an_error_redirect_with_a_wrong_state_does_not_end_the_sign_in() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let wait = tokio::spawn(async move { receive_code(&listener, "good").await });
+            for forged in [
+                "/auth/callback?error=access_denied&error_description=forged",
+                "/auth/callback?error=access_denied&state=bad",
+            ] {
+                assert!(get(port, forged).await.starts_with("HTTP/1.1 400"));
+            }
+            assert!(
+                get(port, "/auth/callback?code=c0de&state=good")
+                    .await
+                    .starts_with("HTTP/1.1 200")
+            );
+            let code = wait.await.unwrap().unwrap();
+            assert_eq!(code.expose(), "c0de");
         });
     }
 

@@ -119,6 +119,15 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), TrustUpdateError> {
     let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(err)?;
     tmp.write_all(bytes).map_err(err)?;
     tmp.as_file().sync_all().map_err(err)?;
+    // tempfile creates 0600; a trust root is public and may be read by another user
+    // (an admission webhook sharing MANSIGN_TRUST_DIR).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(err)?;
+    }
     tmp.persist(path).map_err(|e| err(e.error))?;
     Ok(())
 }

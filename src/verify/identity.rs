@@ -13,8 +13,8 @@
 //!   subject the certificate's SAN. GitHub claims come from their own extensions (see
 //!   [`Claim`]); nothing is parsed out of the SAN.
 //! * A policy without an issuer constraint, or without any identity constraint (subject or
-//!   GitHub claim), is refused when it is built, unless the caller explicitly asks for
-//!   [`IdentityPolicyBuilder::insecure_any_identity`] (cosign's rule: any Fulcio
+//!   GitHub workflow repository), is refused when it is built, unless the caller explicitly
+//!   asks for [`IdentityPolicyBuilder::insecure_any_identity`] (cosign's rule: any Fulcio
 //!   certificate for any account of any issuer would otherwise pass).
 
 use super::keyless::SigstoreEvidence;
@@ -34,9 +34,9 @@ pub enum IdentityPolicyError {
     )]
     MissingIssuer,
     #[error(
-        "keyless verification needs an identity constraint (certificate subject or a GitHub \
-         workflow claim); refusing to accept any identity without an explicit \
-         insecure-any-identity"
+        "keyless verification needs an identity constraint (certificate subject or GitHub \
+         workflow repository; ref, trigger, SHA and name alone match any repository); \
+         refusing to accept any identity without an explicit insecure-any-identity"
     )]
     MissingIdentity,
     #[error("invalid {claim} regex {pattern:?}: {reason}")]
@@ -68,8 +68,10 @@ pub enum Claim {
 }
 
 impl Claim {
+    /// Claims that say who signed. Ref, trigger, SHA and workflow name are shared by every
+    /// repository (and a fork has the same SHAs), so alone they would accept anyone.
     fn is_identity(self) -> bool {
-        self != Claim::Issuer
+        matches!(self, Claim::Subject | Claim::GithubWorkflowRepository)
     }
 
     /// The claim's value in verified evidence, if the certificate states it.
@@ -485,6 +487,27 @@ mod tests {
     fn policy_without_identity_is_refused() {
         let err = policy().build().unwrap_err();
         assert_eq!(err, IdentityPolicyError::MissingIdentity);
+    }
+
+    #[test]
+    fn claims_shared_by_every_repository_are_not_an_identity() {
+        // Any GitHub repository can run a workflow named `Sign` on a push to main (and a
+        // fork has the same commit SHAs): these claims do not say who signed.
+        for claim in [
+            Claim::GithubWorkflowRef,
+            Claim::GithubWorkflowTrigger,
+            Claim::GithubWorkflowSha,
+            Claim::GithubWorkflowName,
+        ] {
+            let err = policy().exact(claim, "x").build().unwrap_err();
+            assert_eq!(err, IdentityPolicyError::MissingIdentity, "{claim}");
+        }
+        assert!(
+            policy()
+                .exact(Claim::GithubWorkflowRepository, "org/repo")
+                .build()
+                .is_ok()
+        );
     }
 
     #[test]

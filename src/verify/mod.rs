@@ -67,6 +67,7 @@ use crate::annotations::{AnnotationDomain, extract, strip_signature_annotations}
 use crate::limits::Limits;
 use crate::manifest::{
     Document, IgnoreFields, ObjectIdentity, Tolerances, diff_documents, expiry_of, parse_message,
+    path_bytes_within,
 };
 use serde_json::Value;
 
@@ -300,7 +301,13 @@ impl Verifier {
                 signed: candidates.iter().map(|(id, _)| id.to_string()).collect(),
             });
         };
-        // 5. compare
+        // 5. compare, within the bounds of the paths it builds
+        let limit = self.limits.max_compared_path_bytes;
+        for (what, doc) in [("the object", object), ("the signed document", *signed_doc)] {
+            if !path_bytes_within(doc, limit) {
+                return Err(Rejection::TooLargeToCompare { what, limit });
+            }
+        }
         let mut expected = (*signed_doc).clone();
         let mut actual = object.clone();
         strip_signature_annotations(&mut expected, &self.domain);

@@ -174,6 +174,9 @@ pub enum Rejection {
     NotInMessage { object: String, signed: Vec<String> },
     #[error("modified since signing: {}", .diffs.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Modified { diffs: Vec<FieldDiff> },
+    /// The object (or its signed document) is too large to compare within the limits.
+    #[error("{what} is too large to compare: its field paths exceed the limit of {limit} bytes")]
+    TooLargeToCompare { what: &'static str, limit: usize },
     /// The signed `mansign.dev/expires` has passed (or cannot be read).
     #[error("signature expired: the signed document expires at {at}")]
     Expired { at: String },
@@ -198,7 +201,7 @@ impl Rejection {
             }
             Rejection::Message(_) => "message",
             Rejection::NotInMessage { .. } => "match",
-            Rejection::Modified { .. } => "diff",
+            Rejection::Modified { .. } | Rejection::TooLargeToCompare { .. } => "diff",
             Rejection::Expired { .. } | Rejection::InvalidExpiry { .. } => "expired",
             Rejection::TooOld { .. } => "max-age",
         }
