@@ -378,3 +378,39 @@ fn cli_verifies_kubectl_get_output_with_profile_and_namespace_binding() {
             "warning: --ignore-profile kyverno-compat",
         ));
 }
+
+const NETWORK_POLICY: &str = r#"apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: allow-frontend
+  namespace: ns
+spec:
+  podSelector:
+    matchLabels: {app: api}
+  ingress:
+  - from:
+    - podSelector:
+        matchLabels: {app: frontend}
+"#;
+
+#[test]
+fn added_empty_namespace_selector_is_detected() {
+    // `namespaceSelector: {}` next to a podSelector admits that label from every namespace.
+    let (mut obj, verifier) = signed(NETWORK_POLICY, IgnoreProfile::Kubernetes);
+    obj["spec"]["ingress"][0]["from"][0]["namespaceSelector"] = json!({});
+    assert_eq!(
+        rejected_paths(&verifier, &obj),
+        ["spec.ingress[0].from[0].namespaceSelector"]
+    );
+}
+
+#[test]
+fn emptied_pod_selector_is_detected() {
+    // `podSelector: {}` selects every pod of the namespace.
+    let (mut obj, verifier) = signed(NETWORK_POLICY, IgnoreProfile::Kubernetes);
+    obj["spec"]["podSelector"] = json!({});
+    assert_eq!(
+        rejected_paths(&verifier, &obj),
+        ["spec.podSelector.matchLabels.app"]
+    );
+}

@@ -1,8 +1,9 @@
 //! Comparing an object with the document that was signed.
 //!
 //! Both sides are flattened to `path -> leaf`; a path is a list of map keys and list
-//! indices. `null`, empty maps and empty lists count as absent (the API server treats them
-//! the same way, and kubectl-sigstore's mapnode diff does too), except as list items: an
+//! indices. `null` and empty lists count as absent as field values (the API server treats
+//! them the same way, and kubectl-sigstore's mapnode diff does too); an empty map is a
+//! value (`namespaceSelector: {}` selects every namespace, unlike no selector), and a list
 //! item is part of the list whatever it holds. Lists are compared by
 //! position: a reordered `args` list is a real change, so unlike kubectl-sigstore no
 //! re-ordering is tolerated.
@@ -241,6 +242,13 @@ fn flatten(value: &Value) -> BTreeMap<FieldPath, &Value> {
     while let Some((path, v)) = stack.pop() {
         match v {
             Value::Null => {}
+            // An empty map is a value, not an absence: `namespaceSelector: {}` selects
+            // every namespace where no selector means "this namespace only", and
+            // `podSelector: {}` selects every pod. Server-added empty maps
+            // (`resources: {}`) are tolerated by the `kubernetes` profile as defaults.
+            Value::Object(m) if m.is_empty() && !path.is_empty() => {
+                out.insert(FieldPath(path), v);
+            }
             Value::Object(m) => {
                 for (k, c) in m {
                     let mut p = path.clone();
@@ -321,6 +329,7 @@ pub fn diff_documents(signed: &Value, actual: &Value, ignore: &IgnoreFields) -> 
             continue;
         }
         match b.get(path) {
+            None if is_empty_map(sv) && has_descendant(&b, path) => {}
             None => diffs.push(FieldDiff {
                 path: path.clone(),
                 kind: DiffKind::Removed,
@@ -337,7 +346,10 @@ pub fn diff_documents(signed: &Value, actual: &Value, ignore: &IgnoreFields) -> 
         }
     }
     for (path, av) in &b {
-        if !a.contains_key(path) && !ignore.is_ignored(path) {
+        if !a.contains_key(path)
+            && !ignore.is_ignored(path)
+            && !(is_empty_map(av) && has_descendant(&a, path))
+        {
             diffs.push(FieldDiff {
                 path: path.clone(),
                 kind: DiffKind::Added,
@@ -348,6 +360,20 @@ pub fn diff_documents(signed: &Value, actual: &Value, ignore: &IgnoreFields) -> 
     }
     diffs.sort_by(|x, y| x.path.cmp(&y.path));
     diffs
+}
+
+fn is_empty_map(v: &Value) -> bool {
+    matches!(v, Value::Object(m) if m.is_empty())
+}
+
+/// True if `leaves` holds a path strictly below `path`. An empty map on one side and a
+/// filled map on the other differ by the filled map's fields, which are reported
+/// themselves (`data: {}` → `data: {a: "1"}` is `data.a added`).
+fn has_descendant(leaves: &BTreeMap<FieldPath, &Value>, path: &FieldPath) -> bool {
+    leaves
+        .range(path..)
+        .find(|(p, _)| *p != path)
+        .is_some_and(|(p, _)| p.0.len() > path.0.len() && p.0.starts_with(&path.0))
 }
 
 /// Leaves are equal when their JSON values are equal; numbers compare by value so that
@@ -396,8 +422,37 @@ mod tests {
     #[test]
     fn equal_documents_have_no_diff() {
         let v = json!({"a": {"b": [1, {"c": "d"}]}, "e": {}, "f": null, "g": []});
-        let w = json!({"a": {"b": [1, {"c": "d"}]}});
+        let w = json!({"a": {"b": [1, {"c": "d"}]}, "e": {}});
         assert!(diff_documents(&v, &w, &IgnoreFields::none()).is_empty());
+    }
+
+    #[test]
+    fn an_empty_map_is_a_value_not_an_absence() {
+        // `namespaceSelector: {}` selects every namespace; no selector means "this one".
+        let none = IgnoreFields::none();
+        let signed = json!({"from": [{"podSelector": {"matchLabels": {"a": "b"}}}]});
+        let actual = json!({"from": [{"podSelector": {"matchLabels": {"a": "b"}}, "namespaceSelector": {}}]});
+        let d = diff_documents(&signed, &actual, &none);
+        assert_eq!(paths(&d), ["from[0].namespaceSelector"]);
+        assert_eq!(d[0].kind, DiffKind::Added);
+        let d = diff_documents(
+            &json!({"spec": {"podSelector": {}}}),
+            &json!({"spec": {}}),
+            &none,
+        );
+        assert_eq!(paths(&d), ["spec.podSelector"]);
+        assert_eq!(d[0].kind, DiffKind::Removed);
+    }
+
+    #[test]
+    fn an_empty_map_filled_later_reports_the_new_fields_only() {
+        let none = IgnoreFields::none();
+        let d = diff_documents(&json!({"data": {}}), &json!({"data": {"a": "1"}}), &none);
+        assert_eq!(paths(&d), ["data.a"]);
+        let d = diff_documents(&json!({"data": {"a": "1"}}), &json!({"data": {}}), &none);
+        assert_eq!(paths(&d), ["data.a"]);
+        let d = diff_documents(&json!({"data": {}}), &json!({"data": "x"}), &none);
+        assert_eq!(paths(&d), ["data"]);
     }
 
     #[test]
@@ -416,14 +471,15 @@ mod tests {
         assert_eq!(d[0].kind, DiffKind::Added);
         let d = diff_documents(&json!({}), &json!({"ingress": [{"from": []}]}), &none);
         assert_eq!(paths(&d), ["ingress[0]"]);
+        // The item was `{}` and now holds a list with an empty item: that item is the change.
         let d = diff_documents(&json!({"a": [{}]}), &json!({"a": [{"b": [{}]}]}), &none);
-        assert_eq!(paths(&d), ["a[0]", "a[0].b[0]"]);
+        assert_eq!(paths(&d), ["a[0].b[0]"]);
     }
 
     #[test]
     fn empty_list_items_of_any_shape_are_equal() {
-        let signed = json!({"a": [{}, null, {"b": {}}], "c": {"d": {}}});
-        let actual = json!({"a": [null, [], {}]});
+        let signed = json!({"a": [{}, null, {}], "c": {"d": {}}});
+        let actual = json!({"a": [null, [], {}], "c": {"d": {}}});
         assert!(diff_documents(&signed, &actual, &IgnoreFields::none()).is_empty());
     }
 

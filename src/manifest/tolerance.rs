@@ -130,6 +130,9 @@ fn kubernetes_rules(id: &ObjectIdentity) -> Vec<Rule> {
     if let Some(prefix) = pod_spec_prefix(&id.kind) {
         let at = |rest: &str| p(&format!("{prefix}.{rest}"));
         rules.extend([
+            // The API server writes these empty maps back; empty means "nothing set", the
+            // same as absent. Any setting inside them is still a diff.
+            Rule::Default(at("securityContext"), json!({})),
             Rule::Default(at("dnsPolicy"), json!("ClusterFirst")),
             Rule::Default(at("schedulerName"), json!("default-scheduler")),
             Rule::Default(at("terminationGracePeriodSeconds"), json!(30)),
@@ -159,6 +162,7 @@ fn kubernetes_rules(id: &ObjectIdentity) -> Vec<Rule> {
                     at(&format!("{containers}[*].ports[*].protocol")),
                     json!("TCP"),
                 ),
+                Rule::Default(at(&format!("{containers}[*].resources")), json!({})),
             ]);
         }
     }
@@ -487,6 +491,21 @@ mod tests {
         assert_eq!(
             remaining(&kube(), &id("", "Service"), signed, bad),
             ["spec.ports[0].protocol", "spec.type"]
+        );
+    }
+
+    #[test]
+    fn empty_server_maps_are_defaults_but_their_contents_are_compared() {
+        let signed = json!({"spec": {"template": {"spec": {"containers": [{"name": "a"}]}}}});
+        let ok = json!({"spec": {"template": {"spec": {"securityContext": {}, "containers": [{"name": "a", "resources": {}}]}}}});
+        assert!(remaining(&kube(), &id("apps", "Deployment"), signed.clone(), ok).is_empty());
+        let bad = json!({"spec": {"template": {"spec": {"securityContext": {"runAsUser": 0}, "containers": [{"name": "a", "resources": {"limits": {"cpu": "64"}}}]}}}});
+        assert_eq!(
+            remaining(&kube(), &id("apps", "Deployment"), signed, bad),
+            [
+                "spec.template.spec.containers[0].resources.limits.cpu",
+                "spec.template.spec.securityContext.runAsUser"
+            ]
         );
     }
 
