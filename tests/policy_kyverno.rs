@@ -1021,3 +1021,28 @@ fn cli_reports_objects_no_rule_applies_to_as_not_verified() {
     assert_eq!(json["objects"][0]["rules"], serde_json::json!([]));
     assert_eq!(json["objects"][0]["failure"]["check"], "no-policy-rule");
 }
+
+#[test]
+fn cli_max_age_cannot_loosen_a_policy_max_age() {
+    // Policy: 7 days; flag: 100 years. The 2022 signatures stay too old.
+    let Some(file) = fixture(KEYLESS_CM) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata: {name: age}\nspec:\n  maxAge: 7d\n  attestors:\n  - entries:\n    - keyless:\n        subject: hirokuni.kitahara1@ibm.com\n        issuer: https://github.com/login/oauth\n",
+    )
+    .unwrap();
+    assert_cmd::Command::cargo_bin("mansign")
+        .unwrap()
+        .args(["verify", "-f"])
+        .arg(&file)
+        .arg("--policy")
+        .arg(&policy)
+        .args(["--max-age", "36500d"])
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("older than the maximum age"));
+}

@@ -56,7 +56,9 @@ pub struct VerifyArgs {
     pub ignore_profile: IgnoreProfile,
 
     /// Accept container images pinned to a digest after signing (`x:tag` signed,
-    /// `x:tag@sha256:<digest>` found), and no other image change.
+    /// `x:tag@sha256:<digest>` found), and no other image change. The digest itself cannot
+    /// be checked offline (the runtime ignores the tag), so pair this with image signature
+    /// verification of that repository (e.g. Kyverno verifyImages, which pins the digest).
     #[arg(long)]
     pub allow_digest_pinning: bool,
 
@@ -226,8 +228,10 @@ fn run_policy(
     let mut policy = load_policy_file(path, &options)?;
     if let Some(spec) = &args.max_age {
         let max_age = parse_duration(spec).map_err(|e| anyhow::anyhow!("--max-age: {e}"))?;
+        // The flag can only tighten a policy's own maxAge, never loosen it.
         for rule in &mut policy.rules {
-            rule.verifier = rule.verifier.clone().with_max_age(max_age);
+            let effective = rule.verifier.max_age().map_or(max_age, |p| p.min(max_age));
+            rule.verifier = rule.verifier.clone().with_max_age(effective);
         }
     }
     for note in &policy.notes {

@@ -27,6 +27,12 @@ pub enum YamlError {
     TooManyDocuments { limit: usize },
     #[error("document {document}: nested deeper than {limit} levels")]
     TooDeep { document: usize, limit: usize },
+    #[error(
+        "document {document}: YAML merge key `<<` at {path}: not supported, because \
+         kubectl (YAML 1.1) merges it while mansign would sign it as a literal key; \
+         write the merged fields out"
+    )]
+    MergeKey { document: usize, path: String },
 }
 
 /// Parses a YAML stream into its non-empty documents. Each item is the 0-based position
@@ -54,6 +60,12 @@ pub fn parse_documents(text: &str, limits: &Limits) -> Result<Vec<(usize, Value)
                 limit: limits.max_depth,
             });
         }
+        if let Some(path) = merge_key(&value) {
+            return Err(YamlError::MergeKey {
+                document: position + 1,
+                path,
+            });
+        }
         docs.push((position, value));
         if docs.len() > limits.max_documents {
             return Err(YamlError::TooManyDocuments {
@@ -62,6 +74,41 @@ pub fn parse_documents(text: &str, limits: &Limits) -> Result<Vec<(usize, Value)
         }
     }
     Ok(docs)
+}
+
+/// The path of the first `<<` key, if any. serde_yaml_ng reads YAML 1.2, where `<<` is an
+/// ordinary key; Go's yaml.v2 (kubectl) applies it as a merge. Signing either reading
+/// would sign something other than what kubectl applies, so such input is refused.
+fn merge_key(v: &Value) -> Option<String> {
+    let mut stack = vec![(v, String::new())];
+    while let Some((v, path)) = stack.pop() {
+        match v {
+            Value::Object(o) => {
+                if o.contains_key("<<") {
+                    return Some(if path.is_empty() {
+                        "the top level".into()
+                    } else {
+                        path
+                    });
+                }
+                for (k, c) in o {
+                    let p = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    stack.push((c, p));
+                }
+            }
+            Value::Array(a) => {
+                for (i, c) in a.iter().enumerate() {
+                    stack.push((c, format!("{path}[{i}]")));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 fn depth(v: &Value) -> usize {
@@ -316,6 +363,16 @@ mod tests {
         }
         let err = parse_documents(&text, &Limits::default()).unwrap_err();
         assert!(matches!(err, YamlError::Syntax { .. }), "{err}");
+    }
+
+    #[test]
+    fn rejects_merge_keys_that_kubectl_would_merge() {
+        let text = "base: &b {cpu: 1}\nspec:\n  resources:\n    <<: *b\n    memory: 2\n";
+        let err = parse_documents(text, &Limits::default()).unwrap_err();
+        assert!(
+            matches!(&err, YamlError::MergeKey { document: 1, path } if path == "spec.resources"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -155,6 +155,11 @@ impl Verifier {
         self
     }
 
+    /// The maximum signature age this verifier enforces, if any.
+    pub fn max_age(&self) -> Option<jiff::SignedDuration> {
+        self.max_age
+    }
+
     fn now(&self) -> jiff::Timestamp {
         self.clock.unwrap_or_else(jiff::Timestamp::now)
     }
