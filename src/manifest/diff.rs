@@ -346,10 +346,8 @@ pub fn diff_documents(signed: &Value, actual: &Value, ignore: &IgnoreFields) -> 
         }
     }
     for (path, av) in &b {
-        if !a.contains_key(path)
-            && !ignore.is_ignored(path)
-            && !(is_empty_map(av) && has_descendant(&a, path))
-        {
+        let covered_by_fields = is_empty_map(av) && has_descendant(&a, path);
+        if !a.contains_key(path) && !ignore.is_ignored(path) && !covered_by_fields {
             diffs.push(FieldDiff {
                 path: path.clone(),
                 kind: DiffKind::Added,
