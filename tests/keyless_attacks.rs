@@ -17,22 +17,10 @@ use p256::ecdsa::signature::Signer as _;
 use predicates::prelude::*;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use stack::Stack;
+use stack::{AMBIENT_VARS, Stack};
 use std::path::{Path, PathBuf};
 
 const DOC: &str = "apiVersion: kyverno.io/v2\nkind: PolicyException\nmetadata:\n  name: allow\n  namespace: team-a\nspec:\n  exceptions:\n  - policyName: p\n    ruleNames: [r]\n";
-
-const AMBIENT_VARS: &[&str] = &[
-    "SIGSTORE_ID_TOKEN",
-    "ACTIONS_ID_TOKEN_REQUEST_URL",
-    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-    "GITHUB_ACTIONS",
-    "GITLAB_CI",
-    "BUILDKITE",
-    "CIRCLECI",
-    "SIGSTORE_FULCIO_URL",
-    "SIGSTORE_REKOR_URL",
-];
 
 /// Signs DOC keylessly against `stack`; returns the signed file.
 fn keyless_sign(stack: &Stack, dir: &Path) -> PathBuf {

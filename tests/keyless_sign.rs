@@ -21,7 +21,7 @@ use mansign::annotations::{AnnotationDomain, extract};
 use mansign::manifest::parse_documents;
 use predicates::prelude::*;
 use sha2::{Digest, Sha256};
-use stack::{Stack, http_full};
+use stack::{AMBIENT_VARS, Stack, http_full};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -65,20 +65,6 @@ fn config_map(name: &str) -> String {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  key: value-{name}\n"
     )
 }
-
-/// Environment variables that would make mansign pick another token source than the
-/// one a test sets up (the CI that runs these tests is itself a GitHub Actions job).
-const AMBIENT_VARS: &[&str] = &[
-    "SIGSTORE_ID_TOKEN",
-    "ACTIONS_ID_TOKEN_REQUEST_URL",
-    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-    "GITHUB_ACTIONS",
-    "GITLAB_CI",
-    "BUILDKITE",
-    "CIRCLECI",
-    "SIGSTORE_FULCIO_URL",
-    "SIGSTORE_REKOR_URL",
-];
 
 /// `mansign sign` with no ambient credentials and no service URLs.
 fn bare_sign_cmd() -> assert_cmd::Command {

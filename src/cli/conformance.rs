@@ -248,14 +248,11 @@ fn sign(args: SignBundleArgs) -> anyhow::Result<Outcome> {
             args.bundle.display()
         );
     }
-    let dir = match args.bundle.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
+    let dir = super::output::parent_dir(&args.bundle);
     let mut out = tempfile::Builder::new()
         .prefix(".mansign-")
         .suffix(".tmp")
-        .tempfile_in(dir)
+        .tempfile_in(&dir)
         .with_context(|| format!("cannot create bundle {}", args.bundle.display()))?;
     let payload = if args.in_toto {
         BundlePayload::InTotoStatement(&input)

@@ -41,38 +41,48 @@ pub fn write_all(outputs: Vec<(Target, String)>) -> anyhow::Result<()> {
                 stdout_text.push_str(&text);
             }
             Target::File(path) => {
-                let dir = match path.parent() {
-                    Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-                    _ => PathBuf::from("."),
-                };
+                let dir = parent_dir(&path);
                 std::fs::create_dir_all(&dir).with_context(|| {
                     format!("{}: cannot create output directory", dir.display())
                 })?;
-                let mut tmp = tempfile::Builder::new()
-                    .prefix(".mansign-")
-                    .suffix(".tmp")
-                    .tempfile_in(&dir)
-                    .with_context(|| {
-                        format!("{}: output directory is not writable", dir.display())
-                    })?;
-                tmp.write_all(text.as_bytes())
-                    .and_then(|_| tmp.as_file().sync_all())
-                    .with_context(|| format!("{}: cannot write", path.display()))?;
-                staged.push((tmp, path));
+                staged.push((stage(&path, &text, false)?, path));
             }
         }
     }
     for (tmp, path) in staged {
-        set_readable(tmp.path());
         tmp.persist(&path)
             .with_context(|| format!("{}: cannot write", path.display()))?;
     }
     if !stdout_text.is_empty() {
-        let mut out = std::io::stdout().lock();
-        out.write_all(stdout_text.as_bytes())?;
-        out.flush()?;
+        print_stdout(&stdout_text)?;
     }
     Ok(())
+}
+
+/// The directory a file is written in (`.` for a bare file name).
+pub fn parent_dir(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Writes `text` to a synced temporary file beside `path`, mode 0600 for a secret and
+/// 0644 otherwise; the caller renames it into place once everything is staged.
+fn stage(path: &Path, text: &str, secret: bool) -> anyhow::Result<tempfile::NamedTempFile> {
+    let dir = parent_dir(path);
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".mansign-")
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .with_context(|| format!("{}: output directory is not writable", dir.display()))?;
+    tmp.write_all(text.as_bytes())
+        .and_then(|_| tmp.as_file().sync_all())
+        .with_context(|| format!("{}: cannot write", path.display()))?;
+    if !secret {
+        set_readable(tmp.path());
+    }
+    Ok(tmp)
 }
 
 /// Prints `text` on stdout. A closed stdout (`mansign verify ... | head -1`) is an
@@ -118,21 +128,7 @@ pub fn write_new_files(files: &[NewFile<'_>], force: bool) -> anyhow::Result<()>
     }
     let mut staged = Vec::new();
     for f in files {
-        let dir = match f.path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".mansign-")
-            .tempfile_in(&dir)
-            .with_context(|| format!("{}: directory is not writable", dir.display()))?;
-        tmp.write_all(f.text.as_bytes())
-            .and_then(|_| tmp.as_file().sync_all())
-            .with_context(|| format!("{}: cannot write", f.path.display()))?;
-        if !f.secret {
-            set_readable(tmp.path());
-        }
-        staged.push((tmp, f.path));
+        staged.push((stage(f.path, f.text, f.secret)?, f.path));
     }
     for (tmp, path) in staged {
         tmp.persist(path)

@@ -190,28 +190,16 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
         verifier = verifier.with_max_age(max_age);
     }
     let verdict = verifier.verify_documents(files.iter().flat_map(|f| &f.documents));
-    let text = match args.output {
-        OutputFormat::Json => serde_json::to_string_pretty(&verdict.to_json())? + "\n",
-        OutputFormat::Text => {
-            let mut text = String::new();
-            for d in &verdict.documents {
-                text.push_str(&format!("{d}\n"));
-            }
-            let ok = verdict.documents.iter().filter(|d| d.is_verified()).count();
-            text.push_str(&format!(
-                "{} of {} document(s) verified\n",
-                ok,
-                verdict.documents.len()
-            ));
-            text
-        }
-    };
-    print_stdout(&text)?;
-    Ok(if verdict.is_verified() {
-        Outcome::Success
-    } else {
-        Outcome::VerificationFailed
-    })
+    report(
+        args.output,
+        || verdict.to_json(),
+        verdict
+            .documents
+            .iter()
+            .map(|d| (d.to_string(), d.is_verified())),
+        "document(s)",
+        verdict.is_verified(),
+    )
 }
 
 /// `verify --policy`: the policy decides who must have signed each object.
@@ -242,24 +230,44 @@ fn run_policy(
         files.iter().flat_map(|f| &f.documents),
         &RequestContext::default(),
     );
-    let text = match args.output {
-        OutputFormat::Json => serde_json::to_string_pretty(&verdict.to_json())? + "\n",
+    report(
+        args.output,
+        || verdict.to_json(),
+        verdict
+            .objects
+            .iter()
+            .map(|o| (o.to_string(), o.is_verified())),
+        "object(s)",
+        verdict.is_verified(),
+    )
+}
+
+/// Prints a verdict (one line per item and a count, or the JSON) and maps it to the
+/// outcome. Printing is the same for key, keyless and policy runs; the verdict types
+/// carry their own wording.
+fn report(
+    format: OutputFormat,
+    json: impl FnOnce() -> serde_json::Value,
+    lines: impl Iterator<Item = (String, bool)>,
+    noun: &str,
+    verified: bool,
+) -> anyhow::Result<Outcome> {
+    let text = match format {
+        OutputFormat::Json => serde_json::to_string_pretty(&json())? + "\n",
         OutputFormat::Text => {
-            let mut text = String::new();
-            for o in &verdict.objects {
-                text.push_str(&format!("{o}\n"));
+            let (mut text, mut ok, mut total) = (String::new(), 0, 0);
+            for (line, line_ok) in lines {
+                text.push_str(&line);
+                text.push('\n');
+                total += 1;
+                ok += usize::from(line_ok);
             }
-            let ok = verdict.objects.iter().filter(|o| o.is_verified()).count();
-            text.push_str(&format!(
-                "{} of {} object(s) verified\n",
-                ok,
-                verdict.objects.len()
-            ));
+            text.push_str(&format!("{ok} of {total} {noun} verified\n"));
             text
         }
     };
     print_stdout(&text)?;
-    Ok(if verdict.is_verified() {
+    Ok(if verified {
         Outcome::Success
     } else {
         Outcome::VerificationFailed

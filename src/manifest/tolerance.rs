@@ -78,7 +78,56 @@ fn pod_spec_prefix(kind: &str) -> Option<&'static str> {
     }
 }
 
-fn kubernetes_rules(id: &ObjectIdentity) -> Vec<Rule> {
+/// The kind-specific part of the `kubernetes` profile an object gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum KindRules {
+    None,
+    Service,
+    Deployment,
+    DaemonSet,
+}
+
+/// What decides an object's `kubernetes` rules: a small, fixed key space, so the rules
+/// are built once per key (the patterns are parsed once, not per verified object).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct RulesKey {
+    kind: KindRules,
+    /// Where the pod spec sits, and whether `restartPolicy: Always` is the default.
+    pod_spec: Option<(&'static str, bool)>,
+}
+
+impl RulesKey {
+    fn of(id: &ObjectIdentity) -> Self {
+        let kind = match (id.group.as_str(), id.kind.as_str()) {
+            ("", "Service") => KindRules::Service,
+            ("apps", "Deployment") => KindRules::Deployment,
+            ("apps", "DaemonSet") => KindRules::DaemonSet,
+            _ => KindRules::None,
+        };
+        let restart_always = id.kind != "Job" && id.kind != "CronJob";
+        RulesKey {
+            kind,
+            pod_spec: pod_spec_prefix(&id.kind).map(|prefix| (prefix, restart_always)),
+        }
+    }
+}
+
+fn kubernetes_rules(id: &ObjectIdentity) -> std::sync::Arc<[Rule]> {
+    type Cache = std::sync::Mutex<std::collections::HashMap<RulesKey, std::sync::Arc<[Rule]>>>;
+    static CACHE: std::sync::LazyLock<Cache> = std::sync::LazyLock::new(Default::default);
+    let key = RulesKey::of(id);
+    // The key space is fixed (4 kinds x 6 pod-spec shapes), so the cache stays small
+    // whatever kinds an attacker sends.
+    let mut cache = CACHE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    cache
+        .entry(key)
+        .or_insert_with(|| build_kubernetes_rules(key).into())
+        .clone()
+}
+
+fn build_kubernetes_rules(key: RulesKey) -> Vec<Rule> {
     let mut rules = vec![
         Rule::Ignore(p("metadata.managedFields")),
         Rule::Ignore(p("metadata.resourceVersion")),
@@ -91,8 +140,8 @@ fn kubernetes_rules(id: &ObjectIdentity) -> Vec<Rule> {
             "metadata.annotations[\"kubectl.kubernetes.io/last-applied-configuration\"]",
         )),
     ];
-    match (id.group.as_str(), id.kind.as_str()) {
-        ("", "Service") => {
+    match key.kind {
+        KindRules::Service => {
             rules.extend([
                 Rule::ServerSet(p("spec.clusterIP")),
                 Rule::ServerSet(p("spec.clusterIPs")),
@@ -104,7 +153,7 @@ fn kubernetes_rules(id: &ObjectIdentity) -> Vec<Rule> {
                 Rule::Default(p("spec.ports[*].protocol"), json!("TCP")),
             ]);
         }
-        ("apps", "Deployment") => {
+        KindRules::Deployment => {
             rules.extend([
                 Rule::ServerSet(p(
                     "metadata.annotations[\"deployment.kubernetes.io/revision\"]",
@@ -120,14 +169,14 @@ fn kubernetes_rules(id: &ObjectIdentity) -> Vec<Rule> {
                 ),
             ]);
         }
-        ("apps", "DaemonSet") => {
+        KindRules::DaemonSet => {
             rules.push(Rule::ServerSet(p(
                 "metadata.annotations[\"deprecated.daemonset.template.generation\"]",
             )));
         }
-        _ => {}
+        KindRules::None => {}
     }
-    if let Some(prefix) = pod_spec_prefix(&id.kind) {
+    if let Some((prefix, restart_always)) = key.pod_spec {
         let at = |rest: &str| p(&format!("{prefix}.{rest}"));
         rules.extend([
             // The API server writes these empty maps back; empty means "nothing set", the
@@ -137,7 +186,7 @@ fn kubernetes_rules(id: &ObjectIdentity) -> Vec<Rule> {
             Rule::Default(at("schedulerName"), json!("default-scheduler")),
             Rule::Default(at("terminationGracePeriodSeconds"), json!(30)),
         ]);
-        if id.kind != "Job" && id.kind != "CronJob" {
+        if restart_always {
             rules.push(Rule::Default(at("restartPolicy"), json!("Always")));
         }
         for containers in ["containers", "initContainers"] {
@@ -298,7 +347,7 @@ impl Tolerances {
     ) -> Vec<FieldDiff> {
         let rules = match self.profile {
             IgnoreProfile::Kubernetes => kubernetes_rules(id),
-            _ => Vec::new(),
+            _ => std::sync::Arc::from(Vec::new()),
         };
         let signed_namespace = signed
             .get("metadata")

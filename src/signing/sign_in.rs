@@ -424,16 +424,17 @@ struct TokenResponse {
     error: Option<String>,
 }
 
-async fn post_token(
+/// POSTs an `application/x-www-form-urlencoded` body and asks for JSON (RFC 6749 §4.1.3,
+/// RFC 8628 §3.1).
+async fn post_form(
     http: &reqwest::Client,
     endpoint: &str,
     form: &[(&str, &str)],
-) -> Result<TokenAnswer, SignInError> {
+) -> Result<reqwest::Response, reqwest::Error> {
     let body = url::form_urlencoded::Serializer::new(String::new())
         .extend_pairs(form)
         .finish();
-    let response = http
-        .post(endpoint)
+    http.post(endpoint)
         .header(
             reqwest::header::CONTENT_TYPE,
             "application/x-www-form-urlencoded",
@@ -442,10 +443,20 @@ async fn post_token(
         .body(body)
         .send()
         .await
-        .map_err(|source| SignInError::TokenConnection {
-            url: endpoint.to_string(),
-            source: source.without_url(),
-        })?;
+}
+
+async fn post_token(
+    http: &reqwest::Client,
+    endpoint: &str,
+    form: &[(&str, &str)],
+) -> Result<TokenAnswer, SignInError> {
+    let response =
+        post_form(http, endpoint, form)
+            .await
+            .map_err(|source| SignInError::TokenConnection {
+                url: endpoint.to_string(),
+                source: source.without_url(),
+            })?;
     let status = response.status();
     let bytes = http::read_limited(response, MAX_RESPONSE_BYTES)
         .await
@@ -497,24 +508,14 @@ async fn device_flow(
     endpoint: &str,
     prompt: &dyn SignInPrompt,
 ) -> Result<Secret, SignInError> {
-    let body = url::form_urlencoded::Serializer::new(String::new())
-        .append_pair("client_id", &options.client_id)
-        .append_pair("scope", SCOPES)
-        .finish();
-    let response = http
-        .post(endpoint)
-        .header(
-            reqwest::header::CONTENT_TYPE,
-            "application/x-www-form-urlencoded",
-        )
-        .header(reqwest::header::ACCEPT, "application/json")
-        .body(body)
-        .send()
-        .await
-        .map_err(|source| SignInError::DeviceConnection {
-            url: endpoint.to_string(),
-            source: source.without_url(),
-        })?;
+    let form = [("client_id", options.client_id.as_str()), ("scope", SCOPES)];
+    let response =
+        post_form(http, endpoint, &form)
+            .await
+            .map_err(|source| SignInError::DeviceConnection {
+                url: endpoint.to_string(),
+                source: source.without_url(),
+            })?;
     if !response.status().is_success() {
         return Err(SignInError::DeviceStatus {
             url: endpoint.to_string(),

@@ -422,19 +422,7 @@ fn pem_certificates(
 
 /// The first certificate of a `certificate` annotation.
 fn annotation_leaf(pem_text: &str) -> Result<Vec<u8>, CertificateCheckError> {
-    let blocks = pem::parse_many(pem_text)
-        .map_err(|e| CertificateCheckError::MalformedCertificate(format!("not PEM: {e}")))?;
-    let first = blocks
-        .into_iter()
-        .next()
-        .ok_or_else(|| CertificateCheckError::MalformedCertificate("no PEM block".into()))?;
-    if first.tag() != "CERTIFICATE" {
-        return Err(CertificateCheckError::MalformedCertificate(format!(
-            "PEM block is {}, not CERTIFICATE",
-            first.tag()
-        )));
-    }
-    Ok(first.into_contents())
+    super::first_certificate_der(pem_text).map_err(CertificateCheckError::MalformedCertificate)
 }
 
 /// notBefore <= time <= notAfter (RFC 5280 §4.1.2.5: both bounds inclusive).

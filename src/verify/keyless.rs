@@ -462,19 +462,9 @@ pub fn verify_key_set_with_bundle(
 /// The first certificate of the annotation's PEM. Intermediates are never taken from the
 /// annotation: the chain is built from the trust root only.
 fn leaf_certificate(pem_text: &str) -> Result<DerCertificate, KeylessError> {
-    let blocks = pem::parse_many(pem_text)
-        .map_err(|e| KeylessError::MalformedCertificate(format!("not PEM: {e}")))?;
-    let first = blocks
-        .into_iter()
-        .next()
-        .ok_or_else(|| KeylessError::MalformedCertificate("no PEM block".into()))?;
-    if first.tag() != "CERTIFICATE" {
-        return Err(KeylessError::MalformedCertificate(format!(
-            "PEM block is {}, not CERTIFICATE",
-            first.tag()
-        )));
-    }
-    Ok(DerCertificate::new(first.into_contents()))
+    super::first_certificate_der(pem_text)
+        .map(DerCertificate::new)
+        .map_err(KeylessError::MalformedCertificate)
 }
 
 /// The cosign triple as a Sigstore bundle v0.1 (research `sigstore-rust-crates.md` §4.2):

@@ -19,6 +19,20 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+/// Environment variables that would make mansign pick another token source than the
+/// one a test sets up (the CI that runs these tests is itself a GitHub Actions job).
+pub const AMBIENT_VARS: &[&str] = &[
+    "SIGSTORE_ID_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_URL",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    "GITHUB_ACTIONS",
+    "GITLAB_CI",
+    "BUILDKITE",
+    "CIRCLECI",
+    "SIGSTORE_FULCIO_URL",
+    "SIGSTORE_REKOR_URL",
+];
+
 /// The stack's scripts.
 pub fn stack_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/sigstore-stack")
