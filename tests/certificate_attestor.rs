@@ -861,9 +861,7 @@ fn log_signature(
 
 #[test]
 fn certificate_is_checked_at_the_rekor_integrated_time_when_the_set_has_a_bundle() {
-    let Some(stack) = stack::Stack::start() else {
-        return;
-    };
+    let stack = stack::Stack::start();
     // Valid from yesterday to the day after tomorrow; verified four days from now: only
     // the log time can pass it.
     let day = |offset: i64| {

@@ -10,8 +10,8 @@
 //! once as `sha256:<hex>`. A case whose name ends in `_fail` must exit non-zero, every
 //! other case must exit 0. Only the exit status counts, as in the suite.
 //!
-//! The fixtures live outside the crate (`../shared/fixtures/sigstore-conformance`, a
-//! verbatim copy of the suite's `test/assets/`); without them the test says so and passes.
+//! The fixtures are `testdata/sigstore-conformance`, a verbatim copy of the suite's
+//! `test/assets/` (provenance in testdata/README.md); without them the test fails.
 
 #[path = "common/stub_server.rs"]
 mod stub_server;
@@ -20,10 +20,7 @@ use sha2::{Digest as _, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const FIXTURES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/fixtures/sigstore-conformance"
-);
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/sigstore-conformance");
 
 /// The suite's default identity: the workflow of its public OIDC beacon.
 const BEACON: &str = "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
@@ -116,18 +113,14 @@ fn path_arg(path: &Path) -> String {
     path.to_string_lossy().into_owned()
 }
 
-fn cases() -> Option<Vec<Case>> {
+fn cases() -> Vec<Case> {
     let root = Path::new(FIXTURES).join("bundle-verify");
-    let entries = match std::fs::read_dir(&root) {
-        Ok(entries) => entries,
-        Err(e) => {
-            eprintln!(
-                "skipped: sigstore-conformance fixtures not found at {} ({e})",
-                root.display()
-            );
-            return None;
-        }
-    };
+    let entries = std::fs::read_dir(&root).unwrap_or_else(|e| {
+        panic!(
+            "sigstore-conformance fixtures not found at {} ({e})",
+            root.display()
+        )
+    });
     let mut cases: Vec<Case> = entries
         .filter_map(Result::ok)
         .filter(|e| e.path().is_dir())
@@ -137,14 +130,12 @@ fn cases() -> Option<Vec<Case>> {
         })
         .collect();
     cases.sort_by(|a, b| a.name.cmp(&b.name));
-    Some(cases)
+    cases
 }
 
 #[test]
 fn every_offline_conformance_vector_gets_the_expected_verdict() {
-    let Some(cases) = cases() else {
-        return;
-    };
+    let cases = cases();
     assert!(
         !cases.is_empty(),
         "no case directories under {FIXTURES}/bundle-verify"
@@ -220,13 +211,12 @@ fn every_offline_conformance_vector_gets_the_expected_verdict() {
 /// spelling) give the same verdict as the top-level protocol spelling.
 #[test]
 fn conformance_subcommand_accepts_the_protocol_arguments() {
-    let Some(cases) = cases() else {
-        return;
-    };
+    let cases = cases();
     for name in ["happy-path-v0.3", "wrong-material_fail"] {
-        let Some(case) = cases.iter().find(|c| c.name == name) else {
-            continue;
-        };
+        let case = cases
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("conformance case {name} is missing"));
         let output = Command::new(env!("CARGO_BIN_EXE_mansign"))
             .arg("conformance")
             .args(case.arguments(Input::Path))

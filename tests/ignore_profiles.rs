@@ -220,27 +220,25 @@ fn deployment_defaults_are_tolerated_only_with_default_values() {
     );
 }
 
-fn deployed_fixture() -> Option<(Vec<mansign::manifest::Document>, Attestor)> {
+fn deployed_fixture() -> (Vec<mansign::manifest::Document>, Attestor) {
     let file = fixture(
         "k8s-manifest-sigstore/pkg/k8smanifest/testdata/sample-deployment-signed-deployed.yaml",
-    )?;
-    let key = fixture("k8s-manifest-sigstore/derived/pkg/k8smanifest/testdata/testpub.pem")?;
+    );
+    let key = fixture("k8s-manifest-sigstore/derived/pkg/k8smanifest/testdata/testpub.pem");
     let pem = std::fs::read_to_string(key).unwrap();
     let docs = load_inputs(&[file], &Limits::default())
         .unwrap()
         .remove(0)
         .documents;
-    Some((
+    (
         docs,
         Attestor::Key(TrustedKey::from_pem("K1", &pem).unwrap()),
-    ))
+    )
 }
 
 #[test]
 fn deployed_fixture_verifies_under_kubernetes_profile_with_namespace_binding() {
-    let Some((docs, attestor)) = deployed_fixture() else {
-        return;
-    };
+    let (docs, attestor) = deployed_fixture();
     let t = Tolerances {
         profile: IgnoreProfile::Kubernetes,
         namespace_binding: vec!["default".into()],
@@ -254,9 +252,7 @@ fn deployed_fixture_verifies_under_kubernetes_profile_with_namespace_binding() {
 
 #[test]
 fn deployed_fixture_without_namespace_binding_fails_on_the_namespace() {
-    let Some((docs, attestor)) = deployed_fixture() else {
-        return;
-    };
+    let (docs, attestor) = deployed_fixture();
     let t = Tolerances {
         profile: IgnoreProfile::Kubernetes,
         ..Tolerances::default()

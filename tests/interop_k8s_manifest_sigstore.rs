@@ -1,6 +1,6 @@
 //! Interoperability with kubectl-sigstore (k8s-manifest-sigstore): its key-signed fixtures
 //! get the verdicts its README lists, and what mansign signs has the upstream shape.
-//! Fixtures: ../shared/fixtures/k8s-manifest-sigstore (skipped with a message if absent).
+//! Fixtures: testdata/k8s-manifest-sigstore (provenance in testdata/README.md).
 
 mod common;
 
@@ -17,76 +17,62 @@ const K1: &str = "k8s-manifest-sigstore/derived/pkg/k8smanifest/testdata/testpub
 const K2: &str = "k8s-manifest-sigstore/derived/pkg/cosign/testdata/testpub.pem";
 const K3: &str = "k8s-manifest-sigstore/example/verify-resource/cosign.pub";
 
-fn verify(file: &str, key: &str) -> Option<assert_cmd::assert::Assert> {
-    let file = fixture(&format!("k8s-manifest-sigstore/{file}"))?;
-    let key = fixture(key)?;
-    Some(
-        mansign()
-            .args(["verify", "-f"])
-            .arg(file)
-            .arg("--key")
-            .arg(key)
-            .assert(),
-    )
+fn verify(file: &str, key: &str) -> assert_cmd::assert::Assert {
+    let file = fixture(&format!("k8s-manifest-sigstore/{file}"));
+    let key = fixture(key);
+    mansign()
+        .args(["verify", "-f"])
+        .arg(file)
+        .arg("--key")
+        .arg(key)
+        .assert()
 }
 
 #[test]
 fn tarball_signed_configmap_verifies_with_k1() {
-    let Some(a) = verify("pkg/k8smanifest/testdata/sample-configmap-signed.yaml", K1) else {
-        return;
-    };
+    let a = verify("pkg/k8smanifest/testdata/sample-configmap-signed.yaml", K1);
     a.success().stdout(predicate::str::contains(
         "ConfigMap sample-cm-signed: verified (signature set 0",
     ));
-    let Some(a) = verify(
+    let a = verify(
         "cmd/kubectl-sigstore/cli/testdata/sample-configmap-signed.yaml",
         K1,
-    ) else {
-        return;
-    };
+    );
     a.success();
 }
 
 #[test]
 fn tarball_signed_configmap_fails_with_another_key() {
-    let Some(a) = verify("pkg/k8smanifest/testdata/sample-configmap-signed.yaml", K2) else {
-        return;
-    };
+    let a = verify("pkg/k8smanifest/testdata/sample-configmap-signed.yaml", K2);
     a.code(1).stdout(predicate::str::contains("[signature]"));
 }
 
 #[test]
 fn multi_signed_configmap_verifies_with_k1_through_set_1() {
-    let Some(a) = verify(
+    let a = verify(
         "pkg/k8smanifest/testdata/sample-configmap-multi-signed.yaml",
         K1,
-    ) else {
-        return;
-    };
+    );
     a.success()
         .stdout(predicate::str::contains("signature set 1"));
 }
 
 #[test]
 fn multi_signed_configmap_verifies_with_k3_through_set_0() {
-    let Some(a) = verify(
+    let a = verify(
         "pkg/k8smanifest/testdata/sample-configmap-multi-signed.yaml",
         K3,
-    ) else {
-        return;
-    };
+    );
     a.success()
         .stdout(predicate::str::contains("signature set 0"));
 }
 
 #[test]
 fn multi_signed_configmap_fails_with_k2() {
-    let Some(a) = verify(
+    let a = verify(
         "pkg/k8smanifest/testdata/sample-configmap-multi-signed.yaml",
         K2,
-    ) else {
-        return;
-    };
+    );
     a.code(1)
         .stdout(predicate::str::contains("signature set 0 with key"))
         .stdout(predicate::str::contains("signature set 1 with key"));
@@ -94,20 +80,16 @@ fn multi_signed_configmap_fails_with_k2() {
 
 #[test]
 fn tarball_signed_deployment_verifies_with_k1() {
-    let Some(a) = verify("pkg/k8smanifest/testdata/sample-deployment-signed.yaml", K1) else {
-        return;
-    };
+    let a = verify("pkg/k8smanifest/testdata/sample-deployment-signed.yaml", K1);
     a.success();
 }
 
 #[test]
 fn deployed_deployment_fails_on_server_populated_fields() {
-    let Some(a) = verify(
+    let a = verify(
         "pkg/k8smanifest/testdata/sample-deployment-signed-deployed.yaml",
         K1,
-    ) else {
-        return;
-    };
+    );
     a.code(1)
         .stdout(predicate::str::contains("[diff]"))
         .stdout(predicate::str::contains(
@@ -119,12 +101,10 @@ fn deployed_deployment_fails_on_server_populated_fields() {
 #[test]
 fn mutated_deployment_fails_strict_file_verification_naming_the_image() {
     // Upstream passes it only through dry-run inclusion matching against a cluster.
-    let Some(a) = verify(
+    let a = verify(
         "pkg/k8smanifest/testdata/sample-deployment-signed-mutating-1.yaml",
         K1,
-    ) else {
-        return;
-    };
+    );
     a.code(1).stdout(predicate::str::contains(
         "spec.template.spec.containers[0].image changed",
     ));
@@ -132,9 +112,7 @@ fn mutated_deployment_fails_strict_file_verification_naming_the_image() {
 
 #[test]
 fn example_configmap_fails_without_ignore_fields() {
-    let Some(a) = verify("example/verify-resource/sample-configmap.yaml.signed", K3) else {
-        return;
-    };
+    let a = verify("example/verify-resource/sample-configmap.yaml.signed", K3);
     a.code(1)
         .stdout(predicate::str::contains("data.changable changed"))
         .stdout(predicate::str::contains(
@@ -144,12 +122,10 @@ fn example_configmap_fails_without_ignore_fields() {
 
 #[test]
 fn example_configmap_passes_with_its_ignore_fields() {
-    let (Some(file), Some(key)) = (
+    let (file, key) = (
         fixture("k8s-manifest-sigstore/example/verify-resource/sample-configmap.yaml.signed"),
         fixture(K3),
-    ) else {
-        return;
-    };
+    );
     let pem = std::fs::read_to_string(key).unwrap();
     let ignore = IgnoreFields(vec![
         FieldPattern::parse("metadata.labels.autoEmbeddedLabel").unwrap(),
@@ -166,33 +142,27 @@ fn example_configmap_passes_with_its_ignore_fields() {
 
 #[test]
 fn unsigned_e2e_configmap_fails_as_not_signed() {
-    let Some(a) = verify("test/e2e/testdata/sample-configmap-without-sig.yaml", K1) else {
-        return;
-    };
+    let a = verify("test/e2e/testdata/sample-configmap-without-sig.yaml", K1);
     a.code(1).stdout(predicate::str::contains("[not-signed]"));
 }
 
 #[test]
 fn keyless_fixture_does_not_verify_with_a_key() {
-    let Some(a) = verify(
+    let a = verify(
         "pkg/k8smanifest/testdata/sample-configmap-keyless-multi-signed.yaml",
         K1,
-    ) else {
-        return;
-    };
+    );
     a.code(1).stdout(predicate::str::contains("[signature]"));
 }
 
 #[test]
 fn non_gzipped_message_verifies_with_k2() {
     // pkg/cosign/testdata: testblob is base64 of a raw (not gzipped) YAML message.
-    let (Some(blob), Some(sig), Some(key)) = (
+    let (blob, sig, key) = (
         fixture("k8s-manifest-sigstore/pkg/cosign/testdata/testblob"),
         fixture("k8s-manifest-sigstore/pkg/cosign/testdata/testsig"),
         fixture(K2),
-    ) else {
-        return;
-    };
+    );
     let blob_b64 = std::fs::read_to_string(blob).unwrap().trim().to_string();
     let sig_b64 = std::fs::read_to_string(sig).unwrap().trim().to_string();
     let raw = base64::engine::general_purpose::STANDARD
@@ -220,11 +190,8 @@ fn non_gzipped_message_verifies_with_k2() {
 
 #[test]
 fn legacy_tarball_messages_decode_to_their_documents() {
-    let Some(file) =
-        fixture("k8s-manifest-sigstore/pkg/k8smanifest/testdata/sample-deployment-signed.yaml")
-    else {
-        return;
-    };
+    let file =
+        fixture("k8s-manifest-sigstore/pkg/k8smanifest/testdata/sample-deployment-signed.yaml");
     let files = load_inputs(&[file], &Limits::default()).unwrap();
     let doc = &files[0].documents[0];
     let signed =
@@ -313,14 +280,12 @@ fn file_scope_message_has_the_shape_upstream_parses() {
 
 #[test]
 fn signs_with_the_upstream_cosign_private_key_and_empty_password() {
-    let (Some(private), Some(public)) = (
+    let (private, public) = (
         fixture(
             "k8s-manifest-sigstore/derived/pkg/k8smanifest/testdata/testkey.encrypted-cosign-key.pem",
         ),
         fixture(K1),
-    ) else {
-        return;
-    };
+    );
     assert!(
         std::fs::read_to_string(&private)
             .unwrap()

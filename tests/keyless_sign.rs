@@ -3,8 +3,7 @@
 //! retries, client-side token checks, and interoperability with sigstore-python.
 //!
 //! Each test starts its own stack (about 1 s), so counters and fault queues are its own.
-//! Without the stack's npm packages the tests print a skip message and pass, unless
-//! `MANSIGN_REQUIRE_STACK=1` (CI) makes that a failure.
+//! A stack that cannot start fails the test (`scripts/test.sh` installs what it needs).
 //!
 //! Run: `cargo test --test keyless_sign -- --test-threads=2`
 
@@ -192,7 +191,7 @@ fn list_files(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn signs_a_multi_document_file_with_one_certificate_and_one_entry_per_document() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "app.yaml", THREE_DOCS);
     let output = dir.path().join("app.signed.yaml");
@@ -228,7 +227,7 @@ fn signs_a_multi_document_file_with_one_certificate_and_one_entry_per_document()
 
 #[test]
 fn signs_a_directory_of_twenty_files_with_a_single_certificate_request() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     let dir = tempfile::tempdir().unwrap();
     let inputs = dir.path().join("unsigned");
     for i in 0..20 {
@@ -277,7 +276,7 @@ fn signs_a_directory_of_twenty_files_with_a_single_certificate_request() {
 
 #[test]
 fn github_actions_ambient_token_is_requested_with_the_bearer_token_and_audience() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     let token = stack.id_token();
     let github = {
         let token = token.clone();
@@ -329,7 +328,7 @@ fn github_actions_ambient_token_is_requested_with_the_bearer_token_and_audience(
 
 #[test]
 fn github_actions_token_request_uses_the_configured_audience() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     let token = stack.mint_token(&["aud=custom-aud"]);
     let github =
         StubServer::start(move |_, _| (200, serde_json::json!({"value": token}).to_string()));
@@ -353,7 +352,7 @@ fn github_actions_token_request_uses_the_configured_audience() {
 
 #[test]
 fn sigstore_id_token_environment_variable_is_used_without_a_flag() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "cm.yaml", &config_map("env"));
     sign_cmd(&stack)
@@ -374,7 +373,7 @@ fn sigstore_id_token_environment_variable_is_used_without_a_flag() {
 /// automatically and redirects to mansign's local listener.
 #[test]
 fn browser_flow_with_no_browser_prints_the_url_and_completes_on_redirect() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "cm.yaml", &config_map("browser"));
     let output = dir.path().join("out.yaml");
@@ -432,7 +431,7 @@ fn browser_flow_with_no_browser_prints_the_url_and_completes_on_redirect() {
 /// gets `authorization_pending`, the second the stack-issued ID token.
 #[test]
 fn device_flow_is_used_without_a_terminal_and_polls_until_approved() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     let token = stack.id_token();
     let polls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let issuer = {
@@ -549,7 +548,7 @@ fn device_flow_with_an_absurd_polling_interval_fails_cleanly() {
 
 #[test]
 fn without_any_token_source_or_terminal_it_says_what_to_do() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "cm.yaml", &config_map("none"));
     sign_cmd(&stack)
@@ -601,7 +600,7 @@ fn assert_fails_cleanly(mut cmd: assert_cmd::Command, token: &str) -> String {
 
 #[test]
 fn unreachable_fulcio_fails_after_retries_without_output() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     let closed = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
@@ -623,7 +622,7 @@ fn unreachable_fulcio_fails_after_retries_without_output() {
 
 #[test]
 fn fulcio_server_error_is_retried_and_still_one_certificate_is_issued() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     stack.reset();
     stack.inject_faults(serde_json::json!({"service": "fulcio", "statuses": [503]}));
     let dir = tempfile::tempdir().unwrap();
@@ -642,7 +641,7 @@ fn fulcio_server_error_is_retried_and_still_one_certificate_is_issued() {
 
 #[test]
 fn fulcio_client_error_is_not_retried() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     stack.reset();
     stack.inject_faults(serde_json::json!({"service": "fulcio", "statuses": [400]}));
     let stderr = assert_fails_cleanly(sign_cmd(&stack), &stack.id_token());
@@ -656,7 +655,7 @@ fn fulcio_client_error_is_not_retried() {
 
 #[test]
 fn rekor_server_errors_are_retried_three_times_then_fail() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     stack.reset();
     stack.inject_faults(serde_json::json!({"service": "rekor", "statuses": [500, 500, 500]}));
     let stderr = assert_fails_cleanly(sign_cmd(&stack), &stack.id_token());
@@ -667,7 +666,7 @@ fn rekor_server_errors_are_retried_three_times_then_fail() {
 
 #[test]
 fn rekor_server_errors_are_retried_until_the_entry_is_created() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     stack.reset();
     stack.inject_faults(serde_json::json!({"service": "rekor", "statuses": [503, 500]}));
     let dir = tempfile::tempdir().unwrap();
@@ -686,7 +685,7 @@ fn rekor_server_errors_are_retried_until_the_entry_is_created() {
 
 #[test]
 fn a_rekor_request_that_times_out_is_retried() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     stack.reset();
     stack.inject_faults(serde_json::json!({"service": "rekor", "delay_ms": 4000, "count": 1}));
     let dir = tempfile::tempdir().unwrap();
@@ -708,7 +707,7 @@ fn a_rekor_request_that_times_out_is_retried() {
 
 #[test]
 fn rekor_client_error_is_not_retried() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     stack.reset();
     stack.inject_faults(serde_json::json!({"service": "rekor", "statuses": [400]}));
     let stderr = assert_fails_cleanly(sign_cmd(&stack), &stack.id_token());
@@ -718,7 +717,7 @@ fn rekor_client_error_is_not_retried() {
 
 #[test]
 fn expired_token_is_refused_before_contacting_fulcio() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     let expired = stack.mint_token(&["--ttl", "-60"]);
     stack.reset();
     let stderr = assert_fails_cleanly(sign_cmd(&stack), &expired);
@@ -729,7 +728,7 @@ fn expired_token_is_refused_before_contacting_fulcio() {
 
 #[test]
 fn token_for_another_audience_is_refused_before_contacting_fulcio() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     let wrong = stack.mint_token(&["aud=not-sigstore"]);
     stack.reset();
     let stderr = assert_fails_cleanly(sign_cmd(&stack), &wrong);
@@ -742,7 +741,7 @@ fn token_for_another_audience_is_refused_before_contacting_fulcio() {
 
 #[test]
 fn remove_input_deletes_the_inputs_only_after_the_outputs_exist() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "in/a.yaml", &config_map("a"));
     let b = write(dir.path(), "in/b.yaml", &config_map("b"));
@@ -826,7 +825,7 @@ fn the_token_is_never_sent_to_a_remote_plain_http_fulcio() {
 /// replace the other. That is refused before any certificate is requested.
 #[test]
 fn bundle_out_refuses_two_signatures_for_the_same_bundle_file() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     let dir = tempfile::tempdir().unwrap();
     let a = write(dir.path(), "in/team-a/exception.yaml", &config_map("a"));
     let b = write(dir.path(), "in/team-b/exception.yaml", &config_map("b"));
@@ -857,7 +856,7 @@ fn bundle_out_refuses_two_signatures_for_the_same_bundle_file() {
 
 #[test]
 fn key_signing_with_tlog_upload_logs_the_public_key_and_writes_a_bundle() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     let dir = tempfile::tempdir().unwrap();
     let (key, _pub) = common::key_pair(dir.path(), "cosign");
     let input = write(dir.path(), "cm.yaml", &config_map("keyed"));
@@ -902,7 +901,7 @@ fn key_signing_with_tlog_upload_logs_the_public_key_and_writes_a_bundle() {
 
 #[test]
 fn key_signing_does_not_upload_by_default() {
-    let Some(stack) = Stack::start() else { return };
+    let stack = Stack::start();
     let dir = tempfile::tempdir().unwrap();
     let (key, _pub) = common::key_pair(dir.path(), "cosign");
     let input = write(dir.path(), "cm.yaml", &config_map("keyed"));
@@ -924,10 +923,8 @@ fn key_signing_does_not_upload_by_default() {
 
 #[test]
 fn sigstore_python_verifies_the_bundle_out_bundles() {
-    let Some(stack) = Stack::start() else { return };
-    let Some(sigstore) = stack.sigstore_python() else {
-        return;
-    };
+    let stack = Stack::start();
+    let sigstore = stack.sigstore_python();
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "app.yaml", THREE_DOCS);
     let output = dir.path().join("app.signed.yaml");

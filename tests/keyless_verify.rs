@@ -2,8 +2,8 @@
 //! proven (Fulcio chain, SCT, SET, Rekor body, signature over M) and then judged by an
 //! identity policy. Every rejection path has its own test.
 //!
-//! Fixtures: ../shared/fixtures (k8s-manifest-sigstore, sigstore-trust-roots); each test
-//! prints a skip message and returns when they are absent.
+//! Fixtures: testdata/ (k8s-manifest-sigstore, sigstore-trust-roots; provenance in
+//! testdata/README.md). A missing fixture fails the test.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -24,7 +24,7 @@ use sha2::{Digest as _, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures");
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
 const PGI_ROOT: &str = "k8s-manifest-sigstore/_external/sigstore-cosign-v3.0.4/pkg/cosign/testdata/trusted_root_pgi.json";
 const STAGING_ROOT: &str = "sigstore-trust-roots/staging/trusted_root.json";
 /// 2022, hashedrekord: set 0 hkitahar@redhat.com (Google), set 1 hirokuni.kitahara1@ibm.com
@@ -49,28 +49,23 @@ const GMAIL: &str = "hirokuni.kitahara1@gmail.com";
 // ---------------------------------------------------------------------------------------
 // helpers
 
-/// `../shared/fixtures/<rel>`, or `None` (with a message) when the folder is absent.
-fn fixture(rel: &str) -> Option<PathBuf> {
-    let root = Path::new(FIXTURES);
-    if !root.is_dir() {
-        eprintln!("skipping: {FIXTURES} not found (shared fixtures are not next to this checkout)");
-        return None;
-    }
-    let p = root.join(rel);
-    assert!(p.exists(), "fixture {rel} is missing");
-    Some(p)
+/// `testdata/<rel>`; a missing fixture fails the test.
+fn fixture(rel: &str) -> PathBuf {
+    let p = Path::new(FIXTURES).join(rel);
+    assert!(p.exists(), "fixture testdata/{rel} is missing");
+    p
 }
 
-fn pgi() -> Option<Arc<TrustRoot>> {
-    Some(Arc::new(TrustRoot::from_file(fixture(PGI_ROOT)?).unwrap()))
+fn pgi() -> Arc<TrustRoot> {
+    Arc::new(TrustRoot::from_file(fixture(PGI_ROOT)).unwrap())
 }
 
 /// The first document of a fixture and its signature annotations.
-fn signed(rel: &str) -> Option<(Value, SignedAnnotations)> {
-    let files = load_inputs(&[fixture(rel)?], &Limits::default()).unwrap();
+fn signed(rel: &str) -> (Value, SignedAnnotations) {
+    let files = load_inputs(&[fixture(rel)], &Limits::default()).unwrap();
     let value = files[0].documents[0].value.clone();
     let ann = extract(&value, &AnnotationDomain::default(), &Limits::default()).unwrap();
-    Some((value, ann))
+    (value, ann)
 }
 
 fn policy(subject: &str, issuer: &str) -> IdentityPolicy {
@@ -154,11 +149,11 @@ impl TestLog {
 }
 
 /// The pgi root plus `log` as an extra trusted Rekor log.
-fn pgi_with_log(log: &TestLog) -> Option<TrustRoot> {
+fn pgi_with_log(log: &TestLog) -> TrustRoot {
     let mut root: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture(PGI_ROOT)?).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(fixture(PGI_ROOT)).unwrap()).unwrap();
     root["tlogs"].as_array_mut().unwrap().push(log.tlog_json());
-    Some(TrustRoot::from_json(&root.to_string()).unwrap())
+    TrustRoot::from_json(&root.to_string()).unwrap()
 }
 
 /// Edits the decoded Rekor body of a set.
@@ -175,9 +170,7 @@ fn edit_body(set: &mut SignatureSet, edit: impl FnOnce(&mut Value)) {
 
 #[test]
 fn keyless_multi_signed_set_0_is_hkitahar_via_google() {
-    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (_, ann)) = (pgi(), signed(KEYLESS_MULTI));
     let evidence = verify_certificate_set(&trust, &ann.message, &ann.sets[0]).unwrap();
     assert_eq!(evidence.subject, CertificateSubject::Email(REDHAT.into()));
     assert_eq!(evidence.issuer.as_deref(), Some(GOOGLE));
@@ -191,9 +184,7 @@ fn keyless_multi_signed_set_0_is_hkitahar_via_google() {
 
 #[test]
 fn keyless_multi_signed_set_1_is_ibm_via_github_oauth() {
-    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (_, ann)) = (pgi(), signed(KEYLESS_MULTI));
     let evidence = verify_certificate_set(&trust, &ann.message, &ann.sets[1]).unwrap();
     assert_eq!(evidence.subject, CertificateSubject::Email(IBM.into()));
     assert_eq!(evidence.issuer.as_deref(), Some(GITHUB_OAUTH));
@@ -202,9 +193,7 @@ fn keyless_multi_signed_set_1_is_ibm_via_github_oauth() {
 
 #[test]
 fn keyless_multi_signed_verifies_for_the_redhat_identity_through_set_0() {
-    let (Some(trust), Some((value, _))) = (pgi(), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (value, _)) = (pgi(), signed(KEYLESS_MULTI));
     let verdict = keyless(&trust, policy(REDHAT, GOOGLE))
         .verify_object(&value)
         .unwrap();
@@ -219,9 +208,7 @@ fn keyless_multi_signed_verifies_for_the_redhat_identity_through_set_0() {
 
 #[test]
 fn keyless_multi_signed_verifies_for_the_ibm_identity_through_set_1() {
-    let (Some(trust), Some((value, _))) = (pgi(), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (value, _)) = (pgi(), signed(KEYLESS_MULTI));
     let verdict = keyless(&trust, policy(IBM, GITHUB_OAUTH))
         .verify_object(&value)
         .unwrap();
@@ -232,9 +219,7 @@ fn keyless_multi_signed_verifies_for_the_ibm_identity_through_set_1() {
 
 #[test]
 fn keyless_multi_signed_verifies_against_the_embedded_public_good_root() {
-    let Some((_, ann)) = signed(KEYLESS_MULTI) else {
-        return;
-    };
+    let (_, ann) = signed(KEYLESS_MULTI);
     let trust = TrustRoot::public_good().unwrap();
     for set in &ann.sets {
         verify_certificate_set(&trust, &ann.message, set).unwrap();
@@ -243,9 +228,7 @@ fn keyless_multi_signed_verifies_against_the_embedded_public_good_root() {
 
 #[test]
 fn legacy_rekord_2021_signature_verifies_with_no_issuer_extension() {
-    let (Some(trust), Some((value, ann))) = (pgi(), signed(KEYLESS_2021)) else {
-        return;
-    };
+    let (trust, (value, ann)) = (pgi(), signed(KEYLESS_2021));
     let evidence = verify_certificate_set(&trust, &ann.message, &ann.sets[0]).unwrap();
     assert_eq!(evidence.subject, CertificateSubject::Email(GMAIL.into()));
     assert_eq!(evidence.issuer, None);
@@ -259,18 +242,14 @@ fn legacy_rekord_2021_signature_verifies_with_no_issuer_extension() {
 
 #[test]
 fn legacy_rekord_2021_signature_verifies_against_the_embedded_public_good_root() {
-    let Some((_, ann)) = signed(KEYLESS_2021) else {
-        return;
-    };
+    let (_, ann) = signed(KEYLESS_2021);
     let trust = TrustRoot::public_good().unwrap();
     verify_certificate_set(&trust, &ann.message, &ann.sets[0]).unwrap();
 }
 
 #[test]
 fn signer_info_json_names_subject_issuer_and_rekor_entry() {
-    let (Some(trust), Some((value, _))) = (pgi(), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (value, _)) = (pgi(), signed(KEYLESS_MULTI));
     let verdict = keyless(&trust, policy(REDHAT, GOOGLE))
         .verify_object(&value)
         .unwrap();
@@ -293,9 +272,7 @@ fn signer_info_json_names_subject_issuer_and_rekor_entry() {
 
 #[test]
 fn rejects_wrong_subject() {
-    let (Some(trust), Some((value, _))) = (pgi(), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (value, _)) = (pgi(), signed(KEYLESS_MULTI));
     let verdict = keyless(&trust, policy("someone@example.com", GOOGLE))
         .verify_object(&value)
         .unwrap();
@@ -308,9 +285,7 @@ fn rejects_wrong_subject() {
 
 #[test]
 fn rejects_wrong_issuer_with_the_right_subject() {
-    let (Some(trust), Some((value, _))) = (pgi(), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (value, _)) = (pgi(), signed(KEYLESS_MULTI));
     // hkitahar@redhat.com signed through Google, not GitHub.
     let verdict = keyless(&trust, policy(REDHAT, GITHUB_OAUTH))
         .verify_object(&value)
@@ -326,9 +301,7 @@ fn rejects_wrong_issuer_with_the_right_subject() {
 
 #[test]
 fn rejects_legacy_signature_for_wrong_subject() {
-    let (Some(trust), Some((value, _))) = (pgi(), signed(KEYLESS_2021)) else {
-        return;
-    };
+    let (trust, (value, _)) = (pgi(), signed(KEYLESS_2021));
     let verdict = keyless(&trust, subject_only("test-signer@example.com"))
         .verify_object(&value)
         .unwrap();
@@ -337,9 +310,7 @@ fn rejects_legacy_signature_for_wrong_subject() {
 
 #[test]
 fn rejects_legacy_signature_when_an_issuer_is_required() {
-    let (Some(trust), Some((value, _))) = (pgi(), signed(KEYLESS_2021)) else {
-        return;
-    };
+    let (trust, (value, _)) = (pgi(), signed(KEYLESS_2021));
     let verdict = keyless(&trust, policy(GMAIL, GOOGLE))
         .verify_object(&value)
         .unwrap();
@@ -352,9 +323,7 @@ fn rejects_legacy_signature_when_an_issuer_is_required() {
 
 #[test]
 fn rejects_subject_regex_that_matches_only_unanchored() {
-    let (Some(trust), Some((value, _))) = (pgi(), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (value, _)) = (pgi(), signed(KEYLESS_MULTI));
     // Both patterns occur inside the subjects, but neither matches a whole subject.
     for pattern in ["hkitahar@redhat", r"redhat\.com", r"kitahara1@ibm"] {
         let identity = IdentityPolicy::builder()
@@ -445,9 +414,7 @@ fn refuses_keyless_policy_without_identity_constraint() {
 
 #[test]
 fn rejects_certificate_without_bundle() {
-    let (Some(trust), Some((mut value, mut ann))) = (pgi(), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (mut value, mut ann)) = (pgi(), signed(KEYLESS_MULTI));
     ann.sets[0].bundle = None;
     assert_eq!(
         verify_certificate_set(&trust, &ann.message, &ann.sets[0]),
@@ -465,9 +432,7 @@ fn rejects_certificate_without_bundle() {
 
 #[test]
 fn rejects_tampered_integrated_time() {
-    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (_, ann)) = (pgi(), signed(KEYLESS_MULTI));
     let mut set = ann.sets[0].clone();
     set.bundle.as_mut().unwrap().payload.integrated_time += 1;
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
@@ -479,9 +444,7 @@ fn rejects_tampered_integrated_time() {
 
 #[test]
 fn rejects_tampered_integrated_time_on_legacy_rekord_entry() {
-    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_2021)) else {
-        return;
-    };
+    let (trust, (_, ann)) = (pgi(), signed(KEYLESS_2021));
     let mut set = ann.sets[0].clone();
     set.bundle.as_mut().unwrap().payload.integrated_time -= 1;
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
@@ -493,9 +456,7 @@ fn rejects_tampered_integrated_time_on_legacy_rekord_entry() {
 
 #[test]
 fn rejects_set_signed_by_an_untrusted_log_key() {
-    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (_, ann)) = (pgi(), signed(KEYLESS_MULTI));
     let log = TestLog::new();
     for original in &ann.sets {
         let mut set = original.clone();
@@ -507,9 +468,7 @@ fn rejects_set_signed_by_an_untrusted_log_key() {
 
 #[test]
 fn rejects_set_signed_by_another_key_under_the_trusted_log_id() {
-    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (_, ann)) = (pgi(), signed(KEYLESS_MULTI));
     let log = TestLog::new();
     let mut set = ann.sets[0].clone();
     // The logID stays rekor.sigstore.dev's; the SET over the payload is the test key's.
@@ -527,9 +486,7 @@ fn rejects_set_signed_by_another_key_under_the_trusted_log_id() {
 
 #[test]
 fn rejects_legacy_set_signed_by_another_key_under_the_trusted_log_id() {
-    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_2021)) else {
-        return;
-    };
+    let (trust, (_, ann)) = (pgi(), signed(KEYLESS_2021));
     let log = TestLog::new();
     let mut set = ann.sets[0].clone();
     let bundle = set.bundle.as_mut().unwrap();
@@ -546,9 +503,7 @@ fn rejects_legacy_set_signed_by_another_key_under_the_trusted_log_id() {
 
 #[test]
 fn rejects_signature_over_a_different_message() {
-    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (_, ann)) = (pgi(), signed(KEYLESS_MULTI));
     let mut other = ann.message.clone();
     other.extend_from_slice(b"  key5: injected\n");
     let err = verify_certificate_set(&trust, &other, &ann.sets[0]).unwrap_err();
@@ -557,18 +512,14 @@ fn rejects_signature_over_a_different_message() {
 
 #[test]
 fn rejects_legacy_signature_over_a_different_message() {
-    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_2021)) else {
-        return;
-    };
+    let (trust, (_, ann)) = (pgi(), signed(KEYLESS_2021));
     let err = verify_certificate_set(&trust, b"apiVersion: v1\n", &ann.sets[0]).unwrap_err();
     assert!(matches!(err, KeylessError::BadSignature(_)), "{err}");
 }
 
 #[test]
 fn rejects_signature_of_another_set_with_this_certificate() {
-    let (Some(trust), Some((_, ann))) = (pgi(), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (_, ann)) = (pgi(), signed(KEYLESS_MULTI));
     let mut set = ann.sets[0].clone();
     set.signature = ann.sets[1].signature.clone();
     assert!(verify_certificate_set(&trust, &ann.message, &set).is_err());
@@ -576,13 +527,11 @@ fn rejects_signature_of_another_set_with_this_certificate() {
 
 #[test]
 fn rejects_certificate_from_a_different_trust_root() {
-    let (Some(staging), Some(pgi_path), Some((_, ann))) = (
+    let (staging, pgi_path, (_, ann)) = (
         fixture(STAGING_ROOT),
         fixture(PGI_ROOT),
         signed(KEYLESS_MULTI),
-    ) else {
-        return;
-    };
+    );
     // The pgi root's Rekor and CT logs, but staging's Fulcio CAs: the SET and the log
     // are fine, the certificate is not from a trusted CA.
     let mut root: Value =
@@ -603,13 +552,11 @@ fn rejects_certificate_from_a_different_trust_root() {
 
 #[test]
 fn rejects_legacy_certificate_from_a_different_trust_root() {
-    let (Some(staging), Some(pgi_path), Some((_, ann))) = (
+    let (staging, pgi_path, (_, ann)) = (
         fixture(STAGING_ROOT),
         fixture(PGI_ROOT),
         signed(KEYLESS_2021),
-    ) else {
-        return;
-    };
+    );
     let mut root: Value =
         serde_json::from_str(&std::fs::read_to_string(&pgi_path).unwrap()).unwrap();
     let staging_root: Value =
@@ -626,9 +573,7 @@ fn rejects_legacy_certificate_from_a_different_trust_root() {
 #[test]
 fn rejects_rekor_body_with_another_signature_even_with_a_valid_set() {
     let log = TestLog::new();
-    let (Some(trust), Some((_, ann))) = (pgi_with_log(&log), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (_, ann)) = (pgi_with_log(&log), signed(KEYLESS_MULTI));
     let mut set = ann.sets[0].clone();
     let other = STANDARD.encode(&ann.sets[1].signature);
     edit_body(&mut set, |b| {
@@ -642,9 +587,7 @@ fn rejects_rekor_body_with_another_signature_even_with_a_valid_set() {
 #[test]
 fn rejects_rekor_body_with_another_hash_even_with_a_valid_set() {
     let log = TestLog::new();
-    let (Some(trust), Some((_, ann))) = (pgi_with_log(&log), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (_, ann)) = (pgi_with_log(&log), signed(KEYLESS_MULTI));
     let mut set = ann.sets[0].clone();
     edit_body(&mut set, |b| {
         b["spec"]["data"]["hash"]["value"] = json!(hex::encode(Sha256::digest(b"other")))
@@ -666,9 +609,7 @@ fn with_integrated_time(log: &TestLog, set: &SignatureSet, time: i64) -> Signatu
 #[test]
 fn rejects_integrated_time_after_the_certificate_expired() {
     let log = TestLog::new();
-    let (Some(trust), Some((_, ann))) = (pgi_with_log(&log), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (_, ann)) = (pgi_with_log(&log), signed(KEYLESS_MULTI));
     // The certificate is valid for ten minutes from 2022-06-17T07:55:18Z.
     let set = with_integrated_time(&log, &ann.sets[0], 1_655_452_519 + 3600);
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
@@ -684,9 +625,7 @@ fn rejects_integrated_time_after_the_certificate_expired() {
 #[test]
 fn rejects_legacy_integrated_time_before_the_certificate_was_issued() {
     let log = TestLog::new();
-    let (Some(trust), Some((_, ann))) = (pgi_with_log(&log), signed(KEYLESS_2021)) else {
-        return;
-    };
+    let (trust, (_, ann)) = (pgi_with_log(&log), signed(KEYLESS_2021));
     let set = with_integrated_time(&log, &ann.sets[0], 1_631_694_290 - 60);
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
     assert!(
@@ -701,13 +640,11 @@ fn rejects_legacy_integrated_time_before_the_certificate_was_issued() {
 #[test]
 fn rejects_integrated_time_in_the_future() {
     let log = TestLog::new();
-    let (Some(trust), Some((_, ann)), Some((_, legacy))) = (
+    let (trust, (_, ann), (_, legacy)) = (
         pgi_with_log(&log),
         signed(KEYLESS_MULTI),
         signed(KEYLESS_2021),
-    ) else {
-        return;
-    };
+    );
     let tomorrow = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -730,9 +667,7 @@ fn resigned_set_from_a_trusted_test_log_verifies() {
     // Control for the two tests above: re-signing an unchanged body with a trusted log key
     // verifies, so those rejections come from the body, not from the test log.
     let log = TestLog::new();
-    let (Some(trust), Some((_, ann))) = (pgi_with_log(&log), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (_, ann)) = (pgi_with_log(&log), signed(KEYLESS_MULTI));
     let mut set = ann.sets[0].clone();
     log.resign(&mut set);
     let evidence = verify_certificate_set(&trust, &ann.message, &set).unwrap();
@@ -742,13 +677,11 @@ fn resigned_set_from_a_trusted_test_log_verifies() {
 #[test]
 fn rejects_legacy_rekord_body_with_another_certificate_even_with_a_valid_set() {
     let log = TestLog::new();
-    let (Some(trust), Some((_, ann)), Some((_, multi))) = (
+    let (trust, (_, ann), (_, multi)) = (
         pgi_with_log(&log),
         signed(KEYLESS_2021),
         signed(KEYLESS_MULTI),
-    ) else {
-        return;
-    };
+    );
     let mut set = ann.sets[0].clone();
     let other_cert = STANDARD.encode(multi.sets[0].certificate_pem.as_ref().unwrap());
     edit_body(&mut set, |b| {
@@ -762,9 +695,7 @@ fn rejects_legacy_rekord_body_with_another_certificate_even_with_a_valid_set() {
 #[test]
 fn rejects_legacy_rekord_body_with_another_hash_even_with_a_valid_set() {
     let log = TestLog::new();
-    let (Some(trust), Some((_, ann))) = (pgi_with_log(&log), signed(KEYLESS_2021)) else {
-        return;
-    };
+    let (trust, (_, ann)) = (pgi_with_log(&log), signed(KEYLESS_2021));
     let mut set = ann.sets[0].clone();
     edit_body(&mut set, |b| {
         b["spec"]["data"]["hash"]["value"] = json!(hex::encode(Sha256::digest(b"other")))
@@ -779,9 +710,7 @@ fn rejects_legacy_rekord_entry_for_a_certificate_with_an_embedded_sct() {
     // The legacy path cannot check SCTs, so a 2022 certificate (which embeds one) must not
     // be accepted through a rekord entry, even one with a valid SET.
     let log = TestLog::new();
-    let (Some(trust), Some((_, ann))) = (pgi_with_log(&log), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (trust, (_, ann)) = (pgi_with_log(&log), signed(KEYLESS_MULTI));
     let mut set = ann.sets[0].clone();
     let body = json!({
         "apiVersion": "0.0.1",
@@ -806,9 +735,7 @@ fn rejects_legacy_rekord_entry_for_a_certificate_with_an_embedded_sct() {
 
 #[test]
 fn modified_configmap_fails_on_diff_data_key2() {
-    let (Some(trust), Some((value, _))) = (pgi(), signed(MODIFIED_2021)) else {
-        return;
-    };
+    let (trust, (value, _)) = (pgi(), signed(MODIFIED_2021));
     let verdict = keyless(&trust, subject_only(GMAIL))
         .verify_object(&value)
         .unwrap();
@@ -823,9 +750,7 @@ fn modified_configmap_fails_on_diff_data_key2() {
 
 #[test]
 fn key_attestor_refuses_a_keyless_set() {
-    let (Some(k1), Some((value, _))) = (fixture(K1), signed(KEYLESS_MULTI)) else {
-        return;
-    };
+    let (k1, (value, _)) = (fixture(K1), signed(KEYLESS_MULTI));
     let key = TrustedKey::from_pem("K1", &std::fs::read_to_string(k1).unwrap()).unwrap();
     let verdict = Verifier::new(vec![Attestor::Key(key)])
         .verify_object(&value)
@@ -836,9 +761,7 @@ fn key_attestor_refuses_a_keyless_set() {
 
 #[test]
 fn keyless_attestor_refuses_a_set_without_certificate() {
-    let (Some(trust), Some((value, _))) = (pgi(), signed(KEY_SIGNED)) else {
-        return;
-    };
+    let (trust, (value, _)) = (pgi(), signed(KEY_SIGNED));
     let verdict = keyless(&trust, policy(REDHAT, GOOGLE))
         .verify_object(&value)
         .unwrap();
@@ -888,9 +811,7 @@ fn keyed_set_with_bundle(log: &TestLog, signer: &SigningKey, message: &[u8]) -> 
 #[test]
 fn keyed_set_with_bundle_verifies_set_and_body() {
     let log = TestLog::new();
-    let Some(trust) = pgi_with_log(&log) else {
-        return;
-    };
+    let trust = pgi_with_log(&log);
     let signer = SigningKey::random(&mut rand_core::OsRng);
     let set = keyed_set_with_bundle(&log, &signer, b"M");
     let spki = signer.verifying_key().to_public_key_der().unwrap();
@@ -902,9 +823,7 @@ fn keyed_set_with_bundle_verifies_set_and_body() {
 #[test]
 fn keyed_set_with_bundle_rejects_a_body_naming_another_key() {
     let log = TestLog::new();
-    let Some(trust) = pgi_with_log(&log) else {
-        return;
-    };
+    let trust = pgi_with_log(&log);
     let signer = SigningKey::random(&mut rand_core::OsRng);
     let other = SigningKey::random(&mut rand_core::OsRng);
     let set = keyed_set_with_bundle(&log, &other, b"M");
@@ -920,9 +839,7 @@ fn keyed_set_with_bundle_rejects_a_body_naming_another_key() {
 #[test]
 fn keyed_set_with_tampered_integrated_time_is_rejected_by_the_key_attestor() {
     let log = TestLog::new();
-    let Some(trust) = pgi_with_log(&log) else {
-        return;
-    };
+    let trust = pgi_with_log(&log);
     let signer = SigningKey::random(&mut rand_core::OsRng);
     let mut set = keyed_set_with_bundle(&log, &signer, b"M");
     set.bundle.as_mut().unwrap().payload.integrated_time += 1;
@@ -934,9 +851,7 @@ fn keyed_set_with_tampered_integrated_time_is_rejected_by_the_key_attestor() {
 #[test]
 fn key_attestor_reports_the_rekor_entry_of_a_keyed_bundle() {
     let log = TestLog::new();
-    let Some(trust) = pgi_with_log(&log) else {
-        return;
-    };
+    let trust = pgi_with_log(&log);
     let signer = SigningKey::random(&mut rand_core::OsRng);
     let set = keyed_set_with_bundle(&log, &signer, b"M");
     let key = TrustedKey::new("test", *signer.verifying_key()).with_trust_root(Arc::new(trust));
@@ -968,9 +883,7 @@ fn mansign() -> assert_cmd::Command {
 
 #[test]
 fn cli_verifies_keyless_fixture_with_cosign_flags() {
-    let (Some(file), Some(root)) = (fixture(KEYLESS_MULTI), fixture(PGI_ROOT)) else {
-        return;
-    };
+    let (file, root) = (fixture(KEYLESS_MULTI), fixture(PGI_ROOT));
     mansign()
         .args(["verify", "-f"])
         .arg(file)
@@ -986,9 +899,7 @@ fn cli_verifies_keyless_fixture_with_cosign_flags() {
 
 #[test]
 fn cli_fails_keyless_fixture_with_wrong_issuer() {
-    let Some(file) = fixture(KEYLESS_MULTI) else {
-        return;
-    };
+    let file = fixture(KEYLESS_MULTI);
     mansign()
         .args(["verify", "-f"])
         .arg(file)
@@ -1004,9 +915,7 @@ fn cli_fails_keyless_fixture_with_wrong_issuer() {
 
 #[test]
 fn cli_refuses_keyless_without_issuer() {
-    let Some(file) = fixture(KEYLESS_MULTI) else {
-        return;
-    };
+    let file = fixture(KEYLESS_MULTI);
     mansign()
         .args(["verify", "-f"])
         .arg(file)
@@ -1018,9 +927,7 @@ fn cli_refuses_keyless_without_issuer() {
 
 #[test]
 fn cli_refuses_keyless_without_identity() {
-    let Some(file) = fixture(KEYLESS_MULTI) else {
-        return;
-    };
+    let file = fixture(KEYLESS_MULTI);
     mansign()
         .args(["verify", "-f"])
         .arg(file)
@@ -1032,9 +939,7 @@ fn cli_refuses_keyless_without_identity() {
 
 #[test]
 fn cli_names_an_unreadable_trusted_root() {
-    let Some(file) = fixture(KEYLESS_MULTI) else {
-        return;
-    };
+    let file = fixture(KEYLESS_MULTI);
     mansign()
         .args(["verify", "-f"])
         .arg(file)

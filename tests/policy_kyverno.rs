@@ -1,8 +1,8 @@
 //! Policy files: Kyverno `validate.manifests` policies loaded unchanged, and mansign's own
 //! `ManifestPolicy`, give the verdicts of the Kyverno fixtures
-//! (`../shared/fixtures/kyverno/README.md`).
+//! (`testdata/kyverno/README.md`).
 //!
-//! Every test skips with a message when the shared fixtures are not next to the checkout.
+//! Fixtures: testdata/kyverno (provenance in testdata/README.md); a missing one fails.
 
 use mansign::manifest::{Document, load_inputs};
 use mansign::policy::{
@@ -14,55 +14,36 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/kyverno");
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/kyverno");
 
-/// `../shared/fixtures/kyverno/<rel>`, or `None` (with a message) when absent.
-fn fixture(rel: &str) -> Option<PathBuf> {
-    let root = Path::new(FIXTURES);
-    if !root.is_dir() {
-        eprintln!(
-            "skipping: {FIXTURES} not found (the shared fixtures are not next to this checkout)"
-        );
-        return None;
-    }
-    let p = root.join(rel);
-    assert!(p.exists(), "fixture {rel} is missing");
-    Some(p)
-}
-
-macro_rules! fixture_or_skip {
-    ($rel:expr) => {
-        match fixture($rel) {
-            Some(p) => p,
-            None => return,
-        }
-    };
+/// `testdata/kyverno/<rel>`; a missing fixture fails the test.
+fn fixture(rel: &str) -> PathBuf {
+    let p = Path::new(FIXTURES).join(rel);
+    assert!(p.exists(), "fixture testdata/kyverno/{rel} is missing");
+    p
 }
 
 /// The public-good `trusted_root.json` copied into the fixtures, as JSON a current parser
 /// takes: the copy predates the `mediaType` field, which is added here.
-fn fixture_trusted_root_json() -> Option<String> {
-    let path = Path::new(FIXTURES).join("trust-root/sigstore-public-trusted_root.json");
-    let mut root: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).unwrap();
+fn fixture_trusted_root_json() -> String {
+    let path = fixture("trust-root/sigstore-public-trusted_root.json");
+    let mut root: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     root["mediaType"] = "application/vnd.dev.sigstore.trustedroot+json;version=0.1".into();
-    Some(root.to_string())
+    root.to_string()
 }
 
 /// Loads with the fixtures' public-good trusted root (deterministic: not the developer's
-/// cached root); the embedded one when the fixtures are absent.
+/// cached root).
 fn options() -> LoadOptions {
-    let root = match fixture_trusted_root_json() {
-        Some(json) => TrustRoot::from_json(&json).unwrap(),
-        None => TrustRoot::public_good().unwrap(),
-    };
+    let root = TrustRoot::from_json(&fixture_trusted_root_json()).unwrap();
     LoadOptions {
         trust_root: Some(Arc::new(root)),
         ..LoadOptions::default()
     }
 }
 
-fn policy_file(rel: &str) -> Option<PolicySet> {
-    fixture(rel).map(|p| load_file(&p, &options()).unwrap())
+fn policy_file(rel: &str) -> PolicySet {
+    load_file(&fixture(rel), &options()).unwrap()
 }
 
 fn policy_text(text: &str) -> Result<PolicySet, PolicyError> {
@@ -78,23 +59,23 @@ fn documents(path: &Path) -> Vec<Document> {
 }
 
 /// The verdict for the only document of a fixture file.
-fn verdict_for_file(policy: &PolicySet, rel: &str) -> Option<ObjectVerdict> {
-    let path = fixture(rel)?;
+fn verdict_for_file(policy: &PolicySet, rel: &str) -> ObjectVerdict {
+    let path = fixture(rel);
     let docs = documents(&path);
     assert_eq!(docs.len(), 1, "{rel}");
-    Some(policy.verify_document(&docs[0], &RequestContext::default()))
+    policy.verify_document(&docs[0], &RequestContext::default())
 }
 
 /// `request.object` of an extracted Kyverno unit-test AdmissionRequest.
-fn admission_object(rel: &str) -> Option<Value> {
-    let path = fixture(rel)?;
+fn admission_object(rel: &str) -> Value {
+    let path = fixture(rel);
     let request: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    Some(request["object"].clone())
+    request["object"].clone()
 }
 
-/// A key from the fixtures; empty when they are absent (the test then skips).
+/// A key from the fixtures.
 fn pem(rel: &str) -> String {
-    std::fs::read_to_string(Path::new(FIXTURES).join(rel)).unwrap_or_default()
+    std::fs::read_to_string(fixture(rel)).unwrap()
 }
 
 /// Indents a PEM for a YAML block scalar at `spaces`.
@@ -121,16 +102,14 @@ fn failure(v: &ObjectVerdict) -> String {
 const SINGLE: &str = "chainsaw-verify-manifests/single-signature";
 const MULTI: &str = "chainsaw-verify-manifests/multi-signatures";
 
-fn chainsaw(dir: &str, resource: &str) -> Option<ObjectVerdict> {
-    let policy = policy_file(&format!("{dir}/policy.yaml"))?;
+fn chainsaw(dir: &str, resource: &str) -> ObjectVerdict {
+    let policy = policy_file(&format!("{dir}/policy.yaml"));
     verdict_for_file(&policy, &format!("{dir}/resource-{resource}.yaml"))
 }
 
 #[test]
 fn single_signature_policy_denies_unsigned_service() {
-    let Some(v) = chainsaw(SINGLE, "no-signature") else {
-        return;
-    };
+    let v = chainsaw(SINGLE, "no-signature");
     assert!(!v.is_verified());
     assert!(
         failure(&v).contains("cosign.sigstore.dev/message is missing"),
@@ -140,9 +119,7 @@ fn single_signature_policy_denies_unsigned_service() {
 
 #[test]
 fn single_signature_policy_allows_service_signed_by_k2_only() {
-    let Some(v) = chainsaw(SINGLE, "one-signature") else {
-        return;
-    };
+    let v = chainsaw(SINGLE, "one-signature");
     assert!(v.is_verified(), "{v}");
     let verified = v.rules[0].verdict.result.as_ref().unwrap();
     assert_eq!(verified.entries.len(), 1);
@@ -154,17 +131,13 @@ fn single_signature_policy_allows_service_signed_by_k2_only() {
 
 #[test]
 fn single_signature_policy_allows_service_signed_by_k1_and_k2() {
-    let Some(v) = chainsaw(SINGLE, "two-signatures") else {
-        return;
-    };
+    let v = chainsaw(SINGLE, "two-signatures");
     assert!(v.is_verified(), "{v}");
 }
 
 #[test]
 fn single_signature_policy_denies_tampered_service_naming_spec_selector_app() {
-    let Some(v) = chainsaw(SINGLE, "bad-signatures") else {
-        return;
-    };
+    let v = chainsaw(SINGLE, "bad-signatures");
     assert!(!v.is_verified());
     assert!(matches!(
         v.rules[0].verdict.result,
@@ -177,17 +150,13 @@ fn single_signature_policy_denies_tampered_service_naming_spec_selector_app() {
 
 #[test]
 fn multi_signatures_policy_denies_unsigned_service() {
-    let Some(v) = chainsaw(MULTI, "no-signature") else {
-        return;
-    };
+    let v = chainsaw(MULTI, "no-signature");
     assert!(!v.is_verified());
 }
 
 #[test]
 fn multi_signatures_policy_denies_service_signed_by_k2_only() {
-    let Some(v) = chainsaw(MULTI, "one-signature") else {
-        return;
-    };
+    let v = chainsaw(MULTI, "one-signature");
     assert!(!v.is_verified());
     let reason = failure(&v);
     assert!(reason.contains("1 of 2 required entries"), "{reason}");
@@ -196,9 +165,7 @@ fn multi_signatures_policy_denies_service_signed_by_k2_only() {
 
 #[test]
 fn multi_signatures_policy_allows_service_signed_by_k1_and_k2() {
-    let Some(v) = chainsaw(MULTI, "two-signatures") else {
-        return;
-    };
+    let v = chainsaw(MULTI, "two-signatures");
     assert!(v.is_verified(), "{v}");
     let verified = v.rules[0].verdict.result.as_ref().unwrap();
     let sets: Vec<usize> = verified.entries.iter().map(|e| e.signature_set).collect();
@@ -207,9 +174,7 @@ fn multi_signatures_policy_allows_service_signed_by_k1_and_k2() {
 
 #[test]
 fn multi_signatures_policy_denies_tampered_service() {
-    let Some(v) = chainsaw(MULTI, "bad-signatures") else {
-        return;
-    };
+    let v = chainsaw(MULTI, "bad-signatures");
     assert!(!v.is_verified());
     assert!(failure(&v).contains("spec.selector.app"), "{v}");
 }
@@ -227,10 +192,8 @@ fn rule_result(v: &ObjectVerdict, rule: &str) -> bool {
 
 #[test]
 fn cli_verify_signature_rules_give_the_kyverno_test_results() {
-    let Some(policy) = policy_file("cli-verify-signature/policies.yaml") else {
-        return;
-    };
-    let path = fixture_or_skip!("cli-verify-signature/resources.yaml");
+    let policy = policy_file("cli-verify-signature/policies.yaml");
+    let path = fixture("cli-verify-signature/resources.yaml");
     let docs = documents(&path);
     let verdicts: Vec<ObjectVerdict> = docs
         .iter()
@@ -260,27 +223,19 @@ fn cli_verify_signature_rules_give_the_kyverno_test_results() {
 
 #[test]
 fn yaml_signing_policy_allows_deployment_signed_by_k1_and_denies_unsigned() {
-    let Some(policy) = policy_file("chainsaw-yaml-signing/policy.yaml") else {
-        return;
-    };
-    let Some(v) = verdict_for_file(
+    let policy = policy_file("chainsaw-yaml-signing/policy.yaml");
+    let v = verdict_for_file(
         &policy,
         "chainsaw-yaml-signing/chainsaw-step-02-apply-1-1.yaml",
-    ) else {
-        return;
-    };
+    );
     assert!(v.is_verified(), "{v}");
-    let Some(v) = verdict_for_file(&policy, "chainsaw-yaml-signing/bad.yaml") else {
-        return;
-    };
+    let v = verdict_for_file(&policy, "chainsaw-yaml-signing/bad.yaml");
     assert!(!v.is_verified(), "{v}");
 }
 
 #[test]
 fn objects_no_rule_applies_to_are_not_verified() {
-    let Some(policy) = policy_file(&format!("{SINGLE}/policy.yaml")) else {
-        return;
-    };
+    let policy = policy_file(&format!("{SINGLE}/policy.yaml"));
     let cm: Value = serde_json::json!({
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "b"}
     });
@@ -296,8 +251,7 @@ fn objects_no_rule_applies_to_are_not_verified() {
 // Kyverno unit tests (`validate_manifest_test.go`): request.object of the AdmissionRequests
 
 /// A ClusterPolicy for ConfigMaps and Services in the Kyverno unit-test shape.
-fn unit_policy(attestors: &str) -> Option<PolicySet> {
-    fixture("keys/ecdsa-pub-1.pem")?;
+fn unit_policy(attestors: &str) -> PolicySet {
     let text = format!(
         "apiVersion: kyverno.io/v1
 kind: ClusterPolicy
@@ -316,7 +270,7 @@ spec:
 {attestors}
 "
     );
-    Some(policy_text(&text).unwrap())
+    policy_text(&text).unwrap()
 }
 
 fn key_entry(rel: &str, indent: usize) -> String {
@@ -334,45 +288,31 @@ fn k1_only() -> String {
     )
 }
 
-fn unit_verdict(policy: &PolicySet, request: &str) -> Option<ObjectVerdict> {
-    let object = admission_object(&format!("unit-validate-manifest/{request}-adreq.json"))?;
-    Some(
-        policy
-            .verify_object(&object, &RequestContext::default())
-            .unwrap(),
-    )
+fn unit_verdict(policy: &PolicySet, request: &str) -> ObjectVerdict {
+    let object = admission_object(&format!("unit-validate-manifest/{request}-adreq.json"));
+    policy
+        .verify_object(&object, &RequestContext::default())
+        .unwrap()
 }
 
 #[test]
 fn unit_signed_configmap_is_allowed() {
-    let Some(policy) = unit_policy(&k1_only()) else {
-        return;
-    };
-    let Some(v) = unit_verdict(&policy, "signed") else {
-        return;
-    };
+    let policy = unit_policy(&k1_only());
+    let v = unit_verdict(&policy, "signed");
     assert!(v.is_verified(), "{v}");
 }
 
 #[test]
 fn unit_unsigned_configmap_is_denied() {
-    let Some(policy) = unit_policy(&k1_only()) else {
-        return;
-    };
-    let Some(v) = unit_verdict(&policy, "unsigned") else {
-        return;
-    };
+    let policy = unit_policy(&k1_only());
+    let v = unit_verdict(&policy, "unsigned");
     assert!(!v.is_verified(), "{v}");
 }
 
 #[test]
 fn unit_tampered_configmap_is_denied_naming_data_key3() {
-    let Some(policy) = unit_policy(&k1_only()) else {
-        return;
-    };
-    let Some(v) = unit_verdict(&policy, "invalid") else {
-        return;
-    };
+    let policy = unit_policy(&k1_only());
+    let v = unit_verdict(&policy, "invalid");
     assert!(!v.is_verified());
     assert!(failure(&v).contains("data.key3 added"), "{v}");
 }
@@ -390,12 +330,8 @@ fn k1_k2(count: Option<usize>) -> String {
 
 #[test]
 fn unit_service_signed_by_k1_is_denied_when_k1_and_k2_are_both_required() {
-    let Some(policy) = unit_policy(&k1_k2(None)) else {
-        return;
-    };
-    let Some(v) = unit_verdict(&policy, "multi-sig") else {
-        return;
-    };
+    let policy = unit_policy(&k1_k2(None));
+    let v = unit_verdict(&policy, "multi-sig");
     assert!(!v.is_verified());
     let reason = failure(&v);
     assert!(reason.contains("attestors[0].entries[1]"), "{reason}");
@@ -406,12 +342,8 @@ fn unit_service_with_server_defaults_signed_by_k1_is_allowed_with_count_1() {
     // The object carries clusterIP, ipFamilies, type: ClusterIP... and namespace test-ns,
     // none of them signed: the Kyverno loader's anchored `kubernetes` tolerances accept
     // exactly these server additions.
-    let Some(policy) = unit_policy(&k1_k2(Some(1))) else {
-        return;
-    };
-    let Some(v) = unit_verdict(&policy, "multi-sig") else {
-        return;
-    };
+    let policy = unit_policy(&k1_k2(Some(1)));
+    let v = unit_verdict(&policy, "multi-sig");
     assert!(v.is_verified(), "{v}");
 }
 
@@ -425,12 +357,8 @@ fn unit_count_3_over_k1_k2_and_nested_k1_counts_entries_not_signatures() {
         key_entry("keys/ecdsa-pub-2.pem", 10),
         key_entry("keys/ecdsa-pub-1.pem", 14),
     );
-    let Some(policy) = unit_policy(&attestors) else {
-        return;
-    };
-    let Some(v) = unit_verdict(&policy, "multi-sig2") else {
-        return;
-    };
+    let policy = unit_policy(&attestors);
+    let v = unit_verdict(&policy, "multi-sig2");
     assert!(v.is_verified(), "{v}");
     let verified = v.rules[0].verdict.result.as_ref().unwrap();
     let entries: Vec<String> = verified
@@ -460,29 +388,19 @@ fn several_keys_in_one_public_keys_are_one_entry_each() {
         "        - entries:\n          - keys:\n              publicKeys: |-\n{}\n",
         block(&keys, 16)
     );
-    let Some(policy) = unit_policy(&attestors) else {
-        return;
-    };
-    let Some(v) = unit_verdict(&policy, "multi-sig") else {
-        return;
-    };
+    let policy = unit_policy(&attestors);
+    let v = unit_verdict(&policy, "multi-sig");
     assert!(!v.is_verified());
     assert!(failure(&v).contains("1 of 2 required entries"), "{v}");
-    let Some(v) = unit_verdict(&policy, "multi-sig2") else {
-        return;
-    };
+    let v = unit_verdict(&policy, "multi-sig2");
     assert!(v.is_verified(), "{v}");
 }
 
 #[test]
 fn server_default_tolerance_does_not_accept_another_service_type() {
     // `type: ClusterIP` is tolerated when unsigned; `LoadBalancer` is not.
-    let Some(policy) = unit_policy(&k1_k2(Some(1))) else {
-        return;
-    };
-    let Some(mut object) = admission_object("unit-validate-manifest/multi-sig-adreq.json") else {
-        return;
-    };
+    let policy = unit_policy(&k1_k2(Some(1)));
+    let mut object = admission_object("unit-validate-manifest/multi-sig-adreq.json");
     object["spec"]["type"] = "LoadBalancer".into();
     let v = policy
         .verify_object(&object, &RequestContext::default())
@@ -493,9 +411,6 @@ fn server_default_tolerance_does_not_accept_another_service_type() {
 
 #[test]
 fn namespaced_kyverno_policy_applies_only_in_its_namespace() {
-    let Some(_) = fixture("keys/ecdsa-pub-1.pem") else {
-        return;
-    };
     let policy = |ns: &str| {
         policy_text(&format!(
             "apiVersion: kyverno.io/v1\nkind: Policy\nmetadata: {{name: p, namespace: {ns}}}\nspec:\n  rules:\n  - name: r\n    match: {{any: [{{resources: {{kinds: [Service]}}}}]}}\n    validate:\n      manifests:\n        attestors:\n{}\n",
@@ -503,9 +418,7 @@ fn namespaced_kyverno_policy_applies_only_in_its_namespace() {
         ))
         .unwrap()
     };
-    let Some(object) = admission_object("unit-validate-manifest/multi-sig-adreq.json") else {
-        return;
-    };
+    let object = admission_object("unit-validate-manifest/multi-sig-adreq.json");
     let ctx = RequestContext::default();
     assert!(
         policy("test-ns")
@@ -520,9 +433,7 @@ fn namespaced_kyverno_policy_applies_only_in_its_namespace() {
 
 #[test]
 fn mansign_policy_binds_unnamespaced_signatures_only_where_listed() {
-    let Some(object) = admission_object("unit-validate-manifest/multi-sig-adreq.json") else {
-        return;
-    };
+    let object = admission_object("unit-validate-manifest/multi-sig-adreq.json");
     let policy = |ns: &str| {
         policy_text(&format!(
             "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata: {{name: p}}\nspec:\n  ignoreProfile: kubernetes\n  namespaceBinding: [{ns}]\n  attestors:\n  - entries: [{K1}]\n"
@@ -540,8 +451,7 @@ fn mansign_policy_binds_unnamespaced_signatures_only_where_listed() {
 // ---------------------------------------------------------------------------------------
 // Fields mansign cannot honour are refused, naming the field
 
-fn refusal(manifests_extra: &str, entry_extra: &str) -> Option<PolicyError> {
-    fixture("keys/ecdsa-pub-1.pem")?;
+fn refusal(manifests_extra: &str, entry_extra: &str) -> PolicyError {
     let text = format!(
         "apiVersion: kyverno.io/v1
 kind: ClusterPolicy
@@ -564,14 +474,12 @@ spec:
 ",
         block(&pem("keys/ecdsa-pub-1.pem"), 16)
     );
-    Some(policy_text(&text).unwrap_err())
+    policy_text(&text).unwrap_err()
 }
 
 #[test]
 fn enabled_dry_run_is_refused_naming_the_field() {
-    let Some(err) = refusal("        dryRun:\n          enable: true\n", "") else {
-        return;
-    };
+    let err = refusal("        dryRun:\n          enable: true\n", "");
     assert!(matches!(err, PolicyError::DryRun { .. }), "{err}");
     assert!(
         err.to_string()
@@ -582,9 +490,6 @@ fn enabled_dry_run_is_refused_naming_the_field() {
 
 #[test]
 fn disabled_dry_run_is_accepted() {
-    let Some(_) = fixture("keys/ecdsa-pub-1.pem") else {
-        return;
-    };
     let text = format!(
         "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {{name: p}}\nspec:\n  rules:\n  - name: r\n    match: {{any: [{{resources: {{kinds: [Service]}}}}]}}\n    validate:\n      manifests:\n        dryRun: {{enable: false, namespace: x}}\n        attestors:\n        - entries:\n          - keys:\n              publicKeys: |-\n{}\n",
         block(&pem("keys/ecdsa-pub-1.pem"), 16)
@@ -594,9 +499,7 @@ fn disabled_dry_run_is_accepted() {
 
 #[test]
 fn oci_repository_is_refused_naming_the_field() {
-    let Some(err) = refusal("        repository: ghcr.io/acme/bundle:v1\n", "") else {
-        return;
-    };
+    let err = refusal("        repository: ghcr.io/acme/bundle:v1\n", "");
     assert!(matches!(err, PolicyError::Repository { .. }), "{err}");
     assert!(
         err.to_string().contains("validate.manifests.repository"),
@@ -606,9 +509,7 @@ fn oci_repository_is_refused_naming_the_field() {
 
 #[test]
 fn unknown_signature_algorithm_is_refused_naming_the_field() {
-    let Some(err) = refusal("", "              signatureAlgorithm: sha512\n") else {
-        return;
-    };
+    let err = refusal("", "              signatureAlgorithm: sha512\n");
     assert!(
         matches!(err, PolicyError::SignatureAlgorithm { .. }),
         "{err}"
@@ -648,9 +549,7 @@ spec:
 
 #[test]
 fn unknown_field_in_manifests_is_refused_naming_it() {
-    let Some(err) = refusal("        dryrun: {enable: true}\n", "") else {
-        return;
-    };
+    let err = refusal("        dryrun: {enable: true}\n", "");
     assert!(matches!(err, PolicyError::Syntax { .. }), "{err}");
     let msg = err.to_string();
     assert!(msg.contains("test-policy.yaml: document 1"), "{msg}");
@@ -681,9 +580,6 @@ spec:
 
 #[test]
 fn rules_without_validate_manifests_are_skipped_with_a_note() {
-    let Some(_) = fixture("keys/ecdsa-pub-1.pem") else {
-        return;
-    };
     let text = format!(
         "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {{name: p}}\nspec:\n  rules:\n  - name: labels\n    match: {{any: [{{resources: {{kinds: [Pod]}}}}]}}\n    validate:\n      pattern: {{metadata: {{labels: {{app: '?*'}}}}}}\n  - name: signed\n    match: {{any: [{{resources: {{kinds: [Service]}}}}]}}\n    validate:\n      manifests:\n        attestors:\n        - entries:\n          - keys:\n              publicKeys: |-\n{}\n",
         block(&pem("keys/ecdsa-pub-1.pem"), 16)
@@ -701,8 +597,7 @@ fn rules_without_validate_manifests_are_skipped_with_a_note() {
 // ---------------------------------------------------------------------------------------
 // mansign ManifestPolicy: AND across sets, N-of-M, nesting, strict fields
 
-fn mansign_policy(attestors: &str) -> Option<PolicySet> {
-    fixture("keys/ecdsa-pub-1.pem")?;
+fn mansign_policy(attestors: &str) -> PolicySet {
     let text = format!(
         "apiVersion: mansign.dev/v1alpha1
 kind: ManifestPolicy
@@ -715,28 +610,24 @@ spec:
 {attestors}
 "
     );
-    Some(policy_text(&text).unwrap())
+    policy_text(&text).unwrap()
 }
 
 const K1: &str = "{keys: {path: keys/ecdsa-pub-1.pem}}";
 const K2: &str = "{keys: {path: keys/ecdsa-pub-2.pem}}";
 const T: &str = "{keys: {path: k8s-manifest-sigstore/testpub.pem}}";
 
-fn mansign_verdict(attestors: &str, resource: &str) -> Option<ObjectVerdict> {
-    let policy = mansign_policy(attestors)?;
+fn mansign_verdict(attestors: &str, resource: &str) -> ObjectVerdict {
+    let policy = mansign_policy(attestors);
     verdict_for_file(&policy, &format!("{SINGLE}/resource-{resource}.yaml"))
 }
 
 #[test]
 fn mansign_policy_requires_every_attestor_set() {
     let sets = format!("  - entries: [{K1}]\n  - entries: [{K2}]");
-    let Some(v) = mansign_verdict(&sets, "two-signatures") else {
-        return;
-    };
+    let v = mansign_verdict(&sets, "two-signatures");
     assert!(v.is_verified(), "{v}");
-    let Some(v) = mansign_verdict(&sets, "one-signature") else {
-        return;
-    };
+    let v = mansign_verdict(&sets, "one-signature");
     assert!(!v.is_verified());
     assert!(failure(&v).contains("attestors[0]: 0 of 1 required"), "{v}");
 }
@@ -744,13 +635,9 @@ fn mansign_policy_requires_every_attestor_set() {
 #[test]
 fn mansign_policy_count_is_n_of_m() {
     let set = format!("  - count: 2\n    entries: [{K1}, {T}, {K2}]");
-    let Some(v) = mansign_verdict(&set, "two-signatures") else {
-        return;
-    };
+    let v = mansign_verdict(&set, "two-signatures");
     assert!(v.is_verified(), "{v}");
-    let Some(v) = mansign_verdict(&set, "one-signature") else {
-        return;
-    };
+    let v = mansign_verdict(&set, "one-signature");
     assert!(!v.is_verified());
     assert!(failure(&v).contains("1 of 2 required entries"), "{v}");
 }
@@ -759,16 +646,12 @@ fn mansign_policy_count_is_n_of_m() {
 fn mansign_policy_nested_set_is_one_entry() {
     // All of: T, or-else (K1 or K2) — T never signed these, so only count 1 passes.
     let all = format!("  - entries: [{T}, {{attestor: {{count: 1, entries: [{K1}, {K2}]}}}}]");
-    let Some(v) = mansign_verdict(&all, "one-signature") else {
-        return;
-    };
+    let v = mansign_verdict(&all, "one-signature");
     assert!(!v.is_verified());
     let one = format!(
         "  - count: 1\n    entries: [{T}, {{attestor: {{count: 1, entries: [{K1}, {K2}]}}}}]"
     );
-    let Some(v) = mansign_verdict(&one, "one-signature") else {
-        return;
-    };
+    let v = mansign_verdict(&one, "one-signature");
     assert!(v.is_verified(), "{v}");
     let verified = v.rules[0].verdict.result.as_ref().unwrap();
     assert_eq!(
@@ -787,9 +670,7 @@ spec:
   - entries:
     - keys: {path: keys/ecdsa-pub-1.pem, rekor: {}}
 ";
-    let Some(_) = fixture("keys/ecdsa-pub-1.pem") else {
-        return;
-    };
+
     let err = policy_text(text).unwrap_err();
     let msg = err.to_string();
     assert!(msg.contains("test-policy.yaml: document 1"), "{msg}");
@@ -802,9 +683,7 @@ fn mansign_policy_count_above_entries_is_refused() {
     let text = format!(
         "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata: {{name: x}}\nspec:\n  attestors:\n  - count: 3\n    entries: [{K1}, {K2}]\n"
     );
-    let Some(_) = fixture("keys/ecdsa-pub-1.pem") else {
-        return;
-    };
+
     let err = policy_text(&text).unwrap_err();
     assert!(
         err.to_string()
@@ -848,11 +727,8 @@ spec:
               issuer: https://github.com/login/oauth
               rekor: {url: https://rekor.sigstore.dev}
 ";
-    let Some(_) = fixture(KEYLESS_CM) else { return };
     let policy = policy_text(text).unwrap();
-    let Some(v) = verdict_for_file(&policy, KEYLESS_CM) else {
-        return;
-    };
+    let v = verdict_for_file(&policy, KEYLESS_CM);
     assert!(v.is_verified(), "{v}");
     let verified = v.rules[0].verdict.result.as_ref().unwrap();
     let sets: Vec<usize> = verified.entries.iter().map(|e| e.signature_set).collect();
@@ -862,13 +738,8 @@ spec:
 #[test]
 fn keyless_subject_with_the_wrong_issuer_is_denied() {
     // Kyverno allows this (it ignores the issuer of manifest signatures); mansign does not.
-    let Some(_) = fixture(KEYLESS_CM) else { return };
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("root.json"),
-        fixture_trusted_root_json().unwrap(),
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("root.json"), fixture_trusted_root_json()).unwrap();
     let text = "apiVersion: mansign.dev/v1alpha1
 kind: ManifestPolicy
 metadata: {name: wrong-issuer}
@@ -887,9 +758,7 @@ spec:
         &LoadOptions::default(),
     )
     .unwrap();
-    let Some(v) = verdict_for_file(&policy, KEYLESS_CM) else {
-        return;
-    };
+    let v = verdict_for_file(&policy, KEYLESS_CM);
     assert!(!v.is_verified());
     let reason = failure(&v);
     assert!(reason.contains("signer not allowed"), "{reason}");
@@ -897,40 +766,30 @@ spec:
 
 #[test]
 fn keyless_subject_regex_is_anchored() {
-    let Some(_) = fixture(KEYLESS_CM) else { return };
     let policy = |re: &str| {
         policy_text(&format!(
             "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata: {{name: re}}\nspec:\n  attestors:\n  - entries:\n    - keyless:\n        subjectRegExp: '{re}'\n        issuer: https://github.com/login/oauth\n"
         ))
         .unwrap()
     };
-    let Some(v) = verdict_for_file(&policy(r".*@ibm\.com"), KEYLESS_CM) else {
-        return;
-    };
+    let v = verdict_for_file(&policy(r".*@ibm\.com"), KEYLESS_CM);
     assert!(v.is_verified(), "{v}");
-    let Some(v) = verdict_for_file(&policy(r"hirokuni"), KEYLESS_CM) else {
-        return;
-    };
+    let v = verdict_for_file(&policy(r"hirokuni"), KEYLESS_CM);
     assert!(!v.is_verified(), "{v}");
 }
 
 #[test]
 fn mansign_policy_max_age_rejects_old_signatures() {
     // The fixture's signatures were logged in 2022: far older than a week.
-    let Some(_) = fixture(KEYLESS_CM) else { return };
     let policy = |max_age: &str| {
         policy_text(&format!(
             "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata: {{name: age}}\nspec:\n{max_age}  attestors:\n  - entries:\n    - keyless:\n        subject: hirokuni.kitahara1@ibm.com\n        issuer: https://github.com/login/oauth\n"
         ))
         .unwrap()
     };
-    let Some(v) = verdict_for_file(&policy(""), KEYLESS_CM) else {
-        return;
-    };
+    let v = verdict_for_file(&policy(""), KEYLESS_CM);
     assert!(v.is_verified(), "{v}");
-    let Some(v) = verdict_for_file(&policy("  maxAge: 7d\n"), KEYLESS_CM) else {
-        return;
-    };
+    let v = verdict_for_file(&policy("  maxAge: 7d\n"), KEYLESS_CM);
     assert!(!v.is_verified(), "{v}");
     assert!(failure(&v).contains("older than the maximum age"), "{v}");
 }
@@ -950,13 +809,13 @@ fn mansign_policy_bad_max_age_is_refused_naming_the_field() {
 
 #[test]
 fn cli_verify_with_kyverno_policy_reports_each_rule_and_exits_by_verdict() {
-    let policy = fixture_or_skip!(&format!("{SINGLE}/policy.yaml"));
-    let good = fixture_or_skip!(&format!("{SINGLE}/resource-two-signatures.yaml"));
-    let bad = fixture_or_skip!(&format!("{SINGLE}/resource-bad-signatures.yaml"));
-    fixture_or_skip!("trust-root/sigstore-public-trusted_root.json");
+    let policy = fixture(&format!("{SINGLE}/policy.yaml"));
+    let good = fixture(&format!("{SINGLE}/resource-two-signatures.yaml"));
+    let bad = fixture(&format!("{SINGLE}/resource-bad-signatures.yaml"));
+    fixture("trust-root/sigstore-public-trusted_root.json");
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root.json");
-    std::fs::write(&root, fixture_trusted_root_json().unwrap()).unwrap();
+    std::fs::write(&root, fixture_trusted_root_json()).unwrap();
     let run = |input: &Path| {
         assert_cmd::Command::cargo_bin("mansign")
             .unwrap()
@@ -984,8 +843,8 @@ fn cli_verify_with_kyverno_policy_reports_each_rule_and_exits_by_verdict() {
 
 #[test]
 fn cli_refuses_policy_with_key_flags() {
-    let policy = fixture_or_skip!(&format!("{SINGLE}/policy.yaml"));
-    let key = fixture_or_skip!("keys/ecdsa-pub-1.pem");
+    let policy = fixture(&format!("{SINGLE}/policy.yaml"));
+    let key = fixture("keys/ecdsa-pub-1.pem");
     let out = assert_cmd::Command::cargo_bin("mansign")
         .unwrap()
         .args(["verify", "-f", "x.yaml", "--policy"])
@@ -999,7 +858,7 @@ fn cli_refuses_policy_with_key_flags() {
 
 #[test]
 fn cli_reports_objects_no_rule_applies_to_as_not_verified() {
-    let policy = fixture_or_skip!(&format!("{SINGLE}/policy.yaml"));
+    let policy = fixture(&format!("{SINGLE}/policy.yaml"));
     let dir = tempfile::tempdir().unwrap();
     let cm = dir.path().join("cm.yaml");
     std::fs::write(
@@ -1025,9 +884,7 @@ fn cli_reports_objects_no_rule_applies_to_as_not_verified() {
 #[test]
 fn cli_max_age_cannot_loosen_a_policy_max_age() {
     // Policy: 7 days; flag: 100 years. The 2022 signatures stay too old.
-    let Some(file) = fixture(KEYLESS_CM) else {
-        return;
-    };
+    let file = fixture(KEYLESS_CM);
     let dir = tempfile::tempdir().unwrap();
     let policy = dir.path().join("p.yaml");
     std::fs::write(

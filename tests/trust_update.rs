@@ -24,9 +24,7 @@ fn log_ids(root: &Value) -> Vec<String> {
 
 #[test]
 fn update_fetches_the_stack_trusted_root_over_tuf() {
-    let Some(stack) = stack::Stack::start_with(&[("WITH_TUF", "1")]) else {
-        return;
-    };
+    let stack = stack::Stack::start_with(&[("WITH_TUF", "1")]);
     let out = tempfile::tempdir().unwrap();
     let target = out.path().join("cache/trusted_root.json");
     mansign()
@@ -65,12 +63,8 @@ fn update_fetches_the_stack_trusted_root_over_tuf() {
 
 #[test]
 fn update_refuses_a_repository_signed_by_another_root() {
-    let Some(a) = stack::Stack::start_with(&[("WITH_TUF", "1")]) else {
-        return;
-    };
-    let Some(b) = stack::Stack::start_with(&[("WITH_TUF", "1")]) else {
-        return;
-    };
+    let a = stack::Stack::start_with(&[("WITH_TUF", "1")]);
+    let b = stack::Stack::start_with(&[("WITH_TUF", "1")]);
     let out = tempfile::tempdir().unwrap();
     let target = out.path().join("trusted_root.json");
     // Repository A, bootstrap root of B: A's metadata is not signed by B's keys.

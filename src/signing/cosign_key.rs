@@ -523,7 +523,7 @@ mod tests {
 
     const FIXTURES: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/k8s-manifest-sigstore"
+        "/testdata/k8s-manifest-sigstore"
     );
     const K1_KEY: &str = "derived/pkg/k8smanifest/testdata/testkey.encrypted-cosign-key.pem";
     const K1_PUB: &str = "derived/pkg/k8smanifest/testdata/testpub.pem";
@@ -531,19 +531,11 @@ mod tests {
     const K2_PUB: &str = "derived/pkg/cosign/testdata/testpub.pem";
     const K3_PUB: &str = "example/verify-resource/cosign.pub";
 
-    /// Reads a fixture, or returns None (after saying so) when the shared fixtures
-    /// are not checked out next to the repository.
-    fn fixture(rel: &str) -> Option<String> {
-        let root = Path::new(FIXTURES);
-        if !root.is_dir() {
-            eprintln!("skipping: ../shared/fixtures not found");
-            return None;
-        }
-        let path: PathBuf = root.join(rel);
-        Some(
-            std::fs::read_to_string(&path)
-                .unwrap_or_else(|e| panic!("fixture {} unreadable: {e}", path.display())),
-        )
+    /// Reads a fixture from `testdata/`; a missing one fails the test.
+    fn fixture(rel: &str) -> String {
+        let path: PathBuf = Path::new(FIXTURES).join(rel);
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("fixture {} unreadable: {e}", path.display()))
     }
 
     fn envelope_json(pem_text: &str) -> serde_json::Value {
@@ -562,9 +554,7 @@ mod tests {
     }
 
     fn assert_decrypts_to_fixture_pub(key_rel: &str, pub_rel: &str) {
-        let (Some(key_pem), Some(pub_pem)) = (fixture(key_rel), fixture(pub_rel)) else {
-            return;
-        };
+        let (key_pem, pub_pem) = (fixture(key_rel), fixture(pub_rel));
         assert!(key_pem.contains("ENCRYPTED COSIGN PRIVATE KEY"));
         let signing = decrypt_private_key(&key_pem, b"").expect("fixture key decrypts");
         let expected = parse_public_key_pem(&pub_pem).expect("fixture pub parses");
@@ -583,9 +573,7 @@ mod tests {
 
     #[test]
     fn fixture_key_with_wrong_password_is_wrong_password() {
-        let Some(key_pem) = fixture(K1_KEY) else {
-            return;
-        };
+        let key_pem = fixture(K1_KEY);
         let err = decrypt_private_key(&key_pem, b"not-the-password").unwrap_err();
         assert!(matches!(err, CosignKeyError::WrongPassword), "{err}");
     }
@@ -607,9 +595,7 @@ mod tests {
             ),
         ];
         for (rel, fingerprint) in cases {
-            let Some(text) = fixture(rel) else {
-                return;
-            };
+            let text = fixture(rel);
             let key = parse_public_key_pem(&text).expect("fixture pub parses");
             assert_eq!(public_key_pem(&key).expect("encodes"), text, "{rel}");
             assert_eq!(public_key_fingerprint(&key), fingerprint, "{rel}");
@@ -695,9 +681,7 @@ mod tests {
 
     #[test]
     fn fixture_key_signature_verifies_with_fixture_public_key() {
-        let (Some(key_pem), Some(pub_pem)) = (fixture(K2_KEY), fixture(K2_PUB)) else {
-            return;
-        };
+        let (key_pem, pub_pem) = (fixture(K2_KEY), fixture(K2_PUB));
         let signing = decrypt_private_key(&key_pem, b"").expect("decrypt");
         let signature: Signature = signing.sign(b"hello");
         let public = parse_public_key_pem(&pub_pem).expect("pub parses");

@@ -12,22 +12,17 @@ pub fn mansign() -> assert_cmd::Command {
     cmd
 }
 
-/// `../shared/fixtures/<rel>` if the shared folder is present; otherwise prints why the
-/// test is skipped and returns `None`.
-pub fn fixture(rel: &str) -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures");
-    if !root.is_dir() {
-        eprintln!(
-            "skipping: ../shared/fixtures not found (the shared reference folder is not next to this checkout)"
-        );
-        return None;
-    }
-    let p = root.join(rel);
+/// `testdata/<rel>`: upstream fixture data kept in the repository (provenance in
+/// `testdata/README.md`). A missing fixture fails the test; it never skips it.
+pub fn fixture(rel: &str) -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata")
+        .join(rel);
     assert!(
         p.exists(),
-        "fixture {rel} is missing from ../shared/fixtures"
+        "fixture testdata/{rel} is missing (see testdata/README.md)"
     );
-    Some(p)
+    p
 }
 
 /// Writes `text` to `dir/name` and returns the path.

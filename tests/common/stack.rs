@@ -1,17 +1,16 @@
 //! The loopback Sigstore stack (`scripts/sigstore-stack/`) for integration tests.
 //!
 //! Use from a test file with
-//! `#[path = "common/stack.rs"] mod stack;` and `let Some(stack) = stack::Stack::start() else { return };`.
+//! `#[path = "common/stack.rs"] mod stack;` and `let stack = stack::Stack::start();`.
 //!
 //! Every [`Stack`] is a fresh stack in its own temporary state directory, on ports the OS
 //! picks: its counters and fault queues belong to one test only, so tests can run in
 //! parallel. Dropping it stops exactly the processes it started (`stop.sh`, which signals
 //! only the PIDs recorded in the state directory).
 //!
-//! When the npm packages are not installed (`scripts/sigstore-stack/node_modules` missing,
-//! or no `node`), [`Stack::start`] prints why and returns `None`, so a plain `cargo test`
-//! passes on a machine without Node. CI installs them and sets `MANSIGN_REQUIRE_STACK=1`:
-//! then a stack that cannot start fails the test instead.
+//! A stack that cannot start (no `node`, `scripts/sigstore-stack/install.sh` not run, a
+//! start-up failure) fails the test with the reason: a test that needs the stack never
+//! passes without it. `scripts/test.sh` installs everything the stack needs.
 #![allow(dead_code)]
 
 use std::collections::HashMap;
@@ -38,20 +37,12 @@ pub fn stack_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/sigstore-stack")
 }
 
-fn required() -> bool {
-    std::env::var("MANSIGN_REQUIRE_STACK").is_ok_and(|v| v == "1")
-}
-
-/// Skips (prints and returns `None`) or, with `MANSIGN_REQUIRE_STACK=1`, panics.
-fn unavailable<T>(why: &str) -> Option<T> {
-    if required() {
-        panic!("MANSIGN_REQUIRE_STACK=1 but the Sigstore test stack is unavailable: {why}");
-    }
-    eprintln!(
-        "skipping: the loopback Sigstore stack is unavailable ({why}); run \
-         scripts/sigstore-stack/install.sh to enable this test"
+/// Fails the test: the stack it needs cannot run here.
+fn unavailable(why: &str) -> ! {
+    panic!(
+        "the loopback Sigstore test stack is unavailable: {why} \
+         (run scripts/sigstore-stack/install.sh, or scripts/test.sh which does)"
     );
-    None
 }
 
 /// A running stack; stopped on drop.
@@ -61,21 +52,21 @@ pub struct Stack {
 }
 
 impl Stack {
-    /// Starts a stack (about 1 s), or returns `None` after printing why it cannot.
-    pub fn start() -> Option<Stack> {
+    /// Starts a stack (about 1 s); fails the test when it cannot.
+    pub fn start() -> Stack {
         Self::start_with(&[])
     }
 
     /// Starts a stack with extra settings for `start.sh` (e.g. `WITH_TUF=1`).
-    pub fn start_with(settings: &[(&str, &str)]) -> Option<Stack> {
+    pub fn start_with(settings: &[(&str, &str)]) -> Stack {
         let dir = stack_dir();
         if !dir.join("node_modules/@sigstore/mock").is_dir()
             || !dir.join("node_modules/oauth2-mock-server").is_dir()
         {
-            return unavailable("scripts/sigstore-stack/node_modules is missing");
+            unavailable("scripts/sigstore-stack/node_modules is missing");
         }
         if Command::new("node").arg("--version").output().is_err() {
-            return unavailable("`node` is not on PATH");
+            unavailable("`node` is not on PATH");
         }
         let state = tempfile::Builder::new()
             .prefix("mansign-stack-")
@@ -88,7 +79,7 @@ impl Stack {
             .expect("run start.sh");
         if !out.status.success() {
             // start.sh stops whatever it started when it fails.
-            return unavailable(&format!(
+            unavailable(&format!(
                 "start.sh failed: {}{}",
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
@@ -101,7 +92,7 @@ impl Stack {
             !stack.var("SIGSTORE_FULCIO_URL").is_empty(),
             "env has no Fulcio URL"
         );
-        Some(stack)
+        stack
     }
 
     pub fn state_dir(&self) -> &Path {
@@ -201,14 +192,13 @@ impl Stack {
         assert_eq!(status, 200, "POST /__faults {faults}: {body}");
     }
 
-    /// sigstore-python's CLI, if the venv is installed.
-    pub fn sigstore_python(&self) -> Option<PathBuf> {
+    /// sigstore-python's CLI (installed by `scripts/sigstore-stack/install.sh`).
+    pub fn sigstore_python(&self) -> PathBuf {
         let p = stack_dir().join(".venv/bin/sigstore");
-        if p.is_file() {
-            Some(p)
-        } else {
-            unavailable("scripts/sigstore-stack/.venv (sigstore-python) is missing")
+        if !p.is_file() {
+            unavailable("scripts/sigstore-stack/.venv (sigstore-python) is missing");
         }
+        p
     }
 }
 
