@@ -34,11 +34,12 @@
 //!
 //! ```
 //! use mansign::manifest::{Source, load_reader};
-//! use mansign::signing::{KeySigner, SignOptions, cosign_key, sign_files};
+//! use mansign::keys;
+//! use mansign::signing::{KeySigner, SignOptions, sign_files};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let pair = cosign_key::generate_key_pair(b"password")?;
-//! let key = cosign_key::decrypt_private_key(&pair.private_key_pem, b"password")?;
+//! let pair = keys::generate_key_pair(b"password")?;
+//! let key = keys::decrypt_private_key(&pair.private_key_pem, b"password")?;
 //! let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: v\n";
 //! let limits = mansign::Limits::default();
 //! let mut files = vec![load_reader(Source::Named("a.yaml".into()), "a.yaml".into(), yaml.as_bytes(), &limits)?];
@@ -51,6 +52,8 @@
 
 pub mod annotations;
 pub mod cli;
+pub mod conformance;
+pub mod keys;
 pub mod limits;
 pub mod manifest;
 pub mod policy;

@@ -4,14 +4,15 @@ mod common;
 
 use common::{MULTI_DOC, key_pair, mansign, write};
 use mansign::Limits;
+use mansign::keys;
 use mansign::manifest::{EXPIRES_ANNOTATION, Source, load_reader};
-use mansign::signing::{KeySigner, SignOptions, cosign_key, sign_files};
+use mansign::signing::{KeySigner, SignOptions, sign_files};
 use mansign::verify::{Attestor, Rejection, TrustedKey, Verifier};
 use predicates::prelude::*;
 
 fn signed_with_expiry(at: &str) -> (Vec<mansign::manifest::Document>, Verifier) {
-    let pair = cosign_key::generate_key_pair(b"").unwrap();
-    let key = cosign_key::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
+    let pair = keys::generate_key_pair(b"").unwrap();
+    let key = keys::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
     let mut files = vec![
         load_reader(
             Source::Named("x".into()),
@@ -125,7 +126,7 @@ fn cli_verify_rejects_an_expired_document() {
     let dir = tempfile::tempdir().unwrap();
     let (key, pubkey) = key_pair(dir.path(), "cosign");
     let pem = std::fs::read_to_string(&key).unwrap();
-    let secret = cosign_key::decrypt_private_key(&pem, b"test-password").unwrap();
+    let secret = keys::decrypt_private_key(&pem, b"test-password").unwrap();
     let mut files = vec![
         load_reader(
             Source::Named("x".into()),

@@ -5,17 +5,18 @@ mod common;
 
 use common::fixture;
 use mansign::Limits;
+use mansign::keys;
 use mansign::manifest::{
     IgnoreProfile, Source, Tolerances, load_inputs, load_reader, parse_documents,
 };
-use mansign::signing::{KeySigner, SignOptions, cosign_key, sign_files};
+use mansign::signing::{KeySigner, SignOptions, sign_files};
 use mansign::verify::{Attestor, Rejection, TrustedKey, Verifier};
 use serde_json::{Value, json};
 
 /// Signs `yaml` with a fresh key; returns the signed object and a verifier for `profile`.
 fn signed(yaml: &str, profile: IgnoreProfile) -> (Value, Verifier) {
-    let pair = cosign_key::generate_key_pair(b"").unwrap();
-    let key = cosign_key::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
+    let pair = keys::generate_key_pair(b"").unwrap();
+    let key = keys::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
     let limits = Limits::default();
     let mut files = vec![
         load_reader(

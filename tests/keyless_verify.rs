@@ -12,8 +12,8 @@ use mansign::annotations::{AnnotationDomain, SignatureSet, SignedAnnotations, ex
 use mansign::manifest::load_inputs;
 use mansign::trust::TrustRoot;
 use mansign::verify::{
-    Attestor, CertificateSubject, IdentityPolicy, IdentityPolicyError, KeylessAttestor,
-    KeylessError, Rejection, RekorEvidence, SignerInfo, SigstoreEvidence, TrustedKey, Verifier,
+    Attestor, CertificateSubject, IdentityPolicy, IdentityPolicyError, KeylessAttestor, Rejection,
+    RekorEvidence, SignerInfo, SigstoreError, SigstoreEvidence, TrustedKey, Verifier,
     WorkflowClaims, verify_certificate_set, verify_key_set_with_bundle,
 };
 use p256::ecdsa::signature::Signer as _;
@@ -418,7 +418,7 @@ fn rejects_certificate_without_bundle() {
     ann.sets[0].bundle = None;
     assert_eq!(
         verify_certificate_set(&trust, &ann.message, &ann.sets[0]),
-        Err(KeylessError::NoBundle)
+        Err(SigstoreError::NoBundle)
     );
     let annotations = value["metadata"]["annotations"].as_object_mut().unwrap();
     annotations.remove("cosign.sigstore.dev/bundle");
@@ -437,7 +437,7 @@ fn rejects_tampered_integrated_time() {
     set.bundle.as_mut().unwrap().payload.integrated_time += 1;
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
     assert!(
-        matches!(err, KeylessError::SignedEntryTimestamp(_)),
+        matches!(err, SigstoreError::SignedEntryTimestamp(_)),
         "{err}"
     );
 }
@@ -449,7 +449,7 @@ fn rejects_tampered_integrated_time_on_legacy_rekord_entry() {
     set.bundle.as_mut().unwrap().payload.integrated_time -= 1;
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
     assert!(
-        matches!(err, KeylessError::SignedEntryTimestamp(_)),
+        matches!(err, SigstoreError::SignedEntryTimestamp(_)),
         "{err}"
     );
 }
@@ -462,7 +462,7 @@ fn rejects_set_signed_by_an_untrusted_log_key() {
         let mut set = original.clone();
         log.resign(&mut set);
         let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
-        assert!(matches!(err, KeylessError::UnknownLog { .. }), "{err}");
+        assert!(matches!(err, SigstoreError::UnknownLog { .. }), "{err}");
     }
 }
 
@@ -479,7 +479,7 @@ fn rejects_set_signed_by_another_key_under_the_trusted_log_id() {
     bundle.signed_entry_timestamp = STANDARD.encode(sig.as_bytes());
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
     assert!(
-        matches!(err, KeylessError::SignedEntryTimestamp(_)),
+        matches!(err, SigstoreError::SignedEntryTimestamp(_)),
         "{err}"
     );
 }
@@ -496,7 +496,7 @@ fn rejects_legacy_set_signed_by_another_key_under_the_trusted_log_id() {
     bundle.signed_entry_timestamp = STANDARD.encode(sig.as_bytes());
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
     assert!(
-        matches!(err, KeylessError::SignedEntryTimestamp(_)),
+        matches!(err, SigstoreError::SignedEntryTimestamp(_)),
         "{err}"
     );
 }
@@ -507,14 +507,14 @@ fn rejects_signature_over_a_different_message() {
     let mut other = ann.message.clone();
     other.extend_from_slice(b"  key5: injected\n");
     let err = verify_certificate_set(&trust, &other, &ann.sets[0]).unwrap_err();
-    assert!(matches!(err, KeylessError::BadSignature(_)), "{err}");
+    assert!(matches!(err, SigstoreError::BadSignature(_)), "{err}");
 }
 
 #[test]
 fn rejects_legacy_signature_over_a_different_message() {
     let (trust, (_, ann)) = (pgi(), signed(KEYLESS_2021));
     let err = verify_certificate_set(&trust, b"apiVersion: v1\n", &ann.sets[0]).unwrap_err();
-    assert!(matches!(err, KeylessError::BadSignature(_)), "{err}");
+    assert!(matches!(err, SigstoreError::BadSignature(_)), "{err}");
 }
 
 #[test]
@@ -542,7 +542,7 @@ fn rejects_certificate_from_a_different_trust_root() {
     let trust = TrustRoot::from_json(&root.to_string()).unwrap();
     let err = verify_certificate_set(&trust, &ann.message, &ann.sets[0]).unwrap_err();
     assert!(
-        matches!(err, KeylessError::UntrustedCertificate(_)),
+        matches!(err, SigstoreError::UntrustedCertificate(_)),
         "{err}"
     );
     // And the whole staging root trusts neither the certificate nor the log.
@@ -565,7 +565,7 @@ fn rejects_legacy_certificate_from_a_different_trust_root() {
     let trust = TrustRoot::from_json(&root.to_string()).unwrap();
     let err = verify_certificate_set(&trust, &ann.message, &ann.sets[0]).unwrap_err();
     assert!(
-        matches!(err, KeylessError::UntrustedCertificate(_)),
+        matches!(err, SigstoreError::UntrustedCertificate(_)),
         "{err}"
     );
 }
@@ -581,7 +581,7 @@ fn rejects_rekor_body_with_another_signature_even_with_a_valid_set() {
     });
     log.resign(&mut set);
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
-    assert!(matches!(err, KeylessError::EntryMismatch(_)), "{err}");
+    assert!(matches!(err, SigstoreError::EntryMismatch(_)), "{err}");
 }
 
 #[test]
@@ -594,7 +594,7 @@ fn rejects_rekor_body_with_another_hash_even_with_a_valid_set() {
     });
     log.resign(&mut set);
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
-    assert!(matches!(err, KeylessError::EntryMismatch(_)), "{err}");
+    assert!(matches!(err, SigstoreError::EntryMismatch(_)), "{err}");
 }
 
 /// Moves the integrated time of a set and re-signs its SET with a trusted test log, so that
@@ -614,10 +614,7 @@ fn rejects_integrated_time_after_the_certificate_expired() {
     let set = with_integrated_time(&log, &ann.sets[0], 1_655_452_519 + 3600);
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
     assert!(
-        matches!(
-            err,
-            KeylessError::CertificateNotValidAtIntegratedTime { .. }
-        ),
+        matches!(err, SigstoreError::CertificateNotValidAt { .. }),
         "{err}"
     );
 }
@@ -629,10 +626,7 @@ fn rejects_legacy_integrated_time_before_the_certificate_was_issued() {
     let set = with_integrated_time(&log, &ann.sets[0], 1_631_694_290 - 60);
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
     assert!(
-        matches!(
-            err,
-            KeylessError::CertificateNotValidAtIntegratedTime { .. }
-        ),
+        matches!(err, SigstoreError::CertificateNotValidAt { .. }),
         "{err}"
     );
 }
@@ -659,7 +653,7 @@ fn rejects_integrated_time_in_the_future() {
     }
     let set = with_integrated_time(&log, &legacy.sets[0], tomorrow);
     let err = verify_certificate_set(&trust, &legacy.message, &set).unwrap_err();
-    assert!(matches!(err, KeylessError::IntegratedTime(_)), "{err}");
+    assert!(matches!(err, SigstoreError::IntegratedTime(_)), "{err}");
 }
 
 #[test]
@@ -689,7 +683,7 @@ fn rejects_legacy_rekord_body_with_another_certificate_even_with_a_valid_set() {
     });
     log.resign(&mut set);
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
-    assert!(matches!(err, KeylessError::EntryMismatch(_)), "{err}");
+    assert!(matches!(err, SigstoreError::EntryMismatch(_)), "{err}");
 }
 
 #[test]
@@ -702,7 +696,7 @@ fn rejects_legacy_rekord_body_with_another_hash_even_with_a_valid_set() {
     });
     log.resign(&mut set);
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
-    assert!(matches!(err, KeylessError::EntryMismatch(_)), "{err}");
+    assert!(matches!(err, SigstoreError::EntryMismatch(_)), "{err}");
 }
 
 #[test]
@@ -727,7 +721,7 @@ fn rejects_legacy_rekord_entry_for_a_certificate_with_an_embedded_sct() {
     set.bundle.as_mut().unwrap().payload.body = STANDARD.encode(body.to_string());
     log.resign(&mut set);
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
-    assert!(matches!(err, KeylessError::Sct(_)), "{err}");
+    assert!(matches!(err, SigstoreError::Sct(_)), "{err}");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -833,7 +827,7 @@ fn keyed_set_with_bundle_rejects_a_body_naming_another_key() {
     forged.signature = sig.as_bytes().to_vec();
     let spki = signer.verifying_key().to_public_key_der().unwrap();
     let err = verify_key_set_with_bundle(&trust, b"M", &forged, spki.as_bytes()).unwrap_err();
-    assert!(matches!(err, KeylessError::EntryMismatch(_)), "{err}");
+    assert!(matches!(err, SigstoreError::EntryMismatch(_)), "{err}");
 }
 
 #[test]

@@ -3,8 +3,9 @@
 
 use mansign::Limits;
 use mansign::annotations::{AnnotationDomain, strip_signature_annotations};
+use mansign::keys;
 use mansign::manifest::{Source, load_reader};
-use mansign::signing::{KeySigner, SignOptions, cosign_key, sign_files};
+use mansign::signing::{KeySigner, SignOptions, sign_files};
 use mansign::verify::{Attestor, TrustedKey, Verifier};
 use std::path::PathBuf;
 
@@ -25,8 +26,8 @@ const DOC: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name
 
 #[test]
 fn mutated_signed_manifests_never_panic() {
-    let pair = cosign_key::generate_key_pair(b"").unwrap();
-    let key = cosign_key::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
+    let pair = keys::generate_key_pair(b"").unwrap();
+    let key = keys::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
     let signer = KeySigner::new(key);
     let trusted = TrustedKey::from_pem("k", &pair.public_key_pem).unwrap();
     let verifier = Verifier::new(vec![Attestor::Key(trusted)]);

@@ -14,15 +14,15 @@
 //! commands are also reachable (hidden) at the top level: the `mansign` binary itself is a
 //! valid entrypoint. The suite judges only the exit status: 0 success, 1 the bundle did not
 //! verify (the reason on stderr), 2 unusable input. These commands sign and verify *blobs*
-//! as standard Sigstore bundles, not manifests; the work is in [`crate::verify::bundle`].
+//! as standard Sigstore bundles, not manifests; the work is in [`crate::conformance`].
 
 use super::Outcome;
-use crate::limits::Limits;
-use crate::signing::bundle::{BundlePayload, BundleServices, sign_bundle};
-use crate::trust::TrustRoot;
-use crate::verify::bundle::{
-    BundleArtifact, BundleKey, BundleVerifier, ExpectedSigner, Sha256Digest, SigstoreBundle,
+use crate::conformance::{
+    BundleArtifact, BundleKey, BundlePayload, BundleServices, BundleVerifier, ExpectedSigner,
+    Sha256Digest, SigstoreBundle, sign_bundle,
 };
+use crate::limits::Limits;
+use crate::trust::TrustRoot;
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use std::io::Write as _;

@@ -2,7 +2,7 @@
 
 use super::Outcome;
 use super::output::{NewFile, write_new_files};
-use crate::signing::cosign_key;
+use crate::keys;
 use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
@@ -30,8 +30,7 @@ pub fn run(args: GenerateKeyPairArgs) -> anyhow::Result<Outcome> {
         }
     }
     let password = super::password::read_new()?;
-    let pair =
-        cosign_key::generate_key_pair(password.as_bytes()).context("generating the key pair")?;
+    let pair = keys::generate_key_pair(password.as_bytes()).context("generating the key pair")?;
     write_new_files(
         &[
             NewFile {

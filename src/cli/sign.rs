@@ -19,7 +19,7 @@ use crate::signing::token::{
 };
 use crate::signing::{
     AmbientEnvironment, KeySigner, KeylessOptions, KeylessSigner, RekorOptions, SignInPrompt,
-    SignOptions, SignScope, Signer, TlogUploadingSigner, TokenOptions, cosign_key, sign_files,
+    SignOptions, SignScope, Signer, TlogUploadingSigner, TokenOptions, sign_files,
 };
 use crate::trust::TrustRoot;
 use anyhow::{Context, bail};
@@ -332,7 +332,7 @@ fn load_key(key_path: &Path) -> anyhow::Result<KeySigner> {
     let key_pem = std::fs::read_to_string(key_path)
         .with_context(|| format!("{}: cannot read key", key_path.display()))?;
     let password = super::password::read("Enter password for private key: ")?;
-    let key = cosign_key::decrypt_private_key(&key_pem, password.as_bytes())
+    let key = crate::keys::decrypt_private_key(&key_pem, password.as_bytes())
         .with_context(|| format!("{}: cannot load private key", key_path.display()))?;
     Ok(KeySigner::new(key))
 }

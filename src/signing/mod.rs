@@ -5,8 +5,6 @@
 //! [`sign_files`] is the pipeline the CLI runs: strip old signatures, build M per
 //! document (or per file with [`SignScope::File`]), sign the batch, embed.
 
-pub mod bundle;
-pub mod cosign_key;
 mod github_actions;
 mod http;
 mod key;

@@ -14,16 +14,17 @@
 //! * [`TrustRoot::from_file`] / [`TrustRoot::from_json`]: any `trusted_root.json`, such as a
 //!   private Sigstore deployment's or the local test stack's.
 //!
-//! This module is one of the two adapters over the sigstore crates (with
-//! `verify::keyless`); nothing else in mansign names their types.
+//! This module is one of the adapters over the sigstore crates (with `verify/sigstore.rs`,
+//! `signing/sigstore.rs` and `conformance/`, see `docs/design.md`); the crates' types do
+//! not appear in its public API.
 
 pub mod update;
 
-use sigstore_crypto::{Keyring, VerificationKey};
+use sigstore_crypto::Keyring;
 use sigstore_trust_root::{
     SIGSTORE_PRODUCTION_TRUSTED_ROOT, SIGSTORE_STAGING_TRUSTED_ROOT, TrustedRoot,
 };
-use sigstore_types::Sha256Hash;
+use sigstore_types::{Sha256Hash, SignatureBytes};
 use std::fmt;
 use std::path::Path;
 
@@ -40,6 +41,15 @@ pub enum TrustRootError {
     Parse { origin: String, reason: String },
     #[error("{origin}: unusable trusted root: {reason}")]
     Unusable { origin: String, reason: String },
+}
+
+/// Why a signed entry timestamp did not verify against the root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RekorSetError {
+    /// The log is unknown, or its key was not valid at the integrated time.
+    KeyNotValidAt,
+    /// The signature is not the log key's over the payload.
+    BadSignature,
 }
 
 /// A parsed and checked Sigstore trust root.
@@ -173,14 +183,22 @@ impl TrustRoot {
         &self.verifier
     }
 
-    /// The Rekor key for `log_id` (SHA-256 of the log's key, as the trust root lists it),
-    /// if that log is trusted and its key was valid at `time`.
-    pub(crate) fn rekor_key_at(
+    /// Checks a signed entry timestamp: `signature` over `payload` by the key of Rekor log
+    /// `log_id` (SHA-256 of the log's key, as the trust root lists it), which must have
+    /// been valid at `time`.
+    pub(crate) fn verify_rekor_set(
         &self,
         log_id: &[u8; 32],
         time: jiff::Timestamp,
-    ) -> Option<&VerificationKey> {
-        self.rekor_keys.key_at(&Sha256Hash::new(*log_id), time)
+        payload: &[u8],
+        signature: &[u8],
+    ) -> Result<(), RekorSetError> {
+        let key = self
+            .rekor_keys
+            .key_at(&Sha256Hash::new(*log_id), time)
+            .ok_or(RekorSetError::KeyNotValidAt)?;
+        key.verify(payload, &SignatureBytes::new(signature.to_vec()))
+            .map_err(|_| RekorSetError::BadSignature)
     }
 
     /// Whether a Rekor log with this ID is in the root at all (for error messages).
@@ -222,7 +240,16 @@ mod tests {
         )
         .unwrap();
         let sept_2021 = jiff::Timestamp::from_second(1_631_694_290).unwrap();
-        assert!(root.rekor_key_at(&id, sept_2021).is_some());
+        assert!(root.knows_rekor_log(&id));
+        assert_eq!(
+            root.verify_rekor_set(&id, sept_2021, b"payload", b"not a signature"),
+            Err(RekorSetError::BadSignature)
+        );
+        let before_rekor = jiff::Timestamp::from_second(1_500_000_000).unwrap();
+        assert_eq!(
+            root.verify_rekor_set(&id, before_rekor, b"payload", b"x"),
+            Err(RekorSetError::KeyNotValidAt)
+        );
         assert_eq!(root.fulcio_certificates_at(sept_2021).len(), 1);
     }
 

@@ -17,7 +17,8 @@
 use super::SignerInfo;
 use super::certificate::CertificateAttestor;
 use super::identity::IdentityPolicy;
-use super::keyless::{verify_certificate_set, verify_key_set_with_bundle};
+use super::key_bundle::verify_key_set_with_bundle;
+use super::keyless::verify_certificate_set;
 use crate::annotations::SignatureSet;
 use crate::trust::TrustRoot;
 use p256::ecdsa::{DerSignature, VerifyingKey, signature::Verifier as _};
@@ -39,7 +40,7 @@ pub struct TrustedKey {
 
 impl TrustedKey {
     pub fn new(name: impl Into<String>, key: VerifyingKey) -> Self {
-        let fingerprint = crate::signing::cosign_key::public_key_fingerprint(&key);
+        let fingerprint = crate::keys::public_key_fingerprint(&key);
         TrustedKey {
             name: name.into(),
             key,
@@ -50,8 +51,7 @@ impl TrustedKey {
 
     /// Loads a `cosign.pub`-style PEM public key.
     pub fn from_pem(name: impl Into<String>, pem: &str) -> Result<Self, String> {
-        let key =
-            crate::signing::cosign_key::parse_public_key_pem(pem).map_err(|e| e.to_string())?;
+        let key = crate::keys::parse_public_key_pem(pem).map_err(|e| e.to_string())?;
         Ok(Self::new(name, key))
     }
 

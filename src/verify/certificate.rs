@@ -34,7 +34,8 @@
 //! mansign always runs every step above.
 
 use super::SignerInfo;
-use super::keyless::{KeylessError, verify_key_set_with_bundle};
+use super::key_bundle::verify_key_set_with_bundle;
+use super::sigstore_error::SigstoreError;
 use crate::annotations::SignatureSet;
 use crate::trust::TrustRoot;
 use p256::ecdsa::{DerSignature, VerifyingKey, signature::Verifier as _};
@@ -98,7 +99,7 @@ pub enum CertificateCheckError {
     #[error("the set carries a Rekor bundle but no trust root is configured to check it")]
     BundleWithoutTrustRoot,
     #[error("Rekor bundle does not verify: {0}")]
-    Bundle(KeylessError),
+    Bundle(SigstoreError),
     #[error("signing time {0} cannot be checked (before 1970)")]
     TimeOutOfRange(String),
     #[error("certificate not valid at {time}: {detail}")]
@@ -339,7 +340,7 @@ impl CertificateAttestor {
                 let rekor = verify_key_set_with_bundle(trust, message, &key_set, &spki)
                     .map_err(CertificateCheckError::Bundle)?;
                 let at = jiff::Timestamp::from_second(rekor.integrated_time).map_err(|_| {
-                    CertificateCheckError::Bundle(KeylessError::MalformedBundle(
+                    CertificateCheckError::Bundle(SigstoreError::MalformedBundle(
                         "integratedTime out of range".into(),
                     ))
                 })?;
@@ -502,7 +503,7 @@ fn verify_chain(
         .map_err(|e| CertificateCheckError::MalformedCertificate(format!("{e:?}")))?;
     end_entity
         .verify_for_usage(
-            sigstore_crypto::WEBPKI_VERIFICATION_ALGS,
+            super::sigstore::webpki_algorithms(),
             &[anchor],
             &intermediates,
             UnixTime::since_unix_epoch(std::time::Duration::from_secs(seconds)),

@@ -26,14 +26,15 @@
 //! refused here rather than accepted unchecked (it would be a 2022+ certificate, which
 //! never needs this path).
 
-use super::keyless::{KeylessError, RekorEntry, SigningMaterial};
-use crate::trust::TrustRoot;
+use super::rekor_entry::RekorEntry;
+use super::sigstore::{self, SigningMaterial};
+use super::sigstore_error::SigstoreError;
+use crate::trust::{RekorSetError, TrustRoot};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use rustls_pki_types::{CertificateDer, UnixTime};
 use serde::Deserialize;
-use sigstore_crypto::KeyAlgorithm;
-use sigstore_types::{DerPublicKey, SignatureBytes};
+use sha2::{Digest as _, Sha256};
 use x509_cert::Certificate;
 use x509_cert::der::Decode;
 use x509_cert::der::oid::ObjectIdentifier;
@@ -86,22 +87,22 @@ pub(super) fn verify(
     signature: &[u8],
     material: SigningMaterial<'_>,
     entry: &RekorEntry,
-) -> Result<(), KeylessError> {
+) -> Result<(), SigstoreError> {
     // 1. body shape
     let body: RekordBody = serde_json::from_slice(&entry.body)
-        .map_err(|e| KeylessError::MalformedBundle(format!("rekord body: {e}")))?;
+        .map_err(|e| SigstoreError::MalformedBundle(format!("rekord body: {e}")))?;
     let spec = body.spec;
     if spec.signature.format != "x509" {
-        return Err(KeylessError::MalformedBundle(format!(
+        return Err(SigstoreError::MalformedBundle(format!(
             "rekord signature format {:?} is not x509",
             spec.signature.format
         )));
     }
     let hash = spec.data.hash.ok_or_else(|| {
-        KeylessError::MalformedBundle("rekord entry has no spec.data.hash".into())
+        SigstoreError::MalformedBundle("rekord entry has no spec.data.hash".into())
     })?;
     if hash.algorithm != "sha256" {
-        return Err(KeylessError::MalformedBundle(format!(
+        return Err(SigstoreError::MalformedBundle(format!(
             "rekord hash algorithm {:?} is not sha256",
             hash.algorithm
         )));
@@ -111,27 +112,25 @@ pub(super) fn verify(
     verify_set(trust, entry, time)?;
     // 3. integrated time
     if time > jiff::Timestamp::now() {
-        return Err(KeylessError::IntegratedTime(format!(
+        return Err(SigstoreError::IntegratedTime(format!(
             "integrated time {time} is in the future"
         )));
     }
     // 4. certificate chain at the integrated time; 5. signature over M
     let public_key = match &material {
         SigningMaterial::Certificate(der) => {
-            verify_chain(trust, der.as_bytes(), time)?;
-            sigstore_crypto::parse_certificate_info(der)
-                .map_err(|e| KeylessError::MalformedCertificate(e.to_string()))?
-                .public_key
+            verify_chain(trust, der, time)?;
+            sigstore::certificate_facts(der)?.public_key_der
         }
-        SigningMaterial::PublicKey(key) => (*key).clone(),
+        SigningMaterial::PublicKey(key) => key.to_vec(),
     };
-    verify_signature(&public_key, message, signature)?;
+    sigstore::verify_signature(&public_key, message, signature)?;
     // 6. the entry describes this signature
     let logged_signature = STANDARD
         .decode(spec.signature.content.trim())
-        .map_err(|_| KeylessError::MalformedBundle("rekord signature is not base64".into()))?;
+        .map_err(|_| SigstoreError::MalformedBundle("rekord signature is not base64".into()))?;
     if logged_signature != signature {
-        return Err(KeylessError::EntryMismatch(
+        return Err(SigstoreError::EntryMismatch(
             "the logged signature is not the annotation's signature".into(),
         ));
     }
@@ -140,20 +139,20 @@ pub(super) fn verify(
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
         .ok_or_else(|| {
-            KeylessError::MalformedBundle("rekord publicKey is not base64 PEM".into())
+            SigstoreError::MalformedBundle("rekord publicKey is not base64 PEM".into())
         })?;
     let logged = pem::parse(&logged_pem)
-        .map_err(|_| KeylessError::MalformedBundle("rekord publicKey is not PEM".into()))?;
+        .map_err(|_| SigstoreError::MalformedBundle("rekord publicKey is not PEM".into()))?;
     let same_signer = match &material {
         SigningMaterial::Certificate(der) => {
-            logged.tag() == "CERTIFICATE" && logged.contents() == der.as_bytes()
+            logged.tag() == "CERTIFICATE" && logged.contents() == *der
         }
         SigningMaterial::PublicKey(key) => {
-            logged.tag() == "PUBLIC KEY" && logged.contents() == key.as_bytes()
+            logged.tag() == "PUBLIC KEY" && logged.contents() == *key
         }
     };
     if !same_signer {
-        return Err(KeylessError::EntryMismatch(
+        return Err(SigstoreError::EntryMismatch(
             match material {
                 SigningMaterial::Certificate(_) => "the logged certificate is not the annotation's",
                 SigningMaterial::PublicKey(_) => "the logged public key is not the trusted key",
@@ -161,9 +160,9 @@ pub(super) fn verify(
             .into(),
         ));
     }
-    let digest = hex::encode(sigstore_crypto::sha256(message).as_slice());
+    let digest = hex::encode(Sha256::digest(message));
     if !hash.value.eq_ignore_ascii_case(&digest) {
-        return Err(KeylessError::EntryMismatch(format!(
+        return Err(SigstoreError::EntryMismatch(format!(
             "the logged hash {} is not SHA-256 of the message ({digest})",
             hash.value
         )));
@@ -187,28 +186,34 @@ fn verify_set(
     trust: &TrustRoot,
     entry: &RekorEntry,
     time: jiff::Timestamp,
-) -> Result<(), KeylessError> {
-    let key = trust.rekor_key_at(&entry.log_id, time).ok_or_else(|| {
-        KeylessError::SignedEntryTimestamp(format!(
-            "the key of Rekor log {} was not valid at {time}",
-            entry.log_id_hex()
-        ))
-    })?;
-    key.verify(
-        set_payload(entry).as_bytes(),
-        &SignatureBytes::new(entry.set.clone()),
-    )
-    .map_err(|_| {
-        KeylessError::SignedEntryTimestamp(format!(
-            "not signed by the key of Rekor log {}",
-            entry.log_id_hex()
-        ))
-    })
+) -> Result<(), SigstoreError> {
+    trust
+        .verify_rekor_set(
+            &entry.log_id,
+            time,
+            set_payload(entry).as_bytes(),
+            &entry.set,
+        )
+        .map_err(|e| {
+            SigstoreError::SignedEntryTimestamp(match e {
+                RekorSetError::KeyNotValidAt => format!(
+                    "the key of Rekor log {} was not valid at {time}",
+                    entry.log_id_hex()
+                ),
+                RekorSetError::BadSignature => {
+                    format!("not signed by the key of Rekor log {}", entry.log_id_hex())
+                }
+            })
+        })
 }
 
-fn verify_chain(trust: &TrustRoot, leaf: &[u8], time: jiff::Timestamp) -> Result<(), KeylessError> {
+fn verify_chain(
+    trust: &TrustRoot,
+    leaf: &[u8],
+    time: jiff::Timestamp,
+) -> Result<(), SigstoreError> {
     let parsed = Certificate::from_der(leaf)
-        .map_err(|e| KeylessError::MalformedCertificate(e.to_string()))?;
+        .map_err(|e| SigstoreError::MalformedCertificate(e.to_string()))?;
     let has_sct = parsed
         .tbs_certificate
         .extensions
@@ -216,7 +221,7 @@ fn verify_chain(trust: &TrustRoot, leaf: &[u8], time: jiff::Timestamp) -> Result
         .flatten()
         .any(|e| e.extn_id == SCT_LIST_OID);
     if has_sct {
-        return Err(KeylessError::Sct(
+        return Err(SigstoreError::Sct(
             "the certificate embeds an SCT, which is not checked for legacy rekord entries; \
              such certificates must be logged as hashedrekord"
                 .into(),
@@ -232,18 +237,18 @@ fn verify_chain(trust: &TrustRoot, leaf: &[u8], time: jiff::Timestamp) -> Result
         })
         .collect::<Vec<_>>();
     if anchors.is_empty() {
-        return Err(KeylessError::UntrustedCertificate(format!(
+        return Err(SigstoreError::UntrustedCertificate(format!(
             "no Fulcio authority of the trust root was valid at {time}"
         )));
     }
     let seconds = u64::try_from(time.as_second())
-        .map_err(|_| KeylessError::IntegratedTime(format!("{time} is before 1970")))?;
+        .map_err(|_| SigstoreError::IntegratedTime(format!("{time} is before 1970")))?;
     let leaf_der = CertificateDer::from(leaf);
     let end_entity = webpki::EndEntityCert::try_from(&leaf_der)
-        .map_err(|e| KeylessError::MalformedCertificate(e.to_string()))?;
+        .map_err(|e| SigstoreError::MalformedCertificate(e.to_string()))?;
     end_entity
         .verify_for_usage(
-            sigstore_crypto::WEBPKI_VERIFICATION_ALGS,
+            sigstore::webpki_algorithms(),
             &anchors,
             &[],
             UnixTime::since_unix_epoch(std::time::Duration::from_secs(seconds)),
@@ -253,33 +258,14 @@ fn verify_chain(trust: &TrustRoot, leaf: &[u8], time: jiff::Timestamp) -> Result
         )
         .map_err(|e| match e {
             webpki::Error::CertExpired { .. } | webpki::Error::CertNotValidYet { .. } => {
-                KeylessError::CertificateNotValidAtIntegratedTime {
-                    time: time.to_string(),
+                SigstoreError::CertificateNotValidAt {
+                    time: Some(time),
                     detail: format!("{e:?}"),
                 }
             }
-            other => KeylessError::UntrustedCertificate(format!("{other:?}")),
+            other => SigstoreError::UntrustedCertificate(format!("{other:?}")),
         })?;
     Ok(())
-}
-
-fn verify_signature(
-    public_key: &DerPublicKey,
-    message: &[u8],
-    signature: &[u8],
-) -> Result<(), KeylessError> {
-    let scheme = KeyAlgorithm::from_spki(public_key)
-        .map_err(|e| KeylessError::BadSignature(format!("unsupported key: {e}")))?
-        .default_signing_scheme();
-    sigstore_crypto::verify_signature(
-        public_key,
-        message,
-        &SignatureBytes::new(signature.to_vec()),
-        scheme,
-    )
-    .map_err(|_| {
-        KeylessError::BadSignature("the signature is not the signer's over this message".into())
-    })
 }
 
 #[cfg(test)]

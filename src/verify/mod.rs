@@ -38,11 +38,15 @@
 
 mod attestor;
 mod attestor_set;
-pub mod bundle;
 mod certificate;
+mod evidence;
 mod identity;
+mod key_bundle;
 mod keyless;
 mod legacy_rekord;
+mod rekor_entry;
+pub(crate) mod sigstore;
+mod sigstore_error;
 mod verdict;
 
 pub use attestor::{Attestor, KeylessAttestor, TrustedKey};
@@ -53,14 +57,16 @@ pub use attestor_set::{
 pub use certificate::{
     CertificateAttestor, CertificateAttestorError, CertificateCheckError, SigningTime,
 };
+pub use evidence::{
+    CertificateSubject, RekorEvidence, SigstoreEvidence, WorkflowClaims, format_unix_time,
+};
 pub use identity::{
     AnchoredRegex, Claim, ClaimMatcher, IdentityPolicy, IdentityPolicyBuilder, IdentityPolicyError,
     ValueMatcher,
 };
-pub use keyless::{
-    CertificateSubject, KeylessError, RekorEvidence, SigstoreEvidence, WorkflowClaims,
-    format_unix_time, verify_certificate_set, verify_key_set_with_bundle,
-};
+pub use key_bundle::verify_key_set_with_bundle;
+pub use keyless::verify_certificate_set;
+pub use sigstore_error::SigstoreError;
 pub use verdict::{DocumentVerdict, Rejection, SignerInfo, Verdict, Verified};
 
 use crate::annotations::{AnnotationDomain, extract, strip_signature_annotations};

@@ -1,7 +1,7 @@
 //! Verification results that explain themselves.
 
 use super::attestor_set::{EntryMatch, SetFailure};
-use super::keyless::{RekorEvidence, SigstoreEvidence, WorkflowClaims};
+use super::evidence::{RekorEvidence, SigstoreEvidence, WorkflowClaims};
 use crate::annotations::AnnotationError;
 use crate::manifest::{DocumentOrigin, FieldDiff, MessageError, ObjectIdentity};
 use serde::Serialize;

@@ -1,11 +1,11 @@
 //! Producing standard Sigstore bundles for a blob (the conformance `sign-bundle`
 //! command): sigstore-sign with the Fulcio/Rekor/TSA of a signing config, then the new
-//! bundle is verified with [`crate::verify::bundle`] before it is returned.
+//! bundle is verified with [`BundleVerifier`] before it is returned.
 
+use super::bundle::{BundleArtifact, BundleError, SigstoreBundle};
+use super::digest::Sha256Digest;
+use super::verify::BundleVerifier;
 use crate::trust::TrustRoot;
-use crate::verify::bundle::{
-    BundleArtifact, BundleError, BundleVerifier, Sha256Digest, SigstoreBundle,
-};
 use sigstore_verify::VerificationPolicy;
 use std::path::Path;
 

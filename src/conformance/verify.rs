@@ -29,7 +29,7 @@
 //!
 //! ```no_run
 //! use mansign::trust::TrustRoot;
-//! use mansign::verify::bundle::{BundleArtifact, BundleVerifier, ExpectedSigner, SigstoreBundle};
+//! use mansign::conformance::{BundleArtifact, BundleVerifier, ExpectedSigner, SigstoreBundle};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let trust = TrustRoot::public_good()?;
@@ -46,295 +46,16 @@
 //! # }
 //! ```
 
+use super::bundle::{
+    BundleArtifact, BundleError, ExpectedSigner, SigstoreBundle, open, read_bounded,
+};
 use crate::limits::Limits;
 use crate::trust::TrustRoot;
-use sha2::{Digest as _, Sha256};
-use sigstore_types::bundle::VerificationMaterialContent;
-use sigstore_types::{Bundle, DerPublicKey, Sha256Hash};
+use crate::verify::SigstoreError;
+use crate::verify::sigstore::map_verify_error;
+use sigstore_types::{DerPublicKey, Sha256Hash};
 use sigstore_verify::{PublicKeyVerificationPolicy, VerificationPolicy, VerificationResult};
 use std::fmt;
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::str::FromStr;
-
-/// Why a `sha256:<hex>` digest argument was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DigestError {
-    #[error("a digest needs an algorithm prefix: expected sha256:<64 hex digits>")]
-    MissingAlgorithm,
-    #[error("digest algorithm {0:?} is not supported: expected sha256:<64 hex digits>")]
-    UnsupportedAlgorithm(String),
-    #[error("a sha256 digest has 64 hex digits, not {0}")]
-    WrongLength(usize),
-    #[error("a sha256 digest is hexadecimal; found a character that is not a hex digit")]
-    NotHex,
-}
-
-/// A SHA-256 artifact digest, written `sha256:<64 hex digits>` (the form cosign, the
-/// sigstore-conformance suite and OCI use).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Sha256Digest([u8; 32]);
-
-impl Sha256Digest {
-    pub const fn new(bytes: [u8; 32]) -> Self {
-        Sha256Digest(bytes)
-    }
-
-    /// The digest of `data`.
-    pub fn of(data: &[u8]) -> Self {
-        Sha256Digest(Sha256::digest(data).into())
-    }
-
-    pub fn as_bytes(&self) -> &[u8; 32] {
-        &self.0
-    }
-}
-
-impl FromStr for Sha256Digest {
-    type Err = DigestError;
-
-    fn from_str(s: &str) -> Result<Self, DigestError> {
-        let Some((algorithm, hex_digits)) = s.split_once(':') else {
-            return Err(DigestError::MissingAlgorithm);
-        };
-        if !algorithm.eq_ignore_ascii_case("sha256") {
-            // Only the prefix is echoed, and only a short one: the rest may be anything.
-            let shown: String = algorithm.chars().take(16).collect();
-            return Err(DigestError::UnsupportedAlgorithm(shown));
-        }
-        if !hex_digits.is_ascii() {
-            return Err(DigestError::NotHex);
-        }
-        if hex_digits.len() != 64 {
-            return Err(DigestError::WrongLength(hex_digits.len()));
-        }
-        let mut bytes = [0u8; 32];
-        hex::decode_to_slice(hex_digits, &mut bytes).map_err(|_| DigestError::NotHex)?;
-        Ok(Sha256Digest(bytes))
-    }
-}
-
-impl fmt::Display for Sha256Digest {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sha256:{}", hex::encode(self.0))
-    }
-}
-
-/// What a bundle is checked against. For a DSSE (in-toto) bundle this is a *subject* of
-/// the statement, not the envelope payload.
-#[derive(Debug, Clone, Copy)]
-pub enum BundleArtifact<'a> {
-    /// The artifact's bytes.
-    Bytes(&'a [u8]),
-    /// A file, streamed (constant memory) unless the signature scheme needs the whole
-    /// message (Ed25519), in which case at most [`Limits::max_input_bytes`] are read.
-    File(&'a Path),
-    /// Only the artifact's SHA-256 digest.
-    Digest(Sha256Digest),
-}
-
-/// A managed (non-Fulcio) public key that bundles can be verified with.
-#[derive(Clone)]
-pub struct BundleKey {
-    origin: String,
-    spki_der: Vec<u8>,
-}
-
-impl fmt::Debug for BundleKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BundleKey")
-            .field("origin", &self.origin)
-            .finish_non_exhaustive()
-    }
-}
-
-impl BundleKey {
-    /// Parses a PEM `PUBLIC KEY` (SubjectPublicKeyInfo); `origin` names it in messages.
-    pub fn from_pem(origin: impl Into<String>, pem: &str) -> Result<Self, BundleError> {
-        let origin = origin.into();
-        let key = DerPublicKey::from_pem(pem).map_err(|e| BundleError::MalformedKey {
-            origin: origin.clone(),
-            reason: e.to_string(),
-        })?;
-        // The algorithm must be one sigstore can verify with; fail now, not mid-check.
-        sigstore_crypto::KeyAlgorithm::from_spki(&key).map_err(|e| BundleError::MalformedKey {
-            origin: origin.clone(),
-            reason: e.to_string(),
-        })?;
-        Ok(BundleKey {
-            origin,
-            spki_der: key.as_bytes().to_vec(),
-        })
-    }
-
-    pub fn origin(&self) -> &str {
-        &self.origin
-    }
-}
-
-/// Who must have signed the bundle.
-#[derive(Debug, Clone)]
-pub enum ExpectedSigner {
-    /// Keyless: a Fulcio certificate whose SAN (email or URI) equals `subject` and whose
-    /// OIDC issuer extension equals `issuer`. Exact matches: the conformance protocol's
-    /// `--certificate-identity` / `--certificate-oidc-issuer` have no pattern form.
-    Identity { subject: String, issuer: String },
-    /// Managed key: the bundle carries a public-key hint and is signed with this key.
-    Key(BundleKey),
-}
-
-impl ExpectedSigner {
-    pub fn identity(subject: impl Into<String>, issuer: impl Into<String>) -> Self {
-        ExpectedSigner::Identity {
-            subject: subject.into(),
-            issuer: issuer.into(),
-        }
-    }
-}
-
-impl fmt::Display for ExpectedSigner {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ExpectedSigner::Identity { subject, issuer } => {
-                write!(f, "identity {subject} (issuer {issuer})")
-            }
-            ExpectedSigner::Key(key) => write!(f, "public key {}", key.origin),
-        }
-    }
-}
-
-/// Why a bundle could not be read, or did not verify. One variant per reason; the
-/// verification variants name the first check that failed.
-#[derive(Debug, thiserror::Error)]
-pub enum BundleError {
-    // -- input --
-    #[error("cannot read {what} {path}: {source}", path = path.display())]
-    Read {
-        what: &'static str,
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{what} {path} is larger than the {limit}-byte limit", path = path.display())]
-    TooLarge {
-        what: &'static str,
-        path: PathBuf,
-        limit: usize,
-    },
-    #[error("not a Sigstore bundle: {0}")]
-    MalformedBundle(String),
-    #[error("{origin}: not a usable PEM public key: {reason}")]
-    MalformedKey { origin: String, reason: String },
-
-    // -- verification --
-    #[error(
-        "the bundle is signed with a managed key (it names a public key, not a certificate); \
-         an identity cannot be checked: verify it with its public key"
-    )]
-    KeyBundleForIdentity,
-    #[error("the bundle holds a signing certificate; it is not signed by the public key {key}")]
-    CertificateBundleForKey { key: String },
-    #[error("invalid bundle: {0}")]
-    InvalidBundle(String),
-    #[error("unsupported bundle: {0}")]
-    UnsupportedBundle(String),
-    #[error("no verified signing time: {0}")]
-    NoVerifiedTime(String),
-    #[error("RFC 3161 timestamp does not verify: {0}")]
-    Timestamp(String),
-    #[error("certificate does not chain to a trusted Fulcio root: {0}")]
-    UntrustedCertificate(String),
-    #[error("certificate not valid at verified time {time}: {detail}")]
-    CertificateNotValidAt { time: String, detail: String },
-    #[error("signed certificate timestamp does not verify: {0}")]
-    Sct(String),
-    #[error("certificate subject {found} is not the expected identity {expected}")]
-    IdentityMismatch { expected: String, found: String },
-    #[error("certificate issuer {found} is not the expected issuer {expected}")]
-    IssuerMismatch { expected: String, found: String },
-    #[error("transparency log {log_id} is not in the trust root")]
-    UnknownLog { log_id: String },
-    #[error("inclusion proof does not verify: {0}")]
-    InclusionProof(String),
-    #[error("signed checkpoint does not verify: {0}")]
-    Checkpoint(String),
-    #[error("signed entry timestamp (inclusion promise) does not verify: {0}")]
-    InclusionPromise(String),
-    #[error("integrated time is not acceptable: {0}")]
-    IntegratedTime(String),
-    #[error("transparency log entry is malformed: {0}")]
-    MalformedEntry(String),
-    #[error("transparency log entry does not describe this bundle: {0}")]
-    EntryMismatch(String),
-    #[error("signature does not verify: {0}")]
-    BadSignature(String),
-    #[error("the bundle is not for this artifact: {0}")]
-    ArtifactMismatch(String),
-    #[error("verification did not run a required check: {0}")]
-    SkippedCheck(&'static str),
-    #[error("verification failed: {0}")]
-    Other(String),
-}
-
-impl BundleError {
-    /// True for input that could not be read or parsed (the CLI's usage/input exit code);
-    /// false for a bundle that was read and did not verify.
-    pub fn is_input_error(&self) -> bool {
-        matches!(
-            self,
-            BundleError::Read { .. }
-                | BundleError::TooLarge { .. }
-                | BundleError::MalformedBundle(_)
-                | BundleError::MalformedKey { .. }
-        )
-    }
-}
-
-/// A parsed Sigstore bundle (any supported version). Parsing checks the JSON shape only;
-/// everything else is [`BundleVerifier::verify`]'s job.
-#[derive(Debug, Clone)]
-pub struct SigstoreBundle {
-    pub(crate) inner: Bundle,
-}
-
-impl SigstoreBundle {
-    pub fn from_json(json: &str) -> Result<Self, BundleError> {
-        Bundle::from_json(json)
-            .map(|inner| SigstoreBundle { inner })
-            .map_err(|e| BundleError::MalformedBundle(e.to_string()))
-    }
-
-    /// Reads a bundle file of at most [`Limits::max_input_bytes`].
-    pub fn from_file(path: impl AsRef<Path>, limits: &Limits) -> Result<Self, BundleError> {
-        let path = path.as_ref();
-        let bytes = read_bounded("bundle", path, limits.max_input_bytes)?;
-        let named =
-            |reason: String| BundleError::MalformedBundle(format!("{}: {reason}", path.display()));
-        let json = String::from_utf8(bytes).map_err(|_| named("not UTF-8 JSON".into()))?;
-        Bundle::from_json(&json)
-            .map(|inner| SigstoreBundle { inner })
-            .map_err(|e| named(e.to_string()))
-    }
-
-    /// The bundle's media type, e.g. `application/vnd.dev.sigstore.bundle.v0.3+json`.
-    pub fn media_type(&self) -> String {
-        self.inner.media_type.to_string()
-    }
-
-    /// Pretty JSON, the way Sigstore clients write `.sigstore.json` files.
-    pub fn to_json_pretty(&self) -> Result<String, BundleError> {
-        self.inner
-            .to_json_pretty()
-            .map_err(|e| BundleError::MalformedBundle(e.to_string()))
-    }
-
-    fn names_public_key(&self) -> bool {
-        matches!(
-            self.inner.verification_material.content,
-            VerificationMaterialContent::PublicKey(_)
-        )
-    }
-}
 
 /// Who signed a verified bundle.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -422,9 +143,9 @@ impl<'t> BundleVerifier<'t> {
                     && result.tlog_verified()
                     && result.identity_policy_checked())
                 {
-                    return Err(BundleError::SkippedCheck(
+                    return Err(BundleError::Check(SigstoreError::SkippedCheck(
                         "certificate chain, SCT, transparency log and identity must all be verified",
-                    ));
+                    )));
                 }
                 Ok(VerifiedBundle {
                     signer: BundleSigner::Certificate {
@@ -441,20 +162,20 @@ impl<'t> BundleVerifier<'t> {
             ExpectedSigner::Key(key) => {
                 if !bundle.names_public_key() {
                     return Err(BundleError::CertificateBundleForKey {
-                        key: key.origin.clone(),
+                        key: key.origin().to_string(),
                     });
                 }
                 let policy =
                     PublicKeyVerificationPolicy::new(DerPublicKey::new(key.spki_der.clone()));
                 let result = self.run(bundle, artifact, &policy)?;
                 if !result.tlog_verified() {
-                    return Err(BundleError::SkippedCheck(
+                    return Err(BundleError::Check(SigstoreError::SkippedCheck(
                         "transparency log inclusion must be verified",
-                    ));
+                    )));
                 }
                 Ok(VerifiedBundle {
                     signer: BundleSigner::Key {
-                        origin: key.origin.clone(),
+                        origin: key.origin().to_string(),
                     },
                     verified_times: result.verified_timestamps().to_vec(),
                     transparency_log_verified: result.tlog_verified(),
@@ -463,7 +184,7 @@ impl<'t> BundleVerifier<'t> {
         }
     }
 
-    pub(crate) fn run(
+    pub(super) fn run(
         &self,
         bundle: &SigstoreBundle,
         artifact: BundleArtifact<'_>,
@@ -473,7 +194,7 @@ impl<'t> BundleVerifier<'t> {
         let b = &bundle.inner;
         let result = match artifact {
             BundleArtifact::Bytes(bytes) => verifier.verify(bytes, b, policy),
-            BundleArtifact::Digest(d) => verifier.verify(Sha256Hash::new(d.0), b, policy),
+            BundleArtifact::Digest(d) => verifier.verify(Sha256Hash::new(*d.as_bytes()), b, policy),
             BundleArtifact::File(path) => {
                 let file = open("artifact", path)?;
                 match verifier.verify_reader(file, b, policy) {
@@ -494,89 +215,15 @@ impl<'t> BundleVerifier<'t> {
                 }
             }
         };
-        result.map_err(map_sigstore_error)
-    }
-}
-
-fn open(what: &'static str, path: &Path) -> Result<std::fs::File, BundleError> {
-    std::fs::File::open(path).map_err(|source| BundleError::Read {
-        what,
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-fn read_bounded(what: &'static str, path: &Path, limit: usize) -> Result<Vec<u8>, BundleError> {
-    let file = open(what, path)?;
-    let mut bytes = Vec::new();
-    let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
-    file.take(cap)
-        .read_to_end(&mut bytes)
-        .map_err(|source| BundleError::Read {
-            what,
-            path: path.to_path_buf(),
-            source,
-        })?;
-    if bytes.len() > limit {
-        return Err(BundleError::TooLarge {
-            what,
-            path: path.to_path_buf(),
-            limit,
-        });
-    }
-    Ok(bytes)
-}
-
-/// sigstore-verify's categories, mapped onto one variant per reason.
-fn map_sigstore_error(e: sigstore_verify::Error) -> BundleError {
-    use sigstore_verify::{
-        CertificateError as C, Error as E, TimestampError as Ts, TransparencyLogError as T,
-    };
-    match e {
-        E::IdentityMismatch { expected, actual } => BundleError::IdentityMismatch {
-            expected: expected.to_string(),
-            found: actual.map_or_else(|| "(none)".into(), |a| a.as_str().to_string()),
-        },
-        E::IssuerMismatch { expected, actual } => BundleError::IssuerMismatch {
-            expected,
-            found: actual.unwrap_or_else(|| "(none)".into()),
-        },
-        E::SignatureInvalid(d) => BundleError::BadSignature(d),
-        E::ArtifactMismatch(d) => BundleError::ArtifactMismatch(d),
-        E::Certificate(C::ChainInvalid(d) | C::Malformed(d)) => {
-            BundleError::UntrustedCertificate(d)
-        }
-        E::Certificate(C::NoValidAuthority { time }) => BundleError::UntrustedCertificate(format!(
-            "no trusted Fulcio authority was valid at {time}"
-        )),
-        E::Certificate(C::NotYetValid { time, not_before }) => BundleError::CertificateNotValidAt {
-            time: time.to_string(),
-            detail: format!("not valid before {not_before}"),
-        },
-        E::Certificate(C::Expired { time, not_after }) => BundleError::CertificateNotValidAt {
-            time: time.to_string(),
-            detail: format!("expired at {not_after}"),
-        },
-        E::Certificate(C::Sct(d)) => BundleError::Sct(d),
-        E::TransparencyLog(T::UnknownLog { log_id }) => BundleError::UnknownLog { log_id },
-        E::TransparencyLog(T::InclusionProof(d)) => BundleError::InclusionProof(d),
-        E::TransparencyLog(T::Checkpoint(d)) => BundleError::Checkpoint(d),
-        E::TransparencyLog(T::InclusionPromise(d)) => BundleError::InclusionPromise(d),
-        E::TransparencyLog(T::IntegratedTime(d)) => BundleError::IntegratedTime(d),
-        E::TransparencyLog(T::MalformedEntry(d)) => BundleError::MalformedEntry(d),
-        E::TransparencyLog(T::EntryMismatch(d)) => BundleError::EntryMismatch(d),
-        E::Timestamp(Ts::NoVerifiedTimestamp(d)) => BundleError::NoVerifiedTime(d),
-        E::Timestamp(t) => BundleError::Timestamp(t.to_string()),
-        E::InvalidBundle(d) => BundleError::InvalidBundle(d),
-        E::Bundle(b) => BundleError::InvalidBundle(b.to_string()),
-        E::UnsupportedBundle(d) | E::UnsupportedArtifact(d) => BundleError::UnsupportedBundle(d),
-        other => BundleError::Other(other.to_string()),
+        result.map_err(|e| BundleError::Check(map_verify_error(e, self.trust, None)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::conformance::{BundleKey, Sha256Digest};
+    use std::path::{Path, PathBuf};
 
     const A_TXT_SHA256: &str = "a0cfc71271d6e278e57cd332ff957c3f7043fdda354c4cbb190a30d56efa01bf";
     const BEACON: &str = "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
@@ -639,61 +286,6 @@ mod tests {
     }
 
     #[test]
-    fn digest_parses_sha256_prefix_and_hex() {
-        let d = a_txt_digest();
-        assert_eq!(hex::encode(d.as_bytes()), A_TXT_SHA256);
-        assert_eq!(d.to_string(), format!("sha256:{A_TXT_SHA256}"));
-    }
-
-    #[test]
-    fn digest_accepts_uppercase_hex() {
-        let upper = format!("sha256:{}", A_TXT_SHA256.to_uppercase());
-        assert_eq!(upper.parse::<Sha256Digest>().unwrap(), a_txt_digest());
-    }
-
-    #[test]
-    fn digest_of_bytes_matches_parsed_form() {
-        let empty = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-        assert_eq!(Sha256Digest::of(b""), empty.parse().unwrap());
-    }
-
-    #[test]
-    fn digest_without_algorithm_is_refused() {
-        assert_eq!(
-            A_TXT_SHA256.parse::<Sha256Digest>(),
-            Err(DigestError::MissingAlgorithm)
-        );
-    }
-
-    #[test]
-    fn digest_with_other_algorithm_is_refused() {
-        assert_eq!(
-            format!("sha512:{A_TXT_SHA256}").parse::<Sha256Digest>(),
-            Err(DigestError::UnsupportedAlgorithm("sha512".into()))
-        );
-    }
-
-    #[test]
-    fn digest_of_wrong_length_is_refused() {
-        assert_eq!(
-            "sha256:abcd".parse::<Sha256Digest>(),
-            Err(DigestError::WrongLength(4))
-        );
-    }
-
-    #[test]
-    fn digest_with_non_hex_digit_is_refused() {
-        let bad = format!("sha256:{}g", &A_TXT_SHA256[..63]);
-        assert_eq!(bad.parse::<Sha256Digest>(), Err(DigestError::NotHex));
-    }
-
-    #[test]
-    fn digest_with_multibyte_characters_does_not_panic() {
-        let bad = format!("sha256:{}é", &A_TXT_SHA256[..62]);
-        assert!(bad.parse::<Sha256Digest>().is_err());
-    }
-
-    #[test]
     fn verifies_v03_bundle_by_digest_with_exact_identity() {
         let signer = ExpectedSigner::identity(BEACON, GHA);
         let result = verify_case(
@@ -724,7 +316,7 @@ mod tests {
         );
         let err = result.unwrap_err();
         assert!(
-            matches!(err, BundleError::IdentityMismatch { ref found, .. } if found == BEACON),
+            matches!(err, BundleError::Check(SigstoreError::IdentityMismatch { ref found, .. }) if found == BEACON),
             "{err}"
         );
     }
@@ -739,7 +331,7 @@ mod tests {
         );
         let err = result.unwrap_err();
         assert!(
-            matches!(err, BundleError::IssuerMismatch { ref found, .. } if found == GHA),
+            matches!(err, BundleError::Check(SigstoreError::IssuerMismatch { ref found, .. }) if found == GHA),
             "{err}"
         );
     }
@@ -753,7 +345,10 @@ mod tests {
             BundleArtifact::Digest(a_txt_digest()),
             &signer,
         );
-        assert!(matches!(result, Err(BundleError::IdentityMismatch { .. })));
+        assert!(matches!(
+            result,
+            Err(BundleError::Check(SigstoreError::IdentityMismatch { .. }))
+        ));
     }
 
     #[test]
@@ -806,7 +401,10 @@ mod tests {
             &signer,
         );
         let err = result.unwrap_err();
-        assert!(matches!(err, BundleError::BadSignature(_)), "{err}");
+        assert!(
+            matches!(err, BundleError::Check(SigstoreError::BadSignature(_))),
+            "{err}"
+        );
     }
 
     #[test]
@@ -844,11 +442,13 @@ mod tests {
                 &ExpectedSigner::identity(BEACON, GHA),
             )
             .unwrap_err();
+        // One mapper for every path: an expired certificate is a validity failure at the
+        // signing time, never an "untrusted chain".
         assert!(
             matches!(
                 err,
-                BundleError::UntrustedCertificate(ref d) if d.contains("Expired")
-            ) || matches!(err, BundleError::CertificateNotValidAt { .. }),
+                BundleError::Check(SigstoreError::CertificateNotValidAt { .. })
+            ),
             "{err}"
         );
     }
@@ -861,7 +461,10 @@ mod tests {
             &ExpectedSigner::identity(BEACON, GHA),
         );
         let err = result.unwrap_err();
-        assert!(matches!(err, BundleError::NoVerifiedTime(_)), "{err}");
+        assert!(
+            matches!(err, BundleError::Check(SigstoreError::NoVerifiedTime(_))),
+            "{err}"
+        );
     }
 
     #[test]

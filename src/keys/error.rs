@@ -1,0 +1,93 @@
+//! Why a key could not be read or written: one variant per reason.
+
+use super::encrypted_key::{NONCE_LEN, SALT_LEN, SECRETBOX_TAG_LEN};
+
+/// Why a key (a cosign key file or a PEM public key) could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("not valid PEM: {source}")]
+    InvalidPem {
+        #[source]
+        source: pem::PemError,
+    },
+    #[error("no PEM block found")]
+    NoPemBlock,
+    #[error("expected exactly one PEM block, found {count}")]
+    MultiplePemBlocks { count: usize },
+    #[error("PEM block is labelled {found:?}, expected {expected}")]
+    WrongPemLabel {
+        found: String,
+        expected: &'static str,
+    },
+    #[error("encrypted private key is not a valid cosign JSON envelope: {source}")]
+    InvalidEnvelopeJson {
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("field {field} of the encrypted private key is not valid base64: {source}")]
+    InvalidBase64 {
+        field: &'static str,
+        #[source]
+        source: base64::DecodeError,
+    },
+    #[error("unsupported key derivation function {0:?} (only \"scrypt\" is supported)")]
+    UnsupportedKdf(String),
+    #[error("unsupported cipher {0:?} (only \"nacl/secretbox\" is supported)")]
+    UnsupportedCipher(String),
+    #[error(
+        "invalid scrypt parameters N={n}, r={r}, p={p}: N must be a power of two \
+         greater than 1 and below 2^(16*r), and r and p must be positive"
+    )]
+    InvalidScryptParams { n: u64, r: u64, p: u64 },
+    #[error(
+        "scrypt parameters N={n}, r={r}, p={p} are too expensive (limits: N <= 2^20, \
+         r*p <= 64, N*r*p <= 2^23); refusing to derive a key from this file"
+    )]
+    ScryptParamsTooExpensive { n: u64, r: u64, p: u64 },
+    #[error("scrypt salt is {len} bytes, expected {SALT_LEN}")]
+    BadSaltLength { len: usize },
+    #[error("secretbox nonce is {len} bytes, expected {NONCE_LEN}")]
+    BadNonceLength { len: usize },
+    #[error(
+        "ciphertext is {len} bytes, shorter than the {SECRETBOX_TAG_LEN}-byte authentication tag"
+    )]
+    CiphertextTooShort { len: usize },
+    #[error("wrong password for the encrypted private key (or the key file was modified)")]
+    WrongPassword,
+    #[error("decrypted private key is not valid PKCS#8: {source}")]
+    InvalidPrivateKey {
+        #[source]
+        source: pkcs8::Error,
+    },
+    #[error("invalid public key: {source}")]
+    InvalidPublicKey {
+        #[source]
+        source: spki::Error,
+    },
+    #[error("unsupported key type {algorithm}; only ECDSA P-256 keys are supported")]
+    UnsupportedKeyType { algorithm: String },
+    #[error("the operating system's random number generator failed: {source}")]
+    Randomness {
+        #[source]
+        source: rand_core::Error,
+    },
+    #[error("could not generate a P-256 private key from the random bytes drawn")]
+    KeyGeneration,
+    #[error("encoding the private key as PKCS#8 failed: {source}")]
+    EncodePrivateKey {
+        #[source]
+        source: pkcs8::Error,
+    },
+    #[error("encoding the public key as SubjectPublicKeyInfo failed: {source}")]
+    EncodePublicKey {
+        #[source]
+        source: spki::Error,
+    },
+    #[error("encrypting the private key failed")]
+    Encrypt,
+    #[error("serializing the encrypted private key envelope failed: {source}")]
+    EncodeEnvelope {
+        #[source]
+        source: serde_json::Error,
+    },
+}

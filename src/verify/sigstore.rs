@@ -1,0 +1,277 @@
+//! The adapter over the sigstore crates for verification: the only file of `verify/` that
+//! names `sigstore-verify`, `sigstore-crypto` or `sigstore-types`. It turns mansign's
+//! inputs (DER certificates and keys, decoded Rekor entries) into the crates' types, runs
+//! their checks, and maps every failure onto [`SigstoreError`] with **one** mapper
+//! ([`map_verify_error`]), which the conformance front end uses too, so an expired
+//! certificate has the same name on every path.
+
+use super::evidence::{CertificateSubject, WorkflowClaims};
+use super::rekor_entry::RekorEntry;
+use super::sigstore_error::SigstoreError;
+use crate::trust::TrustRoot;
+use rustls_pki_types::SignatureVerificationAlgorithm;
+use sigstore_types::bundle::{
+    InclusionPromise, MessageDigest, MessageSignature, PublicKeyIdentifier, SignatureContent,
+    TransparencyLogEntry, VerificationMaterial, VerificationMaterialContent, X509Certificate,
+};
+use sigstore_types::{
+    Bundle, CanonicalizedBody, DerCertificate, DerPublicKey, DigestBytes, HashAlgorithm,
+    KindVersion, LogId, LogIndex, LogKeyId, MediaType, SignatureBytes, SignedTimestamp,
+};
+
+/// What made a signature: a certificate (keyless) or a trusted public key, as DER.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum SigningMaterial<'a> {
+    /// The Fulcio leaf certificate, DER.
+    Certificate(&'a [u8]),
+    /// A trusted public key, SubjectPublicKeyInfo DER.
+    PublicKey(&'a [u8]),
+}
+
+/// What a certificate states, read without judging it.
+#[derive(Debug, Clone)]
+pub(super) struct CertificateFacts {
+    /// The SAN (email or URI), if there is one.
+    pub subject: Option<CertificateSubject>,
+    /// The OIDC issuer extension (`.1.8`, else `.1.1`).
+    pub issuer: Option<String>,
+    pub claims: WorkflowClaims,
+    /// The subject public key, SubjectPublicKeyInfo DER.
+    pub public_key_der: Vec<u8>,
+}
+
+/// Reads subject, issuer, CI claims and public key of a certificate.
+pub(super) fn certificate_facts(der: &[u8]) -> Result<CertificateFacts, SigstoreError> {
+    let info = sigstore_crypto::parse_certificate_info(&DerCertificate::new(der.to_vec()))
+        .map_err(|e| SigstoreError::MalformedCertificate(e.to_string()))?;
+    let subject = match info.identity {
+        Some(sigstore_crypto::SubjectAltName::Email(e)) => Some(CertificateSubject::Email(e)),
+        Some(sigstore_crypto::SubjectAltName::Uri(u)) => Some(CertificateSubject::Uri(u)),
+        _ => None,
+    };
+    Ok(CertificateFacts {
+        subject,
+        issuer: info.issuer,
+        claims: workflow_claims(&info.ci_claims),
+        public_key_der: info.public_key.as_bytes().to_vec(),
+    })
+}
+
+fn workflow_claims(c: &sigstore_crypto::FulcioCiClaims) -> WorkflowClaims {
+    let g = &c.deprecated_github;
+    WorkflowClaims {
+        github_workflow_trigger: g.workflow_trigger.clone(),
+        github_workflow_sha: g.workflow_sha.clone(),
+        github_workflow_name: g.workflow_name.clone(),
+        github_workflow_repository: g.workflow_repository.clone(),
+        github_workflow_ref: g.workflow_ref.clone(),
+        build_signer_uri: c.build_signer_uri.clone(),
+        build_signer_digest: c.build_signer_digest.clone(),
+        runner_environment: c.runner_environment.clone(),
+        source_repository_uri: c.source_repository_uri.clone(),
+        source_repository_digest: c.source_repository_digest.clone(),
+        source_repository_ref: c.source_repository_ref.clone(),
+        source_repository_identifier: c.source_repository_identifier.clone(),
+        source_repository_owner_uri: c.source_repository_owner_uri.clone(),
+        source_repository_owner_identifier: c.source_repository_owner_identifier.clone(),
+        build_config_uri: c.build_config_uri.clone(),
+        build_config_digest: c.build_config_digest.clone(),
+        build_trigger: c.build_trigger.clone(),
+        run_invocation_uri: c.run_invocation_uri.clone(),
+        source_repository_visibility_at_signing: c.source_repository_visibility_at_signing.clone(),
+    }
+}
+
+/// Verifies a `hashedrekord` 0.0.1 entry and the signature it logs through sigstore-verify:
+/// the cosign triple becomes a Sigstore bundle v0.1 whose only time evidence is the
+/// SET-backed integrated time. With a certificate every check runs (chain at the integrated
+/// time, SCT, SET, body consistency, signature) and any identity is accepted (the identity
+/// policy judges afterwards); with a public key the SET, body and signature are checked
+/// against that key.
+pub(super) fn verify_hashedrekord(
+    trust: &TrustRoot,
+    message: &[u8],
+    signature: &[u8],
+    material: SigningMaterial<'_>,
+    entry: &RekorEntry,
+) -> Result<(), SigstoreError> {
+    let bundle = bundle_v01(entry, material, signature, message);
+    // For a manifest signature the artifact is M itself, logged by its hash: a hash that
+    // is not SHA-256(M) means the log entry is about another signature.
+    let map = |e| match map_verify_error(e, trust, Some(entry.integrated_time)) {
+        SigstoreError::ArtifactMismatch(d) => SigstoreError::EntryMismatch(d),
+        other => other,
+    };
+    let verifier = trust.verifier();
+    let result = match material {
+        SigningMaterial::Certificate(_) => {
+            let policy = sigstore_verify::VerificationPolicy::any_identity();
+            let result = verifier.verify(message, &bundle, &policy).map_err(map)?;
+            // Belt and braces: the policy above asks for every check; refuse a result
+            // that says one of them did not run.
+            if !(result.certificate_verified() && result.sct_verified()) {
+                return Err(SigstoreError::SkippedCheck(
+                    "certificate chain and SCT must be verified",
+                ));
+            }
+            result
+        }
+        SigningMaterial::PublicKey(spki) => {
+            let policy =
+                sigstore_verify::PublicKeyVerificationPolicy::new(DerPublicKey::new(spki.to_vec()));
+            verifier.verify(message, &bundle, &policy).map_err(map)?
+        }
+    };
+    if !result.tlog_verified() {
+        return Err(SigstoreError::SkippedCheck(
+            "the transparency log entry must be verified",
+        ));
+    }
+    if result.integrated_time().map(|t| t.as_second()) != Some(entry.integrated_time) {
+        return Err(SigstoreError::SkippedCheck(
+            "the integrated time must be the one the SET covers",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks an ECDSA (or other sigstore-supported) signature over `message` with a public key
+/// (SubjectPublicKeyInfo DER), in the key's default signing scheme.
+pub(super) fn verify_signature(
+    public_key_der: &[u8],
+    message: &[u8],
+    signature: &[u8],
+) -> Result<(), SigstoreError> {
+    let key = DerPublicKey::new(public_key_der.to_vec());
+    let scheme = sigstore_crypto::KeyAlgorithm::from_spki(&key)
+        .map_err(|e| SigstoreError::BadSignature(format!("unsupported key: {e}")))?
+        .default_signing_scheme();
+    sigstore_crypto::verify_signature(
+        &key,
+        message,
+        &SignatureBytes::new(signature.to_vec()),
+        scheme,
+    )
+    .map_err(|_| {
+        SigstoreError::BadSignature("the signature is not the signer's over this message".into())
+    })
+}
+
+/// The signature algorithms certificate chains are checked with (rustls-webpki over
+/// aws-lc-rs, the set sigstore-verify uses), for mansign's own chain checks.
+pub(super) fn webpki_algorithms() -> &'static [&'static dyn SignatureVerificationAlgorithm] {
+    sigstore_crypto::WEBPKI_VERIFICATION_ALGS
+}
+
+/// The cosign triple as a Sigstore bundle v0.1 (research `sigstore-rust-crates.md` §4.2):
+/// one tlog entry with integrated time and inclusion promise (SET), no inclusion proof,
+/// no RFC 3161 timestamp. The body is re-encoded from the decoded bytes, so the SET is
+/// checked over exactly the body that is interpreted.
+fn bundle_v01(
+    entry: &RekorEntry,
+    material: SigningMaterial<'_>,
+    signature: &[u8],
+    message: &[u8],
+) -> Bundle {
+    let mut tlog = TransparencyLogEntry::new(
+        // RekorEntry::parse bounds the index to the non-negative i64 range.
+        LogIndex::new(entry.log_index).unwrap_or_default(),
+        LogId::new(LogKeyId::new(entry.log_id.to_vec())),
+        KindVersion::HashedRekordV001,
+        CanonicalizedBody::new(entry.body.clone()),
+    )
+    .with_inclusion_promise(InclusionPromise::new(SignedTimestamp::new(
+        entry.set.clone(),
+    )));
+    if let Ok(t) = jiff::Timestamp::from_second(entry.integrated_time) {
+        tlog = tlog.with_integrated_time(t);
+    }
+    let content = match material {
+        SigningMaterial::Certificate(der) => VerificationMaterialContent::X509CertificateChain {
+            certificates: vec![X509Certificate::new(DerCertificate::new(der.to_vec()))],
+        },
+        SigningMaterial::PublicKey(_) => {
+            VerificationMaterialContent::PublicKey(PublicKeyIdentifier::new(""))
+        }
+    };
+    let material = VerificationMaterial::new(content).with_tlog_entries(vec![tlog]);
+    let digest = sigstore_crypto::sha256(message);
+    let signature = SignatureContent::MessageSignature(
+        MessageSignature::new(SignatureBytes::new(signature.to_vec())).with_message_digest(
+            MessageDigest::new(
+                HashAlgorithm::Sha2256,
+                DigestBytes::new(digest.as_slice().to_vec()),
+            ),
+        ),
+    );
+    Bundle::new(MediaType::Bundle0_1, material, signature)
+}
+
+/// sigstore-verify's failure categories, mapped onto one [`SigstoreError`] variant per
+/// reason. The only such mapper in mansign: the annotation paths and the conformance
+/// bundle path both use it. `integrated_time` (Unix seconds), when the caller knows it,
+/// names the time a certificate validity failure refers to.
+pub(crate) fn map_verify_error(
+    e: sigstore_verify::Error,
+    trust: &TrustRoot,
+    integrated_time: Option<i64>,
+) -> SigstoreError {
+    use sigstore_verify::{
+        CertificateError as C, Error as E, TimestampError as Ts, TransparencyLogError as T,
+    };
+    let at = integrated_time.and_then(|t| jiff::Timestamp::from_second(t).ok());
+    match e {
+        // rustls-webpki reports a validity failure as a chain failure; name it.
+        E::Certificate(C::ChainInvalid(d))
+            if d.contains("CertExpired") || d.contains("CertNotValidYet") =>
+        {
+            SigstoreError::CertificateNotValidAt {
+                time: at,
+                detail: d,
+            }
+        }
+        E::Certificate(C::ChainInvalid(d) | C::Malformed(d)) => {
+            SigstoreError::UntrustedCertificate(d)
+        }
+        E::Certificate(C::NoValidAuthority { time }) => SigstoreError::UntrustedCertificate(
+            format!("no trusted Fulcio authority was valid at {time}"),
+        ),
+        E::Certificate(C::NotYetValid { time, not_before }) => {
+            SigstoreError::CertificateNotValidAt {
+                time: Some(time),
+                detail: format!("not valid before {not_before}"),
+            }
+        }
+        E::Certificate(C::Expired { time, not_after }) => SigstoreError::CertificateNotValidAt {
+            time: Some(time),
+            detail: format!("expired at {not_after}"),
+        },
+        E::Certificate(C::Sct(d)) => SigstoreError::Sct(d),
+        E::IdentityMismatch { expected, actual } => SigstoreError::IdentityMismatch {
+            expected: expected.to_string(),
+            found: actual.map_or_else(|| "(none)".into(), |a| a.as_str().to_string()),
+        },
+        E::IssuerMismatch { expected, actual } => SigstoreError::IssuerMismatch {
+            expected,
+            found: actual.unwrap_or_else(|| "(none)".into()),
+        },
+        E::TransparencyLog(T::UnknownLog { log_id }) => SigstoreError::UnknownLog {
+            log_id,
+            trust_root: trust.origin().to_string(),
+        },
+        E::TransparencyLog(T::InclusionPromise(d)) => SigstoreError::SignedEntryTimestamp(d),
+        E::TransparencyLog(T::IntegratedTime(d)) => SigstoreError::IntegratedTime(d),
+        E::TransparencyLog(T::InclusionProof(d)) => SigstoreError::InclusionProof(d),
+        E::TransparencyLog(T::Checkpoint(d)) => SigstoreError::Checkpoint(d),
+        E::TransparencyLog(T::EntryMismatch(d)) => SigstoreError::EntryMismatch(d),
+        E::TransparencyLog(T::MalformedEntry(d)) => SigstoreError::MalformedEntry(d),
+        E::ArtifactMismatch(d) => SigstoreError::ArtifactMismatch(d),
+        E::SignatureInvalid(d) => SigstoreError::BadSignature(d),
+        E::Timestamp(Ts::NoVerifiedTimestamp(d)) => SigstoreError::NoVerifiedTime(d),
+        E::Timestamp(t) => SigstoreError::Timestamp(t.to_string()),
+        E::InvalidBundle(d) => SigstoreError::InvalidBundle(d),
+        E::Bundle(b) => SigstoreError::InvalidBundle(b.to_string()),
+        E::UnsupportedBundle(d) | E::UnsupportedArtifact(d) => SigstoreError::UnsupportedBundle(d),
+        other => SigstoreError::Other(other.to_string()),
+    }
+}
