@@ -27,6 +27,9 @@ cargo clippy --locked --all-targets -- -D warnings
 log "cargo doc (broken intra-doc links are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --quiet
 
+log "module layering (imports point down, no cycles, sigstore crates only in adapters)"
+cargo test --locked --test layering
+
 log "cargo test (unit, integration, doc)"
 cargo test --locked --all-targets
 cargo test --locked --doc

@@ -50,6 +50,8 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod annotations;
 pub mod cli;
 pub mod conformance;

@@ -39,7 +39,7 @@ const CIPHER_NAME: &str = "nacl/secretbox";
 pub(super) const SALT_LEN: usize = 32;
 pub(super) const NONCE_LEN: usize = 24;
 const SECRETBOX_KEY_LEN: usize = 32;
-pub(super) const SECRETBOX_TAG_LEN: usize = 16;
+const SECRETBOX_TAG_LEN: usize = 16;
 
 /// A freshly generated key pair, as the two files `cosign generate-key-pair` writes.
 #[derive(Debug)]
@@ -170,16 +170,23 @@ pub fn decrypt_private_key(pem_text: &str, password: &[u8]) -> Result<SigningKey
     let params = bounded_scrypt_params(&envelope.kdf.params)?;
     let salt = decode_base64("kdf.salt", &envelope.kdf.salt)?;
     if salt.len() != SALT_LEN {
-        return Err(KeyError::BadSaltLength { len: salt.len() });
+        return Err(KeyError::BadSaltLength {
+            len: salt.len(),
+            expected: SALT_LEN,
+        });
     }
     let nonce = decode_base64("cipher.nonce", &envelope.cipher.nonce)?;
     if nonce.len() != NONCE_LEN {
-        return Err(KeyError::BadNonceLength { len: nonce.len() });
+        return Err(KeyError::BadNonceLength {
+            len: nonce.len(),
+            expected: NONCE_LEN,
+        });
     }
     let ciphertext = decode_base64("ciphertext", &envelope.ciphertext)?;
     if ciphertext.len() < SECRETBOX_TAG_LEN {
         return Err(KeyError::CiphertextTooShort {
             len: ciphertext.len(),
+            tag_len: SECRETBOX_TAG_LEN,
         });
     }
 

@@ -1,7 +1,5 @@
 //! Why a key could not be read or written: one variant per reason.
 
-use super::encrypted_key::{NONCE_LEN, SALT_LEN, SECRETBOX_TAG_LEN};
-
 /// Why a key (a cosign key file or a PEM public key) could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
@@ -44,14 +42,12 @@ pub enum KeyError {
          r*p <= 64, N*r*p <= 2^23); refusing to derive a key from this file"
     )]
     ScryptParamsTooExpensive { n: u64, r: u64, p: u64 },
-    #[error("scrypt salt is {len} bytes, expected {SALT_LEN}")]
-    BadSaltLength { len: usize },
-    #[error("secretbox nonce is {len} bytes, expected {NONCE_LEN}")]
-    BadNonceLength { len: usize },
-    #[error(
-        "ciphertext is {len} bytes, shorter than the {SECRETBOX_TAG_LEN}-byte authentication tag"
-    )]
-    CiphertextTooShort { len: usize },
+    #[error("scrypt salt is {len} bytes, expected {expected}")]
+    BadSaltLength { len: usize, expected: usize },
+    #[error("secretbox nonce is {len} bytes, expected {expected}")]
+    BadNonceLength { len: usize, expected: usize },
+    #[error("ciphertext is {len} bytes, shorter than the {tag_len}-byte authentication tag")]
+    CiphertextTooShort { len: usize, tag_len: usize },
     #[error("wrong password for the encrypted private key (or the key file was modified)")]
     WrongPassword,
     #[error("decrypted private key is not valid PKCS#8: {source}")]

@@ -244,12 +244,18 @@ fn wrong_salt_or_nonce_length_is_refused() {
     let mut json = envelope_json(&pem_text);
     json["kdf"]["salt"] = BASE64.encode([0u8; 16]).into();
     let err = decrypt_private_key(&repem(SIGSTORE_PRIVATE_KEY_LABEL, &json), b"pw").unwrap_err();
-    assert!(matches!(err, KeyError::BadSaltLength { len: 16 }), "{err}");
+    assert!(
+        matches!(err, KeyError::BadSaltLength { len: 16, .. }),
+        "{err}"
+    );
 
     let mut json = envelope_json(&pem_text);
     json["cipher"]["nonce"] = BASE64.encode([0u8; 12]).into();
     let err = decrypt_private_key(&repem(SIGSTORE_PRIVATE_KEY_LABEL, &json), b"pw").unwrap_err();
-    assert!(matches!(err, KeyError::BadNonceLength { len: 12 }), "{err}");
+    assert!(
+        matches!(err, KeyError::BadNonceLength { len: 12, .. }),
+        "{err}"
+    );
 }
 
 #[test]
@@ -259,7 +265,7 @@ fn truncated_ciphertext_is_refused() {
     json["ciphertext"] = BASE64.encode([0u8; 5]).into();
     let err = decrypt_private_key(&repem(SIGSTORE_PRIVATE_KEY_LABEL, &json), b"pw").unwrap_err();
     assert!(
-        matches!(err, KeyError::CiphertextTooShort { len: 5 }),
+        matches!(err, KeyError::CiphertextTooShort { len: 5, .. }),
         "{err}"
     );
 }

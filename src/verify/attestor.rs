@@ -14,11 +14,11 @@
 //! A set of the other kind is refused with a reason, never passed: a key attestor does not
 //! accept certificate sets, a keyless attestor does not accept sets without a certificate.
 
-use super::SignerInfo;
 use super::certificate::CertificateAttestor;
 use super::identity::IdentityPolicy;
 use super::key_bundle::verify_key_set_with_bundle;
 use super::keyless::verify_certificate_set;
+use super::signer::SignerInfo;
 use crate::annotations::SignatureSet;
 use crate::trust::TrustRoot;
 use p256::ecdsa::{DerSignature, VerifyingKey, signature::Verifier as _};

@@ -18,9 +18,9 @@
 //! way), so the verdict names the entries that were needed, not every entry that would
 //! also have verified.
 
-use super::SignerInfo;
 use super::attestor::{Attestor, KeylessAttestor, TrustedKey};
 use super::certificate::CertificateAttestor;
+use super::signer::SignerInfo;
 use crate::annotations::SignatureSet;
 use serde::Serialize;
 use std::fmt;

@@ -33,8 +33,8 @@
 //! Kyverno accepts any signer the SET vouches for (research `kyverno-manifests.md` §2.5).
 //! mansign always runs every step above.
 
-use super::SignerInfo;
 use super::key_bundle::verify_key_set_with_bundle;
+use super::signer::SignerInfo;
 use super::sigstore_error::SigstoreError;
 use crate::annotations::SignatureSet;
 use crate::trust::TrustRoot;
@@ -423,7 +423,7 @@ fn pem_certificates(
 
 /// The first certificate of a `certificate` annotation.
 fn annotation_leaf(pem_text: &str) -> Result<Vec<u8>, CertificateCheckError> {
-    super::first_certificate_der(pem_text).map_err(CertificateCheckError::MalformedCertificate)
+    super::pem::first_certificate_der(pem_text).map_err(CertificateCheckError::MalformedCertificate)
 }
 
 /// notBefore <= time <= notAfter (RFC 5280 §4.1.2.5: both bounds inclusive).

@@ -72,7 +72,7 @@ pub fn verify_certificate_set(
 /// The first certificate of the annotation's PEM, DER. Intermediates are never taken from
 /// the annotation: the chain is built from the trust root only.
 fn leaf_certificate(pem_text: &str) -> Result<Vec<u8>, SigstoreError> {
-    super::first_certificate_der(pem_text).map_err(SigstoreError::MalformedCertificate)
+    super::pem::first_certificate_der(pem_text).map_err(SigstoreError::MalformedCertificate)
 }
 
 #[cfg(test)]

@@ -1,0 +1,262 @@
+//! Who signed a verified signature set: a trusted key, a Fulcio certificate (keyless) or a
+//! certificate of the policy's own PKI, with the transparency-log entry when there is one.
+
+use super::evidence::{RekorEvidence, SigstoreEvidence, WorkflowClaims};
+use serde::Serialize;
+use std::fmt;
+
+/// Who signed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum SignerInfo {
+    /// A trusted public key; with the Rekor entry when the set carried a bundle.
+    #[serde(rename_all = "camelCase")]
+    Key {
+        name: String,
+        fingerprint: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        transparency_log: Option<RekorEvidence>,
+    },
+    /// A Fulcio certificate (keyless), verified against a trust root.
+    #[serde(rename_all = "camelCase")]
+    Certificate {
+        /// SAN: email or URI.
+        subject: String,
+        /// OIDC issuer (extension `.1.8`, else `.1.1`); absent on 2021 certificates.
+        issuer: Option<String>,
+        /// GitHub workflow and other CI claims stated by the certificate.
+        #[serde(skip_serializing_if = "no_claims")]
+        claims: Box<WorkflowClaims>,
+        log_index: u64,
+        log_id: String,
+        /// RFC 3339 UTC.
+        integrated_time: String,
+    },
+    /// An X.509 certificate of a certificate attestor (pinned, or chained to the policy's
+    /// CA chain); with the Rekor entry when the set carried a bundle.
+    #[serde(rename = "signing-certificate", rename_all = "camelCase")]
+    SigningCertificate {
+        /// Subject distinguished name (RFC 4514).
+        subject: String,
+        /// Hex SHA-256 of the certificate DER.
+        fingerprint: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        transparency_log: Option<RekorEvidence>,
+    },
+}
+
+impl SignerInfo {
+    /// The signer of a verified keyless set.
+    pub fn from_evidence(evidence: SigstoreEvidence) -> Self {
+        SignerInfo::Certificate {
+            subject: evidence.subject.as_str().to_string(),
+            issuer: evidence.issuer,
+            claims: Box::new(evidence.claims),
+            log_index: evidence.rekor.log_index,
+            integrated_time: evidence.rekor.integrated_time_rfc3339(),
+            log_id: evidence.rekor.log_id,
+        }
+    }
+}
+
+impl SignerInfo {
+    /// When the transparency log recorded the signature, if it did.
+    pub fn logged_at(&self) -> Option<jiff::Timestamp> {
+        match self {
+            SignerInfo::Key {
+                transparency_log, ..
+            }
+            | SignerInfo::SigningCertificate {
+                transparency_log, ..
+            } => transparency_log
+                .as_ref()
+                .and_then(|r| jiff::Timestamp::from_second(r.integrated_time).ok()),
+            SignerInfo::Certificate {
+                integrated_time, ..
+            } => integrated_time.parse().ok(),
+        }
+    }
+}
+
+fn no_claims(claims: &WorkflowClaims) -> bool {
+    claims.is_empty()
+}
+
+impl fmt::Display for SignerInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SignerInfo::Key {
+                name,
+                fingerprint,
+                transparency_log,
+            } => {
+                write!(
+                    f,
+                    "key {name} (sha256:{})",
+                    &fingerprint[..fingerprint.len().min(16)]
+                )?;
+                write_transparency_log(f, transparency_log)
+            }
+            SignerInfo::Certificate {
+                subject,
+                issuer,
+                log_index,
+                integrated_time,
+                ..
+            } => {
+                write!(f, "subject {subject} ")?;
+                match issuer {
+                    Some(issuer) => write!(f, "(issuer {issuer})")?,
+                    None => f.write_str("(no issuer extension)")?,
+                }
+                write!(f, ", rekor log index {log_index} at {integrated_time}")
+            }
+            SignerInfo::SigningCertificate {
+                subject,
+                fingerprint,
+                transparency_log,
+            } => {
+                write!(
+                    f,
+                    "certificate {subject} (sha256:{})",
+                    &fingerprint[..fingerprint.len().min(16)]
+                )?;
+                write_transparency_log(f, transparency_log)
+            }
+        }
+    }
+}
+
+fn write_transparency_log(
+    f: &mut fmt::Formatter<'_>,
+    transparency_log: &Option<RekorEvidence>,
+) -> fmt::Result {
+    if let Some(rekor) = transparency_log {
+        write!(
+            f,
+            ", rekor log index {} at {}",
+            rekor.log_index,
+            rekor.integrated_time_rfc3339()
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn certificate(issuer: Option<&str>, claims: WorkflowClaims) -> SignerInfo {
+        SignerInfo::Certificate {
+            subject: "https://github.com/org/repo/.github/workflows/sign.yaml@refs/heads/main"
+                .into(),
+            issuer: issuer.map(Into::into),
+            claims: Box::new(claims),
+            log_index: 123,
+            log_id: "c0d2".into(),
+            integrated_time: "2026-01-02T03:04:05Z".into(),
+        }
+    }
+
+    #[test]
+    fn certificate_signer_displays_subject_issuer_and_log_entry() {
+        let s = certificate(
+            Some("https://token.actions.githubusercontent.com"),
+            WorkflowClaims::default(),
+        );
+        assert_eq!(
+            s.to_string(),
+            "subject https://github.com/org/repo/.github/workflows/sign.yaml@refs/heads/main \
+             (issuer https://token.actions.githubusercontent.com), rekor log index 123 at \
+             2026-01-02T03:04:05Z"
+        );
+    }
+
+    #[test]
+    fn certificate_signer_without_issuer_extension_says_so() {
+        let s = certificate(None, WorkflowClaims::default());
+        assert!(s.to_string().contains("(no issuer extension)"), "{s}");
+    }
+
+    #[test]
+    fn certificate_signer_json_carries_workflow_claims_in_camel_case() {
+        let claims = WorkflowClaims {
+            github_workflow_repository: Some("org/repo".into()),
+            ..WorkflowClaims::default()
+        };
+        let v = serde_json::to_value(certificate(Some("https://i"), claims)).unwrap();
+        assert_eq!(v["kind"], "certificate");
+        assert_eq!(v["logIndex"], 123);
+        assert_eq!(v["claims"], json!({"githubWorkflowRepository": "org/repo"}));
+    }
+
+    fn signing_certificate(transparency_log: Option<RekorEvidence>) -> SignerInfo {
+        SignerInfo::SigningCertificate {
+            subject: "CN=release,O=Acme".into(),
+            fingerprint: "0123456789abcdef0123".into(),
+            transparency_log,
+        }
+    }
+
+    #[test]
+    fn signing_certificate_signer_displays_subject_and_fingerprint() {
+        assert_eq!(
+            signing_certificate(None).to_string(),
+            "certificate CN=release,O=Acme (sha256:0123456789abcdef)"
+        );
+    }
+
+    #[test]
+    fn signing_certificate_signer_displays_its_log_entry() {
+        let rekor = RekorEvidence {
+            log_index: 7,
+            log_id: "c0d2".into(),
+            integrated_time: 1_767_323_045,
+        };
+        assert!(
+            signing_certificate(Some(rekor))
+                .to_string()
+                .ends_with(", rekor log index 7 at 2026-01-02T03:04:05Z")
+        );
+    }
+
+    #[test]
+    fn signing_certificate_signer_json_has_kind_and_omits_absent_log() {
+        assert_eq!(
+            serde_json::to_value(signing_certificate(None)).unwrap(),
+            json!({
+                "kind": "signing-certificate",
+                "subject": "CN=release,O=Acme",
+                "fingerprint": "0123456789abcdef0123"
+            })
+        );
+    }
+
+    #[test]
+    fn signing_certificate_signer_is_logged_at_its_integrated_time() {
+        let rekor = RekorEvidence {
+            log_index: 7,
+            log_id: "c0d2".into(),
+            integrated_time: 1_767_323_045,
+        };
+        assert_eq!(
+            signing_certificate(Some(rekor)).logged_at(),
+            Some(jiff::Timestamp::from_second(1_767_323_045).unwrap())
+        );
+        assert_eq!(signing_certificate(None).logged_at(), None);
+    }
+
+    #[test]
+    fn key_signer_json_omits_absent_transparency_log() {
+        let s = SignerInfo::Key {
+            name: "k".into(),
+            fingerprint: "ab".into(),
+            transparency_log: None,
+        };
+        assert_eq!(
+            serde_json::to_value(s).unwrap(),
+            json!({"kind": "key", "name": "k", "fingerprint": "ab"})
+        );
+    }
+}
