@@ -25,13 +25,6 @@ pub struct Limits {
     pub max_tar_entries: usize,
     /// Deepest nesting of maps and lists accepted in a document. Default 64.
     pub max_depth: usize,
-    /// Largest size of the field paths of one document compared with its signed version,
-    /// in bytes: for every value in it, the bytes of the keys on its path plus 32 per
-    /// path step ([`manifest::path_bytes_within`](crate::manifest::path_bytes_within)).
-    /// The comparison holds one path per field, so long keys nested deep above many
-    /// fields multiply: a 260 KiB object can need 500 MB. Default 128 MiB; manifests
-    /// written by people need a small fraction of that.
-    pub max_compared_path_bytes: usize,
 }
 
 impl Limits {
@@ -44,7 +37,6 @@ impl Limits {
         max_signature_sets: 32,
         max_tar_entries: 1000,
         max_depth: 64,
-        max_compared_path_bytes: 128 * 1024 * 1024,
     };
 }
 

@@ -42,7 +42,9 @@ fn signed(yaml: &str, profile: IgnoreProfile) -> (Value, Verifier) {
 fn rejected_paths(verifier: &Verifier, object: &Value) -> Vec<String> {
     match verifier.verify_object(object).unwrap().result {
         Ok(v) => panic!("tampered object verified: {v:?}"),
-        Err(Rejection::Modified { diffs }) => diffs.iter().map(|d| d.path.to_string()).collect(),
+        Err(Rejection::Modified { diffs, .. }) => {
+            diffs.iter().map(|d| d.path.to_string()).collect()
+        }
         Err(other) => panic!("rejected for another reason: {other}"),
     }
 }
@@ -78,7 +80,10 @@ spec:
     image: nginx:1.25
 "#;
 
+/// What the API server adds to a stored object: metadata, and `status` for kinds that have
+/// a status subresource (a ConfigMap has none; the server would not return one).
 fn with_server_metadata(mut v: Value) -> Value {
+    let has_status = v["kind"] != "ConfigMap";
     let meta = v["metadata"].as_object_mut().unwrap();
     meta.insert("uid".into(), json!("0f1e2d3c"));
     meta.insert("resourceVersion".into(), json!("4242"));
@@ -88,12 +93,14 @@ fn with_server_metadata(mut v: Value) -> Value {
         "managedFields".into(),
         json!([{"manager": "kubectl", "operation": "Apply"}]),
     );
-    v["status"] = json!({"observedGeneration": 3});
+    if has_status {
+        v["status"] = json!({"observedGeneration": 3});
+    }
     v
 }
 
 #[test]
-fn kubernetes_profile_tolerates_server_metadata_and_status() {
+fn kubernetes_profile_tolerates_server_metadata() {
     let (obj, verifier) = signed(CONFIGMAP, IgnoreProfile::Kubernetes);
     assert!(
         verifier
@@ -101,6 +108,27 @@ fn kubernetes_profile_tolerates_server_metadata_and_status() {
             .unwrap()
             .is_verified()
     );
+}
+
+#[test]
+fn kubernetes_profile_tolerates_the_status_of_a_kind_with_a_status_subresource() {
+    let (obj, verifier) = signed(DEPLOYMENT, IgnoreProfile::Kubernetes);
+    let live = with_server_metadata(obj);
+    assert!(live.get("status").is_some());
+    let verdict = verifier.verify_object(&live).unwrap();
+    assert!(verdict.is_verified(), "{verdict}");
+}
+
+#[test]
+fn status_of_a_kind_without_a_status_subresource_is_compared() {
+    // A ConfigMap (or a custom resource without the subresource) stores `status` as data.
+    let (mut obj, verifier) = signed(CONFIGMAP, IgnoreProfile::Kubernetes);
+    obj["status"] = json!({"phase": "approved"});
+    assert_eq!(rejected_paths(&verifier, &obj), ["status.phase"]);
+    let exception = "apiVersion: kyverno.io/v2\nkind: PolicyException\nmetadata:\n  name: e\n  namespace: ns\nspec:\n  exceptions: []\n";
+    let (mut obj, verifier) = signed(exception, IgnoreProfile::Kubernetes);
+    obj["status"] = json!({"ready": true});
+    assert_eq!(rejected_paths(&verifier, &obj), ["status.ready"]);
 }
 
 #[test]
@@ -262,7 +290,7 @@ fn deployed_fixture_without_namespace_binding_fails_on_the_namespace() {
         .with_tolerances(t)
         .verify_documents(&docs);
     match &verdict.documents[0].result {
-        Err(Rejection::Modified { diffs }) => {
+        Err(Rejection::Modified { diffs, .. }) => {
             assert_eq!(
                 diffs.iter().map(|d| d.path.to_string()).collect::<Vec<_>>(),
                 ["metadata.namespace"]

@@ -734,7 +734,7 @@ fn modified_configmap_fails_on_diff_data_key2() {
         .verify_object(&value)
         .unwrap();
     match verdict.result {
-        Err(Rejection::Modified { diffs }) => {
+        Err(Rejection::Modified { diffs, .. }) => {
             assert_eq!(diffs.len(), 1, "{diffs:?}");
             assert_eq!(diffs[0].to_string(), r#"data.key2 added ("val2")"#);
         }

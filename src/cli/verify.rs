@@ -4,7 +4,7 @@ use super::Outcome;
 use super::output::print_stdout;
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
-use crate::manifest::{IgnoreProfile, Tolerances, load_inputs, parse_duration};
+use crate::manifest::{GroupKind, IgnoreProfile, Tolerances, load_inputs, parse_duration};
 use crate::policy::{LoadOptions, RequestContext, load_file as load_policy_file};
 use crate::trust::TrustRoot;
 use crate::verify::{
@@ -43,17 +43,28 @@ pub struct VerifyArgs {
             "certificate_github_workflow_repository", "certificate_github_workflow_ref",
             "certificate_github_workflow_trigger", "certificate_github_workflow_sha",
             "certificate_github_workflow_name", "insecure_any_identity", "ignore_profile",
+            "status_kinds",
             "allow_digest_pinning", "bind_namespaces", "annotation_domain",
         ]
     )]
     pub policy: Option<PathBuf>,
 
     /// Differences tolerated for live objects (`kubectl get -o yaml` output): `none`
-    /// (files; default), `kubernetes` (server-populated metadata, status, server-assigned
-    /// fields and exact defaults; anchored), `kyverno-compat` (Kyverno's defaults with its
-    /// unanchored matching; migration only, over-matches).
-    #[arg(long, value_enum, default_value_t = IgnoreProfile::None, value_name = "PROFILE")]
+    /// (files; default), `kubernetes` (server-populated metadata, the status of kinds with a
+    /// status subresource, server-assigned fields, exact defaults, and a
+    /// last-applied-configuration that holds the signed manifest; anchored),
+    /// `kyverno-compat` (Kyverno's defaults with its unanchored matching; migration only,
+    /// over-matches).
+    #[arg(long, default_value_t = IgnoreProfile::None, value_name = "PROFILE",
+          value_parser = |s: &str| s.parse::<IgnoreProfile>())]
     pub ignore_profile: IgnoreProfile,
+
+    /// With `--ignore-profile kubernetes`: a custom kind whose `status` is a subresource
+    /// (`Kind.group`, e.g. `Certificate.cert-manager.io`), ignored like the status of
+    /// built-in kinds. Repeatable. For any other custom kind, `status` is compared.
+    #[arg(long = "status-kind", value_name = "KIND.GROUP",
+          value_parser = |s: &str| GroupKind::parse(s))]
+    pub status_kinds: Vec<GroupKind>,
 
     /// Accept container images pinned to a digest after signing (`x:tag` signed,
     /// `x:tag@sha256:<digest>` found), and no other image change. The digest itself cannot
@@ -184,6 +195,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
             profile: args.ignore_profile,
             digest_pinning: args.allow_digest_pinning,
             namespace_binding: args.bind_namespaces.clone(),
+            status_kinds: args.status_kinds.clone(),
         });
     if let Some(spec) = &args.max_age {
         let max_age = parse_duration(spec).map_err(|e| anyhow::anyhow!("--max-age: {e}"))?;

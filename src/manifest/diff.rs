@@ -1,12 +1,26 @@
 //! Comparing an object with the document that was signed.
 //!
-//! Both sides are flattened to `path -> leaf`; a path is a list of map keys and list
-//! indices. `null` and empty lists count as absent as field values (the API server treats
-//! them the same way, and kubectl-sigstore's mapnode diff does too); an empty map is a
-//! value (`namespaceSelector: {}` selects every namespace, unlike no selector), and a list
-//! item is part of the list whatever it holds. Lists are compared by
-//! position: a reordered `args` list is a real change, so unlike kubectl-sigstore no
-//! re-ordering is tolerated.
+//! **Equality** (docs/design.md, "What equality means"): the two trees are walked together.
+//!
+//! * A key present on one side only is a difference, whatever it holds: `null`, `{}`, `[]`
+//!   and `""` are values. The API server decodes `namespaceSelector: {matchExpressions: []}`
+//!   as an empty, non-nil selector ("every namespace"), and a custom resource keeps `x: null`
+//!   and `x: []` as written, so "looks empty" is never "absent".
+//! * Lists compare by position: a reordered `args` list is a real change (kubectl-sigstore
+//!   tolerates re-ordering; mansign does not).
+//! * Leaves compare by JSON value; numbers by value (`1` equals `1.0`: JSON from the API
+//!   server vs YAML from a file), exactly, never through a rounding float.
+//! * A map or list on one side and something else on the other is one changed field.
+//!
+//! What may differ is decided by a *judge* (ignore patterns, tolerance profiles), asked for
+//! each difference with the whole value at that path, so a rule can accept a subtree at once
+//! (`status`) or only an exact value (`securityContext: {}`); a subtree the judge does not
+//! accept as a whole is judged field by field.
+//!
+//! **Cost.** The walk is linear in the size of both documents: paths are a stack of borrowed
+//! keys while walking, and an owned [`FieldPath`] is built only for the differences that are
+//! reported, at most [`MAX_REPORTED_DIFFS`] of them (the rest are counted). Long keys above
+//! many fields cannot multiply into gigabytes.
 //!
 //! Ignore-field patterns are anchored at the root and match whole path segments: `status`
 //! ignores `status` and everything below it, never `spec.template.metadata.labels.status`
@@ -14,8 +28,21 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::fmt;
+
+/// Differences reported in full per comparison; further ones are only counted. A verdict
+/// needs one to deny; a hundred explain any real edit.
+pub const MAX_REPORTED_DIFFS: usize = 100;
+
+/// Deepest nesting the comparison follows. Parsed documents are far shallower
+/// ([`Limits::max_depth`](crate::Limits::max_depth)); this bounds values handed in by library
+/// callers.
+pub const MAX_COMPARE_DEPTH: usize = 256;
+
+/// Largest value (in tree nodes) copied into a reported difference; a bigger subtree is
+/// summarised (`{… 120 entries}`), so a report stays small whatever was changed.
+const MAX_SHOWN_NODES: usize = 64;
 
 /// One step of a path into a document.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -24,27 +51,70 @@ pub enum Segment {
     Index(usize),
 }
 
+/// One step of a path while walking: borrowed, so walking allocates nothing per node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+impl Segment {
+    pub fn step(&self) -> Step<'_> {
+        match self {
+            Segment::Key(k) => Step::Key(k),
+            Segment::Index(i) => Step::Index(*i),
+        }
+    }
+}
+
+impl From<Step<'_>> for Segment {
+    fn from(s: Step<'_>) -> Self {
+        match s {
+            Step::Key(k) => Segment::Key(k.to_string()),
+            Step::Index(i) => Segment::Index(i),
+        }
+    }
+}
+
 /// A path into a document, printed as `spec.containers[0].image` or
 /// `metadata.labels["app.kubernetes.io/name"]`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct FieldPath(pub Vec<Segment>);
 
+impl FieldPath {
+    pub fn from_steps(steps: &[Step<'_>]) -> Self {
+        FieldPath(steps.iter().map(|s| Segment::from(*s)).collect())
+    }
+
+    pub fn steps(&self) -> Vec<Step<'_>> {
+        self.0.iter().map(Segment::step).collect()
+    }
+}
+
 impl fmt::Display for FieldPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, seg) in self.0.iter().enumerate() {
-            match seg {
-                Segment::Index(n) => write!(f, "[{n}]")?,
-                Segment::Key(k) if is_simple_key(k) => {
-                    if i > 0 {
-                        f.write_str(".")?;
-                    }
-                    f.write_str(k)?;
-                }
-                Segment::Key(k) => write!(f, "[{}]", serde_json::Value::String(k.clone()))?,
-            }
-        }
-        Ok(())
+        write_path(f, self.0.iter().map(Segment::step))
     }
+}
+
+/// Writes a path in the documented notation.
+pub fn write_path<'a>(
+    f: &mut impl fmt::Write,
+    steps: impl IntoIterator<Item = Step<'a>>,
+) -> fmt::Result {
+    for (i, seg) in steps.into_iter().enumerate() {
+        match seg {
+            Step::Index(n) => write!(f, "[{n}]")?,
+            Step::Key(k) if is_simple_key(k) => {
+                if i > 0 {
+                    f.write_str(".")?;
+                }
+                f.write_str(k)?;
+            }
+            Step::Key(k) => write!(f, "[{}]", Value::String(k.to_string()))?,
+        }
+    }
+    Ok(())
 }
 
 impl Serialize for FieldPath {
@@ -71,7 +141,17 @@ pub enum DiffKind {
     Changed,
 }
 
-/// One differing field.
+/// A difference found while walking, before it is judged: the path as borrowed steps and
+/// the whole value on each side at that path.
+#[derive(Debug, Clone, Copy)]
+pub struct Difference<'a> {
+    pub path: &'a [Step<'a>],
+    pub kind: DiffKind,
+    pub signed: Option<&'a Value>,
+    pub actual: Option<&'a Value>,
+}
+
+/// One differing field, as reported.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FieldDiff {
     pub path: FieldPath,
@@ -80,6 +160,46 @@ pub struct FieldDiff {
     pub signed: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub actual: Option<Value>,
+}
+
+impl FieldDiff {
+    fn report(d: &Difference<'_>) -> Self {
+        FieldDiff {
+            path: FieldPath::from_steps(d.path),
+            kind: d.kind,
+            signed: d.signed.map(shown),
+            actual: d.actual.map(shown),
+        }
+    }
+}
+
+/// A value for a report: itself when small, else a summary.
+fn shown(v: &Value) -> Value {
+    if node_count_within(v, MAX_SHOWN_NODES) {
+        return v.clone();
+    }
+    Value::String(match v {
+        Value::Object(m) => format!("{{… {} entries}}", m.len()),
+        Value::Array(a) => format!("[… {} items]", a.len()),
+        _ => "…".into(),
+    })
+}
+
+fn node_count_within(v: &Value, limit: usize) -> bool {
+    let mut count = 0usize;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        count += 1;
+        if count > limit {
+            return false;
+        }
+        match v {
+            Value::Object(m) => stack.extend(m.values()),
+            Value::Array(a) => stack.extend(a.iter()),
+            _ => {}
+        }
+    }
+    true
 }
 
 impl fmt::Display for FieldDiff {
@@ -194,24 +314,31 @@ impl FieldPattern {
 
     /// True if `path` is exactly this field (not below it).
     pub fn matches_exactly(&self, path: &FieldPath) -> bool {
-        self.segments.len() == path.0.len() && self.matches(path)
+        self.matches_steps_exactly(&path.steps())
     }
 
     /// True if `path` is this field or below it.
     pub fn matches(&self, path: &FieldPath) -> bool {
-        if self.segments.len() > path.0.len() {
+        self.matches_steps(&path.steps())
+    }
+
+    /// [`matches`](Self::matches) for a borrowed path.
+    pub fn matches_steps(&self, path: &[Step<'_>]) -> bool {
+        if self.segments.len() > path.len() {
             return false;
         }
-        self.segments
-            .iter()
-            .zip(&path.0)
-            .all(|(p, s)| match (p, s) {
-                (PatternSegment::Key(k), Segment::Key(s)) => k == s,
-                (PatternSegment::AnyKey, Segment::Key(_)) => true,
-                (PatternSegment::Index(i), Segment::Index(s)) => i == s,
-                (PatternSegment::AnyIndex, Segment::Index(_)) => true,
-                _ => false,
-            })
+        self.segments.iter().zip(path).all(|(p, s)| match (p, s) {
+            (PatternSegment::Key(k), Step::Key(s)) => k == s,
+            (PatternSegment::AnyKey, Step::Key(_)) => true,
+            (PatternSegment::Index(i), Step::Index(s)) => i == s,
+            (PatternSegment::AnyIndex, Step::Index(_)) => true,
+            _ => false,
+        })
+    }
+
+    /// [`matches_exactly`](Self::matches_exactly) for a borrowed path.
+    pub fn matches_steps_exactly(&self, path: &[Step<'_>]) -> bool {
+        self.segments.len() == path.len() && self.matches_steps(path)
     }
 }
 
@@ -233,157 +360,190 @@ impl IgnoreFields {
     pub fn is_ignored(&self, path: &FieldPath) -> bool {
         self.0.iter().any(|p| p.matches(path))
     }
+
+    /// [`is_ignored`](Self::is_ignored) for a borrowed path.
+    pub fn ignores(&self, path: &[Step<'_>]) -> bool {
+        self.0.iter().any(|p| p.matches_steps(path))
+    }
 }
 
-fn flatten(value: &Value) -> BTreeMap<FieldPath, &Value> {
-    let mut out = BTreeMap::new();
-    let mut items = Vec::new();
-    let mut stack: Vec<(Vec<Segment>, &Value)> = vec![(Vec::new(), value)];
-    while let Some((path, v)) = stack.pop() {
-        match v {
-            Value::Null => {}
-            // An empty map is a value, not an absence: `namespaceSelector: {}` selects
-            // every namespace where no selector means "this namespace only", and
-            // `podSelector: {}` selects every pod. Server-added empty maps
-            // (`resources: {}`) are tolerated by the `kubernetes` profile as defaults.
-            Value::Object(m) if m.is_empty() && !path.is_empty() => {
-                out.insert(FieldPath(path), v);
-            }
-            Value::Object(m) => {
-                for (k, c) in m {
-                    let mut p = path.clone();
-                    p.push(Segment::Key(k.clone()));
-                    stack.push((p, c));
-                }
-            }
-            Value::Array(a) => {
-                for (i, c) in a.iter().enumerate() {
-                    let mut p = path.clone();
-                    p.push(Segment::Index(i));
-                    items.push((FieldPath(p.clone()), c));
-                    stack.push((p, c));
-                }
-            }
-            leaf => {
-                out.insert(FieldPath(path), leaf);
-            }
-        }
-    }
-    // A list item is never absent, whatever it holds: the absent rule is for fields, and
-    // an item changes the list. `ingress: [{}]` allows all traffic where `ingress: []`
-    // denies it; `clusterRoleSelectors: [{}]` aggregates every ClusterRole. An item without
-    // leaves of its own is its own leaf. Deepest first, so an item holding such an item
-    // already has a leaf.
-    items.sort_by_key(|(path, _)| std::cmp::Reverse(path.0.len()));
-    for (path, item) in items {
-        let has_leaf = out
-            .range(&path..)
-            .next()
-            .is_some_and(|(p, _)| p.0.starts_with(&path.0));
-        if !has_leaf {
-            out.insert(path, item);
-        }
-    }
-    out
+/// Why two documents could not be compared.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompareError {
+    #[error("nested deeper than {limit} levels at {path}")]
+    TooDeep { limit: usize, path: String },
 }
 
-/// What one path step costs in [`path_bytes_within`], besides the bytes of its key.
-const PATH_STEP_BYTES: usize = 32;
-
-/// True if the field paths of `value` take at most `limit` bytes: for every map entry and
-/// list item, the bytes of the keys on its path plus 32 per step.
-/// [`diff_documents`] builds one path per field, so check this first on untrusted input
-/// ([`Limits::max_compared_path_bytes`](crate::Limits::max_compared_path_bytes)).
-/// Stops as soon as the limit is passed, without building any path.
-pub fn path_bytes_within(value: &Value, limit: usize) -> bool {
-    let mut total = 0usize;
-    let mut stack = vec![(value, 0usize)];
-    while let Some((v, prefix)) = stack.pop() {
-        total = total.saturating_add(prefix);
-        if total > limit {
-            return false;
-        }
-        match v {
-            Value::Object(m) => stack.extend(
-                m.iter()
-                    .map(|(k, c)| (c, prefix.saturating_add(PATH_STEP_BYTES + k.len()))),
-            ),
-            Value::Array(a) => stack.extend(
-                a.iter()
-                    .map(|c| (c, prefix.saturating_add(PATH_STEP_BYTES))),
-            ),
-            _ => {}
-        }
-    }
-    true
+/// The differences of one comparison that no rule accepted.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Comparison {
+    /// Reported differences, sorted by path (at most [`MAX_REPORTED_DIFFS`]).
+    pub diffs: Vec<FieldDiff>,
+    /// Further differences found but not reported.
+    pub unreported: usize,
 }
 
-/// Differences between the signed document and the object, sorted by path, with ignored
-/// fields left out.
-pub fn diff_documents(signed: &Value, actual: &Value, ignore: &IgnoreFields) -> Vec<FieldDiff> {
-    let a = flatten(signed);
-    let b = flatten(actual);
-    let mut diffs = Vec::new();
-    for (path, sv) in &a {
-        if ignore.is_ignored(path) {
-            continue;
+impl Comparison {
+    pub fn is_equal(&self) -> bool {
+        self.diffs.is_empty() && self.unreported == 0
+    }
+}
+
+/// Compares `signed` with `actual`; `tolerated` decides which differences do not count
+/// (see the module docs).
+pub fn compare(
+    signed: &Value,
+    actual: &Value,
+    tolerated: &dyn Fn(&Difference<'_>) -> bool,
+) -> Result<Comparison, CompareError> {
+    let mut walk = Walk {
+        tolerated,
+        out: Comparison::default(),
+    };
+    let mut path = Vec::new();
+    walk.both(&mut path, signed, actual)?;
+    walk.out.diffs.sort_by(|x, y| x.path.cmp(&y.path));
+    Ok(walk.out)
+}
+
+/// Differences between the signed document and the object with `ignore` applied, sorted by
+/// path (the simple form of [`compare`]; at most [`MAX_REPORTED_DIFFS`]).
+pub fn diff_documents(
+    signed: &Value,
+    actual: &Value,
+    ignore: &IgnoreFields,
+) -> Result<Vec<FieldDiff>, CompareError> {
+    compare(signed, actual, &|d| ignore.ignores(d.path)).map(|c| c.diffs)
+}
+
+struct Walk<'t> {
+    tolerated: &'t dyn Fn(&Difference<'_>) -> bool,
+    out: Comparison,
+}
+
+impl Walk<'_> {
+    fn found(&mut self, d: Difference<'_>) {
+        if (self.tolerated)(&d) {
+            return;
         }
-        match b.get(path) {
-            None if is_empty_map(sv) && has_descendant(&b, path) => {}
-            None => diffs.push(FieldDiff {
-                path: path.clone(),
-                kind: DiffKind::Removed,
-                signed: Some((*sv).clone()),
-                actual: None,
-            }),
-            Some(av) if !same_leaf(sv, av) => diffs.push(FieldDiff {
-                path: path.clone(),
-                kind: DiffKind::Changed,
-                signed: Some((*sv).clone()),
-                actual: Some((*av).clone()),
-            }),
-            Some(_) => {}
+        if self.out.diffs.len() < MAX_REPORTED_DIFFS {
+            self.out.diffs.push(FieldDiff::report(&d));
+        } else {
+            self.out.unreported += 1;
         }
     }
-    for (path, av) in &b {
-        let covered_by_fields = is_empty_map(av) && has_descendant(&a, path);
-        if !a.contains_key(path) && !ignore.is_ignored(path) && !covered_by_fields {
-            diffs.push(FieldDiff {
-                path: path.clone(),
-                kind: DiffKind::Added,
-                signed: None,
-                actual: Some((*av).clone()),
+
+    fn depth_check(path: &[Step<'_>]) -> Result<(), CompareError> {
+        if path.len() > MAX_COMPARE_DEPTH {
+            let mut shown = String::new();
+            let _ = write_path(&mut shown, path.iter().take(8).copied());
+            return Err(CompareError::TooDeep {
+                limit: MAX_COMPARE_DEPTH,
+                path: format!("{shown}…"),
             });
         }
+        Ok(())
     }
-    diffs.sort_by(|x, y| x.path.cmp(&y.path));
-    diffs
-}
 
-fn is_empty_map(v: &Value) -> bool {
-    matches!(v, Value::Object(m) if m.is_empty())
-}
+    /// Both sides hold a value at `path`.
+    fn both<'v>(
+        &mut self,
+        path: &mut Vec<Step<'v>>,
+        signed: &'v Value,
+        actual: &'v Value,
+    ) -> Result<(), CompareError> {
+        Self::depth_check(path)?;
+        match (signed, actual) {
+            (Value::Object(s), Value::Object(a)) => {
+                let keys: BTreeSet<&'v str> =
+                    s.keys().chain(a.keys()).map(String::as_str).collect();
+                for k in keys {
+                    path.push(Step::Key(k));
+                    match (s.get(k), a.get(k)) {
+                        (Some(sv), Some(av)) => self.both(path, sv, av)?,
+                        (Some(sv), None) => self.one_side(path, DiffKind::Removed, sv)?,
+                        (None, Some(av)) => self.one_side(path, DiffKind::Added, av)?,
+                        (None, None) => {}
+                    }
+                    path.pop();
+                }
+            }
+            (Value::Array(s), Value::Array(a)) => {
+                for i in 0..s.len().max(a.len()) {
+                    path.push(Step::Index(i));
+                    match (s.get(i), a.get(i)) {
+                        (Some(sv), Some(av)) => self.both(path, sv, av)?,
+                        (Some(sv), None) => self.one_side(path, DiffKind::Removed, sv)?,
+                        (None, Some(av)) => self.one_side(path, DiffKind::Added, av)?,
+                        (None, None) => {}
+                    }
+                    path.pop();
+                }
+            }
+            (s, a) if same_leaf(s, a) => {}
+            (s, a) => self.found(Difference {
+                path,
+                kind: DiffKind::Changed,
+                signed: Some(s),
+                actual: Some(a),
+            }),
+        }
+        Ok(())
+    }
 
-/// True if `leaves` holds a path strictly below `path`. An empty map on one side and a
-/// filled map on the other differ by the filled map's fields, which are reported
-/// themselves (`data: {}` → `data: {a: "1"}` is `data.a added`).
-fn has_descendant(leaves: &BTreeMap<FieldPath, &Value>, path: &FieldPath) -> bool {
-    leaves
-        .range(path..)
-        .find(|(p, _)| *p != path)
-        .is_some_and(|(p, _)| p.0.len() > path.0.len() && p.0.starts_with(&path.0))
+    /// Only one side holds a value at `path`: a difference, unless the judge accepts it
+    /// whole; a filled map or list it does not accept is judged field by field.
+    fn one_side<'v>(
+        &mut self,
+        path: &mut Vec<Step<'v>>,
+        kind: DiffKind,
+        value: &'v Value,
+    ) -> Result<(), CompareError> {
+        Self::depth_check(path)?;
+        let (signed, actual) = match kind {
+            DiffKind::Removed => (Some(value), None),
+            _ => (None, Some(value)),
+        };
+        let whole = Difference {
+            path,
+            kind,
+            signed,
+            actual,
+        };
+        if (self.tolerated)(&whole) {
+            return Ok(());
+        }
+        match value {
+            Value::Object(m) if !m.is_empty() => {
+                for (k, v) in m {
+                    path.push(Step::Key(k));
+                    self.one_side(path, kind, v)?;
+                    path.pop();
+                }
+            }
+            Value::Array(a) if !a.is_empty() => {
+                for (i, v) in a.iter().enumerate() {
+                    path.push(Step::Index(i));
+                    self.one_side(path, kind, v)?;
+                    path.pop();
+                }
+            }
+            _ => {
+                if self.out.diffs.len() < MAX_REPORTED_DIFFS {
+                    self.out.diffs.push(FieldDiff::report(&whole));
+                } else {
+                    self.out.unreported += 1;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Leaves are equal when their JSON values are equal; numbers compare by value so that
 /// `1` and `1.0` (JSON from the API server vs YAML from a file) are the same.
 fn same_leaf(a: &Value, b: &Value) -> bool {
     match (a, b) {
-        // Two list items without leaves (`{}`, `[]`, `null`, `{"a": {}}`): equally empty.
-        (Value::Null | Value::Object(_) | Value::Array(_), _)
-        | (_, Value::Null | Value::Object(_) | Value::Array(_)) => {
-            matches!(a, Value::Null | Value::Object(_) | Value::Array(_))
-                && matches!(b, Value::Null | Value::Object(_) | Value::Array(_))
-        }
         (Value::Number(x), Value::Number(y)) => match (integer(x), integer(y)) {
             (Some(x), Some(y)) => x == y,
             // At most one side is a whole number: a fraction never equals it.
@@ -417,75 +577,102 @@ mod tests {
         d.iter().map(|d| d.path.to_string()).collect()
     }
 
-    #[test]
-    fn equal_documents_have_no_diff() {
-        let v = json!({"a": {"b": [1, {"c": "d"}]}, "e": {}, "f": null, "g": []});
-        let w = json!({"a": {"b": [1, {"c": "d"}]}, "e": {}});
-        assert!(diff_documents(&v, &w, &IgnoreFields::none()).is_empty());
+    fn none() -> IgnoreFields {
+        IgnoreFields::none()
     }
 
     #[test]
-    fn an_empty_map_is_a_value_not_an_absence() {
-        // `namespaceSelector: {}` selects every namespace; no selector means "this one".
-        let none = IgnoreFields::none();
-        let signed = json!({"from": [{"podSelector": {"matchLabels": {"a": "b"}}}]});
-        let actual = json!({"from": [{"podSelector": {"matchLabels": {"a": "b"}}, "namespaceSelector": {}}]});
-        let d = diff_documents(&signed, &actual, &none);
-        assert_eq!(paths(&d), ["from[0].namespaceSelector"]);
-        assert_eq!(d[0].kind, DiffKind::Added);
-        let d = diff_documents(
-            &json!({"spec": {"podSelector": {}}}),
-            &json!({"spec": {}}),
-            &none,
-        );
-        assert_eq!(paths(&d), ["spec.podSelector"]);
-        assert_eq!(d[0].kind, DiffKind::Removed);
+    fn equal_documents_have_no_diff() {
+        let v = json!({"a": {"b": [1, {"c": "d"}]}, "e": {}, "f": null, "g": []});
+        assert!(diff_documents(&v, &v.clone(), &none()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_present_key_is_a_difference_whatever_it_holds() {
+        // The API server keeps these as values: an empty selector selects everything.
+        for empty in [json!(null), json!({}), json!([]), json!("")] {
+            let signed = json!({"from": [{"podSelector": {"matchLabels": {"a": "b"}}}]});
+            let mut actual = signed.clone();
+            actual["from"][0]["namespaceSelector"] = empty.clone();
+            let d = diff_documents(&signed, &actual, &none()).unwrap();
+            assert_eq!(paths(&d), ["from[0].namespaceSelector"], "{empty}");
+            assert_eq!(d[0].kind, DiffKind::Added);
+            let d = diff_documents(&actual, &signed, &none()).unwrap();
+            assert_eq!(paths(&d), ["from[0].namespaceSelector"], "{empty}");
+            assert_eq!(d[0].kind, DiffKind::Removed);
+        }
+    }
+
+    #[test]
+    fn an_empty_looking_map_inside_a_selector_is_a_difference() {
+        let signed = json!({"spec": {"selector": {}}});
+        for inner in [
+            json!({"matchExpressions": []}),
+            json!({"matchLabels": null}),
+            json!({"matchLabels": {}}),
+        ] {
+            let actual = json!({"spec": {"selector": inner}});
+            assert_eq!(
+                diff_documents(&signed, &actual, &none()).unwrap().len(),
+                1,
+                "{actual}"
+            );
+        }
+    }
+
+    #[test]
+    fn null_and_empty_values_differ_from_each_other() {
+        for (a, b) in [
+            (json!(null), json!({})),
+            (json!([]), json!({})),
+            (json!(""), json!(null)),
+        ] {
+            let d = diff_documents(&json!({"x": a}), &json!({"x": b}), &none()).unwrap();
+            assert_eq!(paths(&d), ["x"]);
+            assert_eq!(d[0].kind, DiffKind::Changed);
+        }
     }
 
     #[test]
     fn an_empty_map_filled_later_reports_the_new_fields_only() {
-        let none = IgnoreFields::none();
-        let d = diff_documents(&json!({"data": {}}), &json!({"data": {"a": "1"}}), &none);
+        let d =
+            diff_documents(&json!({"data": {}}), &json!({"data": {"a": "1"}}), &none()).unwrap();
         assert_eq!(paths(&d), ["data.a"]);
-        let d = diff_documents(&json!({"data": {"a": "1"}}), &json!({"data": {}}), &none);
+        let d =
+            diff_documents(&json!({"data": {"a": "1"}}), &json!({"data": {}}), &none()).unwrap();
         assert_eq!(paths(&d), ["data.a"]);
-        let d = diff_documents(&json!({"data": {}}), &json!({"data": "x"}), &none);
+        let d = diff_documents(&json!({"data": {}}), &json!({"data": "x"}), &none()).unwrap();
         assert_eq!(paths(&d), ["data"]);
     }
 
     #[test]
-    fn path_bytes_count_every_key_on_every_path() {
-        // a: 32 + 1; a.bb: 33 + 32 + 2; a.bb[0]: 67 + 32
-        let v = json!({"a": {"bb": [1]}});
-        assert!(path_bytes_within(&v, 33 + 67 + 99));
-        assert!(!path_bytes_within(&v, 33 + 67 + 98));
-    }
-
-    #[test]
-    fn an_empty_list_item_is_not_absent() {
-        let none = IgnoreFields::none();
-        let d = diff_documents(&json!({"ingress": []}), &json!({"ingress": [{}]}), &none);
+    fn an_added_list_item_is_reported_whatever_it_holds() {
+        let d =
+            diff_documents(&json!({"ingress": []}), &json!({"ingress": [{}]}), &none()).unwrap();
         assert_eq!(paths(&d), ["ingress[0]"]);
         assert_eq!(d[0].kind, DiffKind::Added);
-        let d = diff_documents(&json!({}), &json!({"ingress": [{"from": []}]}), &none);
-        assert_eq!(paths(&d), ["ingress[0]"]);
-        // The item was `{}` and now holds a list with an empty item: that item is the change.
-        let d = diff_documents(&json!({"a": [{}]}), &json!({"a": [{"b": [{}]}]}), &none);
+        let d = diff_documents(&json!({}), &json!({"ingress": [{"from": []}]}), &none()).unwrap();
+        assert_eq!(paths(&d), ["ingress[0].from"]);
+        let d = diff_documents(&json!({"a": [{}]}), &json!({"a": [{"b": [{}]}]}), &none()).unwrap();
         assert_eq!(paths(&d), ["a[0].b[0]"]);
     }
 
     #[test]
-    fn empty_list_items_of_any_shape_are_equal() {
-        let signed = json!({"a": [{}, null, {}], "c": {"d": {}}});
-        let actual = json!({"a": [null, [], {}], "c": {"d": {}}});
-        assert!(diff_documents(&signed, &actual, &IgnoreFields::none()).is_empty());
+    fn list_items_of_different_shapes_differ() {
+        let d = diff_documents(
+            &json!({"a": [{}, null]}),
+            &json!({"a": [null, {}]}),
+            &none(),
+        )
+        .unwrap();
+        assert_eq!(paths(&d), ["a[0]", "a[1]"]);
     }
 
     #[test]
     fn reports_changed_added_and_removed_fields_by_path() {
         let signed = json!({"data": {"a": "1", "b": "2"}, "metadata": {"labels": {"app.kubernetes.io/name": "x"}}});
         let actual = json!({"data": {"a": "9", "c": "3"}, "metadata": {"labels": {"app.kubernetes.io/name": "x"}}});
-        let d = diff_documents(&signed, &actual, &IgnoreFields::none());
+        let d = diff_documents(&signed, &actual, &none()).unwrap();
         assert_eq!(paths(&d), ["data.a", "data.b", "data.c"]);
         assert_eq!(d[0].kind, DiffKind::Changed);
         assert_eq!(d[1].kind, DiffKind::Removed);
@@ -497,37 +684,57 @@ mod tests {
         let d = diff_documents(
             &json!({"args": ["a", "b"]}),
             &json!({"args": ["b", "a"]}),
-            &IgnoreFields::none(),
-        );
+            &none(),
+        )
+        .unwrap();
         assert_eq!(paths(&d), ["args[0]", "args[1]"]);
     }
 
     #[test]
     fn type_changes_are_changes_but_number_forms_are_equal() {
         assert_eq!(
-            diff_documents(&json!({"a": "1"}), &json!({"a": 1}), &IgnoreFields::none()).len(),
+            diff_documents(&json!({"a": "1"}), &json!({"a": 1}), &none())
+                .unwrap()
+                .len(),
             1
         );
         assert!(
-            diff_documents(&json!({"a": 1}), &json!({"a": 1.0}), &IgnoreFields::none()).is_empty()
+            diff_documents(&json!({"a": 1}), &json!({"a": 1.0}), &none())
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            diff_documents(&json!({"a": [1]}), &json!({"a": {"0": 1}}), &none())
+                .unwrap()
+                .len(),
+            1
         );
     }
 
     #[test]
     fn integers_above_2_pow_53_are_not_equal_to_a_nearby_float() {
-        let none = IgnoreFields::none();
         let signed = json!({"a": 9007199254740993u64});
         assert_eq!(
-            diff_documents(&signed, &json!({"a": 9007199254740992.0}), &none).len(),
+            diff_documents(&signed, &json!({"a": 9007199254740992.0}), &none())
+                .unwrap()
+                .len(),
             1
         );
-        assert!(diff_documents(&signed, &json!({"a": 9007199254740993u64}), &none).is_empty());
         assert!(
-            diff_documents(&json!({"a": -3}), &json!({"a": -3.0}), &none).is_empty(),
+            diff_documents(&signed, &json!({"a": 9007199254740993u64}), &none())
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            diff_documents(&json!({"a": -3}), &json!({"a": -3.0}), &none())
+                .unwrap()
+                .is_empty(),
             "whole floats still equal integers"
         );
         assert_eq!(
-            diff_documents(&json!({"a": 1}), &json!({"a": 1.5}), &none).len(),
+            diff_documents(&json!({"a": 1}), &json!({"a": 1.5}), &none())
+                .unwrap()
+                .len(),
             1
         );
     }
@@ -537,8 +744,9 @@ mod tests {
         let d = diff_documents(
             &json!({}),
             &json!({"metadata": {"labels": {"app.kubernetes.io/name": "x"}}, "l": [{"k": 1}]}),
-            &IgnoreFields::none(),
-        );
+            &none(),
+        )
+        .unwrap();
         assert_eq!(
             paths(&d),
             ["l[0].k", "metadata.labels[\"app.kubernetes.io/name\"]"]
@@ -563,7 +771,7 @@ mod tests {
                      "template": {"metadata": {"labels": {"status": "evil"}}}},
             "metadata": {"annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "kubectl.kubernetes.io/last-applied-configurationX": "y"}},
         });
-        let d = diff_documents(&signed, &actual, &ignore);
+        let d = diff_documents(&signed, &actual, &ignore).unwrap();
         assert_eq!(
             paths(&d),
             [
@@ -580,5 +788,56 @@ mod tests {
         for p in ["", "a..b", "a[x]", "a[\"unclosed", "a[1"] {
             assert!(FieldPattern::parse(p).is_err(), "{p:?}");
         }
+    }
+
+    #[test]
+    fn only_the_first_hundred_differences_are_reported_the_rest_counted() {
+        let actual: serde_json::Map<String, Value> =
+            (0..250).map(|i| (format!("k{i:03}"), json!(i))).collect();
+        let c = compare(&json!({}), &Value::Object(actual), &|_| false).unwrap();
+        assert_eq!(c.diffs.len(), MAX_REPORTED_DIFFS);
+        assert_eq!(c.unreported, 150);
+        assert!(!c.is_equal());
+    }
+
+    #[test]
+    fn a_long_key_above_many_fields_costs_no_more_than_the_input() {
+        // 1 MB key over 4,000 added leaves: the paths are built for the reported hundred only.
+        let key = "k".repeat(1_000_000);
+        let children: serde_json::Map<String, Value> =
+            (0..4000).map(|i| (format!("c{i}"), json!("x"))).collect();
+        let actual = json!({ key.clone(): Value::Object(children) });
+        let c = compare(&json!({}), &actual, &|_| false).unwrap();
+        assert_eq!(c.diffs.len() + c.unreported, 4000);
+    }
+
+    #[test]
+    fn big_subtrees_are_summarised_in_reports() {
+        let big: Vec<Value> = (0..500).map(|i| json!(i)).collect();
+        let d = diff_documents(&json!({"a": 1}), &json!({"a": big}), &none()).unwrap();
+        assert_eq!(d[0].actual, Some(json!("[… 500 items]")));
+    }
+
+    #[test]
+    fn nesting_beyond_the_compare_depth_is_an_error_not_a_crash() {
+        let mut deep = json!(1);
+        for _ in 0..(MAX_COMPARE_DEPTH + 10) {
+            deep = json!([deep]);
+        }
+        let err = compare(&deep, &deep.clone(), &|_| false).unwrap_err();
+        assert!(matches!(err, CompareError::TooDeep { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_judge_can_accept_a_whole_subtree_or_only_an_exact_value() {
+        let signed = json!({"spec": {}});
+        let actual = json!({"spec": {"securityContext": {}, "x": {"a": 1, "b": 2}}});
+        let c = compare(&signed, &actual, &|d| {
+            matches!(d.path, [Step::Key("spec"), Step::Key("securityContext")])
+                && d.actual == Some(&json!({}))
+                || matches!(d.path, [Step::Key("spec"), Step::Key("x"), Step::Key("a")])
+        })
+        .unwrap();
+        assert_eq!(paths(&c.diffs), ["spec.x.b"]);
     }
 }

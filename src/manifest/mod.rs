@@ -15,15 +15,18 @@ mod tolerance;
 mod yaml;
 
 pub use diff::{
-    DiffKind, FieldDiff, FieldPath, FieldPattern, IgnoreFields, Segment, diff_documents,
-    path_bytes_within,
+    CompareError, Comparison, DiffKind, Difference, FieldDiff, FieldPath, FieldPattern,
+    IgnoreFields, MAX_REPORTED_DIFFS, Segment, Step, compare, diff_documents, write_path,
 };
 pub use document::{Document, DocumentOrigin, ObjectIdentity, Source};
 pub use expiry::{EXPIRES_ANNOTATION, expiry_of, parse_duration, parse_expires, set_expiry};
 pub use legacy_tar::LegacyTarError;
 pub use load::{ManifestFile, load_inputs, load_reader};
 pub use message::{MessageError, build_message, parse_message};
-pub use tolerance::{IgnoreProfile, Tolerances, upstream_dotted};
+pub use tolerance::{
+    GroupKind, IgnoreProfile, LAST_APPLIED_ANNOTATION, Tolerances, has_status_subresource,
+    upstream_dotted,
+};
 pub use yaml::{YamlError, parse_documents, to_yaml};
 
 use std::path::PathBuf;

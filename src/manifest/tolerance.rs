@@ -5,13 +5,18 @@
 //! document. Three profiles ([`IgnoreProfile`]):
 //!
 //! * `none` — nothing tolerated (the default for `verify -f` on files).
-//! * `kubernetes` — a safe, anchored list: server-populated metadata and `status` are
-//!   ignored; server-assigned fields (Service `clusterIP`...) are tolerated only when the
-//!   signed document does not set them; well-known defaults (Deployment
-//!   `progressDeadlineSeconds: 600`, Service `type: ClusterIP`...) are tolerated only when
-//!   the signed document does not set them **and** the live value is exactly the default.
-//!   A default is never a licence for another value: `spec.type: LoadBalancer` on a
-//!   Service signed without `type` is a diff.
+//! * `kubernetes` — a safe, anchored list: server-populated metadata is ignored; `status`
+//!   is ignored only for kinds with a status subresource (the built-in ones in
+//!   [`has_status_subresource`], and kinds the policy names), because for any other kind
+//!   `status` is user data the API server stores as written; server-assigned fields
+//!   (Service `clusterIP`...) are tolerated only when the signed document does not set them;
+//!   well-known defaults (Deployment `progressDeadlineSeconds: 600`, Service
+//!   `type: ClusterIP`...) are tolerated only when the signed document does not set them
+//!   **and** the live value is exactly the default. A default is never a licence for
+//!   another value: `spec.type: LoadBalancer` on a Service signed without `type` is a diff.
+//!   `kubectl.kubernetes.io/last-applied-configuration` is not tolerated here: it drives the
+//!   next `kubectl apply`'s deletions, so the verifier accepts it only when its content
+//!   verifies against the signed document ([`Tolerances::tolerates_last_applied`]).
 //! * `kyverno-compat` — Kyverno's default ignore list with Kyverno's semantics (each field
 //!   an unanchored regex over the dotted path), for migrating existing policies only. It
 //!   over-matches (research kyverno-manifests §2.10 F3: `status` also hides
@@ -21,12 +26,12 @@
 //! `x:tag@sha256:<64 hex>`, and nothing else) and optional namespace binding (a signed
 //! document without a namespace is accepted in the namespaces listed, and only there).
 
-use super::diff::{DiffKind, FieldDiff, FieldPath, FieldPattern, Segment};
+use super::diff::{DiffKind, Difference, FieldPattern, Step};
 use super::document::ObjectIdentity;
 use serde_json::{Value, json};
 
 /// Which built-in list of tolerated differences applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum IgnoreProfile {
     /// Nothing tolerated: the object must equal the signed document.
     #[default]
@@ -48,6 +53,125 @@ enum Rule {
     Default(FieldPattern, Value),
 }
 
+impl IgnoreProfile {
+    /// The profile's name as the CLI and policy files spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            IgnoreProfile::None => "none",
+            IgnoreProfile::Kubernetes => "kubernetes",
+            IgnoreProfile::KyvernoCompat => "kyverno-compat",
+        }
+    }
+
+    /// Every profile, for help texts and parsing.
+    pub const ALL: &'static [IgnoreProfile] = &[
+        IgnoreProfile::None,
+        IgnoreProfile::Kubernetes,
+        IgnoreProfile::KyvernoCompat,
+    ];
+}
+
+impl std::str::FromStr for IgnoreProfile {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        IgnoreProfile::ALL
+            .iter()
+            .copied()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = IgnoreProfile::ALL.iter().map(|p| p.name()).collect();
+                format!(
+                    "unknown ignore profile {s:?} (expected one of: {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+impl std::fmt::Display for IgnoreProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A kind named by API group and kind (`PolicyException.kyverno.io`; the core group is
+/// empty: `Service`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GroupKind {
+    pub group: String,
+    pub kind: String,
+}
+
+impl GroupKind {
+    /// Parses `Kind` (core group) or `Kind.group`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (kind, group) = text.split_once('.').unwrap_or((text, ""));
+        if kind.is_empty() || !kind.chars().all(|c| c.is_ascii_alphanumeric()) {
+            return Err(format!(
+                "{text:?} is not a kind: expected Kind or Kind.group (e.g. Service, \
+                 PolicyException.kyverno.io)"
+            ));
+        }
+        Ok(GroupKind {
+            group: group.to_string(),
+            kind: kind.to_string(),
+        })
+    }
+
+    fn is(&self, id: &ObjectIdentity) -> bool {
+        self.group == id.group && self.kind == id.kind
+    }
+}
+
+impl std::fmt::Display for GroupKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.group.is_empty() {
+            f.write_str(&self.kind)
+        } else {
+            write!(f, "{}.{}", self.kind, self.group)
+        }
+    }
+}
+
+/// Built-in kinds whose `status` is a subresource the API server owns: writes to the main
+/// resource ignore it, so a live object's status says nothing about what was applied.
+/// (Kubernetes API reference, "status" subresources; custom kinds are added by policy.)
+pub fn has_status_subresource(group: &str, kind: &str) -> bool {
+    matches!(
+        (group, kind),
+        (
+            "",
+            "Pod"
+                | "Service"
+                | "Node"
+                | "Namespace"
+                | "PersistentVolume"
+                | "PersistentVolumeClaim"
+                | "ReplicationController"
+                | "ResourceQuota"
+        ) | (
+            "apps",
+            "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet"
+        ) | ("batch", "Job" | "CronJob")
+            | ("autoscaling", "HorizontalPodAutoscaler")
+            | ("policy", "PodDisruptionBudget")
+            | ("networking.k8s.io", "Ingress" | "ServiceCIDR")
+            | ("certificates.k8s.io", "CertificateSigningRequest")
+            | ("apiextensions.k8s.io", "CustomResourceDefinition")
+            | ("apiregistration.k8s.io", "APIService")
+            | ("storage.k8s.io", "VolumeAttachment")
+            | (
+                "flowcontrol.apiserver.k8s.io",
+                "FlowSchema" | "PriorityLevelConfiguration"
+            )
+            | ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy")
+            | ("resource.k8s.io", "ResourceClaim")
+            | ("storagemigration.k8s.io", "StorageVersionMigration")
+            | ("internal.apiserver.k8s.io", "StorageVersion")
+    )
+}
+
 /// Differences tolerated for live objects.
 #[derive(Debug, Clone, Default)]
 pub struct Tolerances {
@@ -56,6 +180,9 @@ pub struct Tolerances {
     pub digest_pinning: bool,
     /// Namespaces in which a document signed without a namespace is accepted.
     pub namespace_binding: Vec<String>,
+    /// Custom kinds whose `status` is a subresource (ignored under the `kubernetes`
+    /// profile, like the built-in ones).
+    pub status_kinds: Vec<GroupKind>,
 }
 
 fn p(text: &str) -> FieldPattern {
@@ -112,19 +239,48 @@ impl RulesKey {
     }
 }
 
-fn kubernetes_rules(id: &ObjectIdentity) -> std::sync::Arc<[Rule]> {
-    type Cache = std::sync::Mutex<std::collections::HashMap<RulesKey, std::sync::Arc<[Rule]>>>;
-    static CACHE: std::sync::LazyLock<Cache> = std::sync::LazyLock::new(Default::default);
+/// The rules of every key, built once (immutable afterwards): 4 kinds x 7 pod-spec shapes.
+fn kubernetes_rules(id: &ObjectIdentity) -> &'static [Rule] {
+    static ALL: std::sync::LazyLock<Vec<(RulesKey, Vec<Rule>)>> = std::sync::LazyLock::new(|| {
+        let kinds = [
+            KindRules::None,
+            KindRules::Service,
+            KindRules::Deployment,
+            KindRules::DaemonSet,
+        ];
+        let mut pod_specs = vec![None];
+        for kind in [
+            "Pod",
+            "Deployment",
+            "StatefulSet",
+            "DaemonSet",
+            "ReplicaSet",
+            "Job",
+            "ReplicationController",
+            "CronJob",
+        ] {
+            let shape = pod_spec_prefix(kind).map(|p| (p, kind != "Job" && kind != "CronJob"));
+            if !pod_specs.contains(&shape) {
+                pod_specs.push(shape);
+            }
+        }
+        let mut all = Vec::new();
+        for kind in kinds {
+            for pod_spec in &pod_specs {
+                let key = RulesKey {
+                    kind,
+                    pod_spec: *pod_spec,
+                };
+                all.push((key, build_kubernetes_rules(key)));
+            }
+        }
+        all
+    });
     let key = RulesKey::of(id);
-    // The key space is fixed (4 kinds x 6 pod-spec shapes), so the cache stays small
-    // whatever kinds an attacker sends.
-    let mut cache = CACHE
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    cache
-        .entry(key)
-        .or_insert_with(|| build_kubernetes_rules(key).into())
-        .clone()
+    ALL.iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, rules)| rules.as_slice())
+        .unwrap_or(&[])
 }
 
 fn build_kubernetes_rules(key: RulesKey) -> Vec<Rule> {
@@ -135,10 +291,6 @@ fn build_kubernetes_rules(key: RulesKey) -> Vec<Rule> {
         Rule::Ignore(p("metadata.generation")),
         Rule::Ignore(p("metadata.creationTimestamp")),
         Rule::Ignore(p("metadata.selfLink")),
-        Rule::Ignore(p("status")),
-        Rule::Ignore(p(
-            "metadata.annotations[\"kubectl.kubernetes.io/last-applied-configuration\"]",
-        )),
     ];
     match key.kind {
         KindRules::Service => {
@@ -177,6 +329,20 @@ fn build_kubernetes_rules(key: RulesKey) -> Vec<Rule> {
         KindRules::None => {}
     }
     if let Some((prefix, restart_always)) = key.pod_spec {
+        // Go marshals the zero `metav1.Time` of a pod template as `creationTimestamp: null`;
+        // the API server returns it for every workload.
+        if let Some(template) = prefix.strip_suffix(".spec") {
+            rules.push(Rule::Default(
+                p(&format!("{template}.metadata.creationTimestamp")),
+                Value::Null,
+            ));
+        }
+        if prefix == "spec.jobTemplate.spec.template.spec" {
+            rules.push(Rule::Default(
+                p("spec.jobTemplate.metadata.creationTimestamp"),
+                Value::Null,
+            ));
+        }
         let at = |rest: &str| p(&format!("{prefix}.{rest}"));
         rules.extend([
             // The API server writes these empty maps back; empty means "nothing set", the
@@ -307,12 +473,11 @@ const KYVERNO_DEFAULTS: &[(&[&str], &[&str])] = &[
 ];
 
 /// A path in kubectl-sigstore's mapnode form: keys and indices joined with `.`, unescaped.
-pub fn upstream_dotted(path: &FieldPath) -> String {
-    path.0
-        .iter()
+pub fn upstream_dotted(path: &[Step<'_>]) -> String {
+    path.iter()
         .map(|s| match s {
-            Segment::Key(k) => k.clone(),
-            Segment::Index(i) => i.to_string(),
+            Step::Key(k) => (*k).to_string(),
+            Step::Index(i) => i.to_string(),
         })
         .collect::<Vec<_>>()
         .join(".")
@@ -337,75 +502,88 @@ fn kyverno_regexes() -> &'static [(&'static [&'static str], Vec<regex::Regex>)] 
     &COMPILED
 }
 
+/// `metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"]`.
+pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
 impl Tolerances {
-    /// Drops the differences these tolerances allow for an object.
-    pub fn apply(
-        &self,
-        id: &ObjectIdentity,
-        signed: &Value,
-        diffs: Vec<FieldDiff>,
-    ) -> Vec<FieldDiff> {
-        let rules = match self.profile {
-            IgnoreProfile::Kubernetes => kubernetes_rules(id),
-            _ => std::sync::Arc::from(Vec::new()),
-        };
+    /// True if these tolerances accept difference `d` of object `id` against its signed
+    /// document `signed` (the whole document, for rules that look at what was signed).
+    /// `last-applied-configuration` is judged by the caller, which can verify its content
+    /// ([`tolerates_last_applied`](Self::tolerates_last_applied)).
+    pub fn tolerates(&self, id: &ObjectIdentity, signed: &Value, d: &Difference<'_>) -> bool {
+        match self.profile {
+            IgnoreProfile::Kubernetes => {
+                if self.ignores_status(id) && matches!(d.path.first(), Some(Step::Key("status"))) {
+                    return true;
+                }
+                if kubernetes_rules(id)
+                    .iter()
+                    .any(|r| rule_tolerates(r, signed, d))
+                {
+                    return true;
+                }
+            }
+            IgnoreProfile::KyvernoCompat => {
+                if kyverno_tolerates(id, d) {
+                    return true;
+                }
+            }
+            IgnoreProfile::None => {}
+        }
+        (self.digest_pinning && is_digest_pinning(d)) || self.namespace_bound(signed, d)
+    }
+
+    /// Whether `last-applied-configuration` may differ from the signed document when its
+    /// content verifies against it: under the `kubernetes` profile (the annotation is how
+    /// `kubectl apply` records what it applied). Under `kyverno-compat` the annotation is
+    /// ignored as Kyverno does (migration only).
+    pub fn tolerates_last_applied(&self) -> bool {
+        self.profile == IgnoreProfile::Kubernetes
+    }
+
+    fn ignores_status(&self, id: &ObjectIdentity) -> bool {
+        has_status_subresource(&id.group, &id.kind) || self.status_kinds.iter().any(|k| k.is(id))
+    }
+
+    fn namespace_bound(&self, signed: &Value, d: &Difference<'_>) -> bool {
         let signed_namespace = signed
             .get("metadata")
             .and_then(|m| m.get("namespace"))
             .and_then(Value::as_str)
             .filter(|s| !s.is_empty());
-        diffs
-            .into_iter()
-            .filter(|d| {
-                let tolerated = rules.iter().any(|r| rule_tolerates(r, signed, d))
-                    || (self.profile == IgnoreProfile::KyvernoCompat && kyverno_tolerates(id, d))
-                    || (self.digest_pinning && is_digest_pinning(d))
-                    || self.namespace_bound(signed_namespace, d);
-                !tolerated
-            })
-            .collect()
-    }
-
-    fn namespace_bound(&self, signed_namespace: Option<&str>, d: &FieldDiff) -> bool {
         signed_namespace.is_none()
             && d.kind == DiffKind::Added
-            && d.path.0
-                == [
-                    Segment::Key("metadata".into()),
-                    Segment::Key("namespace".into()),
-                ]
+            && matches!(d.path, [Step::Key("metadata"), Step::Key("namespace")])
             && d.actual
-                .as_ref()
                 .and_then(Value::as_str)
                 .is_some_and(|ns| self.namespace_binding.iter().any(|b| b == ns))
     }
 }
 
-fn rule_tolerates(rule: &Rule, signed: &Value, d: &FieldDiff) -> bool {
+fn rule_tolerates(rule: &Rule, signed: &Value, d: &Difference<'_>) -> bool {
     match rule {
-        Rule::Ignore(p) => p.matches(&d.path),
+        Rule::Ignore(p) => p.matches_steps(d.path),
         // The whole field must be unsigned, not just this leaf: a signed
         // `clusterIPs: [A]` does not take a second address.
         Rule::ServerSet(p) => {
             d.kind == DiffKind::Added
-                && p.matches(&d.path)
-                && !signed_has(signed, &d.path.0[..p.depth()])
+                && p.matches_steps(d.path)
+                && !signed_has(signed, &d.path[..p.depth()])
         }
         Rule::Default(p, value) => {
-            d.kind == DiffKind::Added
-                && p.matches_exactly(&d.path)
-                && d.actual.as_ref() == Some(value)
+            d.kind == DiffKind::Added && p.matches_steps_exactly(d.path) && d.actual == Some(value)
         }
     }
 }
 
-/// True if the signed document has a value other than `null`, `{}` or `[]` at `path`.
-fn signed_has(signed: &Value, path: &[Segment]) -> bool {
+/// True if the signed document has a value at `path` (any value: `null`, `{}` and `[]`
+/// are values).
+fn signed_has(signed: &Value, path: &[Step<'_>]) -> bool {
     let mut v = signed;
     for seg in path {
         let next = match (seg, v) {
-            (Segment::Key(k), Value::Object(m)) => m.get(k),
-            (Segment::Index(i), Value::Array(a)) => a.get(*i),
+            (Step::Key(k), Value::Object(m)) => m.get(*k),
+            (Step::Index(i), Value::Array(a)) => a.get(*i),
             _ => None,
         };
         let Some(next) = next else {
@@ -413,16 +591,11 @@ fn signed_has(signed: &Value, path: &[Segment]) -> bool {
         };
         v = next;
     }
-    match v {
-        Value::Null => false,
-        Value::Object(m) => !m.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        _ => true,
-    }
+    true
 }
 
-fn kyverno_tolerates(id: &ObjectIdentity, d: &FieldDiff) -> bool {
-    let dotted = upstream_dotted(&d.path);
+fn kyverno_tolerates(id: &ObjectIdentity, d: &Difference<'_>) -> bool {
+    let dotted = upstream_dotted(d.path);
     kyverno_regexes().iter().any(|(kinds, res)| {
         (kinds.contains(&"*") || kinds.contains(&id.kind.as_str()))
             && res.iter().any(|re| re.is_match(&dotted))
@@ -430,15 +603,18 @@ fn kyverno_tolerates(id: &ObjectIdentity, d: &FieldDiff) -> bool {
 }
 
 /// `image` of a container: signed `x:tag` (or `x`), found `x:tag@sha256:<64 lowercase hex>`.
-fn is_digest_pinning(d: &FieldDiff) -> bool {
-    let is_container_image = matches!(d.path.0.last(), Some(Segment::Key(k)) if k == "image")
-        && d.path.0.iter().any(|s| {
-            matches!(s, Segment::Key(k) if k == "containers" || k == "initContainers" || k == "ephemeralContainers")
+fn is_digest_pinning(d: &Difference<'_>) -> bool {
+    let is_container_image = matches!(d.path.last(), Some(Step::Key("image")))
+        && d.path.iter().any(|s| {
+            matches!(
+                s,
+                Step::Key("containers" | "initContainers" | "ephemeralContainers")
+            )
         });
     if d.kind != DiffKind::Changed || !is_container_image {
         return false;
     }
-    let (Some(Value::String(signed)), Some(Value::String(actual))) = (&d.signed, &d.actual) else {
+    let (Some(Value::String(signed)), Some(Value::String(actual))) = (d.signed, d.actual) else {
         return false;
     };
     if signed.contains('@') {
@@ -458,7 +634,7 @@ fn is_digest_pinning(d: &FieldDiff) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::{IgnoreFields, diff_documents};
+    use crate::manifest::diff::compare;
 
     fn id(group: &str, kind: &str) -> ObjectIdentity {
         ObjectIdentity {
@@ -471,8 +647,9 @@ mod tests {
     }
 
     fn remaining(t: &Tolerances, id: &ObjectIdentity, signed: Value, actual: Value) -> Vec<String> {
-        let d = diff_documents(&signed, &actual, &IgnoreFields::none());
-        t.apply(id, &signed, d)
+        compare(&signed, &actual, &|d| t.tolerates(id, &signed, d))
+            .unwrap()
+            .diffs
             .iter()
             .map(|d| d.path.to_string())
             .collect()
@@ -506,13 +683,78 @@ mod tests {
     }
 
     #[test]
-    fn kubernetes_profile_ignores_server_metadata_and_status() {
+    fn kubernetes_profile_ignores_server_metadata() {
         let signed = json!({"metadata": {"name": "x"}, "data": {"a": "1"}});
         let actual = json!({"metadata": {"name": "x", "uid": "u", "resourceVersion": "1", "generation": 2,
-            "creationTimestamp": "2026-01-01T00:00:00Z", "managedFields": [{"manager": "kubectl"}],
-            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
-            "data": {"a": "1"}, "status": {"x": 1}});
+            "creationTimestamp": "2026-01-01T00:00:00Z", "managedFields": [{"manager": "kubectl"}]},
+            "data": {"a": "1"}});
         assert!(remaining(&kube(), &id("", "ConfigMap"), signed, actual).is_empty());
+    }
+
+    #[test]
+    fn status_is_ignored_only_for_kinds_with_a_status_subresource() {
+        let signed = json!({"spec": {"a": 1}});
+        let actual = json!({"spec": {"a": 1}, "status": {"replicas": 3}});
+        assert!(
+            remaining(
+                &kube(),
+                &id("apps", "Deployment"),
+                signed.clone(),
+                actual.clone()
+            )
+            .is_empty()
+        );
+        // A custom kind without a status subresource stores `status` as written.
+        assert_eq!(
+            remaining(
+                &kube(),
+                &id("kyverno.io", "PolicyException"),
+                signed.clone(),
+                actual.clone()
+            ),
+            ["status.replicas"]
+        );
+        // ... unless the policy names it.
+        let named = Tolerances {
+            status_kinds: vec![GroupKind::parse("PolicyException.kyverno.io").unwrap()],
+            ..kube()
+        };
+        assert!(remaining(&named, &id("kyverno.io", "PolicyException"), signed, actual).is_empty());
+    }
+
+    #[test]
+    fn last_applied_configuration_is_not_a_profile_rule() {
+        // It is judged by the verifier against the signed document, never ignored blindly.
+        let signed = json!({"metadata": {"name": "x"}});
+        let actual =
+            json!({"metadata": {"name": "x", "annotations": {LAST_APPLIED_ANNOTATION: "{}"}}});
+        assert_eq!(
+            remaining(&kube(), &id("", "ConfigMap"), signed, actual),
+            ["metadata.annotations[\"kubectl.kubernetes.io/last-applied-configuration\"]"]
+        );
+        assert!(kube().tolerates_last_applied());
+        assert!(!Tolerances::default().tolerates_last_applied());
+    }
+
+    #[test]
+    fn group_kinds_parse_with_and_without_a_group() {
+        assert_eq!(GroupKind::parse("Service").unwrap().to_string(), "Service");
+        let gk = GroupKind::parse("PolicyException.kyverno.io").unwrap();
+        assert_eq!(
+            (gk.kind.as_str(), gk.group.as_str()),
+            ("PolicyException", "kyverno.io")
+        );
+        for bad in ["", ".kyverno.io", "Policy Exception", "a/b.c"] {
+            assert!(GroupKind::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn profiles_parse_by_name() {
+        for p in IgnoreProfile::ALL {
+            assert_eq!(p.name().parse::<IgnoreProfile>().unwrap(), *p);
+        }
+        assert!("kubernetes,argo".parse::<IgnoreProfile>().is_err());
     }
 
     #[test]

@@ -14,6 +14,8 @@
 //!   - objects: [{kind: Deployment}]
 //!     fields: [spec.replicas]
 //!   ignoreProfile: kubernetes   # none (default) | kubernetes | kyverno-compat
+//!   statusSubresourceKinds: [Certificate.cert-manager.io]  # custom kinds whose status
+//!                               # the kubernetes profile ignores (built-in kinds: known)
 //!   attestors:                  # every set required; count = N-of-M (absent: all)
 //!   - count: 1
 //!     entries:
@@ -36,7 +38,7 @@ use super::{
     attestor_policy, certificate_attestor, parse_public_keys,
 };
 use crate::annotations::AnnotationDomain;
-use crate::manifest::{FieldPattern, IgnoreProfile};
+use crate::manifest::{FieldPattern, GroupKind, IgnoreProfile};
 use crate::trust::TrustRoot;
 use crate::verify::{
     AttestorEntry, AttestorSet, CertificateAttestor, Claim, IdentityPolicy, KeylessAttestor,
@@ -77,6 +79,9 @@ pub struct Spec {
     pub ignore_fields: Vec<IgnoreFieldsSpec>,
     #[serde(default)]
     pub ignore_profile: Option<Profile>,
+    /// Custom kinds (`Kind.group`) whose `status` is a subresource.
+    #[serde(default)]
+    pub status_subresource_kinds: Vec<String>,
     /// Accept `image: x:tag` signed, `x:tag@sha256:<digest>` found.
     #[serde(default)]
     pub digest_pinning: bool,
@@ -252,6 +257,13 @@ pub(crate) fn load(
         Some(Profile::Kubernetes) => IgnoreProfile::Kubernetes,
         Some(Profile::KyvernoCompat) => IgnoreProfile::KyvernoCompat,
     };
+    let mut status_kinds = Vec::new();
+    for (i, text) in spec.status_subresource_kinds.iter().enumerate() {
+        status_kinds.push(
+            GroupKind::parse(text)
+                .map_err(|e| invalid(&at.at(format!("statusSubresourceKinds[{i}]")), e))?,
+        );
+    }
     let mut notes = Vec::new();
     if profile == IgnoreProfile::KyvernoCompat {
         notes.push(format!(
@@ -284,6 +296,7 @@ pub(crate) fn load(
         },
         ignore,
         profile,
+        status_kinds,
         digest_pinning: spec.digest_pinning,
         namespace_binding: if spec.namespace_binding.is_empty() {
             NamespaceBinding::Strict

@@ -44,8 +44,8 @@ pub use verdict::{ObjectVerdict, PolicyVerdict, RuleVerdict};
 
 use crate::limits::Limits;
 use crate::manifest::{
-    Document, DocumentOrigin, FieldPattern, IgnoreFields, IgnoreProfile, ObjectIdentity, Source,
-    Tolerances,
+    Document, DocumentOrigin, FieldPattern, GroupKind, IgnoreFields, IgnoreProfile, ObjectIdentity,
+    Source, Tolerances,
 };
 use crate::trust::{TrustRoot, TrustRootError};
 use crate::verify::{AttestorPolicy, Verifier};
@@ -198,6 +198,8 @@ pub struct PolicyRule {
     pub verifier: Verifier,
     pub ignore: Vec<IgnoreBinding>,
     pub profile: IgnoreProfile,
+    /// Custom kinds whose `status` is a subresource (see [`Tolerances::status_kinds`]).
+    pub status_kinds: Vec<GroupKind>,
     pub digest_pinning: bool,
     pub namespace_binding: NamespaceBinding,
 }
@@ -235,6 +237,7 @@ impl PolicyRule {
                 profile: self.profile,
                 digest_pinning: self.digest_pinning,
                 namespace_binding,
+                status_kinds: self.status_kinds.clone(),
             })
     }
 }

@@ -39,6 +39,7 @@
 mod attestor;
 mod attestor_set;
 mod certificate;
+mod compare;
 mod evidence;
 mod identity;
 mod key_bundle;

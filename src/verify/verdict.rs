@@ -3,7 +3,7 @@
 use super::attestor_set::{EntryMatch, SetFailure};
 use super::signer::SignerInfo;
 use crate::annotations::AnnotationError;
-use crate::manifest::{DocumentOrigin, FieldDiff, MessageError, ObjectIdentity};
+use crate::manifest::{CompareError, DocumentOrigin, FieldDiff, MessageError, ObjectIdentity};
 use serde_json::{Value, json};
 use std::fmt;
 
@@ -34,11 +34,15 @@ pub enum Rejection {
     Message(MessageError),
     #[error("the signed message has no document for {object} (it holds: {})", .signed.join(", "))]
     NotInMessage { object: String, signed: Vec<String> },
-    #[error("modified since signing: {}", .diffs.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
-    Modified { diffs: Vec<FieldDiff> },
-    /// The object (or its signed document) is too large to compare within the limits.
-    #[error("{what} is too large to compare: its field paths exceed the limit of {limit} bytes")]
-    TooLargeToCompare { what: &'static str, limit: usize },
+    #[error("modified since signing: {}{}", .diffs.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "), more_text(*.unreported))]
+    Modified {
+        diffs: Vec<FieldDiff>,
+        /// Further differences not listed.
+        unreported: usize,
+    },
+    /// The object and its signed document could not be compared.
+    #[error("cannot compare the object with its signed document: {0}")]
+    Uncomparable(CompareError),
     /// The signed `mansign.dev/expires` has passed (or cannot be read).
     #[error("signature expired: the signed document expires at {at}")]
     Expired { at: String },
@@ -63,10 +67,18 @@ impl Rejection {
             }
             Rejection::Message(_) => "message",
             Rejection::NotInMessage { .. } => "match",
-            Rejection::Modified { .. } | Rejection::TooLargeToCompare { .. } => "diff",
+            Rejection::Modified { .. } | Rejection::Uncomparable(_) => "diff",
             Rejection::Expired { .. } | Rejection::InvalidExpiry { .. } => "expired",
             Rejection::TooOld { .. } => "max-age",
         }
+    }
+}
+
+fn more_text(unreported: usize) -> String {
+    if unreported == 0 {
+        String::new()
+    } else {
+        format!("; and {unreported} more difference(s)")
     }
 }
 
@@ -102,7 +114,12 @@ impl DocumentVerdict {
             Err(r) => {
                 let mut failure = json!({"check": r.check(), "reason": r.to_string()});
                 match r {
-                    Rejection::Modified { diffs } => failure["diff"] = json!(diffs),
+                    Rejection::Modified { diffs, unreported } => {
+                        failure["diff"] = json!(diffs);
+                        if *unreported > 0 {
+                            failure["unreportedDiffs"] = json!(unreported);
+                        }
+                    }
                     Rejection::NoTrustedSignature { attempts } => {
                         failure["attempts"] = json!(attempts)
                     }

@@ -2,13 +2,13 @@
 
 use super::attestor::Attestor;
 use super::attestor_set::AttestorPolicy;
+use super::compare::{CompareRules, compare_with_signed};
 use super::signer::SignerInfo;
 use super::verdict::{DocumentVerdict, Rejection, Verdict, Verified};
-use crate::annotations::{AnnotationDomain, extract, strip_signature_annotations};
+use crate::annotations::{AnnotationDomain, extract};
 use crate::limits::Limits;
 use crate::manifest::{
-    Document, IgnoreFields, ObjectIdentity, Tolerances, diff_documents, expiry_of, parse_message,
-    path_bytes_within,
+    Document, IgnoreFields, ObjectIdentity, Tolerances, expiry_of, parse_message,
 };
 use serde_json::Value;
 
@@ -247,21 +247,20 @@ impl Verifier {
                 signed: candidates.iter().map(|(id, _)| id.to_string()).collect(),
             });
         };
-        // 5. compare, within the bounds of the paths it builds
-        let limit = self.limits.max_compared_path_bytes;
-        for (what, doc) in [("the object", object), ("the signed document", *signed_doc)] {
-            if !path_bytes_within(doc, limit) {
-                return Err(Rejection::TooLargeToCompare { what, limit });
-            }
-        }
-        let mut expected = (*signed_doc).clone();
-        let mut actual = object.clone();
-        strip_signature_annotations(&mut expected, &self.domain);
-        strip_signature_annotations(&mut actual, &self.domain);
-        let diffs = diff_documents(&expected, &actual, &self.ignore);
-        let diffs = self.tolerances.apply(identity, &expected, diffs);
-        if !diffs.is_empty() {
-            return Err(Rejection::Modified { diffs });
+        // 5. compare
+        let rules = CompareRules {
+            ignore: &self.ignore,
+            tolerances: &self.tolerances,
+            domain: &self.domain,
+            identity,
+        };
+        let comparison =
+            compare_with_signed(signed_doc, object, &rules).map_err(Rejection::Uncomparable)?;
+        if !comparison.is_equal() {
+            return Err(Rejection::Modified {
+                diffs: comparison.diffs,
+                unreported: comparison.unreported,
+            });
         }
         // 6. freshness: the signed expiry, if any
         let now = self.now();

@@ -280,6 +280,7 @@ fn load_manifests(
             .with_limits(ctx.limits()),
         ignore,
         profile: IgnoreProfile::Kubernetes,
+        status_kinds: Vec::new(),
         digest_pinning: false,
         namespace_binding: NamespaceBinding::AnyNamespace,
     })
