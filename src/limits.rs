@@ -25,6 +25,15 @@ pub struct Limits {
     pub max_tar_entries: usize,
     /// Deepest nesting of maps and lists accepted in a document. Default 64.
     pub max_depth: usize,
+    /// Largest total size of an object's annotations (keys and values), in bytes. Default
+    /// 256 KiB: the API server refuses an object whose annotations exceed it
+    /// (`TotalAnnotationSizeLimitB`), so a bigger one cannot be a real object; refusing it
+    /// first bounds everything decoded from the signature annotations.
+    pub max_annotations_total_bytes: usize,
+    /// Most signature checks (one signature set against one attestor) run for one object.
+    /// Default 256: a policy of 8 entries against the 32 sets an object may carry. Each
+    /// check runs at most once per object; past the budget the object is refused.
+    pub max_signature_checks: usize,
 }
 
 impl Limits {
@@ -37,6 +46,8 @@ impl Limits {
         max_signature_sets: 32,
         max_tar_entries: 1000,
         max_depth: 64,
+        max_annotations_total_bytes: 256 * 1024,
+        max_signature_checks: 256,
     };
 }
 

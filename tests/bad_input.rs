@@ -257,5 +257,7 @@ fn oversized_annotation_is_rejected_by_the_verifier() {
         .arg(&pubkey)
         .assert()
         .code(1)
-        .stdout(predicate::str::contains("annotation cosign.sigstore.dev/message: value is 307200 bytes, over the limit of 262144"));
+        .stdout(predicate::str::contains(
+            "annotations total 307260 bytes, more than the 262144 bytes the Kubernetes API server accepts",
+        ));
 }

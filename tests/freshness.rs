@@ -1,6 +1,8 @@
 //! Freshness: a signed `--expires` is enforced; the same documents pass before expiry.
 
 mod common;
+#[path = "common/stack.rs"]
+mod stack;
 
 use common::{MULTI_DOC, key_pair, mansign, write};
 use mansign::Limits;
@@ -50,7 +52,7 @@ fn documents_are_rejected_after_their_signed_expiry() {
         .verify_documents(&docs);
     for d in &verdict.documents {
         match &d.result {
-            Err(Rejection::Expired { at }) => assert_eq!(at, "2026-06-01T12:00:00Z"),
+            Err(Rejection::Expired { at }) => assert_eq!(at.to_string(), "2026-06-01T12:00:00Z"),
             other => panic!("{other:?}"),
         }
     }
@@ -231,7 +233,11 @@ mod max_age {
         let verdict = verifier.verify_documents(&docs);
         match &verdict.documents[0].result {
             Err(Rejection::NoTrustedSignature { attempts }) => {
-                let all = attempts.join("\n");
+                let all = attempts
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n");
                 assert!(
                     all.contains("signed at 2022-06-17T07:55:09Z, older than the maximum age"),
                     "{all}"
@@ -264,11 +270,214 @@ mod max_age {
         match &verdict.documents[0].result {
             Err(Rejection::NoTrustedSignature { attempts }) => {
                 assert!(
-                    attempts.join("\n").contains("no transparency-log time"),
+                    attempts
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                        .contains("no signed signing time"),
                     "{attempts:?}"
                 )
             }
             other => panic!("{other:?}"),
         }
+    }
+}
+
+/// `--max-age` / `maxAge` measure the signed signing time (`mansign.dev/signed-at`), never
+/// a transparency-log time alone for key signatures (anyone can log an old signature).
+mod signed_time {
+    use super::common::{MULTI_DOC, key_pair, mansign, write};
+    use mansign::Limits;
+    use mansign::keys;
+    use mansign::manifest::{SIGNED_AT_ANNOTATION, Source, load_reader, to_yaml};
+    use mansign::signing::{KeySigner, SignOptions, sign_files};
+    use mansign::verify::Attestor;
+    use mansign::verify::{
+        AttestorEntry, AttestorPolicy, AttestorSet, Rejection, TrustedKey, Verifier,
+    };
+    use predicates::prelude::*;
+
+    const T: &str = "2026-06-01T12:00:00Z";
+
+    fn signed_at(at: &str, key_pem: &str, password: &[u8]) -> Vec<mansign::manifest::Document> {
+        let key = keys::decrypt_private_key(key_pem, password).unwrap();
+        let mut files = vec![
+            load_reader(
+                Source::Named("x".into()),
+                "x".into(),
+                MULTI_DOC.as_bytes(),
+                &Limits::default(),
+            )
+            .unwrap(),
+        ];
+        let options = SignOptions {
+            signed_at: Some(at.parse().unwrap()),
+            ..SignOptions::default()
+        };
+        sign_files(&mut files, &KeySigner::new(key), &options).unwrap();
+        files.remove(0).documents
+    }
+
+    fn at(text: &str) -> jiff::Timestamp {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn every_signed_document_carries_its_signing_time() {
+        let pair = keys::generate_key_pair(b"").unwrap();
+        let docs = signed_at(T, &pair.private_key_pem, b"");
+        for d in &docs {
+            assert_eq!(
+                d.value["metadata"]["annotations"][SIGNED_AT_ANNOTATION],
+                T,
+                "{}",
+                to_yaml(&d.value)
+            );
+        }
+    }
+
+    #[test]
+    fn key_signature_younger_than_max_age_passes_and_older_is_max_age() {
+        let pair = keys::generate_key_pair(b"").unwrap();
+        let docs = signed_at(T, &pair.private_key_pem, b"");
+        let verifier = Verifier::new(vec![Attestor::Key(
+            TrustedKey::from_pem("k", &pair.public_key_pem).unwrap(),
+        )])
+        .with_max_age(jiff::SignedDuration::from_hours(2));
+        let young = verifier.clone().with_clock(at("2026-06-01T13:59:59Z"));
+        assert!(young.verify_documents(&docs).is_verified());
+        let old = verifier.with_clock(at("2026-06-01T14:00:01Z"));
+        for d in &old.verify_documents(&docs).documents {
+            let rejection = d.result.as_ref().unwrap_err();
+            assert_eq!(rejection.check(), "max-age", "{rejection}");
+            assert_eq!(rejection.code(), "too-old", "{rejection}");
+            assert!(
+                rejection
+                    .to_string()
+                    .contains("signed at 2026-06-01T12:00:00Z, older than the maximum age 2h"),
+                "{rejection}"
+            );
+        }
+    }
+
+    #[test]
+    fn max_age_is_classified_the_same_under_a_policy() {
+        let pair = keys::generate_key_pair(b"").unwrap();
+        let docs = signed_at(T, &pair.private_key_pem, b"");
+        let key = TrustedKey::from_pem("k", &pair.public_key_pem).unwrap();
+        let policy = AttestorPolicy::new(vec![
+            AttestorSet::new(None, vec![AttestorEntry::Keys(vec![key])]).unwrap(),
+        ])
+        .unwrap();
+        let verifier = Verifier::for_policy(policy)
+            .with_max_age(jiff::SignedDuration::from_hours(1))
+            .with_clock(at("2026-06-02T00:00:00Z"));
+        let verdict = verifier.verify_document(&docs[0]);
+        let rejection = verdict.result.unwrap_err();
+        assert!(
+            matches!(rejection, Rejection::AttestorSetNotSatisfied(_)),
+            "{rejection}"
+        );
+        assert_eq!(rejection.check(), "max-age");
+        assert_eq!(rejection.code(), "too-old");
+    }
+
+    #[test]
+    fn cli_json_names_the_max_age_check() {
+        let dir = tempfile::tempdir().unwrap();
+        let (key, pubkey) = key_pair(dir.path(), "cosign");
+        let docs = signed_at(
+            "2026-01-01T00:00:00Z",
+            &std::fs::read_to_string(&key).unwrap(),
+            b"test-password",
+        );
+        let text: Vec<String> = docs.iter().map(|d| to_yaml(&d.value)).collect();
+        let file = write(dir.path(), "old.yaml", &text.join("---\n"));
+        mansign()
+            .args(["verify", "--output", "json", "--max-age", "1d", "-f"])
+            .arg(&file)
+            .arg("--key")
+            .arg(&pubkey)
+            .assert()
+            .code(1)
+            .stdout(predicate::str::contains(r#""check": "max-age""#))
+            .stdout(predicate::str::contains(r#""code": "too-old""#));
+    }
+}
+
+/// Against the loopback Rekor: a key signature logged now but signed long ago is as old as
+/// its signed time; a signed time after the log entry is not credible.
+mod logged_key_signatures {
+    use super::common::MULTI_DOC;
+    use super::stack;
+    use mansign::Limits;
+    use mansign::keys;
+    use mansign::manifest::{Document, Source, load_reader};
+    use mansign::signing::{KeySigner, RekorOptions, SignOptions, TlogUploadingSigner, sign_files};
+    use mansign::trust::TrustRoot;
+    use mansign::verify::{Attestor, TrustedKey, Verifier};
+    use std::sync::Arc;
+
+    fn sign_and_log(stack: &stack::Stack, signed_at: jiff::Timestamp) -> (Vec<Document>, Verifier) {
+        let pair = keys::generate_key_pair(b"").unwrap();
+        let key = keys::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
+        let signer = TlogUploadingSigner::new(
+            KeySigner::new(key),
+            pair.public_key_pem.clone(),
+            RekorOptions {
+                url: stack.rekor_url().to_string(),
+                ..RekorOptions::default()
+            },
+        );
+        let mut files = vec![
+            load_reader(
+                Source::Named("x".into()),
+                "x".into(),
+                MULTI_DOC.as_bytes(),
+                &Limits::default(),
+            )
+            .unwrap(),
+        ];
+        let options = SignOptions {
+            signed_at: Some(signed_at),
+            ..SignOptions::default()
+        };
+        sign_files(&mut files, &signer, &options).unwrap();
+        let trust = Arc::new(TrustRoot::from_file(stack.trusted_root()).unwrap());
+        let key = TrustedKey::from_pem("k", &pair.public_key_pem)
+            .unwrap()
+            .with_trust_root(trust);
+        let verifier = Verifier::new(vec![Attestor::Key(key)])
+            .with_max_age(jiff::SignedDuration::from_hours(24));
+        (files.remove(0).documents, verifier)
+    }
+
+    #[test]
+    fn a_fresh_log_entry_does_not_make_an_old_key_signature_young() {
+        let stack = stack::Stack::start();
+        let ten_days_ago = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(240);
+        let (docs, verifier) = sign_and_log(&stack, ten_days_ago);
+        let verdict = verifier.verify_document(&docs[0]);
+        let rejection = verdict.result.unwrap_err();
+        assert_eq!(rejection.code(), "too-old", "{rejection}");
+        // ... while the same flow signed now passes: the log entry itself verifies.
+        let (docs, verifier) = sign_and_log(&stack, jiff::Timestamp::now());
+        let verdict = verifier.verify_document(&docs[0]);
+        assert!(verdict.is_verified(), "{verdict}");
+    }
+
+    #[test]
+    fn a_signed_time_after_the_log_entry_is_refused() {
+        let stack = stack::Stack::start();
+        let tomorrow = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24);
+        let (docs, verifier) = sign_and_log(&stack, tomorrow);
+        let rejection = verifier.verify_document(&docs[0]).result.unwrap_err();
+        assert_eq!(
+            rejection.code(),
+            "signed-time-after-log-time",
+            "{rejection}"
+        );
+        assert_eq!(rejection.check(), "max-age");
     }
 }

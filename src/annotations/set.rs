@@ -41,11 +41,32 @@ pub enum AnnotationError {
     AnnotationsNotAMap,
     #[error("more than {limit} signature sets")]
     TooManySets { limit: usize },
+    /// The object's annotations are larger than the API server accepts.
+    #[error(
+        "annotations total {size} bytes, more than the {limit} bytes the Kubernetes API server \
+         accepts for one object"
+    )]
+    TooLarge { size: usize, limit: usize },
     #[error(
         "cannot append: the existing signatures cover a different message (the document \
          changed since it was signed); sign again without --append"
     )]
     AppendMessageMismatch,
+}
+
+impl AnnotationError {
+    /// Stable machine code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AnnotationError::NoMessage { .. } => "not-signed",
+            AnnotationError::NoSignature { .. } => "no-signature",
+            AnnotationError::Malformed { .. } => "malformed-annotation",
+            AnnotationError::AnnotationsNotAMap => "malformed-annotation",
+            AnnotationError::TooManySets { .. } => "too-many-signature-sets",
+            AnnotationError::AppendMessageMismatch => "append-message-mismatch",
+            AnnotationError::TooLarge { .. } => "annotations-too-large",
+        }
+    }
 }
 
 fn malformed(key: &str, reason: impl ToString) -> AnnotationError {
@@ -102,6 +123,18 @@ pub fn extract(
 ) -> Result<SignedAnnotations, AnnotationError> {
     let empty = Map::new();
     let ann = annotations(value)?.unwrap_or(&empty);
+    // The API server's own bound (keys and values of all annotations together): nothing
+    // larger is a real object, and refusing it first bounds all decoding below.
+    let size: usize = ann
+        .iter()
+        .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
+        .sum();
+    if size > limits.max_annotations_total_bytes {
+        return Err(AnnotationError::TooLarge {
+            size,
+            limit: limits.max_annotations_total_bytes,
+        });
+    }
     let message_key = domain.message_key();
     let message = decode(ann, &message_key, true, limits)?
         .ok_or(AnnotationError::NoMessage { key: message_key })?;

@@ -233,6 +233,7 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
             .map(|spec| crate::manifest::parse_expires(spec, jiff::Timestamp::now()))
             .transpose()
             .map_err(anyhow::Error::msg)?,
+        signed_at: None,
     };
     let rekor = RekorOptions {
         url: args.keyless.rekor_url.clone(),

@@ -1,7 +1,13 @@
-//! Signed expiry: `mansign sign --expires 4h` writes `mansign.dev/expires: <RFC 3339>` into
-//! each document before signing, so the expiry is covered by the signature. Verification
-//! rejects a document whose signed expiry has passed: a temporary PolicyException ends
-//! without a cleanup controller, and an old signed version cannot be replayed after it.
+//! Signed times: both are annotations written into each document before signing, so the
+//! signature covers them.
+//!
+//! * `mansign.dev/expires` (`mansign sign --expires 4h`): verification rejects a document
+//!   whose signed expiry has passed: a temporary PolicyException ends without a cleanup
+//!   controller, and an old signed version cannot be replayed after it.
+//! * `mansign.dev/signed-at` (every signature mansign makes): when the signer signed.
+//!   `--max-age` / policy `maxAge` are measured from it. A transparency-log time is not a
+//!   signing time: anyone holding a key signature (or a malleated twin of it) can log it at
+//!   any time, and a key signature need not be logged at all.
 
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Map, Value};
@@ -9,8 +15,20 @@ use serde_json::{Map, Value};
 /// The annotation holding the signed expiry.
 pub const EXPIRES_ANNOTATION: &str = "mansign.dev/expires";
 
+/// The annotation holding the signed signing time.
+pub const SIGNED_AT_ANNOTATION: &str = "mansign.dev/signed-at";
+
 /// Writes the expiry annotation into a document (replacing an older one).
 pub fn set_expiry(value: &mut Value, at: Timestamp) -> Result<(), String> {
+    set_time_annotation(value, EXPIRES_ANNOTATION, at)
+}
+
+/// Writes the signing-time annotation into a document (replacing an older one).
+pub fn set_signed_at(value: &mut Value, at: Timestamp) -> Result<(), String> {
+    set_time_annotation(value, SIGNED_AT_ANNOTATION, at)
+}
+
+fn set_time_annotation(value: &mut Value, key: &str, at: Timestamp) -> Result<(), String> {
     let meta = value
         .get_mut("metadata")
         .and_then(Value::as_object_mut)
@@ -22,26 +40,35 @@ pub fn set_expiry(value: &mut Value, at: Timestamp) -> Result<(), String> {
         .ok_or("`metadata.annotations` is not a mapping")?;
     // Whole seconds: the value is for people to read as well.
     let at = Timestamp::from_second(at.as_second()).map_err(|e| e.to_string())?;
-    ann.insert(EXPIRES_ANNOTATION.into(), Value::String(at.to_string()));
+    ann.insert(key.into(), Value::String(at.to_string()));
     Ok(())
 }
 
 /// The signed expiry of a document, if it has one; a malformed value is an error (fail
 /// closed: an unreadable expiry is not "no expiry").
 pub fn expiry_of(value: &Value) -> Result<Option<Timestamp>, String> {
+    time_annotation(value, EXPIRES_ANNOTATION)
+}
+
+/// The signed signing time of a document, if it has one; a malformed value is an error.
+pub fn signed_at_of(value: &Value) -> Result<Option<Timestamp>, String> {
+    time_annotation(value, SIGNED_AT_ANNOTATION)
+}
+
+fn time_annotation(value: &Value, key: &str) -> Result<Option<Timestamp>, String> {
     let Some(v) = value
         .get("metadata")
         .and_then(|m| m.get("annotations"))
-        .and_then(|a| a.get(EXPIRES_ANNOTATION))
+        .and_then(|a| a.get(key))
     else {
         return Ok(None);
     };
     let text = v
         .as_str()
-        .ok_or_else(|| format!("annotation {EXPIRES_ANNOTATION} is not a string"))?;
-    text.parse::<Timestamp>().map(Some).map_err(|e| {
-        format!("annotation {EXPIRES_ANNOTATION}: {text:?} is not an RFC 3339 time: {e}")
-    })
+        .ok_or_else(|| format!("annotation {key} is not a string"))?;
+    text.parse::<Timestamp>()
+        .map(Some)
+        .map_err(|e| format!("annotation {key}: {text:?} is not an RFC 3339 time: {e}"))
 }
 
 /// Parses `--expires`: a duration from `now` (`90s`, `30m`, `4h`, `7d`, or combined like

@@ -19,7 +19,10 @@ pub use diff::{
     IgnoreFields, MAX_REPORTED_DIFFS, Segment, Step, compare, diff_documents, write_path,
 };
 pub use document::{Document, DocumentOrigin, ObjectIdentity, Source};
-pub use expiry::{EXPIRES_ANNOTATION, expiry_of, parse_duration, parse_expires, set_expiry};
+pub use expiry::{
+    EXPIRES_ANNOTATION, SIGNED_AT_ANNOTATION, expiry_of, parse_duration, parse_expires, set_expiry,
+    set_signed_at, signed_at_of,
+};
 pub use legacy_tar::LegacyTarError;
 pub use load::{ManifestFile, load_inputs, load_reader};
 pub use message::{MessageError, build_message, parse_message};

@@ -239,7 +239,8 @@ pub(crate) fn load(
     for (i, set) in spec.attestors.iter().enumerate() {
         sets.push(attestor_set(set, &at.at(format!("attestors[{i}]")), ctx)?);
     }
-    let requirement = attestor_policy(sets, &at.at("attestors"))?;
+    let mut notes = Vec::new();
+    let requirement = attestor_policy(sets, &at.at("attestors"), &mut notes)?;
     let mut ignore = Vec::new();
     for (i, binding) in spec.ignore_fields.iter().enumerate() {
         let mut fields = Vec::new();
@@ -264,7 +265,6 @@ pub(crate) fn load(
                 .map_err(|e| invalid(&at.at(format!("statusSubresourceKinds[{i}]")), e))?,
         );
     }
-    let mut notes = Vec::new();
     if profile == IgnoreProfile::KyvernoCompat {
         notes.push(format!(
             "{}: ignoreProfile kyverno-compat matches Kyverno's defaults as unanchored \

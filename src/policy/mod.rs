@@ -506,12 +506,26 @@ pub(crate) fn certificate_attestor(
 }
 
 /// Builds the attestor policy, mapping construction errors to the location.
+/// The attestor policy of a rule; a warning note for every pair of entries that name the
+/// same signer (they can never both count toward a `count`).
 pub(crate) fn attestor_policy(
     sets: Vec<crate::verify::AttestorSet>,
     at: &Location,
+    notes: &mut Vec<String>,
 ) -> Result<AttestorPolicy, PolicyError> {
-    AttestorPolicy::new(sets).map_err(|e| PolicyError::Invalid {
+    let policy = AttestorPolicy::new(sets).map_err(|e| PolicyError::Invalid {
         at: at.clone(),
         reason: e.to_string(),
-    })
+    })?;
+    // Entry paths start with `attestors[..]`, the last segment of `at`.
+    let prefix = at.field.strip_suffix("attestors").unwrap_or(&at.field);
+    for (first, second) in policy.duplicate_entries() {
+        notes.push(format!(
+            "{}: document {}: {prefix}{second}: warning: names the same signer as \
+             {prefix}{first}; each signer counts once toward a count, so the two entries \
+             cannot both be satisfied",
+            at.origin, at.document
+        ));
+    }
+    Ok(policy)
 }

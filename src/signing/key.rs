@@ -2,10 +2,11 @@
 
 use super::{SignError, Signer};
 use crate::annotations::SignatureSet;
-use p256::ecdsa::{DerSignature, SigningKey, signature::Signer as _};
+use p256::ecdsa::{Signature, SigningKey, signature::Signer as _};
 
 /// Signs with an ECDSA P-256 private key: DER signature over SHA-256(M), exactly what
-/// `cosign sign-blob --key` produces.
+/// `cosign sign-blob --key` produces, with S normalised to the low half of the group order
+/// (so mansign never emits the malleable high-S twin of its own signature).
 pub struct KeySigner {
     key: SigningKey,
 }
@@ -25,14 +26,31 @@ impl Signer for KeySigner {
         Ok(messages
             .iter()
             .map(|m| {
-                let sig: DerSignature = self.key.sign(m);
+                let sig: Signature = self.key.sign(m);
+                let sig = sig.normalize_s().unwrap_or(sig);
                 SignatureSet {
                     index: 0,
-                    signature: sig.as_bytes().to_vec(),
+                    signature: sig.to_der().as_bytes().to_vec(),
                     certificate_pem: None,
                     bundle: None,
                 }
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use p256::elliptic_curve::scalar::IsHigh as _;
+
+    #[test]
+    fn signatures_are_low_s() {
+        let signer = KeySigner::new(SigningKey::random(&mut rand_core::OsRng));
+        let messages: Vec<Vec<u8>> = (0..64u32).map(|i| i.to_be_bytes().to_vec()).collect();
+        for set in signer.sign_messages(&messages).unwrap() {
+            let sig = Signature::from_der(&set.signature).unwrap();
+            assert!(!bool::from(sig.s().is_high()), "high-S signature emitted");
+        }
     }
 }

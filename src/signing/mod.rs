@@ -24,7 +24,7 @@ use crate::annotations::{
     AnnotationDomain, AnnotationError, EmbedMode, SignatureSet, embed, strip_signature_annotations,
 };
 use crate::limits::Limits;
-use crate::manifest::{DocumentOrigin, ManifestFile, build_message, set_expiry};
+use crate::manifest::{DocumentOrigin, ManifestFile, build_message, set_expiry, set_signed_at};
 
 /// Why signing failed.
 #[derive(Debug, thiserror::Error)]
@@ -79,6 +79,10 @@ pub struct SignOptions {
     pub limits: Limits,
     /// Signed expiry written into every document (`mansign.dev/expires`) before signing.
     pub expires_at: Option<jiff::Timestamp>,
+    /// The signing time written into every document (`mansign.dev/signed-at`) before
+    /// signing, in whole seconds; `None`: now. Not written in append mode, where the message
+    /// (and the signing time it holds) must stay as it is.
+    pub signed_at: Option<jiff::Timestamp>,
 }
 
 /// What a signing run did.
@@ -100,16 +104,23 @@ pub fn sign_files(
     let mut messages: Vec<Vec<u8>> = Vec::new();
     // For each (file, document): index into `messages`.
     let mut message_of: Vec<Vec<usize>> = Vec::new();
-    if let Some(at) = options.expires_at {
-        for file in files.iter_mut() {
-            for doc in &mut file.documents {
-                set_expiry(&mut doc.value, at).map_err(|reason| SignError::Annotation {
-                    origin: doc.origin.clone(),
-                    source: AnnotationError::Malformed {
-                        key: crate::manifest::EXPIRES_ANNOTATION.into(),
-                        reason,
-                    },
-                })?;
+    let signed_at = options.signed_at.unwrap_or_else(jiff::Timestamp::now);
+    for file in files.iter_mut() {
+        for doc in &mut file.documents {
+            let annotation_error = |key: &str, reason: String| SignError::Annotation {
+                origin: doc.origin.clone(),
+                source: AnnotationError::Malformed {
+                    key: key.into(),
+                    reason,
+                },
+            };
+            if let Some(at) = options.expires_at {
+                set_expiry(&mut doc.value, at)
+                    .map_err(|r| annotation_error(crate::manifest::EXPIRES_ANNOTATION, r))?;
+            }
+            if !options.append {
+                set_signed_at(&mut doc.value, signed_at)
+                    .map_err(|r| annotation_error(crate::manifest::SIGNED_AT_ANNOTATION, r))?;
             }
         }
     }

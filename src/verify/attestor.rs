@@ -15,6 +15,7 @@
 //! accept certificate sets, a keyless attestor does not accept sets without a certificate.
 
 use super::certificate::CertificateAttestor;
+use super::failure::CheckFailure;
 use super::identity::IdentityPolicy;
 use super::key_bundle::verify_key_set_with_bundle;
 use super::keyless::verify_certificate_set;
@@ -61,35 +62,34 @@ impl TrustedKey {
         self
     }
 
-    fn check(&self, message: &[u8], set: &SignatureSet) -> Result<SignerInfo, String> {
+    pub(super) fn check(
+        &self,
+        message: &[u8],
+        set: &SignatureSet,
+    ) -> Result<SignerInfo, CheckFailure> {
         if set.certificate_pem.is_some() {
-            return Err(
-                "the set carries a certificate (a keyless signature); a key attestor does not \
-                 accept it"
-                    .to_string(),
-            );
+            return Err(CheckFailure::KeylessSetForKey);
         }
         let sig = DerSignature::from_bytes(&set.signature)
-            .map_err(|_| "signature is not a DER ECDSA signature".to_string())?;
+            .map_err(|_| CheckFailure::MalformedSignature)?;
+        // High-S signatures are accepted: Go's crypto/ecdsa (cosign, kubectl-sigstore) does
+        // not normalise S, so half of all upstream signatures are high-S. Malleability cannot
+        // forge a fresher signature: `--max-age` uses the signed signing time, not the log
+        // time of whatever entry a twin was uploaded as (docs/design.md).
         self.key
             .verify(message, &sig)
-            .map_err(|_| "signature does not match the message and key".to_string())?;
+            .map_err(|_| CheckFailure::KeyMismatch)?;
         let transparency_log = match (&set.bundle, &self.trust_root) {
             (None, _) => None,
-            (Some(_), None) => {
-                return Err(
-                    "the set carries a Rekor bundle but no trust root is configured to check it"
-                        .to_string(),
-                );
-            }
+            (Some(_), None) => return Err(CheckFailure::BundleWithoutTrustRoot),
             (Some(_), Some(trust)) => {
                 let spki = self
                     .key
                     .to_public_key_der()
-                    .map_err(|e| format!("cannot encode the trusted key: {e}"))?;
+                    .map_err(|_| CheckFailure::KeyMismatch)?;
                 Some(
                     verify_key_set_with_bundle(trust, message, set, spki.as_bytes())
-                        .map_err(|e| e.to_string())?,
+                        .map_err(CheckFailure::Sigstore)?,
                 )
             }
         };
@@ -114,12 +114,16 @@ impl KeylessAttestor {
         KeylessAttestor { trust, identity }
     }
 
-    fn check(&self, message: &[u8], set: &SignatureSet) -> Result<SignerInfo, String> {
+    pub(super) fn check(
+        &self,
+        message: &[u8],
+        set: &SignatureSet,
+    ) -> Result<SignerInfo, CheckFailure> {
         let evidence =
-            verify_certificate_set(&self.trust, message, set).map_err(|e| e.to_string())?;
+            verify_certificate_set(&self.trust, message, set).map_err(CheckFailure::Sigstore)?;
         self.identity
             .matches(&evidence)
-            .map_err(|reason| format!("signer not allowed: {reason}"))?;
+            .map_err(CheckFailure::Identity)?;
         Ok(SignerInfo::from_evidence(evidence))
     }
 }
@@ -143,7 +147,7 @@ impl Attestor {
 
     /// Checks one signature set over `message` now (the system clock); on success says who
     /// signed. See [`check_at`](Self::check_at).
-    pub fn check(&self, message: &[u8], set: &SignatureSet) -> Result<SignerInfo, String> {
+    pub fn check(&self, message: &[u8], set: &SignatureSet) -> Result<SignerInfo, CheckFailure> {
         self.check_at(message, set, jiff::Timestamp::now())
     }
 
@@ -155,11 +159,13 @@ impl Attestor {
         message: &[u8],
         set: &SignatureSet,
         now: jiff::Timestamp,
-    ) -> Result<SignerInfo, String> {
+    ) -> Result<SignerInfo, CheckFailure> {
         match self {
             Attestor::Key(k) => k.check(message, set),
             Attestor::Keyless(k) => k.check(message, set),
-            Attestor::Certificate(c) => c.check_at(message, set, now).map_err(|e| e.to_string()),
+            Attestor::Certificate(c) => c
+                .check_at(message, set, now)
+                .map_err(CheckFailure::Certificate),
         }
     }
 }

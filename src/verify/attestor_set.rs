@@ -6,23 +6,33 @@
 //! (trusted keys, a keyless identity, a certificate) or a nested set.
 //!
 //! **What satisfies an entry.** A leaf entry is satisfied when *some* signature set of the
-//! object verifies under it (via [`Attestor::check`]); a nested set when its own count is
-//! reached. Entries are counted, not signatures: one signature set may satisfy several
-//! entries. This is what Kyverno does (each entry runs `k8smanifest.VerifyResource` over all
-//! signature sets; upstream `Test_VerifyManifest_MustAll_ValidYAML` passes `count: 3` over
-//! `[K1, K2, nested{K1}]` with only two signatures). The consequence, documented in
-//! `docs/policy.md`: `count: 2` does not mean "two distinct signers" if the same key or
-//! identity is listed twice; list distinct keys or identities for that.
+//! object verifies under it; a nested set when its own count is reached.
 //!
-//! Evaluation stops as soon as a set reaches its count (Kyverno short-circuits the same
-//! way), so the verdict names the entries that were needed, not every entry that would
-//! also have verified.
+//! **Distinct signers.** Within one attestor set, each signer counts once: an entry is
+//! counted only with a signer no other counted entry of the set used. The same key listed
+//! twice (or re-wrapped PEM of it), or two identity entries that one certificate satisfies,
+//! do not make `count: 2` out of one signature. Signers are compared by
+//! [`SignerIdentity`] (key fingerprint; keyless issuer and subject; certificate subject).
+//! Leaf entries are matched to signers with a maximum bipartite matching, so the count is
+//! the largest number of entries that distinct signers can satisfy; a nested set draws its
+//! signers first (from those not yet used), then the leaves are matched on the rest — this
+//! can only under-count (deny), never over-count. Kyverno counts entries instead
+//! (upstream `Test_VerifyManifest_MustAll_ValidYAML` passes `count: 3` over
+//! `[K1, K2, nested{K1}]` with two signatures; mansign denies it): documented in
+//! `docs/policy.md`. Different top-level attestor sets are independent (ANDed): one signer
+//! may satisfy an entry of each.
+//!
+//! Every (signature set, attestor) check runs at most once per object and within the
+//! object's checks budget ([`SignatureChecks`]).
 
-use super::attestor::{Attestor, KeylessAttestor, TrustedKey};
+use super::attestor::{KeylessAttestor, TrustedKey};
 use super::certificate::CertificateAttestor;
-use super::signer::SignerInfo;
+use super::checks::{BudgetExceeded, Leaf, SignatureChecks};
+use super::failure::{Attempt, best_attempt};
+use super::signer::{SignerIdentity, SignerInfo};
 use crate::annotations::SignatureSet;
 use serde::Serialize;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 
 /// One entry of an attestor set.
@@ -96,6 +106,26 @@ impl AttestorSet {
         Ok(AttestorSet { count, entries })
     }
 
+    fn collect_duplicates(&self, path: &EntryPath, out: &mut Vec<(EntryPath, EntryPath)>) {
+        let signatures: Vec<Option<Vec<String>>> = self
+            .entries
+            .iter()
+            .map(AttestorEntry::signer_signature)
+            .collect();
+        for (i, a) in signatures.iter().enumerate() {
+            for (j, b) in signatures.iter().enumerate().skip(i + 1) {
+                if let (Some(a), Some(b)) = (a, b)
+                    && a.iter().any(|x| b.contains(x))
+                {
+                    out.push((path.entry(i), path.entry(j)));
+                }
+            }
+            if let AttestorEntry::Nested(nested) = &self.entries[i] {
+                nested.collect_duplicates(&path.entry(i), out);
+            }
+        }
+    }
+
     /// The count as written (`None`: all entries required).
     pub fn count(&self) -> Option<usize> {
         self.count
@@ -110,40 +140,175 @@ impl AttestorSet {
         self.count.unwrap_or(self.entries.len())
     }
 
+    /// Evaluates the set with signers in `excluded` unavailable (used by the enclosing set).
     fn evaluate(
         &self,
         path: &EntryPath,
-        message: &[u8],
-        sets: &[SignatureSet],
-        now: jiff::Timestamp,
-    ) -> Result<Vec<EntryMatch>, SetFailure> {
+        checks: &mut SignatureChecks<'_>,
+        excluded: &HashSet<SignerIdentity>,
+    ) -> Result<Result<SetSuccess, SetFailure>, BudgetExceeded> {
         let required = self.required();
-        let mut matched = Vec::new();
-        let mut verified = 0;
+        let mut used = excluded.clone();
+        let mut counted = 0usize;
+        let mut matches = Vec::new();
         let mut failures = Vec::new();
+        // 1. nested sets draw their signers first
         for (i, entry) in self.entries.iter().enumerate() {
+            let AttestorEntry::Nested(nested) = entry else {
+                continue;
+            };
             let entry_path = path.entry(i);
-            match entry.evaluate(&entry_path, message, sets, now) {
-                Ok(m) => {
-                    verified += 1;
-                    matched.extend(m);
-                    if verified >= required {
-                        return Ok(matched);
-                    }
+            match nested.evaluate(&entry_path, checks, &used)? {
+                Ok(success) => {
+                    counted += 1;
+                    used.extend(success.signers);
+                    matches.extend(success.matches);
                 }
-                Err(reason) => failures.push(EntryFailure {
+                Err(failure) => failures.push(EntryFailure {
                     entry: entry_path,
-                    reason,
+                    reason: EntryFailureReason::Nested(Box::new(failure)),
                 }),
             }
         }
-        Err(SetFailure {
-            set: path.clone(),
-            verified,
-            required,
-            failures,
-        })
+        // 2. every leaf entry against every signature set
+        let mut candidates: Vec<Candidate> = Vec::new();
+        for (i, entry) in self.entries.iter().enumerate() {
+            let leaves = entry.leaves();
+            if leaves.is_empty() {
+                continue;
+            }
+            let entry_path = path.entry(i);
+            if checks.sets().is_empty() {
+                failures.push(EntryFailure {
+                    entry: entry_path,
+                    reason: EntryFailureReason::NoSignatureSets,
+                });
+                continue;
+            }
+            let mut found = BTreeMap::new();
+            let mut attempts = Vec::new();
+            for position in 0..checks.sets().len() {
+                let set_index = checks.sets()[position].index;
+                for leaf in &leaves {
+                    match checks.check(position, *leaf)? {
+                        Ok(signer) => {
+                            found
+                                .entry(signer.identity())
+                                .or_insert((set_index, signer));
+                        }
+                        Err(failure) => attempts.push(Attempt {
+                            signature_set: set_index,
+                            attestor: leaf.describe(),
+                            failure,
+                        }),
+                    }
+                }
+            }
+            let counted_elsewhere: Vec<SignerIdentity> = found
+                .keys()
+                .filter(|identity| used.contains(*identity))
+                .cloned()
+                .collect();
+            found.retain(|identity, _| !used.contains(identity));
+            if found.is_empty() {
+                let reason = if counted_elsewhere.is_empty() {
+                    EntryFailureReason::Attempts(attempts)
+                } else {
+                    EntryFailureReason::AlreadyCounted {
+                        signers: counted_elsewhere,
+                    }
+                };
+                failures.push(EntryFailure {
+                    entry: entry_path,
+                    reason,
+                });
+            } else {
+                candidates.push((i, found));
+            }
+        }
+        // 3. distinct signers for the leaves: maximum bipartite matching
+        let assignment = match_distinct(&candidates);
+        for (slot, (i, found)) in candidates.iter().enumerate() {
+            let entry_path = path.entry(*i);
+            match &assignment[slot] {
+                Some(identity) => {
+                    let (signature_set, signer) = found[identity].clone();
+                    used.insert(identity.clone());
+                    counted += 1;
+                    matches.push(EntryMatch {
+                        entry: entry_path,
+                        signature_set,
+                        signer,
+                    });
+                }
+                None => failures.push(EntryFailure {
+                    entry: entry_path,
+                    reason: EntryFailureReason::AlreadyCounted {
+                        signers: found.keys().cloned().collect(),
+                    },
+                }),
+            }
+        }
+        matches.sort_by(|a, b| a.entry.entries.cmp(&b.entry.entries));
+        failures.sort_by(|a, b| a.entry.entries.cmp(&b.entry.entries));
+        if counted >= required {
+            let signers = used.difference(excluded).cloned().collect();
+            Ok(Ok(SetSuccess { matches, signers }))
+        } else {
+            Ok(Err(SetFailure {
+                set: path.clone(),
+                verified: counted,
+                required,
+                failures,
+            }))
+        }
     }
+}
+
+/// A leaf entry (its index in the set) and the signers that satisfy it, each with the
+/// signature set (annotation index) that proved it.
+type Candidate = (usize, BTreeMap<SignerIdentity, (usize, SignerInfo)>);
+
+/// A satisfied set: the entries it counted and the signers they used.
+struct SetSuccess {
+    matches: Vec<EntryMatch>,
+    signers: HashSet<SignerIdentity>,
+}
+
+/// For each candidate entry, the signer it is counted with (distinct across entries), as
+/// many entries as possible (Kuhn's augmenting paths; sizes are a few entries by at most
+/// [`Limits::max_signature_sets`](crate::Limits::max_signature_sets) signers).
+fn match_distinct(candidates: &[Candidate]) -> Vec<Option<SignerIdentity>> {
+    fn augment(
+        slot: usize,
+        candidates: &[Candidate],
+        owner: &mut BTreeMap<SignerIdentity, usize>,
+        visited: &mut HashSet<SignerIdentity>,
+    ) -> bool {
+        for identity in candidates[slot].1.keys() {
+            if !visited.insert(identity.clone()) {
+                continue;
+            }
+            let free = match owner.get(identity) {
+                None => true,
+                Some(&other) => augment(other, candidates, owner, visited),
+            };
+            if free {
+                owner.insert(identity.clone(), slot);
+                return true;
+            }
+        }
+        false
+    }
+    let mut owner: BTreeMap<SignerIdentity, usize> = BTreeMap::new();
+    for slot in 0..candidates.len() {
+        augment(slot, candidates, &mut owner, &mut HashSet::new());
+    }
+    let mut assignment = vec![None; candidates.len()];
+    for (identity, slot) in owner {
+        assignment[slot] = Some(identity);
+    }
+    assignment
 }
 
 impl AttestorEntry {
@@ -154,7 +319,7 @@ impl AttestorEntry {
                 let names: Vec<String> = keys.iter().map(|k| k.name.clone()).collect();
                 format!("key {}", names.join(" or "))
             }
-            AttestorEntry::Keyless(k) => Attestor::Keyless(k.clone()).describe(),
+            AttestorEntry::Keyless(k) => Leaf::Keyless(k).describe(),
             AttestorEntry::Certificate(c) => c.describe(),
             AttestorEntry::Nested(set) => {
                 format!("nested set ({} of {})", set.required(), set.entries.len())
@@ -162,46 +327,37 @@ impl AttestorEntry {
         }
     }
 
-    fn evaluate(
-        &self,
-        path: &EntryPath,
-        message: &[u8],
-        sets: &[SignatureSet],
-        now: jiff::Timestamp,
-    ) -> Result<Vec<EntryMatch>, String> {
-        let leaves: Vec<Attestor> = match self {
-            AttestorEntry::Nested(set) => {
-                return set
-                    .evaluate(&path.nested(), message, sets, now)
-                    .map_err(|f| format!("nested set: {}", f.summary()));
+    /// What identifies the signers this leaf entry accepts, for finding duplicates.
+    fn signer_signature(&self) -> Option<Vec<String>> {
+        match self {
+            AttestorEntry::Keys(keys) => Some(
+                keys.iter()
+                    .map(|k| format!("key:{}", k.fingerprint))
+                    .collect(),
+            ),
+            AttestorEntry::Keyless(k) => {
+                Some(vec![format!("keyless:{}:{}", k.trust.origin(), k.identity)])
             }
-            AttestorEntry::Keys(keys) => keys.iter().cloned().map(Attestor::Key).collect(),
-            AttestorEntry::Keyless(k) => vec![Attestor::Keyless(k.clone())],
-            AttestorEntry::Certificate(c) => vec![Attestor::Certificate(c.clone())],
-        };
-        if sets.is_empty() {
-            return Err("no signature sets".into());
+            AttestorEntry::Certificate(c) => Some(vec![format!("certificate:{}", c.describe())]),
+            // A nested set draws on every signer its entries name.
+            AttestorEntry::Nested(set) => Some(
+                set.entries
+                    .iter()
+                    .filter_map(AttestorEntry::signer_signature)
+                    .flatten()
+                    .collect(),
+            ),
         }
-        let mut attempts = Vec::new();
-        for set in sets {
-            for leaf in &leaves {
-                match leaf.check_at(message, set, now) {
-                    Ok(signer) => {
-                        return Ok(vec![EntryMatch {
-                            entry: path.clone(),
-                            signature_set: set.index,
-                            signer,
-                        }]);
-                    }
-                    Err(reason) => attempts.push(format!(
-                        "signature set {} with {}: {reason}",
-                        set.index,
-                        leaf.describe()
-                    )),
-                }
-            }
+    }
+
+    /// The leaf attestors of a leaf entry (none for a nested set).
+    fn leaves(&self) -> Vec<Leaf<'_>> {
+        match self {
+            AttestorEntry::Keys(keys) => keys.iter().map(Leaf::Key).collect(),
+            AttestorEntry::Keyless(k) => vec![Leaf::Keyless(k)],
+            AttestorEntry::Certificate(c) => vec![Leaf::Certificate(c)],
+            AttestorEntry::Nested(_) => Vec::new(),
         }
-        Err(attempts.join("; "))
     }
 }
 
@@ -218,11 +374,24 @@ impl AttestorPolicy {
         &self.sets
     }
 
+    /// Pairs of entries of one set that name the same signer (the same key, however its PEM
+    /// is wrapped; the same keyless identity constraints; the same certificate attestor; a
+    /// nested set naming a signer of a sibling entry).
+    /// With distinct-signer counting they can never both count, so a policy that lists them
+    /// is almost certainly not what its author meant; the loaders warn.
+    pub fn duplicate_entries(&self) -> Vec<(EntryPath, EntryPath)> {
+        let mut out = Vec::new();
+        for (i, set) in self.sets.iter().enumerate() {
+            set.collect_duplicates(&EntryPath::set(i), &mut out);
+        }
+        out
+    }
+
     /// Checks the signature sets over `message` against every attestor set. On success,
-    /// the entries that were satisfied (in policy order) and which signature set and
-    /// signer satisfied each; on failure, the first attestor set that was not satisfied
-    /// and why each of its entries failed. Certificate entries check sets without a Rekor
-    /// bundle at the system clock's time; see [`evaluate_at`](Self::evaluate_at).
+    /// the entries that were counted (in policy order) and which signature set and signer
+    /// satisfied each; on failure, the first attestor set that was not satisfied and why
+    /// each of its entries failed. Certificate entries check sets without a Rekor bundle at
+    /// the system clock's time; see [`evaluate_at`](Self::evaluate_at).
     pub fn evaluate(
         &self,
         message: &[u8],
@@ -232,18 +401,44 @@ impl AttestorPolicy {
     }
 
     /// As [`evaluate`](Self::evaluate), with `now` as the time certificate entries check
-    /// sets without a Rekor bundle at (the [`Verifier`](super::Verifier)'s clock).
+    /// sets without a Rekor bundle at (the [`Verifier`](super::Verifier)'s clock), and the
+    /// default checks budget. An exhausted budget is a failure of the set being evaluated.
     pub fn evaluate_at(
         &self,
         message: &[u8],
         sets: &[SignatureSet],
         now: jiff::Timestamp,
     ) -> Result<Vec<EntryMatch>, SetFailure> {
+        let limit = crate::Limits::DEFAULT.max_signature_checks;
+        let fresh = |_: &SignerInfo| Ok(());
+        let mut checks = SignatureChecks::new(message, sets, now, &fresh, limit);
+        match self.evaluate_with(&mut checks) {
+            Ok(result) => result,
+            Err(BudgetExceeded { limit }) => Err(SetFailure {
+                set: EntryPath::set(0),
+                verified: 0,
+                required: 1,
+                failures: vec![EntryFailure {
+                    entry: EntryPath::set(0),
+                    reason: EntryFailureReason::BudgetExceeded { limit },
+                }],
+            }),
+        }
+    }
+
+    /// Evaluates every set with shared, budgeted checks.
+    pub(super) fn evaluate_with(
+        &self,
+        checks: &mut SignatureChecks<'_>,
+    ) -> Result<Result<Vec<EntryMatch>, SetFailure>, BudgetExceeded> {
         let mut matched = Vec::new();
         for (i, set) in self.sets.iter().enumerate() {
-            matched.extend(set.evaluate(&EntryPath::set(i), message, sets, now)?);
+            match set.evaluate(&EntryPath::set(i), checks, &HashSet::new())? {
+                Ok(success) => matched.extend(success.matches),
+                Err(failure) => return Ok(Err(failure)),
+            }
         }
-        Ok(matched)
+        Ok(Ok(matched))
     }
 }
 
@@ -269,11 +464,6 @@ impl EntryPath {
         let mut p = self.clone();
         p.entries.push(i);
         p
-    }
-
-    /// The nested set of this entry has the same path; its entries extend it.
-    fn nested(&self) -> Self {
-        self.clone()
     }
 }
 
@@ -315,11 +505,99 @@ impl fmt::Display for EntryMatch {
     }
 }
 
+/// Why an entry was not counted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EntryFailureReason {
+    /// The object has no signature sets at all.
+    NoSignatureSets,
+    /// No signature set was accepted: each attempt and why.
+    Attempts(Vec<Attempt>),
+    /// Accepted only by signers that other entries of the set already counted.
+    AlreadyCounted { signers: Vec<SignerIdentity> },
+    /// A nested set did not reach its count.
+    Nested(Box<SetFailure>),
+    /// The object's signature-checks budget ran out.
+    BudgetExceeded { limit: usize },
+}
+
+impl EntryFailureReason {
+    /// How far the entry got (see [`CheckFailure::stage`]); counted-elsewhere is furthest.
+    fn stage(&self) -> u8 {
+        match self {
+            EntryFailureReason::NoSignatureSets => 0,
+            EntryFailureReason::Attempts(a) => best_attempt(a).map_or(0, |a| a.failure.stage()),
+            EntryFailureReason::AlreadyCounted { .. } => 4,
+            EntryFailureReason::Nested(f) => f.best().map_or(0, |r| r.stage()),
+            EntryFailureReason::BudgetExceeded { .. } => 5,
+        }
+    }
+
+    /// Stable machine code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            EntryFailureReason::NoSignatureSets => "no-signature-sets",
+            EntryFailureReason::Attempts(a) => {
+                best_attempt(a).map_or("no-signature-sets", |a| a.failure.code())
+            }
+            EntryFailureReason::AlreadyCounted { .. } => "signer-already-counted",
+            EntryFailureReason::Nested(f) => f.code(),
+            EntryFailureReason::BudgetExceeded { .. } => "budget-exceeded",
+        }
+    }
+
+    /// True if the furthest failure is about the signature's age.
+    pub fn is_age(&self) -> bool {
+        match self {
+            EntryFailureReason::Attempts(a) => best_attempt(a).is_some_and(|a| a.failure.is_age()),
+            EntryFailureReason::Nested(f) => f.is_age(),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for EntryFailureReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EntryFailureReason::NoSignatureSets => f.write_str("no signature sets"),
+            EntryFailureReason::Attempts(attempts) => {
+                let texts: Vec<String> = attempts.iter().map(ToString::to_string).collect();
+                f.write_str(&texts.join("; "))
+            }
+            EntryFailureReason::AlreadyCounted { signers } => {
+                let names: Vec<String> = signers.iter().map(ToString::to_string).collect();
+                write!(
+                    f,
+                    "verified only by {}, already counted for another entry of this set (each \
+                     signer counts once)",
+                    names.join(", ")
+                )
+            }
+            EntryFailureReason::Nested(failure) => write!(f, "nested set: {}", failure.summary()),
+            EntryFailureReason::BudgetExceeded { limit } => write!(
+                f,
+                "more than {limit} signature checks for one object; refused"
+            ),
+        }
+    }
+}
+
 /// An entry that was not satisfied, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EntryFailure {
     pub entry: EntryPath,
-    pub reason: String,
+    pub reason: EntryFailureReason,
+}
+
+impl Serialize for EntryFailure {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("EntryFailure", 3)?;
+        st.serialize_field("entry", &self.entry)?;
+        st.serialize_field("code", self.reason.code())?;
+        st.serialize_field("reason", &self.reason.to_string())?;
+        st.end()
+    }
 }
 
 /// An attestor set that did not reach its count.
@@ -348,6 +626,28 @@ impl SetFailure {
             self.required,
             failures.join("; ")
         )
+    }
+
+    /// The entry failure that got furthest.
+    fn best(&self) -> Option<&EntryFailureReason> {
+        self.failures
+            .iter()
+            .map(|f| &f.reason)
+            .fold(None, |best, r| match best {
+                Some(b) if EntryFailureReason::stage(b) >= r.stage() => Some(b),
+                _ => Some(r),
+            })
+    }
+
+    /// Stable machine code: the code of the entry failure that got furthest.
+    pub fn code(&self) -> &'static str {
+        self.best()
+            .map_or("attestor-set-not-satisfied", |r| r.code())
+    }
+
+    /// True if the furthest failure is about the signature's age.
+    pub fn is_age(&self) -> bool {
+        self.best().is_some_and(|r| r.is_age())
     }
 }
 
@@ -435,13 +735,99 @@ mod tests {
     }
 
     #[test]
-    fn one_signature_satisfies_every_entry_that_names_its_key() {
-        // Entries are counted, not signatures (Kyverno semantics, documented).
+    fn one_signer_listed_twice_counts_once() {
         let a = Signer::new("a");
         let p = policy(vec![set(Some(2), vec![a.entry(), a.entry()])]);
-        let ok = p.evaluate(MESSAGE, &[a.set(0)]).unwrap();
+        let err = p.evaluate(MESSAGE, &[a.set(0)]).unwrap_err();
+        assert_eq!((err.verified, err.required), (1, 2));
+        assert!(
+            matches!(
+                err.failures[0].reason,
+                EntryFailureReason::AlreadyCounted { .. }
+            ),
+            "{err}"
+        );
+        assert_eq!(err.code(), "signer-already-counted");
+        // Two signature sets by the same key are still one signer.
+        assert!(p.evaluate(MESSAGE, &[a.set(0), a.set(1)]).is_err());
+    }
+
+    #[test]
+    fn re_wrapped_pem_of_the_same_key_is_the_same_signer() {
+        let a = Signer::new("a");
+        let again = AttestorEntry::Keys(vec![TrustedKey::new("a-again", *a.key.verifying_key())]);
+        let p = policy(vec![set(Some(2), vec![a.entry(), again])]);
+        assert!(p.evaluate(MESSAGE, &[a.set(0)]).is_err());
+    }
+
+    #[test]
+    fn distinct_signers_reach_the_count_whatever_the_entry_order() {
+        // Entry 0 accepts a or b, entry 1 only a: a greedy pick of a for entry 0 would
+        // leave entry 1 without a signer; the matching finds b for entry 0.
+        let (a, b) = (Signer::new("a"), Signer::new("b"));
+        let either = AttestorEntry::Keys(vec![
+            TrustedKey::new("a", *a.key.verifying_key()),
+            TrustedKey::new("b", *b.key.verifying_key()),
+        ]);
+        let p = policy(vec![set(Some(2), vec![either, a.entry()])]);
+        let ok = p.evaluate(MESSAGE, &[a.set(0), b.set(1)]).unwrap();
         assert_eq!(ok.len(), 2);
-        assert!(ok.iter().all(|m| m.signature_set == 0));
+        assert_ne!(ok[0].signer.identity(), ok[1].signer.identity());
+    }
+
+    #[test]
+    fn a_nested_set_may_not_reuse_a_signer_of_its_parent() {
+        // Kyverno's `count: 3` over [K1, K2, nested{K1}] with two signatures passes upstream;
+        // with distinct signers it needs a third.
+        let (a, b) = (Signer::new("a"), Signer::new("b"));
+        let nested = AttestorEntry::Nested(set(None, vec![a.entry()]));
+        let p = policy(vec![set(Some(3), vec![a.entry(), b.entry(), nested])]);
+        let err = p.evaluate(MESSAGE, &[a.set(0), b.set(1)]).unwrap_err();
+        assert_eq!((err.verified, err.required), (2, 3));
+    }
+
+    #[test]
+    fn duplicate_entries_are_found_also_in_nested_sets() {
+        let (a, b) = (Signer::new("a"), Signer::new("b"));
+        let again = AttestorEntry::Keys(vec![TrustedKey::new("a-again", *a.key.verifying_key())]);
+        let nested = AttestorEntry::Nested(set(None, vec![b.entry(), b.entry()]));
+        let p = policy(vec![set(Some(1), vec![a.entry(), again, nested])]);
+        let found: Vec<String> = p
+            .duplicate_entries()
+            .iter()
+            .map(|(x, y)| format!("{x} {y}"))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                "attestors[0].entries[0] attestors[0].entries[1]",
+                "attestors[0].entries[2].attestor.entries[0] attestors[0].entries[2].attestor.entries[1]"
+            ]
+        );
+        let nested_a = AttestorEntry::Nested(set(None, vec![a.entry()]));
+        let p = policy(vec![set(None, vec![a.entry(), nested_a])]);
+        assert_eq!(p.duplicate_entries().len(), 1);
+    }
+
+    #[test]
+    fn separate_attestor_sets_may_share_a_signer() {
+        let a = Signer::new("a");
+        let p = policy(vec![set(None, vec![a.entry()]), set(None, vec![a.entry()])]);
+        assert!(p.evaluate(MESSAGE, &[a.set(0)]).is_ok());
+    }
+
+    #[test]
+    fn checks_beyond_the_budget_fail_closed() {
+        let signers: Vec<Signer> = (0..20).map(|_| Signer::new("x")).collect();
+        let entries = signers.iter().map(Signer::entry).collect();
+        let p = policy(vec![set(Some(1), entries)]);
+        let sets: Vec<SignatureSet> = (0..32).map(|i| Signer::new("y").set(i)).collect();
+        let fresh = |_: &SignerInfo| Ok(());
+        let mut checks = SignatureChecks::new(MESSAGE, &sets, jiff::Timestamp::now(), &fresh, 100);
+        assert_eq!(
+            p.evaluate_with(&mut checks).unwrap_err(),
+            BudgetExceeded { limit: 100 }
+        );
     }
 
     #[test]
@@ -480,7 +866,7 @@ mod tests {
         let a = Signer::new("a");
         let p = policy(vec![set(None, vec![a.entry()])]);
         let err = p.evaluate(MESSAGE, &[]).unwrap_err();
-        assert_eq!(err.failures[0].reason, "no signature sets");
+        assert_eq!(err.failures[0].reason, EntryFailureReason::NoSignatureSets);
     }
 
     #[test]

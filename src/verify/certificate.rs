@@ -118,6 +118,28 @@ pub enum CertificateCheckError {
     },
 }
 
+impl CertificateCheckError {
+    /// Stable machine code of the failed check.
+    pub fn code(&self) -> &'static str {
+        match self {
+            CertificateCheckError::NoCertificate => "no-certificate",
+            CertificateCheckError::MalformedCertificate(_) => "malformed-certificate",
+            CertificateCheckError::NotPinnedCertificate { .. } => "certificate-not-pinned",
+            CertificateCheckError::UnsupportedKey(_) => "unsupported-key",
+            CertificateCheckError::MalformedSignature => "malformed-signature",
+            CertificateCheckError::BadSignature => "bad-signature",
+            CertificateCheckError::BundleWithoutTrustRoot => "bundle-without-trust-root",
+            CertificateCheckError::Bundle(e) => e.code(),
+            CertificateCheckError::TimeOutOfRange(_) => "signing-time-out-of-range",
+            CertificateCheckError::NotValidAt { .. } => "certificate-not-valid-at-signing-time",
+            CertificateCheckError::NoDigitalSignatureUsage => "certificate-usage",
+            CertificateCheckError::NoCodeSigningUsage { .. } => "certificate-usage",
+            CertificateCheckError::UntrustedChain(_) => "untrusted-chain",
+            CertificateCheckError::RootNotValidAt { .. } => "root-not-valid-at-signing-time",
+        }
+    }
+}
+
 /// The time a certificate is checked at, and where it came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SigningTime {

@@ -164,23 +164,68 @@ pub struct ClaimMatcher {
     pub matcher: ValueMatcher,
 }
 
+/// Why a verified signer is not one the identity policy allows: the first constraint that
+/// does not hold.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IdentityMismatch {
+    #[error("certificate has no {claim} claim")]
+    MissingClaim { claim: Claim },
+    #[error("{claim} {found:?} is not {expected:?}")]
+    NotEqual {
+        claim: Claim,
+        found: String,
+        expected: String,
+    },
+    #[error("{claim} {found:?} does not match regex {pattern:?} (anchored)")]
+    NoMatch {
+        claim: Claim,
+        found: String,
+        pattern: String,
+    },
+}
+
+impl IdentityMismatch {
+    /// The claim that did not hold.
+    pub fn claim(&self) -> Claim {
+        match self {
+            IdentityMismatch::MissingClaim { claim }
+            | IdentityMismatch::NotEqual { claim, .. }
+            | IdentityMismatch::NoMatch { claim, .. } => *claim,
+        }
+    }
+
+    /// Stable machine code (metrics, JSON).
+    pub fn code(&self) -> &'static str {
+        match (self, self.claim()) {
+            (IdentityMismatch::MissingClaim { .. }, Claim::Issuer) => "issuer-missing",
+            (IdentityMismatch::MissingClaim { .. }, _) => "claim-missing",
+            (_, Claim::Issuer) => "issuer-mismatch",
+            (_, Claim::Subject) => "subject-mismatch",
+            _ => "claim-mismatch",
+        }
+    }
+}
+
 impl ClaimMatcher {
-    /// `Ok` when the evidence satisfies this constraint, else the reason.
-    pub fn check(&self, evidence: &SigstoreEvidence) -> Result<(), String> {
+    /// `Ok` when the evidence satisfies this constraint, else why not.
+    pub fn check(&self, evidence: &SigstoreEvidence) -> Result<(), IdentityMismatch> {
         let Some(actual) = self.claim.value(evidence) else {
-            return Err(format!("certificate has no {} claim", self.claim));
+            return Err(IdentityMismatch::MissingClaim { claim: self.claim });
         };
         match &self.matcher {
             ValueMatcher::Exact(expected) if actual == *expected => Ok(()),
-            ValueMatcher::Exact(expected) => {
-                Err(format!("{} {actual:?} is not {expected:?}", self.claim))
-            }
+            ValueMatcher::Exact(expected) => Err(IdentityMismatch::NotEqual {
+                claim: self.claim,
+                found: actual,
+                expected: expected.clone(),
+            }),
             ValueMatcher::Regex(re) if re.is_match(&actual) => Ok(()),
-            ValueMatcher::Regex(re) => Err(format!(
-                "{} {actual:?} does not match regex {:?} (anchored)",
-                self.claim,
-                re.pattern()
-            )),
+            ValueMatcher::Regex(re) => Err(IdentityMismatch::NoMatch {
+                claim: self.claim,
+                found: actual,
+                pattern: re.pattern().to_string(),
+            }),
         }
     }
 }
@@ -209,7 +254,7 @@ impl IdentityPolicy {
     /// `Ok` when every constraint holds; else the first one that does not, and why
     /// (`issuer "https://x" is not "https://y"`). Issuer first, then subject, then the
     /// GitHub claims.
-    pub fn matches(&self, evidence: &SigstoreEvidence) -> Result<(), String> {
+    pub fn matches(&self, evidence: &SigstoreEvidence) -> Result<(), IdentityMismatch> {
         self.matchers.iter().try_for_each(|m| m.check(evidence))
     }
 
@@ -365,19 +410,19 @@ mod tests {
             .subject(WORKFLOW)
             .build()
             .unwrap();
-        assert_eq!(
-            p.matches(&evidence(WORKFLOW, Some("https://x"))),
-            Err(r#"issuer "https://x" is not "https://y""#.to_string())
-        );
+        let err = p
+            .matches(&evidence(WORKFLOW, Some("https://x")))
+            .unwrap_err();
+        assert_eq!(err.to_string(), r#"issuer "https://x" is not "https://y""#);
+        assert_eq!(err.code(), "issuer-mismatch");
     }
 
     #[test]
     fn missing_issuer_extension_fails_an_issuer_constraint() {
         let p = policy().subject(WORKFLOW).build().unwrap();
-        assert_eq!(
-            p.matches(&evidence(WORKFLOW, None)),
-            Err("certificate has no issuer claim".to_string())
-        );
+        let err = p.matches(&evidence(WORKFLOW, None)).unwrap_err();
+        assert_eq!(err.to_string(), "certificate has no issuer claim");
+        assert_eq!(err.code(), "issuer-missing");
     }
 
     #[test]
@@ -442,8 +487,8 @@ mod tests {
         let mut e = evidence(WORKFLOW, Some(GHA));
         e.claims = WorkflowClaims::default();
         assert_eq!(
-            p.matches(&e),
-            Err("certificate has no GitHub workflow repository claim".to_string())
+            p.matches(&e).unwrap_err().to_string(),
+            "certificate has no GitHub workflow repository claim"
         );
     }
 
@@ -468,10 +513,12 @@ mod tests {
             .exact(Claim::GithubWorkflowRef, "refs/heads/release")
             .build()
             .unwrap();
+        let err = p.matches(&evidence(WORKFLOW, Some(GHA))).unwrap_err();
         assert_eq!(
-            p.matches(&evidence(WORKFLOW, Some(GHA))),
-            Err(r#"GitHub workflow ref "refs/heads/main" is not "refs/heads/release""#.into())
+            err.to_string(),
+            r#"GitHub workflow ref "refs/heads/main" is not "refs/heads/release""#
         );
+        assert_eq!(err.code(), "claim-mismatch");
     }
 
     #[test]
@@ -542,6 +589,6 @@ mod tests {
         let err = p
             .matches(&evidence(WORKFLOW, Some("https://x")))
             .unwrap_err();
-        assert!(err.starts_with("issuer"), "{err}");
+        assert!(err.to_string().starts_with("issuer"), "{err}");
     }
 }

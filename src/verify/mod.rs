@@ -39,8 +39,10 @@
 mod attestor;
 mod attestor_set;
 mod certificate;
+mod checks;
 mod compare;
 mod evidence;
+mod failure;
 mod identity;
 mod key_bundle;
 mod keyless;

@@ -45,7 +45,62 @@ pub enum SignerInfo {
     },
 }
 
+/// Who a signer is, for counting distinct signers toward an attestor set's `count`: a key
+/// (by fingerprint, so a re-wrapped PEM of the same key is the same signer), a keyless
+/// identity (issuer and subject: one workflow that signed twice is one signer, whatever its
+/// certificates), or a PKI certificate's subject.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SignerIdentity {
+    Key {
+        fingerprint: String,
+    },
+    Keyless {
+        issuer: Option<String>,
+        subject: String,
+    },
+    Certificate {
+        subject: String,
+    },
+}
+
+impl fmt::Display for SignerIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SignerIdentity::Key { fingerprint } => {
+                write!(
+                    f,
+                    "key sha256:{}",
+                    &fingerprint[..fingerprint.len().min(16)]
+                )
+            }
+            SignerIdentity::Keyless { issuer, subject } => match issuer {
+                Some(issuer) => write!(f, "{subject} (issuer {issuer})"),
+                None => write!(f, "{subject}"),
+            },
+            SignerIdentity::Certificate { subject } => write!(f, "certificate {subject}"),
+        }
+    }
+}
+
 impl SignerInfo {
+    /// Who signed, for counting distinct signers.
+    pub fn identity(&self) -> SignerIdentity {
+        match self {
+            SignerInfo::Key { fingerprint, .. } => SignerIdentity::Key {
+                fingerprint: fingerprint.clone(),
+            },
+            SignerInfo::Certificate {
+                subject, issuer, ..
+            } => SignerIdentity::Keyless {
+                issuer: issuer.clone(),
+                subject: subject.clone(),
+            },
+            SignerInfo::SigningCertificate { subject, .. } => SignerIdentity::Certificate {
+                subject: subject.clone(),
+            },
+        }
+    }
+
     /// The signer of a verified keyless set.
     pub fn from_evidence(evidence: SigstoreEvidence) -> Self {
         SignerInfo::Certificate {

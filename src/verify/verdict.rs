@@ -1,6 +1,7 @@
 //! Verification results that explain themselves.
 
 use super::attestor_set::{EntryMatch, SetFailure};
+use super::failure::{Attempt, best_attempt};
 use super::signer::SignerInfo;
 use crate::annotations::AnnotationError;
 use crate::manifest::{CompareError, DocumentOrigin, FieldDiff, MessageError, ObjectIdentity};
@@ -18,23 +19,34 @@ pub struct Verified {
     pub entries: Vec<EntryMatch>,
 }
 
-/// The first check that failed, and why.
+/// The first check that failed, and why: typed down to the check ([`Rejection::code`]
+/// names it for metrics and JSON), with a message for people ([`Display`](fmt::Display)).
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum Rejection {
     #[error("{0}")]
     Annotations(AnnotationError),
     #[error("no trusted key or identity configured")]
     NoAttestors,
-    #[error("no signature set verified: {}", .attempts.join("; "))]
-    NoTrustedSignature { attempts: Vec<String> },
+    /// No signature set was accepted by a trusted attestor: every attempt and why (when
+    /// the attempt that got furthest failed on the signature's age, [`Rejection::check`] is
+    /// `max-age`).
+    #[error("no signature set verified: {}", join(.attempts))]
+    NoTrustedSignature { attempts: Vec<Attempt> },
     /// An attestor set of the policy did not reach its count.
     #[error("attestor policy not satisfied: {0}")]
     AttestorSetNotSatisfied(SetFailure),
+    /// Verifying would take more signature checks than the object's budget.
+    #[error(
+        "more than {limit} signature checks for one object (signature sets x attestors); \
+         refused"
+    )]
+    BudgetExceeded { limit: usize },
     #[error("{0}")]
     Message(MessageError),
     #[error("the signed message has no document for {object} (it holds: {})", .signed.join(", "))]
     NotInMessage { object: String, signed: Vec<String> },
-    #[error("modified since signing: {}{}", .diffs.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "), more_text(*.unreported))]
+    #[error("modified since signing: {}{}", join(.diffs), more_text(*.unreported))]
     Modified {
         diffs: Vec<FieldDiff>,
         /// Further differences not listed.
@@ -43,33 +55,73 @@ pub enum Rejection {
     /// The object and its signed document could not be compared.
     #[error("cannot compare the object with its signed document: {0}")]
     Uncomparable(CompareError),
-    /// The signed `mansign.dev/expires` has passed (or cannot be read).
+    /// The signed `mansign.dev/expires` has passed.
     #[error("signature expired: the signed document expires at {at}")]
-    Expired { at: String },
-    /// The signed expiry annotation is malformed: fail closed.
-    #[error("signed expiry is invalid: {reason}")]
-    InvalidExpiry { reason: String },
-    /// Under an attestor policy, a signature older than the maximum age.
-    #[error("signature too old: {reason}")]
-    TooOld { reason: String },
+    Expired { at: jiff::Timestamp },
+    /// A signed time annotation (`mansign.dev/expires`, `mansign.dev/signed-at`) is
+    /// malformed: fail closed.
+    #[error("signed time annotation is invalid: {reason}")]
+    InvalidSignedTime { reason: String },
+}
+
+fn join<T: fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 impl Rejection {
-    /// Stable name of the failed check, for JSON output and metrics.
+    /// Stable name of the failed step, for JSON output and metrics: `not-signed`,
+    /// `no-signature`, `annotations`, `configuration`, `signature`, `max-age`, `budget`,
+    /// `message`, `match`, `diff`, `expired`.
     pub fn check(&self) -> &'static str {
         match self {
             Rejection::Annotations(AnnotationError::NoMessage { .. }) => "not-signed",
             Rejection::Annotations(AnnotationError::NoSignature { .. }) => "no-signature",
             Rejection::Annotations(_) => "annotations",
             Rejection::NoAttestors => "configuration",
-            Rejection::NoTrustedSignature { .. } | Rejection::AttestorSetNotSatisfied(_) => {
-                "signature"
+            Rejection::NoTrustedSignature { attempts } => {
+                if best_attempt(attempts).is_some_and(|a| a.failure.is_age()) {
+                    "max-age"
+                } else {
+                    "signature"
+                }
             }
+            Rejection::AttestorSetNotSatisfied(set) => {
+                if set.is_age() {
+                    "max-age"
+                } else {
+                    "signature"
+                }
+            }
+            Rejection::BudgetExceeded { .. } => "budget",
             Rejection::Message(_) => "message",
             Rejection::NotInMessage { .. } => "match",
             Rejection::Modified { .. } | Rejection::Uncomparable(_) => "diff",
-            Rejection::Expired { .. } | Rejection::InvalidExpiry { .. } => "expired",
-            Rejection::TooOld { .. } => "max-age",
+            Rejection::Expired { .. } | Rejection::InvalidSignedTime { .. } => "expired",
+        }
+    }
+
+    /// Stable machine code of the exact reason (`untrusted-chain`, `subject-mismatch`,
+    /// `modified`, ...), documented in docs/cli.md: for a signature failure, the code of
+    /// the attempt that got furthest.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Rejection::Annotations(e) => e.code(),
+            Rejection::NoAttestors => "no-attestors",
+            Rejection::NoTrustedSignature { attempts } => {
+                best_attempt(attempts).map_or("no-signature-sets", |a| a.failure.code())
+            }
+            Rejection::AttestorSetNotSatisfied(set) => set.code(),
+            Rejection::BudgetExceeded { .. } => "budget-exceeded",
+            Rejection::Message(_) => "malformed-message",
+            Rejection::NotInMessage { .. } => "not-in-message",
+            Rejection::Modified { .. } => "modified",
+            Rejection::Uncomparable(_) => "uncomparable",
+            Rejection::Expired { .. } => "expired",
+            Rejection::InvalidSignedTime { .. } => "invalid-signed-time",
         }
     }
 }
@@ -112,7 +164,8 @@ impl DocumentVerdict {
                 }
             }
             Err(r) => {
-                let mut failure = json!({"check": r.check(), "reason": r.to_string()});
+                let mut failure =
+                    json!({"check": r.check(), "code": r.code(), "reason": r.to_string()});
                 match r {
                     Rejection::Modified { diffs, unreported } => {
                         failure["diff"] = json!(diffs);

@@ -2,13 +2,15 @@
 
 use super::attestor::Attestor;
 use super::attestor_set::AttestorPolicy;
+use super::checks::{BudgetExceeded, Leaf, SignatureChecks};
 use super::compare::{CompareRules, compare_with_signed};
+use super::failure::{AgeFailure, Attempt, CheckFailure};
 use super::signer::SignerInfo;
 use super::verdict::{DocumentVerdict, Rejection, Verdict, Verified};
 use crate::annotations::{AnnotationDomain, extract};
 use crate::limits::Limits;
 use crate::manifest::{
-    Document, IgnoreFields, ObjectIdentity, Tolerances, expiry_of, parse_message,
+    Document, IgnoreFields, ObjectIdentity, Tolerances, expiry_of, parse_message, signed_at_of,
 };
 use serde_json::Value;
 
@@ -88,9 +90,13 @@ impl Verifier {
         self
     }
 
-    /// Rejects signatures whose Rekor integrated time is older than `max_age` (no replay
-    /// of old signed versions). A signature without transparency-log time (key-signed,
-    /// no bundle) cannot prove its age and is rejected too.
+    /// Rejects signatures older than `max_age` (no replay of old signed versions). The age is
+    /// measured from the signed signing time (`mansign.dev/signed-at` in the signed document),
+    /// bounded by the transparency-log time where there is one (the earlier of the two; a
+    /// signed time later than the log entry is refused). A keyless signature without a
+    /// signed time is dated by its log time (its certificate lived minutes, at that time); a
+    /// key or certificate-attestor signature without a signed time cannot prove its age and
+    /// is refused.
     pub fn with_max_age(mut self, max_age: jiff::SignedDuration) -> Self {
         self.max_age = Some(max_age);
         self
@@ -105,24 +111,42 @@ impl Verifier {
         self.clock.unwrap_or_else(jiff::Timestamp::now)
     }
 
-    /// The max-age check for one signer; `Err` says why it is too old.
-    fn check_age(&self, signer: &SignerInfo) -> Result<(), String> {
+    /// The max-age rule for one accepted signer of `signed_doc` (see
+    /// [`with_max_age`](Self::with_max_age)).
+    fn check_age(
+        &self,
+        signer: &SignerInfo,
+        signed_at: Option<jiff::Timestamp>,
+    ) -> Result<(), AgeFailure> {
         let Some(max_age) = self.max_age else {
             return Ok(());
         };
-        let Some(signed_at) = signer.logged_at() else {
-            return Err(format!(
-                "no transparency-log time to check the maximum age ({max_age:#}) against"
-            ));
+        let now = self.now();
+        let logged_at = signer.logged_at();
+        let effective = match (signer, signed_at, logged_at) {
+            (_, Some(signed), Some(logged)) => {
+                if signed > logged.saturating_add(SIGNED_AT_SKEW).unwrap_or(logged) {
+                    return Err(AgeFailure::SignedAfterLogged {
+                        signed_at: signed,
+                        logged_at: logged,
+                    });
+                }
+                signed.min(logged)
+            }
+            (_, Some(signed), None) => signed,
+            // A Fulcio certificate lives minutes and must be valid at the log time, so a
+            // keyless log time is a signing time; a key's log time is not.
+            (SignerInfo::Certificate { .. }, None, Some(logged)) => logged,
+            (_, None, _) => return Err(AgeFailure::NoSignedTime { max_age }),
         };
-        let oldest = self
-            .now()
+        let oldest = now
             .checked_sub(max_age)
-            .map_err(|e| format!("maximum age {max_age:#}: {e}"))?;
-        if signed_at < oldest {
-            return Err(format!(
-                "signed at {signed_at}, older than the maximum age {max_age:#}"
-            ));
+            .map_err(|_| AgeFailure::OutOfRange { max_age, now })?;
+        if effective < oldest {
+            return Err(AgeFailure::TooOld {
+                signed_at: effective,
+                max_age,
+            });
         }
         Ok(())
     }
@@ -157,97 +181,84 @@ impl Verifier {
     fn check(&self, identity: &ObjectIdentity, object: &Value) -> Result<Verified, Rejection> {
         // 1. annotations
         let signed = extract(object, &self.domain, &self.limits).map_err(Rejection::Annotations)?;
-        // 2. signature sets against the requirement
-        let attestors = match &self.requirement {
-            Requirement::AnyOf(attestors) => attestors,
+        // 2. the signed document for this object (its signed time dates the signatures)
+        let signed_docs =
+            parse_message(&signed.message, &self.limits).map_err(Rejection::Message)?;
+        let signed_doc = find_signed_document(&signed_docs, identity)?;
+        let signed_at =
+            signed_at_of(signed_doc).map_err(|reason| Rejection::InvalidSignedTime { reason })?;
+        // 3. signature sets against the requirement, each check once, within the budget
+        let fresh =
+            |signer: &SignerInfo| self.check_age(signer, signed_at).map_err(CheckFailure::Age);
+        let mut checks = SignatureChecks::new(
+            &signed.message,
+            &signed.sets,
+            self.now(),
+            &fresh,
+            self.limits.max_signature_checks,
+        );
+        let budget = |e: BudgetExceeded| Rejection::BudgetExceeded { limit: e.limit };
+        let accepted = match &self.requirement {
             Requirement::Policy(policy) => {
                 let entries = policy
-                    .evaluate_at(&signed.message, &signed.sets, self.now())
+                    .evaluate_with(&mut checks)
+                    .map_err(budget)?
                     .map_err(Rejection::AttestorSetNotSatisfied)?;
                 // A policy has at least one set, a set at least one entry: never empty.
                 let Some(first) = entries.first() else {
                     return Err(Rejection::NoAttestors);
                 };
-                for e in &entries {
-                    self.check_age(&e.signer)
-                        .map_err(|reason| Rejection::TooOld {
-                            reason: format!("signature set {}: {reason}", e.signature_set),
-                        })?;
-                }
-                let accepted = Verified {
+                Verified {
                     signature_set: first.signature_set,
                     signer: first.signer.clone(),
                     entries,
-                };
-                return self.check_signed(identity, object, &signed.message, accepted);
-            }
-        };
-        if attestors.is_empty() {
-            return Err(Rejection::NoAttestors);
-        }
-        // the first set a trusted attestor accepts wins
-        let mut attempts = Vec::new();
-        let mut accepted = None;
-        'sets: for set in &signed.sets {
-            for attestor in attestors {
-                match attestor
-                    .check_at(&signed.message, set, self.now())
-                    .and_then(|signer| self.check_age(&signer).map(|_| signer))
-                {
-                    Ok(signer) => {
-                        accepted = Some((set.index, signer));
-                        break 'sets;
-                    }
-                    Err(reason) => attempts.push(format!(
-                        "signature set {} with {}: {}",
-                        set.index,
-                        attestor.describe(),
-                        reason
-                    )),
                 }
             }
-        }
-        let Some((signature_set, signer)) = accepted else {
-            return Err(Rejection::NoTrustedSignature { attempts });
+            Requirement::AnyOf(attestors) => {
+                if attestors.is_empty() {
+                    return Err(Rejection::NoAttestors);
+                }
+                // the first set a trusted attestor accepts wins
+                let mut attempts = Vec::new();
+                let mut accepted = None;
+                'sets: for (position, set) in signed.sets.iter().enumerate() {
+                    for attestor in attestors {
+                        let leaf = Leaf::of(attestor);
+                        match checks.check(position, leaf).map_err(budget)? {
+                            Ok(signer) => {
+                                accepted = Some((set.index, signer));
+                                break 'sets;
+                            }
+                            Err(failure) => attempts.push(Attempt {
+                                signature_set: set.index,
+                                attestor: attestor.describe(),
+                                failure,
+                            }),
+                        }
+                    }
+                }
+                let Some((signature_set, signer)) = accepted else {
+                    return Err(Rejection::NoTrustedSignature { attempts });
+                };
+                Verified {
+                    signature_set,
+                    signer,
+                    entries: Vec::new(),
+                }
+            }
         };
-        let accepted = Verified {
-            signature_set,
-            signer,
-            entries: Vec::new(),
-        };
-        self.check_signed(identity, object, &signed.message, accepted)
+        self.check_signed(identity, object, signed_doc, accepted)
     }
 
-    /// Steps 3 to 6, once the signatures are accepted (`accepted` says by whom).
+    /// Steps 4 and 5, once the signatures are accepted (`accepted` says by whom).
     fn check_signed(
         &self,
         identity: &ObjectIdentity,
         object: &Value,
-        message: &[u8],
+        signed_doc: &Value,
         accepted: Verified,
     ) -> Result<Verified, Rejection> {
-        // 3. signed documents
-        let signed_docs = parse_message(message, &self.limits).map_err(Rejection::Message)?;
-        // 4. the signed document for this object
-        let mut candidates = Vec::new();
-        for v in &signed_docs {
-            if let Ok(id) = ObjectIdentity::of(v) {
-                candidates.push((id, v));
-            }
-        }
-        let exact = candidates.iter().find(|(id, _)| id.same_object(identity));
-        // Same group/kind/name in another namespace: compare anyway, so the diff names
-        // `metadata.namespace` instead of a vaguer "not found".
-        let moved = candidates.iter().find(|(id, _)| {
-            id.group == identity.group && id.kind == identity.kind && id.name == identity.name
-        });
-        let Some((_, signed_doc)) = exact.or(moved) else {
-            return Err(Rejection::NotInMessage {
-                object: identity.to_string(),
-                signed: candidates.iter().map(|(id, _)| id.to_string()).collect(),
-            });
-        };
-        // 5. compare
+        // 4. compare
         let rules = CompareRules {
             ignore: &self.ignore,
             tolerances: &self.tolerances,
@@ -262,13 +273,43 @@ impl Verifier {
                 unreported: comparison.unreported,
             });
         }
-        // 6. freshness: the signed expiry, if any
+        // 5. freshness: the signed expiry, if any
         let now = self.now();
         match expiry_of(signed_doc) {
-            Ok(Some(at)) if now >= at => return Err(Rejection::Expired { at: at.to_string() }),
+            Ok(Some(at)) if now >= at => return Err(Rejection::Expired { at }),
             Ok(_) => {}
-            Err(reason) => return Err(Rejection::InvalidExpiry { reason }),
+            Err(reason) => return Err(Rejection::InvalidSignedTime { reason }),
         }
         Ok(accepted)
+    }
+}
+
+/// Tolerated clock skew between a signer's `mansign.dev/signed-at` and the log's integrated
+/// time (the signature is made before it is logged; the signer's clock may run ahead).
+const SIGNED_AT_SKEW: jiff::SignedDuration = jiff::SignedDuration::from_mins(5);
+
+/// The signed document for an object: same group, kind, namespace and name (version is
+/// ignored, as upstream). The same group/kind/name in another namespace is returned too,
+/// so the comparison names `metadata.namespace` instead of a vaguer "not found".
+fn find_signed_document<'d>(
+    signed_docs: &'d [Value],
+    identity: &ObjectIdentity,
+) -> Result<&'d Value, Rejection> {
+    let mut candidates = Vec::new();
+    for v in signed_docs {
+        if let Ok(id) = ObjectIdentity::of(v) {
+            candidates.push((id, v));
+        }
+    }
+    let exact = candidates.iter().find(|(id, _)| id.same_object(identity));
+    let moved = candidates.iter().find(|(id, _)| {
+        id.group == identity.group && id.kind == identity.kind && id.name == identity.name
+    });
+    match exact.or(moved) {
+        Some((_, doc)) => Ok(doc),
+        None => Err(Rejection::NotInMessage {
+            object: identity.to_string(),
+            signed: candidates.iter().map(|(id, _)| id.to_string()).collect(),
+        }),
     }
 }

@@ -256,7 +256,7 @@ fn load_manifests(
             notes,
         )?);
     }
-    let requirement = attestor_policy(sets, &at.at("attestors"))?;
+    let requirement = attestor_policy(sets, &at.at("attestors"), notes)?;
     let mut ignore = Vec::new();
     for (i, binding) in m.ignore_fields.iter().enumerate() {
         let mut fields = Vec::new();
