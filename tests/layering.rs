@@ -477,10 +477,17 @@ fn import_graph() -> Graph {
             let Some(abs) = absolute(module, is_mod_rs, &path) else {
                 continue;
             };
-            if let Some(top) = abs.first() {
-                top_imports.push((file.clone(), top.clone()));
+            let target = tree.resolve(&abs);
+            // The layer of what is named: the module of the file that defines it (a name
+            // re-exported at the crate root, like `crate::Limits`, belongs to its module).
+            let top = target
+                .as_ref()
+                .and_then(|t| module_of(t).first().cloned())
+                .or_else(|| abs.first().cloned());
+            if let Some(top) = top {
+                top_imports.push((file.clone(), top));
             }
-            let Some(target) = tree.resolve(&abs) else {
+            let Some(target) = target else {
                 continue;
             };
             if &target == file {
