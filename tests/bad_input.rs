@@ -238,7 +238,9 @@ fn empty_directory_is_an_error() {
         .arg(&key)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("no .yaml or .yml files found"));
+        .stderr(predicate::str::contains(
+            "no .yaml, .yml or .json files found",
+        ));
 }
 
 #[test]

@@ -304,6 +304,7 @@ fn resigning_without_append_removes_stale_signature_keys() {
     assert_eq!(
         keys,
         [
+            "mansign.dev/signed-at",
             "cosign.sigstore.dev/message",
             "cosign.sigstore.dev/signature"
         ]
@@ -324,31 +325,195 @@ fn directory_input_is_mirrored_into_output_directory_in_order() {
     let src = dir.path().join("unsigned");
     write(&src, "b.yaml", MULTI_DOC);
     write(&src, "nested/a.yml", MULTI_DOC);
-    write(&src, ".hidden.yaml", "not: [valid");
-    write(&src, "README.md", "ignored");
+    write(&src, ".hidden.yaml", CONFIGMAP_HIDDEN);
+    write(&src, "c.json", CONFIGMAP_JSON);
+    write(&src, "README.md", "not a manifest");
     let out = dir.path().join("signed");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&src)
-        .arg("--key")
-        .arg(&key)
-        .arg("-o")
-        .arg(format!("{}/", out.display()))
-        .assert()
-        .success();
-    assert_eq!(files_under(&out), ["b.yaml", "nested/a.yml"]);
+    let sign = |extra: &[&str]| {
+        let mut cmd = mansign();
+        cmd.args(["sign", "-f"])
+            .arg(&src)
+            .arg("--key")
+            .arg(&key)
+            .arg("-o")
+            .arg(format!("{}/", out.display()))
+            .args(extra);
+        cmd.assert()
+    };
+    // A file kubectl would skip but another tool may read is never passed over silently.
+    sign(&[])
+        .code(2)
+        .stderr(predicate::str::contains("README.md: not a manifest file"))
+        .stderr(predicate::str::contains("--exclude \"README.md\""));
+    assert!(!out.exists(), "nothing written on error");
+    sign(&["--exclude", "README.md"]).success();
+    assert_eq!(
+        files_under(&out),
+        [".hidden.yaml", "b.yaml", "c.json", "nested/a.yml"]
+    );
     let names: Vec<String> = docs(&out.join("b.yaml"))
         .iter()
         .map(|d| d["metadata"]["name"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(names, ["settings", "allow-host-path", "other"]);
+    // A JSON manifest stays JSON.
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("c.json")).unwrap()).unwrap();
+    assert!(json["metadata"]["annotations"]["cosign.sigstore.dev/signature"].is_string());
     mansign()
         .args(["verify", "-f"])
         .arg(&out)
         .arg("--key")
         .arg(&pubkey)
         .assert()
+        .success()
+        .stdout(predicate::str::contains("8 of 8 document(s) verified"));
+}
+
+const CONFIGMAP_HIDDEN: &str =
+    "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: hidden\n  namespace: team-a\n";
+const CONFIGMAP_JSON: &str = r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "from-json", "namespace": "team-a"}, "data": {"k": "v"}}"#;
+
+/// Signs `tree` into `out/` and returns the public key.
+fn signed_tree(
+    dir: &std::path::Path,
+    tree: &std::path::Path,
+    out: &std::path::Path,
+) -> std::path::PathBuf {
+    let (key, pubkey) = key_pair(dir, "cosign");
+    mansign()
+        .args(["sign", "-f"])
+        .arg(tree)
+        .arg("--key")
+        .arg(&key)
+        .arg("-o")
+        .arg(format!("{}/", out.display()))
+        .assert()
         .success();
+    pubkey
+}
+
+#[test]
+fn verify_reads_the_json_and_hidden_files_kubectl_would_apply() {
+    for (name, text) in [
+        ("evil.json", CONFIGMAP_JSON),
+        (".evil.yaml", CONFIGMAP_HIDDEN),
+        ("deep/.dir/evil.yml", CONFIGMAP_HIDDEN),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("unsigned");
+        write(&tree, "ok.yaml", MULTI_DOC);
+        let out = dir.path().join("signed");
+        let pubkey = signed_tree(dir.path(), &tree, &out);
+        // An unsigned manifest dropped beside the signed ones is verified, and fails.
+        write(&out, name, text);
+        mansign()
+            .args(["verify", "-f"])
+            .arg(&out)
+            .arg("--key")
+            .arg(&pubkey)
+            .assert()
+            .code(1)
+            .stdout(predicate::str::contains(name))
+            .stdout(predicate::str::contains("[not-signed]"));
+    }
+}
+
+#[test]
+fn verify_fails_on_a_file_that_is_not_a_manifest_unless_excluded() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("unsigned");
+    write(&tree, "ok.yaml", MULTI_DOC);
+    let out = dir.path().join("signed");
+    let pubkey = signed_tree(dir.path(), &tree, &out);
+    write(&out, "app.jsonnet", "{ kind: 'ConfigMap' }");
+    let verify = |extra: &[&str]| {
+        let mut cmd = mansign();
+        cmd.args(["verify", "-f"])
+            .arg(&out)
+            .arg("--key")
+            .arg(&pubkey)
+            .args(extra);
+        cmd.assert()
+    };
+    verify(&[])
+        .code(2)
+        .stderr(predicate::str::contains("app.jsonnet: not a manifest file"));
+    verify(&["--exclude", "*.jsonnet"]).success();
+}
+
+#[test]
+fn exclude_leaves_out_whole_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("unsigned");
+    write(&tree, "ok.yaml", MULTI_DOC);
+    let out = dir.path().join("signed");
+    let pubkey = signed_tree(dir.path(), &tree, &out);
+    write(&out, "docs/notes.md", "x");
+    write(&out, "docs/example.yaml", "not a manifest: [");
+    mansign()
+        .args(["verify", "--exclude", "docs", "-f"])
+        .arg(&out)
+        .arg("--key")
+        .arg(&pubkey)
+        .assert()
+        .success();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlink_loop_is_refused_naming_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("unsigned");
+    write(&tree, "a/ok.yaml", MULTI_DOC);
+    // Two links back to ancestors: without loop detection the walk is exponential.
+    std::os::unix::fs::symlink(&tree, tree.join("a/up")).unwrap();
+    std::os::unix::fs::symlink(&tree, tree.join("a/up2")).unwrap();
+    let (key, _) = key_pair(dir.path(), "cosign");
+    mansign()
+        .args(["sign", "-f"])
+        .arg(&tree)
+        .arg("--key")
+        .arg(&key)
+        .arg("-o")
+        .arg(format!("{}/", dir.path().join("out").display()))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("symbolic link loop"))
+        .stderr(predicate::str::contains("a/up"));
+    assert!(!dir.path().join("out").exists());
+}
+
+#[cfg(unix)]
+#[test]
+fn symlinked_files_and_directories_are_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real");
+    write(&real, "cm.yaml", CONFIGMAP_HIDDEN);
+    let tree = dir.path().join("unsigned");
+    write(&tree, "ok.yaml", MULTI_DOC);
+    std::os::unix::fs::symlink(&real, tree.join("linked")).unwrap();
+    let out = dir.path().join("signed");
+    signed_tree(dir.path(), &tree, &out);
+    assert_eq!(files_under(&out), ["linked/cm.yaml", "ok.yaml"]);
+}
+
+#[test]
+fn glob_inputs_keep_their_path_below_the_pattern_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _) = key_pair(dir.path(), "cosign");
+    write(dir.path(), "unsigned/team-a/ex.yaml", MULTI_DOC);
+    write(dir.path(), "unsigned/team-b/ex.yaml", MULTI_DOC);
+    mansign()
+        .current_dir(dir.path())
+        .args(["sign", "-f", "unsigned/*/ex.yaml", "-o", "out/", "--key"])
+        .arg(&key)
+        .assert()
+        .success();
+    assert_eq!(
+        files_under(&dir.path().join("out")),
+        ["team-a/ex.yaml", "team-b/ex.yaml"]
+    );
 }
 
 #[test]

@@ -10,7 +10,7 @@ use super::Outcome;
 use super::output::{Target, write_all};
 use crate::annotations::{AnnotationDomain, extract};
 use crate::limits::Limits;
-use crate::manifest::{ManifestFile, Source, load_inputs, to_yaml};
+use crate::manifest::{InputSelection, ManifestFile, Source, load_inputs_with, to_yaml};
 use crate::signing::keyless::DEFAULT_FULCIO_URL;
 use crate::signing::rekor_upload::DEFAULT_REKOR_URL;
 use crate::signing::token::{
@@ -29,10 +29,16 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, Args)]
 pub struct SignArgs {
-    /// Manifest file, directory (recursive, *.yaml and *.yml), quoted glob pattern
-    /// (`"unsigned/*.yaml"`) or `-` for stdin. Repeatable.
+    /// Manifest file, directory (recursive: every .yaml, .yml and .json file, hidden ones
+    /// included, as `kubectl apply -R` reads them; any other file in it is an error unless
+    /// excluded), quoted glob pattern (`"unsigned/*.yaml"`) or `-` for stdin. Repeatable.
     #[arg(short = 'f', long = "filename", required = true, value_name = "PATH")]
     pub inputs: Vec<PathBuf>,
+
+    /// Leave out files or directories of a directory argument whose path below it matches
+    /// this glob (`kustomization.yaml`, `docs/**`, `**/*.md`). Repeatable.
+    #[arg(long = "exclude", value_name = "GLOB")]
+    pub exclude: Vec<String>,
 
     /// Output: a file, a directory (`DIR/`, created; inputs keep their relative paths) or
     /// `-` for stdout. Default: `<input>.signed` next to each input, stdout for stdin.
@@ -216,7 +222,8 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
     let trust = trust_root(&args, tlog_upload)?;
 
     // Inputs and outputs first: a bad path must not cost an identity token.
-    let mut files = load_inputs(&args.inputs, &limits)?;
+    let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
+    let mut files = load_inputs_with(&args.inputs, &selection, &limits)?;
     let targets = plan_targets(&files, args.output.as_deref())?;
     let bundle_paths = match &args.bundle_out {
         Some(dir) => Some(plan_bundles(dir, &files, &targets, args.scope)?),
@@ -552,8 +559,21 @@ fn remove_inputs(files: &[ManifestFile], targets: &[Target], verbose: bool) -> a
     Ok(())
 }
 
-/// The output text of a file: its documents as YAML, separated by `---`.
+/// The output text of a file: its documents as YAML, separated by `---`; a `.json` input
+/// stays JSON (one pretty-printed object per document, a JSON stream kubectl reads).
 pub fn render(file: &ManifestFile) -> String {
+    if file.is_json() {
+        return file
+            .documents
+            .iter()
+            .map(|d| {
+                let mut text =
+                    serde_json::to_string_pretty(&d.value).unwrap_or_else(|_| "{}".into());
+                text.push('\n');
+                text
+            })
+            .collect();
+    }
     file.documents
         .iter()
         .map(|d| to_yaml(&d.value))

@@ -4,7 +4,9 @@ use super::Outcome;
 use super::output::print_stdout;
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
-use crate::manifest::{GroupKind, IgnoreProfile, Tolerances, load_inputs, parse_duration};
+use crate::manifest::{
+    GroupKind, IgnoreProfile, InputSelection, Tolerances, load_inputs_with, parse_duration,
+};
 use crate::policy::{LoadOptions, RequestContext, load_file as load_policy_file};
 use crate::trust::TrustRoot;
 use crate::verify::{
@@ -25,10 +27,17 @@ pub enum OutputFormat {
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// Signed manifest file, directory (recursive, *.yaml and *.yml), quoted glob pattern or
-    /// `-` for stdin. Repeatable.
+    /// Signed manifest file, directory (recursive: every .yaml, .yml and .json file, hidden
+    /// ones included, as `kubectl apply -R` reads them; any other file in it is an error
+    /// unless excluded), quoted glob pattern or `-` for stdin. Repeatable.
     #[arg(short = 'f', long = "filename", required = true, value_name = "PATH")]
     pub inputs: Vec<PathBuf>,
+
+    /// Leave out files or directories of a directory argument whose path below it matches
+    /// this glob (`kustomization.yaml`, `docs/**`, `**/*.md`). Repeatable. Whatever is left
+    /// out is not verified: exclude only what is not applied to the cluster.
+    #[arg(long = "exclude", value_name = "GLOB")]
+    pub exclude: Vec<String>,
 
     /// Policy file: mansign `ManifestPolicy` and/or Kyverno `ClusterPolicy`/`Policy`
     /// documents with `validate.manifests` rules (docs/policy.md). Every rule that
@@ -181,7 +190,8 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
         }
         attestors
     };
-    let files = load_inputs(&args.inputs, &limits)?;
+    let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
+    let files = load_inputs_with(&args.inputs, &selection, &limits)?;
     if args.ignore_profile == IgnoreProfile::KyvernoCompat {
         eprintln!(
             "warning: --ignore-profile kyverno-compat matches fields as unanchored regexes \
@@ -237,7 +247,8 @@ fn run_policy(
     for note in &policy.notes {
         eprintln!("note: {note}");
     }
-    let files = load_inputs(&args.inputs, &limits)?;
+    let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
+    let files = load_inputs_with(&args.inputs, &selection, &limits)?;
     let verdict = policy.verify_documents(
         files.iter().flat_map(|f| &f.documents),
         &RequestContext::default(),

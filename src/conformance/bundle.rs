@@ -145,7 +145,7 @@ impl BundleError {
 }
 
 /// A parsed Sigstore bundle (any supported version). Parsing checks the JSON shape only;
-/// everything else is [`BundleVerifier::verify`]'s job.
+/// everything else is [`BundleVerifier::verify`](super::BundleVerifier::verify)'s job.
 #[derive(Debug, Clone)]
 pub struct SigstoreBundle {
     pub(super) inner: Bundle,

@@ -1,4 +1,14 @@
 //! Reading manifests from files, directories (recursively) and stdin.
+//!
+//! **Which files.** What mansign verifies must be what `kubectl apply -f DIR -R` (or a
+//! GitOps tool) would apply, or an unsigned file could ride along beside signed ones. kubectl
+//! reads every `.yaml`, `.yml` and `.json` file of a tree, hidden ones included (its walk
+//! skips nothing by name), so mansign reads exactly those — JSON manifests too — and treats
+//! any other file in the tree as an error: a `README.md` is harmless to kubectl, but Argo CD
+//! also reads other formats (`.jsonnet`), and a verification that silently skips files is
+//! not one. Files and directories the user names with `--exclude GLOB` (matched against the
+//! path below the directory argument) are left out, explicitly. Symbolic links are followed;
+//! a link that leads back into its own ancestors is refused.
 
 use super::{Document, DocumentOrigin, ManifestError, Source, parse_documents};
 use crate::limits::Limits;
@@ -6,22 +16,77 @@ use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+/// File extensions kubectl reads from a directory.
+pub const MANIFEST_EXTENSIONS: &[&str] = &["yaml", "yml", "json"];
+
 /// The Kubernetes objects of one input file, in file order.
 #[derive(Debug, Clone)]
 pub struct ManifestFile {
     pub source: Source,
     /// Path of the file relative to the input argument it was found under: the file name
-    /// for a file argument, the path below the directory for a directory argument. Used to
-    /// mirror inputs into an output directory.
+    /// for a file argument, the path below the directory for a directory argument (or below
+    /// a glob pattern's fixed prefix). Used to mirror inputs into an output directory.
     pub relative_path: PathBuf,
     pub documents: Vec<Document>,
 }
 
-/// Loads every input: `-` is stdin, a directory is walked recursively for `.yaml`/`.yml`
-/// files in sorted order with hidden entries skipped, anything else is read as a file
-/// whatever its extension (an explicit argument is never silently ignored).
+impl ManifestFile {
+    /// True if the file was read as JSON (a `.json` file): signed output is written as JSON.
+    pub fn is_json(&self) -> bool {
+        self.relative_path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+    }
+}
+
+/// Which files of a directory tree are left out.
+#[derive(Debug, Clone, Default)]
+pub struct InputSelection {
+    /// Glob patterns (`**` allowed) matched against paths relative to the directory
+    /// argument, such as `kustomization.yaml`, `docs/**` or `**/*.md`. A matching
+    /// directory is not entered.
+    pub exclude: Vec<glob::Pattern>,
+}
+
+impl InputSelection {
+    /// Parses `--exclude` patterns; the error names the bad one.
+    pub fn with_excludes<S: AsRef<str>>(patterns: &[S]) -> Result<Self, String> {
+        let exclude = patterns
+            .iter()
+            .map(|p| {
+                glob::Pattern::new(p.as_ref())
+                    .map_err(|e| format!("--exclude {:?}: {e}", p.as_ref()))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(InputSelection { exclude })
+    }
+
+    fn excludes(&self, relative: &Path) -> bool {
+        let options = glob::MatchOptions {
+            case_sensitive: true,
+            require_literal_separator: true,
+            require_literal_leading_dot: false,
+        };
+        self.exclude
+            .iter()
+            .any(|p| p.matches_path_with(relative, options))
+    }
+}
+
+/// Loads every input with nothing excluded; see [`load_inputs_with`].
 pub fn load_inputs(
     inputs: &[PathBuf],
+    limits: &Limits,
+) -> Result<Vec<ManifestFile>, ManifestError> {
+    load_inputs_with(inputs, &InputSelection::default(), limits)
+}
+
+/// Loads every input: `-` is stdin; a directory is walked recursively (see the module
+/// docs for which files); a quoted glob pattern selects files; anything else is read as a
+/// file whatever its extension (an explicit argument is never silently ignored).
+pub fn load_inputs_with(
+    inputs: &[PathBuf],
+    selection: &InputSelection,
     limits: &Limits,
 ) -> Result<Vec<ManifestFile>, ManifestError> {
     let mut files = Vec::new();
@@ -37,12 +102,10 @@ pub fn load_inputs(
             continue;
         }
         if !input.exists() && is_glob(input) {
-            for path in expand_glob(input)? {
-                let relative = path
-                    .file_name()
-                    .map(PathBuf::from)
-                    .unwrap_or_else(|| PathBuf::from("manifest.yaml"));
-                files.push(load_file(&path, relative, limits)?);
+            for (path, relative) in expand_glob(input)? {
+                if !selection.excludes(&relative) {
+                    files.push(load_file(&path, relative, limits)?);
+                }
             }
             continue;
         }
@@ -51,8 +114,7 @@ pub fn load_inputs(
             source,
         })?;
         if meta.is_dir() {
-            let mut found = Vec::new();
-            walk(input, input, &mut found)?;
+            let found = walk(input, selection)?;
             if found.is_empty() {
                 return Err(ManifestError::EmptyDirectory {
                     path: input.clone(),
@@ -78,9 +140,24 @@ fn is_glob(path: &Path) -> bool {
     path.to_str().is_some_and(|s| s.contains(['*', '?', '[']))
 }
 
-/// The regular files a pattern matches, sorted; hidden files only if the pattern names
-/// them. No match is an error: a pattern that signs nothing is almost always a mistake.
-fn expand_glob(pattern: &Path) -> Result<Vec<PathBuf>, ManifestError> {
+/// The directories of a pattern before its first wildcard: `unsigned/team-a/*.yaml` →
+/// `unsigned/team-a`. Matches keep their path below it, as files below a directory do.
+fn fixed_prefix(pattern: &str) -> PathBuf {
+    let mut prefix = PathBuf::new();
+    for part in Path::new(pattern).components() {
+        let text = part.as_os_str().to_string_lossy();
+        if text.contains(['*', '?', '[']) {
+            break;
+        }
+        prefix.push(part);
+    }
+    prefix
+}
+
+/// The regular files a pattern matches, sorted, each with its path below the pattern's
+/// fixed prefix; hidden files only if the pattern names them. No match is an error: a
+/// pattern that signs nothing is almost always a mistake.
+fn expand_glob(pattern: &Path) -> Result<Vec<(PathBuf, PathBuf)>, ManifestError> {
     let text = pattern.to_string_lossy();
     let bad = |reason: String| ManifestError::Read {
         path: pattern.to_path_buf(),
@@ -90,6 +167,7 @@ fn expand_glob(pattern: &Path) -> Result<Vec<PathBuf>, ManifestError> {
         require_literal_leading_dot: true,
         ..glob::MatchOptions::new()
     };
+    let prefix = fixed_prefix(&text);
     let mut paths = Vec::new();
     for entry in glob::glob_with(&text, options).map_err(|e| bad(format!("bad pattern: {e}")))? {
         let path = entry.map_err(|e| ManifestError::Read {
@@ -97,7 +175,14 @@ fn expand_glob(pattern: &Path) -> Result<Vec<PathBuf>, ManifestError> {
             source: std::io::Error::new(e.error().kind(), e.error().to_string()),
         })?;
         if path.is_file() {
-            paths.push(path);
+            let relative = path
+                .strip_prefix(&prefix)
+                .ok()
+                .filter(|r| !r.as_os_str().is_empty())
+                .map(Path::to_path_buf)
+                .or_else(|| path.file_name().map(PathBuf::from))
+                .unwrap_or_else(|| PathBuf::from("manifest.yaml"));
+            paths.push((path, relative));
         }
     }
     if paths.is_empty() {
@@ -107,38 +192,48 @@ fn expand_glob(pattern: &Path) -> Result<Vec<PathBuf>, ManifestError> {
     Ok(paths)
 }
 
-fn walk(root: &Path, dir: &Path, found: &mut Vec<(PathBuf, PathBuf)>) -> Result<(), ManifestError> {
-    let read_err = |source| ManifestError::Read {
-        path: dir.to_path_buf(),
-        source,
-    };
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .map_err(read_err)?
-        .collect::<Result<_, _>>()
-        .map_err(read_err)?;
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let name = entry.file_name();
-        if name.to_string_lossy().starts_with('.') {
+/// The manifest files of a tree, sorted, each with its path below `root`.
+fn walk(root: &Path, selection: &InputSelection) -> Result<Vec<(PathBuf, PathBuf)>, ManifestError> {
+    let relative_of = |path: &Path| path.strip_prefix(root).unwrap_or(path).to_path_buf();
+    let walker = walkdir::WalkDir::new(root)
+        .follow_links(true)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || !selection.excludes(&relative_of(e.path())));
+    let mut found = Vec::new();
+    for entry in walker {
+        let entry = entry.map_err(|e| {
+            if let Some(ancestor) = e.loop_ancestor() {
+                return ManifestError::SymlinkLoop {
+                    path: e.path().map(Path::to_path_buf).unwrap_or_default(),
+                    ancestor: ancestor.to_path_buf(),
+                };
+            }
+            let path = e
+                .path()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| root.to_path_buf());
+            let source = e
+                .into_io_error()
+                .unwrap_or_else(|| std::io::Error::other("directory walk failed"));
+            ManifestError::Read { path, source }
+        })?;
+        if entry.file_type().is_dir() {
             continue;
         }
-        let path = entry.path();
-        // Follows symlinks on purpose: a directory of links is a common layout.
-        let meta = std::fs::metadata(&path).map_err(|source| ManifestError::Read {
-            path: path.clone(),
-            source,
-        })?;
-        if meta.is_dir() {
-            walk(root, &path, found)?;
-        } else if matches!(
-            path.extension().and_then(|e| e.to_str()),
-            Some("yaml" | "yml")
-        ) {
-            let relative = path.strip_prefix(root).unwrap_or(&path).to_path_buf();
-            found.push((path, relative));
+        let path = entry.path().to_path_buf();
+        let relative = relative_of(&path);
+        let is_manifest = path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+            MANIFEST_EXTENSIONS
+                .iter()
+                .any(|m| e.eq_ignore_ascii_case(m))
+        });
+        if !is_manifest {
+            return Err(ManifestError::NotAManifestFile { path, relative });
         }
+        found.push((path, relative));
     }
-    Ok(())
+    Ok(found)
 }
 
 fn load_file(

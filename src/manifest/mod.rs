@@ -24,7 +24,9 @@ pub use expiry::{
     set_signed_at, signed_at_of,
 };
 pub use legacy_tar::LegacyTarError;
-pub use load::{ManifestFile, load_inputs, load_reader};
+pub use load::{
+    InputSelection, MANIFEST_EXTENSIONS, ManifestFile, load_inputs, load_inputs_with, load_reader,
+};
 pub use message::{MessageError, build_message, parse_message};
 pub use tolerance::{
     GroupKind, IgnoreProfile, LAST_APPLIED_ANNOTATION, Tolerances, has_status_subresource,
@@ -58,8 +60,19 @@ pub enum ManifestError {
         document: usize,
         reason: String,
     },
-    #[error("{path}: no .yaml or .yml files found")]
+    #[error("{path}: no .yaml, .yml or .json files found")]
     EmptyDirectory { path: PathBuf },
+    #[error(
+        "{path}: not a manifest file (.yaml, .yml, .json): kubectl skips it, but other tools \
+         may read it, so mansign does not pass over it silently; leave it out with --exclude \
+         {relative:?} or move it out of the tree", path = path.display(), relative = relative.display()
+    )]
+    NotAManifestFile { path: PathBuf, relative: PathBuf },
+    #[error(
+        "{path}: symbolic link loop (it leads back to {ancestor}); remove the link or --exclude it",
+        path = path.display(), ancestor = ancestor.display()
+    )]
+    SymlinkLoop { path: PathBuf, ancestor: PathBuf },
     #[error("{source_name}: contains no Kubernetes objects")]
     NoDocuments { source_name: String },
 }
