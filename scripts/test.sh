@@ -18,6 +18,20 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 fi
 bash scripts/sigstore-stack/install.sh
 
+log "tools the action and example tests run (jq, git, curl, strip) and the linters (actionlint, shellcheck)"
+missing=()
+for tool in jq git curl strip; do
+  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  pkgs=()
+  for tool in "${missing[@]}"; do
+    case $tool in strip) pkgs+=(binutils) ;; *) pkgs+=("$tool") ;; esac
+  done
+  apt-get update -qq && apt-get install -y -qq "${pkgs[@]}"
+fi
+bash scripts/install-lint-tools.sh
+
 log "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -30,6 +44,9 @@ RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --quiet
 log "module layering (imports point down, no cycles, sigstore crates only in adapters)"
 cargo test --locked --test layering
 
-log "cargo test (unit, integration, doc)"
+log "cargo package (crate contents and size)"
+bash scripts/check-package.sh
+
+log "cargo test (unit, integration, doc; actionlint and shellcheck in tests/ci_lint.rs)"
 cargo test --locked --all-targets
 cargo test --locked --doc

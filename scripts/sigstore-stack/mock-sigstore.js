@@ -131,12 +131,33 @@ function derTimestampReqToJSON(der) {
   };
   if (req.reqPolicy) j.tsaPolicyOID = req.reqPolicy;
   if (req.nonce) {
-    // @sigstore/mock re-encodes the nonce from a JS number; only nonces that
-    // fit in 53 bits survive the round trip.
-    const n = req.nonce.valueBlock.valueDec;
-    if (!Number.isSafeInteger(n)) throw new Error('nonce larger than 2^53 is not supported by @sigstore/mock');
-    j.nonce = n;
+    // @sigstore/mock re-encodes the nonce from a JS number, which loses nonces
+    // above 2^53 (sigstore-rust sends 64-bit nonces). Pass the exact INTEGER
+    // bytes through instead; the tstInfo override in main() encodes them.
+    j.nonce = 'hex:' + Buffer.from(req.nonce.valueBlock.valueHexView).toString('hex');
   }
+  return JSON.stringify(j);
+}
+
+// Real Rekor stores a hashedrekord entry canonicalized: the public key or
+// certificate is re-encoded as PEM with LF line ends and 64-column base64
+// (rekor pkg/types/hashedrekord/v0.0.1 Canonicalize -> CanonicalValue).
+// @sigstore/mock stores what it was sent, so a client that sends CRLF PEM
+// (sigstore-rust) would get an entry that verifiers (sigstore-python), which
+// rebuild the body with LF PEM, call inconsistent. Canonicalize the same way.
+function canonicalizeRekorRequest(text) {
+  let j;
+  try { j = JSON.parse(text); } catch { return text; }
+  const key = j && j.kind === 'hashedrekord' && j.spec && j.spec.signature && j.spec.signature.publicKey;
+  if (!key || typeof key.content !== 'string') return text;
+  const pemText = Buffer.from(key.content, 'base64').toString('utf8');
+  const blocks = [...pemText.matchAll(/-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g)];
+  if (blocks.length === 0) return text;
+  const canonical = blocks.map(([, label, body]) => {
+    const b = body.replace(/\s+/g, '');
+    return `-----BEGIN ${label}-----\n${b.replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END ${label}-----\n`;
+  }).join('');
+  key.content = Buffer.from(canonical, 'utf8').toString('base64');
   return JSON.stringify(j);
 }
 
@@ -316,6 +337,15 @@ async function main() {
     // real timestamp-authority issues, keep runs deterministic.
     tsa.getCurrentTime = () => new Date(Math.floor(Date.now() / 1000) * 1000);
   }
+  // Nonces from DER requests arrive as 'hex:<INTEGER bytes>' (derTimestampReqToJSON):
+  // echo them byte for byte, as RFC 3161 requires.
+  const mockTstInfo = tsa.tstInfo.bind(tsa);
+  tsa.tstInfo = (req) => {
+    if (typeof req.nonce !== 'string' || !req.nonce.startsWith('hex:')) return mockTstInfo(req);
+    const info = mockTstInfo({ ...req, nonce: 1 });
+    info.nonce = new asn1js.Integer({ valueHex: Buffer.from(req.nonce.slice(4), 'hex') });
+    return info;
+  };
   const tsaH = tsaHandler(tsa, { strict: true });
 
   const caRootDER = ca.rootCertificate;
@@ -355,7 +385,7 @@ async function main() {
       if (await serveHooks(req, res, url.pathname)) return;
       if (req.method === 'POST' && url.pathname === rekorV1.path) {
         return await matching('rekor', req, res, async (body) => {
-          const { statusCode, response } = await rekorV1.fn(body.toString('utf8'));
+          const { statusCode, response } = await rekorV1.fn(canonicalizeRekorRequest(body.toString('utf8')));
           if (statusCode !== 201) { sendError(res, statusCode, String(response)); return statusCode; }
           const uuid = Object.keys(JSON.parse(response))[0];
           for (const [k, v] of Object.entries(JSON.parse(response))) entries.set(k, v);

@@ -1,0 +1,49 @@
+# Normalises `mansign verify --output json` (docs/cli.md) into one row per document, for
+# scripts/action-verify.sh. Both shapes are read: without a policy (`documents[]`: one
+# verdict per document) and with one (`objects[]`: one verdict per object, one per rule).
+#
+# Row: {source, document, object, verified, signers: [text], identities: [subject], reason}
+
+def object_text:
+  (.kind // "?")
+  + (if (.group // "") != "" then "." + .group else "" end)
+  + " "
+  + (if (.namespace // "") != "" then .namespace + "/" else "" end)
+  + (.name // "?");
+
+def signer_text:
+  if . == null then empty
+  elif .kind == "certificate" then "\(.subject) (issuer \(.issuer))"
+  elif .kind == "key" then "key \(.name // "") (sha256:\((.fingerprint // "")[0:16]))"
+  elif .kind == "signing-certificate" then "certificate \(.subject) (sha256:\((.fingerprint // "")[0:16]))"
+  else tostring
+  end;
+
+def failure_text: "\(.check): \(.reason)";
+
+def rows:
+  if has("objects") then
+    .objects[]
+    | {
+        source, document,
+        object: (.object | object_text),
+        verified,
+        signers: ([.rules[]? | select(.verified) | .signer | signer_text] | unique),
+        identities: ([.rules[]? | select(.verified) | .signer | select(.kind == "certificate") | .subject] | unique),
+        reason: (
+          if .verified then ""
+          elif .failure then (.failure | failure_text)
+          else ([.rules[]? | select(.verified | not) | "policy \(.policy) rule \(.rule): \(.failure | failure_text)"] | join("; "))
+          end)
+      }
+  else
+    .documents[]
+    | {
+        source, document,
+        object: (.object | object_text),
+        verified,
+        signers: (if .verified then [.signer | signer_text] else [] end),
+        identities: (if .verified and .signer.kind == "certificate" then [.signer.subject] else [] end),
+        reason: (if .verified then "" else (.failure | failure_text) end)
+      }
+  end;
