@@ -3,15 +3,21 @@
 //! [`Verifier::verify_document`] runs one pipeline per object and stops at the first
 //! failing check:
 //!
-//! 1. read the signature annotations (message + signature sets);
-//! 2. check the signature sets against the [`Requirement`]: any one trusted attestor, or
-//!    every attestor set of an [`AttestorPolicy`] (N-of-M, nested);
-//! 3. read the signed documents out of the message;
-//! 4. find the signed document for this object (group, kind, namespace, name);
-//! 5. compare the object with it (signature annotations and ignored fields left out).
+//! 1. read the signature annotations (message + signature sets), refusing more than the API
+//!    server would store;
+//! 2. read the signed documents out of the message and find the one for this object (group,
+//!    kind, namespace, name); its signed signing time dates the signatures;
+//! 3. check the signature sets against the [`Requirement`]: any one trusted attestor, or
+//!    every attestor set of an [`AttestorPolicy`] (N-of-M over distinct signers, nested),
+//!    with the maximum age applied to each accepted signer; every (set, attestor) check
+//!    runs once, within the object's budget;
+//! 4. compare the object with the signed document (signature annotations, ignored fields
+//!    and tolerated differences left out);
+//! 5. the signed expiry, if any.
 //!
 //! The result, a [`DocumentVerdict`], explains itself: which set and which attestor
-//! verified, or which check failed and why. The CLI and the webhook print it as is.
+//! verified, or which check failed and why ([`Rejection`], typed down to the check, with a
+//! stable [`Rejection::code`]). The CLI and the webhook print it as is.
 //!
 //! Keyless signatures are checked in full ([`verify_certificate_set`]: Fulcio chain at the
 //! Rekor integrated time, SCT, SET, Rekor body, signature over M), then the signer is
@@ -57,8 +63,8 @@ mod verifier;
 
 pub use attestor::{Attestor, KeylessAttestor, TrustedKey};
 pub use attestor_set::{
-    AttestorEntry, AttestorPolicy, AttestorSet, AttestorSetError, EntryFailure, EntryMatch,
-    EntryPath, SetFailure,
+    AttestorEntry, AttestorPolicy, AttestorSet, AttestorSetError, EntryFailure, EntryFailureReason,
+    EntryMatch, EntryPath, SetFailure,
 };
 pub use certificate::{
     CertificateAttestor, CertificateAttestorError, CertificateCheckError, SigningTime,
@@ -66,13 +72,14 @@ pub use certificate::{
 pub use evidence::{
     CertificateSubject, RekorEvidence, SigstoreEvidence, WorkflowClaims, format_unix_time,
 };
+pub use failure::{AgeFailure, Attempt, CheckFailure, best_attempt};
 pub use identity::{
-    AnchoredRegex, Claim, ClaimMatcher, IdentityPolicy, IdentityPolicyBuilder, IdentityPolicyError,
-    ValueMatcher,
+    AnchoredRegex, Claim, ClaimMatcher, IdentityMismatch, IdentityPolicy, IdentityPolicyBuilder,
+    IdentityPolicyError, ValueMatcher,
 };
 pub use key_bundle::verify_key_set_with_bundle;
 pub use keyless::verify_certificate_set;
-pub use signer::SignerInfo;
+pub use signer::{SignerIdentity, SignerInfo};
 pub use sigstore_error::SigstoreError;
 pub use verdict::{DocumentVerdict, Rejection, Verdict, Verified};
 pub use verifier::{Requirement, Verifier};
