@@ -1,0 +1,791 @@
+//! The tamper matrix: every single-step edit of signed manifests that changes what the
+//! cluster would do must be rejected; every re-encoding that changes nothing must verify.
+//!
+//! Fixtures are signed in the test, with a key and keylessly (on the loopback Sigstore
+//! stack), for the kinds where a "looks empty" value changes behaviour (NetworkPolicy,
+//! PodDisruptionBudget, Service, ConfigMap) and common ones (Deployment, RBAC,
+//! PolicyException). For each, the mutations are generated, not hand-picked:
+//!
+//! * **object edits** — at every field: change it, remove it, give it each empty-looking
+//!   value (`null`, `{}`, `[]`, `""`); add a sibling key with each empty-looking value; for
+//!   lists, append an empty item, drop the last, swap the first two;
+//! * **annotation codec edits** — message, signature and (keyless) certificate and bundle
+//!   annotations replaced, truncated, swapped with another document's, removed, or joined by
+//!   look-alike keys that kubectl-sigstore would mask;
+//! * **live-object edits under the `kubernetes` profile** — `status` on kinds without a
+//!   status subresource, a tampered `last-applied-configuration`;
+//! * **benign re-encodings** — key order, quoting style, flow vs block style, comments,
+//!   indentation — which must still verify.
+//!
+//! The test prints the counts and fails on the first category with a wrong verdict, naming
+//! the fixture and the mutation.
+
+mod common;
+#[path = "common/stack.rs"]
+mod stack;
+
+use mansign::Limits;
+use mansign::keys;
+use mansign::manifest::{IgnoreProfile, Source, Tolerances, load_reader, to_yaml};
+use mansign::signing::token::{AcquiredToken, TokenSource};
+use mansign::signing::{
+    KeySigner, KeylessOptions, KeylessSigner, RekorOptions, SignOptions, Signer, sign_files,
+};
+use mansign::trust::TrustRoot;
+use mansign::verify::{Attestor, IdentityPolicy, KeylessAttestor, TrustedKey, Verifier};
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+const MANIFESTS: &[&str] = &[
+    r#"apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: api-ingress
+  namespace: team-a
+spec:
+  podSelector:
+    matchLabels:
+      app: api
+  policyTypes:
+  - Ingress
+  ingress:
+  - from:
+    - podSelector:
+        matchLabels:
+          role: frontend
+    ports:
+    - protocol: TCP
+      port: 8080
+"#,
+    r#"apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: api
+  namespace: team-a
+spec:
+  minAvailable: 2
+  selector:
+    matchLabels:
+      app: api
+"#,
+    r#"apiVersion: v1
+kind: Service
+metadata:
+  name: api
+  namespace: team-a
+  labels:
+    app: api
+spec:
+  selector:
+    app: api
+  ports:
+  - name: http
+    port: 80
+    targetPort: 8080
+"#,
+    r#"apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  namespace: team-a
+data:
+  mode: strict
+  enabled: "yes"
+  umask: "0755"
+  retries: "3"
+"#,
+    r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: api
+  namespace: team-a
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app: api
+  template:
+    metadata:
+      labels:
+        app: api
+    spec:
+      containers:
+      - name: api
+        image: registry.example/api:1.4.2
+        args: ["--port", "8080"]
+        securityContext:
+          runAsNonRoot: true
+          allowPrivilegeEscalation: false
+"#,
+    r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: api-reader
+rules:
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, list]
+"#,
+    r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: api-reader
+  namespace: team-a
+subjects:
+- kind: ServiceAccount
+  name: api
+  namespace: team-a
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: api-reader
+"#,
+    r#"apiVersion: kyverno.io/v2
+kind: PolicyException
+metadata:
+  name: backup-host-path
+  namespace: backup
+spec:
+  exceptions:
+  - policyName: disallow-host-path
+    ruleNames:
+    - host-path
+  match:
+    any:
+    - resources:
+        kinds:
+        - Pod
+        namespaces:
+        - backup
+        names:
+        - nightly-backup-*
+"#,
+];
+
+/// Signed objects and a verifier that accepts their signer.
+struct Fixture {
+    label: &'static str,
+    objects: Vec<Value>,
+    verifier: Verifier,
+}
+
+fn load(text: &str) -> mansign::manifest::ManifestFile {
+    load_reader(
+        Source::Named("fixture".into()),
+        "fixture.yaml".into(),
+        text.as_bytes(),
+        &Limits::default(),
+    )
+    .unwrap()
+}
+
+fn sign_all(signer: &dyn Signer) -> Vec<Value> {
+    let mut files: Vec<_> = MANIFESTS.iter().map(|m| load(m)).collect();
+    sign_files(&mut files, signer, &SignOptions::default()).unwrap();
+    files
+        .into_iter()
+        .flat_map(|f| f.documents)
+        .map(|d| d.value)
+        .collect()
+}
+
+fn key_fixture() -> Fixture {
+    let pair = keys::generate_key_pair(b"").unwrap();
+    let key = keys::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
+    let objects = sign_all(&KeySigner::new(key));
+    let verifier = Verifier::new(vec![Attestor::Key(
+        TrustedKey::from_pem("k", &pair.public_key_pem).unwrap(),
+    )]);
+    Fixture {
+        label: "key",
+        objects,
+        verifier,
+    }
+}
+
+fn keyless_fixture(stack: &stack::Stack) -> Fixture {
+    let token = AcquiredToken::new(
+        &stack.id_token(),
+        TokenSource::Argument,
+        "sigstore",
+        jiff::Timestamp::now(),
+    )
+    .unwrap();
+    let signer = KeylessSigner::new(
+        token,
+        KeylessOptions {
+            fulcio_url: stack.fulcio_url().to_string(),
+            rekor: RekorOptions {
+                url: stack.rekor_url().to_string(),
+                ..RekorOptions::default()
+            },
+            ..KeylessOptions::default()
+        },
+    );
+    let objects = sign_all(&signer);
+    let trust = Arc::new(TrustRoot::from_file(stack.trusted_root()).unwrap());
+    let identity = IdentityPolicy::builder()
+        .subject(stack.identity())
+        .issuer(stack.issuer())
+        .build()
+        .unwrap();
+    Fixture {
+        label: "keyless",
+        objects,
+        verifier: Verifier::new(vec![Attestor::Keyless(KeylessAttestor::new(
+            trust, identity,
+        ))]),
+    }
+}
+
+/// One generated case.
+struct Case {
+    what: String,
+    object: Value,
+}
+
+/// Paths of every field and list item below `v`, excluding the signature annotations (their
+/// edits are the codec category).
+fn paths(v: &Value) -> Vec<Vec<Step>> {
+    fn walk(v: &Value, path: &mut Vec<Step>, out: &mut Vec<Vec<Step>>) {
+        match v {
+            Value::Object(m) => {
+                for (k, c) in m {
+                    if path.len() == 2
+                        && path[0] == Step::Key("metadata".into())
+                        && path[1] == Step::Key("annotations".into())
+                    {
+                        continue;
+                    }
+                    path.push(Step::Key(k.clone()));
+                    out.push(path.clone());
+                    walk(c, path, out);
+                    path.pop();
+                }
+            }
+            Value::Array(a) => {
+                for (i, c) in a.iter().enumerate() {
+                    path.push(Step::Index(i));
+                    out.push(path.clone());
+                    walk(c, path, out);
+                    path.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(v, &mut Vec::new(), &mut out);
+    out
+}
+
+#[derive(Clone, PartialEq, Debug)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+fn show(path: &[Step]) -> String {
+    path.iter()
+        .map(|s| match s {
+            Step::Key(k) => format!(".{k}"),
+            Step::Index(i) => format!("[{i}]"),
+        })
+        .collect()
+}
+
+fn get_mut<'a>(v: &'a mut Value, path: &[Step]) -> &'a mut Value {
+    let mut v = v;
+    for s in path {
+        v = match s {
+            Step::Key(k) => v.get_mut(k).unwrap(),
+            Step::Index(i) => v.get_mut(*i).unwrap(),
+        };
+    }
+    v
+}
+
+/// Values that look empty but that the API server keeps (an empty selector selects all).
+const EMPTY_LOOKING: [fn() -> Value; 6] = [
+    || Value::Null,
+    || json!({}),
+    || json!([]),
+    || json!(""),
+    || json!({"matchExpressions": []}),
+    || json!({"matchLabels": null}),
+];
+
+/// Object edits that change what the cluster would do.
+fn object_edits(object: &Value) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for path in paths(object) {
+        let at = show(&path);
+        let current = get_mut(&mut object.clone(), &path).clone();
+        // change it
+        let changed = match &current {
+            Value::String(s) => json!(format!("{s}-x")),
+            Value::Number(n) => json!(n.as_i64().unwrap_or(0) + 1),
+            Value::Bool(b) => json!(!b),
+            Value::Null => json!("x"),
+            Value::Array(_) | Value::Object(_) => json!("x"),
+        };
+        let mut o = object.clone();
+        *get_mut(&mut o, &path) = changed;
+        cases.push(Case {
+            what: format!("change {at}"),
+            object: o,
+        });
+        // remove it (the identity fields are covered by their own cases below)
+        let (parent, last) = path.split_at(path.len() - 1);
+        let mut o = object.clone();
+        match (&last[0], get_mut(&mut o, parent)) {
+            (Step::Key(k), Value::Object(m)) => {
+                m.remove(k);
+            }
+            (Step::Index(i), Value::Array(a)) => {
+                a.remove(*i);
+            }
+            _ => unreachable!(),
+        }
+        cases.push(Case {
+            what: format!("remove {at}"),
+            object: o,
+        });
+        // give it each empty-looking value
+        for empty in EMPTY_LOOKING {
+            let e = empty();
+            if e == current {
+                continue;
+            }
+            let mut o = object.clone();
+            *get_mut(&mut o, &path) = e.clone();
+            cases.push(Case {
+                what: format!("set {at} to {e}"),
+                object: o,
+            });
+        }
+        match &current {
+            // add a sibling key with each empty-looking value
+            Value::Object(_) => {
+                for empty in EMPTY_LOOKING {
+                    let e = empty();
+                    let mut o = object.clone();
+                    if let Value::Object(m) = get_mut(&mut o, &path) {
+                        m.insert("namespaceSelector".into(), e.clone());
+                    }
+                    cases.push(Case {
+                        what: format!("add {at}.namespaceSelector = {e}"),
+                        object: o,
+                    });
+                }
+            }
+            // list edits
+            Value::Array(a) => {
+                let mut o = object.clone();
+                if let Value::Array(a) = get_mut(&mut o, &path) {
+                    a.push(json!({}));
+                }
+                cases.push(Case {
+                    what: format!("append {{}} to {at}"),
+                    object: o,
+                });
+                if a.len() >= 2 && a[0] != a[1] {
+                    let mut o = object.clone();
+                    if let Value::Array(a) = get_mut(&mut o, &path) {
+                        a.swap(0, 1);
+                    }
+                    cases.push(Case {
+                        what: format!("swap the first two items of {at}"),
+                        object: o,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    // top-level additions
+    for empty in EMPTY_LOOKING {
+        let e = empty();
+        let mut o = object.clone();
+        o.as_object_mut().unwrap().insert("extra".into(), e.clone());
+        cases.push(Case {
+            what: format!("add .extra = {e}"),
+            object: o,
+        });
+        let mut o = object.clone();
+        o["metadata"]["labels"] = json!({"injected": e.clone()});
+        if o != *object {
+            cases.push(Case {
+                what: format!("set .metadata.labels to {{injected: {e}}}"),
+                object: o,
+            });
+        }
+    }
+    cases
+}
+
+fn annotations(o: &mut Value) -> &mut Map<String, Value> {
+    o["metadata"]["annotations"].as_object_mut().unwrap()
+}
+
+/// Annotation codec edits: each must be rejected.
+fn codec_edits(object: &Value, other: &Value) -> Vec<Case> {
+    let mut cases = Vec::new();
+    let keys: Vec<String> = annotations(&mut object.clone())
+        .keys()
+        .filter(|k| k.starts_with("cosign.sigstore.dev/"))
+        .cloned()
+        .collect();
+    for key in &keys {
+        let mut o = object.clone();
+        annotations(&mut o).remove(key);
+        // A missing certificate or bundle on a keyless set, or a missing message or
+        // signature, each refuse; for a key set there is no certificate or bundle.
+        cases.push(Case {
+            what: format!("remove {key}"),
+            object: o,
+        });
+        let original = annotations(&mut object.clone())[key]
+            .as_str()
+            .unwrap()
+            .to_string();
+        for (how, value) in [
+            ("truncate", original[..original.len() / 2].to_string()),
+            ("empty", String::new()),
+            ("non-base64", "***".to_string()),
+            ("flip one character of", flip(&original)),
+        ] {
+            let mut o = object.clone();
+            annotations(&mut o).insert(key.clone(), json!(value));
+            cases.push(Case {
+                what: format!("{how} {key}"),
+                object: o,
+            });
+        }
+        // Another document's value.
+        if let Some(v) = other["metadata"]["annotations"].get(key)
+            && v != &annotations(&mut object.clone())[key]
+        {
+            let mut o = object.clone();
+            annotations(&mut o).insert(key.clone(), v.clone());
+            cases.push(Case {
+                what: format!("{key} from another document"),
+                object: o,
+            });
+        }
+    }
+    // Every signature annotation of another document: its signature is valid, for another
+    // object.
+    let mut o = object.clone();
+    for key in &keys {
+        annotations(&mut o).remove(key);
+    }
+    for (k, v) in other["metadata"]["annotations"].as_object().unwrap() {
+        if k.starts_with("cosign.sigstore.dev/") {
+            annotations(&mut o).insert(k.clone(), v.clone());
+        }
+    }
+    cases.push(Case {
+        what: "all signature annotations from another document".into(),
+        object: o,
+    });
+    // Look-alike keys kubectl-sigstore masks (it masks every key that starts with a
+    // signature key's name): for mansign they are data, and signed data changed.
+    for lookalike in [
+        "cosign.sigstore.dev/message-extra",
+        "cosign.sigstore.dev/signature_01",
+        "cosign.sigstore.dev/bundleX",
+    ] {
+        let mut o = object.clone();
+        annotations(&mut o).insert(lookalike.into(), json!("x"));
+        cases.push(Case {
+            what: format!("add look-alike annotation {lookalike}"),
+            object: o,
+        });
+    }
+    // The signed times are signed.
+    for key in ["mansign.dev/signed-at", "mansign.dev/expires"] {
+        let mut o = object.clone();
+        annotations(&mut o).insert(key.into(), json!("2099-01-01T00:00:00Z"));
+        cases.push(Case {
+            what: format!("set {key}"),
+            object: o,
+        });
+    }
+    cases
+}
+
+fn flip(s: &str) -> String {
+    let mut chars: Vec<char> = s.chars().collect();
+    let i = chars.len() / 3;
+    chars[i] = if chars[i] == 'A' { 'B' } else { 'A' };
+    chars.into_iter().collect()
+}
+
+/// Re-encodings that change nothing: the same object written differently.
+fn benign_texts(object: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    out.push(("as emitted".into(), to_yaml(object)));
+    out.push(("as JSON".into(), serde_json::to_string(object).unwrap()));
+    out.push((
+        "as pretty JSON".into(),
+        serde_json::to_string_pretty(object).unwrap(),
+    ));
+    out.push(("keys in reverse order".into(), to_yaml(&reversed(object))));
+    out.push((
+        "flow style for every collection below the top".into(),
+        flow_below_top(object),
+    ));
+    out.push((
+        "comments and blank lines".into(),
+        to_yaml(object)
+            .lines()
+            .map(|l| format!("{l}  # note\n\n"))
+            .collect(),
+    ));
+    out.push((
+        "four-space indentation, sequences indented under their key".into(),
+        block(object, 4, &|v| serde_json::to_string(v).unwrap()),
+    ));
+    out.push(("single-quoted strings".into(), single_quoted(object)));
+    out
+}
+
+fn reversed(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .rev()
+                .map(|(k, v)| (k.clone(), reversed(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(reversed).collect()),
+        other => other.clone(),
+    }
+}
+
+fn flow_below_top(object: &Value) -> String {
+    let mut out = String::new();
+    for (k, v) in object.as_object().unwrap() {
+        out.push_str(&format!(
+            "{}: {}\n",
+            json!(k),
+            serde_json::to_string(v).unwrap()
+        ));
+    }
+    out
+}
+
+/// Every string written single-quoted ('' escapes a quote), keys included.
+fn single_quoted(object: &Value) -> String {
+    block(object, 2, &|v| match v {
+        Value::String(s) => format!("'{}'", s.replace('\'', "''")),
+        other => serde_json::to_string(other).unwrap(),
+    })
+}
+
+/// Block style with `step` spaces of indentation, sequences indented below their key, every
+/// scalar (keys included) written by `scalar`.
+fn block(object: &Value, step: usize, scalar: &dyn Fn(&Value) -> String) -> String {
+    fn emit(
+        v: &Value,
+        indent: usize,
+        step: usize,
+        scalar: &dyn Fn(&Value) -> String,
+        out: &mut String,
+    ) {
+        let pad = " ".repeat(indent);
+        match v {
+            Value::Object(m) if !m.is_empty() => {
+                for (k, c) in m {
+                    let key = scalar(&Value::String(k.clone()));
+                    match c {
+                        Value::Object(cm) if !cm.is_empty() => {
+                            out.push_str(&format!("{pad}{key}:\n"));
+                            emit(c, indent + step, step, scalar, out);
+                        }
+                        Value::Array(ca) if !ca.is_empty() => {
+                            out.push_str(&format!("{pad}{key}:\n"));
+                            emit(c, indent + step, step, scalar, out);
+                        }
+                        _ => out.push_str(&format!("{pad}{key}: {}\n", scalar(c))),
+                    }
+                }
+            }
+            Value::Array(a) if !a.is_empty() => {
+                for c in a {
+                    match c {
+                        Value::Object(m) if !m.is_empty() => {
+                            // the item's mapping starts after "- ", its other keys align
+                            let mut inner = String::new();
+                            emit(c, indent + 2, step, scalar, &mut inner);
+                            out.push_str(&format!("{pad}- {}", &inner[indent + 2..]));
+                        }
+                        Value::Array(ia) if !ia.is_empty() => {
+                            out.push_str(&format!("{pad}-\n"));
+                            emit(c, indent + step, step, scalar, out);
+                        }
+                        _ => out.push_str(&format!("{pad}- {}\n", scalar(c))),
+                    }
+                }
+            }
+            other => out.push_str(&format!("{pad}{}\n", scalar(other))),
+        }
+    }
+    let mut out = String::new();
+    emit(object, 0, step, scalar, &mut out);
+    out
+}
+
+fn verifies(verifier: &Verifier, object: &Value) -> bool {
+    verifier
+        .verify_object(object)
+        .is_ok_and(|v| v.is_verified())
+}
+
+/// Parsing (as kubectl's input) then verifying; a parse refusal is a rejection.
+fn text_verifies(verifier: &Verifier, text: &str) -> Result<bool, String> {
+    let file = load_reader(
+        Source::Named("variant".into()),
+        "variant.yaml".into(),
+        text.as_bytes(),
+        &Limits::default(),
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(verifier.verify_documents(&file.documents).is_verified())
+}
+
+#[derive(Default)]
+struct Tally {
+    must_reject: usize,
+    rejected: usize,
+    benign: usize,
+    passed: usize,
+    wrong: Vec<String>,
+}
+
+impl Tally {
+    fn reject(&mut self, fixture: &str, what: &str, accepted: bool) {
+        self.must_reject += 1;
+        if accepted {
+            self.wrong.push(format!("{fixture}: ACCEPTED {what}"));
+        } else {
+            self.rejected += 1;
+        }
+    }
+
+    fn benign(&mut self, fixture: &str, what: &str, result: Result<bool, String>) {
+        self.benign += 1;
+        match result {
+            Ok(true) => self.passed += 1,
+            Ok(false) => self
+                .wrong
+                .push(format!("{fixture}: benign {what} did not verify")),
+            Err(e) => self
+                .wrong
+                .push(format!("{fixture}: benign {what} did not load: {e}")),
+        }
+    }
+}
+
+fn run(fixture: &Fixture, tally: &mut Tally) {
+    let kube = fixture.verifier.clone().with_tolerances(Tolerances {
+        profile: IgnoreProfile::Kubernetes,
+        ..Tolerances::default()
+    });
+    for (i, object) in fixture.objects.iter().enumerate() {
+        let name = format!(
+            "{} {}/{}",
+            fixture.label, object["kind"], object["metadata"]["name"]
+        );
+        assert!(
+            verifies(&fixture.verifier, object),
+            "{name} does not verify"
+        );
+        for case in object_edits(object) {
+            // The object's identity may change with the edit (a renamed object is "not in
+            // the message"): a rejection all the same. An edit that no longer yields a
+            // Kubernetes object is refused before verification.
+            let accepted =
+                verifies(&fixture.verifier, &case.object) || verifies(&kube, &case.object);
+            tally.reject(&name, &case.what, accepted);
+        }
+        let other = &fixture.objects[(i + 1) % fixture.objects.len()];
+        for case in codec_edits(object, other) {
+            tally.reject(&name, &case.what, verifies(&fixture.verifier, &case.object));
+        }
+        // live-object edits under the kubernetes profile
+        let kind = object["kind"].as_str().unwrap();
+        let mut o = object.clone();
+        o["status"] = json!({"phase": "Approved"});
+        let status_tolerated = matches!(kind, "Deployment" | "Service" | "PodDisruptionBudget");
+        if status_tolerated {
+            tally.benign(
+                &name,
+                "status of a kind with a status subresource",
+                Ok(verifies(&kube, &o)),
+            );
+        } else {
+            tally.reject(
+                &name,
+                "status on a kind without a status subresource",
+                verifies(&kube, &o),
+            );
+        }
+        let mut applied = object.clone();
+        applied["metadata"]["labels"]["sneaky"] = json!("x");
+        let mut o = object.clone();
+        annotations(&mut o).insert(
+            "kubectl.kubernetes.io/last-applied-configuration".into(),
+            json!(applied.to_string()),
+        );
+        tally.reject(
+            &name,
+            "last-applied-configuration that differs",
+            verifies(&kube, &o),
+        );
+        let mut o = object.clone();
+        annotations(&mut o).insert(
+            "kubectl.kubernetes.io/last-applied-configuration".into(),
+            json!(object.to_string()),
+        );
+        tally.benign(
+            &name,
+            "last-applied-configuration of the signed manifest",
+            Ok(verifies(&kube, &o)),
+        );
+        let mut o = object.clone();
+        o["metadata"]["uid"] = json!("0f1e2d3c");
+        o["metadata"]["resourceVersion"] = json!("42");
+        tally.benign(
+            &name,
+            "server metadata under the kubernetes profile",
+            Ok(verifies(&kube, &o)),
+        );
+        // re-encodings
+        for (what, text) in benign_texts(object) {
+            tally.benign(&name, &what, text_verifies(&fixture.verifier, &text));
+        }
+    }
+}
+
+#[test]
+fn every_single_step_tampering_is_rejected_and_every_re_encoding_verifies() {
+    let stack = stack::Stack::start();
+    let fixtures = [key_fixture(), keyless_fixture(&stack)];
+    let mut tally = Tally::default();
+    for fixture in &fixtures {
+        run(fixture, &mut tally);
+    }
+    println!(
+        "tamper matrix: {} of {} must-reject edits rejected; {} of {} benign re-encodings verified",
+        tally.rejected, tally.must_reject, tally.passed, tally.benign
+    );
+    assert!(tally.must_reject >= 300, "only {} cases", tally.must_reject);
+    assert!(
+        tally.wrong.is_empty(),
+        "{} wrong verdicts:\n{}",
+        tally.wrong.len(),
+        tally.wrong.join("\n")
+    );
+}
