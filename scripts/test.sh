@@ -41,6 +41,10 @@ cargo clippy --locked --all-targets -- -D warnings
 log "cargo doc (broken intra-doc links are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --quiet
 
+log "the library without the command line (default-features = false): build and doc examples"
+cargo build --locked --lib --no-default-features
+cargo test --locked --doc --no-default-features
+
 log "module layering (imports point down, no cycles, sigstore crates only in adapters)"
 cargo test --locked --test layering
 

@@ -50,9 +50,48 @@
 //! # }
 //! ```
 
+//! Embed the verifier in an async program (an admission controller, an operator): build
+//! without the command line (`mansign = { version = "…", default-features = false }`),
+//! share one verifier behind an `Arc`, and run verifications on a bounded blocking pool.
+//! Trust and policy are passed explicitly; the library reads no environment or files of
+//! its own.
+//!
+//! ```no_run
+//! use mansign::trust::TrustRoot;
+//! use mansign::verify::{
+//!     Attestor, BlockingVerifications, IdentityPolicy, KeylessAttestor, Verifier,
+//! };
+//! use std::sync::Arc;
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//!     let trust = Arc::new(TrustRoot::from_file("trusted_root.json")?);
+//!     let identity = IdentityPolicy::builder()
+//!         .issuer("https://token.actions.githubusercontent.com")
+//!         .subject("https://github.com/org/policies/.github/workflows/sign.yaml@refs/heads/main")
+//!         .build()?;
+//!     let verifier = Arc::new(Verifier::new(vec![Attestor::Keyless(KeylessAttestor::new(
+//!         trust, identity,
+//!     ))]));
+//!     let pool = BlockingVerifications::per_cpu();
+//!     let object: serde_json::Value = serde_json::from_slice(&std::fs::read("object.json")?)?;
+//!     let v = verifier.clone();
+//!     let verdict = pool.run(move || v.verify_object(&object)).await??;
+//!     match &verdict.result {
+//!         Ok(_) => println!("allowed: {verdict}"),
+//!         // A stable code for metrics and logs, a message for people.
+//!         Err(rejection) => println!("denied [{}]: {rejection}", rejection.code()),
+//!     }
+//!     // Re-applied objects skip the signature checks (bounded cache, per requirement).
+//!     println!("cache: {:?}", verifier.cache().stats());
+//!     Ok(())
+//! }
+//! ```
+
 #![forbid(unsafe_code)]
 
 pub mod annotations;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod conformance;
 pub mod keys;

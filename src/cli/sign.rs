@@ -24,6 +24,7 @@ use crate::signing::{
 use crate::trust::TrustRoot;
 use anyhow::{Context, bail};
 use clap::Args;
+use clap::builder::TypedValueParser as _;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -52,7 +53,9 @@ pub struct SignArgs {
 
     /// What one signature covers: each document on its own, or the whole file
     /// (kubectl-sigstore's shape: one message, the same annotations on every document).
-    #[arg(long, value_enum, default_value_t = SignScope::Document)]
+    #[arg(long, default_value_t = SignScope::Document, value_name = "SCOPE",
+          value_parser = clap::builder::PossibleValuesParser::new(["document", "file"])
+              .map(|s| s.parse::<SignScope>().unwrap_or_default()))]
     pub scope: SignScope,
 
     /// Add a further signature set (`signature_N`...) to already signed manifests instead
@@ -365,7 +368,7 @@ fn trust_root(args: &SignArgs, logged: bool) -> anyhow::Result<Option<TrustRoot>
     if !logged {
         return Ok(None);
     }
-    Ok(Some(TrustRoot::cached_or_public_good()?))
+    Ok(Some(TrustRoot::from_env()?))
 }
 
 fn keyless_signer(args: &SignArgs, rekor: RekorOptions) -> anyhow::Result<KeylessSigner> {

@@ -64,7 +64,7 @@ pub fn run(args: TrustArgs) -> anyhow::Result<Outcome> {
         TrustCommand::Show(a) => {
             let root = match a.trusted_root {
                 Some(p) => TrustRoot::from_file(p)?,
-                None => TrustRoot::cached_or_public_good()?,
+                None => TrustRoot::from_env()?,
             };
             println!("{}: {}", root.origin(), root.summary());
         }

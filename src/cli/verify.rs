@@ -13,6 +13,7 @@ use crate::verify::{
     Attestor, Claim, IdentityPolicy, IdentityPolicyError, KeylessAttestor, TrustedKey, Verifier,
 };
 use anyhow::{Context, bail};
+use clap::builder::TypedValueParser as _;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -65,7 +66,8 @@ pub struct VerifyArgs {
     /// `kyverno-compat` (Kyverno's defaults with its unanchored matching; migration only,
     /// over-matches).
     #[arg(long, default_value_t = IgnoreProfile::None, value_name = "PROFILE",
-          value_parser = |s: &str| s.parse::<IgnoreProfile>())]
+          value_parser = clap::builder::PossibleValuesParser::new(["none", "kubernetes", "kyverno-compat"])
+              .map(|s| s.parse::<IgnoreProfile>().unwrap_or_default()))]
     pub ignore_profile: IgnoreProfile,
 
     /// With `--ignore-profile kubernetes`: a custom kind whose `status` is a subresource
@@ -161,7 +163,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
     let limits = Limits::default();
     let trust = Arc::new(match &args.trusted_root {
         Some(path) => TrustRoot::from_file(path)?,
-        None => TrustRoot::cached_or_public_good()?,
+        None => TrustRoot::from_env()?,
     });
     if let Some(path) = &args.policy {
         return run_policy(&args, path, trust, limits);

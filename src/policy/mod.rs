@@ -155,8 +155,8 @@ pub enum PolicyError {
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
     /// Trust root for keyless entries that name none, and for checking Rekor bundles on
-    /// key-signed sets. Default: the root `mansign trust update` cached, else the embedded
-    /// public-good root (loaded on first use).
+    /// key-signed sets. `None`: the embedded public-good root (loaded on first use). The
+    /// loader never reads process state; the CLI passes [`TrustRoot::from_env`].
     pub trust_root: Option<Arc<TrustRoot>>,
     /// Bounds for the verifiers built from the policy.
     pub limits: Limits,
@@ -411,12 +411,12 @@ impl LoadContext<'_> {
         if let Some(t) = &self.default_trust {
             return Ok(t.clone());
         }
-        let root = Arc::new(TrustRoot::cached_or_public_good().map_err(|source| {
-            PolicyError::TrustRoot {
+        let root = Arc::new(
+            TrustRoot::public_good().map_err(|source| PolicyError::TrustRoot {
                 at: at.clone(),
                 source,
-            }
-        })?);
+            })?,
+        );
         self.default_trust = Some(root.clone());
         Ok(root)
     }

@@ -58,7 +58,7 @@ pub trait Signer {
 }
 
 /// What one signature covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SignScope {
     /// Each document gets its own message and signature: small annotations, and every
     /// object verifies on its own.
@@ -67,6 +67,35 @@ pub enum SignScope {
     /// One message with all documents of the file, the same annotations on every
     /// document (kubectl-sigstore's shape).
     File,
+}
+
+impl SignScope {
+    pub fn name(self) -> &'static str {
+        match self {
+            SignScope::Document => "document",
+            SignScope::File => "file",
+        }
+    }
+}
+
+impl std::str::FromStr for SignScope {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "document" => Ok(SignScope::Document),
+            "file" => Ok(SignScope::File),
+            other => Err(format!(
+                "unknown scope {other:?} (expected document or file)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for SignScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Options for [`sign_files`].

@@ -107,10 +107,12 @@ impl TrustRoot {
         Self::parse(origin, &json)
     }
 
-    /// The root verification uses when none is named: the file written by
-    /// `mansign trust update` ([`update::default_cached_root`]) if there is one, else the
-    /// embedded public-good root. Never touches the network.
-    pub fn cached_or_public_good() -> Result<Self, TrustRootError> {
+    /// The root a command-line tool uses when none is named: the file written by
+    /// `mansign trust update` ([`update::default_cached_root`], found through
+    /// `$XDG_CACHE_HOME` / `$HOME`) if there is one, else the embedded public-good root.
+    /// Reads process state (environment, home directory) — the library never calls it on
+    /// its own; an embedding program passes its root explicitly. Never touches the network.
+    pub fn from_env() -> Result<Self, TrustRootError> {
         match update::default_cached_root() {
             Some(path) if path.is_file() => Self::from_file(path),
             _ => Self::public_good(),

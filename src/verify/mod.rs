@@ -44,6 +44,8 @@
 
 mod attestor;
 mod attestor_set;
+mod blocking;
+mod cache;
 mod certificate;
 mod checks;
 mod compare;
@@ -66,6 +68,8 @@ pub use attestor_set::{
     AttestorEntry, AttestorPolicy, AttestorSet, AttestorSetError, EntryFailure, EntryFailureReason,
     EntryMatch, EntryPath, SetFailure,
 };
+pub use blocking::{BlockingError, BlockingVerifications};
+pub use cache::{CacheStats, DEFAULT_CACHE_ENTRIES, VerificationCache};
 pub use certificate::{
     CertificateAttestor, CertificateAttestorError, CertificateCheckError, SigningTime,
 };
@@ -83,3 +87,19 @@ pub use signer::{SignerIdentity, SignerInfo};
 pub use sigstore_error::SigstoreError;
 pub use verdict::{DocumentVerdict, Rejection, Verdict, Verified};
 pub use verifier::{Requirement, Verifier};
+
+#[cfg(test)]
+mod tests {
+    fn assert_send_sync<T: Send + Sync + 'static>() {}
+
+    #[test]
+    fn verifiers_and_policies_can_be_shared_across_threads() {
+        assert_send_sync::<super::Verifier>();
+        assert_send_sync::<super::AttestorPolicy>();
+        assert_send_sync::<super::VerificationCache>();
+        assert_send_sync::<super::BlockingVerifications>();
+        assert_send_sync::<crate::trust::TrustRoot>();
+        assert_send_sync::<crate::policy::PolicySet>();
+        assert_send_sync::<super::DocumentVerdict>();
+    }
+}

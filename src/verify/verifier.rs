@@ -2,6 +2,7 @@
 
 use super::attestor::Attestor;
 use super::attestor_set::AttestorPolicy;
+use super::cache::{VerificationCache, cache_key};
 use super::checks::{BudgetExceeded, Leaf, SignatureChecks};
 use super::compare::{CompareRules, compare_with_signed};
 use super::failure::{AgeFailure, Attempt, CheckFailure};
@@ -13,6 +14,7 @@ use crate::manifest::{
     Document, IgnoreFields, ObjectIdentity, Tolerances, expiry_of, parse_message, signed_at_of,
 };
 use serde_json::Value;
+use std::sync::Arc;
 
 /// Which signatures a [`Verifier`] requires.
 #[derive(Debug, Clone)]
@@ -33,8 +35,10 @@ pub struct Verifier {
     tolerances: Tolerances,
     /// Fixed "now" for freshness checks (tests, replays); the system clock when unset.
     clock: Option<jiff::Timestamp>,
-    /// Oldest acceptable transparency-log time of a signature (`--max-age`).
+    /// Oldest acceptable signing time of a signature (`--max-age`).
     max_age: Option<jiff::SignedDuration>,
+    /// Signature acceptances already proven for this requirement (shared by clones).
+    cache: Arc<VerificationCache>,
 }
 
 impl Verifier {
@@ -58,7 +62,21 @@ impl Verifier {
             tolerances: Tolerances::default(),
             clock: None,
             max_age: None,
+            cache: Arc::new(VerificationCache::default()),
         }
+    }
+
+    /// Uses `cache` for signature acceptances (see [`VerificationCache`]); by default each
+    /// requirement gets its own cache of [`DEFAULT_CACHE_ENTRIES`](super::DEFAULT_CACHE_ENTRIES)
+    /// entries, shared by clones of the verifier.
+    pub fn with_cache(mut self, cache: Arc<VerificationCache>) -> Self {
+        self.cache = cache;
+        self
+    }
+
+    /// The cache of signature acceptances (for its statistics).
+    pub fn cache(&self) -> &Arc<VerificationCache> {
+        &self.cache
     }
 
     pub fn with_domain(mut self, domain: AnnotationDomain) -> Self {
@@ -187,7 +205,12 @@ impl Verifier {
         let signed_doc = find_signed_document(&signed_docs, identity)?;
         let signed_at =
             signed_at_of(signed_doc).map_err(|reason| Rejection::InvalidSignedTime { reason })?;
-        // 3. signature sets against the requirement, each check once, within the budget
+        // 3. signature sets against the requirement, each check once, within the budget;
+        //    material accepted before for this requirement is not checked again
+        let key = cache_key(&signed.message, &signed.sets, self.max_age);
+        if let Some(accepted) = self.cache.get(&key, self.now()) {
+            return self.check_signed(identity, object, signed_doc, accepted);
+        }
         let fresh =
             |signer: &SignerInfo| self.check_age(signer, signed_at).map_err(CheckFailure::Age);
         let mut checks = SignatureChecks::new(
@@ -247,6 +270,7 @@ impl Verifier {
                 }
             }
         };
+        self.cache.put(key, &accepted, self.max_age, signed_at);
         self.check_signed(identity, object, signed_doc, accepted)
     }
 

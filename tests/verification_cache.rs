@@ -1,0 +1,93 @@
+//! The verification cache saves the signature checks of a re-applied object, never a
+//! verdict: the object is compared every time, and another requirement has its own cache.
+
+mod common;
+
+use common::MULTI_DOC;
+use mansign::Limits;
+use mansign::keys;
+use mansign::manifest::{Document, Source, load_reader};
+use mansign::signing::{KeySigner, SignOptions, sign_files};
+use mansign::verify::{Attestor, TrustedKey, Verifier};
+use serde_json::json;
+
+fn signed(at: Option<&str>) -> (Vec<Document>, String) {
+    let pair = keys::generate_key_pair(b"").unwrap();
+    let key = keys::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
+    let mut files = vec![
+        load_reader(
+            Source::Named("x".into()),
+            "x".into(),
+            MULTI_DOC.as_bytes(),
+            &Limits::default(),
+        )
+        .unwrap(),
+    ];
+    let options = SignOptions {
+        signed_at: at.map(|t| t.parse().unwrap()),
+        ..SignOptions::default()
+    };
+    sign_files(&mut files, &KeySigner::new(key), &options).unwrap();
+    (files.remove(0).documents, pair.public_key_pem.to_string())
+}
+
+fn verifier(public_key_pem: &str) -> Verifier {
+    Verifier::new(vec![Attestor::Key(
+        TrustedKey::from_pem("k", public_key_pem).unwrap(),
+    )])
+}
+
+#[test]
+fn a_reapplied_object_is_a_cache_hit_with_the_same_verdict() {
+    let (docs, key) = signed(None);
+    let v = verifier(&key);
+    let first = v.verify_document(&docs[0]);
+    let second = v.verify_document(&docs[0]);
+    assert!(first.is_verified() && second.is_verified());
+    assert_eq!(first.result.unwrap(), second.result.unwrap());
+    let stats = v.cache().stats();
+    assert_eq!((stats.misses, stats.hits, stats.entries), (1, 1, 1));
+}
+
+#[test]
+fn a_tampered_object_with_cached_signatures_is_still_rejected() {
+    let (docs, key) = signed(None);
+    let v = verifier(&key);
+    assert!(v.verify_document(&docs[0]).is_verified());
+    let mut tampered = docs[0].value.clone();
+    tampered["data"]["mode"] = json!("permissive");
+    let verdict = v.verify_object(&tampered).unwrap();
+    assert_eq!(verdict.result.unwrap_err().code(), "modified");
+    assert_eq!(
+        v.cache().stats().hits,
+        1,
+        "the signatures came from the cache"
+    );
+}
+
+#[test]
+fn clones_share_the_cache_and_other_requirements_do_not() {
+    let (docs, key) = signed(None);
+    let v = verifier(&key);
+    assert!(v.clone().verify_document(&docs[0]).is_verified());
+    assert!(v.verify_document(&docs[0]).is_verified());
+    assert_eq!(v.cache().stats().hits, 1);
+    // A verifier for another key never sees this acceptance.
+    let other = keys::generate_key_pair(b"").unwrap();
+    let w = verifier(&other.public_key_pem);
+    assert!(!w.verify_document(&docs[0]).is_verified());
+    assert_eq!(w.cache().stats().hits, 0);
+}
+
+#[test]
+fn a_cached_acceptance_expires_with_the_maximum_age() {
+    let (docs, key) = signed(Some("2026-06-01T12:00:00Z"));
+    let v = verifier(&key).with_max_age(jiff::SignedDuration::from_hours(1));
+    let early = v
+        .clone()
+        .with_clock("2026-06-01T12:30:00Z".parse().unwrap());
+    assert!(early.verify_document(&docs[0]).is_verified());
+    let late = v.with_clock("2026-06-01T13:00:01Z".parse().unwrap());
+    let verdict = late.verify_document(&docs[0]);
+    assert_eq!(verdict.result.unwrap_err().code(), "too-old");
+}
