@@ -705,6 +705,159 @@ fn a_rekor_request_that_times_out_is_retried() {
     assert_verifies(&stack, &dir.path().join("cm.yaml.signed"), stack.identity());
 }
 
+/// The arrival times of the matching requests of one service, from the stack's counters.
+fn request_times_ms(stack: &Stack, service: &str) -> Vec<u64> {
+    stack.stats()["request_times_ms"][service]
+        .as_array()
+        .expect("request_times_ms")
+        .iter()
+        .map(|t| t.as_u64().expect("a time"))
+        .collect()
+}
+
+/// Public-good Rekor answers 429 under load: the upload is retried, and not before the
+/// `Retry-After` the log asked for (measured by the log itself: a lower bound, which a
+/// slow machine can only make longer).
+#[test]
+fn rekor_too_many_requests_is_retried_after_the_retry_after_delay() {
+    let stack = Stack::start();
+    stack.reset();
+    stack.inject_faults(
+        serde_json::json!({"service": "rekor", "statuses": [429], "retry_after": "2"}),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("rate-limited"));
+    sign_cmd(&stack)
+        .arg("-f")
+        .arg(&input)
+        .arg("--identity-token")
+        .arg(stack.id_token())
+        .assert()
+        .success();
+    assert_eq!(stack.stat("rekor_requests"), 2);
+    assert_eq!(stack.stat("rekor_entries_created"), 1);
+    let times = request_times_ms(&stack, "rekor");
+    assert!(
+        times[1] - times[0] >= 2000,
+        "retried {} ms after a 429 with Retry-After: 2",
+        times[1] - times[0]
+    );
+    assert_verifies(&stack, &dir.path().join("cm.yaml.signed"), stack.identity());
+}
+
+/// `Retry-After` as an HTTP-date (RFC 9110 §10.2.3), on Fulcio.
+#[test]
+fn fulcio_too_many_requests_with_an_http_date_is_retried_after_that_date() {
+    let stack = Stack::start();
+    stack.reset();
+    let at = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(3);
+    let date = jiff::fmt::rfc2822::DateTimePrinter::new()
+        .timestamp_to_rfc9110_string(&at)
+        .unwrap();
+    stack.inject_faults(serde_json::json!({
+        "service": "fulcio", "statuses": [429], "retry_after": date,
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("rate-limited-date"));
+    sign_cmd(&stack)
+        .arg("-f")
+        .arg(&input)
+        .arg("--identity-token")
+        .arg(stack.id_token())
+        .assert()
+        .success();
+    assert_eq!(stack.stat("fulcio_signing_cert_requests"), 2);
+    assert_eq!(stack.stat("fulcio_certificates_issued"), 1);
+    let times = request_times_ms(&stack, "fulcio");
+    // The date has whole seconds: asked for 3 s from `now`, at least 2 s remained.
+    assert!(
+        times[1] - times[0] >= 2000,
+        "retried {} ms after a 429 with Retry-After: {date}",
+        times[1] - times[0]
+    );
+}
+
+/// A server that asks for a wait longer than mansign's cap (60 s) ends the retries at
+/// once: the run fails with the delay named, after one request, without sleeping.
+#[test]
+fn a_retry_after_beyond_the_cap_ends_the_retries_at_once() {
+    let stack = Stack::start();
+    stack.reset();
+    stack.inject_faults(
+        serde_json::json!({"service": "rekor", "statuses": [429], "retry_after": "3600"}),
+    );
+    let stderr = assert_fails_cleanly(sign_cmd(&stack), &stack.id_token());
+    assert!(
+        stderr.contains("HTTP 429 after 1 attempt(s) (the server asked to retry after 3600 s; mansign waits at most 60 s)"),
+        "{stderr}"
+    );
+    assert_eq!(stack.stat("rekor_requests"), 1);
+}
+
+/// The GitHub Actions token endpoint is retried on 429 too, honouring `Retry-After`.
+#[test]
+fn github_actions_token_request_is_retried_after_too_many_requests() {
+    let stack = Stack::start();
+    let token = stack.id_token();
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let github = {
+        let calls = calls.clone();
+        StubServer::start_with_headers(move |_, _| {
+            if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                stub_server::Reply {
+                    status: 429,
+                    headers: vec![("Retry-After".into(), "1".into())],
+                    body: "{}".into(),
+                }
+            } else {
+                stub_server::Reply {
+                    status: 200,
+                    headers: Vec::new(),
+                    body: serde_json::json!({"value": token}).to_string(),
+                }
+            }
+        })
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("gh-429"));
+    sign_cmd(&stack)
+        .env(
+            "ACTIONS_ID_TOKEN_REQUEST_URL",
+            format!("{}/t?api-version=2.0", github.url),
+        )
+        .env("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "x")
+        .arg("-f")
+        .arg(&input)
+        .assert()
+        .success();
+    let requests = github.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let waited = requests[1].received - requests[0].received;
+    assert!(waited >= Duration::from_secs(1), "retried after {waited:?}");
+}
+
+#[test]
+fn github_actions_token_client_error_is_not_retried() {
+    let github = StubServer::start(|_, _| (403, r#"{"message":"forbidden"}"#.to_string()));
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("gh-403"));
+    bare_sign_cmd()
+        .env(
+            "ACTIONS_ID_TOKEN_REQUEST_URL",
+            format!("{}/t?api-version=2.0", github.url),
+        )
+        .env("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "x")
+        .arg("-f")
+        .arg(&input)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "GitHub Actions token request failed after 1 attempt(s): HTTP 403",
+        ));
+    assert_eq!(github.requests().len(), 1);
+    assert!(!dir.path().join("cm.yaml.signed").exists());
+}
+
 #[test]
 fn rekor_client_error_is_not_retried() {
     let stack = Stack::start();
@@ -921,6 +1074,16 @@ fn key_signing_does_not_upload_by_default() {
 // ---------------------------------------------------------------------------------------
 // Interoperability: sigstore-python verifies the --bundle-out bundles.
 
+/// `--bundle-out` writes, per signature, the bundle and the message it is over; any
+/// Sigstore client verifies the pair without reading annotations. This runs the command
+/// docs/cli.md shows, with the local stack's trust config and identity:
+///
+/// ```text
+/// sigstore --trust-config $SIGSTORE_TRUST_CONFIG verify identity --offline \
+///   --bundle app.signed.yaml.0.sigstore.json \
+///   --cert-identity $SIGSTORE_IDENTITY --cert-oidc-issuer $SIGSTORE_OIDC_ISSUER \
+///   app.signed.yaml.0.message
+/// ```
 #[test]
 fn sigstore_python_verifies_the_bundle_out_bundles() {
     let stack = Stack::start();
@@ -941,26 +1104,34 @@ fn sigstore_python_verifies_the_bundle_out_bundles() {
         .assert()
         .success();
     let signed = signed_documents(&output);
-    assert_eq!(list_files(&bundles).len(), 3);
-    for (i, doc) in signed.iter().enumerate() {
-        // The bundle's artifact is the signed message M.
-        let artifact = dir.path().join(format!("message-{i}.yaml"));
-        std::fs::write(&artifact, &doc.message).unwrap();
-        let bundle = bundles.join(format!("app.signed.yaml.{i}.sigstore.json"));
-        // Exact command:
-        //   sigstore --trust-config $SIGSTORE_TRUST_CONFIG verify identity --offline \
-        //     --bundle BUNDLE --cert-identity $SIGSTORE_IDENTITY \
-        //     --cert-oidc-issuer $SIGSTORE_OIDC_ISSUER ARTIFACT
-        let out = std::process::Command::new(&sigstore)
+    let mut expected: Vec<PathBuf> = (0..3)
+        .flat_map(|i| {
+            [
+                bundles.join(format!("app.signed.yaml.{i}.message")),
+                bundles.join(format!("app.signed.yaml.{i}.sigstore.json")),
+            ]
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(list_files(&bundles), expected);
+    let verify = |bundle: &Path, message: &Path| {
+        std::process::Command::new(&sigstore)
             .arg("--trust-config")
             .arg(stack.trust_config())
             .args(["verify", "identity", "--offline", "--bundle"])
-            .arg(&bundle)
+            .arg(bundle)
             .args(["--cert-identity", stack.identity()])
             .args(["--cert-oidc-issuer", stack.issuer()])
-            .arg(&artifact)
+            .arg(message)
             .output()
-            .unwrap();
+            .unwrap()
+    };
+    for (i, doc) in signed.iter().enumerate() {
+        let bundle = bundles.join(format!("app.signed.yaml.{i}.sigstore.json"));
+        let message = bundles.join(format!("app.signed.yaml.{i}.message"));
+        // The message file is exactly the M the annotations carry.
+        assert_eq!(std::fs::read(&message).unwrap(), doc.message);
+        let out = verify(&bundle, &message);
         assert!(
             out.status.success(),
             "sigstore-python rejected {}: {}{}",
@@ -968,25 +1139,59 @@ fn sigstore_python_verifies_the_bundle_out_bundles() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        // And a tampered artifact is rejected (the check is real).
-        std::fs::write(
-            &artifact,
-            [doc.message.as_slice(), b"# tampered\n"].concat(),
-        )
-        .unwrap();
-        let out = std::process::Command::new(&sigstore)
-            .arg("--trust-config")
-            .arg(stack.trust_config())
-            .args(["verify", "identity", "--offline", "--bundle"])
-            .arg(&bundle)
-            .args(["--cert-identity", stack.identity()])
-            .args(["--cert-oidc-issuer", stack.issuer()])
-            .arg(&artifact)
-            .output()
-            .unwrap();
-        assert!(
-            !out.status.success(),
-            "sigstore-python accepted a tampered artifact"
-        );
     }
+    // And a tampered message is rejected (the check is real), as is another document's.
+    let message = bundles.join("app.signed.yaml.0.message");
+    std::fs::write(
+        &message,
+        [signed[0].message.as_slice(), b"# tampered\n"].concat(),
+    )
+    .unwrap();
+    let out = verify(&bundles.join("app.signed.yaml.0.sigstore.json"), &message);
+    assert!(
+        !out.status.success(),
+        "sigstore-python accepted a tampered message"
+    );
+    let out = verify(
+        &bundles.join("app.signed.yaml.0.sigstore.json"),
+        &bundles.join("app.signed.yaml.1.message"),
+    );
+    assert!(
+        !out.status.success(),
+        "sigstore-python accepted another document's message"
+    );
+}
+
+/// With `--scope file` there is one signature per file: one bundle, one message (all
+/// documents, kubectl-sigstore's shape), no document number.
+#[test]
+fn bundle_out_with_file_scope_writes_one_bundle_and_message_per_file() {
+    let stack = Stack::start();
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "app.yaml", THREE_DOCS);
+    let output = dir.path().join("app.signed.yaml");
+    let bundles = dir.path().join("bundles");
+    sign_cmd(&stack)
+        .args(["--scope", "file", "-f"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .arg("--bundle-out")
+        .arg(&bundles)
+        .arg("--identity-token")
+        .arg(stack.id_token())
+        .assert()
+        .success();
+    assert_eq!(
+        list_files(&bundles),
+        vec![
+            bundles.join("app.signed.yaml.message"),
+            bundles.join("app.signed.yaml.sigstore.json"),
+        ]
+    );
+    let signed = signed_documents(&output);
+    assert_eq!(
+        std::fs::read(bundles.join("app.signed.yaml.message")).unwrap(),
+        signed[0].message
+    );
 }

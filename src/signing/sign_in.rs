@@ -12,12 +12,14 @@
 //!   `device_authorization_endpoint`, the user code and verification URL are shown and the
 //!   token endpoint is polled (`authorization_pending`, `slow_down`).
 //!
-//! Written here rather than through `sigstore_oidc::OAuthClient`, which has no discovery,
+//! Written here rather than through `sigstore-oidc`'s `OAuthClient`, which has no discovery,
 //! no device flow, no nonce, and cannot wait on the local redirect without opening a
 //! browser itself.
 
 use super::http::{self, BodyError};
-use super::token::{Secret, SignInOptions, TokenSource};
+use super::retry::status_is_transient;
+use super::secret::Secret;
+use super::token_source::TokenSource;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rand_core::{OsRng, RngCore};
@@ -26,6 +28,39 @@ use sha2::{Digest, Sha256};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
+
+/// The public-good Sigstore OIDC issuer (Dex in front of GitHub, Google, Microsoft).
+pub const DEFAULT_OIDC_ISSUER: &str = "https://oauth2.sigstore.dev/auth";
+/// The public OAuth client registered at the Sigstore issuer.
+pub const DEFAULT_OIDC_CLIENT_ID: &str = "sigstore";
+
+/// How to sign in interactively when no other source has a token.
+#[derive(Debug, Clone)]
+pub struct SignInOptions {
+    /// OIDC issuer; its endpoints come from `<issuer>/.well-known/openid-configuration`.
+    pub issuer: String,
+    pub client_id: String,
+    /// Open the authorization URL in a browser (`false`: only print it).
+    pub open_browser: bool,
+    /// A person is at a terminal (stdin is a TTY). Without one, the device flow is used
+    /// if the issuer offers it; the browser flow only when `open_browser` is off (the
+    /// URL is then followed by someone or something else).
+    pub terminal: bool,
+    /// How long to wait for the person (browser redirect, device approval). Default 5 min.
+    pub timeout: Duration,
+}
+
+impl Default for SignInOptions {
+    fn default() -> Self {
+        SignInOptions {
+            issuer: DEFAULT_OIDC_ISSUER.to_string(),
+            client_id: DEFAULT_OIDC_CLIENT_ID.to_string(),
+            open_browser: true,
+            terminal: false,
+            timeout: Duration::from_secs(300),
+        }
+    }
+}
 
 /// Largest discovery document or token endpoint answer read, in bytes.
 const MAX_RESPONSE_BYTES: usize = 1024 * 1024;
@@ -589,7 +624,7 @@ async fn device_flow(
 fn is_transient(e: &SignInError) -> bool {
     match e {
         SignInError::TokenConnection { .. } => true,
-        SignInError::TokenStatus { status, .. } => http::status_is_transient(*status),
+        SignInError::TokenStatus { status, .. } => status_is_transient(*status),
         _ => false,
     }
 }
