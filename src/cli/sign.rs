@@ -132,6 +132,11 @@ pub struct KeylessArgs {
     #[arg(long, conflicts_with = "key")]
     pub no_browser: bool,
 
+    /// How long the interactive sign-in waits for the person (browser redirect, device
+    /// approval), in seconds.
+    #[arg(long, default_value_t = 300, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub sign_in_timeout: u64,
+
     /// Fulcio base URL.
     #[arg(long, env = "SIGSTORE_FULCIO_URL", default_value = DEFAULT_FULCIO_URL, value_name = "URL")]
     pub fulcio_url: String,
@@ -385,7 +390,7 @@ fn keyless_signer(args: &SignArgs, rekor: RekorOptions) -> anyhow::Result<Keyles
             client_id: k.oidc_client_id.clone(),
             open_browser: !k.no_browser,
             terminal: std::io::stdin().is_terminal(),
-            ..SignInOptions::default()
+            timeout: std::time::Duration::from_secs(k.sign_in_timeout),
         },
         ..TokenOptions::default()
     };

@@ -326,7 +326,7 @@ async fn find_token(
             }
         }
     }
-    sign_in::sign_in(&http, &options.sign_in, prompt)
+    sign_in::sign_in(&options.sign_in, prompt)
         .await
         .map_err(|source| TokenError::SignIn {
             issuer: options.sign_in.issuer.clone(),
