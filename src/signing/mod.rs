@@ -15,7 +15,7 @@
 //! | `sigstore.rs` | the adapter: the only file naming the sigstore crates |
 //! | `secret.rs`, `token_source.rs` | [`Secret`], [`TokenSource`] |
 //! | `github_actions.rs` | the GitHub Actions token request |
-//! | `sign_in.rs` | interactive sign-in at an OIDC issuer (browser, device) |
+//! | `sign_in/` | interactive sign-in at an OIDC issuer on `openidconnect` (browser, device) |
 //! | `token.rs` | where a token comes from, in order, and its client-side checks |
 //! | `fulcio.rs`, `rekor_upload.rs` | the certificate request, the Rekor uploads |
 //! | `error.rs`, `signer.rs` | [`SignError`], [`KeylessError`]; the [`Signer`] trait |

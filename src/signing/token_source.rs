@@ -1,5 +1,5 @@
 //! Where an identity token came from ([`TokenSource`], printed with `--verbose`). Shared by
-//! the token sources (`token.rs`, `sign_in.rs`); imports nothing from them.
+//! the token sources (`token.rs`, `sign_in/`); imports nothing from them.
 
 use std::fmt;
 use std::path::PathBuf;
