@@ -368,17 +368,31 @@ fn sigstore_id_token_environment_variable_is_used_without_a_flag() {
     assert!(dir.path().join("cm.yaml.signed").is_file());
 }
 
-/// The browser flow, headless: `--no-browser` prints the authorization URL; the test
-/// plays the browser — it opens the URL at the stack's issuer, which signs in
-/// automatically and redirects to mansign's local listener.
-#[test]
-fn browser_flow_with_no_browser_prints_the_url_and_completes_on_redirect() {
-    let stack = Stack::start();
+/// What a headless browser sign-in did.
+struct BrowserRun {
+    exit: std::process::ExitStatus,
+    /// mansign's stderr.
+    log: String,
+    /// The authorization URL mansign printed.
+    url: String,
+    /// mansign's listener's answer to the redirect.
+    callback_status: u16,
+    output: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// The browser flow, headless: `--no-browser` prints the authorization URL; the test plays
+/// the browser — it opens the URL at the stack's issuer (with `mansign_test_fault=FAULT`,
+/// the issuer's test hook, when given), which signs in automatically and redirects to
+/// mansign's local listener.
+fn browser_sign_in(stack: &Stack, fault: Option<&str>, extra: &[&str]) -> BrowserRun {
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "cm.yaml", &config_map("browser"));
     let output = dir.path().join("out.yaml");
-    let mut child = sign_process(&stack)
-        .args(["--oidc-issuer", stack.issuer(), "--no-browser", "-v", "-f"])
+    let mut child = sign_process(stack)
+        .args(["--oidc-issuer", stack.issuer(), "--no-browser", "-v"])
+        .args(extra)
+        .arg("-f")
         .arg(&input)
         .arg("-o")
         .arg(&output)
@@ -403,38 +417,114 @@ fn browser_flow_with_no_browser_prints_the_url_and_completes_on_redirect() {
     let url = rx
         .recv_timeout(Duration::from_secs(30))
         .expect("mansign printed the authorization URL");
+    let visit = match fault {
+        Some(f) => format!("{url}&mansign_test_fault={f}"),
+        None => url.clone(),
+    };
+    let (status, location, _) = http_full("GET", &visit, None);
+    assert_eq!(status, 302, "the mock issuer approves and redirects");
+    let location = location.expect("redirect to the local listener");
+    assert!(location.starts_with("http://localhost:"), "{location}");
+    let (callback_status, _, _) = http_full("GET", &location, None);
+    let exit = child.wait().unwrap();
+    let log = reader.join().unwrap();
+    BrowserRun {
+        exit,
+        log,
+        url,
+        callback_status,
+        output,
+        _dir: dir,
+    }
+}
+
+#[test]
+fn browser_flow_with_no_browser_prints_the_url_and_completes_on_redirect() {
+    let stack = Stack::start();
+    let run = browser_sign_in(&stack, None, &[]);
+    assert!(run.exit.success(), "{}", run.log);
+    assert_eq!(run.callback_status, 200);
+    let url = &run.url;
     assert!(
         url.starts_with(&format!("{}/authorize?", stack.issuer())),
         "{url}"
     );
     assert!(url.contains("code_challenge_method=S256"), "{url}");
-
-    let (status, location, _) = http_full("GET", &url, None);
-    assert_eq!(status, 302, "the mock issuer approves and redirects");
-    let location = location.expect("redirect to the local listener");
-    assert!(location.starts_with("http://localhost:"), "{location}");
-    let (status, _, page) = http_full("GET", &location, None);
-    assert_eq!(status, 200, "{page}");
-
-    let exit = child.wait().unwrap();
-    let log = reader.join().unwrap();
-    assert!(exit.success(), "{log}");
+    assert!(url.contains("nonce="), "{url}");
+    assert!(url.contains("state="), "{url}");
     assert!(
-        log.contains(&format!("browser sign-in at {}", stack.issuer())),
-        "{log}"
+        run.log
+            .contains(&format!("browser sign-in at {}", stack.issuer())),
+        "{}",
+        run.log
     );
-    assert_verifies(&stack, &output, stack.identity());
+    assert_verifies(&stack, &run.output, stack.identity());
 }
 
-/// RFC 8628 device flow: no terminal, and the issuer (a stub serving discovery, the
-/// device authorization and the token endpoint) lists a device endpoint. The first poll
-/// gets `authorization_pending`, the second the stack-issued ID token.
+/// Asserts a refused sign-in: exit 2, the reason in the log, nothing sent to Fulcio,
+/// nothing written.
+fn assert_sign_in_refused(stack: &Stack, run: &BrowserRun, reason: &str) {
+    assert_eq!(run.exit.code(), Some(2), "{}", run.log);
+    assert!(run.log.contains(reason), "{}", run.log);
+    assert!(!run.log.contains("panicked"), "{}", run.log);
+    assert_eq!(stack.stat("fulcio_signing_cert_requests"), 0);
+    assert!(!run.output.exists(), "nothing written");
+}
+
+/// A redirect whose `state` is not the one mansign sent (CSRF, or a stale tab) is answered
+/// 400 and does not end the wait; with no real redirect, the sign-in times out.
 #[test]
-fn device_flow_is_used_without_a_terminal_and_polls_until_approved() {
+fn browser_sign_in_with_a_wrong_state_is_refused() {
     let stack = Stack::start();
-    let token = stack.id_token();
+    stack.reset();
+    let run = browser_sign_in(&stack, Some("wrong_state"), &["--sign-in-timeout", "3"]);
+    assert_eq!(
+        run.callback_status, 400,
+        "the listener refuses the redirect"
+    );
+    assert_sign_in_refused(&stack, &run, "no sign-in within 3 s");
+}
+
+#[test]
+fn browser_sign_in_with_a_wrong_nonce_is_refused() {
+    let stack = Stack::start();
+    stack.reset();
+    let run = browser_sign_in(&stack, Some("wrong_nonce"), &[]);
+    assert_eq!(run.callback_status, 200, "the code itself was accepted");
+    assert_sign_in_refused(&stack, &run, "failed verification (Invalid nonce");
+}
+
+#[test]
+fn browser_sign_in_with_an_id_token_signed_by_a_key_not_in_the_jwks_is_refused() {
+    let stack = Stack::start();
+    stack.reset();
+    let run = browser_sign_in(&stack, Some("foreign_key"), &[]);
+    assert_sign_in_refused(
+        &stack,
+        &run,
+        "failed verification (Signature verification failed",
+    );
+}
+
+#[test]
+fn browser_sign_in_with_an_expired_id_token_is_refused() {
+    let stack = Stack::start();
+    stack.reset();
+    let run = browser_sign_in(&stack, Some("expired"), &[]);
+    assert_sign_in_refused(&stack, &run, "failed verification (Expired");
+}
+
+/// An issuer (a stub) that offers the device flow: discovery with the stack issuer's JWKS,
+/// a device authorization, and a token endpoint answered by `token(poll number)`. The ID
+/// tokens it hands out are minted by the stack with `iss` = the stub's URL, so they verify.
+fn device_issuer(
+    stack: &Stack,
+    interval: u64,
+    token: impl Fn(usize, &str) -> (u16, String) + Send + Sync + 'static,
+) -> (StubServer, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     let polls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let issuer = {
+    let jwks = format!("{}/jwks", stack.issuer());
+    let stub = {
         let polls = polls.clone();
         StubServer::start(move |req, base| match (req.method.as_str(), req.path()) {
             ("GET", "/.well-known/openid-configuration") => (
@@ -444,6 +534,10 @@ fn device_flow_is_used_without_a_terminal_and_polls_until_approved() {
                     "authorization_endpoint": format!("{base}/authorize"),
                     "token_endpoint": format!("{base}/token"),
                     "device_authorization_endpoint": format!("{base}/device"),
+                    "jwks_uri": jwks,
+                    "response_types_supported": ["code"],
+                    "subject_types_supported": ["public"],
+                    "id_token_signing_alg_values_supported": ["RS256"],
                 })
                 .to_string(),
             ),
@@ -454,7 +548,7 @@ fn device_flow_is_used_without_a_terminal_and_polls_until_approved() {
                     "user_code": "WDJB-MJHT",
                     "verification_uri": format!("{base}/activate"),
                     "expires_in": 60,
-                    "interval": 1,
+                    "interval": interval,
                 })
                 .to_string(),
             ),
@@ -465,19 +559,43 @@ fn device_flow_is_used_without_a_terminal_and_polls_until_approved() {
                 {
                     return (400, r#"{"error":"invalid_grant"}"#.to_string());
                 }
-                if polls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
-                    (400, r#"{"error":"authorization_pending"}"#.to_string())
-                } else {
-                    (
-                        200,
-                        serde_json::json!({"id_token": token, "access_token": "a", "token_type": "Bearer"})
-                            .to_string(),
-                    )
-                }
+                token(
+                    polls.fetch_add(1, std::sync::atomic::Ordering::SeqCst),
+                    base,
+                )
             }
             _ => (404, "{}".to_string()),
         })
     };
+    (stub, polls)
+}
+
+fn token_answer(id_token: &str) -> (u16, String) {
+    (
+        200,
+        serde_json::json!({"id_token": id_token, "access_token": "a", "token_type": "Bearer"})
+            .to_string(),
+    )
+}
+
+/// RFC 8628 device flow: no terminal, and the issuer lists a device endpoint. The first
+/// poll gets `authorization_pending`, the second an ID token, which is verified (JWKS,
+/// issuer, audience, expiry) before Fulcio sees it.
+#[test]
+fn device_flow_is_used_without_a_terminal_and_polls_until_approved() {
+    let stack = Stack::start();
+    let minted = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let (issuer, polls) = {
+        let minted = minted.clone();
+        device_issuer(&stack, 1, move |poll, _| {
+            if poll == 0 {
+                (400, r#"{"error":"authorization_pending"}"#.to_string())
+            } else {
+                token_answer(&minted.lock().unwrap())
+            }
+        })
+    };
+    *minted.lock().unwrap() = stack.mint_token(&[&format!("iss={}", issuer.url)]);
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "cm.yaml", &config_map("device"));
     let output = dir.path().join("out.yaml");
@@ -502,35 +620,48 @@ fn device_flow_is_used_without_a_terminal_and_polls_until_approved() {
         .find(|r| r.path() == "/device")
         .expect("device authorization request");
     assert_eq!(device.form("client_id").as_deref(), Some("sigstore"));
-    assert_verifies(&stack, &output, stack.identity());
+    common::mansign()
+        .args(["verify", "-f"])
+        .arg(&output)
+        .arg("--trusted-root")
+        .arg(stack.trusted_root())
+        .args(["--certificate-identity", stack.identity()])
+        .args(["--certificate-oidc-issuer", &issuer.url])
+        .assert()
+        .success();
+}
+
+/// The device flow's ID token is verified too: one issued by another issuer (here the
+/// stack's own token, `iss` = the stack) is refused and nothing is signed.
+#[test]
+fn device_flow_refuses_an_id_token_from_another_issuer() {
+    let stack = Stack::start();
+    let foreign = stack.id_token();
+    let (issuer, _) = device_issuer(&stack, 1, move |_, _| token_answer(&foreign));
+    stack.reset();
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("device"));
+    sign_cmd(&stack)
+        .args(["--oidc-issuer", &issuer.url, "-f"])
+        .arg(&input)
+        .write_stdin("")
+        .timeout(Duration::from_secs(60))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "failed verification (Invalid issuer",
+        ));
+    assert_eq!(stack.stat("fulcio_signing_cert_requests"), 0);
+    assert!(!dir.path().join("cm.yaml.signed").exists());
 }
 
 /// The issuer's device answer is input too: an absurd polling interval ends the sign-in
-/// with an error, not a panic (exit 2, nothing written).
+/// with an error, not a panic or an endless sleep (exit 2, nothing written).
 #[test]
 fn device_flow_with_an_absurd_polling_interval_fails_cleanly() {
-    let issuer = StubServer::start(move |req, base| match (req.method.as_str(), req.path()) {
-        ("GET", "/.well-known/openid-configuration") => (
-            200,
-            serde_json::json!({
-                "issuer": base,
-                "token_endpoint": format!("{base}/token"),
-                "device_authorization_endpoint": format!("{base}/device"),
-            })
-            .to_string(),
-        ),
-        ("POST", "/device") => (
-            200,
-            serde_json::json!({
-                "device_code": "d",
-                "user_code": "U",
-                "verification_uri": format!("{base}/activate"),
-                "expires_in": 60,
-                "interval": u64::MAX,
-            })
-            .to_string(),
-        ),
-        _ => (404, "{}".to_string()),
+    let stack = Stack::start();
+    let (issuer, polls) = device_issuer(&stack, u64::MAX, |_, _| {
+        (400, r#"{"error":"slow_down"}"#.to_string())
     });
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "cm.yaml", &config_map("device"));
@@ -542,7 +673,11 @@ fn device_flow_with_an_absurd_polling_interval_fails_cleanly() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("panicked").not())
-        .stderr(predicate::str::contains("device"));
+        .stderr(predicate::str::contains(format!(
+            "asks to poll every {} s, longer than the 300 s sign-in timeout",
+            u64::MAX
+        )));
+    assert_eq!(polls.load(std::sync::atomic::Ordering::SeqCst), 0);
     assert!(!dir.path().join("cm.yaml.signed").exists());
 }
 
@@ -703,6 +838,159 @@ fn a_rekor_request_that_times_out_is_retried() {
         "the slow request, then the retry"
     );
     assert_verifies(&stack, &dir.path().join("cm.yaml.signed"), stack.identity());
+}
+
+/// The arrival times of the matching requests of one service, from the stack's counters.
+fn request_times_ms(stack: &Stack, service: &str) -> Vec<u64> {
+    stack.stats()["request_times_ms"][service]
+        .as_array()
+        .expect("request_times_ms")
+        .iter()
+        .map(|t| t.as_u64().expect("a time"))
+        .collect()
+}
+
+/// Public-good Rekor answers 429 under load: the upload is retried, and not before the
+/// `Retry-After` the log asked for (measured by the log itself: a lower bound, which a
+/// slow machine can only make longer).
+#[test]
+fn rekor_too_many_requests_is_retried_after_the_retry_after_delay() {
+    let stack = Stack::start();
+    stack.reset();
+    stack.inject_faults(
+        serde_json::json!({"service": "rekor", "statuses": [429], "retry_after": "2"}),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("rate-limited"));
+    sign_cmd(&stack)
+        .arg("-f")
+        .arg(&input)
+        .arg("--identity-token")
+        .arg(stack.id_token())
+        .assert()
+        .success();
+    assert_eq!(stack.stat("rekor_requests"), 2);
+    assert_eq!(stack.stat("rekor_entries_created"), 1);
+    let times = request_times_ms(&stack, "rekor");
+    assert!(
+        times[1] - times[0] >= 2000,
+        "retried {} ms after a 429 with Retry-After: 2",
+        times[1] - times[0]
+    );
+    assert_verifies(&stack, &dir.path().join("cm.yaml.signed"), stack.identity());
+}
+
+/// `Retry-After` as an HTTP-date (RFC 9110 §10.2.3), on Fulcio.
+#[test]
+fn fulcio_too_many_requests_with_an_http_date_is_retried_after_that_date() {
+    let stack = Stack::start();
+    stack.reset();
+    let at = jiff::Timestamp::now() + jiff::SignedDuration::from_secs(3);
+    let date = jiff::fmt::rfc2822::DateTimePrinter::new()
+        .timestamp_to_rfc9110_string(&at)
+        .unwrap();
+    stack.inject_faults(serde_json::json!({
+        "service": "fulcio", "statuses": [429], "retry_after": date,
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("rate-limited-date"));
+    sign_cmd(&stack)
+        .arg("-f")
+        .arg(&input)
+        .arg("--identity-token")
+        .arg(stack.id_token())
+        .assert()
+        .success();
+    assert_eq!(stack.stat("fulcio_signing_cert_requests"), 2);
+    assert_eq!(stack.stat("fulcio_certificates_issued"), 1);
+    let times = request_times_ms(&stack, "fulcio");
+    // The date has whole seconds: asked for 3 s from `now`, at least 2 s remained.
+    assert!(
+        times[1] - times[0] >= 2000,
+        "retried {} ms after a 429 with Retry-After: {date}",
+        times[1] - times[0]
+    );
+}
+
+/// A server that asks for a wait longer than mansign's cap (60 s) ends the retries at
+/// once: the run fails with the delay named, after one request, without sleeping.
+#[test]
+fn a_retry_after_beyond_the_cap_ends_the_retries_at_once() {
+    let stack = Stack::start();
+    stack.reset();
+    stack.inject_faults(
+        serde_json::json!({"service": "rekor", "statuses": [429], "retry_after": "3600"}),
+    );
+    let stderr = assert_fails_cleanly(sign_cmd(&stack), &stack.id_token());
+    assert!(
+        stderr.contains("HTTP 429 after 1 attempt(s) (the server asked to retry after 3600 s; mansign waits at most 60 s)"),
+        "{stderr}"
+    );
+    assert_eq!(stack.stat("rekor_requests"), 1);
+}
+
+/// The GitHub Actions token endpoint is retried on 429 too, honouring `Retry-After`.
+#[test]
+fn github_actions_token_request_is_retried_after_too_many_requests() {
+    let stack = Stack::start();
+    let token = stack.id_token();
+    let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let github = {
+        let calls = calls.clone();
+        StubServer::start_with_headers(move |_, _| {
+            if calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                stub_server::Reply {
+                    status: 429,
+                    headers: vec![("Retry-After".into(), "1".into())],
+                    body: "{}".into(),
+                }
+            } else {
+                stub_server::Reply {
+                    status: 200,
+                    headers: Vec::new(),
+                    body: serde_json::json!({"value": token}).to_string(),
+                }
+            }
+        })
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("gh-429"));
+    sign_cmd(&stack)
+        .env(
+            "ACTIONS_ID_TOKEN_REQUEST_URL",
+            format!("{}/t?api-version=2.0", github.url),
+        )
+        .env("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "x")
+        .arg("-f")
+        .arg(&input)
+        .assert()
+        .success();
+    let requests = github.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    let waited = requests[1].received - requests[0].received;
+    assert!(waited >= Duration::from_secs(1), "retried after {waited:?}");
+}
+
+#[test]
+fn github_actions_token_client_error_is_not_retried() {
+    let github = StubServer::start(|_, _| (403, r#"{"message":"forbidden"}"#.to_string()));
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("gh-403"));
+    bare_sign_cmd()
+        .env(
+            "ACTIONS_ID_TOKEN_REQUEST_URL",
+            format!("{}/t?api-version=2.0", github.url),
+        )
+        .env("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "x")
+        .arg("-f")
+        .arg(&input)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "GitHub Actions token request failed after 1 attempt(s): HTTP 403",
+        ));
+    assert_eq!(github.requests().len(), 1);
+    assert!(!dir.path().join("cm.yaml.signed").exists());
 }
 
 #[test]
@@ -921,6 +1209,16 @@ fn key_signing_does_not_upload_by_default() {
 // ---------------------------------------------------------------------------------------
 // Interoperability: sigstore-python verifies the --bundle-out bundles.
 
+/// `--bundle-out` writes, per signature, the bundle and the message it is over; any
+/// Sigstore client verifies the pair without reading annotations. This runs the command
+/// docs/cli.md shows, with the local stack's trust config and identity:
+///
+/// ```text
+/// sigstore --trust-config $SIGSTORE_TRUST_CONFIG verify identity --offline \
+///   --bundle app.signed.yaml.0.sigstore.json \
+///   --cert-identity $SIGSTORE_IDENTITY --cert-oidc-issuer $SIGSTORE_OIDC_ISSUER \
+///   app.signed.yaml.0.message
+/// ```
 #[test]
 fn sigstore_python_verifies_the_bundle_out_bundles() {
     let stack = Stack::start();
@@ -941,26 +1239,34 @@ fn sigstore_python_verifies_the_bundle_out_bundles() {
         .assert()
         .success();
     let signed = signed_documents(&output);
-    assert_eq!(list_files(&bundles).len(), 3);
-    for (i, doc) in signed.iter().enumerate() {
-        // The bundle's artifact is the signed message M.
-        let artifact = dir.path().join(format!("message-{i}.yaml"));
-        std::fs::write(&artifact, &doc.message).unwrap();
-        let bundle = bundles.join(format!("app.signed.yaml.{i}.sigstore.json"));
-        // Exact command:
-        //   sigstore --trust-config $SIGSTORE_TRUST_CONFIG verify identity --offline \
-        //     --bundle BUNDLE --cert-identity $SIGSTORE_IDENTITY \
-        //     --cert-oidc-issuer $SIGSTORE_OIDC_ISSUER ARTIFACT
-        let out = std::process::Command::new(&sigstore)
+    let mut expected: Vec<PathBuf> = (0..3)
+        .flat_map(|i| {
+            [
+                bundles.join(format!("app.signed.yaml.{i}.message")),
+                bundles.join(format!("app.signed.yaml.{i}.sigstore.json")),
+            ]
+        })
+        .collect();
+    expected.sort();
+    assert_eq!(list_files(&bundles), expected);
+    let verify = |bundle: &Path, message: &Path| {
+        std::process::Command::new(&sigstore)
             .arg("--trust-config")
             .arg(stack.trust_config())
             .args(["verify", "identity", "--offline", "--bundle"])
-            .arg(&bundle)
+            .arg(bundle)
             .args(["--cert-identity", stack.identity()])
             .args(["--cert-oidc-issuer", stack.issuer()])
-            .arg(&artifact)
+            .arg(message)
             .output()
-            .unwrap();
+            .unwrap()
+    };
+    for (i, doc) in signed.iter().enumerate() {
+        let bundle = bundles.join(format!("app.signed.yaml.{i}.sigstore.json"));
+        let message = bundles.join(format!("app.signed.yaml.{i}.message"));
+        // The message file is exactly the M the annotations carry.
+        assert_eq!(std::fs::read(&message).unwrap(), doc.message);
+        let out = verify(&bundle, &message);
         assert!(
             out.status.success(),
             "sigstore-python rejected {}: {}{}",
@@ -968,25 +1274,59 @@ fn sigstore_python_verifies_the_bundle_out_bundles() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        // And a tampered artifact is rejected (the check is real).
-        std::fs::write(
-            &artifact,
-            [doc.message.as_slice(), b"# tampered\n"].concat(),
-        )
-        .unwrap();
-        let out = std::process::Command::new(&sigstore)
-            .arg("--trust-config")
-            .arg(stack.trust_config())
-            .args(["verify", "identity", "--offline", "--bundle"])
-            .arg(&bundle)
-            .args(["--cert-identity", stack.identity()])
-            .args(["--cert-oidc-issuer", stack.issuer()])
-            .arg(&artifact)
-            .output()
-            .unwrap();
-        assert!(
-            !out.status.success(),
-            "sigstore-python accepted a tampered artifact"
-        );
     }
+    // And a tampered message is rejected (the check is real), as is another document's.
+    let message = bundles.join("app.signed.yaml.0.message");
+    std::fs::write(
+        &message,
+        [signed[0].message.as_slice(), b"# tampered\n"].concat(),
+    )
+    .unwrap();
+    let out = verify(&bundles.join("app.signed.yaml.0.sigstore.json"), &message);
+    assert!(
+        !out.status.success(),
+        "sigstore-python accepted a tampered message"
+    );
+    let out = verify(
+        &bundles.join("app.signed.yaml.0.sigstore.json"),
+        &bundles.join("app.signed.yaml.1.message"),
+    );
+    assert!(
+        !out.status.success(),
+        "sigstore-python accepted another document's message"
+    );
+}
+
+/// With `--scope file` there is one signature per file: one bundle, one message (all
+/// documents, kubectl-sigstore's shape), no document number.
+#[test]
+fn bundle_out_with_file_scope_writes_one_bundle_and_message_per_file() {
+    let stack = Stack::start();
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "app.yaml", THREE_DOCS);
+    let output = dir.path().join("app.signed.yaml");
+    let bundles = dir.path().join("bundles");
+    sign_cmd(&stack)
+        .args(["--scope", "file", "-f"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .arg("--bundle-out")
+        .arg(&bundles)
+        .arg("--identity-token")
+        .arg(stack.id_token())
+        .assert()
+        .success();
+    assert_eq!(
+        list_files(&bundles),
+        vec![
+            bundles.join("app.signed.yaml.message"),
+            bundles.join("app.signed.yaml.sigstore.json"),
+        ]
+    );
+    let signed = signed_documents(&output);
+    assert_eq!(
+        std::fs::read(bundles.join("app.signed.yaml.message")).unwrap(),
+        signed[0].message
+    );
 }

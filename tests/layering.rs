@@ -27,16 +27,6 @@ const LAYERS: &[&[&str]] = &[
     &["cli"],
 ];
 
-/// Work in progress on a branch (the signing-side split of issue 12): removed when it lands.
-/// Every entry must still be a real cycle / offender, or the test fails.
-const PENDING_SIGNING_SPLIT: &[&str] = &[
-    "src/signing/github_actions.rs <-> src/signing/sign_in.rs <-> src/signing/token.rs",
-    "src/signing/keyless.rs <-> src/signing/mod.rs <-> src/signing/rekor_upload.rs",
-    "src/signing/keyless.rs",
-    "src/signing/rekor_upload.rs",
-    "src/signing/token.rs",
-];
-
 /// Files allowed to name the sigstore crates.
 const SIGSTORE_ADAPTERS: &[&str] = &[
     "src/trust/",
@@ -563,15 +553,7 @@ fn no_import_cycle_between_files() {
         component.sort();
         cycles.insert(component);
     }
-    let mut cycles: Vec<String> = cycles.iter().map(|c| c.join(" <-> ")).collect();
-    for pending in PENDING_SIGNING_SPLIT.iter().filter(|p| p.contains("<->")) {
-        let before = cycles.len();
-        cycles.retain(|c| c != pending);
-        assert!(
-            before > cycles.len(),
-            "pending entry is no longer a cycle: {pending}"
-        );
-    }
+    let cycles: Vec<String> = cycles.iter().map(|c| c.join(" <-> ")).collect();
     assert!(
         cycles.is_empty(),
         "files that import each other (directly or around a circle):\n{}",
@@ -584,9 +566,7 @@ fn sigstore_crates_are_named_only_by_the_adapters() {
     let mut offenders = Vec::new();
     for file in source_files() {
         let shown = file.display().to_string();
-        if SIGSTORE_ADAPTERS.iter().any(|a| shown.starts_with(a))
-            || PENDING_SIGNING_SPLIT.contains(&shown.as_str())
-        {
+        if SIGSTORE_ADAPTERS.iter().any(|a| shown.starts_with(a)) {
             continue;
         }
         let code = code_only(&std::fs::read_to_string(root().join(&file)).unwrap());

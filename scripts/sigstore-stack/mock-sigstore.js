@@ -34,7 +34,9 @@
  *   POST /__stats/reset  zero the counters
  *   GET  /__faults       the faults still queued
  *   POST /__faults       queue faults: {"service":"fulcio"|"rekor"|"tsa",
- *                        "statuses":[500,...]} and/or {"delay_ms":N,"count":K}
+ *                        "statuses":[500,...]} (optionally with "retry_after":"VALUE",
+ *                        sent as the Retry-After header of those answers) and/or
+ *                        {"delay_ms":N,"count":K}
  *   DELETE /__faults     drop every queued fault
  */
 'use strict';
@@ -196,6 +198,9 @@ function newStats() {
     tsa_requests: 0,                 // matching tsa requests, faulted ones included
     tsa_timestamps_issued: 0,        // of those, answered 2xx
     faults_injected: 0,              // answers replaced by a queued status
+    // Arrival times (ms since the epoch) of the matching requests, per service, so a
+    // test can check the wait between a 429 and the retry without timing itself.
+    request_times_ms: Object.fromEntries(SERVICES.map((s) => [s, []])),
     since: new Date().toISOString(),
   };
 }
@@ -205,7 +210,8 @@ const faults = Object.fromEntries(SERVICES.map((s) => [s, { statuses: [], delays
 
 function faultsView() {
   return Object.fromEntries(SERVICES.map((s) => [s, {
-    statuses: [...faults[s].statuses],
+    statuses: faults[s].statuses.map((f) => f.status),
+    retry_after: faults[s].statuses.map((f) => f.retryAfter ?? null),
     delays_ms: [...faults[s].delays],
   }]));
 }
@@ -213,7 +219,7 @@ function faultsView() {
 // Validates and queues one POST /__faults body; throws on bad input.
 function queueFaults(j) {
   if (!j || typeof j !== 'object' || Array.isArray(j)) throw new Error('body must be a JSON object');
-  const known = ['service', 'statuses', 'delay_ms', 'count'];
+  const known = ['service', 'statuses', 'retry_after', 'delay_ms', 'count'];
   const extra = Object.keys(j).filter((k) => !known.includes(k));
   if (extra.length) throw new Error(`unknown field(s): ${extra.join(', ')}`);
   if (!SERVICES.includes(j.service)) throw new Error(`"service" must be one of ${SERVICES.join(', ')}`);
@@ -226,20 +232,31 @@ function queueFaults(j) {
     }
   }
   if (j.count !== undefined && !hasDelay) throw new Error('"count" only goes with "delay_ms"');
+  if (j.retry_after !== undefined) {
+    if (!hasStatuses) throw new Error('"retry_after" only goes with "statuses"');
+    // Any printable header value: delay-seconds, an HTTP-date, or junk on purpose.
+    if (typeof j.retry_after !== 'string' || !/^[\x20-\x7e]*$/.test(j.retry_after)) {
+      throw new Error('"retry_after" must be a string of printable ASCII (the header value)');
+    }
+  }
   if (hasDelay) {
     if (!Number.isInteger(j.delay_ms) || j.delay_ms < 0 || j.delay_ms > 600000) throw new Error('"delay_ms" must be an integer 0..600000');
     const count = j.count === undefined ? 1 : j.count;
     if (!Number.isInteger(count) || count < 1 || count > 1000) throw new Error('"count" must be an integer 1..1000');
     for (let i = 0; i < count; i++) faults[j.service].delays.push(j.delay_ms);
   }
-  if (hasStatuses) faults[j.service].statuses.push(...j.statuses);
+  if (hasStatuses) {
+    faults[j.service].statuses.push(...j.statuses.map((status) => ({ status, retryAfter: j.retry_after })));
+  }
 }
 
 const REASONS = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 408: 'Request Timeout', 409: 'Conflict', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable', 504: 'Gateway Timeout' };
 
 // Error bodies in the shape real Fulcio / Rekor use ({"code","message"}).
-function sendError(res, status, message) {
-  send(res, status, JSON.stringify({ code: status, message }), 'application/json');
+function sendError(res, status, message, headers) {
+  if (res.headersSent || res.destroyed) return;
+  res.writeHead(status, { 'Content-Type': 'application/json', ...(headers || {}) });
+  res.end(JSON.stringify({ code: status, message }));
 }
 
 // Serves GET/POST /__stats, /__stats/reset, GET/POST/DELETE /__faults.
@@ -287,13 +304,15 @@ async function serveHooks(req, res, pathname) {
 async function matching(service, req, res, handle) {
   const body = await readBody(req);
   stats[`${service === 'fulcio' ? 'fulcio_signing_cert' : service}_requests`]++;
+  stats.request_times_ms[service].push(Date.now());
   const f = faults[service];
   const delay = f.delays.shift();
-  const status = f.statuses.shift();
+  const fault = f.statuses.shift();
   if (delay) await new Promise((r) => setTimeout(r, delay));
-  if (status !== undefined) {
+  if (fault !== undefined) {
     stats.faults_injected++;
-    return sendError(res, status, `injected fault: ${status} ${REASONS[status] || ''}`.trim());
+    const headers = fault.retryAfter !== undefined ? { 'Retry-After': fault.retryAfter } : {};
+    return sendError(res, fault.status, `injected fault: ${fault.status} ${REASONS[fault.status] || ''}`.trim(), headers);
   }
   const sent = await handle(body);
   if (service === 'fulcio' && sent === 201) stats.fulcio_certificates_issued++;

@@ -28,8 +28,19 @@
  *   claims            JSON object merged into the payload last (it may set
  *                     iss, exp, iat, nbf, ...); a null value removes the claim.
  * mint-token.sh wraps this.
+ *
+ * Sign-in faults (test hooks, ours): the browser flow's GET /authorize takes an extra
+ * query parameter `mansign_test_fault` that makes this one sign-in go wrong in a way a
+ * client must refuse:
+ *   wrong_state   the redirect carries another `state` than the request
+ *   wrong_nonce   the ID token carries another `nonce` than the request
+ *   foreign_key   the ID token is signed by a key that is not in /jwks (same `kid`)
+ *   expired       the ID token expired 60 s ago (exp = now - 60, iat = nbf = exp - 300)
+ * The fault is bound to the authorization code of that request, so concurrent sign-ins
+ * are unaffected.
  */
 import { OAuth2Server, Events } from 'oauth2-mock-server';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -87,6 +98,49 @@ server.service.on(Events.BeforeTokenSigning, (token, req) => {
       if (v === null) delete p[k]; else p[k] = v;
     }
   }
+});
+
+// ---- sign-in faults (see the header) ----
+const FAULTS = ['wrong_state', 'wrong_nonce', 'foreign_key', 'expired'];
+const faultOfCode = new Map();
+// A key of the same type that /jwks never shows.
+const foreignKey = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+const b64url = (buf) => Buffer.from(buf).toString('base64url');
+
+server.service.on(Events.BeforeAuthorizeRedirect, (redirect, req) => {
+  const fault = req.query && req.query.mansign_test_fault;
+  if (fault === undefined) return;
+  if (!FAULTS.includes(fault)) throw new Error(`unknown mansign_test_fault ${JSON.stringify(fault)}`);
+  if (fault === 'wrong_state') {
+    redirect.url.searchParams.set('state', 'forged-state');
+    return;
+  }
+  const code = redirect.url.searchParams.get('code');
+  if (code) faultOfCode.set(code, fault);
+});
+
+// Runs after the claims hook above (handlers run in registration order).
+server.service.on(Events.BeforeTokenSigning, (token, req) => {
+  const fault = faultOfCode.get((req.body || {}).code);
+  const p = token.payload;
+  if (fault === 'wrong_nonce') p.nonce = 'forged-nonce';
+  if (fault === 'expired') {
+    p.exp = Math.floor(Date.now() / 1000) - 60;
+    p.iat = p.exp - 300;
+    p.nbf = p.iat;
+  }
+});
+
+server.service.on(Events.BeforeResponse, (response, req) => {
+  const code = (req.body || {}).code;
+  const fault = faultOfCode.get(code);
+  faultOfCode.delete(code);
+  if (fault !== 'foreign_key' || !response.body || !response.body.id_token) return;
+  // Same header (alg, kid) and claims, signed with the foreign key.
+  const [header, payload] = response.body.id_token.split('.');
+  const input = `${header}.${payload}`;
+  const signature = crypto.sign('sha256', Buffer.from(input), foreignKey);
+  response.body.id_token = `${input}.${b64url(signature)}`;
 });
 
 const idToken = await server.issuer.buildToken({

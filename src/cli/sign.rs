@@ -11,15 +11,12 @@ use super::output::{Target, write_all};
 use crate::annotations::{AnnotationDomain, extract};
 use crate::limits::Limits;
 use crate::manifest::{InputSelection, ManifestFile, Source, load_inputs_with, to_yaml};
-use crate::signing::keyless::DEFAULT_FULCIO_URL;
-use crate::signing::rekor_upload::DEFAULT_REKOR_URL;
-use crate::signing::token::{
-    DEFAULT_AUDIENCE, DEFAULT_OIDC_CLIENT_ID, DEFAULT_OIDC_ISSUER, Secret, SignInOptions,
-    acquire_token_blocking,
-};
+use crate::signing::sign_in::{DEFAULT_OIDC_CLIENT_ID, DEFAULT_OIDC_ISSUER};
+use crate::signing::token::{DEFAULT_AUDIENCE, acquire_token_blocking};
 use crate::signing::{
-    AmbientEnvironment, KeySigner, KeylessOptions, KeylessSigner, RekorOptions, SignInPrompt,
-    SignOptions, SignScope, Signer, TlogUploadingSigner, TokenOptions, sign_files,
+    AmbientEnvironment, DEFAULT_FULCIO_URL, DEFAULT_REKOR_URL, KeySigner, KeylessOptions,
+    KeylessSigner, RekorOptions, Secret, SignInOptions, SignInPrompt, SignOptions, SignScope,
+    Signer, TlogUploadingSigner, TokenOptions, sign_files,
 };
 use crate::trust::TrustRoot;
 use anyhow::{Context, bail};
@@ -78,9 +75,10 @@ pub struct SignArgs {
     #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
     pub tlog_upload: Option<bool>,
 
-    /// Also write a Sigstore bundle (v0.3 JSON) per signature into DIR, named
-    /// `<output file name>.<document>.sigstore.json` (`<output file name>.sigstore.json`
-    /// with --scope file). The bundle's artifact is the signed message M.
+    /// Also write, per signature, a Sigstore bundle (v0.3 JSON) and the signed message M it
+    /// is over into DIR: `<output file name>.<document>.sigstore.json` and
+    /// `<output file name>.<document>.message` (without `.<document>` with --scope file).
+    /// `cosign verify-blob` and `sigstore verify identity` check the pair as is.
     #[arg(long, value_name = "DIR")]
     pub bundle_out: Option<PathBuf>,
 
@@ -133,6 +131,11 @@ pub struct KeylessArgs {
     /// Do not open a browser for the sign-in: print the URL to open instead.
     #[arg(long, conflicts_with = "key")]
     pub no_browser: bool,
+
+    /// How long the interactive sign-in waits for the person (browser redirect, device
+    /// approval), in seconds.
+    #[arg(long, default_value_t = 300, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub sign_in_timeout: u64,
 
     /// Fulcio base URL.
     #[arg(long, env = "SIGSTORE_FULCIO_URL", default_value = DEFAULT_FULCIO_URL, value_name = "URL")]
@@ -283,15 +286,21 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
         .collect();
     if let Some(paths) = bundle_paths {
         let bundles = signer.bundles();
-        if bundles.len() != paths.len() {
+        if bundles.len() != paths.len() || summary.messages.len() != paths.len() {
             bail!(
-                "--bundle-out: {} Sigstore bundle(s) for {} signature(s) (bundles need --tlog-upload)",
+                "--bundle-out: {} Sigstore bundle(s) and {} message(s) for {} signature(s) \
+                 (bundles need --tlog-upload)",
                 bundles.len(),
+                summary.messages.len(),
                 paths.len()
             );
         }
-        for (path, json) in paths.into_iter().zip(bundles) {
-            outputs.push((Target::File(path), json + "\n"));
+        for ((files, json), message) in paths.into_iter().zip(bundles).zip(&summary.messages) {
+            // M is YAML text built by mansign's emitter, so always UTF-8.
+            let message = String::from_utf8(message.clone())
+                .context("--bundle-out: a signed message is not UTF-8 text")?;
+            outputs.push((Target::File(files.bundle), json + "\n"));
+            outputs.push((Target::File(files.message), message));
         }
     }
     let shown: Vec<String> = targets.iter().map(show_target).collect();
@@ -381,7 +390,7 @@ fn keyless_signer(args: &SignArgs, rekor: RekorOptions) -> anyhow::Result<Keyles
             client_id: k.oidc_client_id.clone(),
             open_browser: !k.no_browser,
             terminal: std::io::stdin().is_terminal(),
-            ..SignInOptions::default()
+            timeout: std::time::Duration::from_secs(k.sign_in_timeout),
         },
         ..TokenOptions::default()
     };
@@ -472,34 +481,47 @@ fn self_verify(
     Ok(checked)
 }
 
-/// Bundle paths in `dir`, one per signed message, decided before anything is signed.
-/// Bundles are named after the output file name only, so inputs with the same name in
-/// different directories would share a bundle file and one would silently replace the
+/// What `--bundle-out` writes for one signature: the Sigstore bundle, and beside it the
+/// signed message M (the bundle's artifact).
+struct BundleFiles {
+    /// `<name>.sigstore.json`
+    bundle: PathBuf,
+    /// `<name>.message`
+    message: PathBuf,
+}
+
+/// Bundle and message paths in `dir`, one pair per signed message, decided before anything
+/// is signed. They are named after the output file name only, so inputs with the same name
+/// in different directories would share a bundle file and one would silently replace the
 /// other: that is refused here, before a token or certificate is spent.
 fn plan_bundles(
     dir: &Path,
     files: &[ManifestFile],
     targets: &[Target],
     scope: SignScope,
-) -> anyhow::Result<Vec<PathBuf>> {
-    let paths: Vec<PathBuf> = bundle_names(files, targets, scope)
-        .into_iter()
-        .map(|name| dir.join(name))
-        .collect();
+) -> anyhow::Result<Vec<BundleFiles>> {
     let mut seen = std::collections::HashSet::new();
-    for path in &paths {
-        if !seen.insert(path) {
+    let mut planned = Vec::new();
+    for name in bundle_names(files, targets, scope) {
+        let bundle = dir.join(format!("{name}.sigstore.json"));
+        if !seen.insert(bundle.clone()) {
             bail!(
                 "--bundle-out: two signatures would be written to {} (bundles are named after \
                  the output file name); sign files with the same name in separate runs",
-                path.display()
+                bundle.display()
             );
         }
+        planned.push(BundleFiles {
+            bundle,
+            message: dir.join(format!("{name}.message")),
+        });
     }
-    Ok(paths)
+    Ok(planned)
 }
 
-/// Bundle file names, one per signed message, in the order `sign_files` builds messages.
+/// The name stem of each signature's bundle and message, in the order `sign_files` builds
+/// messages: `<output file name>.<document index>`, or `<output file name>` with
+/// `--scope file`.
 fn bundle_names(files: &[ManifestFile], targets: &[Target], scope: SignScope) -> Vec<String> {
     let mut names = Vec::new();
     for (file, target) in files.iter().zip(targets) {
@@ -519,10 +541,10 @@ fn bundle_names(files: &[ManifestFile], targets: &[Target], scope: SignScope) ->
         match scope {
             SignScope::Document => {
                 for i in 0..file.documents.len() {
-                    names.push(format!("{base}.{i}.sigstore.json"));
+                    names.push(format!("{base}.{i}"));
                 }
             }
-            SignScope::File => names.push(format!("{base}.sigstore.json")),
+            SignScope::File => names.push(base),
         }
     }
     names

@@ -1,10 +1,6 @@
-//! HTTP to Sigstore services and CI token endpoints: client settings and retries.
-//!
-//! Fulcio, Rekor and the CI token endpoints are remote services that fail transiently
-//! (deploys, load shedding, flaky networks). A request is retried only when a second try
-//! can succeed: a 5xx answer, a timeout or a connection error. A 4xx answer means the
-//! request itself is wrong (bad token, malformed entry), so it is never retried — retrying
-//! would only hide the real error and hammer the service.
+//! HTTP to Sigstore services, CI token endpoints and OIDC issuers: one `reqwest` client
+//! configuration (user agent, timeouts, no redirects), bounded response bodies, and the rule
+//! for where secrets may be sent. Retries are in [`super::retry`].
 
 use std::future::Future;
 use std::time::Duration;
@@ -17,11 +13,18 @@ pub(crate) const USER_AGENT: &str = concat!("mansign/", env!("CARGO_PKG_VERSION"
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An HTTP client with mansign's timeouts. `timeout` bounds one whole request.
+///
+/// Redirects are not followed: a `307`/`308` would re-send a request body holding an
+/// identity token or an authorization code to wherever the answer points, and an OIDC
+/// client that follows redirects can be steered at internal addresses (the `openidconnect`
+/// crate asks for this setting). The one redirect-like answer mansign expects, Rekor's
+/// `409` with `Location`, is followed by hand.
 pub(crate) fn client(timeout: Duration) -> Result<reqwest::Client, reqwest::Error> {
     reqwest::Client::builder()
         .user_agent(USER_AGENT)
         .connect_timeout(CONNECT_TIMEOUT)
         .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
         .build()
 }
 
@@ -69,45 +72,6 @@ pub enum BodyError {
     TooLarge { limit: usize },
 }
 
-/// How often and how patiently a request is retried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Total attempts, the first one included. Default 3.
-    pub attempts: u32,
-    /// Wait before the second attempt; doubled before each further one. Default 500 ms.
-    pub initial_backoff: Duration,
-    /// Upper bound of one wait. Default 8 s.
-    pub max_backoff: Duration,
-}
-
-impl RetryPolicy {
-    pub const DEFAULT: RetryPolicy = RetryPolicy {
-        attempts: 3,
-        initial_backoff: Duration::from_millis(500),
-        max_backoff: Duration::from_secs(8),
-    };
-
-    /// One attempt, no retry.
-    pub const NONE: RetryPolicy = RetryPolicy {
-        attempts: 1,
-        initial_backoff: Duration::ZERO,
-        max_backoff: Duration::ZERO,
-    };
-
-    fn backoff(&self, failed_attempts: u32) -> Duration {
-        let factor = 2u32.saturating_pow(failed_attempts.saturating_sub(1));
-        self.initial_backoff
-            .saturating_mul(factor)
-            .min(self.max_backoff)
-    }
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        Self::DEFAULT
-    }
-}
-
 /// Runs a future to completion on a private current-thread runtime, for the synchronous
 /// entry points. Refuses to run inside another tokio runtime (blocking there would stall
 /// it): async callers use the async functions instead.
@@ -123,97 +87,9 @@ pub(crate) fn block_on<F: Future>(future: F) -> std::io::Result<F::Output> {
     Ok(runtime.block_on(future))
 }
 
-/// Whether a failed attempt is worth repeating.
-pub(crate) trait Transient {
-    fn is_transient(&self) -> bool;
-}
-
-/// Whether an HTTP status is worth retrying: only server errors.
-pub(crate) fn status_is_transient(status: u16) -> bool {
-    (500..=599).contains(&status)
-}
-
-/// Runs `attempt` until it succeeds, fails with a permanent error, or the policy's
-/// attempts are used up. Returns the last error and the number of attempts made.
-pub(crate) async fn retry<T, E, F, Fut>(policy: RetryPolicy, mut attempt: F) -> Result<T, (E, u32)>
-where
-    E: Transient,
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, E>>,
-{
-    let attempts = policy.attempts.max(1);
-    let mut made = 0;
-    loop {
-        made += 1;
-        match attempt().await {
-            Ok(v) => return Ok(v),
-            Err(e) if made < attempts && e.is_transient() => {
-                tokio::time::sleep(policy.backoff(made)).await;
-            }
-            Err(e) => return Err((e, made)),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::Cell;
-
-    #[derive(Debug, PartialEq)]
-    struct Status(u16);
-    impl Transient for Status {
-        fn is_transient(&self) -> bool {
-            status_is_transient(self.0)
-        }
-    }
-
-    const FAST: RetryPolicy = RetryPolicy {
-        attempts: 3,
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(2),
-    };
-
-    fn run<T>(f: impl Future<Output = T>) -> T {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(f)
-    }
-
-    #[test]
-    fn retries_server_errors_up_to_the_attempt_limit() {
-        let calls = Cell::new(0);
-        let r: Result<(), _> = run(retry(FAST, || {
-            calls.set(calls.get() + 1);
-            async { Err(Status(500)) }
-        }));
-        assert_eq!(r, Err((Status(500), 3)));
-        assert_eq!(calls.get(), 3);
-    }
-
-    #[test]
-    fn never_retries_client_errors() {
-        let calls = Cell::new(0);
-        let r: Result<(), _> = run(retry(FAST, || {
-            calls.set(calls.get() + 1);
-            async { Err(Status(400)) }
-        }));
-        assert_eq!(r, Err((Status(400), 1)));
-        assert_eq!(calls.get(), 1);
-    }
-
-    #[test]
-    fn stops_at_the_first_success() {
-        let calls = Cell::new(0);
-        let r = run(retry(FAST, || {
-            calls.set(calls.get() + 1);
-            let n = calls.get();
-            async move { if n < 2 { Err(Status(503)) } else { Ok(n) } }
-        }));
-        assert_eq!(r, Ok(2));
-    }
 
     #[test]
     fn secrets_go_only_over_https_or_to_this_machine() {
@@ -233,13 +109,5 @@ mod tests {
         ] {
             assert!(!may_carry_secrets(bad), "{bad}");
         }
-    }
-
-    #[test]
-    fn backoff_doubles_and_is_capped() {
-        let p = RetryPolicy::DEFAULT;
-        assert_eq!(p.backoff(1), Duration::from_millis(500));
-        assert_eq!(p.backoff(2), Duration::from_secs(1));
-        assert_eq!(p.backoff(10), Duration::from_secs(8));
     }
 }

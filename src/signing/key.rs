@@ -1,6 +1,7 @@
 //! Key-based signing with a cosign key pair.
 
-use super::{SignError, Signer};
+use super::error::SignError;
+use super::signer::Signer;
 use crate::annotations::SignatureSet;
 use p256::ecdsa::{Signature, SigningKey, signature::Signer as _};
 

@@ -3,8 +3,9 @@
 //!
 //! One certificate per run, not per message: a directory of 200 manifests costs one
 //! Fulcio request (and one identity-token use), and every signature of the run carries
-//! the same certificate. The Rekor uploads run concurrently (bounded) and are retried on
-//! transient failures; a 4xx is never retried.
+//! the same certificate. The Rekor uploads run concurrently (bounded). Every request is
+//! retried on 429, 5xx and connection failures, honouring `Retry-After`, with jittered
+//! backoff; another 4xx is never retried (see `retry.rs`).
 //!
 //! What each message gets ([`SignatureSet`]): the DER ECDSA signature over SHA-256(M),
 //! the Fulcio leaf certificate (PEM), and the cosign RekorBundle made from Rekor's answer
@@ -16,25 +17,17 @@
 //! caller with a trust root verifies the results before writing them (the CLI does so
 //! with `--trusted-root`).
 
-use super::http::{self, RetryPolicy, Transient, retry, status_is_transient};
-use super::rekor_upload::{EntryRequest, LoggedEntry, RekorError, RekorOptions, RekorUploader};
+use super::error::{KeylessError, SignError};
+use super::fulcio::{DEFAULT_FULCIO_URL, FulcioRequest, request_certificate};
+use super::http;
+use super::rekor_upload::{EntryRequest, RekorOptions, RekorUploader};
+use super::retry::RetryPolicy;
+use super::signer::Signer;
+use super::sigstore::{BundleMaterial, EphemeralKey, message_bundle_json};
 use super::token::AcquiredToken;
-use super::{SignError, Signer};
 use crate::annotations::SignatureSet;
-use sigstore_crypto::KeyPair;
-use sigstore_fulcio::FulcioClient;
-use sigstore_types::bundle::{
-    CertificateContent, MessageDigest, MessageSignature, PublicKeyIdentifier, SignatureContent,
-    VerificationMaterial, VerificationMaterialContent,
-};
-use sigstore_types::{
-    Bundle, DerCertificate, DigestBytes, HashAlgorithm, KindVersion, MediaType, SignatureBytes,
-};
 use std::sync::Mutex;
 use std::time::Duration;
-
-/// The public-good Fulcio.
-pub const DEFAULT_FULCIO_URL: &str = "https://fulcio.sigstore.dev";
 
 /// Where to get certificates and log signatures.
 #[derive(Debug, Clone)]
@@ -55,72 +48,6 @@ impl Default for KeylessOptions {
             rekor: RekorOptions::default(),
             retry: RetryPolicy::DEFAULT,
             timeout: Duration::from_secs(30),
-        }
-    }
-}
-
-/// Why keyless signing failed.
-#[derive(Debug, thiserror::Error)]
-pub enum KeylessError {
-    #[error("cannot make the ephemeral signing key: {0}")]
-    KeyGeneration(String),
-    #[error("cannot build the HTTP client: {0}")]
-    HttpClient(String),
-    #[error(
-        "refusing to send the identity token to {url}: use https:// (plain http:// only to \
-         this machine)"
-    )]
-    InsecureFulcioUrl { url: String },
-    #[error("Fulcio at {url} is unreachable after {attempts} attempt(s): {reason}")]
-    FulcioUnreachable {
-        url: String,
-        attempts: u32,
-        reason: String,
-    },
-    #[error(
-        "Fulcio at {url} refused the certificate request after {attempts} attempt(s): HTTP {status}: {message}"
-    )]
-    FulcioStatus {
-        url: String,
-        status: u16,
-        attempts: u32,
-        message: String,
-    },
-    #[error("Fulcio at {url} answered with something that is not a certificate: {reason}")]
-    FulcioResponse { url: String, reason: String },
-    #[error("Fulcio issued a certificate for another public key than ours")]
-    CertificateForAnotherKey,
-    #[error("signing message {message} failed: {reason}")]
-    Signing { message: usize, reason: String },
-    #[error("Rekor entry for message {message}: {source}")]
-    Rekor {
-        message: usize,
-        #[source]
-        source: RekorError,
-    },
-    #[error(
-        "Rekor logged message {message} at {integrated_time}, after the certificate expired \
-         at {not_after}; the signature would not verify (sign fewer files per run)"
-    )]
-    LoggedAfterCertificateExpired {
-        message: usize,
-        integrated_time: jiff::Timestamp,
-        not_after: jiff::Timestamp,
-    },
-    #[error("cannot build the Sigstore bundle for message {message}: {reason}")]
-    Bundle { message: usize, reason: String },
-    #[error("cannot run the signing requests: {0}")]
-    Runtime(#[source] std::io::Error),
-}
-
-impl Transient for sigstore_fulcio::Error {
-    fn is_transient(&self) -> bool {
-        match self {
-            // The request could not be sent or the answer not read: connection refused,
-            // reset, timeout.
-            sigstore_fulcio::Error::Http(_) => true,
-            sigstore_fulcio::Error::Status { status, .. } => status_is_transient(*status),
-            _ => false,
         }
     }
 }
@@ -159,8 +86,9 @@ pub struct KeylessBatch {
 /// Signs batches keylessly with one token (see the module docs).
 ///
 /// ```no_run
-/// use mansign::signing::{KeylessOptions, KeylessSigner, Signer, SilentPrompt};
-/// use mansign::signing::token::{acquire_token_blocking, AmbientEnvironment, TokenOptions};
+/// use mansign::signing::{AmbientEnvironment, KeylessOptions, KeylessSigner, Signer};
+/// use mansign::signing::{SilentPrompt, TokenOptions};
+/// use mansign::signing::token::acquire_token_blocking;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let token = acquire_token_blocking(
@@ -212,9 +140,24 @@ impl KeylessSigner {
                 signatures: Vec::new(),
             });
         }
-        let key = KeyPair::generate_ecdsa_p256()
-            .map_err(|e| KeylessError::KeyGeneration(e.to_string()))?;
-        let (leaf, certificate) = self.request_certificate(&key).await?;
+        let key =
+            EphemeralKey::generate().map_err(|e| KeylessError::KeyGeneration(e.to_string()))?;
+        let issued = request_certificate(
+            &FulcioRequest {
+                url: &self.options.fulcio_url,
+                timeout: self.options.timeout,
+                retry: self.options.retry,
+            },
+            &self.token.token,
+            &key,
+        )
+        .await?;
+        let certificate = SigningCertificate {
+            pem: pem_lf("CERTIFICATE", &issued.leaf_der),
+            identity: issued.facts.identity.clone(),
+            issuer: issued.facts.issuer.clone(),
+            not_after: issued.facts.not_after,
+        };
 
         let mut requests = Vec::with_capacity(messages.len());
         let mut signatures = Vec::with_capacity(messages.len());
@@ -223,7 +166,6 @@ impl KeylessSigner {
                 message: i,
                 reason: e.to_string(),
             })?;
-            let sig = sig.into_bytes();
             requests.push(EntryRequest::new(m, sig.clone(), certificate.pem.clone()));
             signatures.push(sig);
         }
@@ -238,7 +180,7 @@ impl KeylessSigner {
         for (i, ((m, sig), entry)) in messages.iter().zip(signatures).zip(logged).enumerate() {
             // Fulcio certificates live minutes; verifiers require the log time inside the
             // validity window, so a signature logged too late is useless.
-            if let Some(t) = entry.entry.integrated_time
+            if let Some(t) = entry.entry.integrated_time()
                 && t > certificate.not_after
             {
                 return Err(KeylessError::LoggedAfterCertificateExpired {
@@ -247,9 +189,16 @@ impl KeylessSigner {
                     not_after: certificate.not_after,
                 });
             }
-            let bundle_json =
-                sigstore_bundle_json(BundleMaterial::Certificate(&leaf), m, &sig, &entry)
-                    .map_err(|reason| KeylessError::Bundle { message: i, reason })?;
+            let bundle_json = message_bundle_json(
+                BundleMaterial::Certificate(&issued.leaf_der),
+                m,
+                &sig,
+                &entry.entry,
+            )
+            .map_err(|e| KeylessError::Bundle {
+                message: i,
+                reason: e.to_string(),
+            })?;
             out.push(KeylessSignature {
                 log_index: entry.rekor_bundle.payload.log_index,
                 set: SignatureSet {
@@ -266,64 +215,6 @@ impl KeylessSigner {
             signatures: out,
         })
     }
-
-    /// One Fulcio request for the whole batch, retried on transient failures.
-    async fn request_certificate(
-        &self,
-        key: &KeyPair,
-    ) -> Result<(DerCertificate, SigningCertificate), KeylessError> {
-        let url = self.options.fulcio_url.trim_end_matches('/').to_string();
-        if !http::may_carry_secrets(&url) {
-            return Err(KeylessError::InsecureFulcioUrl { url });
-        }
-        let http = http::client(self.options.timeout)
-            .map_err(|e| KeylessError::HttpClient(e.to_string()))?;
-        let fulcio = FulcioClient::builder(url.clone())
-            .with_http_client(http)
-            .build()
-            .map_err(|e| KeylessError::HttpClient(e.to_string()))?;
-        let response = retry(self.options.retry, || {
-            fulcio.create_signing_certificate(&self.token.token, key)
-        })
-        .await
-        .map_err(|(e, attempts)| match e {
-            sigstore_fulcio::Error::Http(reason) => KeylessError::FulcioUnreachable {
-                url: url.clone(),
-                attempts,
-                reason,
-            },
-            sigstore_fulcio::Error::Status { status, message } => KeylessError::FulcioStatus {
-                url: url.clone(),
-                status,
-                attempts,
-                message,
-            },
-            other => KeylessError::FulcioResponse {
-                url: url.clone(),
-                reason: other.to_string(),
-            },
-        })?;
-        let leaf = response.leaf_certificate().clone();
-        let info = sigstore_crypto::parse_certificate_info(&leaf).map_err(|e| {
-            KeylessError::FulcioResponse {
-                url: url.clone(),
-                reason: e.to_string(),
-            }
-        })?;
-        let ours = key
-            .public_key_der()
-            .map_err(|e| KeylessError::KeyGeneration(e.to_string()))?;
-        if info.public_key != ours {
-            return Err(KeylessError::CertificateForAnotherKey);
-        }
-        let certificate = SigningCertificate {
-            pem: pem_lf("CERTIFICATE", leaf.as_bytes()),
-            identity: info.identity.map(|san| san.as_str().to_string()),
-            issuer: info.issuer,
-            not_after: info.not_after,
-        };
-        Ok((leaf, certificate))
-    }
 }
 
 impl Signer for KeylessSigner {
@@ -338,55 +229,9 @@ impl Signer for KeylessSigner {
 }
 
 /// PEM with `\n` line ends (the `pem` crate defaults to `\r\n`), as cosign writes it.
-pub(crate) fn pem_lf(tag: &str, der: &[u8]) -> String {
+fn pem_lf(tag: &str, der: &[u8]) -> String {
     pem::encode_config(
         &pem::Pem::new(tag, der),
         pem::EncodeConfig::new().set_line_ending(pem::LineEnding::LF),
     )
-}
-
-/// The verification material of a Sigstore bundle.
-pub(crate) enum BundleMaterial<'a> {
-    /// Keyless: the Fulcio leaf (v0.3 carries the leaf alone).
-    Certificate(&'a DerCertificate),
-    /// Key-based: the key is supplied out of band; the hint stays empty, as cosign does.
-    PublicKey,
-}
-
-/// A Sigstore bundle v0.3 (protobuf-specs JSON) for a message signature and its Rekor v1
-/// entry, inclusion proof and checkpoint included — what sigstore-python and cosign
-/// `verify-blob --bundle` read.
-pub(crate) fn sigstore_bundle_json(
-    material: BundleMaterial<'_>,
-    message: &[u8],
-    signature: &[u8],
-    logged: &LoggedEntry,
-) -> Result<String, String> {
-    let tlog = logged
-        .entry
-        .to_bundle_entry(KindVersion::HashedRekordV001)
-        .map_err(|e| e.to_string())?;
-    let content = match material {
-        BundleMaterial::Certificate(leaf) => {
-            VerificationMaterialContent::Certificate(CertificateContent::new(leaf.clone()))
-        }
-        BundleMaterial::PublicKey => {
-            VerificationMaterialContent::PublicKey(PublicKeyIdentifier::new(""))
-        }
-    };
-    let digest = sigstore_crypto::sha256(message);
-    let signature = SignatureContent::MessageSignature(
-        MessageSignature::new(SignatureBytes::new(signature.to_vec())).with_message_digest(
-            MessageDigest::new(
-                HashAlgorithm::Sha2256,
-                DigestBytes::new(digest.as_slice().to_vec()),
-            ),
-        ),
-    );
-    let bundle = Bundle::new(
-        MediaType::Bundle0_3,
-        VerificationMaterial::new(content).with_tlog_entries(vec![tlog]),
-        signature,
-    );
-    bundle.to_json_pretty().map_err(|e| e.to_string())
 }

@@ -1,219 +1,56 @@
 //! Producing signatures and embedding them into manifests.
 //!
-//! A [`Signer`] turns messages into [`SignatureSet`]s. Signers work on batches so that a
-//! keyless signer can sign a whole run with one token and one certificate.
-//! [`sign_files`] is the pipeline the CLI runs: strip old signatures, build M per
-//! document (or per file with [`SignScope::File`]), sign the batch, embed.
+//! A [`Signer`] turns messages into [`SignatureSet`](crate::annotations::SignatureSet)s.
+//! Signers work on batches so that a keyless signer can sign a whole run with one token
+//! and one certificate. [`sign_files`] is the pipeline the CLI runs: strip old signatures,
+//! build M per document (or per file with [`SignScope::File`]), sign the batch, embed.
+//!
+//! Files, each importing only the ones listed before it (no two files import each other;
+//! this file only declares and re-exports):
+//!
+//! | file | what |
+//! |---|---|
+//! | `http.rs` | the HTTP client settings, bounded bodies, where secrets may go |
+//! | `retry.rs` | which failures are retried, backoff with jitter, `Retry-After` |
+//! | `sigstore.rs` | the adapter: the only file naming the sigstore crates |
+//! | `secret.rs`, `token_source.rs` | [`Secret`], [`TokenSource`] |
+//! | `github_actions.rs` | the GitHub Actions token request |
+//! | `sign_in/` | interactive sign-in at an OIDC issuer on `openidconnect` (browser, device) |
+//! | `token.rs` | where a token comes from, in order, and its client-side checks |
+//! | `fulcio.rs`, `rekor_upload.rs` | the certificate request, the Rekor uploads |
+//! | `error.rs`, `signer.rs` | [`SignError`], [`KeylessError`]; the [`Signer`] trait |
+//! | `key.rs`, `keyless.rs`, `tlog_signer.rs` | the signers |
+//! | `pipeline.rs` | [`sign_files`] |
 
+mod error;
+mod fulcio;
 mod github_actions;
 mod http;
 mod key;
 pub mod keyless;
+mod pipeline;
 pub mod rekor_upload;
+mod retry;
+mod secret;
 pub mod sign_in;
+mod signer;
+mod sigstore;
+mod tlog_signer;
 pub mod token;
+mod token_source;
 
-pub use http::{BodyError, RetryPolicy};
+pub use error::{KeylessError, SignError};
+pub use fulcio::{DEFAULT_FULCIO_URL, FulcioError};
+pub use github_actions::{GitHubTokenError, GitHubTokenRequest};
+pub use http::BodyError;
 pub use key::KeySigner;
-pub use keyless::{KeylessBatch, KeylessError, KeylessOptions, KeylessSigner};
-pub use rekor_upload::{RekorError, RekorOptions, TlogUploadingSigner};
-pub use sign_in::{SignInError, SignInPrompt, SilentPrompt};
-pub use token::{AcquiredToken, AmbientEnvironment, TokenError, TokenOptions, TokenSource};
-
-use crate::annotations::{
-    AnnotationDomain, AnnotationError, EmbedMode, SignatureSet, embed, strip_signature_annotations,
-};
-use crate::limits::Limits;
-use crate::manifest::{DocumentOrigin, ManifestFile, build_message, set_expiry, set_signed_at};
-
-/// Why signing failed.
-#[derive(Debug, thiserror::Error)]
-pub enum SignError {
-    #[error("{origin}: {source}")]
-    Annotation {
-        origin: DocumentOrigin,
-        #[source]
-        source: AnnotationError,
-    },
-    #[error("signer returned {got} signatures for {expected} messages")]
-    BatchMismatch { expected: usize, got: usize },
-    #[error("signing failed: {0}")]
-    Signer(String),
-    #[error(transparent)]
-    Keyless(#[from] KeylessError),
-    #[error("transparency log entry for message {message}: {source}")]
-    Tlog {
-        message: usize,
-        #[source]
-        source: RekorError,
-    },
-    #[error("cannot run the transparency log uploads: {0}")]
-    Runtime(#[source] std::io::Error),
-}
-
-/// Something that signs messages (the bytes of M).
-pub trait Signer {
-    /// Signs every message; returns one set per message, in order.
-    fn sign_messages(&self, messages: &[Vec<u8>]) -> Result<Vec<SignatureSet>, SignError>;
-}
-
-/// What one signature covers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SignScope {
-    /// Each document gets its own message and signature: small annotations, and every
-    /// object verifies on its own.
-    #[default]
-    Document,
-    /// One message with all documents of the file, the same annotations on every
-    /// document (kubectl-sigstore's shape).
-    File,
-}
-
-impl SignScope {
-    pub fn name(self) -> &'static str {
-        match self {
-            SignScope::Document => "document",
-            SignScope::File => "file",
-        }
-    }
-}
-
-impl std::str::FromStr for SignScope {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "document" => Ok(SignScope::Document),
-            "file" => Ok(SignScope::File),
-            other => Err(format!(
-                "unknown scope {other:?} (expected document or file)"
-            )),
-        }
-    }
-}
-
-impl std::fmt::Display for SignScope {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Options for [`sign_files`].
-#[derive(Debug, Clone, Default)]
-pub struct SignOptions {
-    pub scope: SignScope,
-    /// Add a further signature set instead of replacing existing ones.
-    pub append: bool,
-    pub domain: AnnotationDomain,
-    pub limits: Limits,
-    /// Signed expiry written into every document (`mansign.dev/expires`) before signing.
-    pub expires_at: Option<jiff::Timestamp>,
-    /// The signing time written into every document (`mansign.dev/signed-at`) before
-    /// signing, in whole seconds; `None`: now. Not written in append mode, where the message
-    /// (and the signing time it holds) must stay as it is.
-    pub signed_at: Option<jiff::Timestamp>,
-}
-
-/// What a signing run did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SignSummary {
-    pub files: usize,
-    pub documents: usize,
-    pub signatures: usize,
-}
-
-/// Signs every document of every file in place. On error nothing is guaranteed about
-/// `files`; callers write output only after this returns `Ok`.
-pub fn sign_files(
-    files: &mut [ManifestFile],
-    signer: &dyn Signer,
-    options: &SignOptions,
-) -> Result<SignSummary, SignError> {
-    // 1. Build every message first, so one signer call covers the whole batch.
-    let mut messages: Vec<Vec<u8>> = Vec::new();
-    // For each (file, document): index into `messages`.
-    let mut message_of: Vec<Vec<usize>> = Vec::new();
-    let signed_at = options.signed_at.unwrap_or_else(jiff::Timestamp::now);
-    for file in files.iter_mut() {
-        for doc in &mut file.documents {
-            let annotation_error = |key: &str, reason: String| SignError::Annotation {
-                origin: doc.origin.clone(),
-                source: AnnotationError::Malformed {
-                    key: key.into(),
-                    reason,
-                },
-            };
-            if let Some(at) = options.expires_at {
-                set_expiry(&mut doc.value, at)
-                    .map_err(|r| annotation_error(crate::manifest::EXPIRES_ANNOTATION, r))?;
-            }
-            if !options.append {
-                set_signed_at(&mut doc.value, signed_at)
-                    .map_err(|r| annotation_error(crate::manifest::SIGNED_AT_ANNOTATION, r))?;
-            }
-        }
-    }
-    for file in files.iter() {
-        let stripped: Vec<serde_json::Value> = file
-            .documents
-            .iter()
-            .map(|d| {
-                let mut v = d.value.clone();
-                strip_signature_annotations(&mut v, &options.domain);
-                v
-            })
-            .collect();
-        match options.scope {
-            SignScope::Document => {
-                let mut idx = Vec::new();
-                for v in &stripped {
-                    idx.push(messages.len());
-                    messages.push(build_message([v]));
-                }
-                message_of.push(idx);
-            }
-            SignScope::File => {
-                let i = messages.len();
-                messages.push(build_message(&stripped));
-                message_of.push(vec![i; stripped.len()]);
-            }
-        }
-    }
-    // 2. Sign.
-    let sets = signer.sign_messages(&messages)?;
-    if sets.len() != messages.len() {
-        return Err(SignError::BatchMismatch {
-            expected: messages.len(),
-            got: sets.len(),
-        });
-    }
-    // 3. Embed.
-    let mode = if options.append {
-        EmbedMode::Append
-    } else {
-        EmbedMode::Replace
-    };
-    let mut summary = SignSummary {
-        files: files.len(),
-        documents: 0,
-        signatures: sets.len(),
-    };
-    for (file, idx) in files.iter_mut().zip(&message_of) {
-        for (doc, &m) in file.documents.iter_mut().zip(idx) {
-            embed(
-                &mut doc.value,
-                &options.domain,
-                &messages[m],
-                std::slice::from_ref(&sets[m]),
-                mode,
-                &options.limits,
-            )
-            .map_err(|source| SignError::Annotation {
-                origin: doc.origin.clone(),
-                source,
-            })?;
-            summary.documents += 1;
-        }
-    }
-    Ok(summary)
-}
+pub use keyless::{KeylessBatch, KeylessOptions, KeylessSigner};
+pub use pipeline::{SignOptions, SignScope, SignSummary, sign_files};
+pub use rekor_upload::{DEFAULT_REKOR_URL, RekorError, RekorOptions};
+pub use retry::{Attempts, MAX_RETRY_AFTER, RetryPolicy};
+pub use secret::Secret;
+pub use sign_in::{SignInError, SignInOptions, SignInPrompt, SilentPrompt};
+pub use signer::Signer;
+pub use tlog_signer::TlogUploadingSigner;
+pub use token::{AcquiredToken, AmbientEnvironment, TokenError, TokenOptions};
+pub use token_source::{CiProvider, TokenSource};

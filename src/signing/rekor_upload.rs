@@ -9,21 +9,21 @@
 //! Rekor v1, not v2: a v2 entry has no SET and no integrated time, and the cosign
 //! RekorBundle that kubectl-sigstore and Kyverno read is exactly a v1 SET + payload.
 //!
-//! The POST is made here rather than through `sigstore_rekor::RekorClient::create_entry`
-//! because a 409 (entry exists: a deterministic key signature of the same M) must be
-//! answered by fetching the entry at the `Location` header, which that client drops, and
-//! because keyed entries have no constructor there. Rekor's answer is parsed with the
-//! crate's `LogEntry`.
+//! The POST is made here rather than through `sigstore-rekor`'s client because a 409
+//! (entry exists: a deterministic key signature of the same M) must be answered by fetching
+//! the entry at the `Location` header, and a 429/503 by honouring `Retry-After`, and that
+//! client drops the headers; and because keyed entries have no constructor there. Rekor's
+//! answer is parsed by the crate, through the adapter (`signing/sigstore.rs`).
 
-use super::http::{self, BodyError, RetryPolicy, Transient, retry, status_is_transient};
-use crate::annotations::{RekorBundle, RekorPayload, SignatureSet};
+use super::http::{self, BodyError};
+use super::retry::{Attempts, RetryPolicy, Transient, retry, status_is_transient};
+use super::sigstore::RekorLogEntry;
+use crate::annotations::{RekorBundle, RekorPayload};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use sha2::{Digest, Sha256};
-use sigstore_rekor::LogEntry;
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// The public-good Rekor v1 log.
 pub const DEFAULT_REKOR_URL: &str = "https://rekor.sigstore.dev";
@@ -56,18 +56,18 @@ impl Default for RekorOptions {
 /// Why an entry could not be logged.
 #[derive(Debug, thiserror::Error)]
 pub enum RekorError {
-    #[error("Rekor at {url} is unreachable after {attempts} attempt(s): {source}")]
+    #[error("Rekor at {url} is unreachable after {attempts}: {source}")]
     Connection {
         url: String,
-        attempts: u32,
+        attempts: Attempts,
         #[source]
         source: reqwest::Error,
     },
-    #[error("Rekor at {url} answered HTTP {status} after {attempts} attempt(s): {message}")]
+    #[error("Rekor at {url} answered HTTP {status} after {attempts}: {message}")]
     Status {
         url: String,
         status: u16,
-        attempts: u32,
+        attempts: Attempts,
         message: String,
     },
     #[error("Rekor answer: {0}")]
@@ -89,7 +89,11 @@ pub enum RekorError {
 /// One request's failure, before retries are accounted for.
 enum Attempt {
     Connection(reqwest::Error),
-    Status { status: u16, message: String },
+    Status {
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
     Other(RekorError),
 }
 
@@ -99,6 +103,13 @@ impl Transient for Attempt {
             Attempt::Connection(_) => true,
             Attempt::Status { status, .. } => status_is_transient(*status),
             Attempt::Other(_) => false,
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Attempt::Status { retry_after, .. } => *retry_after,
+            _ => None,
         }
     }
 }
@@ -137,9 +148,9 @@ impl EntryRequest {
 
     /// Rekor's canonical body must describe what was uploaded; a log that answers with
     /// another entry would otherwise hand out a bundle for someone else's signature.
-    fn check_logged(&self, entry: &LogEntry) -> Result<(), RekorError> {
+    fn check_logged(&self, entry: &RekorLogEntry) -> Result<(), RekorError> {
         let body: serde_json::Value =
-            serde_json::from_slice(entry.body.as_bytes()).map_err(|e| RekorError::Response {
+            serde_json::from_slice(entry.body()).map_err(|e| RekorError::Response {
                 reason: format!("entry body is not JSON: {e}"),
             })?;
         let want = self.body();
@@ -177,7 +188,7 @@ impl EntryRequest {
 /// A logged entry: Rekor's answer, checked against the request.
 #[derive(Debug, Clone)]
 pub(crate) struct LoggedEntry {
-    pub entry: LogEntry,
+    pub entry: RekorLogEntry,
     pub rekor_bundle: RekorBundle,
 }
 
@@ -211,7 +222,9 @@ impl RekorUploader {
                     attempts,
                     source: source.without_url(),
                 },
-                Attempt::Status { status, message } => RekorError::Status {
+                Attempt::Status {
+                    status, message, ..
+                } => RekorError::Status {
                     url: self.url.to_string(),
                     status,
                     attempts,
@@ -262,7 +275,11 @@ impl RekorUploader {
         Ok(done.into_iter().flatten().collect())
     }
 
-    async fn post(&self, entries_url: &str, body: &serde_json::Value) -> Result<LogEntry, Attempt> {
+    async fn post(
+        &self,
+        entries_url: &str,
+        body: &serde_json::Value,
+    ) -> Result<RekorLogEntry, Attempt> {
         let response = self
             .http
             .post(entries_url)
@@ -282,15 +299,12 @@ impl RekorUploader {
             return self.get_existing(&location).await;
         }
         if !status.is_success() {
-            return Err(Attempt::Status {
-                status: status.as_u16(),
-                message: error_message(response).await,
-            });
+            return Err(failed(response).await);
         }
         parse_entry(response).await
     }
 
-    async fn get_existing(&self, location: &str) -> Result<LogEntry, Attempt> {
+    async fn get_existing(&self, location: &str) -> Result<RekorLogEntry, Attempt> {
         let url = if location.starts_with("http://") || location.starts_with("https://") {
             location.to_string()
         } else {
@@ -303,12 +317,20 @@ impl RekorUploader {
             .await
             .map_err(Attempt::Connection)?;
         if !response.status().is_success() {
-            return Err(Attempt::Status {
-                status: response.status().as_u16(),
-                message: error_message(response).await,
-            });
+            return Err(failed(response).await);
         }
         parse_entry(response).await
+    }
+}
+
+/// A refusal: its status, Rekor's message and `Retry-After`.
+async fn failed(response: reqwest::Response) -> Attempt {
+    let status = response.status().as_u16();
+    let retry_after = super::retry::retry_after(response.headers(), SystemTime::now());
+    Attempt::Status {
+        status,
+        message: error_message(response).await,
+        retry_after,
     }
 }
 
@@ -334,127 +356,34 @@ async fn error_message(response: reqwest::Response) -> String {
 }
 
 /// Rekor v1 answers `{"<uuid>": entry}` with exactly one entry.
-async fn parse_entry(response: reqwest::Response) -> Result<LogEntry, Attempt> {
+async fn parse_entry(response: reqwest::Response) -> Result<RekorLogEntry, Attempt> {
     let bytes = http::read_limited(response, MAX_ENTRY_RESPONSE)
         .await
         .map_err(|e| Attempt::Other(RekorError::Body(e)))?;
-    let map: HashMap<String, LogEntry> = serde_json::from_slice(&bytes).map_err(|e| {
+    RekorLogEntry::parse_answer(&bytes).map_err(|e| {
         Attempt::Other(RekorError::Response {
             reason: e.to_string(),
         })
-    })?;
-    if map.len() != 1 {
-        return Err(Attempt::Other(RekorError::Response {
-            reason: format!("{} entries instead of one", map.len()),
-        }));
-    }
-    let Some((uuid, mut entry)) = map.into_iter().next() else {
-        return Err(Attempt::Other(RekorError::Response {
-            reason: "no entry".to_string(),
-        }));
-    };
-    entry.uuid = sigstore_types::EntryUuid::new(uuid);
-    Ok(entry)
-}
-
-/// cosign's RekorBundle: the SET and the four fields it signs.
-fn rekor_bundle(entry: &LogEntry) -> Result<RekorBundle, RekorError> {
-    let set = entry
-        .verification
-        .as_ref()
-        .and_then(|v| v.signed_entry_timestamp.as_ref())
-        .ok_or(RekorError::MissingSet)?;
-    let integrated_time = entry
-        .integrated_time
-        .ok_or(RekorError::MissingIntegratedTime)?;
-    Ok(RekorBundle {
-        signed_entry_timestamp: set.to_base64(),
-        payload: RekorPayload {
-            body: entry.body.to_base64(),
-            integrated_time: integrated_time.as_second(),
-            log_index: entry.log_index.as_i64(),
-            log_id: entry.log_id.as_str().to_string(),
-        },
     })
 }
 
-/// Wraps a key-based signer so that each signature is also logged in Rekor
-/// (`--key` with `--tlog-upload`): the entry carries the PEM public key, and each
-/// [`SignatureSet`] gets the `bundle` (no certificate, as cosign does for keys).
-pub struct TlogUploadingSigner<S> {
-    inner: S,
-    public_key_pem: String,
-    options: RekorOptions,
-    last: std::sync::Mutex<Vec<(i64, String)>>,
-}
-
-impl<S: super::Signer> TlogUploadingSigner<S> {
-    pub fn new(inner: S, public_key_pem: String, options: RekorOptions) -> Self {
-        TlogUploadingSigner {
-            inner,
-            public_key_pem,
-            options,
-            last: std::sync::Mutex::new(Vec::new()),
-        }
-    }
-
-    /// The public key PEM the entries carry.
-    pub fn public_key_pem(&self) -> &str {
-        &self.public_key_pem
-    }
-
-    /// Log indexes of the entries made by the last [`super::Signer::sign_messages`] call,
-    /// in message order.
-    pub fn log_indexes(&self) -> Vec<i64> {
-        self.last
-            .lock()
-            .map(|l| l.iter().map(|(i, _)| *i).collect())
-            .unwrap_or_default()
-    }
-
-    /// Sigstore bundles (v0.3 JSON, public-key material) of the last batch, in message
-    /// order.
-    pub fn bundles(&self) -> Vec<String> {
-        self.last
-            .lock()
-            .map(|l| l.iter().map(|(_, b)| b.clone()).collect())
-            .unwrap_or_default()
-    }
-}
-
-impl<S: super::Signer> super::Signer for TlogUploadingSigner<S> {
-    fn sign_messages(&self, messages: &[Vec<u8>]) -> Result<Vec<SignatureSet>, super::SignError> {
-        let mut sets = self.inner.sign_messages(messages)?;
-        if messages.is_empty() {
-            return Ok(sets);
-        }
-        let uploader = RekorUploader::new(self.options.clone())
-            .map_err(|source| super::SignError::Tlog { message: 0, source })?;
-        let requests = messages
-            .iter()
-            .zip(&sets)
-            .map(|(m, s)| EntryRequest::new(m, s.signature.clone(), self.public_key_pem.clone()))
-            .collect();
-        let logged = http::block_on(uploader.upload_all(requests))
-            .map_err(super::SignError::Runtime)?
-            .map_err(|(message, source)| super::SignError::Tlog { message, source })?;
-        let mut last = Vec::with_capacity(logged.len());
-        for (i, ((set, entry), m)) in sets.iter_mut().zip(&logged).zip(messages).enumerate() {
-            let bundle = super::keyless::sigstore_bundle_json(
-                super::keyless::BundleMaterial::PublicKey,
-                m,
-                &set.signature,
-                entry,
-            )
-            .map_err(|reason| super::KeylessError::Bundle { message: i, reason })?;
-            last.push((entry.rekor_bundle.payload.log_index, bundle));
-            set.bundle = Some(entry.rekor_bundle.clone());
-        }
-        if let Ok(mut l) = self.last.lock() {
-            *l = last;
-        }
-        Ok(sets)
-    }
+/// cosign's RekorBundle: the SET and the four fields it signs.
+fn rekor_bundle(entry: &RekorLogEntry) -> Result<RekorBundle, RekorError> {
+    let set = entry
+        .signed_entry_timestamp_base64()
+        .ok_or(RekorError::MissingSet)?;
+    let integrated_time = entry
+        .integrated_time()
+        .ok_or(RekorError::MissingIntegratedTime)?;
+    Ok(RekorBundle {
+        signed_entry_timestamp: set,
+        payload: RekorPayload {
+            body: entry.body_base64(),
+            integrated_time: integrated_time.as_second(),
+            log_index: entry.log_index(),
+            log_id: entry.log_id_hex().to_string(),
+        },
+    })
 }
 
 #[cfg(test)]
@@ -463,7 +392,7 @@ mod tests {
 
     const KEY_PEM: &str = "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE2g==\n-----END PUBLIC KEY-----\n";
 
-    fn logged(body: serde_json::Value, set: bool) -> LogEntry {
+    fn logged(body: serde_json::Value, set: bool) -> RekorLogEntry {
         let mut v = serde_json::json!({
             "body": STANDARD.encode(body.to_string()),
             "integratedTime": 1_800_000_000,
@@ -474,7 +403,7 @@ mod tests {
             v["verification"] =
                 serde_json::json!({"signedEntryTimestamp": STANDARD.encode(b"set")});
         }
-        serde_json::from_value(v).unwrap()
+        RekorLogEntry::parse_entry(v.to_string().as_bytes()).unwrap()
     }
 
     fn request() -> EntryRequest {
@@ -536,7 +465,7 @@ mod tests {
         assert_eq!(b.payload.integrated_time, 1_800_000_000);
         assert_eq!(b.payload.log_index, 42);
         assert_eq!(b.payload.log_id.len(), 64);
-        assert_eq!(b.payload.body, entry.body.to_base64());
+        assert_eq!(b.payload.body, entry.body_base64());
         assert!(matches!(
             rekor_bundle(&logged(request().body(), false)),
             Err(RekorError::MissingSet)

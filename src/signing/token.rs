@@ -9,8 +9,8 @@
 //!    other systems hand a token over);
 //! 3. GitHub Actions: `ACTIONS_ID_TOKEN_REQUEST_URL` + `ACTIONS_ID_TOKEN_REQUEST_TOKEN`
 //!    (the job needs `permissions: id-token: write`);
-//! 4. other CI systems through `sigstore_oidc::IdentityToken::detect_ambient` (GitLab,
-//!    Buildkite, CircleCI);
+//! 4. other CI systems through `sigstore-oidc`'s ambient detection (GitLab, Buildkite,
+//!    CircleCI);
 //! 5. an interactive sign-in at the OIDC issuer (see [`super::sign_in`]): the browser
 //!    flow on a terminal (or with `--no-browser`), else the device flow when the issuer
 //!    offers one.
@@ -20,9 +20,19 @@
 //! without checking the token's signature: Fulcio does that, and a client cannot (it does
 //! not know which issuers Fulcio trusts). The token itself is never logged or printed.
 
-use super::http::{self, BodyError, RetryPolicy};
-use super::sign_in::{self, SignInError, SignInPrompt};
-use sigstore_oidc::IdentityToken;
+use super::github_actions::{
+    ACTIONS_ID_TOKEN_REQUEST_TOKEN, ACTIONS_ID_TOKEN_REQUEST_URL, GitHubTokenError,
+    GitHubTokenRequest, request_token,
+};
+use super::http;
+use super::retry::RetryPolicy;
+use super::sign_in::{self, SignInError, SignInOptions, SignInPrompt};
+use super::sigstore::{IdentityToken, detect_ambient_ci_token};
+use super::token_source::SIGSTORE_ID_TOKEN;
+// Defined beside this file (so the sign-in can use them without importing this file);
+// also reachable here, where they were before.
+pub use super::secret::Secret;
+pub use super::token_source::{CiProvider, TokenSource};
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -30,104 +40,9 @@ use zeroize::Zeroizing;
 
 /// The audience Fulcio expects in tokens (public-good Fulcio uses it for every issuer).
 pub const DEFAULT_AUDIENCE: &str = "sigstore";
-/// The public-good Sigstore OIDC issuer (Dex in front of GitHub, Google, Microsoft).
-pub const DEFAULT_OIDC_ISSUER: &str = "https://oauth2.sigstore.dev/auth";
-/// The public OAuth client registered at the Sigstore issuer.
-pub const DEFAULT_OIDC_CLIENT_ID: &str = "sigstore";
 
-/// Environment variable holding a ready token.
-pub const SIGSTORE_ID_TOKEN: &str = "SIGSTORE_ID_TOKEN";
-/// GitHub Actions: URL of the job's token endpoint.
-pub const ACTIONS_ID_TOKEN_REQUEST_URL: &str = "ACTIONS_ID_TOKEN_REQUEST_URL";
-/// GitHub Actions: bearer token for that endpoint.
-pub const ACTIONS_ID_TOKEN_REQUEST_TOKEN: &str = "ACTIONS_ID_TOKEN_REQUEST_TOKEN";
-
-/// Largest token or token response accepted, in bytes. Real ID tokens are a few KiB.
+/// Largest token file accepted, in bytes. Real ID tokens are a few KiB.
 const MAX_TOKEN_BYTES: usize = 64 * 1024;
-
-/// A secret string (a token or a bearer credential): wiped on drop, never shown by `Debug`.
-#[derive(Clone, Default)]
-pub struct Secret(Zeroizing<String>);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Self {
-        Secret(Zeroizing::new(value.into()))
-    }
-
-    /// The secret value; every use is explicit.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(<redacted>)")
-    }
-}
-
-/// A CI system found by ambient detection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CiProvider {
-    GitLab,
-    Buildkite,
-    CircleCi,
-    /// Detected by `ambient-id` but not recognised from the environment here.
-    Other,
-}
-
-impl fmt::Display for CiProvider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            CiProvider::GitLab => "GitLab CI",
-            CiProvider::Buildkite => "Buildkite",
-            CiProvider::CircleCi => "CircleCI",
-            CiProvider::Other => "ambient CI credentials",
-        })
-    }
-}
-
-/// Where the identity token came from (printed with `--verbose`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TokenSource {
-    /// `--identity-token TOKEN`
-    Argument,
-    /// `--identity-token @FILE`
-    File(PathBuf),
-    /// The `SIGSTORE_ID_TOKEN` environment variable.
-    Environment,
-    /// The GitHub Actions token endpoint.
-    GitHubActions,
-    /// Another CI system's ambient credentials.
-    Ci(CiProvider),
-    /// Browser sign-in (authorization code + PKCE) at this issuer.
-    Browser { issuer: String },
-    /// Device sign-in (RFC 8628) at this issuer.
-    Device { issuer: String },
-}
-
-impl fmt::Display for TokenSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TokenSource::Argument => f.write_str("--identity-token"),
-            TokenSource::File(p) => write!(f, "--identity-token @{}", p.display()),
-            TokenSource::Environment => f.write_str(SIGSTORE_ID_TOKEN),
-            TokenSource::GitHubActions => f.write_str("GitHub Actions"),
-            TokenSource::Ci(p) => write!(f, "{p}"),
-            TokenSource::Browser { issuer } => write!(f, "browser sign-in at {issuer}"),
-            TokenSource::Device { issuer } => write!(f, "device sign-in at {issuer}"),
-        }
-    }
-}
-
-/// The GitHub Actions token request (`ACTIONS_ID_TOKEN_REQUEST_*`).
-#[derive(Debug, Clone)]
-pub struct GitHubTokenRequest {
-    /// `ACTIONS_ID_TOKEN_REQUEST_URL` (already carries a query, e.g. `?api-version=2.0`).
-    pub url: String,
-    /// `ACTIONS_ID_TOKEN_REQUEST_TOKEN`.
-    pub bearer: Secret,
-}
 
 /// What the environment offers, captured once so the library does not read process
 /// state behind the caller's back (and tests can supply their own).
@@ -140,8 +55,8 @@ pub struct AmbientEnvironment {
     /// Running in GitHub Actions (`GITHUB_ACTIONS=true`): without the two variables above
     /// that means the job lacks `permissions: id-token: write`.
     pub in_github_actions: bool,
-    /// Ask `ambient-id` for GitLab, Buildkite and CircleCI tokens (it reads the process
-    /// environment itself).
+    /// Ask `sigstore-oidc`'s ambient detection (`ambient-id`) for GitLab, Buildkite and
+    /// CircleCI tokens (it reads the process environment itself).
     pub detect_other_ci: bool,
 }
 
@@ -170,34 +85,6 @@ impl AmbientEnvironment {
     /// Nothing ambient: only the explicit token or an interactive sign-in.
     pub fn none() -> Self {
         Self::default()
-    }
-}
-
-/// How to sign in interactively when no other source has a token.
-#[derive(Debug, Clone)]
-pub struct SignInOptions {
-    /// OIDC issuer; its endpoints come from `<issuer>/.well-known/openid-configuration`.
-    pub issuer: String,
-    pub client_id: String,
-    /// Open the authorization URL in a browser (`false`: only print it).
-    pub open_browser: bool,
-    /// A person is at a terminal (stdin is a TTY). Without one, the device flow is used
-    /// if the issuer offers it; the browser flow only when `open_browser` is off (the
-    /// URL is then followed by someone or something else).
-    pub terminal: bool,
-    /// How long to wait for the person (browser redirect, device approval). Default 5 min.
-    pub timeout: Duration,
-}
-
-impl Default for SignInOptions {
-    fn default() -> Self {
-        SignInOptions {
-            issuer: DEFAULT_OIDC_ISSUER.to_string(),
-            client_id: DEFAULT_OIDC_CLIENT_ID.to_string(),
-            open_browser: true,
-            terminal: false,
-            timeout: Duration::from_secs(300),
-        }
     }
 }
 
@@ -243,7 +130,8 @@ impl fmt::Debug for AcquiredToken {
 }
 
 impl AcquiredToken {
-    /// Parses and checks a token (see [`check_claims`]).
+    /// Parses a token and checks what Fulcio would refuse anyway: expired, or not issued
+    /// for `audience`.
     pub fn new(
         jwt: &str,
         source: TokenSource,
@@ -254,7 +142,7 @@ impl AcquiredToken {
         if jwt.is_empty() {
             return Err(TokenError::Empty { from: source });
         }
-        let token = IdentityToken::from_jwt(jwt).map_err(|e| TokenError::Malformed {
+        let token = IdentityToken::parse(jwt).map_err(|e| TokenError::Malformed {
             from: source.clone(),
             reason: e.to_string(),
         })?;
@@ -288,7 +176,7 @@ impl AcquiredToken {
 
 /// Refuses a token that Fulcio would refuse anyway, with a clearer message and without a
 /// network round trip: expired, or not issued for `audience`.
-pub fn check_claims(
+fn check_claims(
     token: &IdentityToken,
     source: &TokenSource,
     audience: &str,
@@ -300,22 +188,14 @@ pub fn check_claims(
             expired_at: token.expiration(),
         });
     }
-    let aud = &token.claims().aud;
-    if !aud.contains(audience) {
+    if !token.audience_contains(audience) {
         return Err(TokenError::WrongAudience {
             from: source.clone(),
             expected: audience.to_string(),
-            found: audience_text(aud),
+            found: token.audience_text(),
         });
     }
     Ok(())
-}
-
-fn audience_text(aud: &sigstore_oidc::Audience) -> String {
-    match serde_json::to_value(aud) {
-        Ok(serde_json::Value::Null) | Err(_) => "no audience".to_string(),
-        Ok(v) => v.to_string(),
-    }
 }
 
 /// Why no usable identity token was obtained.
@@ -354,28 +234,8 @@ pub enum TokenError {
          `permissions: id-token: write` (or pass --identity-token)"
     )]
     GitHubNoPermission,
-    #[error(
-        "refusing to send the GitHub Actions request token to {ACTIONS_ID_TOKEN_REQUEST_URL} \
-         over plain http"
-    )]
-    GitHubInsecureUrl,
-    #[error("GitHub Actions token request: {ACTIONS_ID_TOKEN_REQUEST_URL} is not a URL: {reason}")]
-    GitHubUrl { reason: String },
-    #[error("GitHub Actions token request failed after {attempts} attempt(s): {source}")]
-    GitHubConnection {
-        attempts: u32,
-        #[source]
-        source: reqwest::Error,
-    },
-    #[error(
-        "GitHub Actions token request failed after {attempts} attempt(s): HTTP {status} \
-         (does the job have `permissions: id-token: write`?)"
-    )]
-    GitHubStatus { status: u16, attempts: u32 },
-    #[error("GitHub Actions token response: {0}")]
-    GitHubBody(#[source] BodyError),
-    #[error("GitHub Actions token response has no string `value`")]
-    GitHubNoValue,
+    #[error(transparent)]
+    GitHub(#[from] GitHubTokenError),
     #[error("{provider}: {reason}")]
     Ci {
         provider: CiProvider,
@@ -442,8 +302,7 @@ async fn find_token(
     }
     let http = http::client(Duration::from_secs(30)).map_err(TokenError::HttpClient)?;
     if let Some(gh) = &env.github_actions {
-        let jwt = super::github_actions::request_token(&http, gh, &options.audience, options.retry)
-            .await?;
+        let jwt = request_token(&http, gh, &options.audience, options.retry).await?;
         return Ok((jwt, TokenSource::GitHubActions));
     }
     if env.in_github_actions {
@@ -451,10 +310,10 @@ async fn find_token(
     }
     if env.detect_other_ci {
         let provider = ci_provider_from_env();
-        match IdentityToken::detect_ambient().await {
-            Ok(Some(t)) => {
+        match detect_ambient_ci_token().await {
+            Ok(Some(jwt)) => {
                 return Ok((
-                    Secret::new(t.expose_secret()),
+                    Secret::new(jwt),
                     TokenSource::Ci(provider.unwrap_or(CiProvider::Other)),
                 ));
             }
@@ -467,7 +326,7 @@ async fn find_token(
             }
         }
     }
-    sign_in::sign_in(&http, &options.sign_in, prompt)
+    sign_in::sign_in(&options.sign_in, prompt)
         .await
         .map_err(|source| TokenError::SignIn {
             issuer: options.sign_in.issuer.clone(),
@@ -508,12 +367,6 @@ fn ci_provider_from_env() -> Option<CiProvider> {
         Some(CiProvider::CircleCi)
     } else {
         None
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Secret {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d).map(Secret::new)
     }
 }
 
@@ -587,9 +440,7 @@ mod tests {
     }
 
     #[test]
-    fn secrets_are_redacted_in_debug() {
-        let s = Secret::new("hunter2");
-        assert!(!format!("{s:?}").contains("hunter2"));
+    fn secrets_in_the_environment_are_redacted_in_debug() {
         let env = AmbientEnvironment {
             sigstore_id_token: Some(Secret::new("tok")),
             github_actions: Some(GitHubTokenRequest {
@@ -612,9 +463,8 @@ mod tests {
             in_github_actions: true,
             ..AmbientEnvironment::none()
         };
-        let err =
-            acquire_token_blocking(&TokenOptions::default(), &env, &super::super::SilentPrompt)
-                .unwrap_err();
+        let err = acquire_token_blocking(&TokenOptions::default(), &env, &sign_in::SilentPrompt)
+            .unwrap_err();
         assert!(matches!(err, TokenError::GitHubNoPermission), "{err}");
         assert!(err.to_string().contains("id-token: write"), "{err}");
     }
@@ -633,7 +483,7 @@ mod tests {
             in_github_actions: true,
             ..AmbientEnvironment::none()
         };
-        let got = acquire_token_blocking(&options, &env, &super::super::SilentPrompt).unwrap();
+        let got = acquire_token_blocking(&options, &env, &sign_in::SilentPrompt).unwrap();
         assert_eq!(got.source(), &TokenSource::Argument);
         assert_eq!(got.subject(), "flag");
     }

@@ -18,6 +18,8 @@ pub struct Request {
     /// Header names in lower case.
     pub headers: Vec<(String, String)>,
     pub body: String,
+    /// When the request line arrived (to check waits between requests, never durations).
+    pub received: std::time::Instant,
 }
 
 impl Request {
@@ -48,7 +50,15 @@ impl Request {
     }
 }
 
-type Handler = dyn Fn(&Request, &str) -> (u16, String) + Send + Sync;
+/// An answer with headers (for `Retry-After` and the like).
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+type Handler = dyn Fn(&Request, &str) -> Reply + Send + Sync;
 
 /// The server; stops when dropped.
 pub struct StubServer {
@@ -62,6 +72,21 @@ impl StubServer {
     /// Serves `handler(request, base_url) -> (status, JSON body)` until dropped.
     pub fn start(
         handler: impl Fn(&Request, &str) -> (u16, String) + Send + Sync + 'static,
+    ) -> Self {
+        Self::start_with_headers(move |req, base| {
+            let (status, body) = handler(req, base);
+            Reply {
+                status,
+                headers: Vec::new(),
+                body,
+            }
+        })
+    }
+
+    /// Serves `handler(request, base_url) -> Reply` (status, extra headers, JSON body)
+    /// until dropped.
+    pub fn start_with_headers(
+        handler: impl Fn(&Request, &str) -> Reply + Send + Sync + 'static,
     ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind stub server");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
@@ -114,6 +139,7 @@ fn serve(stream: TcpStream, handler: &Handler, base: &str) -> Option<Request> {
     let mut reader = BufReader::new(stream.try_clone().ok()?);
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
+    let received = std::time::Instant::now();
     let mut parts = line.split_whitespace();
     let method = parts.next()?.to_string();
     let target = parts.next()?.to_string();
@@ -143,18 +169,25 @@ fn serve(stream: TcpStream, handler: &Handler, base: &str) -> Option<Request> {
         target,
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
+        received,
     };
-    let (status, text) = handler(&req, base);
+    let Reply {
+        status,
+        headers: extra,
+        body: text,
+    } = handler(&req, base);
     let reason = match status {
         200 => "OK",
         400 => "Bad Request",
         404 => "Not Found",
+        429 => "Too Many Requests",
         _ => "Status",
     };
+    let extra: String = extra.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
     let mut stream = stream;
     let _ = write!(
         stream,
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{text}",
         text.len()
     );
     let _ = stream.flush();

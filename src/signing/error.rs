@@ -1,0 +1,67 @@
+//! Why signing failed: [`SignError`] for every signer, [`KeylessError`] for keyless runs.
+//! The errors of the services (Fulcio, Rekor) are defined with their clients; this file
+//! only gathers them, so the signers and the pipeline above it share one error type.
+
+use super::fulcio::FulcioError;
+use super::rekor_upload::RekorError;
+use crate::annotations::AnnotationError;
+use crate::manifest::DocumentOrigin;
+
+/// Why signing failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SignError {
+    #[error("{origin}: {source}")]
+    Annotation {
+        origin: DocumentOrigin,
+        #[source]
+        source: AnnotationError,
+    },
+    #[error("signer returned {got} signatures for {expected} messages")]
+    BatchMismatch { expected: usize, got: usize },
+    #[error("signing failed: {0}")]
+    Signer(String),
+    #[error(transparent)]
+    Keyless(#[from] KeylessError),
+    #[error("transparency log entry for message {message}: {source}")]
+    Tlog {
+        message: usize,
+        #[source]
+        source: RekorError,
+    },
+    #[error("cannot build the Sigstore bundle for message {message}: {reason}")]
+    Bundle { message: usize, reason: String },
+    #[error("cannot run the transparency log uploads: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+/// Why keyless signing failed.
+#[derive(Debug, thiserror::Error)]
+pub enum KeylessError {
+    #[error("cannot make the ephemeral signing key: {0}")]
+    KeyGeneration(String),
+    #[error("cannot build the HTTP client: {0}")]
+    HttpClient(String),
+    #[error(transparent)]
+    Fulcio(#[from] FulcioError),
+    #[error("signing message {message} failed: {reason}")]
+    Signing { message: usize, reason: String },
+    #[error("Rekor entry for message {message}: {source}")]
+    Rekor {
+        message: usize,
+        #[source]
+        source: RekorError,
+    },
+    #[error(
+        "Rekor logged message {message} at {integrated_time}, after the certificate expired \
+         at {not_after}; the signature would not verify (sign fewer files per run)"
+    )]
+    LoggedAfterCertificateExpired {
+        message: usize,
+        integrated_time: jiff::Timestamp,
+        not_after: jiff::Timestamp,
+    },
+    #[error("cannot build the Sigstore bundle for message {message}: {reason}")]
+    Bundle { message: usize, reason: String },
+    #[error("cannot run the signing requests: {0}")]
+    Runtime(#[source] std::io::Error),
+}

@@ -1,0 +1,286 @@
+//! The Fulcio v2 certificate request (`POST /api/v2/signingCert`): the identity token and
+//! the ephemeral public key go in, with a proof of possession (the token's email, else its
+//! subject, signed by the key); a certificate chain comes out, leaf first.
+//!
+//! The request is made here rather than through `sigstore-fulcio`'s client because that
+//! client drops the response headers (a `429` or `503` with `Retry-After` could not be
+//! honoured, see [`super::retry`]) and reads the answer without a size bound. The body is
+//! the one cosign and sigstore-rust send (Fulcio's `CreateSigningCertificateRequest`, proto
+//! JSON).
+
+use super::http::{self, BodyError};
+use super::retry::{Attempts, RetryPolicy, Transient, retry, status_is_transient};
+use super::sigstore::{CertificateFacts, EphemeralKey, IdentityToken, certificate_facts};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde::Deserialize;
+use std::time::{Duration, SystemTime};
+
+/// The public-good Fulcio.
+pub const DEFAULT_FULCIO_URL: &str = "https://fulcio.sigstore.dev";
+/// Largest Fulcio answer read, in bytes (a chain of three certificates is a few KiB).
+const MAX_RESPONSE_BYTES: usize = 256 * 1024;
+/// Largest error text kept from a refusal.
+const MAX_ERROR_BYTES: usize = 64 * 1024;
+
+/// Why no certificate was issued.
+#[derive(Debug, thiserror::Error)]
+pub enum FulcioError {
+    #[error(
+        "refusing to send the identity token to {url}: use https:// (plain http:// only to \
+         this machine)"
+    )]
+    InsecureUrl { url: String },
+    #[error("cannot build the HTTP client: {0}")]
+    HttpClient(#[source] reqwest::Error),
+    #[error("cannot use the ephemeral signing key: {0}")]
+    Key(String),
+    #[error("Fulcio at {url} is unreachable after {attempts}: {source}")]
+    Unreachable {
+        url: String,
+        attempts: Attempts,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error(
+        "Fulcio at {url} refused the certificate request after {attempts}: HTTP {status}: {message}"
+    )]
+    Status {
+        url: String,
+        status: u16,
+        attempts: Attempts,
+        message: String,
+    },
+    #[error("Fulcio at {url} answered with something that is not a certificate: {reason}")]
+    Response { url: String, reason: String },
+    #[error("Fulcio issued a certificate for another public key than ours")]
+    CertificateForAnotherKey,
+}
+
+/// A certificate Fulcio issued for our key.
+#[derive(Debug, Clone)]
+pub(crate) struct IssuedCertificate {
+    /// The leaf, DER.
+    pub leaf_der: Vec<u8>,
+    pub facts: CertificateFacts,
+}
+
+/// Where and how patiently to ask.
+#[derive(Debug, Clone)]
+pub(crate) struct FulcioRequest<'a> {
+    pub url: &'a str,
+    pub timeout: Duration,
+    pub retry: RetryPolicy,
+}
+
+/// One attempt's failure, before retries are accounted for.
+enum Attempt {
+    Connection(reqwest::Error),
+    Status {
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    Body(BodyError),
+}
+
+impl Transient for Attempt {
+    fn is_transient(&self) -> bool {
+        match self {
+            Attempt::Connection(_) | Attempt::Body(BodyError::Read(_)) => true,
+            Attempt::Status { status, .. } => status_is_transient(*status),
+            Attempt::Body(BodyError::TooLarge { .. }) => false,
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Attempt::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// Asks Fulcio for a certificate for `key`, retrying transient failures, and checks that
+/// the leaf certifies our key.
+pub(crate) async fn request_certificate(
+    request: &FulcioRequest<'_>,
+    token: &IdentityToken,
+    key: &EphemeralKey,
+) -> Result<IssuedCertificate, FulcioError> {
+    let url = request.url.trim_end_matches('/').to_string();
+    if !http::may_carry_secrets(&url) {
+        return Err(FulcioError::InsecureUrl { url });
+    }
+    let client = http::client(request.timeout).map_err(FulcioError::HttpClient)?;
+    let key_error = |e: super::sigstore::SigstoreFailure| FulcioError::Key(e.to_string());
+    let proof = key
+        .sign(token.proof_of_possession_subject().as_bytes())
+        .map_err(key_error)?;
+    let body = serde_json::json!({
+        "credentials": {"oidcIdentityToken": token.jwt()},
+        "publicKeyRequest": {
+            "publicKey": {"algorithm": "ECDSA", "content": key.public_key_pem().map_err(key_error)?},
+            "proofOfPossession": STANDARD.encode(proof),
+        },
+    });
+    let endpoint = format!("{url}/api/v2/signingCert");
+    let answer = retry(request.retry, || post(&client, &endpoint, &body))
+        .await
+        .map_err(|(e, attempts)| match e {
+            Attempt::Connection(source) => FulcioError::Unreachable {
+                url: url.clone(),
+                attempts,
+                source: source.without_url(),
+            },
+            Attempt::Status {
+                status, message, ..
+            } => FulcioError::Status {
+                url: url.clone(),
+                status,
+                attempts,
+                message,
+            },
+            Attempt::Body(e) => FulcioError::Response {
+                url: url.clone(),
+                reason: e.to_string(),
+            },
+        })?;
+    let leaf_der = leaf_of(&answer).map_err(|reason| FulcioError::Response {
+        url: url.clone(),
+        reason,
+    })?;
+    let facts = certificate_facts(&leaf_der).map_err(|e| FulcioError::Response {
+        url: url.clone(),
+        reason: e.to_string(),
+    })?;
+    if facts.public_key_der != key.public_key_der().map_err(key_error)? {
+        return Err(FulcioError::CertificateForAnotherKey);
+    }
+    Ok(IssuedCertificate { leaf_der, facts })
+}
+
+async fn post(
+    client: &reqwest::Client,
+    endpoint: &str,
+    body: &serde_json::Value,
+) -> Result<Vec<u8>, Attempt> {
+    let response = client
+        .post(endpoint)
+        .json(body)
+        .send()
+        .await
+        .map_err(Attempt::Connection)?;
+    let status = response.status();
+    if !status.is_success() {
+        let retry_after = super::retry::retry_after(response.headers(), SystemTime::now());
+        return Err(Attempt::Status {
+            status: status.as_u16(),
+            message: error_message(response).await,
+            retry_after,
+        });
+    }
+    http::read_limited(response, MAX_RESPONSE_BYTES)
+        .await
+        .map_err(Attempt::Body)
+}
+
+/// Fulcio's error text (`{"code":..,"message":..}`), bounded.
+async fn error_message(response: reqwest::Response) -> String {
+    let body = http::read_limited(response, MAX_ERROR_BYTES)
+        .await
+        .unwrap_or_default();
+    let text = serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| {
+            v.get("message")
+                .and_then(|m| m.as_str())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
+    let text = text.trim();
+    if text.is_empty() {
+        "no message".to_string()
+    } else {
+        text.chars().take(300).collect()
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Answer {
+    #[serde(default)]
+    signed_certificate_embedded_sct: Option<Chain>,
+    #[serde(default)]
+    signed_certificate_detached_sct: Option<Chain>,
+}
+
+#[derive(Deserialize)]
+struct Chain {
+    chain: Certificates,
+}
+
+#[derive(Deserialize)]
+struct Certificates {
+    certificates: Vec<String>,
+}
+
+/// The leaf (first certificate) of Fulcio's answer, DER.
+fn leaf_of(answer: &[u8]) -> Result<Vec<u8>, String> {
+    let answer: Answer = serde_json::from_slice(answer).map_err(|e| e.to_string())?;
+    let chain = match (
+        answer.signed_certificate_embedded_sct,
+        answer.signed_certificate_detached_sct,
+    ) {
+        (Some(c), None) | (None, Some(c)) => c.chain.certificates,
+        (None, None) => return Err("no certificate chain".to_string()),
+        (Some(_), Some(_)) => return Err("both an embedded and a detached SCT".to_string()),
+    };
+    let first = chain.first().ok_or("an empty certificate chain")?;
+    let pem = pem::parse(first).map_err(|e| format!("leaf certificate PEM: {e}"))?;
+    if pem.tag() != "CERTIFICATE" {
+        return Err(format!("leaf is a {} PEM, not a CERTIFICATE", pem.tag()));
+    }
+    Ok(pem.into_contents())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PEM: &str = "-----BEGIN CERTIFICATE-----\nAQID\n-----END CERTIFICATE-----\n";
+
+    #[test]
+    fn reads_the_leaf_of_either_sct_form() {
+        for key in [
+            "signedCertificateEmbeddedSct",
+            "signedCertificateDetachedSct",
+        ] {
+            let answer = serde_json::json!({ key: {"chain": {"certificates": [PEM, "root"]}} });
+            assert_eq!(
+                leaf_of(answer.to_string().as_bytes()).unwrap(),
+                vec![1, 2, 3]
+            );
+        }
+    }
+
+    #[test]
+    fn refuses_answers_without_one_leaf_certificate() {
+        let chain =
+            |certs: serde_json::Value| serde_json::json!({"chain": {"certificates": certs}});
+        for answer in [
+            serde_json::json!({}),
+            serde_json::json!({"signedCertificateEmbeddedSct": chain(serde_json::json!([]))}),
+            serde_json::json!({
+                "signedCertificateEmbeddedSct": chain(serde_json::json!([PEM])),
+                "signedCertificateDetachedSct": chain(serde_json::json!([PEM])),
+            }),
+            serde_json::json!({"signedCertificateEmbeddedSct": chain(serde_json::json!(["junk"]))}),
+            serde_json::json!({"signedCertificateEmbeddedSct": chain(serde_json::json!([
+                "-----BEGIN PUBLIC KEY-----\nAQID\n-----END PUBLIC KEY-----\n"
+            ]))}),
+        ] {
+            assert!(leaf_of(answer.to_string().as_bytes()).is_err(), "{answer}");
+        }
+    }
+}

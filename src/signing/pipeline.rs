@@ -1,0 +1,178 @@
+//! The signing pipeline the CLI runs ([`sign_files`]): strip old signatures, build M per
+//! document (or per file with [`SignScope::File`]), sign the whole batch with one
+//! [`Signer`] call, embed the signature sets.
+
+use super::error::SignError;
+use super::signer::Signer;
+use crate::annotations::{
+    AnnotationDomain, AnnotationError, EmbedMode, embed, strip_signature_annotations,
+};
+use crate::limits::Limits;
+use crate::manifest::{ManifestFile, build_message, set_expiry, set_signed_at};
+
+/// What one signature covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SignScope {
+    /// Each document gets its own message and signature: small annotations, and every
+    /// object verifies on its own.
+    #[default]
+    Document,
+    /// One message with all documents of the file, the same annotations on every
+    /// document (kubectl-sigstore's shape).
+    File,
+}
+
+impl SignScope {
+    pub fn name(self) -> &'static str {
+        match self {
+            SignScope::Document => "document",
+            SignScope::File => "file",
+        }
+    }
+}
+
+impl std::str::FromStr for SignScope {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "document" => Ok(SignScope::Document),
+            "file" => Ok(SignScope::File),
+            other => Err(format!(
+                "unknown scope {other:?} (expected document or file)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for SignScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Options for [`sign_files`].
+#[derive(Debug, Clone, Default)]
+pub struct SignOptions {
+    pub scope: SignScope,
+    /// Add a further signature set instead of replacing existing ones.
+    pub append: bool,
+    pub domain: AnnotationDomain,
+    pub limits: Limits,
+    /// Signed expiry written into every document (`mansign.dev/expires`) before signing.
+    pub expires_at: Option<jiff::Timestamp>,
+    /// The signing time written into every document (`mansign.dev/signed-at`) before
+    /// signing, in whole seconds; `None`: now. Not written in append mode, where the message
+    /// (and the signing time it holds) must stay as it is.
+    pub signed_at: Option<jiff::Timestamp>,
+}
+
+/// What a signing run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SignSummary {
+    pub files: usize,
+    pub documents: usize,
+    pub signatures: usize,
+    /// The signed messages M, one per signature, in signing order (file by file; per
+    /// document, or one per file with [`SignScope::File`]): the artifacts the Sigstore
+    /// bundles of the run are over.
+    pub messages: Vec<Vec<u8>>,
+}
+
+/// Signs every document of every file in place. On error nothing is guaranteed about
+/// `files`; callers write output only after this returns `Ok`.
+pub fn sign_files(
+    files: &mut [ManifestFile],
+    signer: &dyn Signer,
+    options: &SignOptions,
+) -> Result<SignSummary, SignError> {
+    // 1. Build every message first, so one signer call covers the whole batch.
+    let mut messages: Vec<Vec<u8>> = Vec::new();
+    // For each (file, document): index into `messages`.
+    let mut message_of: Vec<Vec<usize>> = Vec::new();
+    let signed_at = options.signed_at.unwrap_or_else(jiff::Timestamp::now);
+    for file in files.iter_mut() {
+        for doc in &mut file.documents {
+            let annotation_error = |key: &str, reason: String| SignError::Annotation {
+                origin: doc.origin.clone(),
+                source: AnnotationError::Malformed {
+                    key: key.into(),
+                    reason,
+                },
+            };
+            if let Some(at) = options.expires_at {
+                set_expiry(&mut doc.value, at)
+                    .map_err(|r| annotation_error(crate::manifest::EXPIRES_ANNOTATION, r))?;
+            }
+            if !options.append {
+                set_signed_at(&mut doc.value, signed_at)
+                    .map_err(|r| annotation_error(crate::manifest::SIGNED_AT_ANNOTATION, r))?;
+            }
+        }
+    }
+    for file in files.iter() {
+        let stripped: Vec<serde_json::Value> = file
+            .documents
+            .iter()
+            .map(|d| {
+                let mut v = d.value.clone();
+                strip_signature_annotations(&mut v, &options.domain);
+                v
+            })
+            .collect();
+        match options.scope {
+            SignScope::Document => {
+                let mut idx = Vec::new();
+                for v in &stripped {
+                    idx.push(messages.len());
+                    messages.push(build_message([v]));
+                }
+                message_of.push(idx);
+            }
+            SignScope::File => {
+                let i = messages.len();
+                messages.push(build_message(&stripped));
+                message_of.push(vec![i; stripped.len()]);
+            }
+        }
+    }
+    // 2. Sign.
+    let sets = signer.sign_messages(&messages)?;
+    if sets.len() != messages.len() {
+        return Err(SignError::BatchMismatch {
+            expected: messages.len(),
+            got: sets.len(),
+        });
+    }
+    // 3. Embed.
+    let mode = if options.append {
+        EmbedMode::Append
+    } else {
+        EmbedMode::Replace
+    };
+    let mut summary = SignSummary {
+        files: files.len(),
+        documents: 0,
+        signatures: sets.len(),
+        messages: Vec::new(),
+    };
+    for (file, idx) in files.iter_mut().zip(&message_of) {
+        for (doc, &m) in file.documents.iter_mut().zip(idx) {
+            embed(
+                &mut doc.value,
+                &options.domain,
+                &messages[m],
+                std::slice::from_ref(&sets[m]),
+                mode,
+                &options.limits,
+            )
+            .map_err(|source| SignError::Annotation {
+                origin: doc.origin.clone(),
+                source,
+            })?;
+            summary.documents += 1;
+        }
+    }
+    summary.messages = messages;
+    Ok(summary)
+}
