@@ -51,10 +51,12 @@ impl EphemeralKey {
 
     /// ECDSA P-256 over SHA-256(`message`), DER.
     pub fn sign(&self, message: &[u8]) -> Result<Vec<u8>, SigstoreFailure> {
-        self.0
+        let der = self
+            .0
             .sign(message)
             .map(|s| s.into_bytes())
-            .map_err(failure)
+            .map_err(failure)?;
+        Ok(low_s(der))
     }
 
     /// The public key, SubjectPublicKeyInfo DER.
@@ -357,5 +359,34 @@ mod tests {
         assert!(RekorLogEntry::parse_answer(two.as_bytes()).is_err());
         assert!(RekorLogEntry::parse_answer(b"{}").is_err());
         assert!(RekorLogEntry::parse_answer(b"[]").is_err());
+    }
+}
+
+/// The signature with S in the low half of the group order (aws-lc-rs does not normalise):
+/// mansign never emits the malleable high-S twin of its own signatures. A DER it cannot read
+/// (never, for a P-256 key) is returned unchanged.
+fn low_s(der: Vec<u8>) -> Vec<u8> {
+    match p256::ecdsa::Signature::from_der(&der) {
+        Ok(sig) => match sig.normalize_s() {
+            Some(low) => low.to_der().as_bytes().to_vec(),
+            None => der,
+        },
+        Err(_) => der,
+    }
+}
+
+#[cfg(test)]
+mod low_s_tests {
+    use super::*;
+    use p256::elliptic_curve::scalar::IsHigh as _;
+
+    #[test]
+    fn ephemeral_signatures_are_low_s() {
+        let key = EphemeralKey::generate().unwrap();
+        for i in 0..64u32 {
+            let der = key.sign(&i.to_be_bytes()).unwrap();
+            let sig = p256::ecdsa::Signature::from_der(&der).unwrap();
+            assert!(!bool::from(sig.s().is_high()));
+        }
     }
 }
