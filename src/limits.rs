@@ -29,11 +29,13 @@ pub struct Limits {
     /// block style, or with the whole document as JSON (`docs/design.md`, "YAML").
     pub max_flow_collection_bytes: usize,
     /// Most nodes (keys, values, and every use of an alias, which costs what it expands to)
-    /// in one document. Default 300,000: a 3 MiB CustomResourceDefinition has about
+    /// in one document. Default 250,000: a 3 MiB CustomResourceDefinition has about
     /// 100,000; see `BENCHMARKS.md` for the memory this bounds.
     pub max_document_nodes: usize,
     /// Most nodes in one input stream or signed message, all documents together. Default
-    /// 1,500,000, which keeps a 32 MiB input within 256 MiB of memory (`BENCHMARKS.md`).
+    /// 1,000,000 (about 110 MB of parsed documents), which keeps any 32 MiB input within
+    /// 1 s and 256 MiB (`BENCHMARKS.md`); real manifest files need a small fraction (a
+    /// 3.5 MiB bundle of CustomResourceDefinitions about 150,000).
     pub max_stream_nodes: usize,
     /// Most signature sets (`signature`, `signature_1`, ...) read from one object. Default 32.
     pub max_signature_sets: usize,
@@ -61,8 +63,8 @@ impl Limits {
         max_input_bytes: 32 * 1024 * 1024,
         max_document_bytes: 3 * 1024 * 1024,
         max_flow_collection_bytes: 256 * 1024,
-        max_document_nodes: 300_000,
-        max_stream_nodes: 1_500_000,
+        max_document_nodes: 250_000,
+        max_stream_nodes: 1_000_000,
         max_signature_sets: 32,
         max_tar_entries: 1000,
         max_depth: 64,

@@ -22,6 +22,7 @@
 //! Quoted and block scalars are strings in both readings, unless a core tag says otherwise
 //! (`!!int "0755"` is 493 for kubectl and 755 in YAML 1.2: refused).
 
+use super::yaml_error::shorten;
 use serde_json::Value;
 use std::fmt;
 
@@ -96,6 +97,16 @@ pub(crate) enum Refusal {
 
 /// The value of a scalar (not a key), or why it is refused.
 pub(crate) fn value(text: &str, written: Written, tag: Option<CoreTag>) -> Result<Value, Refusal> {
+    accepted(text, written, tag).map(|r| into_value(r, || text.to_string()))
+}
+
+/// The reading of a scalar used as a value when both readings agree, or why not. Build the
+/// value with [`into_value`].
+pub(crate) fn accepted(
+    text: &str,
+    written: Written,
+    tag: Option<CoreTag>,
+) -> Result<Reading, Refusal> {
     let (a, b) = (yaml12(text, written, tag), kubectl(text, written, tag));
     if let Some(tag) = tag
         && (a == Reading::Invalid || b == Reading::Invalid)
@@ -104,15 +115,22 @@ pub(crate) fn value(text: &str, written: Written, tag: Option<CoreTag>) -> Resul
     }
     check_pair(text, a, b)?;
     match a {
-        Reading::Null => Ok(Value::Null),
-        Reading::Bool(v) => Ok(Value::Bool(v)),
-        Reading::Int(i) => Ok(Value::from(i)),
-        Reading::Float(f) => serde_json::Number::from_f64(f)
-            .map(Value::Number)
-            .ok_or(Refusal::NotFinite),
-        Reading::Str => Ok(Value::String(text.to_string())),
+        Reading::Float(f) if !f.is_finite() => Err(Refusal::NotFinite),
         // check_pair refused these already.
         Reading::HugeInt | Reading::Invalid => Err(Refusal::OutOfRange),
+        r => Ok(r),
+    }
+}
+
+/// The JSON value of an accepted reading; `text` is called only for a string (so a parser's
+/// owned string can be moved in rather than copied).
+pub(crate) fn into_value(reading: Reading, text: impl FnOnce() -> String) -> Value {
+    match reading {
+        Reading::Null => Value::Null,
+        Reading::Bool(v) => Value::Bool(v),
+        Reading::Int(i) => Value::from(i),
+        Reading::Float(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+        Reading::Str | Reading::HugeInt | Reading::Invalid => Value::String(text()),
     }
 }
 
@@ -140,15 +158,26 @@ pub(crate) fn key(text: &str, written: Written, tag: Option<CoreTag>) -> Result<
             }),
         }
     };
-    let (ka, kb) = (as_key(a)?, as_key(b)?);
-    if ka == kb {
-        Ok(ka)
-    } else {
-        Err(Refusal::Ambiguous {
-            yaml12: format!("the key {}", json_string(&ka)),
-            kubectl: format!("the key {}", json_string(&kb)),
-            fix: fix(text, b),
-        })
+    let ambiguous = |yaml12: String, kubectl: String| Refusal::Ambiguous {
+        yaml12,
+        kubectl,
+        fix: fix(text, b),
+    };
+    match (as_key(a), as_key(b)) {
+        (Ok(ka), Ok(kb)) if ka == kb => Ok(ka),
+        (Ok(ka), Ok(kb)) => Err(ambiguous(
+            format!("the key {}", json_string(&ka)),
+            format!("the key {}", json_string(&kb)),
+        )),
+        (Ok(ka), Err(_)) => Err(ambiguous(
+            format!("the key {}", json_string(&ka)),
+            describe(b, text),
+        )),
+        (Err(_), Ok(kb)) => Err(ambiguous(
+            describe(a, text),
+            format!("the key {}", json_string(&kb)),
+        )),
+        (Err(e), Err(_)) => Err(e),
     }
 }
 
@@ -218,8 +247,9 @@ fn fix(text: &str, kubectl: Reading) -> String {
     }
 }
 
+/// A string as JSON for a message (shortened: a message stays readable whatever the input).
 fn json_string(s: &str) -> String {
-    Value::String(s.to_string()).to_string()
+    Value::String(shorten(s)).to_string()
 }
 
 /// A finite float as YAML 1.2 writes it unambiguously (`1000.0`, `0.5`, `1e21`).

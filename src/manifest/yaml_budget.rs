@@ -58,3 +58,14 @@ impl Budget {
         }
     }
 }
+
+/// The same mapping without the spare room its growth left (a one-entry map holds four
+/// slots): entries are moved, not copied. Lists call `shrink_to_fit`; `serde_json::Map` has
+/// no such method.
+pub(crate) fn exact(
+    map: serde_json::Map<String, serde_json::Value>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut out = serde_json::Map::with_capacity(map.len());
+    out.extend(map);
+    out
+}

@@ -190,8 +190,17 @@ pub(crate) enum Step<'a> {
 /// both YAML readings is written after a dot, any other key quoted in brackets. Long keys are
 /// shortened, so a message stays readable whatever the input.
 pub(crate) fn render_path<'a>(steps: impl IntoIterator<Item = Step<'a>>) -> String {
+    // A path as deep as the depth limit is shown by its first and last steps.
+    const KEEP: usize = 8;
+    let steps: Vec<Step<'a>> = steps.into_iter().collect();
     let mut out = String::new();
-    for step in steps {
+    for (i, step) in steps.iter().copied().enumerate() {
+        if steps.len() > 3 * KEEP && i >= KEEP && i < steps.len() - KEEP {
+            if i == KEEP {
+                out.push_str("…");
+            }
+            continue;
+        }
         match step {
             Step::Index(i) => out.push_str(&format!("[{i}]")),
             Step::Key(k) if is_word(k) && k.len() <= 64 => {
@@ -249,5 +258,7 @@ mod tests {
             r#"labels["on"]"#
         );
         assert!(render_path([Step::Key(&"k".repeat(1_000_000))]).len() < 200);
+        let deep = render_path((0..64).map(|_| Step::Index(0)));
+        assert_eq!(deep, format!("{}…{}", "[0]".repeat(8), "[0]".repeat(8)));
     }
 }

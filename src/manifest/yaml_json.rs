@@ -7,7 +7,7 @@
 //! differently: duplicate keys (Go's `encoding/json` keeps the last silently) and integers
 //! beyond 64 bits (kubectl's unstructured decoder turns them into rounded float64s).
 
-use super::yaml_budget::{Budget, Exceeded};
+use super::yaml_budget::{Budget, Exceeded, exact};
 use super::yaml_error::{Step, YamlError, YamlLocation, render_path, shorten};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
@@ -221,6 +221,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
                 }
             }
         }
+        items.shrink_to_fit();
         Ok(Value::Array(items))
     }
 
@@ -248,7 +249,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
                 }
             }
         }
-        Ok(Value::Object(map))
+        Ok(Value::Object(exact(map)))
     }
 }
 

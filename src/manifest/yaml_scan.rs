@@ -57,6 +57,12 @@ pub(crate) struct ScanLimits {
 /// top-level flow collections it measured.
 pub(crate) fn prescan(text: &str, limits: ScanLimits) -> Result<Vec<(usize, usize)>, Finding> {
     line_break_characters(text)?;
+    // Nothing to look for without brackets or a line starting with `%`.
+    let directive_possible =
+        ["\n%", "\r%", "\u{feff}%"].iter().any(|p| text.contains(p)) || text.starts_with('%');
+    if !directive_possible && !text.contains(['[', '{']) {
+        return Ok(Vec::new());
+    }
     let mut lexer = Block {
         c: Cursor::new(text),
         indent: -1,
@@ -149,11 +155,19 @@ impl<'a> Cursor<'a> {
 
     /// The next character; `'\0'` at the end, as the parser's input reports it.
     fn peek(&self) -> char {
-        self.s[self.i..].chars().next().unwrap_or('\0')
+        match self.s.as_bytes().get(self.i) {
+            Some(&b) if b.is_ascii() => char::from(b),
+            Some(_) => self.s[self.i..].chars().next().unwrap_or('\0'),
+            None => '\0',
+        }
     }
 
     fn peek_at(&self, n: usize) -> char {
-        self.s[self.i..].chars().nth(n).unwrap_or('\0')
+        let ahead = self.s.as_bytes().get(self.i..self.i + n + 1);
+        match ahead {
+            Some(bytes) if bytes.is_ascii() => char::from(bytes[n]),
+            _ => self.s[self.i..].chars().nth(n).unwrap_or('\0'),
+        }
     }
 
     /// End of input, or a NUL character (where the parser stops with an error).
@@ -162,11 +176,14 @@ impl<'a> Cursor<'a> {
     }
 
     fn bump(&mut self) {
-        if let Some(c) = self.s[self.i..].chars().next() {
-            self.i += c.len_utf8();
-            self.col += 1;
-            self.index += 1;
-        }
+        let len = match self.s.as_bytes().get(self.i) {
+            None => return,
+            Some(&b) if b.is_ascii() => 1,
+            Some(_) => self.s[self.i..].chars().next().map_or(1, char::len_utf8),
+        };
+        self.i += len;
+        self.col += 1;
+        self.index += 1;
     }
 
     fn skip_break(&mut self) {

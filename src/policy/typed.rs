@@ -21,11 +21,7 @@ enum Step {
 /// Deserializes `value` as `T`; the error message starts with the path of the failing field.
 pub(crate) fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, String> {
     let path = RefCell::new(Vec::new());
-    T::deserialize(At {
-        value,
-        path: &path,
-    })
-    .map_err(|e| {
+    T::deserialize(At { value, path: &path }).map_err(|e| {
         let mut rendered = String::new();
         for step in path.borrow().iter().rev() {
             match step {
@@ -155,9 +151,8 @@ impl<'de> SeqAccess<'de> for Seq<'_> {
             value,
             path: self.at.path,
         };
-        seed.deserialize(child).map(Some).map_err(|e| {
+        seed.deserialize(child).map(Some).inspect_err(|_| {
             self.at.note(Step::Index(index));
-            e
         })
     }
 }
@@ -171,15 +166,17 @@ struct Map<'a> {
 impl<'de> MapAccess<'de> for Map<'_> {
     type Error = Error;
 
-    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Error> {
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Error> {
         let Some((key, value)) = self.entries.next() else {
             return Ok(None);
         };
         self.pending = Some((key, value));
         let deserializer: de::value::StrDeserializer<'_, Error> = key.as_str().into_deserializer();
-        seed.deserialize(deserializer).map(Some).map_err(|e| {
+        seed.deserialize(deserializer).map(Some).inspect_err(|_| {
             self.at.note(Step::Key(key.clone()));
-            e
         })
     }
 
@@ -191,9 +188,8 @@ impl<'de> MapAccess<'de> for Map<'_> {
             value,
             path: self.at.path,
         };
-        seed.deserialize(child).map_err(|e| {
+        seed.deserialize(child).inspect_err(|_| {
             self.at.note(Step::Key(key.clone()));
-            e
         })
     }
 }
@@ -217,9 +213,8 @@ impl<'de, 'a> EnumAccess<'de> for Enum<'a> {
 
 impl Enum<'_> {
     fn noted<T>(&self, result: Result<T, Error>) -> Result<T, Error> {
-        result.map_err(|e| {
+        result.inspect_err(|_| {
             self.value.note(Step::Key(self.variant.clone()));
-            e
         })
     }
 }
