@@ -197,7 +197,7 @@ pub(crate) fn render_path<'a>(steps: impl IntoIterator<Item = Step<'a>>) -> Stri
     for (i, step) in steps.iter().copied().enumerate() {
         if steps.len() > 3 * KEEP && i >= KEEP && i < steps.len() - KEEP {
             if i == KEEP {
-                out.push_str("…");
+                out.push('…');
             }
             continue;
         }
