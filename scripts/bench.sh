@@ -76,3 +76,7 @@ cat <<TABLE
 | $N invocations, one file each | ${single_ms} ms | ${single_certs} | ${single_entries} |
 | verify all $N signed files (one invocation, offline) | ${verify_ms} ms | – | – |
 TABLE
+
+# The manifest reader's resource bounds (hostile inputs of issue 7): a second table.
+echo
+bash scripts/bounds.sh

@@ -19,6 +19,24 @@ pub struct Limits {
     pub max_documents: usize,
     /// Largest input file (or stdin) read for signing or verification. Default 32 MiB.
     pub max_input_bytes: usize,
+    /// Largest single document (object) of an input or a signed message, in bytes. Default
+    /// 3 MiB, the Kubernetes API server's request limit: a larger object cannot be applied.
+    /// Refused before the document is parsed.
+    pub max_document_bytes: usize,
+    /// Largest flow collection (`[...]`, `{...}`) of a YAML document, in bytes. Default
+    /// 256 KiB. The YAML parser holds a flow collection's tokens (about 175 bytes each) until
+    /// it ends, so this bounds its memory to about 45 MB; larger data reads fine written in
+    /// block style, or with the whole document as JSON (`docs/design.md`, "YAML").
+    pub max_flow_collection_bytes: usize,
+    /// Most nodes (keys, values, and every use of an alias, which costs what it expands to)
+    /// in one document. Default 250,000: a 3 MiB CustomResourceDefinition has about
+    /// 100,000; see `BENCHMARKS.md` for the memory this bounds.
+    pub max_document_nodes: usize,
+    /// Most nodes in one input stream or signed message, all documents together. Default
+    /// 1,000,000 (about 110 MB of parsed documents), which keeps any 32 MiB input within
+    /// 1 s and 256 MiB (`BENCHMARKS.md`); real manifest files need a small fraction (a
+    /// 3.5 MiB bundle of CustomResourceDefinitions about 150,000).
+    pub max_stream_nodes: usize,
     /// Most signature sets (`signature`, `signature_1`, ...) read from one object. Default 32.
     pub max_signature_sets: usize,
     /// Most entries in a legacy tar.gz message. Default 1000.
@@ -43,6 +61,10 @@ impl Limits {
         max_annotation_bytes: 256 * 1024,
         max_documents: 1000,
         max_input_bytes: 32 * 1024 * 1024,
+        max_document_bytes: 3 * 1024 * 1024,
+        max_flow_collection_bytes: 256 * 1024,
+        max_document_nodes: 250_000,
+        max_stream_nodes: 1_000_000,
         max_signature_sets: 32,
         max_tar_entries: 1000,
         max_depth: 64,

@@ -18,6 +18,8 @@
 //! - every workflow: third-party actions pinned by commit SHA, `permissions: {}` at the top
 //!   and explicit per job, `persist-credentials: false` on checkout.
 
+mod common;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -202,12 +204,9 @@ fn action_as_workflow(action: &Value) -> Value {
 #[test]
 fn action_yml_steps_pass_actionlint_as_a_workflow_with_the_actions_inputs() {
     let text = std::fs::read_to_string(repo().join("action.yml")).unwrap();
-    let action: Value = serde_yaml_ng::from_str(&text).unwrap();
+    let action: Value = common::ci_yaml(&text);
     let wf = action_as_workflow(&action);
-    let dir = scratch_repo(&[(
-        "action-steps.yml".into(),
-        serde_yaml_ng::to_string(&wf).unwrap(),
-    )]);
+    let dir = scratch_repo(&[("action-steps.yml".into(), mansign::manifest::to_yaml(&wf))]);
     let out = actionlint().current_dir(dir.path()).output().unwrap();
     assert!(out.status.success(), "{}", log(&out));
 
@@ -217,7 +216,7 @@ fn action_yml_steps_pass_actionlint_as_a_workflow_with_the_actions_inputs() {
         Value::String("${{ inputs.file }}".into());
     let dir = scratch_repo(&[(
         "action-steps.yml".into(),
-        serde_yaml_ng::to_string(&broken).unwrap(),
+        mansign::manifest::to_yaml(&broken),
     )]);
     let out = actionlint().current_dir(dir.path()).output().unwrap();
     assert!(!out.status.success(), "actionlint accepted inputs.file");
@@ -248,7 +247,7 @@ fn step_and_release_scripts_pass_shellcheck() {
 #[test]
 fn gitlab_job_script_passes_shellcheck() {
     let text = std::fs::read_to_string(repo().join("examples/gitlab/.gitlab-ci.yml")).unwrap();
-    let ci: Value = serde_yaml_ng::from_str(&text).unwrap();
+    let ci: Value = common::ci_yaml(&text);
     let job = &ci["sign-manifests"];
     let mut script = String::from("#!/bin/bash\nset -eo pipefail\n");
     for key in ["before_script", "script"] {
@@ -275,7 +274,7 @@ fn all_workflows() -> Vec<(PathBuf, Value)> {
         .chain(example_workflows())
         .map(|p| {
             let text = std::fs::read_to_string(&p).unwrap();
-            let v: Value = serde_yaml_ng::from_str(&text).unwrap();
+            let v: Value = common::ci_yaml(&text);
             (p, v)
         })
         .collect()

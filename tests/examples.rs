@@ -177,7 +177,10 @@ fn policies_admit_the_live_object_argo_cd_applied_with_its_tracking_annotation()
         &github_token(&stack, WORKFLOW_IDENTITY, &[]),
         &exception(),
     );
-    let mut live: serde_yaml_ng::Value = serde_yaml_ng::from_str(&signed).unwrap();
+    let mut live = mansign::manifest::parse_documents(&signed, &mansign::Limits::default())
+        .unwrap()
+        .remove(0)
+        .1;
     let meta = &mut live["metadata"];
     meta["annotations"]["argocd.argoproj.io/tracking-id"] =
         "signed-policy-exceptions:kyverno.io/PolicyException:backup/backup-host-path".into();
@@ -185,11 +188,11 @@ fn policies_admit_the_live_object_argo_cd_applied_with_its_tracking_annotation()
     meta["resourceVersion"] = "48213".into();
     meta["generation"] = 1.into();
     meta["creationTimestamp"] = "2026-11-23T10:00:00Z".into();
-    meta["managedFields"] = serde_yaml_ng::from_str(
-        "- manager: argocd-controller\n  operation: Apply\n  apiVersion: kyverno.io/v2\n  fieldsType: FieldsV1\n  fieldsV1: {f:spec: {}}\n",
-    )
-    .unwrap();
-    let live = serde_yaml_ng::to_string(&live).unwrap();
+    meta["managedFields"] = serde_json::json!([{
+        "manager": "argocd-controller", "operation": "Apply", "apiVersion": "kyverno.io/v2",
+        "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}},
+    }]);
+    let live = mansign::manifest::to_yaml(&live);
     assert_both_policies(&stack, &live, None);
 }
 
@@ -576,7 +579,7 @@ fn gitlab_job_installs_the_checksummed_release_signs_and_commits_back() {
         &[("unsigned/allow-backup-host-path.yaml", &exception())],
     );
 
-    let ci: Value = serde_yaml_ng::from_str(&read(&example("gitlab/.gitlab-ci.yml"))).unwrap();
+    let ci: Value = common::ci_yaml(&read(&example("gitlab/.gitlab-ci.yml")));
     let job = &ci["sign-manifests"];
     assert_eq!(job["id_tokens"]["SIGSTORE_ID_TOKEN"]["aud"], "sigstore");
     let vars = job["variables"].as_object().unwrap();
@@ -726,7 +729,7 @@ fn example_manifests_parse_as_kubernetes_objects() {
 
 #[test]
 fn argo_cd_application_syncs_signed_with_server_side_apply() {
-    let app: Value = serde_yaml_ng::from_str(&read(&example("argocd/application.yaml"))).unwrap();
+    let app: Value = common::ci_yaml(&read(&example("argocd/application.yaml")));
     assert_eq!(app["apiVersion"], "argoproj.io/v1alpha1");
     assert_eq!(app["kind"], "Application");
     assert_eq!(app["spec"]["source"]["path"], "signed");

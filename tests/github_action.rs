@@ -800,7 +800,7 @@ fn verify_without_an_identity_or_a_policy_is_a_usage_error() {
 
 fn action() -> serde_json::Value {
     let text = std::fs::read_to_string(repo().join("action.yml")).unwrap();
-    serde_yaml_ng::from_str(&text).unwrap()
+    common::ci_yaml(&text)
 }
 
 fn scripts_text() -> String {

@@ -22,7 +22,7 @@ impl XorShift {
     }
 }
 
-const DOC: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: n\ndata:\n  k: v\n  list: \"x\"\n";
+const DOC: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: ns\ndata:\n  k: v\n  list: \"x\"\n";
 
 #[test]
 fn mutated_signed_manifests_never_panic() {

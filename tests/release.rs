@@ -363,7 +363,7 @@ fn installer_asset(os: &str, arch: &str) -> String {
 #[test]
 fn the_release_workflow_builds_exactly_the_assets_the_action_installs_and_the_docs_list() {
     let text = std::fs::read_to_string(repo().join(".github/workflows/release.yml")).unwrap();
-    let wf: Value = serde_yaml_ng::from_str(&text).unwrap();
+    let wf: Value = common::ci_yaml(&text);
     let mut built: Vec<String> = wf["jobs"]["build"]["strategy"]["matrix"]["include"]
         .as_array()
         .unwrap()
@@ -404,7 +404,7 @@ fn the_release_workflow_builds_exactly_the_assets_the_action_installs_and_the_do
 #[test]
 fn the_release_workflow_signs_with_mansign_in_a_job_that_alone_has_id_token_write() {
     let text = std::fs::read_to_string(repo().join(".github/workflows/release.yml")).unwrap();
-    let wf: Value = serde_yaml_ng::from_str(&text).unwrap();
+    let wf: Value = common::ci_yaml(&text);
     assert_eq!(wf["on"]["push"]["tags"][0], "v*");
     for (name, job) in wf["jobs"].as_object().unwrap() {
         let perms = &job["permissions"];

@@ -11,8 +11,16 @@ mod expiry;
 mod legacy_tar;
 mod load;
 mod message;
+mod scalar;
 mod tolerance;
-mod yaml;
+mod yaml_budget;
+mod yaml_error;
+mod yaml_events;
+mod yaml_json;
+mod yaml_read;
+mod yaml_scan;
+mod yaml_stream;
+mod yaml_write;
 
 pub use diff::{
     CompareError, Comparison, DiffKind, Difference, FieldDiff, FieldPath, FieldPattern,
@@ -32,7 +40,9 @@ pub use tolerance::{
     GroupKind, IgnoreProfile, LAST_APPLIED_ANNOTATION, Tolerances, has_status_subresource,
     upstream_dotted,
 };
-pub use yaml::{YamlError, parse_documents, to_yaml};
+pub use yaml_error::{ScalarReadings, YamlError, YamlLocation};
+pub use yaml_read::parse_documents;
+pub use yaml_write::to_yaml;
 
 use std::path::PathBuf;
 

@@ -33,6 +33,7 @@ mod fields;
 pub mod kyverno;
 pub mod mansign;
 mod selector;
+mod typed;
 mod verdict;
 
 pub use fields::translate_upstream_field;
@@ -330,33 +331,28 @@ pub fn load_str(
     base_dir: &Path,
     options: &LoadOptions,
 ) -> Result<PolicySet, PolicyError> {
-    use serde::Deserialize as _;
     let mut ctx = LoadContext {
         options,
         base_dir,
         default_trust: options.trust_root.clone(),
     };
     let mut set = PolicySet::default();
-    let heads = serde_yaml_ng::Deserializer::from_str(text);
-    let bodies = serde_yaml_ng::Deserializer::from_str(text);
-    for (i, (head, body)) in heads.zip(bodies).enumerate() {
-        let document = i + 1;
-        if i >= options.limits.max_documents {
-            return Err(PolicyError::Syntax {
-                origin: origin.into(),
-                document,
-                reason: format!("more than {} documents", options.limits.max_documents),
-            });
+    // The manifest reader: kubectl's stream rules, both YAML readings, budgets. A policy is
+    // applied to the cluster with kubectl too, so it must read the same way.
+    let documents = crate::manifest::parse_documents(text, &options.limits).map_err(|e| {
+        PolicyError::Syntax {
+            origin: origin.into(),
+            document: e.document().unwrap_or(1),
+            reason: e.to_string(),
         }
-        let syntax = |e: serde_yaml_ng::Error| PolicyError::Syntax {
+    })?;
+    for (position, value) in documents {
+        let document = position + 1;
+        let syntax = |reason: String| PolicyError::Syntax {
             origin: origin.into(),
             document,
-            reason: e.to_string(),
+            reason,
         };
-        let value = Value::deserialize(head).map_err(syntax)?;
-        if value.is_null() {
-            continue;
-        }
         let field = |name: &str| {
             value
                 .get(name)
@@ -372,11 +368,13 @@ pub fn load_str(
         };
         let loaded = match (api_version.as_str(), kind.as_str()) {
             (mansign::API_VERSION, mansign::KIND) => {
-                let doc = mansign::ManifestPolicyDocument::deserialize(body).map_err(syntax)?;
+                let doc: mansign::ManifestPolicyDocument =
+                    typed::from_value(&value).map_err(syntax)?;
                 mansign::load(doc, &loc, &mut ctx)?
             }
             ("kyverno.io/v1" | "kyverno.io/v2beta1", "ClusterPolicy" | "Policy") => {
-                let doc = kyverno::KyvernoPolicyDocument::deserialize(body).map_err(syntax)?;
+                let doc: kyverno::KyvernoPolicyDocument =
+                    typed::from_value(&value).map_err(syntax)?;
                 kyverno::load(doc, &loc, &mut ctx)?
             }
             _ => {

@@ -406,7 +406,8 @@ mod tests {
     }
 
     fn filter(yaml: &str) -> MatchResources {
-        serde_yaml_ng::from_str(yaml).unwrap()
+        let docs = crate::manifest::parse_documents(yaml, &crate::Limits::default()).unwrap();
+        serde_json::from_value(docs.into_iter().next().unwrap().1).unwrap()
     }
 
     #[test]

@@ -172,7 +172,7 @@ impl Runner {
     /// Runs the composite action in `action_dir` (its `action.yml`) with the given inputs.
     pub fn run_action(&mut self, action_dir: &Path, with: &Map) -> ActionRun {
         let text = std::fs::read_to_string(action_dir.join("action.yml")).expect("action.yml");
-        let action: Value = serde_yaml_ng::from_str(&text).expect("action.yml is YAML");
+        let action: Value = crate::common::ci_yaml(&text);
         assert_eq!(
             action["runs"]["using"], "composite",
             "not a composite action"
@@ -463,7 +463,7 @@ impl Runner {
         extra_inputs: &Map,
     ) -> JobRun {
         let text = std::fs::read_to_string(workflow).expect("workflow file");
-        let wf: Value = serde_yaml_ng::from_str(&text).expect("workflow is YAML");
+        let wf: Value = crate::common::ci_yaml(&text);
         let steps = wf["jobs"][job]["steps"]
             .as_array()
             .unwrap_or_else(|| panic!("{}: no job {job}", workflow.display()))

@@ -103,3 +103,74 @@ metadata:
 data:
   a: "1"
 "#;
+
+/// Reads a CI file (a GitHub Actions workflow or `action.yml`, GitLab CI) as those services
+/// read it: YAML 1.2 (`on:` is the key "on"), plain scalars resolved by the core schema for
+/// booleans, nulls and integers, everything else a string. Not for Kubernetes manifests:
+/// those go through `mansign::manifest::parse_documents`, which refuses what kubectl reads
+/// otherwise.
+pub fn ci_yaml(text: &str) -> serde_json::Value {
+    use saphyr_parser::{Event, Parser, ScalarStyle};
+    use serde_json::{Map, Value};
+    enum Frame {
+        Seq(Vec<Value>, usize),
+        Map(Map<String, Value>, Option<String>, usize),
+    }
+    fn scalar(text: &str, style: ScalarStyle) -> Value {
+        if style != ScalarStyle::Plain {
+            return Value::String(text.into());
+        }
+        match text {
+            "" | "~" | "null" | "Null" | "NULL" => Value::Null,
+            "true" | "True" | "TRUE" => Value::Bool(true),
+            "false" | "False" | "FALSE" => Value::Bool(false),
+            _ => text
+                .parse::<i64>()
+                .map_or_else(|_| Value::String(text.into()), Value::from),
+        }
+    }
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut anchors = std::collections::HashMap::new();
+    let mut root = Value::Null;
+    let mut parser = Parser::new_from_str(text);
+    while let Some(event) = parser.next_event() {
+        let (event, _) = event.expect("CI file is YAML");
+        let (value, anchor) = match event {
+            Event::MappingStart(anchor, _) => {
+                stack.push(Frame::Map(Map::new(), None, anchor));
+                continue;
+            }
+            Event::SequenceStart(anchor, _) => {
+                stack.push(Frame::Seq(Vec::new(), anchor));
+                continue;
+            }
+            Event::MappingEnd | Event::SequenceEnd => match stack.pop() {
+                Some(Frame::Map(m, _, anchor)) => (Value::Object(m), anchor),
+                Some(Frame::Seq(v, anchor)) => (Value::Array(v), anchor),
+                None => continue,
+            },
+            Event::Scalar(text, style, anchor, _) => {
+                if let Some(Frame::Map(_, key @ None, _)) = stack.last_mut() {
+                    *key = Some(text.into_owned());
+                    continue;
+                }
+                (scalar(&text, style), anchor)
+            }
+            Event::Alias(id) => (anchors.get(&id).cloned().unwrap_or(Value::Null), 0),
+            _ => continue,
+        };
+        if anchor > 0 {
+            anchors.insert(anchor, value.clone());
+        }
+        match stack.last_mut() {
+            None => root = value,
+            Some(Frame::Seq(items, _)) => items.push(value),
+            Some(Frame::Map(map, key, _)) => {
+                if let Some(k) = key.take() {
+                    map.insert(k, value);
+                }
+            }
+        }
+    }
+    root
+}

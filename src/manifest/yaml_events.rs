@@ -1,0 +1,520 @@
+//! One YAML document, built from saphyr-parser's events into a JSON value.
+//!
+//! Everything is checked as the events arrive, before anything larger is built: nesting depth
+//! (`Limits::max_depth`), the node budget (every key, value and use of an alias; an alias
+//! costs what it expands to, and strings it copies count one node per 16 bytes, so "billion
+//! laughs" fails after a few thousand nodes), keys (strings in both readings, no duplicates,
+//! no merge key `<<`), tags (core tags only) and every scalar's two readings
+//! (`manifest::scalar`). Field paths for messages are built only when an error is reported,
+//! from the stack of open collections.
+
+use super::scalar::{self, CoreTag, Refusal, Written};
+use super::yaml_budget::{Budget, Exceeded, exact};
+use super::yaml_error::{ScalarReadings, Step, YamlError, YamlLocation, render_path, shorten};
+use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+/// Bytes of string an alias copies that cost one node.
+const ALIAS_BYTES_PER_NODE: usize = 16;
+
+/// Parses one document (a chunk between `---` lines, already pre-scanned). `None` when the
+/// chunk holds no document (only comments or blank lines).
+pub(crate) fn parse_document(
+    text: &str,
+    document: usize,
+    first_line: usize,
+    budget: &mut Budget,
+    max_depth: usize,
+) -> Result<Option<Value>, YamlError> {
+    let mut builder = Builder {
+        document,
+        first_line,
+        max_depth,
+        budget,
+        stack: Vec::new(),
+        anchors: HashMap::new(),
+        root: None,
+    };
+    // saphyr-parser is fuzzed upstream, but a parser bug must not take a webhook down: a
+    // panic while reading untrusted input becomes an error for that document.
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        builder.run(&mut Parser::new_from_str(text))
+    }));
+    match outcome {
+        Ok(Ok(())) => Ok(builder.root),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(YamlError::Syntax {
+            document,
+            message: "the YAML parser failed on this document".into(),
+        }),
+    }
+}
+
+/// A collection being built.
+struct Frame {
+    kind: Kind,
+    anchor: usize,
+    /// Nodes of the subtree so far (itself included).
+    nodes: usize,
+    /// String bytes of the subtree so far (keys and string values).
+    bytes: usize,
+    /// Height of the tallest child.
+    height: usize,
+}
+
+enum Kind {
+    Seq(Vec<Value>),
+    /// The mapping and the key whose value comes next.
+    Map(Map<String, Value>, Option<String>),
+}
+
+/// A node with an anchor, kept for its aliases.
+struct Anchored {
+    /// The node as a value (a scalar's value reading may be refused while its key reading
+    /// was fine: the refusal is reported where the alias is used as a value).
+    value: Result<Value, Refusal>,
+    /// For a scalar: how it was written, to read it again as a key.
+    scalar: Option<(String, Written, Option<CoreTag>)>,
+    nodes: usize,
+    bytes: usize,
+    height: usize,
+}
+
+impl Anchored {
+    /// What one more copy costs in nodes.
+    fn cost(&self) -> usize {
+        self.nodes
+            .saturating_add(self.bytes.div_ceil(ALIAS_BYTES_PER_NODE))
+    }
+}
+
+struct Builder<'b> {
+    document: usize,
+    first_line: usize,
+    max_depth: usize,
+    budget: &'b mut Budget,
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, Anchored>,
+    root: Option<Value>,
+}
+
+/// A core tag, on a scalar or a collection.
+enum CoreKind {
+    Scalar(CoreTag),
+    Map,
+    Seq,
+}
+
+impl Builder<'_> {
+    fn run(
+        &mut self,
+        parser: &mut Parser<'_, saphyr_parser::StrInput<'_>>,
+    ) -> Result<(), YamlError> {
+        let mut documents = 0;
+        while let Some(next) = parser.next_event() {
+            let (event, span) = next.map_err(|e| YamlError::Syntax {
+                document: self.document,
+                message: format!(
+                    "line {}, column {}: {}",
+                    self.first_line + e.marker().line().saturating_sub(1),
+                    e.marker().col() + 1,
+                    e.info()
+                ),
+            })?;
+            match event {
+                Event::DocumentStart(_) => {
+                    documents += 1;
+                    if documents > 1 {
+                        return Err(YamlError::ContentAfterDocumentEnd {
+                            at: self.at(span, None),
+                        });
+                    }
+                }
+                Event::StreamEnd => return Ok(()),
+                Event::Nothing | Event::StreamStart | Event::DocumentEnd => {}
+                Event::Alias(id) => self.alias(id, span)?,
+                Event::Scalar(text, style, anchor, tag) => {
+                    self.scalar(text, style, anchor, tag.as_deref(), span)?;
+                }
+                Event::SequenceStart(anchor, tag) => {
+                    self.start(false, anchor, tag.as_deref(), span)?
+                }
+                Event::MappingStart(anchor, tag) => {
+                    self.start(true, anchor, tag.as_deref(), span)?
+                }
+                Event::SequenceEnd | Event::MappingEnd => self.end(span)?,
+            }
+        }
+        Ok(())
+    }
+
+    // ---- where we are
+
+    fn at_key(&self) -> bool {
+        matches!(
+            self.stack.last(),
+            Some(Frame {
+                kind: Kind::Map(_, None),
+                ..
+            })
+        )
+    }
+
+    fn path(&self, extra: Option<&str>) -> String {
+        let steps = self.stack.iter().filter_map(|f| match &f.kind {
+            Kind::Seq(items) => Some(Step::Index(items.len())),
+            Kind::Map(_, Some(k)) => Some(Step::Key(k)),
+            Kind::Map(_, None) => None,
+        });
+        render_path(steps.chain(extra.map(Step::Key)))
+    }
+
+    fn at(&self, span: Span, key: Option<&str>) -> Box<YamlLocation> {
+        Box::new(YamlLocation {
+            document: self.document,
+            path: self.path(key),
+            line: self.first_line + span.start.line().saturating_sub(1),
+            column: span.start.col() + 1,
+        })
+    }
+
+    // ---- budgets
+
+    fn charge(&mut self, nodes: usize, span: Span) -> Result<(), YamlError> {
+        self.budget.charge(nodes).map_err(|which| {
+            let limit = self.budget.limit(which);
+            let at = self.at(span, None);
+            match which {
+                Exceeded::Document => YamlError::DocumentTooManyNodes { at, limit },
+                Exceeded::Stream => YamlError::StreamTooManyNodes { at, limit },
+            }
+        })
+    }
+
+    fn check_depth(&self, height: usize, span: Span) -> Result<(), YamlError> {
+        if self.stack.len() + height > self.max_depth {
+            return Err(YamlError::TooDeep {
+                at: self.at(span, None),
+                limit: self.max_depth,
+            });
+        }
+        Ok(())
+    }
+
+    // ---- tags
+
+    fn core_tag(&self, tag: Option<&Tag>, span: Span) -> Result<Option<CoreKind>, YamlError> {
+        let Some(tag) = tag else {
+            return Ok(None);
+        };
+        let kind = if tag.is_yaml_core_schema() {
+            match tag.suffix.as_str() {
+                "str" => Some(CoreKind::Scalar(CoreTag::Str)),
+                "int" => Some(CoreKind::Scalar(CoreTag::Int)),
+                "float" => Some(CoreKind::Scalar(CoreTag::Float)),
+                "bool" => Some(CoreKind::Scalar(CoreTag::Bool)),
+                "null" => Some(CoreKind::Scalar(CoreTag::Null)),
+                "map" => Some(CoreKind::Map),
+                "seq" => Some(CoreKind::Seq),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        kind.map(Some).ok_or_else(|| YamlError::UnsupportedTag {
+            at: self.at(span, None),
+            tag: shorten(&tag_text(tag)),
+        })
+    }
+
+    // ---- events
+
+    fn scalar(
+        &mut self,
+        text: Cow<'_, str>,
+        style: ScalarStyle,
+        anchor: usize,
+        tag: Option<&Tag>,
+        span: Span,
+    ) -> Result<(), YamlError> {
+        let written = match style {
+            ScalarStyle::Plain => Written::Plain,
+            _ => Written::Quoted,
+        };
+        let core = match self.core_tag(tag, span)? {
+            None => None,
+            Some(CoreKind::Scalar(t)) => Some(t),
+            Some(CoreKind::Map | CoreKind::Seq) => {
+                return Err(YamlError::TagMismatch {
+                    at: self.at(span, None),
+                    tag: tag.map(tag_text).unwrap_or_default(),
+                    text: shorten(&text),
+                });
+            }
+        };
+        let anchored = (anchor > 0).then(|| (text.to_string(), written, core));
+        if self.at_key() {
+            self.charge(1, span)?;
+            if written == Written::Plain && core.is_none() && text == "<<" {
+                return Err(YamlError::MergeKey {
+                    at: self.at(span, None),
+                });
+            }
+            let key = scalar::key(&text, written, core)
+                .map_err(|r| self.refusal(r, &text, span, Some(&text)))?;
+            if let Some((source, written, core)) = anchored {
+                let value = scalar::value(&source, written, core);
+                let source = Some((source, written, core));
+                self.store_anchor(anchor, value, source, 1, key.len(), 1, span)?;
+            }
+            return self.set_key(key, span);
+        }
+        self.check_depth(1, span)?;
+        self.charge(1, span)?;
+        let reading = scalar::accepted(&text, written, core)
+            .map_err(|r| self.refusal(r, &text, span, None))?;
+        // A copy, not the parser's buffer: that one has room to spare (measured: 25% more
+        // memory when kept).
+        let value = scalar::into_value(reading, || text.to_string());
+        let bytes = value.as_str().map_or(0, str::len);
+        if let Some(source) = anchored {
+            self.store_anchor(anchor, Ok(value.clone()), Some(source), 1, bytes, 1, span)?;
+        }
+        self.push(value, 1, bytes, 1);
+        Ok(())
+    }
+
+    fn set_key(&mut self, key: String, span: Span) -> Result<(), YamlError> {
+        let duplicate = matches!(
+            self.stack.last(),
+            Some(Frame { kind: Kind::Map(map, None), .. }) if map.contains_key(&key)
+        );
+        if duplicate {
+            return Err(YamlError::DuplicateKey {
+                at: self.at(span, Some(&key)),
+                key: shorten(&key),
+            });
+        }
+        if let Some(Frame {
+            kind: Kind::Map(_, pending),
+            nodes,
+            bytes,
+            ..
+        }) = self.stack.last_mut()
+        {
+            *nodes += 1;
+            *bytes += key.len();
+            *pending = Some(key);
+        }
+        Ok(())
+    }
+
+    fn start(
+        &mut self,
+        mapping: bool,
+        anchor: usize,
+        tag: Option<&Tag>,
+        span: Span,
+    ) -> Result<(), YamlError> {
+        if self.at_key() {
+            return Err(YamlError::KeyNotString {
+                at: self.at(span, None),
+                text: if mapping { "{...}" } else { "[...]" }.into(),
+                reading: if mapping { "a mapping" } else { "a list" }.into(),
+            });
+        }
+        match (self.core_tag(tag, span)?, mapping) {
+            (None | Some(CoreKind::Map), true) | (None | Some(CoreKind::Seq), false) => {}
+            _ => {
+                return Err(YamlError::TagMismatch {
+                    at: self.at(span, None),
+                    tag: tag.map(tag_text).unwrap_or_default(),
+                    text: if mapping { "a mapping" } else { "a list" }.into(),
+                });
+            }
+        }
+        self.check_depth(1, span)?;
+        self.charge(1, span)?;
+        self.stack.push(Frame {
+            kind: if mapping {
+                Kind::Map(Map::new(), None)
+            } else {
+                Kind::Seq(Vec::new())
+            },
+            anchor,
+            nodes: 1,
+            bytes: 0,
+            height: 0,
+        });
+        Ok(())
+    }
+
+    fn end(&mut self, span: Span) -> Result<(), YamlError> {
+        let Some(frame) = self.stack.pop() else {
+            return Ok(());
+        };
+        // Growth leaves spare room (a one-item list holds four slots): give it back, so the
+        // node budget bounds memory.
+        let value = match frame.kind {
+            Kind::Seq(mut items) => {
+                items.shrink_to_fit();
+                Value::Array(items)
+            }
+            Kind::Map(map, _) => Value::Object(exact(map)),
+        };
+        let height = frame.height + 1;
+        if frame.anchor > 0 {
+            self.store_anchor(
+                frame.anchor,
+                Ok(value.clone()),
+                None,
+                frame.nodes,
+                frame.bytes,
+                height,
+                span,
+            )?;
+        }
+        self.push(value, frame.nodes, frame.bytes, height);
+        Ok(())
+    }
+
+    fn alias(&mut self, id: usize, span: Span) -> Result<(), YamlError> {
+        let Some(a) = self.anchors.get(&id) else {
+            // An alias inside the node it names (`&a [*a]`): go-yaml refuses it too.
+            return Err(YamlError::Syntax {
+                document: self.document,
+                message: format!(
+                    "line {}: an alias refers to the node that contains it",
+                    self.first_line + span.start.line().saturating_sub(1)
+                ),
+            });
+        };
+        let (cost, nodes, bytes, height) = (a.cost(), a.nodes, a.bytes, a.height);
+        let is_scalar = a.scalar.is_some();
+        // Spend the budget first: only then copy.
+        if self.at_key() {
+            if !is_scalar {
+                return Err(YamlError::KeyNotString {
+                    at: self.at(span, None),
+                    text: "*alias".into(),
+                    reading: "a mapping or a list".into(),
+                });
+            }
+            self.charge(cost, span)?;
+            let Some((text, written, core)) = self.anchors.get(&id).and_then(|a| a.scalar.clone())
+            else {
+                return Ok(());
+            };
+            if written == Written::Plain && core.is_none() && text == "<<" {
+                return Err(YamlError::MergeKey {
+                    at: self.at(span, None),
+                });
+            }
+            let key = scalar::key(&text, written, core)
+                .map_err(|r| self.refusal(r, &text, span, Some(&text)))?;
+            return self.set_key(key, span);
+        }
+        self.check_depth(height, span)?;
+        self.charge(cost, span)?;
+        let Some(a) = self.anchors.get(&id) else {
+            return Ok(());
+        };
+        match &a.value {
+            Ok(value) => {
+                let value = value.clone();
+                self.push(value, nodes, bytes, height);
+                Ok(())
+            }
+            Err(r) => {
+                let (r, text) = (r.clone(), a.scalar.as_ref().map(|s| s.0.clone()));
+                Err(self.refusal(r, text.as_deref().unwrap_or_default(), span, None))
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn store_anchor(
+        &mut self,
+        id: usize,
+        value: Result<Value, Refusal>,
+        scalar: Option<(String, Written, Option<CoreTag>)>,
+        nodes: usize,
+        bytes: usize,
+        height: usize,
+        span: Span,
+    ) -> Result<(), YamlError> {
+        let entry = Anchored {
+            value,
+            scalar,
+            nodes,
+            bytes,
+            height,
+        };
+        // The copy kept for aliases costs what it holds.
+        self.charge(entry.cost(), span)?;
+        self.anchors.insert(id, entry);
+        Ok(())
+    }
+
+    fn push(&mut self, value: Value, nodes: usize, bytes: usize, height: usize) {
+        match self.stack.last_mut() {
+            None => self.root = Some(value),
+            Some(frame) => {
+                frame.nodes += nodes;
+                frame.bytes += bytes;
+                frame.height = frame.height.max(height);
+                match &mut frame.kind {
+                    Kind::Seq(items) => items.push(value),
+                    Kind::Map(map, pending) => {
+                        if let Some(k) = pending.take() {
+                            map.insert(k, value);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn refusal(&self, r: Refusal, text: &str, span: Span, key: Option<&str>) -> YamlError {
+        let at = self.at(span, key);
+        let text = shorten(text);
+        match r {
+            Refusal::Ambiguous {
+                yaml12,
+                kubectl,
+                fix,
+            } => YamlError::AmbiguousScalar {
+                at,
+                text,
+                readings: Box::new(ScalarReadings {
+                    yaml12,
+                    kubectl,
+                    fix,
+                }),
+            },
+            Refusal::OutOfRange => YamlError::IntegerOutOfRange { at, text },
+            Refusal::NotFinite => YamlError::NotFinite { at, text },
+            Refusal::TagMismatch { tag } => YamlError::TagMismatch {
+                at,
+                tag: tag.into(),
+                text,
+            },
+            Refusal::KeyNotString { reading } => YamlError::KeyNotString { at, text, reading },
+        }
+    }
+}
+
+/// A tag as written: `!!binary`, `!custom`, `!<tag:example.com,2000:x>`.
+fn tag_text(tag: &Tag) -> String {
+    if tag.is_yaml_core_schema() {
+        format!("!!{}", tag.suffix)
+    } else if tag.handle == "!" {
+        format!("!{}", tag.suffix)
+    } else if tag.handle.is_empty() {
+        tag.suffix.clone()
+    } else {
+        format!("!<{}{}>", tag.handle, tag.suffix)
+    }
+}

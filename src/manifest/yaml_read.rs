@@ -1,0 +1,284 @@
+//! Reading manifest streams (YAML or JSON) into documents, as kubectl reads them.
+//!
+//! The pipeline, each step bounded before the next one spends memory:
+//!
+//! 1. **Stream** (`yaml_stream`): a JSON stream when the input starts with `{`, otherwise
+//!    YAML cut into documents at `---` lines, exactly as kubectl's `YAMLOrJSONDecoder` does.
+//!    A document larger than `Limits::max_document_bytes` is refused before it is read.
+//! 2. **JSON documents** (`yaml_json`): parsed by `serde_json` through a budgeted seed. A
+//!    YAML document that is JSON as a whole is read this way too.
+//! 3. **YAML documents**: pre-scanned (`yaml_scan`: flow collection size, flow nesting,
+//!    directives, YAML 1.1 line-break characters), then parsed by saphyr-parser and built
+//!    from its events (`yaml_events`), every scalar read in both YAML 1.2 and kubectl's
+//!    YAML 1.1 (`scalar`), refused where they differ.
+//!
+//! Documents that are empty or `null` are skipped (kubectl skips them too); positions still
+//! count them.
+
+use super::yaml_budget::Budget;
+use super::yaml_error::{YamlError, YamlLocation};
+use super::yaml_events;
+use super::yaml_json::{self, JsonStream, Parsed};
+use super::yaml_scan::{self, Finding, ScanLimits};
+use super::yaml_stream::{Chunk, Chunks, is_json_stream};
+use crate::limits::Limits;
+use serde_json::Value;
+
+/// Parses a manifest stream into its non-empty documents. Each item is the 0-based position
+/// of the document in the stream (empty documents count, so positions match what an editor
+/// shows) and its value.
+pub fn parse_documents(text: &str, limits: &Limits) -> Result<Vec<(usize, Value)>, YamlError> {
+    let mut budget = Budget::new(limits);
+    let mut docs = Vec::new();
+    let mut keep = |position: usize, value: Option<Value>| {
+        if position >= limits.max_documents.saturating_mul(2) {
+            // Empty documents are cheap but unbounded; count them too, loosely.
+            return Err(YamlError::TooManyDocuments {
+                limit: limits.max_documents,
+            });
+        }
+        match value {
+            None | Some(Value::Null) => {}
+            Some(v) => docs.push((position, v)),
+        }
+        if docs.len() > limits.max_documents {
+            return Err(YamlError::TooManyDocuments {
+                limit: limits.max_documents,
+            });
+        }
+        Ok(())
+    };
+    if is_json_stream(text) {
+        for doc in JsonStream::new(text, limits.max_document_bytes, limits.max_depth) {
+            let doc = doc?;
+            budget.start_document();
+            let document = doc.position + 1;
+            let value = match yaml_json::parse_document(
+                doc.text,
+                document,
+                doc.first_line,
+                &mut budget,
+                limits.max_depth,
+            )? {
+                Parsed::Value(v) => v,
+                Parsed::NotJson(e) => {
+                    return Err(YamlError::NotAJsonStream {
+                        at: Box::new(YamlLocation {
+                            document,
+                            path: String::new(),
+                            line: doc.first_line + e.line().saturating_sub(1),
+                            column: e.column().max(1),
+                        }),
+                        message: e.to_string(),
+                    });
+                }
+            };
+            keep(doc.position, Some(value))?;
+        }
+    } else {
+        for chunk in Chunks::new(text, limits.max_document_bytes) {
+            let chunk = chunk?;
+            budget.start_document();
+            let value = read_chunk(&chunk, &mut budget, limits)?;
+            keep(chunk.position, value)?;
+        }
+    }
+    Ok(docs)
+}
+
+/// One YAML document: JSON when it is JSON as a whole, YAML otherwise.
+fn read_chunk(
+    chunk: &Chunk,
+    budget: &mut Budget,
+    limits: &Limits,
+) -> Result<Option<Value>, YamlError> {
+    let document = chunk.position + 1;
+    let scan_limits = ScanLimits {
+        max_flow_bytes: limits.max_flow_collection_bytes,
+        max_depth: limits.max_depth,
+    };
+    let finding = |f: Finding| finding_error(f, chunk, limits);
+    let body = chunk.text.trim_start_matches([' ', '\t', '\n', '\r']);
+    if body.starts_with(['{', '[']) {
+        // kubectl reads this chunk as YAML 1.1, where these characters break lines.
+        yaml_scan::line_break_characters(&chunk.text).map_err(finding)?;
+        let before = budget.clone();
+        match yaml_json::parse_document(
+            &chunk.text,
+            document,
+            chunk.first_line,
+            budget,
+            limits.max_depth,
+        )? {
+            Parsed::Value(v) => return Ok(Some(v)),
+            Parsed::NotJson(_) => *budget = before,
+        }
+    }
+    yaml_scan::prescan(&chunk.text, scan_limits).map_err(finding)?;
+    yaml_events::parse_document(
+        &chunk.text,
+        document,
+        chunk.first_line,
+        budget,
+        limits.max_depth,
+    )
+}
+
+fn finding_error(f: Finding, chunk: &Chunk, limits: &Limits) -> YamlError {
+    let at = |line: usize, column: usize| {
+        Box::new(YamlLocation {
+            document: chunk.position + 1,
+            path: String::new(),
+            line: chunk.first_line + line - 1,
+            column,
+        })
+    };
+    match f {
+        Finding::Directive { line, column } => YamlError::Directive {
+            at: at(line, column),
+        },
+        Finding::LineBreakCharacter {
+            line,
+            column,
+            character,
+        } => YamlError::LineBreakCharacter {
+            at: at(line, column),
+            character,
+        },
+        Finding::FlowTooLarge { line, column } => YamlError::FlowCollectionTooLarge {
+            at: at(line, column),
+            limit: limits.max_flow_collection_bytes,
+        },
+        Finding::TooDeep { line, column } => YamlError::TooDeep {
+            at: at(line, column),
+            limit: limits.max_depth,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::to_yaml;
+    use serde_json::json;
+
+    fn parse(text: &str) -> Result<Vec<(usize, Value)>, YamlError> {
+        parse_documents(text, &Limits::default())
+    }
+
+    fn round_trip(v: &Value) -> Value {
+        let text = to_yaml(v);
+        let docs = parse(&text).unwrap();
+        assert_eq!(docs.len(), 1, "{text}");
+        docs.into_iter().next().unwrap().1
+    }
+
+    #[test]
+    fn documents_round_trip_exactly() {
+        let v = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "x", "labels": {"app.kubernetes.io/name": "y"}, "annotations": {}},
+            "data": {"a": "line1\nline2\n", "b": "yes", "c": "0755", "quote": "say \"hi\"\t\\", "u": "\u{1}\u{2028}é"},
+            "n": [1, -2, 9007199254740993u64, 1.5, true, null, [], {}],
+            "nested": [[1, [2]], {"k": [{"a": 1, "b": [3]}]}],
+        });
+        assert_eq!(round_trip(&v), v);
+    }
+
+    #[test]
+    fn integers_up_to_64_bits_signed_stay_exact() {
+        let docs = parse("a: 9007199254740993\nb: 9223372036854775807\nc: -9223372036854775808\n")
+            .unwrap();
+        assert_eq!(docs[0].1["a"], json!(9007199254740993u64));
+        assert_eq!(docs[0].1["b"], json!(i64::MAX));
+        assert_eq!(docs[0].1["c"], json!(i64::MIN));
+    }
+
+    #[test]
+    fn integers_beyond_64_bits_signed_are_refused() {
+        // kubectl's unstructured decoder keeps int64 or falls back to a rounded float64.
+        let err = parse("a: 1\nb: 18446744073709551615\n").unwrap_err();
+        assert!(
+            matches!(&err, YamlError::IntegerOutOfRange { at, text } if at.path == "b" && text == "18446744073709551615"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn empty_documents_are_skipped_but_counted_in_positions() {
+        let docs = parse("---\n---\na: 1\n---\n# only a comment\n---\nb: 2\n").unwrap();
+        let positions: Vec<usize> = docs.iter().map(|d| d.0).collect();
+        assert_eq!(positions, [1, 3]);
+    }
+
+    #[test]
+    fn rejects_alias_bombs() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..12 {
+            let p = i - 1;
+            text.push_str(&format!(
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+            ));
+        }
+        let err = parse(&text).unwrap_err();
+        assert!(
+            matches!(err, YamlError::DocumentTooManyNodes { .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn rejects_merge_keys_that_kubectl_would_merge() {
+        let text = "base: &b {cpu: 1}\nspec:\n  resources:\n    <<: *b\n    memory: 2\n";
+        let err = parse(text).unwrap_err();
+        assert!(
+            matches!(&err, YamlError::MergeKey { at } if at.document == 1 && at.path == "spec.resources" && at.line == 4),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn rejects_deep_nesting() {
+        let text = format!("{}1{}", "[".repeat(100), "]".repeat(100));
+        assert!(matches!(
+            parse(&text).unwrap_err(),
+            YamlError::TooDeep { limit: 64, .. }
+        ));
+        let limits = Limits {
+            max_depth: 5,
+            ..Limits::default()
+        };
+        let err = parse_documents("a:\n  b:\n    c:\n      d:\n        e: {f: 1}\n", &limits)
+            .unwrap_err();
+        assert!(
+            matches!(&err, YamlError::TooDeep { at, limit: 5 } if at.path == "a.b.c.d.e"),
+            "{err}"
+        );
+        assert!(parse_documents("a: {b: {c: {d: 1}}}", &limits).is_ok());
+    }
+
+    #[test]
+    fn rejects_too_many_documents() {
+        let limits = Limits {
+            max_documents: 3,
+            ..Limits::default()
+        };
+        let err = parse_documents("a: 1\n---\na: 2\n---\na: 3\n---\na: 4\n", &limits).unwrap_err();
+        assert!(
+            matches!(err, YamlError::TooManyDocuments { limit: 3 }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_name_the_document_and_the_line() {
+        let err = parse("a: 1\n---\nb: [unclosed\n").unwrap_err();
+        match err {
+            YamlError::Syntax { document, message } => {
+                assert_eq!(document, 2);
+                assert!(message.starts_with("line 4"), "{message}");
+            }
+            other => panic!("{other}"),
+        }
+    }
+}
