@@ -14,6 +14,8 @@
 //!   look-alike keys that kubectl-sigstore would mask;
 //! * **live-object edits under the `kubernetes` profile** — `status` on kinds without a
 //!   status subresource, a tampered `last-applied-configuration`;
+//! * **YAML 1.1 vs 1.2 readings** — a signed quoted scalar (key or value) that kubectl would
+//!   read as a bool or a number (`"yes"`, `"on"`, `"0755"`, `"1_000"`...) written unquoted;
 //! * **benign re-encodings** — key order, quoting style, flow vs block style, comments,
 //!   indentation — which must still verify.
 //!
@@ -93,6 +95,10 @@ data:
   enabled: "yes"
   umask: "0755"
   retries: "3"
+  budget: "1_000"
+  flags: "0b101"
+  "on": "y"
+  legacy: "010"
 "#,
     r#"apiVersion: apps/v1
 kind: Deployment
@@ -637,6 +643,28 @@ fn block(object: &Value, step: usize, scalar: &dyn Fn(&Value) -> String) -> Stri
     out
 }
 
+/// The emitted YAML with one double-quoted scalar (key or value) unquoted at a time, for
+/// every quoted scalar whose YAML 1.1 and 1.2 readings differ.
+fn unquoted_texts(object: &Value) -> Vec<(String, String)> {
+    const AMBIGUOUS: &[&str] = &[
+        "yes", "no", "y", "n", "on", "off", "Yes", "NO", "On", "OFF", "0755", "010", "1_000",
+        "0b101",
+    ];
+    let text = to_yaml(object);
+    let mut out = Vec::new();
+    for word in AMBIGUOUS {
+        let quoted = format!("\"{word}\"");
+        let mut from = 0;
+        while let Some(p) = text[from..].find(&quoted) {
+            let at = from + p;
+            let variant = format!("{}{word}{}", &text[..at], &text[at + quoted.len()..]);
+            out.push((format!("unquote {quoted} at byte {at}"), variant));
+            from = at + quoted.len();
+        }
+    }
+    out
+}
+
 fn verifies(verifier: &Verifier, object: &Value) -> bool {
     verifier
         .verify_object(object)
@@ -762,6 +790,12 @@ fn run(fixture: &Fixture, tally: &mut Tally) {
             "server metadata under the kubernetes profile",
             Ok(verifies(&kube, &o)),
         );
+        // YAML 1.1 vs 1.2: unquoting a signed quoted scalar that kubectl would read as a
+        // bool or a number must not verify (the reader refuses it, naming the field).
+        for (what, text) in unquoted_texts(object) {
+            let accepted = text_verifies(&fixture.verifier, &text).unwrap_or(false);
+            tally.reject(&name, &what, accepted);
+        }
         // re-encodings
         for (what, text) in benign_texts(object) {
             tally.benign(&name, &what, text_verifies(&fixture.verifier, &text));
