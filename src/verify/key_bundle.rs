@@ -6,9 +6,9 @@
 //! SHA-256(M).
 
 use super::evidence::RekorEvidence;
-use super::legacy_rekord;
+use super::keyless::verify_logged_signature;
 use super::rekor_entry::RekorEntry;
-use super::sigstore::{self, SigningMaterial};
+use super::sigstore::SigningMaterial;
 use super::sigstore_error::SigstoreError;
 use crate::annotations::SignatureSet;
 use crate::trust::TrustRoot;
@@ -30,14 +30,13 @@ pub fn verify_key_set_with_bundle(
     let bundle = set.bundle.as_ref().ok_or(SigstoreError::NoBundle)?;
     let entry = RekorEntry::parse(bundle)?;
     entry.require_known_log(trust)?;
-    let material = SigningMaterial::PublicKey(public_key_der);
-    if entry.is("hashedrekord", "0.0.1") {
-        sigstore::verify_hashedrekord(trust, message, &set.signature, material, &entry)?;
-    } else if entry.is("rekord", "0.0.1") {
-        legacy_rekord::verify(trust, message, &set.signature, material, &entry)?;
-    } else {
-        return Err(entry.unsupported());
-    }
+    verify_logged_signature(
+        trust,
+        message,
+        &set.signature,
+        SigningMaterial::PublicKey(public_key_der),
+        &entry,
+    )?;
     Ok(entry.evidence())
 }
 

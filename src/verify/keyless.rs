@@ -53,20 +53,38 @@ pub fn verify_certificate_set(
     let facts = sigstore::certificate_facts(&leaf)?;
     let entry = RekorEntry::parse(bundle)?;
     entry.require_known_log(trust)?;
-    let material = SigningMaterial::Certificate(&leaf);
-    if entry.is("hashedrekord", "0.0.1") {
-        sigstore::verify_hashedrekord(trust, message, &set.signature, material, &entry)?;
-    } else if entry.is("rekord", "0.0.1") {
-        legacy_rekord::verify(trust, message, &set.signature, material, &entry)?;
-    } else {
-        return Err(entry.unsupported());
-    }
+    verify_logged_signature(
+        trust,
+        message,
+        &set.signature,
+        SigningMaterial::Certificate(&leaf),
+        &entry,
+    )?;
     Ok(SigstoreEvidence {
         subject: facts.subject.ok_or(SigstoreError::NoSubject)?,
         issuer: facts.issuer,
         claims: facts.claims,
         rekor: entry.evidence(),
     })
+}
+
+/// Verifies a signature and the log entry that records it, by the entry's kind:
+/// `hashedrekord` 0.0.1 through sigstore-verify, legacy `rekord` 0.0.1 by
+/// [`legacy_rekord`]; any other kind is refused. Shared by keyless and key-bundle sets.
+pub(super) fn verify_logged_signature(
+    trust: &TrustRoot,
+    message: &[u8],
+    signature: &[u8],
+    material: SigningMaterial<'_>,
+    entry: &RekorEntry,
+) -> Result<(), SigstoreError> {
+    if entry.is("hashedrekord", "0.0.1") {
+        sigstore::verify_hashedrekord(trust, message, signature, material, entry)
+    } else if entry.is("rekord", "0.0.1") {
+        legacy_rekord::verify(trust, message, signature, material, entry)
+    } else {
+        Err(entry.unsupported())
+    }
 }
 
 /// The first certificate of the annotation's PEM, DER. Intermediates are never taken from
