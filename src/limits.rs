@@ -48,6 +48,12 @@ pub struct Limits {
     /// (`TotalAnnotationSizeLimitB`), so a bigger one cannot be a real object; refusing it
     /// first bounds everything decoded from the signature annotations.
     pub max_annotations_total_bytes: usize,
+    /// Largest decompressed certificate or Rekor bundle annotation, in bytes. Default 64 KiB:
+    /// real ones are a few KiB.
+    pub max_signature_material_bytes: usize,
+    /// Largest total of an object's decompressed certificates and Rekor bundles, in bytes.
+    /// Default 1 MiB (32 sets of real material take about 200 KiB).
+    pub max_signature_material_total_bytes: usize,
     /// Most signature checks (one signature set against one attestor) run for one object.
     /// Default 256: a policy of 8 entries against the 32 sets an object may carry. Each
     /// check runs at most once per object; past the budget the object is refused.
@@ -69,6 +75,8 @@ impl Limits {
         max_tar_entries: 1000,
         max_depth: 64,
         max_annotations_total_bytes: 256 * 1024,
+        max_signature_material_bytes: 64 * 1024,
+        max_signature_material_total_bytes: 1024 * 1024,
         max_signature_checks: 256,
     };
 }

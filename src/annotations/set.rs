@@ -138,11 +138,29 @@ pub fn extract(
     let message_key = domain.message_key();
     let message = decode(ann, &message_key, true, limits)?
         .ok_or(AnnotationError::NoMessage { key: message_key })?;
-    // A certificate or a Rekor bundle is a few KiB. Bounded by the annotation limit, not
-    // the message limit: 32 sets must not expand to 64 values of `max_message_bytes`.
+    // A certificate or a Rekor bundle is a few KiB: each is bounded by
+    // `max_signature_material_bytes` once decompressed, and all of an object's together by
+    // `max_signature_material_total_bytes`, so 32 sets of gzip-bombed bundles cost at most
+    // that much decoding, not 32 times the message limit.
     let small = Limits {
-        max_message_bytes: limits.max_annotation_bytes,
+        max_message_bytes: limits.max_signature_material_bytes,
         ..*limits
+    };
+    let mut material_total = 0usize;
+    let mut count_material = |key: &str, bytes: &[u8]| {
+        material_total = material_total.saturating_add(bytes.len());
+        if material_total > limits.max_signature_material_total_bytes {
+            Err(malformed(
+                key,
+                format!(
+                    "the certificates and Rekor bundles of this object decode to more than {} \
+                     bytes together",
+                    limits.max_signature_material_total_bytes
+                ),
+            ))
+        } else {
+            Ok(())
+        }
     };
     let mut sets = Vec::new();
     for index in 0.. {
@@ -162,14 +180,22 @@ pub fn extract(
             return Err(malformed(&sig_key, "empty signature"));
         }
         let cert_key = domain.certificate_key(index);
-        let certificate_pem = decode(ann, &cert_key, true, &small)?
+        let certificate = decode(ann, &cert_key, true, &small)?;
+        if let Some(b) = &certificate {
+            count_material(&cert_key, b)?;
+        }
+        let certificate_pem = certificate
             .map(|b| {
                 String::from_utf8(b)
                     .map_err(|_| malformed(&cert_key, "certificate is not PEM text"))
             })
             .transpose()?;
         let bundle_key = domain.bundle_key(index);
-        let bundle = decode(ann, &bundle_key, true, &small)?
+        let bundle = decode(ann, &bundle_key, true, &small)?;
+        if let Some(b) = &bundle {
+            count_material(&bundle_key, b)?;
+        }
+        let bundle = bundle
             .map(|b| {
                 serde_json::from_slice::<RekorBundle>(&b)
                     .map_err(|e| malformed(&bundle_key, format!("not a Rekor bundle: {e}")))
@@ -311,6 +337,71 @@ mod tests {
 
     fn object() -> Value {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "annotations": {"keep": "me"}}})
+    }
+
+    fn gzip_b64(bytes: &[u8]) -> String {
+        use base64::Engine as _;
+        use std::io::Write as _;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(bytes).unwrap();
+        base64::engine::general_purpose::STANDARD.encode(gz.finish().unwrap())
+    }
+
+    fn with_bundles(sets: usize, bundle_bytes: usize) -> Value {
+        use base64::Engine as _;
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        let mut ann = serde_json::Map::new();
+        ann.insert("cosign.sigstore.dev/message".into(), json!(gzip_b64(b"M")));
+        for i in 0..sets {
+            let suffix = if i == 0 {
+                String::new()
+            } else {
+                format!("_{i}")
+            };
+            ann.insert(
+                format!("cosign.sigstore.dev/signature{suffix}"),
+                json!(b64(b"sig")),
+            );
+            // A well-formed bundle padded with whitespace (valid JSON) to `bundle_bytes`.
+            let mut bundle = br#"{"SignedEntryTimestamp":"c2V0","Payload":{"body":"e30=","integratedTime":1,"logIndex":0,"logID":"00"}}"#.to_vec();
+            bundle.resize(bundle_bytes, b' ');
+            ann.insert(
+                format!("cosign.sigstore.dev/bundle{suffix}"),
+                json!(gzip_b64(&bundle)),
+            );
+        }
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "annotations": ann}})
+    }
+
+    #[test]
+    fn a_bundle_that_decompresses_beyond_its_limit_is_refused() {
+        let err = extract(
+            &with_bundles(1, 65 * 1024),
+            &AnnotationDomain::default(),
+            &Limits::default(),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("cosign.sigstore.dev/bundle"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn all_sets_together_may_not_decompress_beyond_the_total_limit() {
+        // 32 bundles of 60 KiB: each under its own limit, 1.9 MiB together; a few KiB of
+        // annotations once compressed.
+        let err = extract(
+            &with_bundles(32, 60 * 1024),
+            &AnnotationDomain::default(),
+            &Limits::default(),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("decode to more than 1048576 bytes together"),
+            "{err}"
+        );
     }
 
     #[test]
