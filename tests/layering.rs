@@ -9,7 +9,8 @@
 //!   item) has no cycle. A parent `mod.rs` declaring and re-exporting its children is not an
 //!   import; its own code using a re-exported name is.
 //! * **Adapters**: the sigstore crates are named only by the adapter files.
-//! * **Stand-alone repository**: no source, test or script reads `../shared`.
+//! * **Stand-alone repository**: no source, test or script reads the shared reference
+//!   folder next to the checkout.
 //!
 //! The check reads the source as text (comments and string literals removed), like a
 //! reviewer would; it does not build anything.
@@ -608,13 +609,12 @@ fn nothing_in_the_repository_reads_the_shared_folder() {
                 }
                 continue;
             }
-            if p.ends_with("tests/layering.rs") {
-                continue;
-            }
             let Ok(text) = std::fs::read_to_string(&p) else {
                 continue;
             };
-            if text.contains("../shared") || text.contains("work/shared") {
+            // Spelled in pieces, so this file does not name the folder itself.
+            let (relative, absolute) = (concat!("..", "/shared"), concat!("work", "/shared"));
+            if text.contains(relative) || text.contains(absolute) {
                 offenders.push(p.strip_prefix(root()).unwrap().display().to_string());
             }
         }
