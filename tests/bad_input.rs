@@ -263,3 +263,61 @@ fn oversized_annotation_is_rejected_by_the_verifier() {
             "annotations total 307260 bytes, more than the 262144 bytes the Kubernetes API server accepts",
         ));
 }
+
+#[test]
+fn a_trusted_root_that_trusts_nothing_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = write(
+        dir.path(),
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+    );
+    let root = write(dir.path(), "root.json", "{}");
+    mansign()
+        .args(["verify", "-f"])
+        .arg(&doc)
+        .args([
+            "--certificate-identity",
+            "a@b",
+            "--certificate-oidc-issuer",
+            "https://i",
+        ])
+        .arg("--trusted-root")
+        .arg(&root)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "no certificate authority and no transparency log",
+        ));
+}
+
+#[test]
+fn an_expiry_date_is_accepted_and_a_wrong_one_names_the_forms() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _) = key_pair(dir.path(), "cosign");
+    let doc = write(
+        dir.path(),
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+    );
+    mansign()
+        .args(["sign", "--expires", "2099-12-31", "-f"])
+        .arg(&doc)
+        .arg("--key")
+        .arg(&key)
+        .assert()
+        .success();
+    let signed = std::fs::read_to_string(dir.path().join("cm.yaml.signed")).unwrap();
+    assert!(
+        signed.contains("mansign.dev/expires: \"2100-01-01T00:00:00Z\""),
+        "{signed}"
+    );
+    mansign()
+        .args(["sign", "--expires", "soon", "-f"])
+        .arg(&doc)
+        .arg("--key")
+        .arg(&key)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("RFC 3339 time"));
+}

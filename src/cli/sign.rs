@@ -60,10 +60,11 @@ pub struct SignArgs {
     #[arg(short = 'A', long)]
     pub append: bool,
 
-    /// Signed expiry: a duration (`90s`, `30m`, `4h`, `7d`) or an RFC 3339 time. Written
+    /// Signed expiry: a duration (`90s`, `30m`, `4h`, `7d`), a date (`2026-12-31`: the end
+    /// of that day, UTC) or an RFC 3339 time. Written
     /// into each document as `mansign.dev/expires` before signing; verification rejects
     /// the document after that time.
-    #[arg(long, value_name = "DURATION|TIME")]
+    #[arg(long, value_name = "DURATION|DATE|TIME")]
     pub expires: Option<String>,
 
     /// Annotation domain of the signature annotations.

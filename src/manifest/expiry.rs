@@ -72,13 +72,26 @@ fn time_annotation(value: &Value, key: &str) -> Result<Option<Timestamp>, String
 }
 
 /// Parses `--expires`: a duration from `now` (`90s`, `30m`, `4h`, `7d`, or combined like
-/// `1h30m`) or an RFC 3339 time. The result must lie in the future.
+/// `1h30m`), a date (`2026-12-31`: the end of that day, UTC) or an RFC 3339 time. The result
+/// must lie in the future.
 pub fn parse_expires(spec: &str, now: Timestamp) -> Result<Timestamp, String> {
     let at = if let Ok(t) = spec.parse::<Timestamp>() {
         t
-    } else {
-        now.checked_add(parse_duration(spec)?)
+    } else if let Ok(date) = spec.parse::<jiff::civil::Date>() {
+        // A date means the end of that day, UTC: `--expires 2026-12-31` lasts all of it.
+        date.tomorrow()
+            .and_then(|d| d.to_zoned(jiff::tz::TimeZone::UTC))
+            .map(|z| z.timestamp())
             .map_err(|e| format!("--expires {spec:?}: {e}"))?
+    } else {
+        now.checked_add(parse_duration(spec).map_err(|_| {
+            format!(
+                "--expires {spec:?} is neither a duration (90s, 30m, 4h, 7d, 1h30m), a date \
+                 (2026-12-31: the end of that day, UTC) nor an RFC 3339 time \
+                 (2026-12-31T18:00:00Z)"
+            )
+        })?)
+        .map_err(|e| format!("--expires {spec:?}: {e}"))?
     };
     if at <= now {
         return Err(format!("--expires {spec:?} is not in the future"));
@@ -119,6 +132,19 @@ pub fn parse_duration(spec: &str) -> Result<SignedDuration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_expiry_date_lasts_until_the_end_of_that_day_utc() {
+        let now: Timestamp = "2026-11-23T12:00:00Z".parse().unwrap();
+        assert_eq!(
+            parse_expires("2026-12-31", now).unwrap().to_string(),
+            "2027-01-01T00:00:00Z"
+        );
+        assert!(parse_expires("2026-11-22", now).is_err());
+        let err = parse_expires("next week", now).unwrap_err();
+        assert!(err.contains("RFC 3339 time"), "{err}");
+        assert!(err.contains("a date"), "{err}");
+    }
     use serde_json::json;
 
     #[test]

@@ -147,6 +147,22 @@ impl TrustRoot {
             origin: origin.clone(),
             reason,
         };
+        // A root that trusts nothing would make every keyless verification fail document by
+        // document; say what the file is instead.
+        if root.certificate_authorities.is_empty() && root.tlogs.is_empty() {
+            let looks_like = match serde_json::from_str::<serde_json::Value>(json) {
+                Ok(v) if v.get("signed").is_some() && v.get("signatures").is_some() => {
+                    "a TUF root.json (to fetch a trusted root over TUF, use `mansign trust \
+                     update --tuf-root FILE`)"
+                }
+                Ok(serde_json::Value::Object(m)) if m.len() <= 1 => "an empty document",
+                _ => "something other than a Sigstore trusted_root.json",
+            };
+            return Err(unusable(format!(
+                "it lists no certificate authority and no transparency log: it looks like \
+                 {looks_like}"
+            )));
+        }
         // Verifier::new checks the whole root up front (keys, duplicate log IDs, windows,
         // anchors), so a bad root fails here and not on the first signature.
         let verifier =
@@ -271,6 +287,19 @@ mod tests {
             "/testdata/kyverno/trust-root/sigstore-public-trusted_root.json"
         );
         TrustRoot::from_file(path).unwrap();
+    }
+
+    #[test]
+    fn a_root_that_trusts_nothing_is_refused_saying_what_it_looks_like() {
+        let err = TrustRoot::from_json("{}").unwrap_err().to_string();
+        assert!(
+            err.contains("no certificate authority and no transparency log"),
+            "{err}"
+        );
+        assert!(err.contains("an empty document"), "{err}");
+        let tuf = r#"{"signed": {"_type": "root", "version": 1}, "signatures": []}"#;
+        let err = TrustRoot::from_json(tuf).unwrap_err().to_string();
+        assert!(err.contains("a TUF root.json"), "{err}");
     }
 
     #[test]
