@@ -423,13 +423,32 @@ struct Walk<'t> {
 
 impl Walk<'_> {
     fn found(&mut self, d: Difference<'_>) {
-        if (self.tolerated)(&d) {
-            return;
+        if !(self.tolerated)(&d) {
+            self.report(&d);
         }
+    }
+
+    /// Records a difference no rule accepted: in full for the first hundred, else counted.
+    fn report(&mut self, d: &Difference<'_>) {
         if self.out.diffs.len() < MAX_REPORTED_DIFFS {
-            self.out.diffs.push(FieldDiff::report(&d));
+            self.out.diffs.push(FieldDiff::report(d));
         } else {
             self.out.unreported += 1;
+        }
+    }
+
+    /// The values at one path on each side, either possibly absent.
+    fn pair<'v>(
+        &mut self,
+        path: &mut Vec<Step<'v>>,
+        signed: Option<&'v Value>,
+        actual: Option<&'v Value>,
+    ) -> Result<(), CompareError> {
+        match (signed, actual) {
+            (Some(s), Some(a)) => self.both(path, s, a),
+            (Some(s), None) => self.one_side(path, DiffKind::Removed, s),
+            (None, Some(a)) => self.one_side(path, DiffKind::Added, a),
+            (None, None) => Ok(()),
         }
     }
 
@@ -459,24 +478,14 @@ impl Walk<'_> {
                     s.keys().chain(a.keys()).map(String::as_str).collect();
                 for k in keys {
                     path.push(Step::Key(k));
-                    match (s.get(k), a.get(k)) {
-                        (Some(sv), Some(av)) => self.both(path, sv, av)?,
-                        (Some(sv), None) => self.one_side(path, DiffKind::Removed, sv)?,
-                        (None, Some(av)) => self.one_side(path, DiffKind::Added, av)?,
-                        (None, None) => {}
-                    }
+                    self.pair(path, s.get(k), a.get(k))?;
                     path.pop();
                 }
             }
             (Value::Array(s), Value::Array(a)) => {
                 for i in 0..s.len().max(a.len()) {
                     path.push(Step::Index(i));
-                    match (s.get(i), a.get(i)) {
-                        (Some(sv), Some(av)) => self.both(path, sv, av)?,
-                        (Some(sv), None) => self.one_side(path, DiffKind::Removed, sv)?,
-                        (None, Some(av)) => self.one_side(path, DiffKind::Added, av)?,
-                        (None, None) => {}
-                    }
+                    self.pair(path, s.get(i), a.get(i))?;
                     path.pop();
                 }
             }
@@ -528,13 +537,7 @@ impl Walk<'_> {
                     path.pop();
                 }
             }
-            _ => {
-                if self.out.diffs.len() < MAX_REPORTED_DIFFS {
-                    self.out.diffs.push(FieldDiff::report(&whole));
-                } else {
-                    self.out.unreported += 1;
-                }
-            }
+            _ => self.report(&whole),
         }
         Ok(())
     }
