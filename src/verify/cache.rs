@@ -135,11 +135,8 @@ impl VerificationCache {
                 // The earliest moment one of the signers becomes too old.
                 let mut until: Option<jiff::Timestamp> = None;
                 for s in &signers {
-                    let dated = match (signed_at, s.logged_at()) {
-                        (Some(a), Some(b)) => a.min(b),
-                        (Some(a), None) => a,
-                        (None, Some(b)) => b,
-                        (None, None) => return,
+                    let Ok(dated) = s.signing_time(signed_at) else {
+                        return;
                     };
                     let Ok(t) = dated.checked_add(max_age) else {
                         return;

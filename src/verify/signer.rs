@@ -82,7 +82,47 @@ impl fmt::Display for SignerIdentity {
     }
 }
 
+/// Why a signer has no credible signing time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Undated {
+    /// No signed time, and the log time (if any) is not a signing time for this signer.
+    NoSignedTime,
+    /// The signed time is later than the log entry, beyond the tolerated skew.
+    SignedAfterLogged {
+        signed_at: jiff::Timestamp,
+        logged_at: jiff::Timestamp,
+    },
+}
+
+/// Tolerated clock skew between a signer's `mansign.dev/signed-at` and the log's integrated
+/// time (the signature is made before it is logged; the signer's clock may run ahead).
+const SIGNED_AT_SKEW: jiff::SignedDuration = jiff::SignedDuration::from_mins(5);
+
 impl SignerInfo {
+    /// When this signer signed, for the maximum age: the signed time of the document
+    /// (`signed_at`), bounded by the transparency-log time (the earlier counts). Without a
+    /// signed time, only a keyless signature is dated, by its log time (its certificate
+    /// lived minutes and must be valid then); a key's log time is not a signing time.
+    pub(super) fn signing_time(
+        &self,
+        signed_at: Option<jiff::Timestamp>,
+    ) -> Result<jiff::Timestamp, Undated> {
+        match (self, signed_at, self.logged_at()) {
+            (_, Some(signed), Some(logged)) => {
+                if signed > logged.saturating_add(SIGNED_AT_SKEW).unwrap_or(logged) {
+                    return Err(Undated::SignedAfterLogged {
+                        signed_at: signed,
+                        logged_at: logged,
+                    });
+                }
+                Ok(signed.min(logged))
+            }
+            (_, Some(signed), None) => Ok(signed),
+            (SignerInfo::Certificate { .. }, None, Some(logged)) => Ok(logged),
+            (_, None, _) => Err(Undated::NoSignedTime),
+        }
+    }
+
     /// Who signed, for counting distinct signers.
     pub fn identity(&self) -> SignerIdentity {
         match self {

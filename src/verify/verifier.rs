@@ -6,7 +6,7 @@ use super::cache::{VerificationCache, cache_key};
 use super::checks::{BudgetExceeded, Leaf, SignatureChecks};
 use super::compare::{CompareRules, compare_with_signed};
 use super::failure::{AgeFailure, Attempt, CheckFailure};
-use super::signer::SignerInfo;
+use super::signer::{SignerInfo, Undated};
 use super::verdict::{DocumentVerdict, Rejection, Verdict, Verified};
 use crate::annotations::{AnnotationDomain, extract};
 use crate::limits::Limits;
@@ -140,23 +140,18 @@ impl Verifier {
             return Ok(());
         };
         let now = self.now();
-        let logged_at = signer.logged_at();
-        let effective = match (signer, signed_at, logged_at) {
-            (_, Some(signed), Some(logged)) => {
-                if signed > logged.saturating_add(SIGNED_AT_SKEW).unwrap_or(logged) {
-                    return Err(AgeFailure::SignedAfterLogged {
-                        signed_at: signed,
-                        logged_at: logged,
-                    });
-                }
-                signed.min(logged)
-            }
-            (_, Some(signed), None) => signed,
-            // A Fulcio certificate lives minutes and must be valid at the log time, so a
-            // keyless log time is a signing time; a key's log time is not.
-            (SignerInfo::Certificate { .. }, None, Some(logged)) => logged,
-            (_, None, _) => return Err(AgeFailure::NoSignedTime { max_age }),
-        };
+        let effective = signer
+            .signing_time(signed_at)
+            .map_err(|undated| match undated {
+                Undated::NoSignedTime => AgeFailure::NoSignedTime { max_age },
+                Undated::SignedAfterLogged {
+                    signed_at,
+                    logged_at,
+                } => AgeFailure::SignedAfterLogged {
+                    signed_at,
+                    logged_at,
+                },
+            })?;
         let oldest = now
             .checked_sub(max_age)
             .map_err(|_| AgeFailure::OutOfRange { max_age, now })?;
@@ -307,10 +302,6 @@ impl Verifier {
         Ok(accepted)
     }
 }
-
-/// Tolerated clock skew between a signer's `mansign.dev/signed-at` and the log's integrated
-/// time (the signature is made before it is logged; the signer's clock may run ahead).
-const SIGNED_AT_SKEW: jiff::SignedDuration = jiff::SignedDuration::from_mins(5);
 
 /// The signed document for an object: same group, kind, namespace and name (version is
 /// ignored, as upstream). The same group/kind/name in another namespace is returned too,
