@@ -90,6 +90,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admission;
 pub mod annotations;
 #[cfg(feature = "cli")]
 pub mod cli;

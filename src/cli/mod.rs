@@ -3,6 +3,9 @@
 //!
 //! Exit codes: 0 success, 1 verification failed, 2 usage or input error.
 
+mod admission;
+mod admission_policy;
+mod admission_serve;
 mod completion;
 mod conformance;
 mod generate_key_pair;
@@ -41,6 +44,8 @@ enum Command {
     /// Write a cosign-compatible key pair (encrypted private key and public key).
     #[command(after_help = EXIT_CODES)]
     GenerateKeyPair(generate_key_pair::GenerateKeyPairArgs),
+    /// Admission checker: the validating webhook (`serve`) and offline answers (`review`).
+    Admission(admission::AdmissionArgs),
     /// Inspect or refresh trust roots (`trust update` fetches trusted_root.json over TUF).
     Trust(trust::TrustArgs),
     /// Print version information.
@@ -107,6 +112,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Sign(a) => sign::run(a),
         Command::Verify(a) => verify::run(a),
         Command::GenerateKeyPair(a) => generate_key_pair::run(a),
+        Command::Admission(a) => admission::run(a),
         Command::Trust(a) => trust::run(a),
         Command::Version(a) => version::run(a),
         Command::Completion(a) => completion::run(a),

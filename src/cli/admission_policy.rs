@@ -1,0 +1,46 @@
+//! Policy and trust flags shared by `admission serve` and `admission review`.
+
+use crate::limits::Limits;
+use crate::policy::{LoadOptions, PolicySet, load_file as load_policy_file};
+use crate::trust::TrustRoot;
+use anyhow::Context;
+use clap::Args;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Policies and trust: the same files as `mansign verify --policy`.
+#[derive(Debug, Clone, Args)]
+pub struct PolicyArgs {
+    /// Policy file (mansign `ManifestPolicy` and/or Kyverno `validate.manifests` policies,
+    /// docs/policy.md). Repeatable; every rule of every file applies.
+    #[arg(long = "policy", value_name = "FILE", required = true)]
+    pub policies: Vec<PathBuf>,
+
+    /// Sigstore `trusted_root.json` for keyless entries that name none. Default: the
+    /// embedded public-good root.
+    #[arg(long, value_name = "FILE")]
+    pub trusted_root: Option<PathBuf>,
+}
+
+impl PolicyArgs {
+    /// Loads every policy file into one set.
+    pub fn load(&self) -> anyhow::Result<PolicySet> {
+        let trust_root = match &self.trusted_root {
+            Some(path) => {
+                Some(Arc::new(TrustRoot::from_file(path).with_context(|| {
+                    format!("--trusted-root {}", path.display())
+                })?))
+            }
+            None => None,
+        };
+        let options = LoadOptions {
+            trust_root,
+            limits: Limits::default(),
+        };
+        let mut set = PolicySet::default();
+        for path in &self.policies {
+            set.extend(load_policy_file(path, &options)?);
+        }
+        Ok(set)
+    }
+}
