@@ -19,6 +19,10 @@
 //! not appear in its public API.
 
 pub mod update;
+mod vouched;
+
+pub use vouched::{DEFAULT_VOUCHED_CERTIFICATES, VouchedStats};
+pub(crate) use vouched::{FulcioAuthorities, VouchedCertificate, VouchedCertificates};
 
 use sigstore_crypto::Keyring;
 use sigstore_trust_root::{
@@ -58,6 +62,9 @@ pub struct TrustRoot {
     root: TrustedRoot,
     verifier: sigstore_verify::Verifier,
     rekor_keys: Keyring,
+    /// Certificates whose chain and SCT this root has verified (bounded; see
+    /// [`vouched`]).
+    vouched: VouchedCertificates,
 }
 
 impl fmt::Debug for TrustRoot {
@@ -173,6 +180,7 @@ impl TrustRoot {
             root,
             verifier,
             rekor_keys,
+            vouched: VouchedCertificates::new(DEFAULT_VOUCHED_CERTIFICATES),
         })
     }
 
@@ -199,6 +207,31 @@ impl TrustRoot {
     /// The sigstore-verify verifier built from this root.
     pub(crate) fn verifier(&self) -> &sigstore_verify::Verifier {
         &self.verifier
+    }
+
+    /// Certificates whose chain and SCT this root has already verified.
+    pub(crate) fn vouched_certificates(&self) -> &VouchedCertificates {
+        &self.vouched
+    }
+
+    /// How often a keyless verification under this root skipped a certificate's chain and
+    /// SCT because the certificate was already verified (benchmarks, metrics).
+    pub fn certificate_cache_stats(&self) -> VouchedStats {
+        self.vouched.stats()
+    }
+
+    /// The Fulcio authorities whose validity window contains `time` (the same rule
+    /// sigstore-verify uses to pick the anchors of a chain check).
+    pub(crate) fn fulcio_authorities_at(&self, time: jiff::Timestamp) -> FulcioAuthorities {
+        FulcioAuthorities(
+            self.root
+                .certificate_authorities
+                .iter()
+                .enumerate()
+                .filter(|(_, ca)| ca.valid_for.is_none_or(|w| w.contains(time)))
+                .map(|(i, _)| i)
+                .collect(),
+        )
     }
 
     /// Checks a signed entry timestamp: `signature` over `payload` by the key of Rekor log

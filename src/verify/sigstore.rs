@@ -8,7 +8,7 @@
 use super::evidence::{CertificateSubject, WorkflowClaims};
 use super::rekor_entry::RekorEntry;
 use super::sigstore_error::SigstoreError;
-use crate::trust::TrustRoot;
+use crate::trust::{TrustRoot, VouchedCertificate, VouchedCertificates};
 use rustls_pki_types::SignatureVerificationAlgorithm;
 use sigstore_types::bundle::{
     InclusionPromise, MessageDigest, MessageSignature, PublicKeyIdentifier, SignatureContent,
@@ -104,17 +104,8 @@ pub(super) fn verify_hashedrekord(
     };
     let verifier = trust.verifier();
     let result = match material {
-        SigningMaterial::Certificate(_) => {
-            let policy = sigstore_verify::VerificationPolicy::any_identity();
-            let result = verifier.verify(message, &bundle, &policy).map_err(map)?;
-            // Belt and braces: the policy above asks for every check; refuse a result
-            // that says one of them did not run.
-            if !(result.certificate_verified() && result.sct_verified()) {
-                return Err(SigstoreError::SkippedCheck(
-                    "certificate chain and SCT must be verified",
-                ));
-            }
-            result
+        SigningMaterial::Certificate(leaf) => {
+            verify_certificate_bundle(trust, message, &bundle, leaf, entry, map)?
         }
         SigningMaterial::PublicKey(spki) => {
             let policy =
@@ -133,6 +124,67 @@ pub(super) fn verify_hashedrekord(
         ));
     }
     Ok(())
+}
+
+/// The certificate path of [`verify_hashedrekord`]: every check, except that the chain and
+/// the SCT are skipped when this trust root already verified them for this certificate under
+/// conditions that still hold at this entry's integrated time
+/// ([`VouchedCertificate::covers`](crate::trust::VouchedCertificate::covers): the leaf is
+/// valid then and the same Fulcio authorities are). The SET, the integrated time against the
+/// leaf's validity, the signature and the body run every time.
+fn verify_certificate_bundle(
+    trust: &TrustRoot,
+    message: &[u8],
+    bundle: &Bundle,
+    leaf: &[u8],
+    entry: &RekorEntry,
+    map: impl Fn(sigstore_verify::Error) -> SigstoreError,
+) -> Result<sigstore_verify::VerificationResult, SigstoreError> {
+    let vouched = trust.vouched_certificates();
+    let key = VouchedCertificates::key(leaf);
+    // The only verified time of a cosign triple is the SET-backed integrated time (no
+    // RFC 3161 timestamps): the chain is checked at it.
+    let time = jiff::Timestamp::from_second(entry.integrated_time).ok();
+    let authorities = time.map(|t| trust.fulcio_authorities_at(t));
+    let known = match (time, &authorities) {
+        (Some(t), Some(a)) => vouched.covers(&key, t, a),
+        _ => false,
+    };
+    let policy = sigstore_verify::VerificationPolicy::any_identity();
+    if known {
+        // The chain and SCT of this certificate verified for this root, at a time with
+        // the same authorities, and the leaf is valid at this time.
+        return trust
+            .verifier()
+            .verify(message, bundle, &policy.skip_certificate_chain())
+            .map_err(map);
+    }
+    let result = trust
+        .verifier()
+        .verify(message, bundle, &policy)
+        .map_err(map)?;
+    // Belt and braces: the policy above asks for every check; refuse a result that says
+    // one of them did not run.
+    if !(result.certificate_verified() && result.sct_verified()) {
+        return Err(SigstoreError::SkippedCheck(
+            "certificate chain and SCT must be verified",
+        ));
+    }
+    // Remember the certificate only when the chain was checked at exactly the one time
+    // the authorities were computed for.
+    if let (Some(t), Some(authorities), Some(info)) = (time, authorities, result.certificate())
+        && result.verified_timestamps() == [t]
+    {
+        vouched.remember(
+            key,
+            VouchedCertificate {
+                not_before: info.not_before,
+                not_after: info.not_after,
+                authorities,
+            },
+        );
+    }
+    Ok(result)
 }
 
 /// Checks an ECDSA (or other sigstore-supported) signature over `message` with a public key

@@ -1,0 +1,268 @@
+//! The per-trust-root certificate cache skips a certificate's chain and SCT, never a check
+//! that depends on the signature set: every test first verifies the real set (so the
+//! certificate is cached), then shows that a set reusing that certificate is still refused
+//! for its own fault — after the certificate expired, at a time its Fulcio authority no
+//! longer covers, with a bad SET, a signature over another message, a body about another
+//! signature — and that the cache is the root's own.
+//!
+//! Fixtures: testdata/ (k8s-manifest-sigstore, sigstore-trust-roots; provenance in
+//! testdata/README.md). A missing fixture fails the test.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use mansign::Limits;
+use mansign::annotations::{AnnotationDomain, SignatureSet, SignedAnnotations, extract};
+use mansign::manifest::load_inputs;
+use mansign::trust::{TrustRoot, VouchedStats};
+use mansign::verify::{SigstoreError, verify_certificate_set};
+use p256::ecdsa::signature::Signer as _;
+use p256::ecdsa::{DerSignature, SigningKey};
+use p256::pkcs8::EncodePublicKey as _;
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+use std::path::{Path, PathBuf};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
+const PGI_ROOT: &str = "k8s-manifest-sigstore/_external/sigstore-cosign-v3.0.4/pkg/cosign/testdata/trusted_root_pgi.json";
+const STAGING_ROOT: &str = "sigstore-trust-roots/staging/trusted_root.json";
+/// 2022, hashedrekord, two sets with two certificates. Set 0's certificate is valid for ten
+/// minutes from 2022-06-17T07:55:18Z; its entry was integrated at 1_655_452_519.
+const KEYLESS_MULTI: &str =
+    "k8s-manifest-sigstore/pkg/k8smanifest/testdata/sample-configmap-keyless-multi-signed.yaml";
+const NOT_BEFORE: i64 = 1_655_452_518;
+
+fn fixture(rel: &str) -> PathBuf {
+    let p = Path::new(FIXTURES).join(rel);
+    assert!(p.exists(), "fixture testdata/{rel} is missing");
+    p
+}
+
+fn signed() -> SignedAnnotations {
+    let files = load_inputs(&[fixture(KEYLESS_MULTI)], &Limits::default()).unwrap();
+    extract(
+        &files[0].documents[0].value,
+        &AnnotationDomain::default(),
+        &Limits::default(),
+    )
+    .unwrap()
+}
+
+fn pgi_json() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(fixture(PGI_ROOT)).unwrap()).unwrap()
+}
+
+/// A Rekor log key made by the test, trusted by the roots built below, so a test can move
+/// an entry's integrated time or body and sign a valid SET over it.
+struct TestLog {
+    key: SigningKey,
+    log_id_hex: String,
+}
+
+impl TestLog {
+    fn new() -> Self {
+        let key = SigningKey::random(&mut rand_core::OsRng);
+        let spki = key.verifying_key().to_public_key_der().unwrap();
+        TestLog {
+            log_id_hex: hex::encode(Sha256::digest(spki.as_bytes())),
+            key,
+        }
+    }
+
+    fn trusted_by(&self, mut root: Value) -> TrustRoot {
+        let spki = self.key.verifying_key().to_public_key_der().unwrap();
+        root["tlogs"].as_array_mut().unwrap().push(json!({
+            "baseUrl": "https://rekor.test.invalid",
+            "hashAlgorithm": "SHA2_256",
+            "publicKey": {
+                "rawBytes": STANDARD.encode(spki.as_bytes()),
+                "keyDetails": "PKIX_ECDSA_P256_SHA_256",
+                "validFor": {"start": "2020-01-01T00:00:00Z"}
+            },
+            "logId": {"keyId": STANDARD.encode(hex::decode(&self.log_id_hex).unwrap())}
+        }));
+        TrustRoot::from_json(&root.to_string()).unwrap()
+    }
+
+    /// The set, its entry integrated at `time`, with a fresh SET by this log.
+    fn at(&self, set: &SignatureSet, time: i64) -> SignatureSet {
+        let mut set = set.clone();
+        let bundle = set.bundle.as_mut().unwrap();
+        bundle.payload.integrated_time = time;
+        bundle.payload.log_id = self.log_id_hex.clone();
+        let p = &bundle.payload;
+        let payload = format!(
+            r#"{{"body":"{}","integratedTime":{},"logID":"{}","logIndex":{}}}"#,
+            p.body, p.integrated_time, p.log_id, p.log_index
+        );
+        let sig: DerSignature = self.key.sign(payload.as_bytes());
+        bundle.signed_entry_timestamp = STANDARD.encode(sig.as_bytes());
+        set
+    }
+}
+
+/// Verifies set 0 as logged, so its certificate is cached, and checks that it was.
+fn prime(trust: &TrustRoot, ann: &SignedAnnotations) {
+    verify_certificate_set(trust, &ann.message, &ann.sets[0]).unwrap();
+    assert_eq!(trust.certificate_cache_stats().entries, 1);
+}
+
+#[test]
+fn a_second_set_with_the_same_certificate_skips_only_chain_and_sct() {
+    let log = TestLog::new();
+    let (trust, ann) = (log.trusted_by(pgi_json()), signed());
+    prime(&trust, &ann);
+    // The same certificate in another entry, a minute later, verifies from the cache.
+    let later = log.at(&ann.sets[0], NOT_BEFORE + 61);
+    let evidence = verify_certificate_set(&trust, &ann.message, &later).unwrap();
+    assert_eq!(evidence.rekor.integrated_time, NOT_BEFORE + 61);
+    assert_eq!(
+        trust.certificate_cache_stats(),
+        VouchedStats {
+            hits: 1,
+            misses: 1,
+            entries: 1
+        }
+    );
+}
+
+#[test]
+fn rejects_a_cached_certificate_after_it_expired() {
+    let log = TestLog::new();
+    let (trust, ann) = (log.trusted_by(pgi_json()), signed());
+    prime(&trust, &ann);
+    let expired = log.at(&ann.sets[0], NOT_BEFORE + 601);
+    let err = verify_certificate_set(&trust, &ann.message, &expired).unwrap_err();
+    assert!(
+        matches!(err, SigstoreError::CertificateNotValidAt { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn rejects_a_cached_certificate_before_it_was_issued() {
+    let log = TestLog::new();
+    let (trust, ann) = (log.trusted_by(pgi_json()), signed());
+    prime(&trust, &ann);
+    let early = log.at(&ann.sets[0], NOT_BEFORE - 1);
+    let err = verify_certificate_set(&trust, &ann.message, &early).unwrap_err();
+    assert!(
+        matches!(err, SigstoreError::CertificateNotValidAt { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn rejects_a_cached_certificate_at_a_time_its_authority_no_longer_covers() {
+    // The root's 2022 Fulcio authority ends at 07:58:00, inside the certificate's ten
+    // minutes: at 07:55:19 the chain is trusted, at 07:59:00 no trusted authority issued
+    // the certificate, although the certificate itself is still valid.
+    let mut root = pgi_json();
+    for ca in root["certificateAuthorities"].as_array_mut().unwrap() {
+        if ca["validFor"]["start"] == json!("2022-04-13T20:06:15.000Z") {
+            ca["validFor"]["end"] = json!("2022-06-17T07:58:00Z");
+        }
+    }
+    let log = TestLog::new();
+    let (trust, ann) = (log.trusted_by(root), signed());
+    prime(&trust, &ann);
+    let after = log.at(&ann.sets[0], NOT_BEFORE + 222);
+    let err = verify_certificate_set(&trust, &ann.message, &after).unwrap_err();
+    assert!(
+        matches!(err, SigstoreError::UntrustedCertificate(_)),
+        "{err}"
+    );
+    // Control: inside the authority's window the same certificate verifies.
+    let before = log.at(&ann.sets[0], NOT_BEFORE + 100);
+    verify_certificate_set(&trust, &ann.message, &before).unwrap();
+}
+
+#[test]
+fn rejects_a_cached_certificate_with_a_tampered_set() {
+    let (trust, ann) = (TrustRoot::from_file(fixture(PGI_ROOT)).unwrap(), signed());
+    prime(&trust, &ann);
+    let mut set = ann.sets[0].clone();
+    set.bundle.as_mut().unwrap().payload.integrated_time += 1;
+    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+    assert!(
+        matches!(err, SigstoreError::SignedEntryTimestamp(_)),
+        "{err}"
+    );
+}
+
+#[test]
+fn rejects_a_cached_certificate_over_another_message() {
+    let (trust, ann) = (TrustRoot::from_file(fixture(PGI_ROOT)).unwrap(), signed());
+    prime(&trust, &ann);
+    let mut other = ann.message.clone();
+    other.extend_from_slice(b"  key5: injected\n");
+    let err = verify_certificate_set(&trust, &other, &ann.sets[0]).unwrap_err();
+    assert!(matches!(err, SigstoreError::BadSignature(_)), "{err}");
+}
+
+#[test]
+fn rejects_a_cached_certificate_with_another_sets_signature() {
+    let (trust, ann) = (TrustRoot::from_file(fixture(PGI_ROOT)).unwrap(), signed());
+    prime(&trust, &ann);
+    let mut set = ann.sets[0].clone();
+    set.signature = ann.sets[1].signature.clone();
+    assert!(verify_certificate_set(&trust, &ann.message, &set).is_err());
+    assert_eq!(
+        trust.certificate_cache_stats().hits,
+        1,
+        "the cache was used"
+    );
+}
+
+#[test]
+fn rejects_a_cached_certificate_whose_body_logs_another_signature() {
+    let log = TestLog::new();
+    let (trust, ann) = (log.trusted_by(pgi_json()), signed());
+    prime(&trust, &ann);
+    let mut set = ann.sets[0].clone();
+    let bundle = set.bundle.as_mut().unwrap();
+    let mut body: Value =
+        serde_json::from_slice(&STANDARD.decode(&bundle.payload.body).unwrap()).unwrap();
+    body["spec"]["signature"]["content"] = json!(STANDARD.encode(&ann.sets[1].signature));
+    bundle.payload.body = STANDARD.encode(body.to_string());
+    let set = log.at(&set, NOT_BEFORE + 1);
+    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+    assert!(matches!(err, SigstoreError::EntryMismatch(_)), "{err}");
+}
+
+#[test]
+fn another_trust_root_does_not_see_the_cached_certificate() {
+    let (pgi, ann) = (TrustRoot::from_file(fixture(PGI_ROOT)).unwrap(), signed());
+    prime(&pgi, &ann);
+    // The pgi root's logs but staging's Fulcio CAs: the certificate is not trusted.
+    let mut root = pgi_json();
+    let staging: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture(STAGING_ROOT)).unwrap()).unwrap();
+    root["certificateAuthorities"] = staging["certificateAuthorities"].clone();
+    let other = TrustRoot::from_json(&root.to_string()).unwrap();
+    let err = verify_certificate_set(&other, &ann.message, &ann.sets[0]).unwrap_err();
+    assert!(
+        matches!(err, SigstoreError::UntrustedCertificate(_)),
+        "{err}"
+    );
+    assert_eq!(other.certificate_cache_stats().hits, 0);
+}
+
+#[test]
+fn a_failed_chain_is_not_remembered() {
+    let mut root = pgi_json();
+    let staging: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture(STAGING_ROOT)).unwrap()).unwrap();
+    root["certificateAuthorities"] = staging["certificateAuthorities"].clone();
+    let (trust, ann) = (TrustRoot::from_json(&root.to_string()).unwrap(), signed());
+    for _ in 0..2 {
+        assert!(verify_certificate_set(&trust, &ann.message, &ann.sets[0]).is_err());
+    }
+    assert_eq!(
+        trust.certificate_cache_stats(),
+        VouchedStats {
+            hits: 0,
+            misses: 2,
+            entries: 0
+        }
+    );
+}
