@@ -265,11 +265,14 @@ impl PolicySet {
         docs: impl IntoIterator<Item = &'a Document>,
         ctx: &RequestContext,
     ) -> PolicyVerdict {
+        // Documents are independent: verified on every core, results in input order.
+        let docs: Vec<&Document> = docs.into_iter().collect();
         PolicyVerdict {
-            objects: docs
-                .into_iter()
-                .map(|d| self.verify_document(d, ctx))
-                .collect(),
+            objects: crate::verify::map_in_order(
+                &docs,
+                crate::verify::default_parallelism(),
+                |d| self.verify_document(d, ctx),
+            ),
         }
     }
 

@@ -55,6 +55,7 @@ mod identity;
 mod key_bundle;
 mod keyless;
 mod legacy_rekord;
+mod parallel;
 mod pem;
 mod rekor_entry;
 mod signer;
@@ -83,6 +84,7 @@ pub use identity::{
 };
 pub use key_bundle::verify_key_set_with_bundle;
 pub use keyless::verify_certificate_set;
+pub use parallel::{MAX_VERIFICATION_THREADS, default_parallelism, map_in_order};
 pub use signer::{SignerIdentity, SignerInfo};
 pub use sigstore_error::SigstoreError;
 pub use verdict::{DocumentVerdict, Rejection, Verdict, Verified};

@@ -6,6 +6,7 @@ use super::cache::{VerificationCache, cache_key};
 use super::checks::{BudgetExceeded, Leaf, SignatureChecks};
 use super::compare::{CompareRules, compare_with_signed};
 use super::failure::{AgeFailure, Attempt, CheckFailure};
+use super::parallel::{default_parallelism, map_in_order};
 use super::signer::{SignerInfo, Undated};
 use super::verdict::{DocumentVerdict, Rejection, Verdict, Verified};
 use crate::annotations::{AnnotationDomain, extract};
@@ -39,6 +40,8 @@ pub struct Verifier {
     max_age: Option<jiff::SignedDuration>,
     /// Signature acceptances already proven for this requirement (shared by clones).
     cache: Arc<VerificationCache>,
+    /// Threads [`Verifier::verify_documents`] may use.
+    parallelism: usize,
 }
 
 impl Verifier {
@@ -63,6 +66,7 @@ impl Verifier {
             clock: None,
             max_age: None,
             cache: Arc::new(VerificationCache::default()),
+            parallelism: default_parallelism(),
         }
     }
 
@@ -77,6 +81,14 @@ impl Verifier {
     /// The cache of signature acceptances (for its statistics).
     pub fn cache(&self) -> &Arc<VerificationCache> {
         &self.cache
+    }
+
+    /// How many threads [`Verifier::verify_documents`] may use (default: the available
+    /// parallelism, at most 16; 1 verifies on the calling thread only). The verdicts are the
+    /// same and in the same order whatever the number.
+    pub fn with_parallelism(mut self, threads: usize) -> Self {
+        self.parallelism = threads.max(1);
+        self
     }
 
     pub fn with_domain(mut self, domain: AnnotationDomain) -> Self {
@@ -164,10 +176,12 @@ impl Verifier {
         Ok(())
     }
 
-    /// Verifies every document; the run passes only if every document does.
+    /// Verifies every document, on up to [`Verifier::with_parallelism`] threads; the
+    /// verdicts are in input order. The run passes only if every document does.
     pub fn verify_documents<'a>(&self, docs: impl IntoIterator<Item = &'a Document>) -> Verdict {
+        let docs: Vec<&Document> = docs.into_iter().collect();
         Verdict {
-            documents: docs.into_iter().map(|d| self.verify_document(d)).collect(),
+            documents: map_in_order(&docs, self.parallelism, |d| self.verify_document(d)),
         }
     }
 
