@@ -1,16 +1,34 @@
 #!/usr/bin/env bash
-# Benchmark: keyless signing of N files (default 100) against the loopback Sigstore stack,
-# in one invocation (one token, one Fulcio certificate, concurrent Rekor uploads) versus
-# one invocation per file. Prints a Markdown table for BENCHMARKS.md.
+# End-to-end benchmarks (release build, loopback Sigstore stack), as Markdown tables for
+# BENCHMARKS.md, each figure with the machine load (`uptime`) it was taken under:
+#
+# 1. keyless signing of N files (default 1000): one invocation (one token, one Fulcio
+#    certificate, concurrent Rekor uploads) versus one invocation per file (timed on the
+#    first 100 files; the ratio is per file);
+# 2. `verify -f dir/` of the N batch-signed files (one certificate) on every core and on one
+#    core (`taskset -c 0`), and of the 100 files signed one per invocation (one certificate
+#    each) on one core;
+# 3. whole process: `mansign verify` of one keyless manifest, `mansign --version`;
+# 4. side by side with sigstore-python (the stack's venv) and sigstore-js (installed into
+#    target/bench-peers/ with npm on first use) verifying the *same* production bundle
+#    (sigstore-conformance happy-path v0.3, offline, the same trusted root): whole process,
+#    and in-process per verification (mansign's from `cargo bench --bench verify`).
 #
 #   scripts/bench.sh [N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=${1:-100}
+N=${1:-1000}
+SINGLE=$(( N < 100 ? N : 100 ))
+ROOT_DIR=$PWD
 
 bash scripts/sigstore-stack/install.sh >/dev/null
 cargo build --locked --release --quiet
 MANSIGN="$PWD/target/release/mansign"
+PY="$PWD/scripts/sigstore-stack/.venv/bin/python"
+PEERS="$PWD/target/bench-peers"
+if [ ! -d "$PEERS/node_modules/sigstore" ]; then
+  npm install --silent --prefix "$PEERS" sigstore@5.0.1 >/dev/null
+fi
 
 WORK=$(mktemp -d)
 STATE="$WORK/stack"
@@ -20,6 +38,23 @@ bash scripts/sigstore-stack/start.sh "$STATE" >/dev/null
 # shellcheck disable=SC1091
 . "$STATE/env"
 unset SIGSTORE_ID_TOKEN ACTIONS_ID_TOKEN_REQUEST_URL ACTIONS_ID_TOKEN_REQUEST_TOKEN
+
+load() { uptime | sed 's/.*load average: //; s/,.*//'; }
+# median wall time in ms of RUNS runs of a command (output discarded)
+median_ms() {
+  local runs=$1
+  shift
+  python3 - "$runs" "$@" <<'PY'
+import statistics, subprocess, sys, time
+runs, cmd = int(sys.argv[1]), sys.argv[2:]
+times = []
+for _ in range(runs):
+    t = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    times.append((time.perf_counter() - t) * 1000)
+print(f"{statistics.median(times):.1f}")
+PY
+}
 
 mkdir -p "$WORK/in"
 for i in $(seq -w 1 "$N"); do
@@ -43,10 +78,14 @@ done
 
 common=(--fulcio-url "$SIGSTORE_FULCIO_URL" --rekor-url "$SIGSTORE_REKOR_URL"
         --identity-token "@$SIGSTORE_ID_TOKEN_FILE" --trusted-root "$SIGSTORE_TRUSTED_ROOT")
+identity=(--trusted-root "$SIGSTORE_TRUSTED_ROOT" --certificate-identity "$SIGSTORE_IDENTITY"
+          --certificate-oidc-issuer "$SIGSTORE_OIDC_ISSUER")
 now_ms() { date +%s%3N; }
 stat() { curl -s "$SIGSTORE_STATS_FULCIO_URL" | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['$1'])"; }
 
+# 1. signing
 curl -s -X POST "${SIGSTORE_STATS_FULCIO_URL}/reset" >/dev/null
+sign_load=$(load)
 t0=$(now_ms)
 "$MANSIGN" sign -f "$WORK/in/" -o "$WORK/batch/" "${common[@]}" 2>/dev/null
 t1=$(now_ms)
@@ -55,26 +94,120 @@ batch_ms=$((t1 - t0)); batch_certs=$(stat fulcio_signing_cert_requests); batch_e
 curl -s -X POST "${SIGSTORE_STATS_FULCIO_URL}/reset" >/dev/null
 mkdir -p "$WORK/single"
 t0=$(now_ms)
-for f in "$WORK"/in/*.yaml; do
+for f in $(find "$WORK/in" -name '*.yaml' | sort | head -"$SINGLE"); do
   "$MANSIGN" sign -f "$f" -o "$WORK/single/$(basename "$f")" "${common[@]}" 2>/dev/null
 done
 t1=$(now_ms)
-single_ms=$((t1 - t0)); single_certs=$(stat fulcio_signing_cert_requests); single_entries=$(stat rekor_entries_created)
+single_ms=$((t1 - t0)); single_certs=$(stat fulcio_signing_cert_requests)
+ratio=$(python3 -c "print(f'{($single_ms / $SINGLE * $N) / $batch_ms:.1f}')")
 
-"$MANSIGN" verify -f "$WORK/batch/" --trusted-root "$SIGSTORE_TRUSTED_ROOT" \
-  --certificate-identity "$SIGSTORE_IDENTITY" --certificate-oidc-issuer "$SIGSTORE_OIDC_ISSUER" >/dev/null
-t0=$(now_ms)
-"$MANSIGN" verify -f "$WORK/batch/" --trusted-root "$SIGSTORE_TRUSTED_ROOT" \
-  --certificate-identity "$SIGSTORE_IDENTITY" --certificate-oidc-issuer "$SIGSTORE_OIDC_ISSUER" >/dev/null
-t1=$(now_ms)
-verify_ms=$((t1 - t0))
+# 2. verify -f dir/ (every file must verify: a failed run is not a timing)
+"$MANSIGN" verify -f "$WORK/batch/" "${identity[@]}" >/dev/null
+"$MANSIGN" verify -f "$WORK/single/" "${identity[@]}" >/dev/null
+v_all_load=$(load); v_all=$(median_ms 7 "$MANSIGN" verify -f "$WORK/batch/" "${identity[@]}")
+v_one_load=$(load); v_one=$(median_ms 7 taskset -c 0 "$MANSIGN" verify -f "$WORK/batch/" "${identity[@]}")
+v_own_load=$(load); v_own=$(median_ms 7 taskset -c 0 "$MANSIGN" verify -f "$WORK/single/" "${identity[@]}")
+per_one=$(python3 -c "print(f'{$v_one * 1000 / $N:.0f}')")
+per_own=$(python3 -c "print(f'{$v_own * 1000 / $SINGLE:.0f}')")
+
+# 3. whole process, one manifest
+first=$(find "$WORK/batch" -name '*.yaml' | sort | head -1)
+p_load=$(load)
+p_verify=$(median_ms 31 "$MANSIGN" verify -f "$first" "${identity[@]}")
+p_version=$(median_ms 31 "$MANSIGN" --version)
+
+# 4. peers on the same production bundle, offline, the same trusted root
+CASE="$ROOT_DIR/testdata/sigstore-conformance/bundle-verify/happy-path-v0.3"
+BUNDLE="$CASE/bundle.sigstore.json"
+ARTIFACT="$ROOT_DIR/testdata/sigstore-conformance/bundle-verify/a.txt"
+PROD_ROOT="$ROOT_DIR/testdata/sigstore-trust-roots/production/trusted_root.json"
+BEACON="https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main"
+GHA="https://token.actions.githubusercontent.com"
+cat > "$WORK/peer.py" <<'PY'
+import sys, time
+from sigstore.models import Bundle, TrustedRoot
+from sigstore.verify import Verifier, policy
+bundle_path, artifact_path, root_path, identity, issuer, runs = sys.argv[1:7]
+verifier = Verifier(trusted_root=TrustedRoot.from_file(root_path))
+bundle = Bundle.from_json(open(bundle_path, "rb").read())
+artifact = open(artifact_path, "rb").read()
+who = policy.Identity(identity=identity, issuer=issuer)
+verifier.verify_artifact(artifact, bundle, who)
+runs = int(runs)
+if runs:
+    t = time.perf_counter()
+    for _ in range(runs):
+        verifier.verify_artifact(artifact, bundle, who)
+    print(f"{(time.perf_counter() - t) / runs * 1e6:.0f}")
+PY
+cat > "$WORK/peer.js" <<'JS'
+const fs = require("fs");
+const { bundleFromJSON } = require("@sigstore/bundle");
+const { TrustedRoot } = require("@sigstore/protobuf-specs");
+const { Verifier, toSignedEntity, toTrustMaterial } = require("@sigstore/verify");
+const [bundlePath, artifactPath, rootPath, identity, issuer, runs] = process.argv.slice(2);
+const root = TrustedRoot.fromJSON(JSON.parse(fs.readFileSync(rootPath)));
+const verifier = new Verifier(toTrustMaterial(root));
+const bundle = bundleFromJSON(JSON.parse(fs.readFileSync(bundlePath)));
+const artifact = fs.readFileSync(artifactPath);
+const policy = { subjectAlternativeName: identity, extensions: { issuer } };
+verifier.verify(toSignedEntity(bundle, artifact), policy);
+const n = Number(runs);
+if (n) {
+  const t = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) verifier.verify(toSignedEntity(bundle, artifact), policy);
+  console.log(Math.round(Number(process.hrtime.bigint() - t) / n / 1000));
+}
+JS
+export NODE_PATH="$PEERS/node_modules"
+m_cmd=("$MANSIGN" verify-bundle --bundle "$BUNDLE" --certificate-identity "$BEACON"
+       --certificate-oidc-issuer "$GHA" --trusted-root "$PROD_ROOT" "$ARTIFACT")
+py_cmd=("$PY" "$WORK/peer.py" "$BUNDLE" "$ARTIFACT" "$PROD_ROOT" "$BEACON" "$GHA" 0)
+js_cmd=(node "$WORK/peer.js" "$BUNDLE" "$ARTIFACT" "$PROD_ROOT" "$BEACON" "$GHA" 0)
+# each must verify before it is timed
+"${m_cmd[@]}" >/dev/null; "${py_cmd[@]}"; "${js_cmd[@]}"
+py_cli=("$ROOT_DIR/scripts/sigstore-stack/.venv/bin/sigstore" verify identity --offline
+        --bundle "$BUNDLE" --cert-identity "$BEACON" --cert-oidc-issuer "$GHA" "$ARTIFACT")
+if "${py_cli[@]}" >/dev/null 2>&1; then py_cli_ok=1; else py_cli_ok=0; fi
+w_load=$(load)
+w_m=$(median_ms 21 "${m_cmd[@]}")
+w_py=$(median_ms 7 "${py_cmd[@]}")
+w_js=$(median_ms 7 "${js_cmd[@]}")
+w_pycli=n/a
+[ "$py_cli_ok" = 1 ] && w_pycli=$(median_ms 7 "${py_cli[@]}")
+i_load=$(load)
+i_py=$("$PY" "$WORK/peer.py" "$BUNDLE" "$ARTIFACT" "$PROD_ROOT" "$BEACON" "$GHA" 200)
+i_js=$(node "$WORK/peer.js" "$BUNDLE" "$ARTIFACT" "$PROD_ROOT" "$BEACON" "$GHA" 500)
+# criterion's estimate line: "bundle/production_v0.3  time:   [a µs b µs c µs]" -> b in µs
+i_m=$(cargo bench --locked --quiet --bench verify -- --noplot 'bundle/production' 2>/dev/null |
+  python3 -c "
+import re, sys
+m = re.search(r'time:\s*\[\S+ \S+ (\S+) (\S+)', sys.stdin.read())
+v, unit = float(m.group(1)), m.group(2)
+print(f'{v * {\"ns\": 1e-3, \"µs\": 1, \"us\": 1, \"ms\": 1e3}[unit]:.0f}')")
+r() { python3 -c "print(f'{$1 / $2:.1f}')"; }
 
 cat <<TABLE
-| run ($N files, $(nproc) cores) | wall time | Fulcio certificates | Rekor entries |
-|---|---|---|---|
-| one invocation: \`sign -f in/ -o out/\` | ${batch_ms} ms | ${batch_certs} | ${batch_entries} |
-| $N invocations, one file each | ${single_ms} ms | ${single_certs} | ${single_entries} |
-| verify all $N signed files (one invocation, offline) | ${verify_ms} ms | – | – |
+Machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; $(date -u +%F); mansign $("$MANSIGN" --version | awk '{print $2}'),
+sigstore-python $("$PY" -c 'import sigstore; print(sigstore.__version__)'), sigstore-js $(node -p "require('$PEERS/node_modules/sigstore/package.json').version"), node $(node --version).
+Load average (1 min) next to each figure.
+
+| workload | result | load |
+|---|---|---|
+| keyless signing, $N files, one invocation | ${batch_ms} ms ($batch_certs certificate, $batch_entries Rekor entries) | $sign_load |
+| keyless signing, one invocation per file ($SINGLE files) | ${single_ms} ms ($single_certs certificates) | $sign_load |
+| batch vs one invocation per file, per file | ${ratio}× | |
+| \`verify -f dir/\`, $N batch-signed manifests (one certificate), all cores | ${v_all} ms wall | $v_all_load |
+| the same on one core (\`taskset -c 0\`) | ${v_one} ms: ${per_one} µs per manifest | $v_one_load |
+| \`verify -f dir/\`, $SINGLE manifests with a certificate each, one core | ${v_own} ms: ${per_own} µs per manifest | $v_own_load |
+| \`mansign verify\` of one keyless manifest, whole process | ${p_verify} ms | $p_load |
+| \`mansign --version\`, whole process | ${p_version} ms | $p_load |
+
+| production bundle (happy-path v0.3), offline | mansign | sigstore-python | sigstore-js | load |
+|---|---|---|---|---|
+| whole process (median) | ${w_m} ms | ${w_py} ms (script), ${w_pycli} ms (CLI) | ${w_js} ms | $w_load |
+| in-process, per verification | ${i_m} µs | ${i_py} µs ($(r "$i_py" "$i_m")×) | ${i_js} µs ($(r "$i_js" "$i_m")×) | $i_load |
+| whole process, ratio to mansign | 1 | $(r "$w_py" "$w_m")× | $(r "$w_js" "$w_m")× | |
 TABLE
 
 # The manifest reader's resource bounds (hostile inputs of issue 7): a second table.

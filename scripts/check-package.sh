@@ -12,7 +12,7 @@ if [ -n "$(git status --porcelain 2>/dev/null)" ]; then
 fi
 
 list=$(cargo package --locked --list ${dirty[@]+"${dirty[@]}"})
-bad=$(printf '%s\n' "$list" | grep -E '^(testdata|tests|scripts|examples|\.github|\.ci|target)/|^action\.yml$|^BENCHMARKS\.md$' || true)
+bad=$(printf '%s\n' "$list" | grep -E '^(testdata|tests|benches|fuzz|scripts|examples|\.github|\.ci|target)/|^action\.yml$|^BENCHMARKS\.md$' || true)
 if [ -n "$bad" ]; then
   echo "check-package.sh: the crate would contain files that must stay in the repository:" >&2
   printf '%s\n' "$bad" >&2

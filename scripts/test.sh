@@ -54,3 +54,10 @@ bash scripts/check-package.sh
 log "cargo test (unit, integration, doc; actionlint and shellcheck in tests/ci_lint.rs)"
 cargo test --locked --all-targets
 cargo test --locked --doc
+
+log "fuzz smoke: 30 s per target (scripts/fuzz.sh), where a nightly toolchain is present"
+if cargo +nightly --version >/dev/null 2>&1; then
+  bash scripts/fuzz.sh 30
+else
+  echo "skipped: no nightly toolchain (rustup toolchain install nightly), so no cargo-fuzz" >&2
+fi
