@@ -177,7 +177,7 @@ w_pycli=n/a
 [ "$py_cli_ok" = 1 ] && w_pycli=$(median_ms 7 "${py_cli[@]}")
 i_load=$(load)
 i_py=$("$PY" "$WORK/peer.py" "$BUNDLE" "$ARTIFACT" "$PROD_ROOT" "$BEACON" "$GHA" 200)
-i_js=$(node "$WORK/peer.js" "$BUNDLE" "$ARTIFACT" "$PROD_ROOT" "$BEACON" "$GHA" 500)
+i_js=$(node "$WORK/peer.js" "$BUNDLE" "$ARTIFACT" "$PROD_ROOT" "$BEACON" "$GHA" 100)
 # criterion's estimate line: "bundle/production_v0.3  time:   [a µs b µs c µs]" -> b in µs
 i_m=$(cargo bench --locked --quiet --bench verify -- --noplot 'bundle/production' 2>/dev/null |
   python3 -c "
