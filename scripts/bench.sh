@@ -94,7 +94,7 @@ batch_ms=$((t1 - t0)); batch_certs=$(stat fulcio_signing_cert_requests); batch_e
 curl -s -X POST "${SIGSTORE_STATS_FULCIO_URL}/reset" >/dev/null
 mkdir -p "$WORK/single"
 t0=$(now_ms)
-for f in $(find "$WORK/in" -name '*.yaml' | sort | head -"$SINGLE"); do
+for f in $(find "$WORK/in" -name '*.yaml' | sort | sed -n "1,${SINGLE}p"); do
   "$MANSIGN" sign -f "$f" -o "$WORK/single/$(basename "$f")" "${common[@]}" 2>/dev/null
 done
 t1=$(now_ms)
@@ -111,7 +111,7 @@ per_one=$(python3 -c "print(f'{$v_one * 1000 / $N:.0f}')")
 per_own=$(python3 -c "print(f'{$v_own * 1000 / $SINGLE:.0f}')")
 
 # 3. whole process, one manifest
-first=$(find "$WORK/batch" -name '*.yaml' | sort | head -1)
+first=$(find "$WORK/batch" -name '*.yaml' | sort | sed -n 1p)
 p_load=$(load)
 p_verify=$(median_ms 31 "$MANSIGN" verify -f "$first" "${identity[@]}")
 p_version=$(median_ms 31 "$MANSIGN" --version)

@@ -39,7 +39,7 @@ seed() { # seed TARGET FILE...
   return 0
 }
 mapfile -t signed < <(grep -rl --include='*.yaml' 'cosign.sigstore.dev/' testdata | sort)
-mapfile -t manifests < <(find testdata/unsigned testdata/k8s-manifest-sigstore -name '*.yaml' | sort | head -200)
+mapfile -t manifests < <(find testdata/unsigned testdata/k8s-manifest-sigstore -name '*.yaml' | sort | sed -n 1,200p)
 mapfile -t kyverno < <(grep -rlE --include='*.yaml' 'kind: (Cluster)?Policy$' testdata/kyverno examples/policy | sort)
 mapfile -t bundles < <(find testdata/sigstore-conformance -name 'bundle.sigstore.json' | sort)
 seed annotations "${signed[@]}"
