@@ -856,6 +856,105 @@ fn central_signature_is_accepted_in_every_namespace() {
     }
 }
 
+/// The same decision in Kyverno documents: a namespaced `Policy` per team namespace and a
+/// `ClusterPolicy` for the rest (docs/admission.md).
+fn kyverno_per_namespace_policy() -> PolicySet {
+    let team = |ns: &str, subject: &str| {
+        format!(
+            "apiVersion: kyverno.io/v1
+kind: Policy
+metadata:
+  name: {ns}-exceptions
+  namespace: {ns}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: signed
+    match:
+      any:
+      - resources:
+          kinds: [PolicyException]
+    validate:
+      manifests:
+        attestors:
+        - count: 1
+          entries:
+          - keyless:
+              issuer: {GITHUB_ISSUER}
+              subject: {subject}
+          - keyless:
+              issuer: {GITHUB_ISSUER}
+              subject: {PLATFORM}
+"
+        )
+    };
+    let text = format!(
+        "{}---\n{}---
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: platform-exceptions
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: signed
+    match:
+      any:
+      - resources:
+          kinds: [PolicyException]
+    exclude:
+      any:
+      - resources:
+          namespaces: [team-a, team-b]
+    validate:
+      manifests:
+        attestors:
+        - entries:
+          - keyless:
+              issuer: {GITHUB_ISSUER}
+              subject: {PLATFORM}
+",
+        team("team-a", TEAM_A),
+        team("team-b", TEAM_B)
+    );
+    load_str(
+        "kyverno-per-namespace.yaml",
+        &text,
+        repo(),
+        &stack_options(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn kyverno_policies_express_the_same_per_namespace_signers() {
+    let r = reviewer(kyverno_per_namespace_policy());
+    let s = signed();
+    for (object, ns, allowed) in [
+        (&s.by_team_a, "team-a", true),
+        (&s.by_team_a, "team-b", false),
+        (&s.by_team_a, "payments", false),
+        (&s.by_team_b, "team-b", true),
+        (&s.by_team_b, "team-a", false),
+        (&s.by_platform, "team-a", true),
+        (&s.by_platform, "team-b", true),
+        (&s.by_platform, "payments", true),
+    ] {
+        let (response, reviewed) = answer(&r, &in_namespace(object, ns));
+        assert_eq!(
+            response["allowed"], allowed,
+            "{} in {ns}: {response}",
+            object["metadata"]["name"]
+        );
+        if !allowed {
+            assert_eq!(
+                reviewed.decision.reason_code.as_deref(),
+                Some("subject-mismatch")
+            );
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Bad reviews: an error with a code, never a panic, never an answer
 
@@ -1130,6 +1229,24 @@ fn cli_audit_policy_exits_0_with_the_warning() {
         response["response"]["warnings"].as_array().unwrap().len(),
         1
     );
+}
+
+#[test]
+fn offline_verify_fails_an_audit_rule_and_shows_the_action() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = kyverno_policy_file(dir.path(), "  validationFailureAction: Audit\n");
+    let out = common::mansign()
+        .args(["verify", "--policy"])
+        .arg(&policy)
+        .arg("--trusted-root")
+        .arg(kyverno_root_for_cli())
+        .arg("-f")
+        .arg(kyverno("unit-validate-manifest/invalid-resource.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("FAILED [diff] (Audit)"), "{stdout}");
 }
 
 #[test]

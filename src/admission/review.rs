@@ -24,7 +24,8 @@ use super::response::{Answer, MAX_WARNING_CHARS, body as response_body, bounded}
 use crate::manifest::{Document, DocumentOrigin, ObjectIdentity, Source};
 use crate::policy::{FailureAction, PolicyRule, PolicySet, RequestContext, UserInfo};
 use crate::verify::{Rejection, SignerInfo};
-use kube_core::admission::Operation;
+use kube_core::admission::{AdmissionRequest, Operation};
+use kube_core::dynamic::DynamicObject;
 use serde_json::Value;
 
 /// Bounds and switches of the reviewer.
@@ -136,21 +137,24 @@ impl Reviewer {
                 },
                 response: Err(bad),
             },
-            Ok(parsed) => {
-                let (decision, answer) = self.decide(&parsed, now);
+            Ok(ParsedRequest { request, object }) => {
+                let (decision, answer) = self.decide(&request, object, now);
                 Reviewed {
-                    response: Ok(response_body(&parsed.request, &answer)),
+                    response: Ok(response_body(&request, &answer)),
                     decision,
                 }
             }
         }
     }
 
-    fn decide(&self, parsed: &ParsedRequest, now: Option<jiff::Timestamp>) -> (Decision, Answer) {
-        let request = &parsed.request;
+    fn decide(
+        &self,
+        request: &AdmissionRequest<DynamicObject>,
+        object: Option<Value>,
+        now: Option<jiff::Timestamp>,
+    ) -> (Decision, Answer) {
         let namespace = request.namespace.clone().filter(|ns| !ns.is_empty());
-        let object_name = parsed
-            .object
+        let object_name = object
             .as_ref()
             .and_then(|o| o.get("metadata")?.get("name")?.as_str())
             .map(str::to_string);
@@ -180,10 +184,8 @@ impl Reviewer {
             message: None,
             warnings: Vec::new(),
         };
-        let Some(object) = parsed
-            .object
-            .clone()
-            .filter(|_| matches!(request.operation, Operation::Create | Operation::Update))
+        let Some(object) =
+            object.filter(|_| matches!(request.operation, Operation::Create | Operation::Update))
         else {
             decision.outcome = Outcome::Skipped;
             decision.message = format!("{} requests are not verified", decision.operation);
