@@ -191,15 +191,7 @@ impl Reviewer {
             decision.message = format!("{} requests are not verified", decision.operation);
             return (decision, allow);
         };
-        let ctx = RequestContext {
-            operation: Some(decision.operation.clone()),
-            user: Some(UserInfo {
-                username: decision.user.clone(),
-                groups: request.user_info.groups.clone().unwrap_or_default(),
-                roles: None,
-                cluster_roles: None,
-            }),
-        };
+        let ctx = request_context(&decision.operation, request);
         let (object, namespace_conflict) = with_request_namespace(object, namespace.as_deref());
         let request_id = ObjectIdentity {
             group: request.kind.group.clone(),
@@ -208,23 +200,7 @@ impl Reviewer {
             namespace: namespace.clone(),
             name: decision.name.clone(),
         };
-        let object_id = ObjectIdentity::of(&object).ok();
-        let matched: Vec<&PolicyRule> = self
-            .policies
-            .rules
-            .iter()
-            .filter(|r| {
-                r.applies_to(&object, &request_id, &ctx)
-                    || object_id
-                        .as_ref()
-                        .is_some_and(|id| r.applies_to(&object, id, &ctx))
-                    || namespace_conflict.as_ref().is_some_and(|claimed| {
-                        let mut id = request_id.clone();
-                        id.namespace = Some(claimed.clone());
-                        r.applies_to(&object, &id, &ctx)
-                    })
-            })
-            .collect();
+        let matched = self.matched_rules(&object, request_id, namespace_conflict.as_deref(), &ctx);
         if matched.is_empty() {
             decision.outcome = Outcome::NotMatched;
             decision.message = "no policy rule applies to this object".into();
@@ -247,6 +223,32 @@ impl Reviewer {
             self.verify(&matched, object, now, &mut decision.signers)
         };
         finish(decision, failures)
+    }
+
+    /// The rules that apply to the object under its own identity, the one the request
+    /// gives, or the namespace the object claims: whichever selects more (unknowns add
+    /// checks, never remove one).
+    fn matched_rules(
+        &self,
+        object: &Value,
+        request_id: ObjectIdentity,
+        claimed_namespace: Option<&str>,
+        ctx: &RequestContext,
+    ) -> Vec<&PolicyRule> {
+        let mut ids = vec![request_id];
+        if let Ok(id) = ObjectIdentity::of(object) {
+            ids.push(id);
+        }
+        if let Some(claimed) = claimed_namespace {
+            let mut id = ids[0].clone();
+            id.namespace = Some(claimed.to_string());
+            ids.push(id);
+        }
+        self.policies
+            .rules
+            .iter()
+            .filter(|r| ids.iter().any(|id| r.applies_to(object, id, ctx)))
+            .collect()
     }
 
     /// Verifies the object under every matched rule; the failures, in rule order.
@@ -309,6 +311,19 @@ impl Reviewer {
             }
         }
         failures
+    }
+}
+
+/// The request's operation and user (a request carries no roles: unknown).
+fn request_context(operation: &str, request: &AdmissionRequest<DynamicObject>) -> RequestContext {
+    RequestContext {
+        operation: Some(operation.to_string()),
+        user: Some(UserInfo {
+            username: request.user_info.username.clone().unwrap_or_default(),
+            groups: request.user_info.groups.clone().unwrap_or_default(),
+            roles: None,
+            cluster_roles: None,
+        }),
     }
 }
 
