@@ -1265,3 +1265,189 @@ fn cli_bad_review_exits_2_naming_the_file_and_prints_nothing() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing.json"));
 }
+
+/// A request body edited as JSON (subresource, kind, namespace), for the cases the
+/// `Request` builder does not make.
+fn edited(req: &Request, edit: impl FnOnce(&mut Value)) -> Vec<u8> {
+    let mut review: Value = serde_json::from_slice(&req.body()).unwrap();
+    edit(&mut review["request"]);
+    serde_json::to_vec(&review).unwrap()
+}
+
+#[test]
+fn a_write_through_a_subresource_is_denied_and_a_status_write_is_not_verified() {
+    let r = reviewer(platform_policy(""));
+    // `kubectl scale` of a signed Deployment: the request carries a Scale, not the object,
+    // and no rule names Scale. It must not pass as "no rule applies".
+    let scale = json!({
+        "apiVersion": "autoscaling/v1", "kind": "Scale",
+        "metadata": {"name": "web", "namespace": "backup"}, "spec": {"replicas": 0},
+    });
+    let body = edited(
+        &Request {
+            operation: "UPDATE",
+            namespace: Some("backup"),
+            object: Some(scale.clone()),
+            old_object: Some(scale),
+            dry_run: false,
+        },
+        |request| {
+            request["resource"] =
+                json!({"group": "apps", "version": "v1", "resource": "deployments"});
+            request["subResource"] = json!("scale");
+        },
+    );
+    let (response, reviewed) = answer(&r, &body);
+    assert_denied(&response, &reviewed, "subresource", "deployments/scale");
+    // A status write keeps everything but status, which is not signed.
+    let body = edited(
+        &Request::create("backup", &tampered(&signed().backup_by_platform)),
+        |request| {
+            request["operation"] = json!("UPDATE");
+            request["subResource"] = json!("status");
+        },
+    );
+    let (response, reviewed) = answer(&r, &body);
+    assert_allowed(&response, &reviewed, Outcome::Skipped);
+    assert!(
+        reviewed.decision.message.contains("status"),
+        "{}",
+        reviewed.decision.message
+    );
+}
+
+#[test]
+fn a_kind_pinned_to_a_version_still_matches_the_object_sent_in_another_version() {
+    let text = format!(
+        "apiVersion: mansign.dev/v1alpha1
+kind: ManifestPolicy
+metadata:
+  name: pinned
+spec:
+  match:
+    kinds: [kyverno.io/v2/PolicyException]
+  namespaceBinding: [\"*\"]
+  ignoreProfile: kubernetes
+  attestors:
+  - entries:
+    - keyless:
+        issuer: {GITHUB_ISSUER}
+        subject: {PLATFORM}
+"
+    );
+    let r = reviewer(load_str("pinned.yaml", &text, repo(), &stack_options()).unwrap());
+    // The signed v2 object passes.
+    let (response, reviewed) = answer(
+        &r,
+        &Request::create("backup", &signed().backup_by_platform).body(),
+    );
+    assert_allowed(&response, &reviewed, Outcome::Allowed);
+    // The same exception sent unsigned as v2beta1 (a webhook registered for every
+    // version sends it as is) is matched and denied, not waved through as unmatched.
+    let mut unsigned = mansign::manifest::parse_documents(
+        &exception("plain", Some("backup")),
+        &mansign::Limits::default(),
+    )
+    .unwrap()
+    .remove(0)
+    .1;
+    unsigned["apiVersion"] = json!("kyverno.io/v2beta1");
+    let (response, reviewed) = answer(&r, &Request::create("backup", &unsigned).body());
+    assert_denied(&response, &reviewed, "not-signed", "policy pinned");
+    // The signed v2 document sent as v2beta1 is a different object: denied.
+    let mut relabelled = signed().backup_by_platform.clone();
+    relabelled["apiVersion"] = json!("kyverno.io/v2beta1");
+    let (response, reviewed) = answer(&r, &Request::create("backup", &relabelled).body());
+    assert!(!reviewed.decision.outcome.is_allowed(), "{response}");
+}
+
+#[test]
+fn a_namespaced_kyverno_policy_does_not_apply_to_a_cluster_scoped_request() {
+    let text = "apiVersion: kyverno.io/v1
+kind: Policy
+metadata:
+  name: team-configmaps
+  namespace: team-a
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: signed
+    match:
+      any:
+      - resources:
+          kinds: [ClusterRole, ConfigMap]
+    validate:
+      manifests:
+        attestors:
+        - entries:
+          - keys:
+              publicKeys: |-
+                -----BEGIN PUBLIC KEY-----
+                MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAESNpI3RIORxVxOOnxGq+gmUVKgbTm
+                DVI9bX8G4XqiyspEm/7mb7QANWuO9NrHxxNldvBtBuKC3zjZKs2giviYAQ==
+                -----END PUBLIC KEY-----
+";
+    let r = reviewer(load_str("team.yaml", text, repo(), &stack_options()).unwrap());
+    let cluster_role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "viewer"}, "rules": [],
+    });
+    let req = Request {
+        operation: "CREATE",
+        namespace: None,
+        object: Some(cluster_role),
+        old_object: None,
+        dry_run: false,
+    };
+    let (response, reviewed) = answer(&r, &req.body());
+    assert_allowed(&response, &reviewed, Outcome::NotMatched);
+    // In its own namespace the policy applies: an unsigned ConfigMap is denied.
+    let config_map = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "plain", "namespace": "team-a"}, "data": {"a": "b"},
+    });
+    let (response, reviewed) = answer(&r, &Request::create("team-a", &config_map).body());
+    assert_denied(&response, &reviewed, "not-signed", "team-configmaps");
+}
+
+#[test]
+fn a_service_account_subject_without_namespace_is_refused_when_loading() {
+    for block in ["match", "exclude"] {
+        let text = format!(
+            "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: by-controller
+spec:
+  rules:
+  - name: signed
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+{}
+    validate:
+      manifests:
+        attestors:
+        - entries:
+          - keyless:
+              issuer: {GITHUB_ISSUER}
+              subject: {PLATFORM}
+",
+            if block == "match" {
+                "        subjects:\n        - kind: ServiceAccount\n          name: deployer\n"
+                    .to_string()
+            } else {
+                "    exclude:\n      any:\n      - subjects:\n        - kind: ServiceAccount\n          name: deployer\n"
+                    .to_string()
+            }
+        );
+        let err = load_str("sa.yaml", &text, repo(), &stack_options()).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.contains(&format!("{block}.any[0].subjects[0].namespace"))
+                && message.contains("needs a namespace"),
+            "{message}"
+        );
+    }
+}

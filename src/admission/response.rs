@@ -39,11 +39,29 @@ pub fn bounded(text: &str, max: usize) -> String {
 }
 
 /// Control characters replaced by spaces: the API server turns warnings into HTTP
-/// `Warning` headers, and a reason may quote the object.
+/// `Warning` headers, and a reason may quote the object. Invisible formatting characters
+/// (bidirectional overrides and isolates, zero-width characters, the byte-order mark) are
+/// written as `\u{…}`: a quoted value must not reorder or hide the text around it when
+/// kubectl prints the message.
 fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.push(' ');
+        } else if is_invisible_format(c) {
+            out.push_str(&format!("\\u{{{:04x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Unicode format characters that change how the text around them is shown.
+fn is_invisible_format(c: char) -> bool {
+    matches!(c,
+        '\u{00ad}' | '\u{061c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
+        | '\u{2060}'..='\u{2069}' | '\u{206a}'..='\u{206f}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}')
 }
 
 /// The response body for `request` (HTTP 200).
@@ -51,7 +69,7 @@ pub fn body(request: &AdmissionRequest<DynamicObject>, answer: &Answer) -> Vec<u
     let mut response = AdmissionResponse::from(request);
     if !answer.allowed {
         response = response.deny(bounded(
-            answer.message.as_deref().unwrap_or("denied"),
+            &printable(answer.message.as_deref().unwrap_or("denied")),
             MAX_MESSAGE_CHARS,
         ));
         response.result.code = 403;
@@ -86,5 +104,17 @@ mod tests {
     #[test]
     fn warnings_carry_no_control_characters() {
         assert_eq!(printable("a\r\nb\u{7}c"), "a  b c");
+    }
+
+    #[test]
+    fn invisible_formatting_is_spelled_out() {
+        // A right-to-left override would show `evil.yaml` reversed; zero-width spaces
+        // would hide a difference between two names.
+        assert_eq!(
+            printable("name \"a\u{202e}lmay.live\u{200b}\""),
+            "name \"a\\u{202e}lmay.live\\u{200b}\""
+        );
+        assert_eq!(printable("\u{feff}x\u{2066}y"), "\\u{feff}x\\u{2066}y");
+        assert_eq!(printable("é ü 日本"), "é ü 日本");
     }
 }

@@ -191,6 +191,9 @@ impl Reviewer {
             decision.message = format!("{} requests are not verified", decision.operation);
             return (decision, allow);
         };
+        if let Some(sub) = request.sub_resource.as_deref().filter(|s| !s.is_empty()) {
+            return subresource_write(decision, request, sub);
+        }
         let ctx = request_context(&decision.operation, request);
         let (object, namespace_conflict) = with_request_namespace(object, namespace.as_deref());
         let request_id = ObjectIdentity {
@@ -314,6 +317,49 @@ impl Reviewer {
     }
 }
 
+/// A `CREATE` or `UPDATE` through a subresource (`deployments/scale`,
+/// `pods/ephemeralcontainers`, ...). It changes the object without sending it whole, so it
+/// cannot be compared with a signed document: denied, fail-closed. `status` is the exception:
+/// the API server keeps everything but `status` on such a write, and `status` is not signed.
+/// The webhook only receives subresources its rules list (deploy/ lists none), so a denial
+/// here means someone registered the subresource for checking.
+fn subresource_write(
+    mut decision: Decision,
+    request: &AdmissionRequest<DynamicObject>,
+    sub: &str,
+) -> (Decision, Answer) {
+    let resource = format!("{}/{sub}", request.resource.resource);
+    if sub == "status" {
+        decision.outcome = Outcome::Skipped;
+        decision.message =
+            format!("{resource}: a status write changes only status, which is not signed");
+        return (
+            decision,
+            Answer {
+                allowed: true,
+                message: None,
+                warnings: Vec::new(),
+            },
+        );
+    }
+    let message = format!(
+        "{resource}: a write through the {sub} subresource changes the object outside its \
+         signed manifest and cannot be verified [subresource]; remove {resource} from the \
+         webhook's rules if such writes are to be allowed"
+    );
+    decision.outcome = Outcome::Denied;
+    decision.reason_code = Some("subresource".into());
+    decision.message = message.clone();
+    (
+        decision,
+        Answer {
+            allowed: false,
+            message: Some(message),
+            warnings: Vec::new(),
+        },
+    )
+}
+
 /// The request's operation and user (a request carries no roles: unknown).
 fn request_context(operation: &str, request: &AdmissionRequest<DynamicObject>) -> RequestContext {
     RequestContext {
@@ -324,6 +370,8 @@ fn request_context(operation: &str, request: &AdmissionRequest<DynamicObject>) -
             roles: None,
             cluster_roles: None,
         }),
+        namespace_known: true,
+        any_version: true,
     }
 }
 

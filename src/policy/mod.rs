@@ -214,10 +214,12 @@ impl PolicyRule {
     /// True if this rule applies to the object. An object without a namespace may be
     /// applied into any namespace, so a namespaced `Policy` applies to it too.
     pub fn applies_to(&self, object: &Value, id: &ObjectIdentity, ctx: &RequestContext) -> bool {
-        if let (Some(ns), Some(object_ns)) = (&self.namespace, &id.namespace)
-            && ns != object_ns
-        {
-            return false;
+        match (&self.namespace, &id.namespace) {
+            (Some(ns), Some(object_ns)) if ns != object_ns => return false,
+            // A request's object without a namespace is cluster-scoped: a namespaced
+            // `Policy` does not apply to it.
+            (Some(_), None) if ctx.namespace_known => return false,
+            _ => {}
         }
         self.selector.applies_to(object, id, ctx)
     }

@@ -305,6 +305,20 @@ fn selector(rule: &Rule, at: &Location) -> Result<RuleSelector, PolicyError> {
             }
         }
     }
+    for (name, block) in [("match", Some(include)), ("exclude", rule.exclude.as_ref())] {
+        for (path, subject) in block.iter().flat_map(|b| b.subjects_with_paths()) {
+            if subject.kind == "ServiceAccount"
+                && subject.namespace.as_deref().is_none_or(str::is_empty)
+            {
+                return Err(invalid(
+                    &at.at(format!("{name}.{path}.namespace")),
+                    "a ServiceAccount subject needs a namespace: the requesting user is \
+                     system:serviceaccount:<namespace>:<name>, and a service account of that \
+                     name can be created in any namespace",
+                ));
+            }
+        }
+    }
     Ok(RuleSelector {
         include: Some(include.clone()),
         exclude: rule.exclude.clone(),
