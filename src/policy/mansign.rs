@@ -41,8 +41,8 @@ use crate::annotations::AnnotationDomain;
 use crate::manifest::{FieldPattern, GroupKind, IgnoreProfile};
 use crate::trust::TrustRoot;
 use crate::verify::{
-    AttestorEntry, AttestorSet, CertificateAttestor, Claim, IdentityPolicy, KeylessAttestor,
-    TrustedKey, Verifier,
+    AttestorEntry, AttestorSet, CertificateAttestor, Claim, IdentityPolicy, IdentityPolicyError,
+    KeylessAttestor, TrustedKey, Verifier,
 };
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -91,6 +91,10 @@ pub struct Spec {
     /// Oldest acceptable transparency-log time of a signature (`90s`, `30m`, `4h`, `7d`).
     #[serde(default)]
     pub max_age: Option<String>,
+    /// Keyless entries of this document may leave out the issuer (insecure; as
+    /// `--insecure-any-issuer` for this document only).
+    #[serde(default)]
+    pub insecure_any_issuer: bool,
     pub attestors: Vec<AttestorSetSpec>,
 }
 
@@ -235,11 +239,21 @@ pub(crate) fn load(
         None => AnnotationDomain::default(),
         Some(d) => AnnotationDomain::new(d).map_err(|e| invalid(&at.at("annotationDomain"), e))?,
     };
-    let mut sets = Vec::new();
-    for (i, set) in spec.attestors.iter().enumerate() {
-        sets.push(attestor_set(set, &at.at(format!("attestors[{i}]")), ctx)?);
-    }
     let mut notes = Vec::new();
+    let mut sets = Vec::new();
+    ctx.document_any_issuer = spec.insecure_any_issuer;
+    let loaded: Result<(), PolicyError> =
+        spec.attestors.iter().enumerate().try_for_each(|(i, set)| {
+            sets.push(attestor_set(
+                set,
+                &at.at(format!("attestors[{i}]")),
+                ctx,
+                &mut notes,
+            )?);
+            Ok(())
+        });
+    ctx.document_any_issuer = false;
+    loaded?;
     let requirement = attestor_policy(sets, &at.at("attestors"), &mut notes)?;
     let mut ignore = Vec::new();
     for (i, binding) in spec.ignore_fields.iter().enumerate() {
@@ -314,6 +328,7 @@ fn attestor_set(
     spec: &AttestorSetSpec,
     at: &Location,
     ctx: &mut LoadContext<'_>,
+    notes: &mut Vec<String>,
 ) -> Result<AttestorSet, PolicyError> {
     let mut entries = Vec::new();
     for (j, entry) in spec.entries.iter().enumerate() {
@@ -335,6 +350,7 @@ fn attestor_set(
                 nested,
                 &entry_at.at("attestor"),
                 ctx,
+                notes,
             )?));
         } else if let Some(keys) = &entry.keys {
             for key in keys_entry(keys, &entry_at.at("keys"), ctx)? {
@@ -345,6 +361,7 @@ fn attestor_set(
                 keyless,
                 &entry_at.at("keyless"),
                 ctx,
+                notes,
             )?));
         } else if let Some(certificates) = &entry.certificates {
             entries.push(AttestorEntry::Certificate(certificates_entry(
@@ -440,6 +457,7 @@ fn keyless_entry(
     k: &KeylessSpec,
     at: &Location,
     ctx: &mut LoadContext<'_>,
+    notes: &mut Vec<String>,
 ) -> Result<KeylessAttestor, PolicyError> {
     let mut b = IdentityPolicy::builder();
     let exact = [(Claim::Issuer, &k.issuer), (Claim::Subject, &k.subject)];
@@ -467,7 +485,20 @@ fn keyless_entry(
             }
         }
     }
-    let identity = b.build().map_err(|e| invalid(at, e.to_string()))?;
+    if k.issuer.is_none() && k.issuer_reg_exp.is_none() && ctx.insecure_any_issuer() {
+        b = b.insecure_any_issuer();
+    }
+    let identity = b.build().map_err(|e| match e {
+        IdentityPolicyError::MissingIssuer => invalid(
+            at,
+            "keyless needs issuer or issuerRegExp; to accept the subject from any issuer \
+             (insecure), set spec.insecureAnyIssuer: true or pass --insecure-any-issuer",
+        ),
+        other => invalid(at, other.to_string()),
+    })?;
+    if !identity.checks_issuer() {
+        notes.push(super::kyverno::issuer_not_checked_warning(at, &identity));
+    }
     let trust = match &k.trusted_root {
         Some(path) => {
             let full = ctx.resolve(path);

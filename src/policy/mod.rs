@@ -161,6 +161,11 @@ pub struct LoadOptions {
     pub trust_root: Option<Arc<TrustRoot>>,
     /// Bounds for the verifiers built from the policy.
     pub limits: Limits,
+    /// Accept keyless entries without an issuer constraint (`--insecure-any-issuer`): the
+    /// subject is still required, every result such an entry accepts says "issuer not
+    /// checked", and the loader adds one warning note per entry. A `ManifestPolicy` can
+    /// opt in on its own with `spec.insecureAnyIssuer: true`.
+    pub insecure_any_issuer: bool,
 }
 
 /// Where a document signed without a namespace is accepted.
@@ -335,6 +340,7 @@ pub fn load_str(
         options,
         base_dir,
         default_trust: options.trust_root.clone(),
+        document_any_issuer: false,
     };
     let mut set = PolicySet::default();
     // The manifest reader: kubectl's stream rules, both YAML readings, budgets. A policy is
@@ -401,9 +407,16 @@ pub(crate) struct LoadContext<'a> {
     options: &'a LoadOptions,
     base_dir: &'a Path,
     default_trust: Option<Arc<TrustRoot>>,
+    /// The document being loaded opts in to any issuer (`spec.insecureAnyIssuer`).
+    document_any_issuer: bool,
 }
 
 impl LoadContext<'_> {
+    /// True when keyless entries may leave the issuer unchecked (the load option).
+    fn insecure_any_issuer(&self) -> bool {
+        self.options.insecure_any_issuer || self.document_any_issuer
+    }
+
     /// The trust root for entries that name none (loaded once, on first use).
     fn default_trust(&mut self, at: &Location) -> Result<Arc<TrustRoot>, PolicyError> {
         if let Some(t) = &self.default_trust {

@@ -49,10 +49,12 @@ use super::{
 };
 use crate::annotations::AnnotationDomain;
 use crate::manifest::IgnoreProfile;
+use crate::trust::{RestrictError, TrustRoot};
 use crate::verify::{
-    AttestorEntry, AttestorSet, Claim, IdentityPolicy, IdentityPolicyError, KeylessAttestor,
-    Verifier,
+    AttestorEntry, AttestorSet, Claim, ISSUER_NOT_CHECKED, IdentityPolicy, IdentityPolicyError,
+    KeylessAttestor, Verifier,
 };
+use std::sync::Arc;
 fn non_empty(v: &Option<String>) -> Option<&str> {
     v.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
@@ -364,29 +366,90 @@ fn attestor_entries(
     Err(invalid(at, "empty entry"))
 }
 
-fn check_rekor(rekor: &Option<RekorSpec>, at: &Location) -> Result<(), PolicyError> {
-    if let Some(r) = rekor
-        && non_empty(&r.pubkey).is_some()
-    {
-        return Err(unsupported(
-            &at.at("rekor.pubkey"),
-            "a Rekor key outside a trust root is not supported; pass a trusted_root.json \
-             (--trusted-root) that lists the log",
+/// DER blocks of a PEM text with the given tag (`CERTIFICATE`, `PUBLIC KEY`), at most
+/// [`MAX_PEM_BLOCKS`]; anything else is invalid.
+fn pem_ders(text: &str, tag: &str, at: &Location) -> Result<Vec<Vec<u8>>, PolicyError> {
+    let blocks = pem::parse_many(text.trim()).map_err(|e| invalid(at, format!("not PEM: {e}")))?;
+    if blocks.is_empty() {
+        return Err(invalid(at, format!("no PEM {tag} found")));
+    }
+    if blocks.len() > MAX_PEM_BLOCKS {
+        return Err(invalid(
+            at,
+            format!("more than {MAX_PEM_BLOCKS} PEM blocks"),
         ));
+    }
+    blocks
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| {
+            if b.tag() == tag {
+                Ok(b.into_contents())
+            } else {
+                Err(invalid(
+                    at,
+                    format!("PEM block {} is {:?}, expected {tag:?}", i + 1, b.tag()),
+                ))
+            }
+        })
+        .collect()
+}
+
+/// Bound on the PEM blocks of one `roots` / `pubkey` value.
+const MAX_PEM_BLOCKS: usize = 16;
+
+/// `rekor`: `url` is not contacted (mansign verifies offline). `pubkey` is accepted only
+/// when it is the key of a Rekor log of the trust root (it then says nothing new);
+/// any other key is refused: a log key outside a trust root has no validity window.
+fn check_rekor(
+    rekor: &Option<RekorSpec>,
+    at: &Location,
+    trust: &TrustRoot,
+) -> Result<(), PolicyError> {
+    if let Some(r) = rekor
+        && let Some(text) = non_empty(&r.pubkey)
+    {
+        let field = at.at("rekor.pubkey");
+        let keys = pem_ders(text, "PUBLIC KEY", &field)?;
+        if !keys.iter().all(|k| trust.has_rekor_key(k)) {
+            return Err(unsupported(
+                &field,
+                format!(
+                    "this Rekor key is not a log of the trust root ({}); a Rekor key outside                      a trust root is not supported: pass a trusted_root.json                      (--trusted-root, or keyless.trustedRoot in a ManifestPolicy) that lists                      the log",
+                    trust.origin()
+                ),
+            ));
+        }
     }
     Ok(())
 }
 
-fn check_ctlog(ctlog: &Option<CtlogSpec>, at: &Location) -> Result<(), PolicyError> {
+/// `ctlog`: `pubkey` is accepted only when it is the key of a CT log of the trust root;
+/// `tsaCertChain` is refused (put timestamp authorities in a trust root).
+fn check_ctlog(
+    ctlog: &Option<CtlogSpec>,
+    at: &Location,
+    trust: &TrustRoot,
+) -> Result<(), PolicyError> {
     if let Some(c) = ctlog {
-        for (name, value) in [("pubkey", &c.pubkey), ("tsaCertChain", &c.tsa_cert_chain)] {
-            if non_empty(value).is_some() {
+        if let Some(text) = non_empty(&c.pubkey) {
+            let field = at.at("ctlog.pubkey");
+            let keys = pem_ders(text, "PUBLIC KEY", &field)?;
+            if !keys.iter().all(|k| trust.has_ctlog_key(k)) {
                 return Err(unsupported(
-                    &at.at(format!("ctlog.{name}")),
-                    "CT log and TSA keys outside a trust root are not supported; pass a \
-                     trusted_root.json (--trusted-root)",
+                    &field,
+                    format!(
+                        "this CT log key is not a CT log of the trust root ({}); CT log keys                          outside a trust root are not supported: pass a trusted_root.json                          (--trusted-root)",
+                        trust.origin()
+                    ),
                 ));
             }
+        }
+        if non_empty(&c.tsa_cert_chain).is_some() {
+            return Err(unsupported(
+                &at.at("ctlog.tsaCertChain"),
+                "CT log and TSA keys outside a trust root are not supported; pass a                  trusted_root.json (--trusted-root)",
+            ));
         }
     }
     Ok(())
@@ -411,12 +474,12 @@ fn keys_entries(
         ));
     }
     check_algorithm(&keys.signature_algorithm, &at.at("signatureAlgorithm"))?;
-    check_rekor(&keys.rekor, at)?;
-    check_ctlog(&keys.ctlog, at)?;
+    let trust = ctx.default_trust(at)?;
+    check_rekor(&keys.rekor, at, &trust)?;
+    check_ctlog(&keys.ctlog, at, &trust)?;
     let Some(text) = non_empty(&keys.public_keys) else {
         return Err(invalid(&at.at("publicKeys"), "publicKeys is required"));
     };
-    let trust = ctx.default_trust(at)?;
     // Named by its place in the rule (`attestors[0].entries[1].keys`), as verdicts print it.
     let name = at
         .field
@@ -437,13 +500,13 @@ fn certificates_entry(
     at: &Location,
     ctx: &mut LoadContext<'_>,
 ) -> Result<AttestorEntry, PolicyError> {
-    check_rekor(&c.rekor, at)?;
-    check_ctlog(&c.ctlog, at)?;
+    let trust = ctx.default_trust(at)?;
+    check_rekor(&c.rekor, at, &trust)?;
+    check_ctlog(&c.ctlog, at, &trust)?;
     let (cert, chain) = (non_empty(&c.cert), non_empty(&c.cert_chain));
     if cert.is_none() && chain.is_none() {
         return Err(invalid(at, "certificates needs cert, certChain or both"));
     }
-    let trust = ctx.default_trust(at)?;
     let name = at
         .field
         .rsplit_once("validate.manifests.")
@@ -469,16 +532,13 @@ fn keyless_attestor(
     ctx: &mut LoadContext<'_>,
     notes: &mut Vec<String>,
 ) -> Result<KeylessAttestor, PolicyError> {
-    if non_empty(&k.roots).is_some() {
-        return Err(unsupported(
-            &at.at("roots"),
-            "a bare list of CA certificates is not a trust root (mansign also needs the Rekor \
-             and CT log keys); use a mansign ManifestPolicy with keyless.trustedRoot, or \
-             --trusted-root",
-        ));
-    }
-    check_rekor(&k.rekor, at)?;
-    check_ctlog(&k.ctlog, at)?;
+    let selected = ctx.default_trust(at)?;
+    let trust = match non_empty(&k.roots) {
+        None => selected,
+        Some(text) => Arc::new(roots_trust(text, &at.at("roots"), &selected)?),
+    };
+    check_rekor(&k.rekor, at, &trust)?;
+    check_ctlog(&k.ctlog, at, &trust)?;
     if k.rekor.as_ref().and_then(|r| r.ignore_tlog) == Some(true) {
         notes.push(format!(
             "{at}: rekor.ignoreTlog has no effect: mansign always verifies the transparency \
@@ -519,18 +579,61 @@ fn keyless_attestor(
         };
         b = b.exact(*claim, value);
     }
+    let no_issuer = non_empty(&k.issuer).is_none() && non_empty(&k.issuer_reg_exp).is_none();
+    if no_issuer && ctx.insecure_any_issuer() {
+        b = b.insecure_any_issuer();
+    }
     let identity = b.build().map_err(|e| match e {
-        IdentityPolicyError::MissingIssuer => invalid(
-            at,
-            "keyless needs issuer or issuerRegExp (Kyverno does not check the issuer of \
-             manifest signatures; mansign requires it)",
-        ),
+        IdentityPolicyError::MissingIssuer => invalid(at, MISSING_ISSUER),
         IdentityPolicyError::MissingIdentity => invalid(
             at,
             "keyless needs subject, subjectRegExp or a GitHub additionalExtensions claim",
         ),
         other => invalid(at, other.to_string()),
     })?;
-    let trust = ctx.default_trust(at)?;
+    if !identity.checks_issuer() {
+        notes.push(issuer_not_checked_warning(at, &identity));
+    }
     Ok(KeylessAttestor::new(trust, identity))
+}
+
+/// The refusal of a keyless entry without an issuer: what to do about it.
+pub(crate) const MISSING_ISSUER: &str = "keyless needs issuer or issuerRegExp (Kyverno does not check the issuer of manifest \
+     signatures; mansign requires it): add the issuer, convert the policy with `mansign \
+     policy convert --issuer URL` (or `--from-signed` to learn it from signed manifests), \
+     or accept any issuer with --insecure-any-issuer";
+
+/// The load-time warning for one keyless entry that accepts its subject from any issuer.
+pub(crate) fn issuer_not_checked_warning(
+    at: &Location,
+    identity: &crate::verify::IdentityPolicy,
+) -> String {
+    format!(
+        "{at}: warning: {ISSUER_NOT_CHECKED}: this entry accepts [{identity}] from any OIDC \
+         issuer Fulcio trusts (--insecure-any-issuer); pin the issuer with `mansign policy \
+         convert`"
+    )
+}
+
+/// `keyless.roots`: accepted only when every certificate is a CA certificate of the selected
+/// trust root; the entry's chain check is then narrowed to those authorities. Anything else
+/// is refused: bare CA certificates are not a trust root (no Rekor or CT log keys).
+fn roots_trust(text: &str, at: &Location, selected: &TrustRoot) -> Result<TrustRoot, PolicyError> {
+    let ders = pem_ders(text, "CERTIFICATE", at)?;
+    selected
+        .restricted_to_certificates(&ders)
+        .map_err(|e| match e {
+            RestrictError::NotInRoot { index } => unsupported(
+                at,
+                format!(
+                    "certificate {} is not a certificate authority of the trust root ({}); a \
+                     bare list of CA certificates is not a trust root (mansign also needs the \
+                     Rekor and CT log keys): use a mansign ManifestPolicy with \
+                     keyless.trustedRoot, or --trusted-root",
+                    index + 1,
+                    selected.origin()
+                ),
+            ),
+            other => invalid(at, other.to_string()),
+        })
 }
