@@ -35,7 +35,7 @@
 use super::selector::{MatchResources, ObjectReference, ResourceDescription, RuleSelector};
 use super::{
     IgnoreBinding, LoadContext, Location, NamespaceBinding, PolicyError, PolicyRule, PolicySet,
-    attestor_policy, certificate_attestor, parse_public_keys,
+    RuleSource, attestor_policy, certificate_attestor, parse_public_keys,
 };
 use crate::annotations::AnnotationDomain;
 use crate::manifest::{FieldPattern, GroupKind, IgnoreProfile};
@@ -190,6 +190,10 @@ pub struct KeylessSpec {
     /// A `trusted_root.json`; default: the loader's (the embedded public-good root).
     #[serde(default)]
     pub trusted_root: Option<PathBuf>,
+    /// PEM CA certificates, each one a certificate authority of the trust root: the chain
+    /// check is narrowed to those authorities (Kyverno's `keyless.roots`, converted).
+    #[serde(default)]
+    pub roots: Option<String>,
 }
 
 /// GitHub workflow claims of the certificate (Fulcio extensions), each exact.
@@ -312,16 +316,23 @@ pub(crate) fn load(
         profile,
         status_kinds,
         digest_pinning: spec.digest_pinning,
-        namespace_binding: if spec.namespace_binding.is_empty() {
-            NamespaceBinding::Strict
-        } else {
-            NamespaceBinding::Listed(spec.namespace_binding.clone())
-        },
+        namespace_binding: namespace_binding(&spec.namespace_binding),
+        source: RuleSource::Mansign,
     };
     Ok(PolicySet {
         rules: vec![rule],
         notes,
     })
+}
+
+/// `namespaceBinding`: empty = strict; `["*"]` = any namespace (Kyverno's behaviour for
+/// documents signed without one; no namespace can be named `*`); else the listed ones.
+fn namespace_binding(list: &[String]) -> NamespaceBinding {
+    match list {
+        [] => NamespaceBinding::Strict,
+        [any] if any == "*" => NamespaceBinding::AnyNamespace,
+        _ => NamespaceBinding::Listed(list.to_vec()),
+    }
 }
 
 fn attestor_set(
@@ -510,6 +521,10 @@ fn keyless_entry(
             )
         }
         None => ctx.default_trust(at)?,
+    };
+    let trust = match &k.roots {
+        Some(text) => Arc::new(super::kyverno::roots_trust(text, &at.at("roots"), &trust)?),
+        None => trust,
     };
     Ok(KeylessAttestor::new(trust, identity))
 }

@@ -29,6 +29,8 @@
 //! # }
 //! ```
 
+pub mod convert;
+pub mod explain;
 mod fields;
 pub mod kyverno;
 pub mod mansign;
@@ -208,6 +210,19 @@ pub struct PolicyRule {
     pub status_kinds: Vec<GroupKind>,
     pub digest_pinning: bool,
     pub namespace_binding: NamespaceBinding,
+    /// Which format the rule came from, and what it said about enforcement.
+    pub source: RuleSource,
+}
+
+/// The format a rule was written in (for `policy explain`: what differs from the source).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum RuleSource {
+    /// mansign's `ManifestPolicy`.
+    #[default]
+    Mansign,
+    /// A Kyverno `ClusterPolicy`/`Policy` rule, with its `validate.failureAction` if set
+    /// (`Enforce`, `Audit`): mansign has no audit mode, a failure always fails.
+    Kyverno { failure_action: Option<String> },
 }
 
 impl PolicyRule {

@@ -45,7 +45,7 @@ pub use schema::{
 use super::selector::RuleSelector;
 use super::{
     IgnoreBinding, LoadContext, Location, NamespaceBinding, PolicyError, PolicyRule, PolicySet,
-    attestor_policy, certificate_attestor, parse_public_keys, translate_upstream_field,
+    RuleSource, attestor_policy, certificate_attestor, parse_public_keys, translate_upstream_field,
 };
 use crate::annotations::AnnotationDomain;
 use crate::manifest::IgnoreProfile;
@@ -188,6 +188,9 @@ pub(crate) fn load(
             selector,
             namespace: namespace.clone(),
             location: rule_loc,
+            source: RuleSource::Kyverno {
+                failure_action: non_empty(&validate.failure_action).map(str::to_string),
+            },
             ..rule_out
         });
     }
@@ -285,6 +288,9 @@ fn load_manifests(
         status_kinds: Vec::new(),
         digest_pinning: false,
         namespace_binding: NamespaceBinding::AnyNamespace,
+        source: RuleSource::Kyverno {
+            failure_action: None,
+        },
     })
 }
 
@@ -618,7 +624,11 @@ pub(crate) fn issuer_not_checked_warning(
 /// `keyless.roots`: accepted only when every certificate is a CA certificate of the selected
 /// trust root; the entry's chain check is then narrowed to those authorities. Anything else
 /// is refused: bare CA certificates are not a trust root (no Rekor or CT log keys).
-fn roots_trust(text: &str, at: &Location, selected: &TrustRoot) -> Result<TrustRoot, PolicyError> {
+pub(crate) fn roots_trust(
+    text: &str,
+    at: &Location,
+    selected: &TrustRoot,
+) -> Result<TrustRoot, PolicyError> {
     let ders = pem_ders(text, "CERTIFICATE", at)?;
     selected
         .restricted_to_certificates(&ders)
