@@ -147,7 +147,7 @@ pub struct VerifyArgs {
     /// often have none). The subject is still required, each such entry is warned about
     /// once, and every result it accepts says "issuer not checked". Insecure; `mansign
     /// policy convert` pins issuers instead.
-    #[arg(long, requires = "policy")]
+    #[arg(long)]
     pub insecure_any_issuer: bool,
 
     /// Sigstore `trusted_root.json` (Fulcio CAs, Rekor and CT log keys). Default: the root
@@ -174,6 +174,12 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
     });
     if let Some(path) = &args.policy {
         return run_policy(&args, path, trust, limits);
+    }
+    if args.insecure_any_issuer {
+        bail!(
+            "--insecure-any-issuer applies to policy files (--policy); on the command line \
+             name the issuer with --certificate-oidc-issuer"
+        );
     }
     let attestors = if args.keys.is_empty() {
         vec![Attestor::Keyless(KeylessAttestor::new(
