@@ -7,7 +7,7 @@ use super::verify::OutputFormat;
 use crate::limits::Limits;
 use crate::manifest::load_inputs;
 use crate::policy::convert::{ConvertOptions, convert_str};
-use crate::policy::explain::{explain, explain_json};
+use crate::policy::explain::{explain_json, explain_text};
 use crate::policy::{LoadOptions, load_file};
 use crate::trust::TrustRoot;
 use anyhow::Context;
@@ -141,17 +141,7 @@ fn run_explain(a: ExplainArgs) -> anyhow::Result<Outcome> {
     let set = load_file(&a.policy, &options)?;
     let text = match a.output {
         OutputFormat::Json => serde_json::to_string_pretty(&explain_json(&set))? + "\n",
-        OutputFormat::Text => {
-            let mut text = String::new();
-            for note in &set.notes {
-                text.push_str(&format!("note: {note}\n"));
-            }
-            for rule in explain(&set) {
-                text.push('\n');
-                text.push_str(&rule.to_string());
-            }
-            text
-        }
+        OutputFormat::Text => explain_text(&set),
     };
     print_stdout(&text)?;
     Ok(Outcome::Success)

@@ -51,9 +51,24 @@ pub fn explain(set: &PolicySet) -> Vec<RuleExplanation> {
     set.rules.iter().map(explain_rule).collect()
 }
 
-/// The JSON form of [`explain`]: `{"rules": [...]}`.
+/// The JSON form of [`explain`]: `{"notes": [...], "rules": [...]}`.
 pub fn explain_json(set: &PolicySet) -> Value {
-    json!({"rules": explain(set)})
+    json!({"notes": set.notes, "rules": explain(set)})
+}
+
+/// The text form `mansign policy explain` prints: the loader's notes, then each rule.
+pub fn explain_text(set: &PolicySet) -> String {
+    let mut text = String::new();
+    for note in &set.notes {
+        text.push_str(&format!("note: {note}\n"));
+    }
+    for rule in explain(set) {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&rule.to_string());
+    }
+    text
 }
 
 fn list(items: &[String]) -> String {
@@ -74,7 +89,10 @@ fn describe_resources(r: &ResourceDescription) -> String {
         parts.push(format!("namespace {}", list(&r.namespaces)));
     }
     if !r.operations.is_empty() {
-        parts.push(format!("operation {}", list(&r.operations)));
+        parts.push(format!(
+            "operation {} (offline, where the operation is unknown, assumed to hold)",
+            list(&r.operations)
+        ));
     }
     if let Some(a) = &r.annotations {
         let keys: Vec<String> = a.keys().cloned().collect();
@@ -361,7 +379,7 @@ fn explain_rule(rule: &PolicyRule) -> RuleExplanation {
     let max_age = rule
         .verifier
         .max_age()
-        .map(|d| format!("signatures logged more than {d:#} ago are rejected"));
+        .map(|d| format!("signatures made more than {d:#} ago (signed time, bounded by the log time) are rejected"));
     let action = match &rule.source {
         RuleSource::Mansign => {
             "a failure fails the object (exit code 1; the webhook denies)".to_string()
