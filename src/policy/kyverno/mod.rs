@@ -11,9 +11,14 @@
 //!   then accepts any signer, research §2.10 F2).
 //! * `keyless`: `issuer`/`subject` exact, `issuerRegExp`/`subjectRegExp` anchored regexes,
 //!   `additionalExtensions` GitHub claims; verified in full against the trust root (chain,
-//!   SCT, SET). An issuer constraint is required. `roots` is refused (a bare CA list is not
-//!   a trust root: the Rekor and CT keys are missing); `rekor.url` is not contacted (the
-//!   trust root decides which logs count); `rekor.pubkey`/`ctlog.pubkey` are refused;
+//!   SCT, SET). An issuer constraint is required unless
+//!   [`LoadOptions::insecure_any_issuer`](crate::policy::LoadOptions::insecure_any_issuer)
+//!   (then every result says "issuer not checked", and each entry gets a warning note).
+//!   `roots` is accepted only when every certificate is a CA certificate of the selected
+//!   trust root, and narrows the chain check to those authorities; anything else is refused
+//!   (a bare CA list is not a trust root: the Rekor and CT keys are missing). `rekor.url`
+//!   is not contacted (the trust root decides which logs count); `rekor.pubkey` /
+//!   `ctlog.pubkey` are accepted only when they are keys of the trust root's logs;
 //!   `rekor.ignoreTlog`/`ctlog.ignoreSCT` have no effect — mansign always checks the log
 //!   and the SCT of keyless signatures (stricter, never a wrong allow).
 //! * `certificates`: `cert` (a pinned signing certificate) and/or `certChain` (CA
