@@ -615,7 +615,7 @@ fn note_logs(
     if rekor.is_some() || ctlog.is_some() {
         out.notes.push(format!(
             "{at}: rekor/ctlog dropped: mansign verifies offline against the trust root's \
-             logs (--trusted-root), which the loader checked these values against"
+             logs (--trusted-root); a log key given here was checked to be one of them"
         ));
     }
 }
