@@ -641,3 +641,72 @@ fn converted_policy_with_a_learned_issuer_rejects_the_subject_from_another_issue
         "rejected on the issuer: {stdout}"
     );
 }
+
+fn kyverno_with_match(match_block: &str) -> String {
+    format!(
+        "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {{name: p}}
+spec:
+  rules:
+  - name: r
+    match:
+{match_block}    validate:
+      manifests:
+        attestors:
+        - entries:
+          - keyless:
+              subject: hirokuni.kitahara1@ibm.com
+"
+    )
+}
+
+fn convert_text(text: &str) -> Result<mansign::policy::convert::Conversion, PolicyError> {
+    let options = ConvertOptions {
+        issuer: Some(GITHUB_OAUTH.into()),
+        load: options(false),
+        ..ConvertOptions::default()
+    };
+    convert_str("p.yaml", text, Path::new(REPO), &options)
+}
+
+#[test]
+fn convert_splits_match_any_alternatives_into_one_document_each_with_the_same_verdicts() {
+    let text = kyverno_with_match(
+        "      any:\n      - resources: {kinds: [Secret]}\n      - resources: {kinds: [ConfigMap], names: [sample-*]}\n",
+    );
+    let conversion = convert_text(&text).unwrap();
+    assert_eq!(conversion.documents.len(), 2);
+    assert_eq!(conversion.documents[0]["metadata"]["name"], "p-r-1");
+    assert_eq!(
+        conversion.documents[1]["spec"]["match"]["names"][0],
+        "sample-*"
+    );
+    let converted = load_text("c.yaml", &conversion.to_yaml(), false).unwrap();
+    let original = load_text("p.yaml", &text, true).unwrap();
+    assert_eq!(verdicts(&converted), verdicts(&original));
+    assert_eq!(verdicts(&converted), [true, false]);
+}
+
+#[test]
+fn convert_refuses_conditions_on_the_requesting_user_naming_the_field() {
+    let text = kyverno_with_match(
+        "      any:\n      - resources: {kinds: [ConfigMap]}\n        subjects: [{kind: User, name: alice}]\n",
+    );
+    let err = convert_text(&text).unwrap_err().to_string();
+    assert!(err.contains("spec.rules[0].match.any[0].subjects"), "{err}");
+    assert!(err.contains("cannot be carried over"), "{err}");
+}
+
+#[test]
+fn convert_refuses_an_exclusion_by_operation() {
+    let text = kyverno_with_match("      any:\n      - resources: {kinds: [ConfigMap]}\n").replace(
+        "    validate:\n",
+        "    exclude:\n      any:\n      - resources: {operations: [DELETE]}\n    validate:\n",
+    );
+    let err = convert_text(&text).unwrap_err().to_string();
+    assert!(
+        err.contains("spec.rules[0].exclude.any[0].resources.operations"),
+        "{err}"
+    );
+}

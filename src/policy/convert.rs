@@ -248,6 +248,26 @@ fn convert_document(
             continue;
         };
         let selections = match_selections(rule, &at, namespace.as_deref(), &mut out.notes)?;
+        if let Some(ns) = &namespace {
+            out.notes.push(format!(
+                "{at}: the namespaced Policy's namespace {ns} became match.namespaces: a \
+                 manifest without a namespace is no longer selected (reported as \
+                 no-policy-rule, never allowed); bind it with namespaceBinding or add a \
+                 namespace to the manifest"
+            ));
+        }
+        if let Some(action) = rule
+            .validate
+            .as_ref()
+            .and_then(|v| v.failure_action.as_deref())
+            .filter(|a| *a != "Enforce")
+        {
+            out.notes.push(format!(
+                "{}: failureAction {action} dropped: mansign has no audit mode, a failed rule \
+                 fails",
+                at.at("validate.failureAction")
+            ));
+        }
         let exclude = exclude_selection(rule, &at)?;
         let spec = manifests_spec(manifests, &at.at("validate.manifests"), options, out)?;
         let count = selections.len();

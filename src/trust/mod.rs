@@ -426,4 +426,59 @@ mod tests {
         let err = TrustRoot::from_json(json).unwrap_err();
         assert!(matches!(err, TrustRootError::Unusable { .. }), "{err}");
     }
+
+    fn ca_certificates(root: &TrustRoot) -> Vec<Vec<Vec<u8>>> {
+        root.root
+            .certificate_authorities
+            .iter()
+            .map(|ca| {
+                ca.cert_chain
+                    .certificates
+                    .iter()
+                    .map(|c| c.raw_bytes.as_bytes().to_vec())
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn restricting_to_a_ca_certificate_keeps_only_its_authority_and_the_logs() {
+        let root = TrustRoot::public_good().unwrap();
+        let cas = ca_certificates(&root);
+        assert!(cas.len() >= 2);
+        let narrowed = root
+            .restricted_to_certificates(&[cas[0][0].clone()])
+            .unwrap();
+        assert_eq!(ca_certificates(&narrowed), vec![cas[0].clone()]);
+        assert_eq!(narrowed.root.tlogs.len(), root.root.tlogs.len());
+        assert_eq!(narrowed.root.ctlogs.len(), root.root.ctlogs.len());
+        assert!(narrowed.origin().contains("keyless.roots"));
+    }
+
+    #[test]
+    fn restricting_to_a_certificate_outside_the_root_is_refused() {
+        let root = TrustRoot::public_good().unwrap();
+        let staging = TrustRoot::staging().unwrap();
+        let foreign = ca_certificates(&staging).remove(0).remove(0);
+        let known = ca_certificates(&root).remove(0).remove(0);
+        assert_eq!(
+            root.restricted_to_certificates(&[known, foreign])
+                .unwrap_err(),
+            RestrictError::NotInRoot { index: 1 }
+        );
+        assert_eq!(
+            root.restricted_to_certificates(&[]).unwrap_err(),
+            RestrictError::Empty
+        );
+    }
+
+    #[test]
+    fn log_keys_of_the_root_are_recognised() {
+        let root = TrustRoot::public_good().unwrap();
+        let rekor = root.root.tlogs[0].public_key.raw_bytes.as_bytes().to_vec();
+        let ct = root.root.ctlogs[0].public_key.raw_bytes.as_bytes().to_vec();
+        assert!(root.has_rekor_key(&rekor) && !root.has_rekor_key(&ct));
+        assert!(root.has_ctlog_key(&ct) && !root.has_ctlog_key(&rekor));
+        assert!(root.rekor_urls().contains(&"https://rekor.sigstore.dev"));
+    }
 }
