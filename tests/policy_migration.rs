@@ -710,3 +710,35 @@ fn convert_refuses_an_exclusion_by_operation() {
         "{err}"
     );
 }
+
+#[test]
+fn convert_round_trip_of_kyvernos_key_policies_gives_the_chainsaw_verdicts() {
+    for dir in ["single-signature", "multi-signatures"] {
+        let rel = format!("testdata/kyverno/chainsaw-verify-manifests/{dir}");
+        let text = std::fs::read_to_string(path(&format!("{rel}/policy.yaml"))).unwrap();
+        let options = ConvertOptions {
+            load: options(false),
+            ..ConvertOptions::default()
+        };
+        let conversion = convert_str("policy.yaml", &text, &path(&rel), &options).unwrap();
+        let yaml = conversion.to_yaml();
+        assert!(!yaml.contains('\r'), "{yaml}");
+        let converted = load_text("converted.yaml", &yaml, false).unwrap();
+        let original = load_text("policy.yaml", &text, false).unwrap();
+        for resource in [
+            "resource-no-signature.yaml",
+            "resource-one-signature.yaml",
+            "resource-two-signatures.yaml",
+            "resource-bad-signatures.yaml",
+        ] {
+            let file = format!("{rel}/{resource}");
+            assert_eq!(
+                verdict(&converted, &file).is_verified(),
+                verdict(&original, &file).is_verified(),
+                "{file}\n{yaml}"
+            );
+        }
+        let two = verdict(&converted, &format!("{rel}/resource-two-signatures.yaml"));
+        assert!(two.is_verified(), "{two}");
+    }
+}

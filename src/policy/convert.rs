@@ -600,7 +600,13 @@ fn attestor_entries(
         note_logs(&keys.rekor, &keys.ctlog, at, out);
         return Ok(blocks
             .iter()
-            .map(|b| json!({"keys": {"publicKeys": pem::encode(b)}}))
+            .map(|b| {
+                let pem = pem::encode_config(
+                    b,
+                    pem::EncodeConfig::new().set_line_ending(pem::LineEnding::LF),
+                );
+                json!({"keys": {"publicKeys": pem}})
+            })
             .collect());
     }
     if let Some(c) = &entry.certificates {
