@@ -143,6 +143,22 @@ fn refuse(at: &Location, reason: impl Into<String>) -> PolicyError {
 
 /// Converts the policy documents in `text` (see the module docs). `base_dir` resolves the
 /// relative paths of `ManifestPolicy` documents while the input is checked.
+///
+/// ```no_run
+/// use mansign::policy::convert::{ConvertOptions, convert_str};
+///
+/// let text = std::fs::read_to_string("kyverno-policy.yaml")?;
+/// let options = ConvertOptions {
+///     issuer: Some("https://token.actions.githubusercontent.com".into()),
+///     ..ConvertOptions::default()
+/// };
+/// let conversion = convert_str("kyverno-policy.yaml", &text, ".".as_ref(), &options)?;
+/// for note in &conversion.notes {
+///     eprintln!("note: {note}");
+/// }
+/// print!("{}", conversion.to_yaml());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn convert_str(
     origin: &str,
     text: &str,

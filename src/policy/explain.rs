@@ -47,6 +47,14 @@ pub struct RuleExplanation {
 }
 
 /// Every rule of the set, in order.
+///
+/// ```no_run
+/// use mansign::policy::{LoadOptions, explain::explain_text, load_file};
+///
+/// let set = load_file("policy.yaml".as_ref(), &LoadOptions::default())?;
+/// print!("{}", explain_text(&set));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn explain(set: &PolicySet) -> Vec<RuleExplanation> {
     set.rules.iter().map(explain_rule).collect()
 }

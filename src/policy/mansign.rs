@@ -16,6 +16,10 @@
 //!   ignoreProfile: kubernetes   # none (default) | kubernetes | kyverno-compat
 //!   statusSubresourceKinds: [Certificate.cert-manager.io]  # custom kinds whose status
 //!                               # the kubernetes profile ignores (built-in kinds: known)
+//!   namespaceBinding: [team-a]  # where a document signed without a namespace is accepted;
+//!                               # ["*"]: any namespace (Kyverno's behaviour)
+//!   insecureAnyIssuer: false    # keyless entries may omit the issuer (insecure: every
+//!                               # result says "issuer not checked")
 //!   attestors:                  # every set required; count = N-of-M (absent: all)
 //!   - count: 1
 //!     entries:
@@ -24,6 +28,8 @@
 //!         issuer: https://token.actions.githubusercontent.com
 //!         subjectRegExp: https://github.com/org/repo/\.github/workflows/.*
 //!         github: {repository: org/repo, ref: refs/heads/main}
+//!         roots: "PEM"          # optional: CA certificates of the trust root; narrows the
+//!                               # chain check to their authorities
 //!     - certificates:           # pinned certificate and/or CA chain (root last)
 //!         certPath: release.crt     # or cert: "PEM"
 //!         certChainPath: ca.pem     # or certChain: "PEM"
