@@ -742,3 +742,64 @@ fn convert_round_trip_of_kyvernos_key_policies_gives_the_chainsaw_verdicts() {
         assert!(two.is_verified(), "{two}");
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// kubectl-sigstore `verify -c` configs
+
+const E2E: &str = "testdata/kyverno/k8s-manifest-sigstore/test-e2e-testdata";
+
+fn convert_config(
+    text: &str,
+    issuer: Option<&str>,
+    from_signed: &[&str],
+) -> Result<String, PolicyError> {
+    let options = ConvertOptions {
+        issuer: issuer.map(str::to_string),
+        from_signed: from_signed.iter().flat_map(|f| documents(f)).collect(),
+        load: options(false),
+    };
+    convert_str("config.yaml", text, Path::new(REPO), &options).map(|c| c.to_yaml())
+}
+
+#[test]
+fn kubectl_sigstore_config_signers_become_one_of_keyless_entries_with_pinned_issuers() {
+    let config = "signers:\n- hkitahar@redhat.com\n- release-bot@example.com\nignoreFields:\n- objects:\n  - kind: ConfigMap\n  fields:\n  - data.key2\nskipObjects:\n- kind: ConfigMap\n  name: kube-root-ca.crt\n";
+    // release-bot never signed: its issuer cannot be learned
+    let err = convert_config(config, None, &[MULTI])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("signers[1]"), "{err}");
+    let yaml = convert_config(config, Some(GOOGLE), &[]).unwrap();
+    assert!(yaml.contains("count: 1"), "{yaml}");
+    assert!(yaml.contains("data.key2"), "{yaml}");
+    let policy = load_text("converted.yaml", &yaml, false).unwrap();
+    // any one signer, as upstream: the Google signature of hkitahar@redhat.com verifies
+    assert_eq!(verdicts(&policy), [true, false]);
+}
+
+#[test]
+fn kubectl_sigstore_config_sample_1_converts_and_denies_the_e2e_configmap_as_upstream() {
+    let text = std::fs::read_to_string(path(&format!("{E2E}/config-sample-1.yaml"))).unwrap();
+    let yaml = convert_config(&text, Some(GOOGLE), &[]).unwrap();
+    assert!(yaml.contains("subject: test-signer@example.com"), "{yaml}");
+    let policy = load_text("converted.yaml", &yaml, false).unwrap();
+    let v = verdict(
+        &policy,
+        &format!("{E2E}/sample-configmap-with-keyless-sig.yaml"),
+    );
+    assert!(!v.is_verified(), "{v}");
+}
+
+#[test]
+fn kubectl_sigstore_config_without_signers_is_refused() {
+    let text = std::fs::read_to_string(path(&format!("{E2E}/config-sample-2.yaml"))).unwrap();
+    let err = convert_config(&text, Some(GOOGLE), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("signers"), "{err}");
+    assert!(err.contains("accepts any keyless signer"), "{err}");
+    let err = convert_config("signers: [a@b.c]\nmessageBaseName: m\n", Some(GOOGLE), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("messageBaseName"), "{err}");
+}

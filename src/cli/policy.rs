@@ -23,8 +23,9 @@ pub struct PolicyArgs {
 
 #[derive(Debug, Subcommand)]
 enum PolicyCommand {
-    /// Turn Kyverno `validate.manifests` policies into mansign `ManifestPolicy` documents,
-    /// pinning the issuer of every keyless entry (docs/migrating.md).
+    /// Turn Kyverno `validate.manifests` policies (or a kubectl-sigstore config) into mansign
+    /// `ManifestPolicy` documents, pinning the issuer of every keyless entry
+    /// (docs/migrating.md).
     Convert(ConvertArgs),
     /// Say, rule by rule, what a policy file enforces and where mansign is stricter than
     /// Kyverno.
@@ -34,7 +35,7 @@ enum PolicyCommand {
 #[derive(Debug, Args)]
 struct ConvertArgs {
     /// Policy file: Kyverno `ClusterPolicy`/`Policy` documents (ManifestPolicy documents are
-    /// copied unchanged).
+    /// copied unchanged), or a kubectl-sigstore `verify -c` config.
     #[arg(value_name = "FILE")]
     policy: PathBuf,
 

@@ -1,6 +1,6 @@
-//! `mansign policy convert`: Kyverno `validate.manifests` rules as mansign `ManifestPolicy`
-//! documents, one per rule (one per `match.any` item), with every keyless entry's issuer
-//! pinned.
+//! `mansign policy convert`: Kyverno `validate.manifests` rules (and kubectl-sigstore
+//! configs) as mansign `ManifestPolicy` documents, one per rule (one per `match.any` item),
+//! with every keyless entry's issuer pinned.
 //!
 //! The pipeline:
 //!
@@ -15,6 +15,9 @@
 //! 3. **Pin the issuer** of keyless entries without one: `--issuer`, or the issuer that
 //!    signatures in `--from-signed` manifests show for that subject ([`LearnedIssuers`]):
 //!    refused when they show none, several, or a certificate without an issuer.
+//!
+//! A kubectl-sigstore `verify -c` config (one document of `signers`, `ignoreFields`,
+//! `annotationKeyDomain`, ...) becomes one `ManifestPolicy` the same way.
 //!
 //! A converted rule keeps Kyverno's meaning where mansign's loader gives it one
 //! (`ignoreProfile: kubernetes`, `namespaceBinding: ["*"]`), so the converted policy gives
@@ -165,6 +168,9 @@ pub fn convert_str(
     base_dir: &Path,
     options: &ConvertOptions,
 ) -> Result<Conversion, PolicyError> {
+    if let Some(config) = kubectl_sigstore_config(origin, text, options)? {
+        return Ok(config);
+    }
     // 1. the loader's refusals, with any issuer allowed (the issuer is pinned below)
     let check = LoadOptions {
         insecure_any_issuer: true,
@@ -204,28 +210,7 @@ pub fn convert_str(
         kyverno.push((*position, doc));
     }
     // 3. (prepared) what the signed manifests teach
-    let learned = if options.from_signed.is_empty() {
-        LearnedIssuers::default()
-    } else {
-        let trust = match &options.load.trust_root {
-            Some(t) => t.clone(),
-            None => std::sync::Arc::new(TrustRoot::public_good().map_err(|source| {
-                PolicyError::TrustRoot {
-                    at: Location {
-                        origin: origin.into(),
-                        document: 1,
-                        field: String::new(),
-                    },
-                    source,
-                }
-            })?),
-        };
-        LearnedIssuers::learn(&options.from_signed, &domains, &trust, &options.load.limits)
-    };
-    let ctx = Convert {
-        issuer: options.issuer.clone(),
-        learned,
-    };
+    let ctx = learn(origin, options, &domains)?;
     let mut out = Conversion::default();
     let mut kyverno = kyverno.into_iter().peekable();
     for (position, value) in documents {
@@ -243,6 +228,152 @@ pub fn convert_str(
         }
     }
     Ok(out)
+}
+
+/// Keys of a k8s-manifest-sigstore `VerifyResourceOption` config (`kubectl sigstore verify
+/// -c`, research k8s-manifest-sigstore §5.8).
+const CONFIG_KEYS: &[&str] = &[
+    "signers",
+    "ignoreFields",
+    "annotationKeyDomain",
+    "skipObjects",
+    "maxResourceManifestNum",
+];
+
+/// A kubectl-sigstore config file (one document, no `apiVersion`/`kind`, only its keys) as
+/// one `ManifestPolicy`: `signers` → keyless entries of which one must verify (as upstream:
+/// any one signer), each with its issuer pinned; `ignoreFields` translated like Kyverno's;
+/// `annotationKeyDomain`; the k8s-manifest-sigstore defaults → the `kubernetes` profile.
+/// `None` when the text is not such a config.
+fn kubectl_sigstore_config(
+    origin: &str,
+    text: &str,
+    options: &ConvertOptions,
+) -> Result<Option<Conversion>, PolicyError> {
+    let Ok(documents) = parse_documents(text, &options.load.limits) else {
+        return Ok(None);
+    };
+    let [(_, Value::Object(config))] = documents.as_slice() else {
+        return Ok(None);
+    };
+    if config.contains_key("apiVersion")
+        || config.contains_key("kind")
+        || !config.keys().any(|k| CONFIG_KEYS.contains(&k.as_str()))
+    {
+        return Ok(None);
+    }
+    let at = Location {
+        origin: origin.into(),
+        document: 1,
+        field: String::new(),
+    };
+    if let Some(key) = config.keys().find(|k| !CONFIG_KEYS.contains(&k.as_str())) {
+        return Err(refuse(
+            &at.at(key),
+            "not a field mansign reads from a kubectl-sigstore config",
+        ));
+    }
+    let mut out = Conversion::default();
+    let signers: Vec<String> = match config.get("signers") {
+        None => Vec::new(),
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| PolicyError::Invalid {
+            at: at.at("signers"),
+            reason: e.to_string(),
+        })?,
+    };
+    if signers.is_empty() {
+        return Err(refuse(
+            &at.at("signers"),
+            "without signers kubectl-sigstore accepts any keyless signer; mansign needs the \
+             signers' subjects (or verify with --key)",
+        ));
+    }
+    let ctx = learn(origin, options, &[AnnotationDomain::default()])?;
+    let mut entries = Vec::new();
+    for (i, signer) in signers.iter().enumerate() {
+        let entry_at = at.at(format!("signers[{i}]"));
+        let spec = KeylessSpec {
+            subject: Some(signer.clone()),
+            ..KeylessSpec::default()
+        };
+        let issuer = pinned_issuer(&spec, &entry_at, &ctx, &mut out)?;
+        entries.push(json!({"keyless": {"issuer": issuer, "subject": signer}}));
+    }
+    let mut spec = Map::new();
+    if let Some(domain) = config.get("annotationKeyDomain") {
+        let d = domain.as_str().unwrap_or_default();
+        AnnotationDomain::new(d).map_err(|reason| PolicyError::Invalid {
+            at: at.at("annotationKeyDomain"),
+            reason,
+        })?;
+        spec.insert("annotationDomain".into(), json!(d));
+    }
+    spec.insert("ignoreProfile".into(), json!("kubernetes"));
+    spec.insert("namespaceBinding".into(), json!(["*"]));
+    if let Some(v) = config.get("ignoreFields") {
+        let bindings: Vec<super::kyverno::IgnoreFieldsSpec> =
+            typed::from_value(v).map_err(|reason| PolicyError::Invalid {
+                at: at.at("ignoreFields"),
+                reason,
+            })?;
+        spec.insert(
+            "ignoreFields".into(),
+            ignore_fields(&bindings, &at.at("ignoreFields"))?,
+        );
+    }
+    if config.contains_key("skipObjects") {
+        out.notes.push(format!(
+            "{}: dropped: mansign verifies those objects too (it has no out-of-scope objects)",
+            at.at("skipObjects")
+        ));
+    }
+    if config.contains_key("maxResourceManifestNum") {
+        out.notes.push(format!(
+            "{}: dropped: mansign matches an object to its signed document by identity",
+            at.at("maxResourceManifestNum")
+        ));
+    }
+    spec.insert(
+        "attestors".into(),
+        json!([{"count": 1, "entries": entries}]),
+    );
+    out.documents.push(json!({
+        "apiVersion": super::mansign::API_VERSION,
+        "kind": super::mansign::KIND,
+        "metadata": {"name": "kubectl-sigstore-config"},
+        "spec": spec,
+    }));
+    Ok(Some(out))
+}
+
+/// What `--issuer` and `--from-signed` give, learned with these annotation domains.
+fn learn(
+    origin: &str,
+    options: &ConvertOptions,
+    domains: &[AnnotationDomain],
+) -> Result<Convert, PolicyError> {
+    let learned = if options.from_signed.is_empty() {
+        LearnedIssuers::default()
+    } else {
+        let trust = match &options.load.trust_root {
+            Some(t) => t.clone(),
+            None => std::sync::Arc::new(TrustRoot::public_good().map_err(|source| {
+                PolicyError::TrustRoot {
+                    at: Location {
+                        origin: origin.into(),
+                        document: 1,
+                        field: String::new(),
+                    },
+                    source,
+                }
+            })?),
+        };
+        LearnedIssuers::learn(&options.from_signed, domains, &trust, &options.load.limits)
+    };
+    Ok(Convert {
+        issuer: options.issuer.clone(),
+        learned,
+    })
 }
 
 fn convert_document(
@@ -529,11 +660,44 @@ fn manifests_spec(
     // (anchored), a document signed without a namespace accepted in any namespace.
     spec.insert("ignoreProfile".into(), json!("kubernetes"));
     spec.insert("namespaceBinding".into(), json!(["*"]));
+    if !m.ignore_fields.is_empty() {
+        spec.insert(
+            "ignoreFields".into(),
+            ignore_fields(&m.ignore_fields, &at.at("ignoreFields"))?,
+        );
+    }
+    let mut sets = Vec::new();
+    for (i, set) in m.attestors.iter().enumerate() {
+        sets.push(attestor_set(
+            set,
+            &at.at(format!("attestors[{i}]")),
+            options,
+            out,
+        )?);
+    }
+    spec.insert("attestors".into(), Value::Array(sets));
+    Ok(spec)
+}
+
+/// Upstream ignore-field bindings as mansign's (anchored patterns, objects as they are).
+fn ignore_fields(
+    bindings: &[super::kyverno::IgnoreFieldsSpec],
+    at: &Location,
+) -> Result<Value, PolicyError> {
+    let name = at.field.rsplit('.').next().unwrap_or_default().to_string();
+    let parent = Location {
+        field: at
+            .field
+            .strip_suffix(&name)
+            .map(|p| p.trim_end_matches('.').to_string())
+            .unwrap_or_default(),
+        ..at.clone()
+    };
     let mut ignore = Vec::new();
-    for (i, binding) in m.ignore_fields.iter().enumerate() {
+    for (i, binding) in bindings.iter().enumerate() {
         let mut fields = Vec::new();
         for (j, field) in binding.fields.iter().enumerate() {
-            let field_at = at.at(format!("ignoreFields[{i}].fields[{j}]"));
+            let field_at = parent.at(format!("{name}[{i}].fields[{j}]"));
             let patterns =
                 translate_upstream_field(field).map_err(|reason| PolicyError::Invalid {
                     at: field_at,
@@ -551,20 +715,7 @@ fn manifests_spec(
         b.insert("fields".into(), Value::Array(fields));
         ignore.push(Value::Object(b));
     }
-    if !ignore.is_empty() {
-        spec.insert("ignoreFields".into(), Value::Array(ignore));
-    }
-    let mut sets = Vec::new();
-    for (i, set) in m.attestors.iter().enumerate() {
-        sets.push(attestor_set(
-            set,
-            &at.at(format!("attestors[{i}]")),
-            options,
-            out,
-        )?);
-    }
-    spec.insert("attestors".into(), Value::Array(sets));
-    Ok(spec)
+    Ok(Value::Array(ignore))
 }
 
 fn attestor_set(

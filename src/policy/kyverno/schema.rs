@@ -156,7 +156,7 @@ pub struct CertificatesSpec {
     pub ctlog: Option<CtlogSpec>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct KeylessSpec {
     #[serde(default)]
@@ -177,7 +177,7 @@ pub struct KeylessSpec {
     pub additional_extensions: Option<BTreeMap<String, String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RekorSpec {
     #[serde(default)]
@@ -188,7 +188,7 @@ pub struct RekorSpec {
     pub ignore_tlog: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CtlogSpec {
     #[serde(default, rename = "ignoreSCT")]
