@@ -803,3 +803,39 @@ fn kubectl_sigstore_config_without_signers_is_refused() {
         .to_string();
     assert!(err.contains("messageBaseName"), "{err}");
 }
+
+/// The first CT log key of the fixture root as PEM.
+fn fixture_ctlog_key_pem() -> String {
+    let root: Value =
+        serde_json::from_str(&std::fs::read_to_string(path(ROOT_JSON)).unwrap()).unwrap();
+    let b64 = root["ctlogs"][0]["publicKey"]["rawBytes"].as_str().unwrap();
+    let body: Vec<String> = b64
+        .as_bytes()
+        .chunks(64)
+        .map(|c| String::from_utf8(c.to_vec()).unwrap())
+        .collect();
+    format!(
+        "-----BEGIN PUBLIC KEY-----\n{}\n-----END PUBLIC KEY-----\n",
+        body.join("\n")
+    )
+}
+
+#[test]
+fn ctlog_pubkey_of_the_trust_root_is_accepted_and_any_other_is_refused() {
+    let with_ctlog = |pem: &str| {
+        let indented: String = pem
+            .lines()
+            .map(|l| format!("                  {l}\n"))
+            .collect();
+        with_rekor_key("testdata/k8s-manifest-sigstore/derived/rekor.sigstore.dev.pub.pem")
+            + &format!("              ctlog:\n                pubkey: |-\n{indented}")
+    };
+    let ok = load_text("ctlog.yaml", &with_ctlog(&fixture_ctlog_key_pem()), false).unwrap();
+    assert_eq!(verdicts(&ok), [true, false]);
+    let other = std::fs::read_to_string(path("testdata/kyverno/keys/ecdsa-pub-2.pem")).unwrap();
+    let err = load_text("ctlog.yaml", &with_ctlog(&other), false)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("keyless.ctlog.pubkey"), "{err}");
+    assert!(err.contains("not a CT log of the trust root"), "{err}");
+}
