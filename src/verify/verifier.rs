@@ -120,17 +120,12 @@ impl Verifier {
         self
     }
 
-    /// The maximum signature age this verifier enforces, if any.
     /// Who must have signed.
     pub fn requirement(&self) -> &Requirement {
         &self.requirement
     }
 
-    /// The annotation domain signatures are read from.
-    pub fn domain(&self) -> &AnnotationDomain {
-        &self.domain
-    }
-
+    /// The maximum signature age this verifier enforces, if any.
     pub fn max_age(&self) -> Option<jiff::SignedDuration> {
         self.max_age
     }
