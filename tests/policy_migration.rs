@@ -839,3 +839,78 @@ fn ctlog_pubkey_of_the_trust_root_is_accepted_and_any_other_is_refused() {
     assert!(err.contains("keyless.ctlog.pubkey"), "{err}");
     assert!(err.contains("not a CT log of the trust root"), "{err}");
 }
+
+/// A Kyverno policy with a subject-only keyless entry and the given action fields.
+fn with_actions(policy_level: &str, rule_level: &str) -> String {
+    format!(
+        "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: actions
+spec:
+{policy_level}  rules:
+  - name: signed
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+    validate:
+{rule_level}      manifests:
+        attestors:
+        - entries:
+          - keyless:
+              subject: https://github.com/org/repo/.github/workflows/sign.yaml@refs/heads/main
+"
+    )
+}
+
+#[test]
+fn convert_carries_the_failure_action_and_refuses_per_namespace_overrides() {
+    // The rule's action wins over the policy's; Audit is carried over, not dropped.
+    let c = convert_text(&with_actions(
+        "  validationFailureAction: Enforce\n",
+        "      failureAction: Audit\n",
+    ))
+    .unwrap();
+    assert_eq!(c.documents[0]["spec"]["failureAction"], "Audit");
+    let c = convert_text(&with_actions("  validationFailureAction: audit\n", "")).unwrap();
+    assert_eq!(c.documents[0]["spec"]["failureAction"], "Audit");
+    // No action: Kyverno would audit; the converted rule enforces and a note says so.
+    let c = convert_text(&with_actions("", "")).unwrap();
+    assert_eq!(c.documents[0]["spec"]["failureAction"], "Enforce");
+    assert!(
+        c.notes
+            .iter()
+            .any(|n| n.contains("the converted rule enforces")),
+        "{:?}",
+        c.notes
+    );
+    // Overrides have no ManifestPolicy form: refused with the field named.
+    for (policy_level, rule_level, field) in [
+        (
+            "  validationFailureAction: Audit\n  validationFailureActionOverrides:\n  - action: Enforce\n    namespaces: [prod]\n",
+            "",
+            "spec.validationFailureActionOverrides",
+        ),
+        (
+            "",
+            "      failureAction: Audit\n      failureActionOverrides:\n      - action: Enforce\n        namespaces: [prod]\n",
+            "spec.rules[0].validate.failureActionOverrides",
+        ),
+    ] {
+        let err = convert_text(&with_actions(policy_level, rule_level))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(field) && err.contains("split the rule"),
+            "{err}"
+        );
+    }
+    // A converted Audit rule loads as Audit.
+    let c = convert_text(&with_actions("", "      failureAction: Audit\n")).unwrap();
+    let policy = load_text("converted.yaml", &c.to_yaml(), false).unwrap();
+    assert_eq!(
+        policy.rules[0].failure_action.default,
+        mansign::policy::FailureAction::Audit
+    );
+}

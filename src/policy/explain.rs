@@ -7,7 +7,7 @@
 //! same rule (issuer enforced, anchored regexes, anchored ignore fields, fail-closed).
 
 use super::selector::{MatchResources, ResourceDescription, ResourceFilter};
-use super::{NamespaceBinding, PolicyRule, PolicySet, RuleSource};
+use super::{FailureAction, NamespaceBinding, PolicyRule, PolicySet, RuleSource};
 use crate::manifest::IgnoreProfile;
 use crate::verify::{
     AttestorEntry, AttestorSet, Claim, KeylessAttestor, Requirement, ValueMatcher,
@@ -388,30 +388,7 @@ fn explain_rule(rule: &PolicyRule) -> RuleExplanation {
         .verifier
         .max_age()
         .map(|d| format!("signatures made more than {d:#} ago (signed time, bounded by the log time) are rejected"));
-    let action = match &rule.source {
-        RuleSource::Mansign => {
-            "a failure fails the object (exit code 1; the webhook denies)".to_string()
-        }
-        RuleSource::Kyverno {
-            failure_action: Some(a),
-        } if a == "Enforce" => {
-            "Kyverno failureAction Enforce: a failure fails the object (exit code 1; the \
-             webhook denies)"
-                .to_string()
-        }
-        RuleSource::Kyverno {
-            failure_action: Some(a),
-        } => format!(
-            "Kyverno failureAction {a} would only report; mansign has no audit mode: a \
-             failure fails the object (exit code 1; the webhook denies)"
-        ),
-        RuleSource::Kyverno {
-            failure_action: None,
-        } => "no failureAction in the rule (Kyverno then takes the policy's, default Audit: \
-              report only); mansign has no audit mode: a failure fails the object (exit code \
-              1; the webhook denies)"
-            .to_string(),
-    };
+    let action = action_text(rule);
     let mut stricter = Vec::new();
     let mut warnings = Vec::new();
     if keyless.iter().any(|k| k.identity.checks_issuer()) {
@@ -525,4 +502,36 @@ impl fmt::Display for RuleExplanation {
         }
         Ok(())
     }
+}
+
+/// What a failure of the rule does: offline, and in the webhook (per namespace).
+fn action_text(rule: &PolicyRule) -> String {
+    let actions = &rule.failure_action;
+    let what = |a: FailureAction| match a {
+        FailureAction::Enforce => "denies the request",
+        FailureAction::Audit => "allows it with a warning (Audit)",
+    };
+    let mut text = format!(
+        "a failure fails the object offline (exit code 1); the webhook {}",
+        what(actions.default)
+    );
+    for o in &actions.overrides {
+        text.push_str(&format!(
+            ", in namespaces {}: {}",
+            o.namespaces.join(", "),
+            what(o.action)
+        ));
+    }
+    if let RuleSource::Kyverno {
+        failure_action: None,
+    } = &rule.source
+        && actions.overrides.is_empty()
+        && actions.default == FailureAction::Enforce
+    {
+        text.push_str(
+            " (no failureAction named: Kyverno would default to Audit, report only; \
+             mansign enforces)",
+        );
+    }
+    text
 }

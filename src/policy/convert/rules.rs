@@ -1,7 +1,7 @@
 //! One Kyverno `validate.manifests` rule as `ManifestPolicy` documents: attestor sets,
 //! keys, certificates, keyless identities (issuers pinned), annotation domain, ignore fields.
 
-use super::conversion::{Conversion, text};
+use super::conversion::{Conversion, refuse, text};
 use super::ignore::ignore_fields;
 use super::issuers::{Convert, pinned_issuer};
 use super::selection::{exclude_selection, match_selections};
@@ -9,7 +9,7 @@ use crate::policy::kyverno::{
     AttestorSetSpec, AttestorSpec, CtlogSpec, KeylessSpec, KyvernoPolicyDocument, Manifests,
     RekorSpec,
 };
-use crate::policy::{Location, PolicyError};
+use crate::policy::{FailureAction, Location, PolicyError};
 use serde_json::{Map, Value, json};
 
 pub(super) fn convert_document(
@@ -39,18 +39,7 @@ pub(super) fn convert_document(
                  namespace to the manifest"
             ));
         }
-        if let Some(action) = rule
-            .validate
-            .as_ref()
-            .and_then(|v| v.failure_action.as_deref())
-            .filter(|a| *a != "Enforce")
-        {
-            out.notes.push(format!(
-                "{}: failureAction {action} dropped: mansign has no audit mode, a failed rule \
-                 fails",
-                at.at("validate.failureAction")
-            ));
-        }
+        let action = failure_action(doc, rule, &at, &mut out.notes)?;
         let exclude = exclude_selection(rule, &at)?;
         let spec = manifests_spec(manifests, &at.at("validate.manifests"), options, out)?;
         let count = selections.len();
@@ -62,6 +51,7 @@ pub(super) fn convert_document(
             };
             let mut spec_out = Map::new();
             spec_out.insert("match".into(), selection);
+            spec_out.insert("failureAction".into(), json!(action.as_str()));
             if let Some(e) = &exclude {
                 spec_out.insert("exclude".into(), e.clone());
             }
@@ -257,4 +247,56 @@ pub(super) fn keyless(
         note_logs(&k.rekor, &k.ctlog, at, out);
     }
     Ok(Value::Object(m))
+}
+
+/// The rule's action in the cluster, carried over as `spec.failureAction`: the rule's
+/// `validate.failureAction`, else the policy's `validationFailureAction`. Per-namespace
+/// overrides have no `ManifestPolicy` form: refused (dropping them could turn an enforced
+/// namespace into an audited one). No action at all: Kyverno would audit; the converted
+/// rule enforces, and a note says so.
+fn failure_action(
+    doc: &KyvernoPolicyDocument,
+    rule: &crate::policy::kyverno::Rule,
+    at: &Location,
+    notes: &mut Vec<String>,
+) -> Result<FailureAction, PolicyError> {
+    let validate = rule.validate.as_ref();
+    if validate.is_some_and(|v| v.failure_action_overrides.is_some()) {
+        return Err(refuse(
+            &at.at("validate.failureActionOverrides"),
+            "per-namespace actions have no ManifestPolicy form: split the rule by namespace \
+             (match.namespaces) with one failureAction each",
+        ));
+    }
+    if doc.spec.validation_failure_action_overrides.is_some() {
+        return Err(refuse(
+            &Location {
+                field: "spec.validationFailureActionOverrides".into(),
+                ..at.clone()
+            },
+            "per-namespace actions have no ManifestPolicy form: split the rule by namespace \
+             (match.namespaces) with one failureAction each",
+        ));
+    }
+    let (text, path) = match validate.and_then(|v| v.failure_action.as_deref()) {
+        Some(a) => (Some(a), at.at("validate.failureAction")),
+        None => (
+            doc.spec.validation_failure_action.as_deref(),
+            Location {
+                field: "spec.validationFailureAction".into(),
+                ..at.clone()
+            },
+        ),
+    };
+    match text {
+        None => {
+            notes.push(format!(
+                "{at}: no failureAction (Kyverno's default is Audit, report only): the \
+                 converted rule enforces"
+            ));
+            Ok(FailureAction::Enforce)
+        }
+        Some(t) => FailureAction::parse(t)
+            .ok_or_else(|| refuse(&path, format!("{t:?} is not Enforce or Audit"))),
+    }
 }
