@@ -5,7 +5,8 @@ use super::output::print_stdout;
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
 use crate::manifest::{
-    GroupKind, IgnoreProfile, InputSelection, Tolerances, load_inputs_with, parse_duration,
+    GroupKind, IgnoreProfile, IgnoreProfiles, InputSelection, Tolerances, load_inputs_with,
+    parse_duration,
 };
 use crate::policy::{LoadOptions, RequestContext, load_file as load_policy_file};
 use crate::trust::TrustRoot;
@@ -13,7 +14,6 @@ use crate::verify::{
     Attestor, Claim, IdentityPolicy, IdentityPolicyError, KeylessAttestor, TrustedKey, Verifier,
 };
 use anyhow::{Context, bail};
-use clap::builder::TypedValueParser as _;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -59,16 +59,18 @@ pub struct VerifyArgs {
     )]
     pub policy: Option<PathBuf>,
 
-    /// Differences tolerated for live objects (`kubectl get -o yaml` output): `none`
-    /// (files; default), `kubernetes` (server-populated metadata, the status of kinds with a
-    /// status subresource, server-assigned fields, exact defaults, and a
-    /// last-applied-configuration that holds the signed manifest; anchored),
+    /// Differences tolerated for live objects (`kubectl get -o yaml` output, or what a
+    /// GitOps tool applied), a comma-separated list of profiles: `none` (files; default),
+    /// `kubernetes` (server-populated metadata, the status of kinds with a status
+    /// subresource, server-assigned fields, exact defaults, and a
+    /// last-applied-configuration that holds the signed manifest; anchored), `argocd` (Argo
+    /// CD's instance label, installation-id annotation and a tracking-id annotation naming
+    /// the object itself), `flux` (Flux's two kustomize-controller labels),
     /// `kyverno-compat` (Kyverno's defaults with its unanchored matching; migration only,
-    /// over-matches).
-    #[arg(long, default_value_t = IgnoreProfile::None, value_name = "PROFILE",
-          value_parser = clap::builder::PossibleValuesParser::new(["none", "kubernetes", "kyverno-compat"])
-              .map(|s| s.parse::<IgnoreProfile>().unwrap_or_default()))]
-    pub ignore_profile: IgnoreProfile,
+    /// over-matches). Example: `kubernetes,argocd`.
+    #[arg(long, default_value_t = IgnoreProfiles::NONE, value_name = "PROFILE[,PROFILE]",
+          value_parser = |s: &str| s.parse::<IgnoreProfiles>())]
+    pub ignore_profile: IgnoreProfiles,
 
     /// With `--ignore-profile kubernetes`: a custom kind whose `status` is a subresource
     /// (`Kind.group`, e.g. `Certificate.cert-manager.io`), ignored like the status of
@@ -194,7 +196,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
     };
     let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
     let files = load_inputs_with(&args.inputs, &selection, &limits)?;
-    if args.ignore_profile == IgnoreProfile::KyvernoCompat {
+    if args.ignore_profile.contains(IgnoreProfile::KyvernoCompat) {
         eprintln!(
             "warning: --ignore-profile kyverno-compat matches fields as unanchored regexes \
              (e.g. `status` also hides `data.status`); use it only to migrate Kyverno policies"
@@ -204,7 +206,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
         .with_domain(domain)
         .with_limits(limits)
         .with_tolerances(Tolerances {
-            profile: args.ignore_profile,
+            profiles: args.ignore_profile,
             digest_pinning: args.allow_digest_pinning,
             namespace_binding: args.bind_namespaces.clone(),
             status_kinds: args.status_kinds.clone(),

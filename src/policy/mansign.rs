@@ -13,7 +13,8 @@
 //!   ignoreFields:               # anchored mansign patterns
 //!   - objects: [{kind: Deployment}]
 //!     fields: [spec.replicas]
-//!   ignoreProfile: kubernetes   # none (default) | kubernetes | kyverno-compat
+//!   ignoreProfile: kubernetes,argocd  # a list: none (default) | kubernetes |
+//!                               # kyverno-compat | argocd | flux (or a YAML sequence)
 //!   statusSubresourceKinds: [Certificate.cert-manager.io]  # custom kinds whose status
 //!                               # the kubernetes profile ignores (built-in kinds: known)
 //!   attestors:                  # every set required; count = N-of-M (absent: all)
@@ -38,7 +39,7 @@ use super::{
     attestor_policy, certificate_attestor, parse_public_keys,
 };
 use crate::annotations::AnnotationDomain;
-use crate::manifest::{FieldPattern, GroupKind, IgnoreProfile};
+use crate::manifest::{FieldPattern, GroupKind, IgnoreProfile, IgnoreProfiles};
 use crate::trust::TrustRoot;
 use crate::verify::{
     AttestorEntry, AttestorSet, CertificateAttestor, Claim, IdentityPolicy, KeylessAttestor,
@@ -78,7 +79,7 @@ pub struct Spec {
     #[serde(default)]
     pub ignore_fields: Vec<IgnoreFieldsSpec>,
     #[serde(default)]
-    pub ignore_profile: Option<Profile>,
+    pub ignore_profile: Option<ProfileList>,
     /// Custom kinds (`Kind.group`) whose `status` is a subresource.
     #[serde(default)]
     pub status_subresource_kinds: Vec<String>,
@@ -94,12 +95,22 @@ pub struct Spec {
     pub attestors: Vec<AttestorSetSpec>,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Profile {
-    None,
-    Kubernetes,
-    KyvernoCompat,
+/// `ignoreProfile`: the CLI's comma-separated list (`kubernetes,argocd`) or a YAML
+/// sequence of profile names.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ProfileList {
+    Text(String),
+    Names(Vec<String>),
+}
+
+impl ProfileList {
+    fn parse(&self) -> Result<IgnoreProfiles, String> {
+        match self {
+            ProfileList::Text(text) => text.parse(),
+            ProfileList::Names(names) => names.join(",").parse(),
+        }
+    }
 }
 
 /// Objects by kind (`Kind`, `version/Kind`, `group/version/Kind`), name and namespace, each
@@ -253,10 +264,11 @@ pub(crate) fn load(
             fields,
         });
     }
-    let profile = match spec.ignore_profile {
-        None | Some(Profile::None) => IgnoreProfile::None,
-        Some(Profile::Kubernetes) => IgnoreProfile::Kubernetes,
-        Some(Profile::KyvernoCompat) => IgnoreProfile::KyvernoCompat,
+    let profiles = match &spec.ignore_profile {
+        None => IgnoreProfiles::NONE,
+        Some(list) => list
+            .parse()
+            .map_err(|e| invalid(&at.at("ignoreProfile"), e))?,
     };
     let mut status_kinds = Vec::new();
     for (i, text) in spec.status_subresource_kinds.iter().enumerate() {
@@ -265,7 +277,7 @@ pub(crate) fn load(
                 .map_err(|e| invalid(&at.at(format!("statusSubresourceKinds[{i}]")), e))?,
         );
     }
-    if profile == IgnoreProfile::KyvernoCompat {
+    if profiles.contains(IgnoreProfile::KyvernoCompat) {
         notes.push(format!(
             "{}: ignoreProfile kyverno-compat matches Kyverno's defaults as unanchored \
              regexes and hides more than their names say (e.g. `status` hides data.status); \
@@ -295,7 +307,7 @@ pub(crate) fn load(
             }
         },
         ignore,
-        profile,
+        profiles,
         status_kinds,
         digest_pinning: spec.digest_pinning,
         namespace_binding: if spec.namespace_binding.is_empty() {
