@@ -5,8 +5,8 @@ use super::output::print_stdout;
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
 use crate::manifest::{
-    GroupKind, IgnoreProfile, IgnoreProfiles, InputSelection, Tolerances, load_inputs_with,
-    parse_duration,
+    GroupKind, IgnoreProfile, IgnoreProfiles, InputSelection, ManifestFile, Tolerances,
+    load_inputs_with, parse_duration, to_yaml,
 };
 use crate::policy::{LoadOptions, RequestContext, load_file as load_policy_file};
 use crate::trust::TrustRoot;
@@ -151,9 +151,15 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "FILE")]
     pub trusted_root: Option<PathBuf>,
 
-    /// Output format.
+    /// Output format of the report.
     #[arg(long = "output", value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
+
+    /// Print the verified documents on stdout, as one YAML stream, and the report on
+    /// stderr; when any document fails, print nothing on stdout. For a pipeline that must
+    /// apply exactly what was verified (the Argo CD plugin in deploy/argocd-cmp/).
+    #[arg(long)]
+    pub print_verified: bool,
 
     /// Annotation domain of the signature annotations.
     #[arg(long, default_value = AnnotationDomain::DEFAULT, value_name = "DOMAIN")]
@@ -217,7 +223,8 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
     }
     let verdict = verifier.verify_documents(files.iter().flat_map(|f| &f.documents));
     report(
-        args.output,
+        &args,
+        &files,
         || verdict.to_json(),
         verdict
             .documents
@@ -258,7 +265,8 @@ fn run_policy(
         &RequestContext::default(),
     );
     report(
-        args.output,
+        args,
+        &files,
         || verdict.to_json(),
         verdict
             .objects
@@ -271,15 +279,17 @@ fn run_policy(
 
 /// Prints a verdict (one line per item and a count, or the JSON) and maps it to the
 /// outcome. Printing is the same for key, keyless and policy runs; the verdict types
-/// carry their own wording.
+/// carry their own wording. With `--print-verified` the verdict goes to stderr and, only
+/// when everything verified, the documents to stdout.
 fn report(
-    format: OutputFormat,
+    args: &VerifyArgs,
+    files: &[ManifestFile],
     json: impl FnOnce() -> serde_json::Value,
     lines: impl Iterator<Item = (String, bool)>,
     noun: &str,
     verified: bool,
 ) -> anyhow::Result<Outcome> {
-    let text = match format {
+    let text = match args.output {
         OutputFormat::Json => serde_json::to_string_pretty(&json())? + "\n",
         OutputFormat::Text => {
             let (mut text, mut ok, mut total) = (String::new(), 0, 0);
@@ -293,12 +303,30 @@ fn report(
             text
         }
     };
-    print_stdout(&text)?;
+    if args.print_verified {
+        eprint!("{text}");
+        if verified {
+            print_stdout(&verified_stream(files))?;
+        }
+    } else {
+        print_stdout(&text)?;
+    }
     Ok(if verified {
         Outcome::Success
     } else {
         Outcome::VerificationFailed
     })
+}
+
+/// Every document of `files`, as verified (signature annotations included), as one YAML
+/// stream in input order.
+fn verified_stream(files: &[ManifestFile]) -> String {
+    files
+        .iter()
+        .flat_map(|f| &f.documents)
+        .map(|d| to_yaml(&d.value))
+        .collect::<Vec<_>>()
+        .join("---\n")
 }
 
 /// The cosign-style identity flags as a policy; refuses a policy without an issuer or
