@@ -835,6 +835,48 @@ fn policy_files_take_the_same_profile_lists() {
 }
 
 #[test]
+fn print_verified_prints_the_documents_only_when_all_verified() {
+    let s = sign_with_key();
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(
+        dir.path(),
+        "good.yaml",
+        &format!("{}---\n{}", to_yaml(&s.deployment), to_yaml(&s.exception)),
+    );
+    let out = mansign()
+        .args(["verify", "--print-verified", "-f"])
+        .arg(&good)
+        .arg("--key")
+        .arg(&s.pubkey)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        read_stream(&String::from_utf8(out.stdout).unwrap()),
+        [s.deployment.clone(), s.exception.clone()]
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("2 of 2 document(s) verified"));
+    let mut tampered = s.exception.clone();
+    tampered["spec"]["match"]["any"][0]["resources"]["namespaces"] = json!(["*"]);
+    let bad = write(
+        dir.path(),
+        "bad.yaml",
+        &format!("{}---\n{}", to_yaml(&s.deployment), to_yaml(&tampered)),
+    );
+    let out = mansign()
+        .args(["verify", "--print-verified", "--output", "json", "-f"])
+        .arg(&bad)
+        .arg("--key")
+        .arg(&s.pubkey)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let report: Value = serde_json::from_slice(&out.stderr).unwrap();
+    assert_eq!(report["verified"], false);
+}
+
+#[test]
 fn cli_profile_lists_are_checked() {
     let s = sign_with_key();
     let object = live(&s.deployment, ApplyPath::Flux, Operation::Create);

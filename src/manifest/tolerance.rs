@@ -109,6 +109,18 @@ impl std::fmt::Display for IgnoreProfile {
 
 /// The profiles that apply together, written `kubernetes,argocd`: each one adds its own
 /// tolerated differences, none widens another's. Empty (`none`) tolerates nothing.
+///
+/// ```
+/// use mansign::manifest::{IgnoreProfile, IgnoreProfiles, Tolerances};
+///
+/// let profiles: IgnoreProfiles = "kubernetes,argocd".parse()?;
+/// assert!(profiles.contains(IgnoreProfile::Argocd));
+/// assert!(!profiles.contains(IgnoreProfile::Flux));
+/// assert_eq!(profiles.to_string(), "kubernetes,argocd");
+/// let tolerances = Tolerances { profiles, ..Tolerances::default() };
+/// # let _ = tolerances;
+/// # Ok::<(), String>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct IgnoreProfiles(u8);
 
@@ -121,9 +133,12 @@ impl IgnoreProfiles {
         IgnoreProfiles(profiles.iter().fold(0, |bits, p| bits | p.bit()))
     }
 
-    /// True if `profile` is one of these (`None` is in every set).
+    /// True if `profile` is one of these; `contains(None)` is true only for the empty set.
     pub fn contains(self, profile: IgnoreProfile) -> bool {
-        self.0 & profile.bit() == profile.bit()
+        match profile {
+            IgnoreProfile::None => self.is_none(),
+            p => self.0 & p.bit() != 0,
+        }
     }
 
     /// True if no profile is set.
@@ -162,7 +177,7 @@ impl std::str::FromStr for IgnoreProfiles {
                     "ignore profile list {s:?}: `none` cannot be combined with other profiles"
                 ));
             }
-            if profile != IgnoreProfile::None && set.contains(profile) {
+            if set.contains(profile) && profile != IgnoreProfile::None {
                 return Err(format!("ignore profile list {s:?} names {name} twice"));
             }
             set.0 |= profile.bit();
@@ -873,6 +888,8 @@ mod tests {
             IgnoreProfiles::NONE
         );
         assert_eq!(IgnoreProfiles::NONE.to_string(), "none");
+        assert!(IgnoreProfiles::NONE.contains(IgnoreProfile::None));
+        assert!(!set.contains(IgnoreProfile::None));
         for bad in [
             "",
             "kubernetes,",
