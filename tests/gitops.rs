@@ -1024,6 +1024,10 @@ fn plugin_generate_fails_on_an_unsigned_manifest_and_on_unexpected_files() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("extra.yaml"), "{stderr}");
     assert!(out.stdout.is_empty());
+    // Excluding everything is not an empty success (Argo CD would prune what it manages).
+    let out = generate(&app, &policy, Some("*.yaml,*.md,policies"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
     // Several comma-separated globs: each one is an --exclude, and what is excluded is
     // neither verified nor printed.
     let out = generate(&app, &policy, Some("README.md,extra.yaml"));
