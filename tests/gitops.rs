@@ -1,8 +1,9 @@
 //! The seed flow through GitOps (issue 14): a signed `PolicyException` and a signed
 //! Deployment, built exactly as each Argo CD and Flux apply path submits them, verified by
-//! `mansign verify`: allowed under the matching profile list, denied without it, and denied
-//! under it for every tampering the tracking keys could hide. Then the Argo CD plugin's
-//! `generate`, run the way the repo-server runs it.
+//! `mansign verify` and, wrapped in an `AdmissionReview` (CREATE and UPDATE), by
+//! `mansign admission review`: allowed under the matching profile list, denied without it,
+//! and denied under it for every tampering the tracking keys could hide. Then the Argo CD
+//! plugin's `generate`, run the way the repo-server runs it.
 //!
 //! What each apply path writes (Argo CD "Resource Tracking" and "Sync Options" docs,
 //! argo-cd `util/argo/resource_tracking.go`; Flux kustomize-controller docs):
@@ -249,18 +250,27 @@ fn go_json(v: &Value) -> String {
     serde_json::to_string(&sorted(v)).unwrap()
 }
 
-/// The API server's defaults for a Deployment (what `kubectl get -o yaml` shows).
+/// The API server's defaults for a Deployment (what `kubectl get -o yaml` shows), set only
+/// where the object has no value, as the API server does.
 fn with_deployment_defaults(v: &mut Value) {
-    let spec = v["spec"].as_object_mut().unwrap();
-    spec.insert("replicas".into(), json!(1));
-    spec.insert("progressDeadlineSeconds".into(), json!(600));
-    spec.insert("revisionHistoryLimit".into(), json!(10));
-    spec.insert(
-        "strategy".into(),
+    fn default(map: &mut Value, key: &str, value: Value) {
+        map.as_object_mut().unwrap().entry(key).or_insert(value);
+    }
+    let spec = &mut v["spec"];
+    default(spec, "replicas", json!(1));
+    default(spec, "progressDeadlineSeconds", json!(600));
+    default(spec, "revisionHistoryLimit", json!(10));
+    default(
+        spec,
+        "strategy",
         json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}),
     );
-    v["spec"]["template"]["metadata"]["creationTimestamp"] = Value::Null;
-    let pod = v["spec"]["template"]["spec"].as_object_mut().unwrap();
+    default(
+        &mut spec["template"]["metadata"],
+        "creationTimestamp",
+        Value::Null,
+    );
+    let pod = &mut spec["template"]["spec"];
     for (k, d) in [
         ("dnsPolicy", json!("ClusterFirst")),
         ("restartPolicy", json!("Always")),
@@ -268,17 +278,13 @@ fn with_deployment_defaults(v: &mut Value) {
         ("securityContext", json!({})),
         ("terminationGracePeriodSeconds", json!(30)),
     ] {
-        pod.insert(k.into(), d);
+        default(pod, k, d);
     }
     for c in pod["containers"].as_array_mut().unwrap() {
-        let c = c.as_object_mut().unwrap();
-        c.insert("imagePullPolicy".into(), json!("IfNotPresent"));
-        c.insert("resources".into(), json!({}));
-        c.insert(
-            "terminationMessagePath".into(),
-            json!("/dev/termination-log"),
-        );
-        c.insert("terminationMessagePolicy".into(), json!("File"));
+        default(c, "imagePullPolicy", json!("IfNotPresent"));
+        default(c, "resources", json!({}));
+        default(c, "terminationMessagePath", json!("/dev/termination-log"));
+        default(c, "terminationMessagePolicy", json!("File"));
     }
 }
 
@@ -767,11 +773,16 @@ fn keyless_signed_manifests_follow_the_same_rules() {
     }
 }
 
-/// A `ManifestPolicy` trusting `pubkey` with the given `ignoreProfile` line.
+/// A `ManifestPolicy` trusting `pubkey` with the given `ignoreProfile` line, in
+/// `dir/policy.yaml`.
 fn policy(dir: &Path, pubkey: &Path, ignore_profile: &str) -> PathBuf {
+    policy_named(dir, "policy.yaml", pubkey, ignore_profile)
+}
+
+fn policy_named(dir: &Path, name: &str, pubkey: &Path, ignore_profile: &str) -> PathBuf {
     write(
         dir,
-        "policy.yaml",
+        name,
         &format!(
             "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata: {{name: gitops}}\n\
              spec:\n{ignore_profile}  attestors:\n  - entries:\n    - keys: {{path: {}}}\n",
@@ -883,6 +894,196 @@ fn cli_profile_lists_are_checked() {
     for bad in ["kubernetes,argo", "kubernetes,", "none,flux", "flux,flux"] {
         let (code, _) = verify(&s.pubkey, &object, bad);
         assert_eq!(code, 2, "{bad}");
+    }
+}
+
+// The admission half: each apply path as the API server sends it to the webhook.
+
+/// The `AdmissionReview` v1 request the API server sends for `object` on `path`
+/// (server-side apply is a PATCH whose operation is CREATE or UPDATE; client-side apply
+/// creates with POST and updates with a strategic-merge PATCH).
+fn admission_review(manifest: &Value, path: ApplyPath, op: Operation) -> Value {
+    let object = live(manifest, path, op);
+    let api = object["apiVersion"].as_str().unwrap();
+    let (group, version) = api.rsplit_once('/').unwrap_or(("", api));
+    let kind = object["kind"].as_str().unwrap();
+    let resource = format!("{}s", kind.to_lowercase());
+    let (manager, user) = match path {
+        ApplyPath::Flux => (
+            "kustomize-controller",
+            "system:serviceaccount:flux-system:kustomize-controller",
+        ),
+        ApplyPath::Argo(..) => (
+            "argocd-controller",
+            "system:serviceaccount:argocd:argocd-application-controller",
+        ),
+    };
+    let options_kind = match (path, op) {
+        (ApplyPath::Argo(_, Apply::ClientSide), Operation::Create) => "CreateOptions",
+        _ => "PatchOptions",
+    };
+    let old = match op {
+        Operation::Create => Value::Null,
+        // The stored object before this update: the same manifest, one generation earlier.
+        Operation::Update => {
+            let mut old = object.clone();
+            old["metadata"]["generation"] = json!(1);
+            old["metadata"]["resourceVersion"] = json!("48151600");
+            old
+        }
+    };
+    let gvk = json!({"group": group, "version": version, "kind": kind});
+    let gvr = json!({"group": group, "version": version, "resource": resource});
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+            "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
+            "name": object["metadata"]["name"],
+            "namespace": object["metadata"]["namespace"],
+            "operation": if op == Operation::Create { "CREATE" } else { "UPDATE" },
+            "userInfo": {"username": user, "uid": "9c2b", "groups": ["system:serviceaccounts", "system:authenticated"]},
+            "object": object,
+            "oldObject": old,
+            "dryRun": false,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": options_kind, "fieldManager": manager}
+        }
+    })
+}
+
+/// `mansign admission review --policy P -f review.json`: exit code and `response.allowed`.
+fn review(dir: &Path, policy: &Path, request: &Value) -> (Option<i32>, Value) {
+    let file = write(dir, "review.json", &serde_json::to_string(request).unwrap());
+    let out = mansign()
+        .args(["admission", "review", "--policy"])
+        .arg(policy)
+        .arg("-f")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let response: Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout}{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(response["response"]["uid"], request["request"]["uid"]);
+    (out.status.code(), response)
+}
+
+#[test]
+fn admission_review_allows_each_apply_path_with_the_matching_profiles_and_denies_without() {
+    let s = sign_with_key();
+    let dir = tempfile::tempdir().unwrap();
+    let with_argocd = policy_named(
+        dir.path(),
+        "argocd.yaml",
+        &s.pubkey,
+        "  ignoreProfile: kubernetes,argocd\n",
+    );
+    let with_flux = policy_named(
+        dir.path(),
+        "flux.yaml",
+        &s.pubkey,
+        "  ignoreProfile: [kubernetes, flux]\n",
+    );
+    let kubernetes_only = policy(dir.path(), &s.pubkey, "  ignoreProfile: kubernetes\n");
+    let mut paths: Vec<(ApplyPath, &Path)> = ARGO_PATHS
+        .iter()
+        .map(|p| (*p, with_argocd.as_path()))
+        .collect();
+    paths.push((ApplyPath::Flux, with_flux.as_path()));
+    for (kind, signed) in signed_pairs(&s) {
+        for (path, matching) in &paths {
+            for op in [Operation::Create, Operation::Update] {
+                let what = format!("{kind} {path:?} {op:?}");
+                let request = admission_review(signed, *path, op);
+                let (code, response) = review(dir.path(), matching, &request);
+                assert_eq!(response["response"]["allowed"], true, "{what}: {response}");
+                assert_eq!(code, Some(0), "{what}");
+                let (code, response) = review(dir.path(), &kubernetes_only, &request);
+                assert_eq!(response["response"]["allowed"], false, "{what}: {response}");
+                assert_eq!(code, Some(1), "{what}");
+                let message = response["response"]["status"]["message"].as_str().unwrap();
+                assert!(message.contains(tracking_key(*path)), "{what}: {message}");
+                let other = if *path == ApplyPath::Flux {
+                    &with_argocd
+                } else {
+                    &with_flux
+                };
+                let (_, response) = review(dir.path(), other, &request);
+                assert_eq!(
+                    response["response"]["allowed"], false,
+                    "{what} under the other tool's profile: {response}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn admission_review_denies_tampering_under_the_gitops_profiles() {
+    let s = sign_with_key();
+    let dir = tempfile::tempdir().unwrap();
+    let with_both = policy(
+        dir.path(),
+        &s.pubkey,
+        "  ignoreProfile: kubernetes,argocd,flux\n",
+    );
+    let path = ApplyPath::Argo(Tracking::AnnotationAndLabel, Apply::ClientSide);
+    let mut changed = s.deployment.clone();
+    changed["spec"]["replicas"] = json!(50);
+    let mut cases = vec![(
+        "changed spec",
+        "spec.replicas",
+        // Server-side: the message names the first difference, and there is no
+        // last-applied before the spec.
+        admission_review(
+            &changed,
+            ApplyPath::Argo(Tracking::AnnotationAndLabel, Apply::ServerSide),
+            Operation::Update,
+        ),
+    )];
+    let mut request = admission_review(
+        &s.exception,
+        ApplyPath::Argo(Tracking::Annotation, Apply::ServerSide),
+        Operation::Create,
+    );
+    request["request"]["object"]["metadata"]["annotations"][TRACKING_ID] = json!(format!(
+        "{APP}:kyverno.io/PolicyException:kyverno/allow-debug"
+    ));
+    cases.push((
+        "tracking id of another namespace",
+        "metadata.annotations[\"argocd.argoproj.io/tracking-id\"]",
+        request,
+    ));
+    let mut request = admission_review(&s.deployment, ApplyPath::Flux, Operation::Update);
+    request["request"]["object"]["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/prune"] =
+        json!("disabled");
+    cases.push((
+        "extra label",
+        "metadata.labels[\"kustomize.toolkit.fluxcd.io/prune\"]",
+        request,
+    ));
+    let mut request = admission_review(&s.exception, path, Operation::Create);
+    let object = &mut request["request"]["object"];
+    let mut applied: Value = serde_json::from_str(
+        object["metadata"]["annotations"][LAST_APPLIED]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    applied["spec"]["exceptions"][0]["ruleNames"] = json!(["host-path", "all"]);
+    object["metadata"]["annotations"][LAST_APPLIED] = json!(format!("{}\n", go_json(&applied)));
+    cases.push((
+        "last-applied differs",
+        "metadata.annotations[\"kubectl.kubernetes.io/last-applied-configuration\"]",
+        request,
+    ));
+    for (what, field, request) in cases {
+        let (code, response) = review(dir.path(), &with_both, &request);
+        assert_eq!(response["response"]["allowed"], false, "{what}: {response}");
+        assert_eq!(code, Some(1), "{what}");
+        let message = response["response"]["status"]["message"].as_str().unwrap();
+        assert!(message.contains(field), "{what}: {message}");
     }
 }
 
