@@ -5,8 +5,8 @@
 //!   server would report 400, a client error, as it does for Kyverno), and a message that
 //!   starts with the reason, bounded to [`MAX_MESSAGE_CHARS`].
 //! * Warnings (returned to the client as `Warning: 299` headers) are at most
-//!   [`MAX_WARNING_CHARS`] characters each, without a `Warning:` prefix, at most
-//!   [`MAX_WARNINGS`] of them.
+//!   [`MAX_WARNING_CHARS`] characters each, without a `Warning:` prefix or control
+//!   characters, at most [`MAX_WARNINGS`] of them.
 
 use kube_core::admission::{AdmissionRequest, AdmissionResponse};
 use kube_core::dynamic::DynamicObject;
@@ -38,6 +38,14 @@ pub fn bounded(text: &str, max: usize) -> String {
     out
 }
 
+/// Control characters replaced by spaces: the API server turns warnings into HTTP
+/// `Warning` headers, and a reason may quote the object.
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 /// The response body for `request` (HTTP 200).
 pub fn body(request: &AdmissionRequest<DynamicObject>, answer: &Answer) -> Vec<u8> {
     let mut response = AdmissionResponse::from(request);
@@ -55,7 +63,7 @@ pub fn body(request: &AdmissionRequest<DynamicObject>, answer: &Answer) -> Vec<u
                 .warnings
                 .iter()
                 .take(MAX_WARNINGS)
-                .map(|w| bounded(w, MAX_WARNING_CHARS))
+                .map(|w| bounded(&printable(w), MAX_WARNING_CHARS))
                 .collect(),
         );
     }
@@ -73,5 +81,10 @@ mod tests {
         assert_eq!(bounded("abc", 3), "abc");
         assert_eq!(bounded("abcd", 3), "ab…");
         assert_eq!(bounded("ééééé", 4), "ééé…");
+    }
+
+    #[test]
+    fn warnings_carry_no_control_characters() {
+        assert_eq!(printable("a\r\nb\u{7}c"), "a  b c");
     }
 }

@@ -224,7 +224,10 @@ fn parse_overrides(
 ) -> Result<Vec<ActionOverride>, PolicyError> {
     let mut out = Vec::new();
     for (i, o) in list.iter().flatten().enumerate() {
-        let item = at.at(format!("[{i}]"));
+        let item = Location {
+            field: format!("{}[{i}]", at.field),
+            ..at.clone()
+        };
         if o.namespace_selector.is_some() {
             return Err(unsupported(
                 &item.at("namespaceSelector"),
