@@ -5,7 +5,8 @@ use super::output::print_stdout;
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
 use crate::manifest::{
-    GroupKind, IgnoreProfile, InputSelection, Tolerances, load_inputs_with, parse_duration,
+    GroupKind, IgnoreProfile, IgnoreProfiles, InputSelection, ManifestFile, Tolerances,
+    load_inputs_with, parse_duration, to_yaml,
 };
 use crate::policy::{LoadOptions, RequestContext, load_file as load_policy_file};
 use crate::trust::TrustRoot;
@@ -13,7 +14,6 @@ use crate::verify::{
     Attestor, Claim, IdentityPolicy, IdentityPolicyError, KeylessAttestor, TrustedKey, Verifier,
 };
 use anyhow::{Context, bail};
-use clap::builder::TypedValueParser as _;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -59,16 +59,18 @@ pub struct VerifyArgs {
     )]
     pub policy: Option<PathBuf>,
 
-    /// Differences tolerated for live objects (`kubectl get -o yaml` output): `none`
-    /// (files; default), `kubernetes` (server-populated metadata, the status of kinds with a
-    /// status subresource, server-assigned fields, exact defaults, and a
-    /// last-applied-configuration that holds the signed manifest; anchored),
+    /// Differences tolerated for live objects (`kubectl get -o yaml` output, or what a
+    /// GitOps tool applied), a comma-separated list of profiles: `none` (files; default),
+    /// `kubernetes` (server-populated metadata, the status of kinds with a status
+    /// subresource, server-assigned fields, exact defaults, and a
+    /// last-applied-configuration that holds the signed manifest; anchored), `argocd` (Argo
+    /// CD's instance label, installation-id annotation and a tracking-id annotation naming
+    /// the object itself), `flux` (Flux's two kustomize-controller labels),
     /// `kyverno-compat` (Kyverno's defaults with its unanchored matching; migration only,
-    /// over-matches).
-    #[arg(long, default_value_t = IgnoreProfile::None, value_name = "PROFILE",
-          value_parser = clap::builder::PossibleValuesParser::new(["none", "kubernetes", "kyverno-compat"])
-              .map(|s| s.parse::<IgnoreProfile>().unwrap_or_default()))]
-    pub ignore_profile: IgnoreProfile,
+    /// over-matches). Example: `kubernetes,argocd`.
+    #[arg(long, default_value_t = IgnoreProfiles::NONE, value_name = "PROFILE[,PROFILE]",
+          value_parser = |s: &str| s.parse::<IgnoreProfiles>())]
+    pub ignore_profile: IgnoreProfiles,
 
     /// With `--ignore-profile kubernetes`: a custom kind whose `status` is a subresource
     /// (`Kind.group`, e.g. `Certificate.cert-manager.io`), ignored like the status of
@@ -156,9 +158,15 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "FILE")]
     pub trusted_root: Option<PathBuf>,
 
-    /// Output format.
+    /// Output format of the report.
     #[arg(long = "output", value_enum, default_value_t = OutputFormat::Text)]
     pub output: OutputFormat,
+
+    /// Print the verified documents on stdout, as one YAML stream, and the report on
+    /// stderr; when any document fails, print nothing on stdout. For a pipeline that must
+    /// apply exactly what was verified (the Argo CD plugin in deploy/argocd-cmp/).
+    #[arg(long)]
+    pub print_verified: bool,
 
     /// Annotation domain of the signature annotations.
     #[arg(long, default_value = AnnotationDomain::DEFAULT, value_name = "DOMAIN")]
@@ -207,7 +215,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
     };
     let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
     let files = load_inputs_with(&args.inputs, &selection, &limits)?;
-    if args.ignore_profile == IgnoreProfile::KyvernoCompat {
+    if args.ignore_profile.contains(IgnoreProfile::KyvernoCompat) {
         eprintln!(
             "warning: --ignore-profile kyverno-compat matches fields as unanchored regexes \
              (e.g. `status` also hides `data.status`); use it only to migrate Kyverno policies"
@@ -217,7 +225,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
         .with_domain(domain)
         .with_limits(limits)
         .with_tolerances(Tolerances {
-            profile: args.ignore_profile,
+            profiles: args.ignore_profile,
             digest_pinning: args.allow_digest_pinning,
             namespace_binding: args.bind_namespaces.clone(),
             status_kinds: args.status_kinds.clone(),
@@ -228,7 +236,8 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
     }
     let verdict = verifier.verify_documents(files.iter().flat_map(|f| &f.documents));
     report(
-        args.output,
+        &args,
+        &files,
         || verdict.to_json(),
         verdict
             .documents
@@ -270,7 +279,8 @@ fn run_policy(
         &RequestContext::default(),
     );
     report(
-        args.output,
+        args,
+        &files,
         || verdict.to_json(),
         verdict
             .objects
@@ -283,15 +293,17 @@ fn run_policy(
 
 /// Prints a verdict (one line per item and a count, or the JSON) and maps it to the
 /// outcome. Printing is the same for key, keyless and policy runs; the verdict types
-/// carry their own wording.
+/// carry their own wording. With `--print-verified` the verdict goes to stderr and, only
+/// when everything verified, the documents to stdout.
 fn report(
-    format: OutputFormat,
+    args: &VerifyArgs,
+    files: &[ManifestFile],
     json: impl FnOnce() -> serde_json::Value,
     lines: impl Iterator<Item = (String, bool)>,
     noun: &str,
     verified: bool,
 ) -> anyhow::Result<Outcome> {
-    let text = match format {
+    let text = match args.output {
         OutputFormat::Json => serde_json::to_string_pretty(&json())? + "\n",
         OutputFormat::Text => {
             let (mut text, mut ok, mut total) = (String::new(), 0, 0);
@@ -305,12 +317,30 @@ fn report(
             text
         }
     };
-    print_stdout(&text)?;
+    if args.print_verified {
+        eprint!("{text}");
+        if verified {
+            print_stdout(&verified_stream(files))?;
+        }
+    } else {
+        print_stdout(&text)?;
+    }
     Ok(if verified {
         Outcome::Success
     } else {
         Outcome::VerificationFailed
     })
+}
+
+/// Every document of `files`, as verified (signature annotations included), as one YAML
+/// stream in input order.
+fn verified_stream(files: &[ManifestFile]) -> String {
+    files
+        .iter()
+        .flat_map(|f| &f.documents)
+        .map(|d| to_yaml(&d.value))
+        .collect::<Vec<_>>()
+        .join("---\n")
 }
 
 /// The cosign-style identity flags as a policy; refuses a policy without an issuer or

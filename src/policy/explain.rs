@@ -355,19 +355,11 @@ fn explain_rule(rule: &PolicyRule) -> RuleExplanation {
             format!("{} (for {objects})", fields.join(", "))
         })
         .collect();
-    let mut tolerances = vec![match rule.profile {
-        IgnoreProfile::None => {
-            "ignore profile none: the object must equal the signed document".to_string()
-        }
-        IgnoreProfile::Kubernetes => "ignore profile kubernetes: server-populated metadata, \
-             the status of kinds with a status subresource, server-assigned fields and exact \
-             defaults may differ (anchored paths)"
-            .to_string(),
-        IgnoreProfile::KyvernoCompat => "ignore profile kyverno-compat: Kyverno's default \
-             ignore list with its unanchored matching (migration only; hides more than its \
-             names say)"
-            .to_string(),
-    }];
+    let mut tolerances: Vec<String> = if rule.profiles.is_none() {
+        vec!["ignore profile none: the object must equal the signed document".to_string()]
+    } else {
+        rule.profiles.iter().map(profile_text).collect()
+    };
     tolerances.push(match &rule.namespace_binding {
         NamespaceBinding::Strict => {
             "a document signed without a namespace is accepted only for an object without one"
@@ -429,7 +421,7 @@ fn explain_rule(rule: &PolicyRule) -> RuleExplanation {
                 .into(),
         );
     }
-    if !rule.ignore.is_empty() || rule.profile == IgnoreProfile::Kubernetes {
+    if !rule.ignore.is_empty() || rule.profiles.contains(IgnoreProfile::Kubernetes) {
         stricter.push(
             "ignore fields anchored at the root and segment-aware (`status` does not hide \
              `data.status`); Kyverno matches each field as the unanchored regex field.*"
@@ -534,4 +526,30 @@ fn action_text(rule: &PolicyRule) -> String {
         );
     }
     text
+}
+
+/// What one ignore profile tolerates, in a sentence.
+fn profile_text(profile: IgnoreProfile) -> String {
+    match profile {
+        IgnoreProfile::None => "ignore profile none: the object must equal the signed document",
+        IgnoreProfile::Kubernetes => {
+            "ignore profile kubernetes: server-populated metadata, the status of kinds with a \
+             status subresource, server-assigned fields and exact defaults may differ \
+             (anchored paths)"
+        }
+        IgnoreProfile::KyvernoCompat => {
+            "ignore profile kyverno-compat: Kyverno's default ignore list with its unanchored \
+             matching (migration only; hides more than its names say)"
+        }
+        IgnoreProfile::Argocd => {
+            "ignore profile argocd: Argo CD's label app.kubernetes.io/instance and annotation \
+             argocd.argoproj.io/installation-id may be added, and \
+             argocd.argoproj.io/tracking-id when it names the object itself"
+        }
+        IgnoreProfile::Flux => {
+            "ignore profile flux: the labels kustomize.toolkit.fluxcd.io/name and \
+             kustomize.toolkit.fluxcd.io/namespace may be added"
+        }
+    }
+    .to_string()
 }

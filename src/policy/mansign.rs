@@ -13,7 +13,8 @@
 //!   ignoreFields:               # anchored mansign patterns
 //!   - objects: [{kind: Deployment}]
 //!     fields: [spec.replicas]
-//!   ignoreProfile: kubernetes   # none (default) | kubernetes | kyverno-compat
+//!   ignoreProfile: kubernetes,argocd  # a list: none (default) | kubernetes |
+//!                               # kyverno-compat | argocd | flux (or a YAML sequence)
 //!   statusSubresourceKinds: [Certificate.cert-manager.io]  # custom kinds whose status
 //!                               # the kubernetes profile ignores (built-in kinds: known)
 //!   namespaceBinding: [team-a]  # where a document signed without a namespace is accepted;
@@ -45,7 +46,7 @@ use super::{
     RuleSource, attestor_policy, certificate_attestor, parse_public_keys,
 };
 use crate::annotations::AnnotationDomain;
-use crate::manifest::{FieldPattern, GroupKind, IgnoreProfile};
+use crate::manifest::{FieldPattern, GroupKind, IgnoreProfile, IgnoreProfiles};
 use crate::trust::TrustRoot;
 use crate::verify::{
     AttestorEntry, AttestorSet, CertificateAttestor, Claim, IdentityPolicy, IdentityPolicyError,
@@ -85,7 +86,7 @@ pub struct Spec {
     #[serde(default)]
     pub ignore_fields: Vec<IgnoreFieldsSpec>,
     #[serde(default)]
-    pub ignore_profile: Option<Profile>,
+    pub ignore_profile: Option<ProfileList>,
     /// Custom kinds (`Kind.group`) whose `status` is a subresource.
     #[serde(default)]
     pub status_subresource_kinds: Vec<String>,
@@ -116,12 +117,22 @@ pub enum Action {
     Audit,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Profile {
-    None,
-    Kubernetes,
-    KyvernoCompat,
+/// `ignoreProfile`: the CLI's comma-separated list (`kubernetes,argocd`) or a YAML
+/// sequence of profile names.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ProfileList {
+    Text(String),
+    Names(Vec<String>),
+}
+
+impl ProfileList {
+    fn parse(&self) -> Result<IgnoreProfiles, String> {
+        match self {
+            ProfileList::Text(text) => text.parse(),
+            ProfileList::Names(names) => names.join(",").parse(),
+        }
+    }
 }
 
 /// Objects by kind (`Kind`, `version/Kind`, `group/version/Kind`), name and namespace, each
@@ -289,10 +300,11 @@ pub(crate) fn load(
             fields,
         });
     }
-    let profile = match spec.ignore_profile {
-        None | Some(Profile::None) => IgnoreProfile::None,
-        Some(Profile::Kubernetes) => IgnoreProfile::Kubernetes,
-        Some(Profile::KyvernoCompat) => IgnoreProfile::KyvernoCompat,
+    let profiles = match &spec.ignore_profile {
+        None => IgnoreProfiles::NONE,
+        Some(list) => list
+            .parse()
+            .map_err(|e| invalid(&at.at("ignoreProfile"), e))?,
     };
     let mut status_kinds = Vec::new();
     for (i, text) in spec.status_subresource_kinds.iter().enumerate() {
@@ -301,7 +313,7 @@ pub(crate) fn load(
                 .map_err(|e| invalid(&at.at(format!("statusSubresourceKinds[{i}]")), e))?,
         );
     }
-    if profile == IgnoreProfile::KyvernoCompat {
+    if profiles.contains(IgnoreProfile::KyvernoCompat) {
         notes.push(format!(
             "{}: ignoreProfile kyverno-compat matches Kyverno's defaults as unanchored \
              regexes and hides more than their names say (e.g. `status` hides data.status); \
@@ -331,7 +343,7 @@ pub(crate) fn load(
             }
         },
         ignore,
-        profile,
+        profiles,
         status_kinds,
         digest_pinning: spec.digest_pinning,
         // `*`: a document signed without a namespace is accepted in whatever namespace

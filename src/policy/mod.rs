@@ -49,8 +49,8 @@ pub use verdict::{ObjectVerdict, PolicyVerdict, RuleVerdict};
 
 use crate::limits::Limits;
 use crate::manifest::{
-    Document, DocumentOrigin, FieldPattern, GroupKind, IgnoreFields, IgnoreProfile, ObjectIdentity,
-    Source, Tolerances,
+    Document, DocumentOrigin, FieldPattern, GroupKind, IgnoreFields, IgnoreProfiles,
+    ObjectIdentity, Source, Tolerances,
 };
 use crate::trust::{TrustRoot, TrustRootError};
 use crate::verify::{AttestorPolicy, Verifier};
@@ -207,7 +207,8 @@ pub struct PolicyRule {
     /// object).
     pub verifier: Verifier,
     pub ignore: Vec<IgnoreBinding>,
-    pub profile: IgnoreProfile,
+    /// The ignore profiles that apply (`kubernetes,argocd`).
+    pub profiles: IgnoreProfiles,
     /// Custom kinds whose `status` is a subresource (see [`Tolerances::status_kinds`]).
     pub status_kinds: Vec<GroupKind>,
     pub digest_pinning: bool,
@@ -263,7 +264,7 @@ impl PolicyRule {
             .clone()
             .with_ignore_fields(IgnoreFields(fields))
             .with_tolerances(Tolerances {
-                profile: self.profile,
+                profiles: self.profiles,
                 digest_pinning: self.digest_pinning,
                 namespace_binding,
                 status_kinds: self.status_kinds.clone(),

@@ -288,6 +288,7 @@ impl Verifier {
             tolerances: &self.tolerances,
             domain: &self.domain,
             identity,
+            limits: &self.limits,
         };
         let comparison =
             compare_with_signed(signed_doc, object, &rules).map_err(Rejection::Uncomparable)?;

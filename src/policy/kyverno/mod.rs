@@ -395,7 +395,7 @@ fn load_manifests(
             .with_domain(domain)
             .with_limits(ctx.limits()),
         ignore,
-        profile: IgnoreProfile::Kubernetes,
+        profiles: IgnoreProfile::Kubernetes.into(),
         status_kinds: Vec::new(),
         digest_pinning: false,
         namespace_binding: NamespaceBinding::AnyNamespace,
