@@ -256,7 +256,7 @@ pub(crate) fn map_verify_error(
             found: actual.unwrap_or_else(|| "(none)".into()),
         },
         E::TransparencyLog(T::UnknownLog { log_id }) => SigstoreError::UnknownLog {
-            log_id,
+            log_id: log_id_hex(&log_id),
             trust_root: trust.origin().to_string(),
         },
         E::TransparencyLog(T::InclusionPromise(d)) => SigstoreError::SignedEntryTimestamp(d),
@@ -273,5 +273,18 @@ pub(crate) fn map_verify_error(
         E::Bundle(b) => SigstoreError::InvalidBundle(b.to_string()),
         E::UnsupportedBundle(d) | E::UnsupportedArtifact(d) => SigstoreError::UnsupportedBundle(d),
         other => SigstoreError::Other(other.to_string()),
+    }
+}
+
+/// Log IDs are shown in hex everywhere (JSON `logId`, `trust show`, errors); bundles carry
+/// them in base64, which is what sigstore-verify reports.
+fn log_id_hex(id: &str) -> String {
+    use base64::Engine as _;
+    if id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return id.to_ascii_lowercase();
+    }
+    match base64::engine::general_purpose::STANDARD.decode(id) {
+        Ok(bytes) if bytes.len() == 32 => hex::encode(bytes),
+        _ => id.to_string(),
     }
 }
