@@ -238,4 +238,23 @@ mod tests {
         assert!(p.matches(&path(&["status", "x"])));
         assert!(!p.matches(&path(&["data", "status"])));
     }
+
+    #[test]
+    fn mansign_paths_refuse_kyverno_spellings_that_would_match_nothing() {
+        let err = mansign_field_pattern("metadata.annotations.example.com/owner").unwrap_err();
+        assert!(
+            err.contains(r#"write `metadata.annotations["example.com/owner"]`"#),
+            "{err}"
+        );
+        let err = mansign_field_pattern("spec.ports.0.port").unwrap_err();
+        assert!(err.contains("write `spec.ports[0].port`"), "{err}");
+        for ok in [
+            "spec.replicas",
+            r#"metadata.labels["app.kubernetes.io/name"]"#,
+            "spec.template.spec.containers[*].image",
+            "spec.containers.*.image",
+        ] {
+            assert_eq!(mansign_field_pattern(ok).unwrap().to_string(), ok);
+        }
+    }
 }

@@ -288,3 +288,20 @@ fn log_id_hex(id: &str) -> String {
         _ => id.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::log_id_hex;
+
+    #[test]
+    fn log_ids_are_shown_in_hex_whatever_encoding_they_came_in() {
+        let hex = "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d";
+        assert_eq!(
+            log_id_hex("wNI9atQGlz+VWfO6LRygH4QUfY/8W4RFwiT5i5WRgB0="),
+            hex
+        );
+        assert_eq!(log_id_hex(&hex.to_uppercase()), hex);
+        // Neither: shown as given.
+        assert_eq!(log_id_hex("not-an-id"), "not-an-id");
+    }
+}
