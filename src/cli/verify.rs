@@ -211,7 +211,13 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
         attestors
     };
     let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
-    let files = super::verify_hints::load(&args, &selection, &limits)?;
+    let files = super::verify_hints::load(
+        args.preloaded.as_ref(),
+        &args.inputs,
+        &args.paths,
+        &selection,
+        &limits,
+    )?;
     if args.ignore_profile == IgnoreProfile::KyvernoCompat {
         eprintln!(
             "warning: --ignore-profile kyverno-compat matches fields as unanchored regexes \
@@ -272,7 +278,13 @@ fn run_policy(
         eprintln!("note: {note}");
     }
     let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
-    let files = super::verify_hints::load(args, &selection, &limits)?;
+    let files = super::verify_hints::load(
+        args.preloaded.as_ref(),
+        &args.inputs,
+        &args.paths,
+        &selection,
+        &limits,
+    )?;
     let verdict = policy.verify_documents(
         files.iter().flat_map(|f| &f.documents),
         &RequestContext::default(),

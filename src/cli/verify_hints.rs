@@ -2,7 +2,6 @@
 //! habits: positional paths, `--ignore-field`, a refusal that explains `k8s://` keys, and the
 //! hint that a failed document looks like a live object.
 
-use super::verify::VerifyArgs;
 use crate::limits::Limits;
 use crate::manifest::{
     IgnoreFields, IgnoreProfile, InputSelection, ManifestFile, Tolerances, load_inputs_with,
@@ -14,14 +13,16 @@ use std::path::{Path, PathBuf};
 /// The files to verify: what `verify-resource` read, else every input (the `-f` values,
 /// then the positional paths); none at all is a usage error.
 pub fn load(
-    args: &VerifyArgs,
+    preloaded: Option<&Vec<ManifestFile>>,
+    flagged: &[PathBuf],
+    positional: &[PathBuf],
     selection: &InputSelection,
     limits: &Limits,
 ) -> anyhow::Result<Vec<ManifestFile>> {
-    if let Some(files) = &args.preloaded {
+    if let Some(files) = preloaded {
         return Ok(files.clone());
     }
-    let inputs: Vec<PathBuf> = args.inputs.iter().chain(&args.paths).cloned().collect();
+    let inputs: Vec<PathBuf> = flagged.iter().chain(positional).cloned().collect();
     if inputs.is_empty() {
         anyhow::bail!("nothing to verify: give -f PATH (or paths) of the signed manifests");
     }
