@@ -13,7 +13,7 @@
 //!   then checks every `${{ inputs.X }}` and `${{ github.X }}` expression and shellchecks every
 //!   `run:`. `tests/github_action.rs` checks the rest structurally (inputs reach the scripts
 //!   through `env:` only, outputs name outputs the scripts write).
-//! - `scripts/action-*.sh`, `scripts/release-*.sh`, `scripts/install-lint-tools.sh` and the
+//! - `scripts/action-*.sh`, `scripts/release-*.sh`, `scripts/install-lint-tools.sh`, `scripts/krew-manifest.sh` and the
 //!   GitLab job's script: shellcheck.
 //! - every workflow: third-party actions pinned by commit SHA, `permissions: {}` at the top
 //!   and explicit per job, `persist-credentials: false` on checkout.
@@ -231,6 +231,7 @@ fn step_and_release_scripts_pass_shellcheck() {
             name.starts_with("action-")
                 || name.starts_with("release-")
                 || name == "install-lint-tools.sh"
+                || name == "krew-manifest.sh"
         })
         .collect();
     scripts.sort();
