@@ -110,9 +110,9 @@ pub struct SignArgs {
     /// Report format: `text` (a summary on stderr) or `json` (one object on stdout: files
     /// written, documents, signer, log indexes, bundles; schema in docs/cli.md). Not with
     /// `-o -`, whose stdout carries the manifests.
-    #[arg(long, value_enum, default_value_t = super::verify::OutputFormat::Text,
+    #[arg(long, value_enum, default_value_t = super::sign_report::ReportFormat::Text,
           value_name = "FORMAT")]
-    pub format: super::verify::OutputFormat,
+    pub format: super::sign_report::ReportFormat,
 
     /// Time allowed for one request to Fulcio or Rekor, in seconds; a request that takes
     /// longer is retried (3 attempts in all, like server errors).
@@ -249,7 +249,8 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
         bail!("--bundle-out needs --tlog-upload (a Sigstore bundle carries the Rekor entry)");
     }
     let trust = trust_root(&args, tlog_upload)?;
-    if args.format == super::verify::OutputFormat::Json && args.output.as_deref() == Some("-") {
+    if args.format == super::sign_report::ReportFormat::Json && args.output.as_deref() == Some("-")
+    {
         bail!(
             "--format json prints the report on stdout; with it, write the manifests to files (not `-o -`)"
         );
@@ -388,7 +389,7 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
     if args.remove_input {
         remove_inputs(&files, &targets, args.verbose)?;
     }
-    if args.format == super::verify::OutputFormat::Json {
+    if args.format == super::sign_report::ReportFormat::Json {
         let report = super::sign_report::SignReport {
             files: &files,
             written: &shown,
