@@ -45,8 +45,8 @@ enum Command {
     #[command(after_help = EXIT_CODES)]
     Verify(verify::VerifyArgs),
     /// Verify live objects: `kubectl get KIND[/NAME] -o json`, then `verify` with
-    /// `--ignore-profile kubernetes` (by default) and any other verify flag; one line per
-    /// object.
+    /// `--ignore-profile kubernetes` (by default; a `--policy` brings its own) and any other
+    /// verify flag; one line per object.
     #[command(
         after_help = EXIT_CODES,
         mut_arg("ignore_profile", |a| a.default_value("kubernetes")),
