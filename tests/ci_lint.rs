@@ -14,7 +14,8 @@
 //!   `run:`. `tests/github_action.rs` checks the rest structurally (inputs reach the scripts
 //!   through `env:` only, outputs name outputs the scripts write).
 //! - `scripts/action-*.sh`, `scripts/release-*.sh`, `scripts/install-lint-tools.sh`,
-//!   `deploy/argocd-cmp/generate.sh` and the GitLab job's script: shellcheck.
+//!   `scripts/krew-manifest.sh`, `deploy/argocd-cmp/generate.sh` and the GitLab job's script:
+//!   shellcheck.
 //! - every workflow: third-party actions pinned by commit SHA, `permissions: {}` at the top
 //!   and explicit per job, `persist-credentials: false` on checkout.
 
@@ -231,6 +232,7 @@ fn step_and_release_scripts_pass_shellcheck() {
             name.starts_with("action-")
                 || name.starts_with("release-")
                 || name == "install-lint-tools.sh"
+                || name == "krew-manifest.sh"
         })
         .collect();
     // The Argo CD plugin's generate command (POSIX sh: shellcheck reads its shebang).

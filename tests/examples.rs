@@ -118,7 +118,7 @@ fn verdict(stack: &Stack, policy: &str, manifest: &str) -> (bool, Vec<String>) {
         String::from_utf8_lossy(&out.stderr)
     );
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let objects = json["objects"].as_array().unwrap();
+    let objects = json["documents"].as_array().unwrap();
     assert_eq!(objects.len(), 1);
     let o = &objects[0];
     let mut checks: Vec<String> = o["rules"]

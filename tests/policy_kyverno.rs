@@ -899,8 +899,8 @@ fn cli_reports_objects_no_rule_applies_to_as_not_verified() {
     assert_eq!(out.status.code(), Some(1));
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["verified"], false);
-    assert_eq!(json["objects"][0]["rules"], serde_json::json!([]));
-    assert_eq!(json["objects"][0]["failure"]["check"], "no-policy-rule");
+    assert_eq!(json["documents"][0]["rules"], serde_json::json!([]));
+    assert_eq!(json["documents"][0]["failure"]["check"], "no-policy-rule");
 }
 
 #[test]

@@ -319,7 +319,7 @@ fn cli_verify_with_the_flag_warns_once_per_entry_and_marks_every_result() {
         "{stderr}"
     );
     let json: Value = serde_json::from_str(&stdout).unwrap();
-    let attestors = json["objects"][0]["rules"][0]["attestors"]
+    let attestors = json["documents"][0]["rules"][0]["attestors"]
         .as_array()
         .unwrap();
     assert_eq!(attestors.len(), 2);

@@ -265,6 +265,7 @@ impl Reviewer {
         let origin = DocumentOrigin {
             source: Source::Named("request.object".into()),
             index: 0,
+            item: None,
         };
         let doc = match Document::new(origin, object) {
             Ok(doc) => doc,

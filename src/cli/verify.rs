@@ -6,7 +6,7 @@ use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
 use crate::manifest::{
     GroupKind, IgnoreProfile, IgnoreProfiles, InputSelection, ManifestFile, Tolerances,
-    load_inputs_with, parse_duration, to_yaml,
+    parse_duration, to_yaml,
 };
 use crate::policy::{LoadOptions, RequestContext, load_file as load_policy_file};
 use crate::trust::TrustRoot;
@@ -30,9 +30,18 @@ pub enum OutputFormat {
 pub struct VerifyArgs {
     /// Signed manifest file, directory (recursive: every .yaml, .yml and .json file, hidden
     /// ones included, as `kubectl apply -R` reads them; any other file in it is an error
-    /// unless excluded), quoted glob pattern or `-` for stdin. Repeatable.
-    #[arg(short = 'f', long = "filename", required = true, value_name = "PATH")]
+    /// unless excluded), glob pattern or `-` for stdin. Repeatable, and several paths may
+    /// follow one `-f` (an unquoted `-f signed/*.yaml` expanded by the shell).
+    #[arg(short = 'f', long = "filename", value_name = "PATH", num_args = 1..)]
     pub inputs: Vec<PathBuf>,
+
+    /// Paths without `-f` (`mansign verify signed/`), read as `-f` reads them.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// Objects read by the caller (`verify-resource`) instead of `-f` and the paths.
+    #[arg(skip)]
+    pub preloaded: Option<Vec<crate::manifest::ManifestFile>>,
 
     /// Leave out files or directories of a directory argument whose path below it matches
     /// this glob (`kustomization.yaml`, `docs/**`, `**/*.md`). Repeatable. Whatever is left
@@ -55,6 +64,7 @@ pub struct VerifyArgs {
             "certificate_github_workflow_name", "insecure_any_identity", "ignore_profile",
             "status_kinds",
             "allow_digest_pinning", "bind_namespaces", "annotation_domain",
+            "ignore_fields",
         ]
     )]
     pub policy: Option<PathBuf>,
@@ -85,6 +95,13 @@ pub struct VerifyArgs {
     /// verification of that repository (e.g. Kyverno verifyImages, which pins the digest).
     #[arg(long)]
     pub allow_digest_pinning: bool,
+
+    /// A field whose differences are tolerated, for a one-off without a policy file:
+    /// `metadata.labels["argocd.argoproj.io/instance"]`, `spec.replicas`,
+    /// `spec.template.spec.containers[*].image` (anchored; the syntax of docs/policy.md,
+    /// "Field paths"). Repeatable. Whatever it names is not checked.
+    #[arg(long = "ignore-field", value_name = "PATH")]
+    pub ignore_fields: Vec<String>,
 
     /// Accept a document signed without a namespace in this namespace. Repeatable. A
     /// signed namespace is never rebound.
@@ -158,8 +175,10 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "FILE")]
     pub trusted_root: Option<PathBuf>,
 
-    /// Output format of the report.
-    #[arg(long = "output", value_enum, default_value_t = OutputFormat::Text)]
+    /// Report format: `-o json` as with kubectl (sign's `-o` is where the signed manifests
+    /// go).
+    #[arg(short = 'o', long = "output", visible_alias = "format", value_enum,
+          default_value_t = OutputFormat::Text, value_name = "FORMAT")]
     pub output: OutputFormat,
 
     /// Print the verified documents on stdout, as one YAML stream, and the report on
@@ -203,6 +222,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
         }
         let mut attestors = Vec::new();
         for path in &args.keys {
+            super::verify_hints::refuse_secret_reference(path)?;
             let pem = std::fs::read_to_string(path)
                 .with_context(|| format!("{}: cannot read key", path.display()))?;
             let key = TrustedKey::from_pem(path.display().to_string(), &pem)
@@ -214,7 +234,13 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
         attestors
     };
     let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
-    let files = load_inputs_with(&args.inputs, &selection, &limits)?;
+    let files = super::verify_hints::load(
+        args.preloaded.as_ref(),
+        &args.inputs,
+        &args.paths,
+        &selection,
+        &limits,
+    )?;
     if args.ignore_profile.contains(IgnoreProfile::KyvernoCompat) {
         eprintln!(
             "warning: --ignore-profile kyverno-compat matches fields as unanchored regexes \
@@ -229,12 +255,16 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
             digest_pinning: args.allow_digest_pinning,
             namespace_binding: args.bind_namespaces.clone(),
             status_kinds: args.status_kinds.clone(),
-        });
+        })
+        .with_ignore_fields(super::verify_hints::ignore_fields(&args.ignore_fields)?);
     if let Some(spec) = &args.max_age {
         let max_age = parse_duration(spec).map_err(|e| anyhow::anyhow!("--max-age: {e}"))?;
         verifier = verifier.with_max_age(max_age);
     }
     let verdict = verifier.verify_documents(files.iter().flat_map(|f| &f.documents));
+    if args.ignore_profile.is_none() {
+        super::verify_hints::live_object_hint(&verifier, &files, &verdict);
+    }
     report(
         &args,
         &files,
@@ -273,7 +303,13 @@ fn run_policy(
         eprintln!("note: {note}");
     }
     let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
-    let files = load_inputs_with(&args.inputs, &selection, &limits)?;
+    let files = super::verify_hints::load(
+        args.preloaded.as_ref(),
+        &args.inputs,
+        &args.paths,
+        &selection,
+        &limits,
+    )?;
     let verdict = policy.verify_documents(
         files.iter().flat_map(|f| &f.documents),
         &RequestContext::default(),
@@ -392,8 +428,9 @@ fn identity_policy(args: &VerifyArgs) -> anyhow::Result<IdentityPolicy> {
         ),
         IdentityPolicyError::MissingIdentity => anyhow::anyhow!(
             "keyless verification (no --key) needs --certificate-identity or \
-             --certificate-identity-regexp (or a --certificate-github-workflow-* flag); use \
-             --insecure-any-identity to accept any identity"
+             --certificate-identity-regexp or --certificate-github-workflow-repository (the \
+             other --certificate-github-workflow-* claims are shared by every repository and \
+             name nobody); use --insecure-any-identity to accept any identity"
         ),
         other => anyhow::Error::new(other),
     })

@@ -46,7 +46,7 @@ use super::{
     RuleSource, attestor_policy, certificate_attestor, parse_public_keys,
 };
 use crate::annotations::AnnotationDomain;
-use crate::manifest::{FieldPattern, GroupKind, IgnoreProfile, IgnoreProfiles};
+use crate::manifest::{GroupKind, IgnoreProfile, IgnoreProfiles};
 use crate::trust::TrustRoot;
 use crate::verify::{
     AttestorEntry, AttestorSet, CertificateAttestor, Claim, IdentityPolicy, IdentityPolicyError,
@@ -293,7 +293,9 @@ pub(crate) fn load(
         let mut fields = Vec::new();
         for (j, field) in binding.fields.iter().enumerate() {
             let field_at = at.at(format!("ignoreFields[{i}].fields[{j}]"));
-            fields.push(FieldPattern::parse(field).map_err(|e| invalid(&field_at, e))?);
+            fields.push(
+                super::fields::mansign_field_pattern(field).map_err(|e| invalid(&field_at, e))?,
+            );
         }
         ignore.push(IgnoreBinding {
             objects: binding.objects.clone(),

@@ -40,7 +40,7 @@ mod typed;
 mod verdict;
 
 pub use action::{ActionOverride, FailureAction, FailureActions};
-pub use fields::translate_upstream_field;
+pub use fields::{mansign_field_pattern, translate_upstream_field};
 pub use selector::{
     MatchResources, ObjectReference, RequestContext, ResourceDescription, ResourceFilter,
     RuleSelector, Subject, UserInfo, glob_match,
@@ -311,6 +311,7 @@ impl PolicySet {
         let origin = DocumentOrigin {
             source: Source::Named("object".into()),
             index: 0,
+            item: None,
         };
         let doc = Document::new(origin, object.clone())?;
         let mut verdict = self.verify_document(&doc, ctx);

@@ -378,6 +378,21 @@ impl MatchResources {
         out
     }
 
+    /// Every resource description with its path in the block (`any[0].resources`,
+    /// `all[1].resources`, `resources`), so a load error names where it sits.
+    pub fn descriptions_at(&self) -> Vec<(String, &ResourceDescription)> {
+        let mut out = Vec::new();
+        for (name, filters) in [("any", &self.any), ("all", &self.all)] {
+            for (i, filter) in filters.iter().enumerate() {
+                if let Some(r) = &filter.resources {
+                    out.push((format!("{name}[{i}].resources"), r));
+                }
+            }
+        }
+        out.extend(self.resources.iter().map(|r| ("resources".to_string(), r)));
+        out
+    }
+
     /// True if nothing is specified (an empty block).
     pub fn is_empty(&self) -> bool {
         self.any.is_empty() && self.all.is_empty() && self.legacy().is_empty()

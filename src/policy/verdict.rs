@@ -52,6 +52,7 @@ impl ObjectVerdict {
                 if let Some(m) = j.as_object_mut() {
                     m.remove("source");
                     m.remove("document");
+                    m.remove("item");
                     m.remove("object");
                 }
                 j["policy"] = json!(r.policy);
@@ -60,6 +61,9 @@ impl ObjectVerdict {
                 j
             }).collect::<Vec<_>>(),
         });
+        if let Some(item) = self.origin.as_ref().and_then(|o| o.item) {
+            v["item"] = json!(item + 1);
+        }
         if self.no_rule_applies() {
             v["failure"] = json!({"check": "no-policy-rule", "reason": "no policy rule applies to this object"});
         }
@@ -123,7 +127,8 @@ impl PolicyVerdict {
     pub fn to_json(&self) -> Value {
         json!({
             "verified": self.is_verified(),
-            "objects": self.objects.iter().map(ObjectVerdict::to_json).collect::<Vec<_>>(),
+            // The same key as without a policy: one entry per document (or List item).
+            "documents": self.objects.iter().map(ObjectVerdict::to_json).collect::<Vec<_>>(),
         })
     }
 }

@@ -64,6 +64,59 @@ pub(crate) enum RekorSetError {
     BadSignature,
 }
 
+/// What a member of a trust root is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrustMemberKind {
+    /// A Fulcio certificate authority.
+    CertificateAuthority,
+    /// A Rekor transparency log.
+    TransparencyLog,
+    /// A certificate transparency log (SCTs in Fulcio certificates).
+    CtLog,
+}
+
+/// One certificate authority or log of a trust root, as `mansign trust show` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustMember {
+    pub kind: TrustMemberKind,
+    /// A CA's subject (`O=..., CN=...`); empty for logs.
+    pub name: String,
+    /// The CA's URI or the log's base URL.
+    pub url: String,
+    /// A log's ID (SHA-256 of its key), raw bytes.
+    pub log_id: Option<Vec<u8>>,
+    /// Start and end of the validity window (RFC 3339), when the root states them.
+    pub valid_from: Option<String>,
+    pub valid_until: Option<String>,
+}
+
+impl fmt::Display for TrustMember {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use base64::Engine as _;
+        match self.kind {
+            TrustMemberKind::CertificateAuthority => {
+                write!(f, "certificate authority {} ({})", self.name, self.url)?
+            }
+            TrustMemberKind::TransparencyLog => write!(f, "transparency log {}", self.url)?,
+            TrustMemberKind::CtLog => write!(f, "CT log {}", self.url)?,
+        }
+        if let Some(id) = &self.log_id {
+            write!(
+                f,
+                ", log ID {} (base64 {})",
+                hex::encode(id),
+                base64::engine::general_purpose::STANDARD.encode(id)
+            )?;
+        }
+        write!(
+            f,
+            ", valid from {} until {}",
+            self.valid_from.as_deref().unwrap_or("(unstated)"),
+            self.valid_until.as_deref().unwrap_or("(no end)")
+        )
+    }
+}
+
 /// A parsed and checked Sigstore trust root.
 pub struct TrustRoot {
     origin: String,
@@ -119,12 +172,30 @@ impl TrustRoot {
         Self::parse(origin, &json)
     }
 
-    /// The root a command-line tool uses when none is named: the file written by
-    /// `mansign trust update` ([`update::default_cached_root`], found through
-    /// `$XDG_CACHE_HOME` / `$HOME`) if there is one, else the embedded public-good root.
-    /// Reads process state (environment, home directory) — the library never calls it on
-    /// its own; an embedding program passes its root explicitly. Never touches the network.
+    /// Environment variables naming a `trusted_root.json`, first set wins:
+    /// `MANSIGN_TRUSTED_ROOT`, then `SIGSTORE_TRUSTED_ROOT` (beside `SIGSTORE_FULCIO_URL`
+    /// and `SIGSTORE_REKOR_URL`, which name the services of the same instance).
+    pub const ENV_VARS: [&'static str; 2] = ["MANSIGN_TRUSTED_ROOT", "SIGSTORE_TRUSTED_ROOT"];
+
+    /// The root a command-line tool uses when none is named: the file a variable of
+    /// [`TrustRoot::ENV_VARS`] names, else the file written by `mansign trust update`
+    /// ([`update::default_cached_root`], found through `$XDG_CACHE_HOME` / `$HOME`) if
+    /// there is one, else the embedded public-good root. Reads process state (environment,
+    /// home directory) — the library never calls it on its own; an embedding program passes
+    /// its root explicitly. Never touches the network.
     pub fn from_env() -> Result<Self, TrustRootError> {
+        for var in Self::ENV_VARS {
+            if let Some(path) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+                let path = std::path::PathBuf::from(path);
+                return Self::from_file(&path).map_err(|e| match e {
+                    TrustRootError::Read { source, .. } => TrustRootError::Read {
+                        origin: format!("{} (from ${var})", path.display()),
+                        source,
+                    },
+                    other => other,
+                });
+            }
+        }
         match update::default_cached_root() {
             Some(path) if path.is_file() => Self::from_file(path),
             _ => Self::public_good(),
@@ -206,6 +277,68 @@ impl TrustRoot {
             },
             self.root.ctlogs.len()
         )
+    }
+
+    /// Every certificate authority, transparency log and CT log of the root, in file
+    /// order, so an error naming a log ID can be matched against the root in use.
+    pub fn members(&self) -> Vec<TrustMember> {
+        let window = |v: Option<&sigstore_types::TimeRange>| {
+            (
+                v.map(|r| r.start.to_string()),
+                v.and_then(|r| r.end.map(|e| e.to_string())),
+            )
+        };
+        let mut out = Vec::new();
+        for ca in &self.root.certificate_authorities {
+            let mut subject = Vec::new();
+            if let Some(o) = &ca.subject.organization {
+                subject.push(format!("O={o}"));
+            }
+            if let Some(cn) = &ca.subject.common_name {
+                subject.push(format!("CN={cn}"));
+            }
+            let (valid_from, valid_until) = window(ca.valid_for.as_ref());
+            out.push(TrustMember {
+                kind: TrustMemberKind::CertificateAuthority,
+                name: subject.join(", "),
+                url: ca.uri.clone(),
+                log_id: None,
+                valid_from,
+                valid_until,
+            });
+        }
+        let logs = self
+            .root
+            .tlogs
+            .iter()
+            .map(|l| {
+                (
+                    TrustMemberKind::TransparencyLog,
+                    &l.base_url,
+                    &l.log_id,
+                    &l.public_key,
+                )
+            })
+            .chain(self.root.ctlogs.iter().map(|l| {
+                (
+                    TrustMemberKind::CtLog,
+                    &l.base_url,
+                    &l.log_id,
+                    &l.public_key,
+                )
+            }));
+        for (kind, url, id, key) in logs {
+            let (valid_from, valid_until) = window(key.valid_for.as_ref());
+            out.push(TrustMember {
+                kind,
+                name: String::new(),
+                url: url.clone(),
+                log_id: Some(id.key_id.as_bytes().to_vec()),
+                valid_from,
+                valid_until,
+            });
+        }
+        out
     }
 
     /// The sigstore-verify verifier built from this root.

@@ -101,6 +101,11 @@ impl Verifier {
         self
     }
 
+    /// The tolerances set by [`with_tolerances`](Self::with_tolerances).
+    pub fn tolerances(&self) -> &Tolerances {
+        &self.tolerances
+    }
+
     /// Checks freshness (signed expiry, maximum age), and the validity of certificate
     /// attestors' certificates on sets without a Rekor bundle, at this time instead of now.
     pub fn with_clock(mut self, now: jiff::Timestamp) -> Self {

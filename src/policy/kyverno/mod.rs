@@ -308,10 +308,10 @@ fn selector(rule: &Rule, at: &Location) -> Result<RuleSelector, PolicyError> {
         return Err(invalid(&at.at("match"), "match selects nothing"));
     }
     for (name, block) in [("match", Some(include)), ("exclude", rule.exclude.as_ref())] {
-        for description in block.iter().flat_map(|b| b.descriptions()) {
+        for (path, description) in block.iter().flat_map(|b| b.descriptions_at()) {
             if let Some(field) = description.unsupported() {
                 return Err(unsupported(
-                    &at.at(format!("{name}.resources.{field}")),
+                    &at.at(format!("{name}.{path}.{field}")),
                     "label selectors are not supported (mansign cannot look up namespaces); \
                      select by kinds, names and namespaces",
                 ));
