@@ -1,0 +1,719 @@
+//! `mansign admission serve`, the real binary over real HTTPS: a CA and server certificates
+//! made with rcgen, reqwest clients (HTTP/2 and HTTP/1.1) and raw TLS sockets that trust
+//! that CA, manifests signed in the test with a fresh key.
+//!
+//! Each test starts its own server on a free loopback port and reads the bound address
+//! from the server's `listening` log line.
+
+mod common;
+
+use common::{key_pair, mansign, write};
+use serde_json::{Value, json};
+use std::io::{BufRead as _, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+// ---------------------------------------------------------------------------------------
+// Certificates
+// ---------------------------------------------------------------------------------------
+
+/// A test CA that issues server certificates for 127.0.0.1.
+struct Pki {
+    ca_pem: String,
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "mansign test CA");
+        let ca = params.self_signed(&key).unwrap();
+        Pki {
+            ca_pem: ca.pem(),
+            issuer: rcgen::Issuer::new(params, key),
+        }
+    }
+
+    /// A server certificate (PEM) and its key (PEM), named `cn`.
+    fn issue(&self, cn: &str) -> (String, String) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params =
+            rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".into()])
+                .unwrap();
+        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    /// Writes a new certificate and key into `dir/tls.crt` and `dir/tls.key`, each replaced
+    /// atomically (as the kubelet swaps a Secret volume); returns the certificate's DER.
+    fn install(&self, dir: &Path, cn: &str) -> Vec<u8> {
+        let (cert, key) = self.issue(cn);
+        for (name, text) in [("tls.key", &key), ("tls.crt", &cert)] {
+            let tmp = dir.join(format!(".{name}.tmp"));
+            std::fs::write(&tmp, text).unwrap();
+            std::fs::rename(&tmp, dir.join(name)).unwrap();
+        }
+        pem_der(&cert)
+    }
+
+    fn reqwest_ca(&self) -> reqwest::Certificate {
+        reqwest::Certificate::from_pem(self.ca_pem.as_bytes()).unwrap()
+    }
+
+    fn rustls_client(&self, alpn: &[&[u8]]) -> tokio_rustls::TlsConnector {
+        use rustls_pki_types::pem::PemObject as _;
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(rustls_pki_types::CertificateDer::from_pem_slice(self.ca_pem.as_bytes()).unwrap())
+            .unwrap();
+        let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::aws_lc_rs::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+        tokio_rustls::TlsConnector::from(Arc::new(config))
+    }
+}
+
+fn pem_der(pem: &str) -> Vec<u8> {
+    use rustls_pki_types::pem::PemObject as _;
+    rustls_pki_types::CertificateDer::from_pem_slice(pem.as_bytes())
+        .unwrap()
+        .to_vec()
+}
+
+// ---------------------------------------------------------------------------------------
+// The server process
+// ---------------------------------------------------------------------------------------
+
+struct Webhook {
+    child: Child,
+    address: SocketAddr,
+    stdout: PathBuf,
+    stderr: PathBuf,
+}
+
+impl Webhook {
+    /// Starts `mansign admission serve` with `dir/tls.crt`, `dir/tls.key` and the given
+    /// policies; waits for its `listening` line.
+    fn start(dir: &Path, policies: &[&Path], extra: &[&str]) -> Webhook {
+        let stdout = dir.join(format!("stdout-{}.log", unique()));
+        let stderr = dir.join(format!("stderr-{}.log", unique()));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mansign"));
+        cmd.args(["admission", "serve", "--listen", "127.0.0.1:0"])
+            .arg("--tls-cert")
+            .arg(dir.join("tls.crt"))
+            .arg("--tls-key")
+            .arg(dir.join("tls.key"));
+        for p in policies {
+            cmd.arg("--policy").arg(p);
+        }
+        cmd.args(extra)
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&stdout).unwrap())
+            .stderr(std::fs::File::create(&stderr).unwrap());
+        let child = cmd.spawn().unwrap();
+        let mut webhook = Webhook {
+            child,
+            address: "127.0.0.1:0".parse().unwrap(),
+            stdout,
+            stderr,
+        };
+        let start = Instant::now();
+        loop {
+            if let Some(line) = webhook
+                .events()
+                .into_iter()
+                .find(|e| e["event"] == "listening")
+            {
+                webhook.address = line["address"].as_str().unwrap().parse().unwrap();
+                return webhook;
+            }
+            if let Some(status) = webhook.child.try_wait().unwrap() {
+                panic!(
+                    "the server exited with {status} before listening: {}",
+                    std::fs::read_to_string(&webhook.stderr).unwrap()
+                );
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the server did not start listening within 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.address.port())
+    }
+
+    /// Server events (stderr JSON lines).
+    fn events(&self) -> Vec<Value> {
+        json_lines(&self.stderr)
+    }
+
+    /// Decision lines (stdout JSON lines).
+    fn decisions(&self) -> Vec<Value> {
+        json_lines(&self.stdout)
+    }
+
+    fn is_running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits for the process to exit (at most `limit`).
+    fn wait(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(start.elapsed() < limit, "the server did not exit in {limit:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Webhook {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn json_lines(path: &Path) -> Vec<Value> {
+    let Ok(file) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|l| serde_json::from_str(&l).ok())
+        .collect()
+}
+
+fn unique() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+/// An HTTP/2 client (ALPN) trusting the test CA.
+fn client(pki: &Pki) -> reqwest::Client {
+    reqwest::Client::builder()
+        .tls_certs_only([pki.reqwest_ca()])
+        .tls_info(true)
+        .timeout(Duration::from_secs(60))
+        .build()
+        .unwrap()
+}
+
+/// An HTTP/1.1 client; `fresh`: a new connection (and TLS handshake) for every request.
+fn http1_client(pki: &Pki, fresh: bool) -> reqwest::Client {
+    let mut builder = reqwest::Client::builder()
+        .tls_certs_only([pki.reqwest_ca()])
+        .tls_info(true)
+        .http1_only()
+        .timeout(Duration::from_secs(60));
+    if fresh {
+        builder = builder.pool_max_idle_per_host(0);
+    }
+    builder.build().unwrap()
+}
+
+// ---------------------------------------------------------------------------------------
+// Policies, signed objects and reviews
+// ---------------------------------------------------------------------------------------
+
+/// A directory with TLS files, a key pair, and an Enforce policy for ConfigMaps signed by
+/// that key.
+struct Setup {
+    dir: tempfile::TempDir,
+    pki: Pki,
+    key: PathBuf,
+    policy: PathBuf,
+}
+
+fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = Pki::new();
+    pki.install(dir.path(), "webhook-1");
+    let (key, pubkey) = key_pair(dir.path(), "release");
+    let policy = write(
+        dir.path(),
+        "policy.yaml",
+        &policy_text("configmaps", &pubkey, "[ConfigMap]"),
+    );
+    Setup {
+        dir,
+        pki,
+        key,
+        policy,
+    }
+}
+
+fn policy_text(name: &str, pubkey: &Path, kinds: &str) -> String {
+    format!(
+        "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata:\n  name: {name}\nspec:\n  match:\n    kinds: {kinds}\n  attestors:\n  - entries:\n    - keys:\n        path: {}\n",
+        pubkey.display()
+    )
+}
+
+impl Setup {
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// A ConfigMap signed with the setup's key, as a JSON object.
+    fn signed_configmap(&self, name: &str, data: &str) -> Value {
+        let input = write(
+            self.path(),
+            &format!("{name}.yaml"),
+            &format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: team-a\ndata:\n  value: \"{data}\"\n"
+            ),
+        );
+        mansign()
+            .args(["sign", "-f"])
+            .arg(&input)
+            .arg("--key")
+            .arg(&self.key)
+            .assert()
+            .success();
+        let text = std::fs::read_to_string(self.path().join(format!("{name}.yaml.signed"))).unwrap();
+        yaml_to_json(&text)
+    }
+
+    fn start(&self, extra: &[&str]) -> Webhook {
+        Webhook::start(self.path(), &[&self.policy], extra)
+    }
+}
+
+fn yaml_to_json(text: &str) -> Value {
+    let docs =
+        mansign::manifest::parse_documents(text, &mansign::limits::Limits::default()).unwrap();
+    docs.into_iter().next().unwrap().1
+}
+
+/// An AdmissionReview v1 request for `object`.
+fn review(uid: &str, operation: &str, object: &Value) -> Value {
+    let kind = object["kind"].as_str().unwrap_or("ConfigMap");
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": "", "version": "v1", "kind": kind},
+            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "requestKind": {"group": "", "version": "v1", "kind": kind},
+            "requestResource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "name": object["metadata"]["name"],
+            "namespace": object["metadata"]["namespace"],
+            "operation": operation,
+            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+            "object": object,
+            "oldObject": null,
+            "dryRun": false,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
+        }
+    })
+}
+
+async fn post(client: &reqwest::Client, webhook: &Webhook, body: &Value) -> reqwest::Response {
+    client
+        .post(webhook.url("/validate"))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+}
+
+/// Posts a review and returns the AdmissionReview response (HTTP 200 required).
+async fn decide(client: &reqwest::Client, webhook: &Webhook, body: &Value) -> Value {
+    let response = post(client, webhook, body).await;
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    assert_eq!(status, 200, "{text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+async fn metrics(client: &reqwest::Client, webhook: &Webhook) -> String {
+    client
+        .get(webhook.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// The value of one metric line (`name{labels}` exactly as rendered).
+fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// The server still answers: `/healthz` is 200 and a signed object is allowed.
+async fn still_answers(setup: &Setup, webhook: &mut Webhook, object: &Value) {
+    assert!(webhook.is_running(), "the server process died");
+    let c = client(&setup.pki);
+    let health = c.get(webhook.url("/healthz")).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+    let answer = decide(&c, webhook, &review("still-1", "CREATE", object)).await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Routes
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_readiness_and_metrics_routes_answer() {
+    let setup = setup();
+    let webhook = setup.start(&[]);
+    let c = client(&setup.pki);
+
+    let health = c.get(webhook.url("/healthz")).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+    assert_eq!(health.version(), reqwest::Version::HTTP_2, "ALPN offers h2");
+
+    let ready = c.get(webhook.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
+    let ready: Value = ready.json().await.unwrap();
+    assert_eq!(ready["ready"], true);
+    assert_eq!(ready["policies"]["rules"], 1);
+    assert_eq!(ready["policies"]["status"]["last_error"], Value::Null);
+    assert_eq!(ready["tls"]["status"]["last_error"], Value::Null);
+
+    let text = metrics(&c, &webhook).await;
+    for family in [
+        "# TYPE mansign_admission_requests_total counter",
+        "# TYPE mansign_admission_request_duration_seconds histogram",
+        "# TYPE mansign_admission_requests_in_flight gauge",
+        "# TYPE mansign_verification_cache_lookups_total counter",
+        "# TYPE mansign_config_reloads_total counter",
+    ] {
+        assert!(text.contains(family), "{family} missing from:\n{text}");
+    }
+
+    let h1 = http1_client(&setup.pki, false);
+    let health = h1.get(webhook.url("/healthz")).send().await.unwrap();
+    assert_eq!(health.version(), reqwest::Version::HTTP_11);
+    assert_eq!(health.status(), 200);
+
+    assert_eq!(c.get(webhook.url("/nope")).send().await.unwrap().status(), 404);
+    assert_eq!(c.get(webhook.url("/validate")).send().await.unwrap().status(), 405);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refuses_a_body_that_is_not_json_with_415() {
+    let setup = setup();
+    let mut webhook = setup.start(&[]);
+    let c = client(&setup.pki);
+    let object = setup.signed_configmap("app", "1");
+    for content_type in [None, Some("text/plain"), Some("application/yaml")] {
+        let mut request = c
+            .post(webhook.url("/validate"))
+            .body(review("u", "CREATE", &object).to_string());
+        if let Some(ct) = content_type {
+            request = request.header("content-type", ct);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 415, "{content_type:?}");
+    }
+    // Parameters and case do not matter.
+    let response = c
+        .post(webhook.url("/validate"))
+        .header("content-type", "Application/JSON; charset=utf-8")
+        .body(review("u", "CREATE", &object).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    still_answers(&setup, &mut webhook, &object).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refuses_a_body_over_3_mib_with_413_declared_or_streamed() {
+    let setup = setup();
+    let mut webhook = setup.start(&[]);
+    let c = client(&setup.pki);
+    let object = setup.signed_configmap("app", "1");
+    let big = "x".repeat(3 * 1024 * 1024 + 1);
+
+    // Declared by Content-Length (HTTP/1.1 and HTTP/2).
+    for c in [client(&setup.pki), http1_client(&setup.pki, false)] {
+        let response = c
+            .post(webhook.url("/validate"))
+            .header("content-type", "application/json")
+            .body(big.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 413);
+    }
+    // Streamed without a length (chunked): cut off at the limit.
+    let mut tls = raw_tls(&setup.pki, &webhook, b"http/1.1").await;
+    let head = "POST /validate HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n";
+    let _ = tls.write_all(head.as_bytes()).await;
+    let chunk = vec![b' '; 1024 * 1024];
+    for _ in 0..4 {
+        // The server may answer and close before the last chunk: write errors are expected.
+        if tls.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).await.is_err()
+            || tls.write_all(&chunk).await.is_err()
+            || tls.write_all(b"\r\n").await.is_err()
+        {
+            break;
+        }
+    }
+    let answer = read_some(&mut tls, Duration::from_secs(10)).await;
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+
+    let m = metrics(&c, &webhook).await;
+    assert_eq!(
+        metric(
+            &m,
+            "mansign_admission_requests_total{verdict=\"error\",kind=\"\",operation=\"\",reason=\"body-too-large\"}"
+        ),
+        Some(3.0),
+        "{m}"
+    );
+    still_answers(&setup, &mut webhook, &object).await;
+}
+
+/// A TLS connection to the webhook offering the given ALPN protocol.
+async fn raw_tls(
+    pki: &Pki,
+    webhook: &Webhook,
+    alpn: &[u8],
+) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
+    let tcp = tokio::net::TcpStream::connect(webhook.address).await.unwrap();
+    let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    pki.rustls_client(&[alpn]).connect(name, tcp).await.unwrap()
+}
+
+/// Reads what arrives until the peer closes or `limit` passes (lossy UTF-8).
+async fn read_some(stream: &mut (impl tokio::io::AsyncRead + Unpin), limit: Duration) -> String {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => break,
+            Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+// ---------------------------------------------------------------------------------------
+// Hostile and broken clients
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_that_are_not_answerable_reviews_get_400_and_the_server_keeps_answering() {
+    let setup = setup();
+    let mut webhook = setup.start(&[]);
+    let c = client(&setup.pki);
+    let object = setup.signed_configmap("app", "1");
+    let mut wrong_version = review("u-1", "CREATE", &object);
+    wrong_version["apiVersion"] = json!("admission.k8s.io/v1beta1");
+    let mut missing_uid = review("u-2", "CREATE", &object);
+    missing_uid["request"]
+        .as_object_mut()
+        .unwrap()
+        .remove("uid");
+    let cases: [(&str, String); 5] = [
+        ("malformed JSON", "{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\":".into()),
+        ("not JSON at all", "\u{0}\u{1}binary".into()),
+        ("empty body", String::new()),
+        ("wrong API version", wrong_version.to_string()),
+        ("missing uid", missing_uid.to_string()),
+    ];
+    for (what, body) in &cases {
+        let response = c
+            .post(webhook.url("/validate"))
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        assert_eq!(status, 400, "{what}: {text}");
+        assert!(!text.trim().is_empty(), "{what}: the 400 says why");
+        assert!(!text.contains("allowed"), "{what}: {text}");
+    }
+    // Each one is logged and counted as invalid, with the reviewer's reason code.
+    let invalid: Vec<Value> = webhook
+        .decisions()
+        .into_iter()
+        .filter(|d| d["verdict"] == "invalid")
+        .collect();
+    assert_eq!(invalid.len(), cases.len(), "{invalid:?}");
+    assert!(invalid.iter().all(|d| d["reason"].is_string() && d["latency_ms"].is_number()));
+    still_answers(&setup, &mut webhook, &object).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_trickling_its_request_head_is_cut_off() {
+    let setup = setup();
+    let mut webhook = setup.start(&["--header-timeout", "1s"]);
+    let object = setup.signed_configmap("app", "1");
+    let mut tls = raw_tls(&setup.pki, &webhook, b"http/1.1").await;
+    tls.write_all(b"POST /validate HTTP/1.1\r\nhost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    // One header byte every 200 ms: never a complete head.
+    let mut closed = false;
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if tls.write_all(b"x").await.is_err() || tls.flush().await.is_err() {
+            closed = true;
+            break;
+        }
+        let mut buf = [0u8; 1024];
+        if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(1), tls.read(&mut buf)).await
+        {
+            // A 408 or an EOF: the server gave up on this client.
+            let _ = n;
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "the connection was still open after 8 s of trickling");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    still_answers(&setup, &mut webhook, &object).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_trickling_its_body_gets_408() {
+    let setup = setup();
+    let mut webhook = setup.start(&["--body-timeout", "1s"]);
+    let object = setup.signed_configmap("app", "1");
+    let body = review("slow", "CREATE", &object).to_string();
+    let mut tls = raw_tls(&setup.pki, &webhook, b"http/1.1").await;
+    let head = format!(
+        "POST /validate HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    tls.write_all(head.as_bytes()).await.unwrap();
+    let started = Instant::now();
+    let trickle = async {
+        for b in body.as_bytes().iter().take(50) {
+            if tls.write_all(&[*b]).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    trickle.await;
+    let answer = read_some(&mut tls, Duration::from_secs(5)).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    still_answers(&setup, &mut webhook, &object).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_never_finishes_the_tls_handshake_is_cut_off() {
+    let setup = setup();
+    let mut webhook = setup.start(&["--handshake-timeout", "1s"]);
+    let object = setup.signed_configmap("app", "1");
+    let mut tcp = tokio::net::TcpStream::connect(webhook.address).await.unwrap();
+    // Half a ClientHello record header, then nothing.
+    tcp.write_all(&[0x16, 0x03]).await.unwrap();
+    let started = Instant::now();
+    let mut buf = [0u8; 64];
+    let read = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut buf)).await;
+    assert!(
+        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        "the server kept a silent client: {read:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(4));
+    let m = metrics(&client(&setup.pki), &webhook).await;
+    assert!(metric(&m, "mansign_tls_handshake_failures_total").unwrap() >= 1.0, "{m}");
+    still_answers(&setup, &mut webhook, &object).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_http2_connection_with_an_unfinished_stream_is_closed() {
+    let setup = setup();
+    let mut webhook = setup.start(&["--idle-timeout", "1s"]);
+    let object = setup.signed_configmap("app", "1");
+    let mut tls = raw_tls(&setup.pki, &webhook, b"h2").await;
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    // The preface and an empty SETTINGS frame, then a HEADERS frame without END_HEADERS:
+    // a stream whose head never completes (the HTTP/2 form of slowloris).
+    tls.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await.unwrap();
+    tls.write_all(&[0, 0, 0, 0x4, 0, 0, 0, 0, 0]).await.unwrap();
+    tls.write_all(&[0, 0, 1, 0x1, 0x0, 0, 0, 0, 1, 0x83]).await.unwrap();
+    let started = Instant::now();
+    let rest = read_some(&mut tls, Duration::from_secs(6)).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "the connection stayed open: {rest:?}"
+    );
+    still_answers(&setup, &mut webhook, &object).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abrupt_disconnects_do_not_disturb_the_server() {
+    let setup = setup();
+    let mut webhook = setup.start(&[]);
+    let object = setup.signed_configmap("app", "1");
+    // 1. A TCP connection closed in the middle of the handshake.
+    let mut tcp = tokio::net::TcpStream::connect(webhook.address).await.unwrap();
+    tcp.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]).await.unwrap();
+    drop(tcp);
+    // 2. A request whose body stops halfway, then the socket goes away.
+    let body = review("gone", "CREATE", &object).to_string();
+    let mut tls = raw_tls(&setup.pki, &webhook, b"http/1.1").await;
+    let head = format!(
+        "POST /validate HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    tls.write_all(head.as_bytes()).await.unwrap();
+    tls.write_all(&body.as_bytes()[..body.len() / 2]).await.unwrap();
+    drop(tls);
+    // 3. A complete request whose client leaves before the answer.
+    let mut tls = raw_tls(&setup.pki, &webhook, b"http/1.1").await;
+    tls.write_all(head.as_bytes()).await.unwrap();
+    tls.write_all(body.as_bytes()).await.unwrap();
+    drop(tls);
+    // 4. An HTTP/2 client that sends garbage frames.
+    let mut tls = raw_tls(&setup.pki, &webhook, b"h2").await;
+    tls.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\xff\xff\xff\xff\xff\xff\xff\xff\xff")
+        .await
+        .unwrap();
+    let _ = read_some(&mut tls, Duration::from_secs(2)).await;
+    drop(tls);
+
+    still_answers(&setup, &mut webhook, &object).await;
+    let m = metrics(&client(&setup.pki), &webhook).await;
+    assert_eq!(metric(&m, "mansign_admission_requests_in_flight"), Some(0.0), "{m}");
+}
