@@ -717,3 +717,339 @@ async fn abrupt_disconnects_do_not_disturb_the_server() {
     let m = metrics(&client(&setup.pki), &webhook).await;
     assert_eq!(metric(&m, "mansign_admission_requests_in_flight"), Some(0.0), "{m}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Load, certificate rotation, shutdown, reloads
+// ---------------------------------------------------------------------------------------
+
+/// Sends `count` reviews of `object` at once to `url` over `client`; returns how many were
+/// answered 200 with their own uid and `allowed: true`, and the failures.
+async fn burst(
+    client: &reqwest::Client,
+    url: &str,
+    object: &Value,
+    prefix: &str,
+    count: usize,
+) -> (usize, Vec<String>) {
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..count {
+        let uid = format!("{prefix}-{i}");
+        let body = review(&uid, "CREATE", object).to_string();
+        let request = client
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body);
+        tasks.spawn(async move {
+            let response = request.send().await.map_err(|e| format!("{uid}: {e:?}"))?;
+            let status = response.status();
+            let answer: Value = response
+                .json()
+                .await
+                .map_err(|e| format!("{uid}: {status}: {e}"))?;
+            if status != 200
+                || answer["response"]["uid"] != uid.as_str()
+                || answer["response"]["allowed"] != true
+            {
+                return Err(format!("{uid}: {status}: {answer}"));
+            }
+            Ok(())
+        });
+    }
+    let mut ok = 0;
+    let mut failures = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        match done.unwrap() {
+            Ok(()) => ok += 1,
+            Err(e) => failures.push(e),
+        }
+    }
+    (ok, failures)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_concurrent_requests_all_get_their_answer() {
+    let setup = setup();
+    let webhook = setup.start(&[]);
+    let object = setup.signed_configmap("app", "1");
+    let h2 = client(&setup.pki);
+    let h1 = http1_client(&setup.pki, false);
+    // 500 streams over one HTTP/2 connection and 500 HTTP/1.1 connections, all at once.
+    let url = webhook.url("/validate");
+    let (a, b) = tokio::join!(
+        burst(&h2, &url, &object, "h2", 500),
+        burst(&h1, &url, &object, "h1", 500)
+    );
+    assert!(a.1.is_empty() && b.1.is_empty(), "{:?} {:?}", a.1, b.1);
+    assert_eq!(a.0 + b.0, 1000);
+    let m = metrics(&h2, &webhook).await;
+    assert_eq!(
+        metric(
+            &m,
+            "mansign_admission_request_duration_seconds_count"
+        ),
+        Some(1000.0),
+        "{m}"
+    );
+    // The signature checks ran once; every other request was a cache hit.
+    assert!(
+        metric(&m, "mansign_verification_cache_lookups_total{result=\"hit\"}").unwrap() >= 990.0,
+        "{m}"
+    );
+    assert_eq!(
+        webhook
+            .decisions()
+            .iter()
+            .filter(|d| d["verdict"] == "allowed")
+            .count(),
+        1000
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_replaced_during_load_is_served_to_new_handshakes() {
+    let setup = setup();
+    let old_der = pem_der(&std::fs::read_to_string(setup.path().join("tls.crt")).unwrap());
+    let webhook = setup.start(&["--reload-interval", "200ms"]);
+    let object = setup.signed_configmap("app", "1");
+    // An HTTP/2 connection opened before the rotation.
+    let kept = client(&setup.pki);
+    decide(&kept, &webhook, &review("kept-0", "CREATE", &object)).await;
+
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut workers = tokio::task::JoinSet::new();
+    for w in 0..8 {
+        let (stop, object) = (stop.clone(), object.clone());
+        // A new connection and handshake for every request.
+        let c = http1_client(&setup.pki, true);
+        let url = webhook.url("/validate");
+        workers.spawn(async move {
+            let (mut seen, mut failures) = (Vec::new(), Vec::new());
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let uid = format!("w{w}-{i}");
+                i += 1;
+                let sent = c
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(review(&uid, "CREATE", &object).to_string())
+                    .send()
+                    .await;
+                match sent {
+                    Ok(r) if r.status() == 200 => {
+                        let der = r
+                            .extensions()
+                            .get::<reqwest::tls::TlsInfo>()
+                            .and_then(|t| t.peer_certificate())
+                            .map(<[u8]>::to_vec);
+                        seen.push(der);
+                    }
+                    Ok(r) => failures.push(format!("{uid}: {}", r.status())),
+                    Err(e) => failures.push(format!("{uid}: {e:?}")),
+                }
+            }
+            (seen, failures)
+        });
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let new_der = setup.pki.install(setup.path(), "webhook-2");
+    // New handshakes see the new certificate within a few reload intervals.
+    let started = Instant::now();
+    loop {
+        let r = http1_client(&setup.pki, true)
+            .get(webhook.url("/healthz"))
+            .send()
+            .await
+            .unwrap();
+        let der = r
+            .extensions()
+            .get::<reqwest::tls::TlsInfo>()
+            .and_then(|t| t.peer_certificate())
+            .map(<[u8]>::to_vec);
+        if der.as_deref() == Some(&new_der[..]) {
+            break;
+        }
+        assert_eq!(der.as_deref(), Some(&old_der[..]));
+        assert!(started.elapsed() < Duration::from_secs(10), "not rotated in 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (mut old_seen, mut new_seen, mut failures) = (0, 0, Vec::new());
+    while let Some(done) = workers.join_next().await {
+        let (seen, f) = done.unwrap();
+        failures.extend(f);
+        for der in seen {
+            match der {
+                Some(d) if d == old_der => old_seen += 1,
+                Some(d) if d == new_der => new_seen += 1,
+                other => failures.push(format!("unexpected certificate {other:?}")),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:?}");
+    assert!(old_seen > 0 && new_seen > 0, "old {old_seen}, new {new_seen}");
+    // The connection opened before the rotation still works.
+    decide(&kept, &webhook, &review("kept-1", "CREATE", &object)).await;
+    let ready: Value = kept
+        .get(webhook.url("/readyz"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(ready["tls"]["status"]["reloads_ok"].as_u64().unwrap() >= 1, "{ready}");
+    assert_eq!(ready["tls"]["status"]["last_error"], Value::Null, "{ready}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_during_load_answers_every_request_already_received_then_exits_0() {
+    let setup = setup();
+    let mut webhook = setup.start(&["--max-concurrent-reviews", "1", "--shutdown-grace", "30s"]);
+    let object = setup.signed_configmap("app", "1");
+    let h2 = client(&setup.pki);
+    let watcher = client(&setup.pki);
+    decide(&h2, &webhook, &review("warm", "CREATE", &object)).await;
+
+    // 200 streams (below the 256 streams per connection) on one connection, then SIGTERM
+    // while the server is working through them.
+    let load = {
+        let (h2, object, url) = (h2.clone(), object.clone(), webhook.url("/validate"));
+        tokio::spawn(async move { burst(&h2, &url, &object, "term", 200).await })
+    };
+    let started = Instant::now();
+    loop {
+        let m = metrics(&watcher, &webhook).await;
+        if metric(&m, "mansign_admission_requests_in_flight").unwrap_or(0.0) >= 20.0 {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "no load built up");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    webhook.signal("TERM");
+    let (ok, failures) = load.await.unwrap();
+    assert!(failures.is_empty(), "{failures:?}");
+    assert_eq!(ok, 200);
+    let status = webhook.wait(Duration::from_secs(30));
+    assert!(status.success(), "{status}");
+    let events = webhook.events();
+    let draining = events.iter().find(|e| e["event"] == "draining").unwrap();
+    assert!(draining["in_flight"].as_i64().unwrap() > 0, "{draining}");
+    let stopped = events.iter().find(|e| e["event"] == "stopped").unwrap();
+    assert_eq!(stopped["drained"], true);
+    // No longer listening.
+    assert!(tokio::net::TcpStream::connect(webhook.address).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_policy_reload_keeps_the_last_good_policy_and_is_reported() {
+    let setup = setup();
+    let webhook = setup.start(&["--reload-interval", "200ms"]);
+    let c = client(&setup.pki);
+    let signed = setup.signed_configmap("app", "1");
+    let unsigned = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "plain", "namespace": "team-a"}, "data": {"a": "b"}
+    });
+    let answer = decide(&c, &webhook, &review("before", "CREATE", &unsigned)).await;
+    assert_eq!(answer["response"]["allowed"], false, "{answer}");
+
+    // A broken edit of the policy file.
+    std::fs::write(&setup.policy, "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nspec: [").unwrap();
+    let started = Instant::now();
+    let ready = loop {
+        let response = c.get(webhook.url("/readyz")).send().await.unwrap();
+        assert_eq!(response.status(), 200, "a failed reload keeps the server ready");
+        let ready: Value = response.json().await.unwrap();
+        if ready["policies"]["status"]["last_error"].is_string() {
+            break ready;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "no reload error: {ready}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let error = ready["policies"]["status"]["last_error"].as_str().unwrap();
+    assert!(error.contains("policy.yaml"), "the error names the file: {error}");
+    assert_eq!(ready["policies"]["rules"], 1);
+    let m = metrics(&c, &webhook).await;
+    assert_eq!(
+        metric(&m, "mansign_config_reloads_total{config=\"policies\",result=\"failed\"}"),
+        Some(1.0),
+        "{m}"
+    );
+    assert_eq!(
+        metric(&m, "mansign_config_last_reload_failed{config=\"policies\"}"),
+        Some(1.0)
+    );
+    // The old policy still decides: unsigned denied, signed allowed.
+    let answer = decide(&c, &webhook, &review("during-1", "CREATE", &unsigned)).await;
+    assert_eq!(answer["response"]["allowed"], false, "{answer}");
+    let answer = decide(&c, &webhook, &review("during-2", "CREATE", &signed)).await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    assert!(
+        webhook
+            .events()
+            .iter()
+            .any(|e| e["event"] == "reload-failed" && e["config"] == "policies")
+    );
+
+    // A good policy that only covers Secrets: now the unsigned ConfigMap is not matched.
+    let pubkey = setup.path().join("release.pub");
+    std::fs::write(&setup.policy, policy_text("secrets", &pubkey, "[Secret]")).unwrap();
+    let started = Instant::now();
+    loop {
+        let ready: Value = c
+            .get(webhook.url("/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if ready["policies"]["status"]["last_error"].is_null() {
+            assert_eq!(ready["policies"]["status"]["reloads_ok"], 1);
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "no reload: {ready}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let answer = decide(&c, &webhook, &review("after", "CREATE", &unsigned)).await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    let m = metrics(&c, &webhook).await;
+    assert_eq!(
+        metric(&m, "mansign_config_last_reload_failed{config=\"policies\"}"),
+        Some(0.0)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_refuses_to_start_on_a_broken_policy_or_certificate() {
+    let setup = setup();
+    let broken = write(setup.path(), "broken.yaml", "kind: Nope\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_mansign"))
+        .args(["admission", "serve", "--listen", "127.0.0.1:0", "--policy"])
+        .arg(&broken)
+        .arg("--tls-cert")
+        .arg(setup.path().join("tls.crt"))
+        .arg("--tls-key")
+        .arg(setup.path().join("tls.key"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("broken.yaml"));
+
+    // A key that does not belong to the certificate.
+    let (_, other_key) = setup.pki.issue("other");
+    let key = write(setup.path(), "other.key", &other_key);
+    let out = Command::new(env!("CARGO_BIN_EXE_mansign"))
+        .args(["admission", "serve", "--listen", "127.0.0.1:0", "--policy"])
+        .arg(&setup.policy)
+        .arg("--tls-cert")
+        .arg(setup.path().join("tls.crt"))
+        .arg("--tls-key")
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("TLS") && stderr.contains("tls.crt"), "{stderr}");
+}
