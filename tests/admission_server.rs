@@ -48,7 +48,9 @@ impl Pki {
         let mut params =
             rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".into()])
                 .unwrap();
-        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
         let cert = params.signed_by(&key, &self.issuer).unwrap();
         (cert.pem(), key.serialize_pem())
     }
@@ -189,7 +191,10 @@ impl Webhook {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;
             }
-            assert!(start.elapsed() < limit, "the server did not exit in {limit:?}");
+            assert!(
+                start.elapsed() < limit,
+                "the server did not exit in {limit:?}"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -302,7 +307,8 @@ impl Setup {
             .arg(&self.key)
             .assert()
             .success();
-        let text = std::fs::read_to_string(self.path().join(format!("{name}.yaml.signed"))).unwrap();
+        let text =
+            std::fs::read_to_string(self.path().join(format!("{name}.yaml.signed"))).unwrap();
         yaml_to_json(&text)
     }
 
@@ -425,8 +431,18 @@ async fn health_readiness_and_metrics_routes_answer() {
     assert_eq!(health.version(), reqwest::Version::HTTP_11);
     assert_eq!(health.status(), 200);
 
-    assert_eq!(c.get(webhook.url("/nope")).send().await.unwrap().status(), 404);
-    assert_eq!(c.get(webhook.url("/validate")).send().await.unwrap().status(), 405);
+    assert_eq!(
+        c.get(webhook.url("/nope")).send().await.unwrap().status(),
+        404
+    );
+    assert_eq!(
+        c.get(webhook.url("/validate"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        405
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -483,7 +499,10 @@ async fn refuses_a_body_over_3_mib_with_413_declared_or_streamed() {
     let chunk = vec![b' '; 1024 * 1024];
     for _ in 0..4 {
         // The server may answer and close before the last chunk: write errors are expected.
-        if tls.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).await.is_err()
+        if tls
+            .write_all(format!("{:x}\r\n", chunk.len()).as_bytes())
+            .await
+            .is_err()
             || tls.write_all(&chunk).await.is_err()
             || tls.write_all(b"\r\n").await.is_err()
         {
@@ -511,7 +530,9 @@ async fn raw_tls(
     webhook: &Webhook,
     alpn: &[u8],
 ) -> tokio_rustls::client::TlsStream<tokio::net::TcpStream> {
-    let tcp = tokio::net::TcpStream::connect(webhook.address).await.unwrap();
+    let tcp = tokio::net::TcpStream::connect(webhook.address)
+        .await
+        .unwrap();
     let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
     pki.rustls_client(&[alpn]).connect(name, tcp).await.unwrap()
 }
@@ -548,7 +569,10 @@ async fn bodies_that_are_not_answerable_reviews_get_400_and_the_server_keeps_ans
         .unwrap()
         .remove("uid");
     let cases: [(&str, String); 5] = [
-        ("malformed JSON", "{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\":".into()),
+        (
+            "malformed JSON",
+            "{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\":".into(),
+        ),
         ("not JSON at all", "\u{0}\u{1}binary".into()),
         ("empty body", String::new()),
         ("wrong API version", wrong_version.to_string()),
@@ -575,7 +599,11 @@ async fn bodies_that_are_not_answerable_reviews_get_400_and_the_server_keeps_ans
         .filter(|d| d["verdict"] == "invalid")
         .collect();
     assert_eq!(invalid.len(), cases.len(), "{invalid:?}");
-    assert!(invalid.iter().all(|d| d["reason"].is_string() && d["latency_ms"].is_number()));
+    assert!(
+        invalid
+            .iter()
+            .all(|d| d["reason"].is_string() && d["latency_ms"].is_number())
+    );
     still_answers(&setup, &mut webhook, &object).await;
 }
 
@@ -606,8 +634,15 @@ async fn a_client_trickling_its_request_head_is_cut_off() {
             break;
         }
     }
-    assert!(closed, "the connection was still open after 8 s of trickling");
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        closed,
+        "the connection was still open after 8 s of trickling"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     still_answers(&setup, &mut webhook, &object).await;
 }
 
@@ -644,7 +679,9 @@ async fn a_client_that_never_finishes_the_tls_handshake_is_cut_off() {
     let setup = setup();
     let mut webhook = setup.start(&["--handshake-timeout", "1s"]);
     let object = setup.signed_configmap("app", "1");
-    let mut tcp = tokio::net::TcpStream::connect(webhook.address).await.unwrap();
+    let mut tcp = tokio::net::TcpStream::connect(webhook.address)
+        .await
+        .unwrap();
     // Half a ClientHello record header, then nothing.
     tcp.write_all(&[0x16, 0x03]).await.unwrap();
     let started = Instant::now();
@@ -656,7 +693,10 @@ async fn a_client_that_never_finishes_the_tls_handshake_is_cut_off() {
     );
     assert!(started.elapsed() < Duration::from_secs(4));
     let m = metrics(&client(&setup.pki), &webhook).await;
-    assert!(metric(&m, "mansign_tls_handshake_failures_total").unwrap() >= 1.0, "{m}");
+    assert!(
+        metric(&m, "mansign_tls_handshake_failures_total").unwrap() >= 1.0,
+        "{m}"
+    );
     still_answers(&setup, &mut webhook, &object).await;
 }
 
@@ -669,9 +709,13 @@ async fn an_idle_http2_connection_with_an_unfinished_stream_is_closed() {
     assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
     // The preface and an empty SETTINGS frame, then a HEADERS frame without END_HEADERS:
     // a stream whose head never completes (the HTTP/2 form of slowloris).
-    tls.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await.unwrap();
+    tls.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
     tls.write_all(&[0, 0, 0, 0x4, 0, 0, 0, 0, 0]).await.unwrap();
-    tls.write_all(&[0, 0, 1, 0x1, 0x0, 0, 0, 0, 1, 0x83]).await.unwrap();
+    tls.write_all(&[0, 0, 1, 0x1, 0x0, 0, 0, 0, 1, 0x83])
+        .await
+        .unwrap();
     let started = Instant::now();
     let rest = read_some(&mut tls, Duration::from_secs(6)).await;
     assert!(
@@ -687,8 +731,12 @@ async fn abrupt_disconnects_do_not_disturb_the_server() {
     let mut webhook = setup.start(&[]);
     let object = setup.signed_configmap("app", "1");
     // 1. A TCP connection closed in the middle of the handshake.
-    let mut tcp = tokio::net::TcpStream::connect(webhook.address).await.unwrap();
-    tcp.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]).await.unwrap();
+    let mut tcp = tokio::net::TcpStream::connect(webhook.address)
+        .await
+        .unwrap();
+    tcp.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01])
+        .await
+        .unwrap();
     drop(tcp);
     // 2. A request whose body stops halfway, then the socket goes away.
     let body = review("gone", "CREATE", &object).to_string();
@@ -698,7 +746,9 @@ async fn abrupt_disconnects_do_not_disturb_the_server() {
         body.len()
     );
     tls.write_all(head.as_bytes()).await.unwrap();
-    tls.write_all(&body.as_bytes()[..body.len() / 2]).await.unwrap();
+    tls.write_all(&body.as_bytes()[..body.len() / 2])
+        .await
+        .unwrap();
     drop(tls);
     // 3. A complete request whose client leaves before the answer.
     let mut tls = raw_tls(&setup.pki, &webhook, b"http/1.1").await;
@@ -715,7 +765,11 @@ async fn abrupt_disconnects_do_not_disturb_the_server() {
 
     still_answers(&setup, &mut webhook, &object).await;
     let m = metrics(&client(&setup.pki), &webhook).await;
-    assert_eq!(metric(&m, "mansign_admission_requests_in_flight"), Some(0.0), "{m}");
+    assert_eq!(
+        metric(&m, "mansign_admission_requests_in_flight"),
+        Some(0.0),
+        "{m}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -783,16 +837,18 @@ async fn a_thousand_concurrent_requests_all_get_their_answer() {
     assert_eq!(a.0 + b.0, 1000);
     let m = metrics(&h2, &webhook).await;
     assert_eq!(
-        metric(
-            &m,
-            "mansign_admission_request_duration_seconds_count"
-        ),
+        metric(&m, "mansign_admission_request_duration_seconds_count"),
         Some(1000.0),
         "{m}"
     );
     // The signature checks ran once; every other request was a cache hit.
     assert!(
-        metric(&m, "mansign_verification_cache_lookups_total{result=\"hit\"}").unwrap() >= 990.0,
+        metric(
+            &m,
+            "mansign_verification_cache_lookups_total{result=\"hit\"}"
+        )
+        .unwrap()
+            >= 990.0,
         "{m}"
     );
     assert_eq!(
@@ -869,7 +925,10 @@ async fn a_certificate_replaced_during_load_is_served_to_new_handshakes() {
             break;
         }
         assert_eq!(der.as_deref(), Some(&old_der[..]));
-        assert!(started.elapsed() < Duration::from_secs(10), "not rotated in 10 s");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "not rotated in 10 s"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_millis(700)).await;
@@ -887,7 +946,10 @@ async fn a_certificate_replaced_during_load_is_served_to_new_handshakes() {
         }
     }
     assert!(failures.is_empty(), "{failures:?}");
-    assert!(old_seen > 0 && new_seen > 0, "old {old_seen}, new {new_seen}");
+    assert!(
+        old_seen > 0 && new_seen > 0,
+        "old {old_seen}, new {new_seen}"
+    );
     // The connection opened before the rotation still works.
     decide(&kept, &webhook, &review("kept-1", "CREATE", &object)).await;
     let ready: Value = kept
@@ -898,7 +960,10 @@ async fn a_certificate_replaced_during_load_is_served_to_new_handshakes() {
         .json()
         .await
         .unwrap();
-    assert!(ready["tls"]["status"]["reloads_ok"].as_u64().unwrap() >= 1, "{ready}");
+    assert!(
+        ready["tls"]["status"]["reloads_ok"].as_u64().unwrap() >= 1,
+        "{ready}"
+    );
     assert_eq!(ready["tls"]["status"]["last_error"], Value::Null, "{ready}");
 }
 
@@ -923,7 +988,10 @@ async fn sigterm_during_load_answers_every_request_already_received_then_exits_0
         if metric(&m, "mansign_admission_requests_in_flight").unwrap_or(0.0) >= 20.0 {
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(20), "no load built up");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no load built up"
+        );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     webhook.signal("TERM");
@@ -938,7 +1006,11 @@ async fn sigterm_during_load_answers_every_request_already_received_then_exits_0
     let stopped = events.iter().find(|e| e["event"] == "stopped").unwrap();
     assert_eq!(stopped["drained"], true);
     // No longer listening.
-    assert!(tokio::net::TcpStream::connect(webhook.address).await.is_err());
+    assert!(
+        tokio::net::TcpStream::connect(webhook.address)
+            .await
+            .is_err()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -955,24 +1027,41 @@ async fn a_broken_policy_reload_keeps_the_last_good_policy_and_is_reported() {
     assert_eq!(answer["response"]["allowed"], false, "{answer}");
 
     // A broken edit of the policy file.
-    std::fs::write(&setup.policy, "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nspec: [").unwrap();
+    std::fs::write(
+        &setup.policy,
+        "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nspec: [",
+    )
+    .unwrap();
     let started = Instant::now();
     let ready = loop {
         let response = c.get(webhook.url("/readyz")).send().await.unwrap();
-        assert_eq!(response.status(), 200, "a failed reload keeps the server ready");
+        assert_eq!(
+            response.status(),
+            200,
+            "a failed reload keeps the server ready"
+        );
         let ready: Value = response.json().await.unwrap();
         if ready["policies"]["status"]["last_error"].is_string() {
             break ready;
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "no reload error: {ready}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no reload error: {ready}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let error = ready["policies"]["status"]["last_error"].as_str().unwrap();
-    assert!(error.contains("policy.yaml"), "the error names the file: {error}");
+    assert!(
+        error.contains("policy.yaml"),
+        "the error names the file: {error}"
+    );
     assert_eq!(ready["policies"]["rules"], 1);
     let m = metrics(&c, &webhook).await;
     assert_eq!(
-        metric(&m, "mansign_config_reloads_total{config=\"policies\",result=\"failed\"}"),
+        metric(
+            &m,
+            "mansign_config_reloads_total{config=\"policies\",result=\"failed\"}"
+        ),
         Some(1.0),
         "{m}"
     );
@@ -1009,7 +1098,10 @@ async fn a_broken_policy_reload_keeps_the_last_good_policy_and_is_reported() {
             assert_eq!(ready["policies"]["status"]["reloads_ok"], 1);
             break;
         }
-        assert!(started.elapsed() < Duration::from_secs(10), "no reload: {ready}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no reload: {ready}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let answer = decide(&c, &webhook, &review("after", "CREATE", &unsigned)).await;
@@ -1051,5 +1143,8 @@ async fn the_server_refuses_to_start_on_a_broken_policy_or_certificate() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("TLS") && stderr.contains("tls.crt"), "{stderr}");
+    assert!(
+        stderr.contains("TLS") && stderr.contains("tls.crt"),
+        "{stderr}"
+    );
 }

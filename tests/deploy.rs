@@ -44,12 +44,17 @@ fn strings(v: &Value) -> Vec<&str> {
 
 /// Checks shared by the base and the overlay; returns nothing, panics naming the problem.
 fn check_base(objects: &[Value]) {
-    let ns = one(objects, "Namespace")["metadata"]["name"].as_str().unwrap();
+    let ns = one(objects, "Namespace")["metadata"]["name"]
+        .as_str()
+        .unwrap();
     assert_eq!(ns, "mansign-system");
     for o in objects {
         let kind = o["kind"].as_str().unwrap();
         if !matches!(kind, "Namespace" | "ValidatingWebhookConfiguration") {
-            assert_eq!(o["metadata"]["namespace"], ns, "{kind} in the webhook's namespace");
+            assert_eq!(
+                o["metadata"]["namespace"], ns,
+                "{kind} in the webhook's namespace"
+            );
         }
     }
     one(objects, "ServiceAccount");
@@ -101,7 +106,10 @@ fn check_base(objects: &[Value]) {
     assert!(selects(&deployment["spec"]["selector"]["matchLabels"]));
     let container = &pod["spec"]["containers"][0];
     let container_port = &container["ports"][0];
-    assert!(port["targetPort"] == container_port["name"] || port["targetPort"] == container_port["containerPort"]);
+    assert!(
+        port["targetPort"] == container_port["name"]
+            || port["targetPort"] == container_port["containerPort"]
+    );
 
     // The pods.
     assert_eq!(deployment["spec"]["replicas"], 3);
@@ -113,13 +121,21 @@ fn check_base(objects: &[Value]) {
     assert_eq!(security["allowPrivilegeEscalation"], false);
     assert_eq!(strings(&security["capabilities"]["drop"]), ["ALL"]);
     for r in ["requests", "limits"] {
-        assert!(container["resources"][r]["memory"].is_string(), "{r}.memory");
+        assert!(
+            container["resources"][r]["memory"].is_string(),
+            "{r}.memory"
+        );
         assert!(container["resources"][r]["cpu"].is_string(), "{r}.cpu");
     }
     assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
     assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
     assert_eq!(container["livenessProbe"]["httpGet"]["scheme"], "HTTPS");
-    assert!(pod["spec"]["topologySpreadConstraints"].as_array().unwrap().len() >= 1);
+    let spread = pod["spec"]["topologySpreadConstraints"].as_array().unwrap();
+    assert!(
+        spread
+            .iter()
+            .any(|c| c["topologyKey"] == "kubernetes.io/hostname")
+    );
     let args = strings(&container["args"]);
     assert_eq!(&args[..2], ["admission", "serve"]);
     let arg = |name: &str| {
@@ -128,9 +144,21 @@ fn check_base(objects: &[Value]) {
             .unwrap_or_else(|| panic!("--{name} missing"))
     };
     let deadline: u64 = arg("deadline").strip_suffix('s').unwrap().parse().unwrap();
-    assert!(deadline < timeout, "deadline {deadline}s below timeoutSeconds {timeout}");
-    let grace: u64 = arg("shutdown-grace").strip_suffix('s').unwrap().parse().unwrap();
-    assert!(grace < pod["spec"]["terminationGracePeriodSeconds"].as_u64().unwrap());
+    assert!(
+        deadline < timeout,
+        "deadline {deadline}s below timeoutSeconds {timeout}"
+    );
+    let grace: u64 = arg("shutdown-grace")
+        .strip_suffix('s')
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        grace
+            < pod["spec"]["terminationGracePeriodSeconds"]
+                .as_u64()
+                .unwrap()
+    );
     assert!(arg("listen").ends_with(&format!(":{}", container_port["containerPort"])));
 
     // The files the arguments name are mounted, the policy from the ConfigMap.
@@ -148,7 +176,10 @@ fn check_base(objects: &[Value]) {
             .clone()
     };
     let policy = volume_for(arg("policy"));
-    assert_eq!(policy["configMap"]["name"], one(objects, "ConfigMap")["metadata"]["name"]);
+    assert_eq!(
+        policy["configMap"]["name"],
+        one(objects, "ConfigMap")["metadata"]["name"]
+    );
     let tls = volume_for(arg("tls-cert"));
     assert_eq!(tls, volume_for(arg("tls-key")));
     assert!(tls["secret"]["secretName"].is_string());
@@ -162,7 +193,11 @@ fn check_base(objects: &[Value]) {
 fn the_base_renders_and_fits_together() {
     let objects = render("deploy");
     check_base(&objects);
-    assert!(objects.iter().all(|o| o["apiVersion"] != "cert-manager.io/v1"));
+    assert!(
+        objects
+            .iter()
+            .all(|o| o["apiVersion"] != "cert-manager.io/v1")
+    );
 }
 
 #[test]
@@ -194,7 +229,11 @@ fn the_cert_manager_overlay_issues_the_certificate_the_pods_mount() {
         .iter()
         .filter_map(|v| v.get("secret"))
         .collect();
-    assert!(secrets.iter().any(|s| s["secretName"] == certificate["spec"]["secretName"]));
+    assert!(
+        secrets
+            .iter()
+            .any(|s| s["secretName"] == certificate["spec"]["secretName"])
+    );
     // Its issuer exists in the same namespace.
     let issuer = &certificate["spec"]["issuerRef"];
     assert!(objects.iter().any(|o| o["kind"] == issuer["kind"]
@@ -205,7 +244,9 @@ fn the_cert_manager_overlay_issues_the_certificate_the_pods_mount() {
 #[test]
 fn the_example_policy_in_the_configmap_loads() {
     let objects = render("deploy");
-    let text = one(&objects, "ConfigMap")["data"]["policy.yaml"].as_str().unwrap();
+    let text = one(&objects, "ConfigMap")["data"]["policy.yaml"]
+        .as_str()
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("policy.yaml");
     std::fs::write(&path, text).unwrap();

@@ -40,12 +40,13 @@ pub async fn serve(
         .map_err(ServeError::Tls)?;
     let cert = Arc::new(ReloadingCert::new(certified));
     let acceptor = TlsAcceptor::from(server_config(cert.clone()).map_err(ServeError::Tls)?);
-    let listener = TcpListener::bind(options.listen)
-        .await
-        .map_err(|source| ServeError::Listen {
-            address: options.listen,
-            source,
-        })?;
+    let listener =
+        TcpListener::bind(options.listen)
+            .await
+            .map_err(|source| ServeError::Listen {
+                address: options.listen,
+                source,
+            })?;
     let address = listener.local_addr().unwrap_or(options.listen);
 
     let metrics = Arc::new(Metrics::default());
@@ -230,7 +231,12 @@ impl Activity {
         if self.in_flight.load(Ordering::SeqCst) > 0 {
             return None;
         }
-        Some(self.last.lock().unwrap_or_else(|p| p.into_inner()).elapsed())
+        Some(
+            self.last
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .elapsed(),
+        )
     }
 }
 

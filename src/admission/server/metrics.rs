@@ -5,7 +5,6 @@
 //! [`MAX_LABEL_SETS`] distinct sets further ones are counted under `kind="other"`, so a
 //! hostile client cannot grow the server's memory through labels.
 
-use super::reload::Part;
 use crate::admission::{Decision, Reviewer};
 use crate::verify::CacheStats;
 use std::collections::{BTreeMap, HashSet};
@@ -138,7 +137,9 @@ impl Metrics {
 
     pub(super) fn reloaded(&self, part: Part, ok: bool) {
         let result = if ok { "ok" } else { "failed" };
-        *lock(&self.reloads).entry((part.as_str(), result)).or_insert(0) += 1;
+        *lock(&self.reloads)
+            .entry((part.as_str(), result))
+            .or_insert(0) += 1;
     }
 
     /// The exposition text.
@@ -276,6 +277,22 @@ fn escape(value: &str) -> String {
         .replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")
+}
+
+/// Which part of the configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Part {
+    Policies,
+    Tls,
+}
+
+impl Part {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            Part::Policies => "policies",
+            Part::Tls => "tls",
+        }
+    }
 }
 
 /// Verification cache counts over the distinct caches of a reviewer's rules (clones of a

@@ -1,8 +1,8 @@
-//! The HTTPS validating admission webhook: a thin shell around [`Reviewer::review`].
+//! The HTTPS validating admission webhook: a thin shell around [`Reviewer::review`](crate::admission::Reviewer::review).
 //!
 //! What the server guarantees, in the order a request meets it:
 //!
-//! 1. **Connections** ([`listener`]): HTTPS only (rustls, aws-lc-rs), HTTP/1.1 and HTTP/2 by
+//! 1. **Connections** ([`serve`]): HTTPS only (rustls, aws-lc-rs), HTTP/1.1 and HTTP/2 by
 //!    ALPN; at most [`ServeOptions::max_connections`] at once (further ones wait in the
 //!    kernel's backlog); the TLS handshake, an HTTP/1 request head and a connection with no
 //!    request in flight are each bounded in time, so a slow client (slowloris) only holds

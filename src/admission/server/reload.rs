@@ -7,7 +7,7 @@
 //! that is missing or does not load leaves the last good configuration in place; the error is
 //! kept for `/readyz` and counted in `/metrics`, and the next change is tried again.
 
-use super::metrics::{Metrics, cache_stats};
+use super::metrics::{Metrics, Part, cache_stats};
 use super::tls::{MAX_PEM_BYTES, ReloadingCert, certified_key};
 use super::{LogFormat, log_line, now_rfc3339};
 use crate::admission::Reviewer;
@@ -210,22 +210,6 @@ pub(super) fn load_certified_key(
     let cert_pem = read_bounded(cert, MAX_PEM_BYTES as u64)?;
     let key_pem = read_bounded(key, MAX_PEM_BYTES as u64)?;
     certified_key(&cert_pem, &key_pem).map_err(|e| format!("{}: {e}", cert.display()))
-}
-
-/// Which part of the configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Part {
-    Policies,
-    Tls,
-}
-
-impl Part {
-    pub(super) fn as_str(self) -> &'static str {
-        match self {
-            Part::Policies => "policies",
-            Part::Tls => "tls",
-        }
-    }
 }
 
 /// Polls the watched files until `stop` turns true, reloading what changed.

@@ -103,7 +103,10 @@ async fn validate(state: &Arc<State>, request: Request<Incoming>) -> Answer {
         return fail(
             StatusCode::PAYLOAD_TOO_LARGE,
             "body-too-large",
-            format!("the request body is larger than {} bytes", options.max_body_bytes),
+            format!(
+                "the request body is larger than {} bytes",
+                options.max_body_bytes
+            ),
         );
     }
 
@@ -125,7 +128,10 @@ async fn validate(state: &Arc<State>, request: Request<Incoming>) -> Answer {
             return fail(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "body-too-large",
-                format!("the request body is larger than {} bytes", options.max_body_bytes),
+                format!(
+                    "the request body is larger than {} bytes",
+                    options.max_body_bytes
+                ),
             );
         }
         Ok(Err(e)) => {

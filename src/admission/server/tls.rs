@@ -56,8 +56,7 @@ pub(super) fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<Certified
     }
     let key = PrivateKeyDer::from_pem_slice(key_pem)
         .map_err(|e| format!("key file: not a PEM private key: {e}"))?;
-    CertifiedKey::from_der(chain, key, &provider())
-        .map_err(|e| format!("certificate and key: {e}"))
+    CertifiedKey::from_der(chain, key, &provider()).map_err(|e| format!("certificate and key: {e}"))
 }
 
 /// The server configuration: TLS 1.2 and 1.3, HTTP/2 preferred, HTTP/1.1 accepted.
