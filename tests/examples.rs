@@ -753,6 +753,8 @@ fn every_file_in_examples_is_exercised_by_a_test() {
         "gitlab/.gitlab-ci.yml",
         "policy/kyverno-clusterpolicy.yaml",
         "policy/mansign-policy.yaml",
+        // tests/admission_review.rs (per-namespace signers)
+        "policy/per-namespace-signers.yaml",
         "unsigned/allow-backup-host-path.yaml",
     ];
     let mut found = Vec::new();

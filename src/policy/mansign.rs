@@ -32,6 +32,7 @@
 //!
 //! Every object and field is strict: an unknown field is an error naming it.
 
+use super::action::{FailureAction, FailureActions};
 use super::selector::{MatchResources, ObjectReference, ResourceDescription, RuleSelector};
 use super::{
     IgnoreBinding, LoadContext, Location, NamespaceBinding, PolicyError, PolicyRule, PolicySet,
@@ -91,7 +92,18 @@ pub struct Spec {
     /// Oldest acceptable transparency-log time of a signature (`90s`, `30m`, `4h`, `7d`).
     #[serde(default)]
     pub max_age: Option<String>,
+    /// What a failure does in the cluster: `Enforce` (default, deny) or `Audit` (allow
+    /// with a warning).
+    #[serde(default)]
+    pub failure_action: Option<Action>,
     pub attestors: Vec<AttestorSetSpec>,
+}
+
+/// `spec.failureAction` of a `ManifestPolicy`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub enum Action {
+    Enforce,
+    Audit,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize)]
@@ -298,11 +310,19 @@ pub(crate) fn load(
         profile,
         status_kinds,
         digest_pinning: spec.digest_pinning,
+        // `*`: a document signed without a namespace is accepted in whatever namespace
+        // the rule matched (a central signer for all namespaces, docs/admission.md).
         namespace_binding: if spec.namespace_binding.is_empty() {
             NamespaceBinding::Strict
+        } else if spec.namespace_binding.iter().any(|n| n == "*") {
+            NamespaceBinding::AnyNamespace
         } else {
             NamespaceBinding::Listed(spec.namespace_binding.clone())
         },
+        failure_action: FailureActions::always(match spec.failure_action {
+            None | Some(Action::Enforce) => FailureAction::Enforce,
+            Some(Action::Audit) => FailureAction::Audit,
+        }),
     };
     Ok(PolicySet {
         rules: vec![rule],

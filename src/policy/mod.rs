@@ -29,6 +29,7 @@
 //! # }
 //! ```
 
+mod action;
 mod fields;
 pub mod kyverno;
 pub mod mansign;
@@ -36,6 +37,7 @@ mod selector;
 mod typed;
 mod verdict;
 
+pub use action::{ActionOverride, FailureAction, FailureActions};
 pub use fields::translate_upstream_field;
 pub use selector::{
     MatchResources, ObjectReference, RequestContext, ResourceDescription, ResourceFilter,
@@ -203,6 +205,9 @@ pub struct PolicyRule {
     pub status_kinds: Vec<GroupKind>,
     pub digest_pinning: bool,
     pub namespace_binding: NamespaceBinding,
+    /// What a failure of this rule does in the cluster (`Enforce` or `Audit`, per
+    /// namespace). Offline every failure fails the run.
+    pub failure_action: FailureActions,
 }
 
 impl PolicyRule {
@@ -302,6 +307,10 @@ impl PolicySet {
                 policy: r.policy.clone(),
                 rule: r.rule.clone(),
                 verdict: r.verifier_for(&doc.identity).verify_document(doc),
+                action: match &doc.identity.namespace {
+                    Some(ns) => r.failure_action.for_namespace(Some(ns)),
+                    None => r.failure_action.strictest(),
+                },
             })
             .collect();
         ObjectVerdict {

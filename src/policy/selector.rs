@@ -27,9 +27,12 @@ pub struct RequestContext {
 pub struct UserInfo {
     pub username: String,
     pub groups: Vec<String>,
-    /// `namespace:name` of the Roles bound to the user.
-    pub roles: Vec<String>,
-    pub cluster_roles: Vec<String>,
+    /// `namespace:name` of the Roles bound to the user; `None` when not resolved (an
+    /// `AdmissionRequest` carries no roles, and mansign does not read RBAC): a condition on
+    /// roles is then unknown, like any other unknown request fact.
+    pub roles: Option<Vec<String>>,
+    /// The ClusterRoles bound to the user; `None` when not resolved.
+    pub cluster_roles: Option<Vec<String>>,
 }
 
 /// Wildcard match: `*` any run of characters, `?` one character (Kyverno's
@@ -290,10 +293,15 @@ fn user_matches(
     let Some(user) = &ctx.user else {
         return unknown;
     };
+    let bound = |wanted: &[String], have: &Option<Vec<String>>| {
+        wanted.is_empty()
+            || have
+                .as_ref()
+                .map_or(unknown, |have| wanted.iter().any(|r| have.contains(r)))
+    };
     (subjects.is_empty() || subjects.iter().any(|s| s.matches(user)))
-        && (roles.is_empty() || roles.iter().any(|r| user.roles.contains(r)))
-        && (cluster_roles.is_empty()
-            || cluster_roles.iter().any(|r| user.cluster_roles.contains(r)))
+        && bound(roles, &user.roles)
+        && bound(cluster_roles, &user.cluster_roles)
 }
 
 impl ResourceFilter {

@@ -1,5 +1,6 @@
 //! Verdicts under a policy file: one per object, naming every rule that applied.
 
+use super::action::FailureAction;
 use crate::manifest::{DocumentOrigin, ObjectIdentity};
 use crate::verify::DocumentVerdict;
 use serde_json::{Value, json};
@@ -12,6 +13,9 @@ pub struct RuleVerdict {
     pub policy: String,
     pub rule: String,
     pub verdict: DocumentVerdict,
+    /// What a failure of this rule does in the cluster, for this object's namespace (the
+    /// strictest when the object has none). Offline every failure fails.
+    pub action: FailureAction,
 }
 
 /// The verdict for one object: every rule that applies must verify it. An object no rule
@@ -52,6 +56,7 @@ impl ObjectVerdict {
                 }
                 j["policy"] = json!(r.policy);
                 j["rule"] = json!(r.rule);
+                j["action"] = json!(r.action.as_str());
                 j
             }).collect::<Vec<_>>(),
         });
@@ -95,7 +100,7 @@ impl fmt::Display for ObjectVerdict {
                         .collect::<Vec<_>>()
                         .join("; ")
                 ),
-                Err(e) => format!("FAILED [{}] {e}", e.check()),
+                Err(e) => format!("FAILED [{}] ({}) {e}", e.check(), r.action),
             };
             write!(f, "{prefix}: policy {} rule {}: {result}", r.policy, r.rule)?;
         }

@@ -37,11 +37,12 @@
 mod schema;
 
 pub use schema::{
-    AttestorSetSpec, AttestorSpec, CertificatesSpec, CtlogSpec, DryRun, IgnoreFieldsSpec,
-    KeylessSpec, KeysSpec, KyvernoPolicyDocument, Manifests, Metadata, RekorSpec, Rule, Spec,
-    Validate,
+    ActionOverrideSpec, AttestorSetSpec, AttestorSpec, CertificatesSpec, CtlogSpec, DryRun,
+    IgnoreFieldsSpec, KeylessSpec, KeysSpec, KyvernoPolicyDocument, Manifests, Metadata, RekorSpec,
+    Rule, Spec, Validate,
 };
 
+use super::action::{ActionOverride, FailureAction, FailureActions};
 use super::selector::RuleSelector;
 use super::{
     IgnoreBinding, LoadContext, Location, NamespaceBinding, PolicyError, PolicyRule, PolicySet,
@@ -149,10 +150,6 @@ pub(crate) fn load(
             ("podSecurity", validate.pod_security.is_some()),
             ("cel", validate.cel.is_some()),
             ("assert", validate.assert.is_some()),
-            (
-                "failureActionOverrides",
-                validate.failure_action_overrides.is_some(),
-            ),
         ];
         if let Some((name, _)) = other_kinds.iter().find(|(_, present)| *present) {
             return Err(unsupported(
@@ -174,6 +171,13 @@ pub(crate) fn load(
             }
         }
         let selector = selector(&rule, &rule_loc)?;
+        let failure_action = failure_actions(
+            &doc.spec.validation_failure_action,
+            &doc.spec.validation_failure_action_overrides,
+            validate,
+            loc,
+            &rule_loc,
+        )?;
         let rule_out = load_manifests(
             &doc.metadata.name,
             &rule.name,
@@ -186,6 +190,7 @@ pub(crate) fn load(
             selector,
             namespace: namespace.clone(),
             location: rule_loc,
+            failure_action,
             ..rule_out
         });
     }
@@ -196,6 +201,87 @@ pub(crate) fn load(
         ));
     }
     Ok(set)
+}
+
+fn parse_action(
+    text: &Option<String>,
+    at: &Location,
+) -> Result<Option<FailureAction>, PolicyError> {
+    match non_empty(text) {
+        None => Ok(None),
+        Some(t) => FailureAction::parse(t).map(Some).ok_or_else(|| {
+            invalid(
+                at,
+                format!("{t:?} is not a failure action (Enforce, enforce, Audit or audit)"),
+            )
+        }),
+    }
+}
+
+fn parse_overrides(
+    list: &Option<Vec<ActionOverrideSpec>>,
+    at: &Location,
+) -> Result<Vec<ActionOverride>, PolicyError> {
+    let mut out = Vec::new();
+    for (i, o) in list.iter().flatten().enumerate() {
+        let item = at.at(format!("[{i}]"));
+        if o.namespace_selector.is_some() {
+            return Err(unsupported(
+                &item.at("namespaceSelector"),
+                "namespace label selectors need the cluster's namespaces, which mansign does \
+                 not read; list the namespaces",
+            ));
+        }
+        let Some(action) = parse_action(&o.action, &item.at("action"))? else {
+            return Err(invalid(&item.at("action"), "an override needs an action"));
+        };
+        if o.namespaces.is_empty() {
+            return Err(invalid(
+                &item.at("namespaces"),
+                "an override needs namespaces (it would apply nowhere)",
+            ));
+        }
+        out.push(ActionOverride {
+            action,
+            namespaces: o.namespaces.clone(),
+        });
+    }
+    Ok(out)
+}
+
+/// The rule's action: its own overrides and action first, then the policy's (Kyverno's
+/// order), `Enforce` when none is named.
+fn failure_actions(
+    spec_action: &Option<String>,
+    spec_overrides: &Option<Vec<ActionOverrideSpec>>,
+    validate: &Validate,
+    policy_loc: &Location,
+    rule_loc: &Location,
+) -> Result<FailureActions, PolicyError> {
+    let rule_overrides = parse_overrides(
+        &validate.failure_action_overrides,
+        &rule_loc.at("validate.failureActionOverrides"),
+    )?;
+    let rule_action = parse_action(
+        &validate.failure_action,
+        &rule_loc.at("validate.failureAction"),
+    )?;
+    let policy_overrides = parse_overrides(
+        spec_overrides,
+        &policy_loc.at("spec.validationFailureActionOverrides"),
+    )?;
+    let policy_action = parse_action(spec_action, &policy_loc.at("spec.validationFailureAction"))?;
+    let mut overrides = rule_overrides;
+    // A rule's own action is consulted before the policy's overrides: with one, the
+    // policy's overrides never apply to this rule.
+    let default = match rule_action {
+        Some(action) => action,
+        None => {
+            overrides.extend(policy_overrides);
+            policy_action.unwrap_or(FailureAction::Enforce)
+        }
+    };
+    Ok(FailureActions { overrides, default })
 }
 
 fn selector(rule: &Rule, at: &Location) -> Result<RuleSelector, PolicyError> {
@@ -283,6 +369,7 @@ fn load_manifests(
         status_kinds: Vec::new(),
         digest_pinning: false,
         namespace_binding: NamespaceBinding::AnyNamespace,
+        failure_action: FailureActions::default(),
     })
 }
 
