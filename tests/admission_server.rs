@@ -976,28 +976,52 @@ async fn sigterm_during_load_answers_every_request_already_received_then_exits_0
     let watcher = client(&setup.pki);
     decide(&h2, &webhook, &review("warm", "CREATE", &object)).await;
 
-    // 200 streams (below the 256 streams per connection) on one connection, then SIGTERM
-    // while the server is working through them.
-    let load = {
-        let (h2, object, url) = (h2.clone(), object.clone(), webhook.url("/validate"));
-        tokio::spawn(async move { burst(&h2, &url, &object, "term", 200).await })
-    };
-    let started = Instant::now();
-    loop {
-        let m = metrics(&watcher, &webhook).await;
-        if metric(&m, "mansign_admission_requests_in_flight").unwrap_or(0.0) >= 20.0 {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "no load built up"
-        );
-        tokio::time::sleep(Duration::from_millis(2)).await;
+    // 200 streams (below the 256 streams per connection) on one connection. Each carries
+    // a padded old object (a 512 KiB review) and there is one review slot, so the server
+    // has a queue to work through when the signal comes.
+    let mut load = tokio::task::JoinSet::new();
+    for i in 0..200 {
+        let uid = format!("term-{i}");
+        let mut body = review(&uid, "UPDATE", &object);
+        body["request"]["oldObject"] = json!({"padding": "x".repeat(512 * 1024)});
+        let request = h2
+            .post(webhook.url("/validate"))
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        load.spawn(async move {
+            let response = request.send().await.map_err(|e| format!("{uid}: {e:?}"))?;
+            let status = response.status();
+            let answer: Value = response
+                .json()
+                .await
+                .map_err(|e| format!("{uid}: {status}: {e}"))?;
+            if status != 200 || answer["response"]["uid"] != uid.as_str() {
+                return Err(format!("{uid}: {status}: {answer}"));
+            }
+            Ok(())
+        });
     }
+    // Every request has reached the server (answered or in flight): now the signal.
+    let started = Instant::now();
+    let in_flight = loop {
+        let m = metrics(&watcher, &webhook).await;
+        let in_flight = metric(&m, "mansign_admission_requests_in_flight").unwrap();
+        let answered = metric(&m, "mansign_admission_request_duration_seconds_count").unwrap();
+        if in_flight + answered - 1.0 >= 200.0 {
+            break in_flight;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "the requests did not arrive");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    eprintln!("signal with {in_flight} requests in flight");
     webhook.signal("TERM");
-    let (ok, failures) = load.await.unwrap();
+    let mut failures = Vec::new();
+    while let Some(done) = load.join_next().await {
+        if let Err(e) = done.unwrap() {
+            failures.push(e);
+        }
+    }
     assert!(failures.is_empty(), "{failures:?}");
-    assert_eq!(ok, 200);
     let status = webhook.wait(Duration::from_secs(30));
     assert!(status.success(), "{status}");
     let events = webhook.events();
@@ -1146,5 +1170,50 @@ async fn the_server_refuses_to_start_on_a_broken_policy_or_certificate() {
     assert!(
         stderr.contains("TLS") && stderr.contains("tls.crt"),
         "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_past_its_deadline_gets_503_never_an_allow() {
+    let setup = setup();
+    let webhook = setup.start(&["--deadline", "1ms", "--max-concurrent-reviews", "1"]);
+    let c = client(&setup.pki);
+    let object = setup.signed_configmap("app", "1");
+    // Large bodies (the old object padded to 2 MiB) take longer than 1 ms to receive and
+    // review, and queue behind each other for the one review slot.
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..10 {
+        let mut body = review(&format!("late-{i}"), "UPDATE", &object);
+        body["request"]["oldObject"] = json!({"padding": "x".repeat(2 * 1024 * 1024)});
+        let request = c
+            .post(webhook.url("/validate"))
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        tasks.spawn(async move {
+            let r = request.send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        });
+    }
+    let mut late = 0;
+    while let Some(done) = tasks.join_next().await {
+        let (status, text) = done.unwrap();
+        assert!(
+            status == 503 || (status == 200 && !text.contains("\"allowed\":false")),
+            "{status}: {text}"
+        );
+        if status == 503 {
+            assert!(text.contains("deadline"), "{text}");
+            late += 1;
+        }
+    }
+    assert!(late > 0, "no request passed a 1 ms deadline");
+    let m = metrics(&c, &webhook).await;
+    assert_eq!(
+        metric(
+            &m,
+            "mansign_admission_requests_total{verdict=\"error\",kind=\"\",operation=\"\",reason=\"deadline-exceeded\"}"
+        ),
+        Some(late as f64),
+        "{m}"
     );
 }

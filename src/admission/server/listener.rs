@@ -4,7 +4,7 @@
 use super::metrics::Metrics;
 use super::reload::{Live, ReviewerSource, load_certified_key, watch};
 use super::routes::{State, handle};
-use super::tls::{ReloadingCert, server_config};
+use super::tls::LiveTls;
 use super::{LogFormat, ServeError, ServeOptions, log_line, now_rfc3339};
 use crate::verify::BlockingVerifications;
 use hyper::service::service_fn;
@@ -38,8 +38,7 @@ pub async fn serve(
         .await
         .map_err(|e| ServeError::Tls(e.to_string()))?
         .map_err(ServeError::Tls)?;
-    let cert = Arc::new(ReloadingCert::new(certified));
-    let acceptor = TlsAcceptor::from(server_config(cert.clone()).map_err(ServeError::Tls)?);
+    let tls_config = LiveTls::new(certified).map_err(ServeError::Tls)?;
     let listener =
         TcpListener::bind(options.listen)
             .await
@@ -52,7 +51,7 @@ pub async fn serve(
     let metrics = Arc::new(Metrics::default());
     let live = Arc::new(Live::new(
         reviewer,
-        cert,
+        tls_config,
         source.files.clone(),
         (options.tls_cert.clone(), options.tls_key.clone()),
     ));
@@ -113,7 +112,7 @@ pub async fn serve(
         };
         let _ = tcp.set_nodelay(true);
         let connection = Connection {
-            acceptor: acceptor.clone(),
+            acceptor: live.tls_config.acceptor(),
             http: http.clone(),
             state: state.clone(),
             stop: stop_rx.clone(),

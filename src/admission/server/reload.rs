@@ -8,7 +8,7 @@
 //! kept for `/readyz` and counted in `/metrics`, and the next change is tried again.
 
 use super::metrics::{Metrics, Part, cache_stats};
-use super::tls::{MAX_PEM_BYTES, ReloadingCert, certified_key};
+use super::tls::{LiveTls, MAX_PEM_BYTES, certified_key};
 use super::{LogFormat, log_line, now_rfc3339};
 use crate::admission::Reviewer;
 use crate::verify::CacheStats;
@@ -57,7 +57,7 @@ pub struct ReloadStatus {
 /// The configuration requests are answered with.
 pub(super) struct Live {
     reviewer: RwLock<Arc<Reviewer>>,
-    pub(super) cert: Arc<ReloadingCert>,
+    pub(super) tls_config: LiveTls,
     policies: Mutex<ReloadStatus>,
     tls: Mutex<ReloadStatus>,
     /// Cache counts of reviewers that were replaced, so the exported counters never go down.
@@ -75,7 +75,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Live {
     pub(super) fn new(
         reviewer: Reviewer,
-        cert: Arc<ReloadingCert>,
+        tls_config: LiveTls,
         watched: Vec<PathBuf>,
         tls_files: (PathBuf, PathBuf),
     ) -> Self {
@@ -85,7 +85,7 @@ impl Live {
         };
         Live {
             reviewer: RwLock::new(Arc::new(reviewer)),
-            cert,
+            tls_config,
             policies: Mutex::new(fresh.clone()),
             tls: Mutex::new(fresh),
             retired_cache: Mutex::new(CacheStats::default()),
@@ -257,7 +257,7 @@ pub(super) async fn watch(
             let result = blocking(move || load_certified_key(&c, &k))
                 .await
                 .unwrap_or_else(|| Err("the reload task failed".into()));
-            let outcome = result.map(|certified| live.cert.replace(certified));
+            let outcome = result.and_then(|certified| live.tls_config.replace(certified));
             record(&live, &metrics, Part::Tls, outcome, log_format);
         }
     }
