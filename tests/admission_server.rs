@@ -1010,7 +1010,10 @@ async fn sigterm_during_load_answers_every_request_already_received_then_exits_0
         if in_flight + answered - 1.0 >= 200.0 {
             break in_flight;
         }
-        assert!(started.elapsed() < Duration::from_secs(30), "the requests did not arrive");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the requests did not arrive"
+        );
         tokio::time::sleep(Duration::from_millis(2)).await;
     };
     eprintln!("signal with {in_flight} requests in flight");
@@ -1216,4 +1219,232 @@ async fn a_request_past_its_deadline_gets_503_never_an_allow() {
         Some(late as f64),
         "{m}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Verdicts end to end
+// ---------------------------------------------------------------------------------------
+
+fn kyverno(rel: &str) -> PathBuf {
+    common::fixture(&format!("kyverno/{rel}"))
+}
+
+/// Kyverno's unit-test policy (ConfigMaps and Services signed by its first test key), with
+/// `action` (e.g. `validationFailureAction: Audit`), and the public-good trust root of the
+/// fixtures (given the `mediaType` field its copy predates, see tests/policy_kyverno.rs).
+fn kyverno_policy(dir: &Path, name: &str, action: &str) -> (PathBuf, PathBuf) {
+    let pem = std::fs::read_to_string(kyverno("keys/ecdsa-pub-1.pem")).unwrap();
+    let key: String = pem
+        .trim()
+        .lines()
+        .map(|l| format!("                  {l}\n"))
+        .collect();
+    let policy = write(
+        dir,
+        name,
+        &format!(
+            "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata:\n  name: unit\nspec:\n{action}  rules:\n  - name: manifests\n    match:\n      any:\n      - resources:\n          kinds: [ConfigMap, Service]\n    validate:\n      manifests:\n        attestors:\n        - entries:\n          - keys:\n              publicKeys: |-\n{key}"
+        ),
+    );
+    let mut root: Value = serde_json::from_str(
+        &std::fs::read_to_string(kyverno("trust-root/sigstore-public-trusted_root.json")).unwrap(),
+    )
+    .unwrap();
+    if root.get("mediaType").is_none() {
+        root["mediaType"] = "application/vnd.dev.sigstore.trustedroot+json;version=0.1".into();
+    }
+    let root_path = write(dir, "trusted_root.json", &root.to_string());
+    (policy, root_path)
+}
+
+fn kyverno_review(name: &str) -> Value {
+    let path = kyverno(&format!(
+        "unit-validate-manifest/admissionreview-wrapped/{name}-admissionreview.json"
+    ));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn assert_denied(answer: &Value, code: &str, in_message: &str) {
+    let response = &answer["response"];
+    assert_eq!(response["allowed"], false, "{answer}");
+    assert_eq!(response["status"]["code"], 403, "{answer}");
+    let message = response["status"]["message"].as_str().unwrap();
+    assert!(message.contains(&format!("[{code}]")), "{message}");
+    assert!(message.contains(in_message), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kyverno_fixture_reviews_are_allowed_or_denied_with_the_reason() {
+    let setup = setup();
+    let (policy, root) = kyverno_policy(setup.path(), "kyverno.yaml", "");
+    let root_arg = format!("--trusted-root={}", root.display());
+    let webhook = Webhook::start(setup.path(), &[&policy], &[&root_arg]);
+    let c = client(&setup.pki);
+
+    let signed = kyverno_review("signed");
+    let answer = decide(&c, &webhook, &signed).await;
+    assert_eq!(answer["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(
+        answer["response"]["uid"], signed["request"]["uid"],
+        "{answer}"
+    );
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+
+    let answer = decide(&c, &webhook, &kyverno_review("unsigned")).await;
+    assert_denied(&answer, "not-signed", "policy unit, rule manifests");
+    let answer = decide(&c, &webhook, &kyverno_review("invalid")).await;
+    assert_denied(&answer, "modified", "data.key3");
+    let answer = decide(&c, &webhook, &kyverno_review("multi-sig")).await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+
+    // One log line per decision, with the verdict, the reason and the latency.
+    let decisions = webhook.decisions();
+    let verdicts: Vec<(&str, &str)> = decisions
+        .iter()
+        .map(|d| {
+            (
+                d["verdict"].as_str().unwrap(),
+                d["reason"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            ("allowed", "-"),
+            ("denied", "not-signed"),
+            ("denied", "modified"),
+            ("allowed", "-")
+        ]
+    );
+    assert!(decisions.iter().all(|d| d["latency_ms"].is_number()
+        && d["name"].is_string()
+        && d["user"] == "kubernetes-admin"));
+    assert!(
+        decisions[0]["signers"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("key ")
+    );
+    // And counted by verdict, kind, operation and reason.
+    let m = metrics(&c, &webhook).await;
+    assert_eq!(
+        metric(
+            &m,
+            "mansign_admission_requests_total{verdict=\"denied\",kind=\"ConfigMap\",operation=\"CREATE\",reason=\"modified\"}"
+        ),
+        Some(1.0),
+        "{m}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_audit_policy_allows_with_a_warning_over_https() {
+    let setup = setup();
+    let (policy, root) = kyverno_policy(
+        setup.path(),
+        "audit.yaml",
+        "  validationFailureAction: Audit\n",
+    );
+    let root_arg = format!("--trusted-root={}", root.display());
+    let webhook = Webhook::start(setup.path(), &[&policy], &[&root_arg]);
+    let answer = decide(&client(&setup.pki), &webhook, &kyverno_review("invalid")).await;
+    let response = &answer["response"];
+    assert_eq!(response["allowed"], true, "{answer}");
+    let warnings = strings_of(&response["warnings"]);
+    assert_eq!(warnings.len(), 1, "{answer}");
+    assert!(warnings[0].contains("[modified]"), "{warnings:?}");
+    let logged = webhook.decisions();
+    assert_eq!(logged[0]["verdict"], "audit-warned");
+    assert_eq!(logged[0]["reason"], "modified");
+}
+
+fn strings_of(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objects_signed_in_the_test_are_allowed_and_tampered_ones_denied() {
+    let setup = setup();
+    let webhook = setup.start(&[]);
+    let c = client(&setup.pki);
+    let object = setup.signed_configmap("app", "1");
+    let answer = decide(&c, &webhook, &review("ok", "CREATE", &object)).await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    // Dry-run requests are answered like real ones.
+    let mut dry = review("dry", "CREATE", &object);
+    dry["request"]["dryRun"] = json!(true);
+    let answer = decide(&c, &webhook, &dry).await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+
+    let mut tampered = object.clone();
+    tampered["data"]["value"] = json!("2");
+    let answer = decide(&c, &webhook, &review("bad", "UPDATE", &tampered)).await;
+    assert_denied(&answer, "modified", "data.value");
+    // DELETE is not verified.
+    let answer = decide(&c, &webhook, &review("del", "DELETE", &tampered)).await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_namespace_signers_over_https() {
+    let setup = setup();
+    let (team_key, team_pub) = key_pair(setup.path(), "team-a");
+    let (central_key, central_pub) = key_pair(setup.path(), "central");
+    // team-a's exceptions: signed by team-a or the central key; elsewhere: central only.
+    let policy = write(
+        setup.path(),
+        "namespaces.yaml",
+        &format!(
+            "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata:\n  name: team-a\nspec:\n  match:\n    kinds: [ConfigMap]\n    namespaces: [team-a]\n  attestors:\n  - count: 1\n    entries:\n    - keys:\n        path: {}\n    - keys:\n        path: {}\n---\napiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata:\n  name: central\nspec:\n  match:\n    kinds: [ConfigMap]\n  exclude:\n    namespaces: [team-a]\n  attestors:\n  - entries:\n    - keys:\n        path: {}\n",
+            team_pub.display(),
+            central_pub.display(),
+            central_pub.display()
+        ),
+    );
+    let webhook = Webhook::start(setup.path(), &[&policy], &[]);
+    let c = client(&setup.pki);
+    let sign = |name: &str, namespace: &str, key: &Path| {
+        let input = write(
+            setup.path(),
+            &format!("{name}.yaml"),
+            &format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  a: b\n"
+            ),
+        );
+        mansign()
+            .args(["sign", "-f"])
+            .arg(&input)
+            .arg("--key")
+            .arg(key)
+            .assert()
+            .success();
+        yaml_to_json(
+            &std::fs::read_to_string(setup.path().join(format!("{name}.yaml.signed"))).unwrap(),
+        )
+    };
+    let team_in_a = sign("team-in-a", "team-a", &team_key);
+    let team_in_b = sign("team-in-b", "team-b", &team_key);
+    let central_in_b = sign("central-in-b", "team-b", &central_key);
+    let central_in_a = sign("central-in-a", "team-a", &central_key);
+
+    for (object, allowed) in [
+        (&team_in_a, true),
+        (&central_in_a, true),
+        (&central_in_b, true),
+        (&team_in_b, false),
+    ] {
+        let answer = decide(&c, &webhook, &review("ns", "CREATE", object)).await;
+        assert_eq!(answer["response"]["allowed"], allowed, "{answer}");
+        if !allowed {
+            let message = answer["response"]["status"]["message"].as_str().unwrap();
+            assert!(message.contains("policy central"), "{message}");
+        }
+    }
 }
