@@ -17,8 +17,11 @@ THREADS=2
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 2; }
 command -v openssl >/dev/null || { echo "openssl (the command) is missing" >&2; exit 2; }
 
-cargo build --locked --release --quiet
-MANSIGN="$PWD/target/release/mansign"
+# MANSIGN=path/to/mansign skips the release build (to try the script out).
+if [ -z "${MANSIGN:-}" ]; then
+  cargo build --locked --release --quiet
+  MANSIGN="$PWD/target/release/mansign"
+fi
 WORK=$(mktemp -d)
 SERVER_PID=
 cleanup() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"; }
@@ -44,13 +47,14 @@ spec:
 YAML
 
 # Distinct signed objects: enough that the fresh run never sends one twice.
-FRESH=${FRESH_OBJECTS:-30000}
+FRESH=${FRESH_OBJECTS:-20000}
 mkdir -p "$WORK/in"
 python3 - "$WORK/in" "$FRESH" <<'PY'
 import sys
 out, n = sys.argv[1], int(sys.argv[2])
-with open(f"{out}/exceptions.yaml", "w") as f:
-    for i in range(n):
+# At most 1000 documents a file (mansign's Limits::max_documents).
+for i in range(n):
+    with open(f"{out}/exceptions-{i // 1000:03}.yaml", "a") as f:
         f.write(f"""---
 apiVersion: kyverno.io/v2
 kind: PolicyException
@@ -68,8 +72,8 @@ spec:
         names: ["job-{i}-*"]
 """)
 PY
-COSIGN_PASSWORD=bench "$MANSIGN" sign -f "$WORK/in/exceptions.yaml" -o "$WORK/signed.yaml" \
-  --key "$WORK/release.key" >/dev/null 2>&1
+COSIGN_PASSWORD=bench "$MANSIGN" sign -f "$WORK/in/" -o "$WORK/signed/" \
+  --key "$WORK/release.key" >/dev/null 2>&1 || { echo "signing the benchmark objects failed" >&2; exit 1; }
 
 # AdmissionReview bodies, one per line: hits.jsonl (one object), fresh.jsonl (all).
 python3 - "$WORK" <<'PY'
@@ -80,7 +84,9 @@ try:
     import yaml
 except ImportError:
     sys.exit("python3 yaml (PyYAML) is needed to build the review bodies")
-docs = [d for d in yaml.safe_load_all((work / "signed.yaml").read_text()) if d]
+loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+docs = [d for f in sorted((work / "signed").glob("*.yaml"))
+        for d in yaml.load_all(f.read_text(), Loader=loader) if d]
 def review(i, obj):
     return json.dumps({
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",

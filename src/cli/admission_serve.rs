@@ -136,3 +136,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
     server::run(options, source)?;
     Ok(Outcome::Success)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("8s"), Ok(Duration::from_secs(8)));
+        assert_eq!(parse_duration("8"), Ok(Duration::from_secs(8)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        for bad in ["", "0s", "-1s", "1h", "1.5s", "s", "25h", "99999999999999999999s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -163,7 +163,10 @@ pub fn run(options: ServeOptions, source: ReviewerSource) -> Result<(), ServeErr
         .build()
         .map_err(ServeError::Runtime)?;
     let log_format = options.log_format;
-    runtime.block_on(serve(options, source, termination(log_format)))
+    let served = runtime.block_on(serve(options, source, termination(log_format)));
+    // A review that outlived the grace period is abandoned, not waited for.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    served
 }
 
 /// SIGTERM (the kubelet stopping the pod) or SIGINT (a terminal).

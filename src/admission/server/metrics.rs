@@ -311,3 +311,45 @@ pub(super) fn cache_stats(reviewer: &Reviewer) -> CacheStats {
     }
     total
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+    }
+
+    #[test]
+    fn label_sets_are_bounded() {
+        let m = Metrics::default();
+        for i in 0..MAX_LABEL_SETS + 50 {
+            m.count("denied", &format!("Kind{i}"), "CREATE", "modified");
+        }
+        let map = lock(&m.requests);
+        assert_eq!(map.len(), MAX_LABEL_SETS + 1);
+        let other = RequestLabels {
+            verdict: "denied".into(),
+            kind: "other".into(),
+            operation: "other".into(),
+            reason: "modified".into(),
+        };
+        assert_eq!(map.get(&other), Some(&51));
+    }
+
+    #[test]
+    fn the_histogram_is_cumulative() {
+        let m = Metrics::default();
+        m.observe(Duration::from_micros(300));
+        m.observe(Duration::from_millis(3));
+        m.observe(Duration::from_secs(60));
+        let text = m.render(CacheStats::default(), 0, (false, true));
+        assert!(text.contains("_bucket{le=\"0.0005\"} 1\n"), "{text}");
+        assert!(text.contains("_bucket{le=\"0.005\"} 2\n"), "{text}");
+        assert!(text.contains("_bucket{le=\"10\"} 2\n"), "{text}");
+        assert!(text.contains("_bucket{le=\"+Inf\"} 3\n"), "{text}");
+        assert!(text.contains("_count 3\n"), "{text}");
+        assert!(text.contains("mansign_config_last_reload_failed{config=\"tls\"} 1\n"));
+    }
+}

@@ -205,3 +205,19 @@ fn respond(status: StatusCode, content_type: &'static str, body: impl Into<Bytes
         .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_content_types() {
+        let json = |v: &'static str| is_json(Some(&HeaderValue::from_static(v)));
+        assert!(json("application/json"));
+        assert!(json("Application/JSON; charset=utf-8"));
+        assert!(!json("application/json-patch+json"));
+        assert!(!json("text/plain"));
+        assert!(!json(""));
+        assert!(!is_json(None));
+    }
+}
