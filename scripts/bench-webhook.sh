@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_PER_RUN=${1:-10}
-CONNECTIONS=${2:-32}
+CONNECTIONS=${2:-8}
 THREADS=2
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 2; }
 command -v openssl >/dev/null || { echo "openssl (the command) is missing" >&2; exit 2; }
