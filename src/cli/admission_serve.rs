@@ -147,7 +147,16 @@ mod tests {
         assert_eq!(parse_duration("8s"), Ok(Duration::from_secs(8)));
         assert_eq!(parse_duration("8"), Ok(Duration::from_secs(8)));
         assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        for bad in ["", "0s", "-1s", "1h", "1.5s", "s", "25h", "99999999999999999999s"] {
+        for bad in [
+            "",
+            "0s",
+            "-1s",
+            "1h",
+            "1.5s",
+            "s",
+            "25h",
+            "99999999999999999999s",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }
