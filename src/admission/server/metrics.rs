@@ -335,7 +335,7 @@ mod tests {
             operation: "other".into(),
             reason: "modified".into(),
         };
-        assert_eq!(map.get(&other), Some(&51));
+        assert_eq!(map.get(&other), Some(&50));
     }
 
     #[test]
