@@ -283,6 +283,12 @@ fn kyverno_review(name: &str) -> Vec<u8> {
 
 /// Kyverno's unit-test policy shape: ConfigMaps and Services signed by the first test key.
 fn kyverno_unit_policy(action: &str) -> PolicySet {
+    kyverno_unit_policy_with(action, "")
+}
+
+/// The same, with `spec` fields (`action`) and `validate` fields (`validate_extra`, indented
+/// six spaces).
+fn kyverno_unit_policy_with(action: &str, validate_extra: &str) -> PolicySet {
     let pem = std::fs::read_to_string(kyverno("keys/ecdsa-pub-1.pem")).unwrap();
     let key: String = pem
         .trim()
@@ -302,30 +308,24 @@ spec:
       - resources:
           kinds: [ConfigMap, Service]
     validate:
-      manifests:
+{validate_extra}      manifests:
         attestors:
         - entries:
           - keys:
               publicKeys: |-
 {key}"
     );
-    let root = TrustRoot::from_file(kyverno("trust-root/sigstore-public-trusted_root.json"))
-        .or_else(|_| {
-            // The copy predates the `mediaType` field (see tests/policy_kyverno.rs).
-            let mut v: Value = serde_json::from_str(
-                &std::fs::read_to_string(kyverno("trust-root/sigstore-public-trusted_root.json"))
-                    .unwrap(),
-            )
-            .unwrap();
-            v["mediaType"] = "application/vnd.dev.sigstore.trustedroot+json;version=0.1".into();
-            TrustRoot::from_json(&v.to_string())
-        })
-        .unwrap();
-    let options = LoadOptions {
-        trust_root: Some(Arc::new(root)),
+    load_str("unit.yaml", &text, repo(), &kyverno_options()).unwrap()
+}
+
+/// The fixtures' public-good root (deterministic: not the developer's cached root).
+fn kyverno_options() -> LoadOptions {
+    LoadOptions {
+        trust_root: Some(Arc::new(
+            TrustRoot::from_file(kyverno_root_for_cli()).unwrap(),
+        )),
         ..LoadOptions::default()
-    };
-    load_str("unit.yaml", &text, repo(), &options).unwrap()
+    }
 }
 
 #[test]
@@ -395,6 +395,203 @@ fn kyverno_lower_case_enforce_denies() {
     let r = reviewer(text_policy);
     let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
     assert_denied(&response, &reviewed, "modified", "data.key3");
+}
+
+#[test]
+fn rule_failure_action_takes_precedence_over_the_policys() {
+    let r = reviewer(kyverno_unit_policy_with(
+        "  validationFailureAction: Enforce\n",
+        "      failureAction: Audit\n",
+    ));
+    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
+    assert_allowed(&response, &reviewed, Outcome::AuditWarned);
+    let r = reviewer(kyverno_unit_policy_with(
+        "  validationFailureAction: audit\n",
+        "      failureAction: enforce\n",
+    ));
+    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
+    assert_denied(&response, &reviewed, "modified", "data.key3");
+}
+
+#[test]
+fn failure_action_overrides_apply_per_namespace() {
+    // The fixture's namespace is sample-ns.
+    let audit_in_samples = "  validationFailureAction: Enforce
+  validationFailureActionOverrides:
+  - action: Audit
+    namespaces: [sample-*]
+";
+    let r = reviewer(kyverno_unit_policy(audit_in_samples));
+    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
+    assert_allowed(&response, &reviewed, Outcome::AuditWarned);
+    let audit_elsewhere = "  validationFailureAction: Enforce
+  validationFailureActionOverrides:
+  - action: Audit
+    namespaces: [sandbox]
+";
+    let r = reviewer(kyverno_unit_policy(audit_elsewhere));
+    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
+    assert_denied(&response, &reviewed, "modified", "data.key3");
+    // Rule-level overrides come first: enforce in sample-ns although the policy audits.
+    let r = reviewer(kyverno_unit_policy_with(
+        "  validationFailureAction: Audit\n",
+        "      failureActionOverrides:\n      - action: Enforce\n        namespaces: [sample-ns]\n",
+    ));
+    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
+    assert_denied(&response, &reviewed, "modified", "data.key3");
+}
+
+#[test]
+fn audit_rule_does_not_excuse_an_enforce_rule_that_fails_too() {
+    let mut policy = kyverno_unit_policy("  validationFailureAction: Audit\n");
+    policy.extend(kyverno_unit_policy(""));
+    let r = reviewer(policy);
+    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
+    assert_denied(&response, &reviewed, "modified", "data.key3");
+    // The audit rule's warning is still sent.
+    assert_eq!(
+        response["warnings"].as_array().unwrap().len(),
+        1,
+        "{response}"
+    );
+}
+
+#[test]
+fn roles_are_unknown_in_a_request_so_a_role_exclusion_does_not_skip_the_rule() {
+    // A rule that excludes cluster-admins: the request carries no roles, so the exclusion
+    // cannot be known to hold and the rule applies.
+    let pem = std::fs::read_to_string(kyverno("keys/ecdsa-pub-1.pem")).unwrap();
+    let key: String = pem
+        .trim()
+        .lines()
+        .map(|l| format!("                  {l}\n"))
+        .collect();
+    let text = format!(
+        "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: unit
+spec:
+  rules:
+  - name: manifests
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+    exclude:
+      any:
+      - clusterRoles: [cluster-admin]
+    validate:
+      manifests:
+        attestors:
+        - entries:
+          - keys:
+              publicKeys: |-
+{key}"
+    );
+    let policy = load_str("unit.yaml", &text, repo(), &kyverno_options()).unwrap();
+    let (response, reviewed) = answer(&reviewer(policy), &kyverno_review("unsigned"));
+    assert_denied(&response, &reviewed, "not-signed", "policy unit");
+}
+
+#[test]
+fn the_requesting_user_decides_subject_exclusions() {
+    // `kubernetes-admin` (the fixture's user) is excluded: not matched, allowed; another
+    // user is not.
+    let policy = |user: &str| {
+        let pem = std::fs::read_to_string(kyverno("keys/ecdsa-pub-1.pem")).unwrap();
+        let key: String = pem
+            .trim()
+            .lines()
+            .map(|l| format!("                  {l}\n"))
+            .collect();
+        let text = format!(
+            "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: unit
+spec:
+  rules:
+  - name: manifests
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+    exclude:
+      any:
+      - subjects:
+        - kind: User
+          name: {user}
+    validate:
+      manifests:
+        attestors:
+        - entries:
+          - keys:
+              publicKeys: |-
+{key}"
+        );
+        load_str("unit.yaml", &text, repo(), &kyverno_options()).unwrap()
+    };
+    let (response, reviewed) = answer(
+        &reviewer(policy("kubernetes-admin")),
+        &kyverno_review("unsigned"),
+    );
+    assert_allowed(&response, &reviewed, Outcome::NotMatched);
+    let (response, reviewed) = answer(
+        &reviewer(policy("someone-else")),
+        &kyverno_review("unsigned"),
+    );
+    assert_denied(&response, &reviewed, "not-signed", "policy unit");
+}
+
+#[test]
+fn generate_name_create_of_a_matched_kind_is_denied() {
+    let r = reviewer(kyverno_unit_policy(""));
+    let mut v = signed_review_value();
+    let meta = v["request"]["object"]["metadata"].as_object_mut().unwrap();
+    meta.remove("name");
+    meta.insert("generateName".into(), json!("sample-"));
+    v["request"]["name"] = json!("");
+    let (response, reviewed) = answer(&r, &serde_json::to_vec(&v).unwrap());
+    assert_denied(&response, &reviewed, "malformed-object", "metadata.name");
+}
+
+#[test]
+fn hostile_bodies_get_an_answer_or_a_code_never_a_panic() {
+    // Every prefix and a set of byte edits of a real review: each is answered or refused.
+    let r = reviewer(kyverno_unit_policy(""));
+    let body = kyverno_review("signed");
+    for cut in (0..body.len()).step_by(97) {
+        let _ = r.review(&body[..cut]);
+    }
+    for (i, at) in (0..body.len()).step_by(131).enumerate() {
+        let mut edited = body.clone();
+        edited[at] = [b'{', b'[', b'"', b'\\', 0xff, b'0'][i % 6];
+        let reviewed = r.review(&edited);
+        if let Err(bad) = &reviewed.response {
+            assert_eq!(reviewed.decision.outcome, Outcome::Invalid, "{bad}");
+        }
+    }
+    let v = signed_review_value();
+    for (field, value) in [
+        ("object", json!("a string")),
+        ("object", json!([1, 2])),
+        ("userInfo", json!(null)),
+        ("kind", json!("ConfigMap")),
+        ("namespace", json!(7)),
+        ("dryRun", json!("yes")),
+    ] {
+        let mut edited = v.clone();
+        edited["request"][field] = value;
+        let _ = r.review(&serde_json::to_vec(&edited).unwrap());
+    }
+}
+
+#[test]
+fn reviewer_is_send_and_sync() {
+    fn shared<T: Send + Sync>() {}
+    shared::<Reviewer>();
+    shared::<Reviewed>();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -549,6 +746,24 @@ fn audit_rule_allows_an_unsigned_object_with_a_warning() {
 }
 
 #[test]
+fn review_at_judges_the_signature_age_at_the_given_time() {
+    let r = reviewer(platform_policy("  maxAge: 1h\n"));
+    let body = Request::create("backup", &signed().backup_by_platform).body();
+    let (response, reviewed) = answer(&r, &body);
+    assert_allowed(&response, &reviewed, Outcome::Allowed);
+    let later = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(2);
+    let reviewed = r.review_at(&body, later);
+    assert_eq!(
+        reviewed.decision.outcome,
+        Outcome::Denied,
+        "{:?}",
+        reviewed.decision
+    );
+    let response: Value = serde_json::from_slice(reviewed.response.as_ref().unwrap()).unwrap();
+    assert_eq!(response["response"]["allowed"], false);
+}
+
+#[test]
 fn an_object_claiming_another_namespace_than_the_request_is_denied() {
     let r = reviewer(platform_policy(""));
     // Signed for `backup`, sent in a request for `payments`.
@@ -638,6 +853,105 @@ fn central_signature_is_accepted_in_every_namespace() {
             vec![format!("{PLATFORM} ({GITHUB_ISSUER})")],
             "{ns}"
         );
+    }
+}
+
+/// The same decision in Kyverno documents: a namespaced `Policy` per team namespace and a
+/// `ClusterPolicy` for the rest (docs/admission.md).
+fn kyverno_per_namespace_policy() -> PolicySet {
+    let team = |ns: &str, subject: &str| {
+        format!(
+            "apiVersion: kyverno.io/v1
+kind: Policy
+metadata:
+  name: {ns}-exceptions
+  namespace: {ns}
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: signed
+    match:
+      any:
+      - resources:
+          kinds: [PolicyException]
+    validate:
+      manifests:
+        attestors:
+        - count: 1
+          entries:
+          - keyless:
+              issuer: {GITHUB_ISSUER}
+              subject: {subject}
+          - keyless:
+              issuer: {GITHUB_ISSUER}
+              subject: {PLATFORM}
+"
+        )
+    };
+    let text = format!(
+        "{}---\n{}---
+apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: platform-exceptions
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: signed
+    match:
+      any:
+      - resources:
+          kinds: [PolicyException]
+    exclude:
+      any:
+      - resources:
+          namespaces: [team-a, team-b]
+    validate:
+      manifests:
+        attestors:
+        - entries:
+          - keyless:
+              issuer: {GITHUB_ISSUER}
+              subject: {PLATFORM}
+",
+        team("team-a", TEAM_A),
+        team("team-b", TEAM_B)
+    );
+    load_str(
+        "kyverno-per-namespace.yaml",
+        &text,
+        repo(),
+        &stack_options(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn kyverno_policies_express_the_same_per_namespace_signers() {
+    let r = reviewer(kyverno_per_namespace_policy());
+    let s = signed();
+    for (object, ns, allowed) in [
+        (&s.by_team_a, "team-a", true),
+        (&s.by_team_a, "team-b", false),
+        (&s.by_team_a, "payments", false),
+        (&s.by_team_b, "team-b", true),
+        (&s.by_team_b, "team-a", false),
+        (&s.by_platform, "team-a", true),
+        (&s.by_platform, "team-b", true),
+        (&s.by_platform, "payments", true),
+    ] {
+        let (response, reviewed) = answer(&r, &in_namespace(object, ns));
+        assert_eq!(
+            response["allowed"], allowed,
+            "{} in {ns}: {response}",
+            object["metadata"]["name"]
+        );
+        if !allowed {
+            assert_eq!(
+                reviewed.decision.reason_code.as_deref(),
+                Some("subject-mismatch")
+            );
+        }
     }
 }
 
@@ -918,6 +1232,24 @@ fn cli_audit_policy_exits_0_with_the_warning() {
 }
 
 #[test]
+fn offline_verify_fails_an_audit_rule_and_shows_the_action() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = kyverno_policy_file(dir.path(), "  validationFailureAction: Audit\n");
+    let out = common::mansign()
+        .args(["verify", "--policy"])
+        .arg(&policy)
+        .arg("--trusted-root")
+        .arg(kyverno_root_for_cli())
+        .arg("-f")
+        .arg(kyverno("unit-validate-manifest/invalid-resource.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("FAILED [diff] (Audit)"), "{stdout}");
+}
+
+#[test]
 fn cli_bad_review_exits_2_naming_the_file_and_prints_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let policy = kyverno_policy_file(dir.path(), "");
@@ -932,4 +1264,190 @@ fn cli_bad_review_exits_2_naming_the_file_and_prints_nothing() {
     let out = cli_review(&policy, &missing);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing.json"));
+}
+
+/// A request body edited as JSON (subresource, kind, namespace), for the cases the
+/// `Request` builder does not make.
+fn edited(req: &Request, edit: impl FnOnce(&mut Value)) -> Vec<u8> {
+    let mut review: Value = serde_json::from_slice(&req.body()).unwrap();
+    edit(&mut review["request"]);
+    serde_json::to_vec(&review).unwrap()
+}
+
+#[test]
+fn a_write_through_a_subresource_is_denied_and_a_status_write_is_not_verified() {
+    let r = reviewer(platform_policy(""));
+    // `kubectl scale` of a signed Deployment: the request carries a Scale, not the object,
+    // and no rule names Scale. It must not pass as "no rule applies".
+    let scale = json!({
+        "apiVersion": "autoscaling/v1", "kind": "Scale",
+        "metadata": {"name": "web", "namespace": "backup"}, "spec": {"replicas": 0},
+    });
+    let body = edited(
+        &Request {
+            operation: "UPDATE",
+            namespace: Some("backup"),
+            object: Some(scale.clone()),
+            old_object: Some(scale),
+            dry_run: false,
+        },
+        |request| {
+            request["resource"] =
+                json!({"group": "apps", "version": "v1", "resource": "deployments"});
+            request["subResource"] = json!("scale");
+        },
+    );
+    let (response, reviewed) = answer(&r, &body);
+    assert_denied(&response, &reviewed, "subresource", "deployments/scale");
+    // A status write keeps everything but status, which is not signed.
+    let body = edited(
+        &Request::create("backup", &tampered(&signed().backup_by_platform)),
+        |request| {
+            request["operation"] = json!("UPDATE");
+            request["subResource"] = json!("status");
+        },
+    );
+    let (response, reviewed) = answer(&r, &body);
+    assert_allowed(&response, &reviewed, Outcome::Skipped);
+    assert!(
+        reviewed.decision.message.contains("status"),
+        "{}",
+        reviewed.decision.message
+    );
+}
+
+#[test]
+fn a_kind_pinned_to_a_version_still_matches_the_object_sent_in_another_version() {
+    let text = format!(
+        "apiVersion: mansign.dev/v1alpha1
+kind: ManifestPolicy
+metadata:
+  name: pinned
+spec:
+  match:
+    kinds: [kyverno.io/v2/PolicyException]
+  namespaceBinding: [\"*\"]
+  ignoreProfile: kubernetes
+  attestors:
+  - entries:
+    - keyless:
+        issuer: {GITHUB_ISSUER}
+        subject: {PLATFORM}
+"
+    );
+    let r = reviewer(load_str("pinned.yaml", &text, repo(), &stack_options()).unwrap());
+    // The signed v2 object passes.
+    let (response, reviewed) = answer(
+        &r,
+        &Request::create("backup", &signed().backup_by_platform).body(),
+    );
+    assert_allowed(&response, &reviewed, Outcome::Allowed);
+    // The same exception sent unsigned as v2beta1 (a webhook registered for every
+    // version sends it as is) is matched and denied, not waved through as unmatched.
+    let mut unsigned = mansign::manifest::parse_documents(
+        &exception("plain", Some("backup")),
+        &mansign::Limits::default(),
+    )
+    .unwrap()
+    .remove(0)
+    .1;
+    unsigned["apiVersion"] = json!("kyverno.io/v2beta1");
+    let (response, reviewed) = answer(&r, &Request::create("backup", &unsigned).body());
+    assert_denied(&response, &reviewed, "not-signed", "policy pinned");
+    // The signed v2 document sent as v2beta1 is a different object: denied.
+    let mut relabelled = signed().backup_by_platform.clone();
+    relabelled["apiVersion"] = json!("kyverno.io/v2beta1");
+    let (response, reviewed) = answer(&r, &Request::create("backup", &relabelled).body());
+    assert!(!reviewed.decision.outcome.is_allowed(), "{response}");
+}
+
+#[test]
+fn a_namespaced_kyverno_policy_does_not_apply_to_a_cluster_scoped_request() {
+    let text = "apiVersion: kyverno.io/v1
+kind: Policy
+metadata:
+  name: team-configmaps
+  namespace: team-a
+spec:
+  validationFailureAction: Enforce
+  rules:
+  - name: signed
+    match:
+      any:
+      - resources:
+          kinds: [ClusterRole, ConfigMap]
+    validate:
+      manifests:
+        attestors:
+        - entries:
+          - keys:
+              publicKeys: |-
+                -----BEGIN PUBLIC KEY-----
+                MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAESNpI3RIORxVxOOnxGq+gmUVKgbTm
+                DVI9bX8G4XqiyspEm/7mb7QANWuO9NrHxxNldvBtBuKC3zjZKs2giviYAQ==
+                -----END PUBLIC KEY-----
+";
+    let r = reviewer(load_str("team.yaml", text, repo(), &stack_options()).unwrap());
+    let cluster_role = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "viewer"}, "rules": [],
+    });
+    let req = Request {
+        operation: "CREATE",
+        namespace: None,
+        object: Some(cluster_role),
+        old_object: None,
+        dry_run: false,
+    };
+    let (response, reviewed) = answer(&r, &req.body());
+    assert_allowed(&response, &reviewed, Outcome::NotMatched);
+    // In its own namespace the policy applies: an unsigned ConfigMap is denied.
+    let config_map = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "plain", "namespace": "team-a"}, "data": {"a": "b"},
+    });
+    let (response, reviewed) = answer(&r, &Request::create("team-a", &config_map).body());
+    assert_denied(&response, &reviewed, "not-signed", "team-configmaps");
+}
+
+#[test]
+fn a_service_account_subject_without_namespace_is_refused_when_loading() {
+    for block in ["match", "exclude"] {
+        let text = format!(
+            "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: by-controller
+spec:
+  rules:
+  - name: signed
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+{}
+    validate:
+      manifests:
+        attestors:
+        - entries:
+          - keyless:
+              issuer: {GITHUB_ISSUER}
+              subject: {PLATFORM}
+",
+            if block == "match" {
+                "        subjects:\n        - kind: ServiceAccount\n          name: deployer\n"
+                    .to_string()
+            } else {
+                "    exclude:\n      any:\n      - subjects:\n        - kind: ServiceAccount\n          name: deployer\n"
+                    .to_string()
+            }
+        );
+        let err = load_str("sa.yaml", &text, repo(), &stack_options()).unwrap_err();
+        let message = err.to_string();
+        assert!(
+            message.contains(&format!("{block}.any[0].subjects[0].namespace"))
+                && message.contains("needs a namespace"),
+            "{message}"
+        );
+    }
 }

@@ -24,7 +24,8 @@ use super::response::{Answer, MAX_WARNING_CHARS, body as response_body, bounded}
 use crate::manifest::{Document, DocumentOrigin, ObjectIdentity, Source};
 use crate::policy::{FailureAction, PolicyRule, PolicySet, RequestContext, UserInfo};
 use crate::verify::{Rejection, SignerInfo};
-use kube_core::admission::Operation;
+use kube_core::admission::{AdmissionRequest, Operation};
+use kube_core::dynamic::DynamicObject;
 use serde_json::Value;
 
 /// Bounds and switches of the reviewer.
@@ -136,21 +137,24 @@ impl Reviewer {
                 },
                 response: Err(bad),
             },
-            Ok(parsed) => {
-                let (decision, answer) = self.decide(&parsed, now);
+            Ok(ParsedRequest { request, object }) => {
+                let (decision, answer) = self.decide(&request, object, now);
                 Reviewed {
-                    response: Ok(response_body(&parsed.request, &answer)),
+                    response: Ok(response_body(&request, &answer)),
                     decision,
                 }
             }
         }
     }
 
-    fn decide(&self, parsed: &ParsedRequest, now: Option<jiff::Timestamp>) -> (Decision, Answer) {
-        let request = &parsed.request;
+    fn decide(
+        &self,
+        request: &AdmissionRequest<DynamicObject>,
+        object: Option<Value>,
+        now: Option<jiff::Timestamp>,
+    ) -> (Decision, Answer) {
         let namespace = request.namespace.clone().filter(|ns| !ns.is_empty());
-        let object_name = parsed
-            .object
+        let object_name = object
             .as_ref()
             .and_then(|o| o.get("metadata")?.get("name")?.as_str())
             .map(str::to_string);
@@ -180,24 +184,17 @@ impl Reviewer {
             message: None,
             warnings: Vec::new(),
         };
-        let Some(object) = parsed
-            .object
-            .clone()
-            .filter(|_| matches!(request.operation, Operation::Create | Operation::Update))
+        let Some(object) =
+            object.filter(|_| matches!(request.operation, Operation::Create | Operation::Update))
         else {
             decision.outcome = Outcome::Skipped;
             decision.message = format!("{} requests are not verified", decision.operation);
             return (decision, allow);
         };
-        let ctx = RequestContext {
-            operation: Some(decision.operation.clone()),
-            user: Some(UserInfo {
-                username: decision.user.clone(),
-                groups: request.user_info.groups.clone().unwrap_or_default(),
-                roles: None,
-                cluster_roles: None,
-            }),
-        };
+        if let Some(sub) = request.sub_resource.as_deref().filter(|s| !s.is_empty()) {
+            return subresource_write(decision, request, sub);
+        }
+        let ctx = request_context(&decision.operation, request);
         let (object, namespace_conflict) = with_request_namespace(object, namespace.as_deref());
         let request_id = ObjectIdentity {
             group: request.kind.group.clone(),
@@ -206,23 +203,7 @@ impl Reviewer {
             namespace: namespace.clone(),
             name: decision.name.clone(),
         };
-        let object_id = ObjectIdentity::of(&object).ok();
-        let matched: Vec<&PolicyRule> = self
-            .policies
-            .rules
-            .iter()
-            .filter(|r| {
-                r.applies_to(&object, &request_id, &ctx)
-                    || object_id
-                        .as_ref()
-                        .is_some_and(|id| r.applies_to(&object, id, &ctx))
-                    || namespace_conflict.as_ref().is_some_and(|claimed| {
-                        let mut id = request_id.clone();
-                        id.namespace = Some(claimed.clone());
-                        r.applies_to(&object, &id, &ctx)
-                    })
-            })
-            .collect();
+        let matched = self.matched_rules(&object, request_id, namespace_conflict.as_deref(), &ctx);
         if matched.is_empty() {
             decision.outcome = Outcome::NotMatched;
             decision.message = "no policy rule applies to this object".into();
@@ -245,6 +226,32 @@ impl Reviewer {
             self.verify(&matched, object, now, &mut decision.signers)
         };
         finish(decision, failures)
+    }
+
+    /// The rules that apply to the object under its own identity, the one the request
+    /// gives, or the namespace the object claims: whichever selects more (unknowns add
+    /// checks, never remove one).
+    fn matched_rules(
+        &self,
+        object: &Value,
+        request_id: ObjectIdentity,
+        claimed_namespace: Option<&str>,
+        ctx: &RequestContext,
+    ) -> Vec<&PolicyRule> {
+        let mut ids = vec![request_id];
+        if let Ok(id) = ObjectIdentity::of(object) {
+            ids.push(id);
+        }
+        if let Some(claimed) = claimed_namespace {
+            let mut id = ids[0].clone();
+            id.namespace = Some(claimed.to_string());
+            ids.push(id);
+        }
+        self.policies
+            .rules
+            .iter()
+            .filter(|r| ids.iter().any(|id| r.applies_to(object, id, ctx)))
+            .collect()
     }
 
     /// Verifies the object under every matched rule; the failures, in rule order.
@@ -307,6 +314,64 @@ impl Reviewer {
             }
         }
         failures
+    }
+}
+
+/// A `CREATE` or `UPDATE` through a subresource (`deployments/scale`,
+/// `pods/ephemeralcontainers`, ...). It changes the object without sending it whole, so it
+/// cannot be compared with a signed document: denied, fail-closed. `status` is the exception:
+/// the API server keeps everything but `status` on such a write, and `status` is not signed.
+/// The webhook only receives subresources its rules list (deploy/ lists none), so a denial
+/// here means someone registered the subresource for checking.
+fn subresource_write(
+    mut decision: Decision,
+    request: &AdmissionRequest<DynamicObject>,
+    sub: &str,
+) -> (Decision, Answer) {
+    let resource = format!("{}/{sub}", request.resource.resource);
+    if sub == "status" {
+        decision.outcome = Outcome::Skipped;
+        decision.message =
+            format!("{resource}: a status write changes only status, which is not signed");
+        return (
+            decision,
+            Answer {
+                allowed: true,
+                message: None,
+                warnings: Vec::new(),
+            },
+        );
+    }
+    let message = format!(
+        "{resource}: a write through the {sub} subresource changes the object outside its \
+         signed manifest and cannot be verified [subresource]; remove {resource} from the \
+         webhook's rules if such writes are to be allowed"
+    );
+    decision.outcome = Outcome::Denied;
+    decision.reason_code = Some("subresource".into());
+    decision.message = message.clone();
+    (
+        decision,
+        Answer {
+            allowed: false,
+            message: Some(message),
+            warnings: Vec::new(),
+        },
+    )
+}
+
+/// The request's operation and user (a request carries no roles: unknown).
+fn request_context(operation: &str, request: &AdmissionRequest<DynamicObject>) -> RequestContext {
+    RequestContext {
+        operation: Some(operation.to_string()),
+        user: Some(UserInfo {
+            username: request.user_info.username.clone().unwrap_or_default(),
+            groups: request.user_info.groups.clone().unwrap_or_default(),
+            roles: None,
+            cluster_roles: None,
+        }),
+        namespace_known: true,
+        any_version: true,
     }
 }
 

@@ -20,6 +20,12 @@ pub struct PolicyArgs {
     /// embedded public-good root.
     #[arg(long, value_name = "FILE")]
     pub trusted_root: Option<PathBuf>,
+
+    /// Accept keyless policy entries without an issuer (Kyverno policies often have none):
+    /// the subject is still required, each such entry is warned about once, and every result
+    /// it accepts says "issuer not checked". Insecure; `mansign policy convert` pins issuers.
+    #[arg(long)]
+    pub insecure_any_issuer: bool,
 }
 
 impl PolicyArgs {
@@ -36,6 +42,7 @@ impl PolicyArgs {
         let options = LoadOptions {
             trust_root,
             limits: Limits::default(),
+            insecure_any_issuer: self.insecure_any_issuer,
         };
         let mut set = PolicySet::default();
         for path in &self.policies {

@@ -11,6 +11,7 @@ mod conformance;
 mod generate_key_pair;
 mod output;
 mod password;
+mod policy;
 mod sign;
 mod trust;
 mod verify;
@@ -46,6 +47,9 @@ enum Command {
     GenerateKeyPair(generate_key_pair::GenerateKeyPairArgs),
     /// Admission checker: the validating webhook (`serve`) and offline answers (`review`).
     Admission(admission::AdmissionArgs),
+    /// Policy files: convert Kyverno policies to mansign's format, explain what one enforces.
+    #[command(after_help = EXIT_CODES)]
+    Policy(policy::PolicyArgs),
     /// Inspect or refresh trust roots (`trust update` fetches trusted_root.json over TUF).
     Trust(trust::TrustArgs),
     /// Print version information.
@@ -113,6 +117,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Verify(a) => verify::run(a),
         Command::GenerateKeyPair(a) => generate_key_pair::run(a),
         Command::Admission(a) => admission::run(a),
+        Command::Policy(a) => policy::run(a),
         Command::Trust(a) => trust::run(a),
         Command::Version(a) => version::run(a),
         Command::Completion(a) => completion::run(a),

@@ -143,6 +143,13 @@ pub struct VerifyArgs {
     #[arg(long, help_heading = "Keyless identity")]
     pub insecure_any_identity: bool,
 
+    /// With --policy: accept keyless policy entries without an issuer (Kyverno policies
+    /// often have none). The subject is still required, each such entry is warned about
+    /// once, and every result it accepts says "issuer not checked". Insecure; `mansign
+    /// policy convert` pins issuers instead.
+    #[arg(long)]
+    pub insecure_any_issuer: bool,
+
     /// Sigstore `trusted_root.json` (Fulcio CAs, Rekor and CT log keys). Default: the root
     /// cached by `mansign trust update`, else the public-good root embedded in mansign.
     /// Verification never uses the network.
@@ -167,6 +174,12 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
     });
     if let Some(path) = &args.policy {
         return run_policy(&args, path, trust, limits);
+    }
+    if args.insecure_any_issuer {
+        bail!(
+            "--insecure-any-issuer applies to policy files (--policy); on the command line \
+             name the issuer with --certificate-oidc-issuer"
+        );
     }
     let attestors = if args.keys.is_empty() {
         vec![Attestor::Keyless(KeylessAttestor::new(
@@ -236,6 +249,7 @@ fn run_policy(
     let options = LoadOptions {
         trust_root: Some(trust),
         limits,
+        insecure_any_issuer: args.insecure_any_issuer,
     };
     let mut policy = load_policy_file(path, &options)?;
     if let Some(spec) = &args.max_age {

@@ -43,6 +43,18 @@ pub enum TrustRootError {
     Unusable { origin: String, reason: String },
 }
 
+/// Why a root could not be narrowed to a list of CA certificates.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RestrictError {
+    #[error("no certificate given")]
+    Empty,
+    /// The certificate at this position (0-based) is no CA certificate of the root.
+    #[error("certificate {} is not a certificate authority of the trust root", .index + 1)]
+    NotInRoot { index: usize },
+    #[error("cannot rebuild the narrowed trust root: {reason}")]
+    Rebuild { reason: String },
+}
+
 /// Why a signed entry timestamp did not verify against the root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RekorSetError {
@@ -224,6 +236,75 @@ impl TrustRoot {
         self.rekor_keys.key(&Sha256Hash::new(*log_id)).is_some()
     }
 
+    /// The same root, trusting only the certificate authorities whose chain holds one of
+    /// `certificates` (DER). Every certificate must be a CA certificate of this root:
+    /// `Err(i)` names the first one that is not (a migration can narrow what a root trusts,
+    /// never add to it). The logs are kept: a bare CA list has no log keys of its own.
+    pub fn restricted_to_certificates(
+        &self,
+        certificates: &[Vec<u8>],
+    ) -> Result<TrustRoot, RestrictError> {
+        let in_chain = |ca: &sigstore_trust_root::CertificateAuthority, der: &[u8]| {
+            ca.cert_chain
+                .certificates
+                .iter()
+                .any(|c| c.raw_bytes.as_bytes() == der)
+        };
+        if certificates.is_empty() {
+            return Err(RestrictError::Empty);
+        }
+        if let Some(i) = certificates.iter().position(|der| {
+            !self
+                .root
+                .certificate_authorities
+                .iter()
+                .any(|ca| in_chain(ca, der))
+        }) {
+            return Err(RestrictError::NotInRoot { index: i });
+        }
+        let mut root = self.root.clone();
+        root.certificate_authorities
+            .retain(|ca| certificates.iter().any(|der| in_chain(ca, der)));
+        let json = serde_json::to_string(&root).map_err(|e| RestrictError::Rebuild {
+            reason: e.to_string(),
+        })?;
+        Self::parse(
+            format!(
+                "{} (only the certificate authorities of keyless.roots)",
+                self.origin
+            ),
+            &json,
+        )
+        .map_err(|e| RestrictError::Rebuild {
+            reason: e.to_string(),
+        })
+    }
+
+    /// True when `der` (SubjectPublicKeyInfo) is the key of one of the root's Rekor logs.
+    pub fn has_rekor_key(&self, der: &[u8]) -> bool {
+        self.root
+            .tlogs
+            .iter()
+            .any(|t| t.public_key.raw_bytes.as_bytes() == der)
+    }
+
+    /// True when `der` (SubjectPublicKeyInfo) is the key of one of the root's CT logs.
+    pub fn has_ctlog_key(&self, der: &[u8]) -> bool {
+        self.root
+            .ctlogs
+            .iter()
+            .any(|t| t.public_key.raw_bytes.as_bytes() == der)
+    }
+
+    /// Base URLs of the root's Rekor logs.
+    pub fn rekor_urls(&self) -> Vec<&str> {
+        self.root
+            .tlogs
+            .iter()
+            .map(|t| t.base_url.as_str())
+            .collect()
+    }
+
     /// DER of every Fulcio CA certificate whose authority was valid at `time`. Each one
     /// is a trust anchor: Sigstore ships intermediates as anchors too (sigstore-verify
     /// does the same).
@@ -344,5 +425,60 @@ mod tests {
               "logId":{"keyId":"wNI9atQGlz+VWfO6LRygH4QUfY/8W4RFwiT5i5WRgB0="}}]}"#;
         let err = TrustRoot::from_json(json).unwrap_err();
         assert!(matches!(err, TrustRootError::Unusable { .. }), "{err}");
+    }
+
+    fn ca_certificates(root: &TrustRoot) -> Vec<Vec<Vec<u8>>> {
+        root.root
+            .certificate_authorities
+            .iter()
+            .map(|ca| {
+                ca.cert_chain
+                    .certificates
+                    .iter()
+                    .map(|c| c.raw_bytes.as_bytes().to_vec())
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn restricting_to_a_ca_certificate_keeps_only_its_authority_and_the_logs() {
+        let root = TrustRoot::public_good().unwrap();
+        let cas = ca_certificates(&root);
+        assert!(cas.len() >= 2);
+        let narrowed = root
+            .restricted_to_certificates(&[cas[0][0].clone()])
+            .unwrap();
+        assert_eq!(ca_certificates(&narrowed), vec![cas[0].clone()]);
+        assert_eq!(narrowed.root.tlogs.len(), root.root.tlogs.len());
+        assert_eq!(narrowed.root.ctlogs.len(), root.root.ctlogs.len());
+        assert!(narrowed.origin().contains("keyless.roots"));
+    }
+
+    #[test]
+    fn restricting_to_a_certificate_outside_the_root_is_refused() {
+        let root = TrustRoot::public_good().unwrap();
+        let staging = TrustRoot::staging().unwrap();
+        let foreign = ca_certificates(&staging).remove(0).remove(0);
+        let known = ca_certificates(&root).remove(0).remove(0);
+        assert_eq!(
+            root.restricted_to_certificates(&[known, foreign])
+                .unwrap_err(),
+            RestrictError::NotInRoot { index: 1 }
+        );
+        assert_eq!(
+            root.restricted_to_certificates(&[]).unwrap_err(),
+            RestrictError::Empty
+        );
+    }
+
+    #[test]
+    fn log_keys_of_the_root_are_recognised() {
+        let root = TrustRoot::public_good().unwrap();
+        let rekor = root.root.tlogs[0].public_key.raw_bytes.as_bytes().to_vec();
+        let ct = root.root.ctlogs[0].public_key.raw_bytes.as_bytes().to_vec();
+        assert!(root.has_rekor_key(&rekor) && !root.has_rekor_key(&ct));
+        assert!(root.has_ctlog_key(&ct) && !root.has_ctlog_key(&rekor));
+        assert!(root.rekor_urls().contains(&"https://rekor.sigstore.dev"));
     }
 }

@@ -120,6 +120,11 @@ impl Verifier {
         self
     }
 
+    /// Who must have signed.
+    pub fn requirement(&self) -> &Requirement {
+        &self.requirement
+    }
+
     /// The maximum signature age this verifier enforces, if any.
     pub fn max_age(&self) -> Option<jiff::SignedDuration> {
         self.max_age

@@ -174,7 +174,7 @@ pub struct CertificatesSpec {
     pub ctlog: Option<CtlogSpec>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct KeylessSpec {
     #[serde(default)]
@@ -195,7 +195,7 @@ pub struct KeylessSpec {
     pub additional_extensions: Option<BTreeMap<String, String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RekorSpec {
     #[serde(default)]
@@ -206,7 +206,7 @@ pub struct RekorSpec {
     pub ignore_tlog: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CtlogSpec {
     #[serde(default, rename = "ignoreSCT")]
