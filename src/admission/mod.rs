@@ -7,6 +7,7 @@
 //! * [`request`]: reading the body (bounded; kube-core's admission types for the envelope,
 //!   the object kept as sent); [`response`]: the response body and its wording rules.
 //! * [`decision`]: what was decided about one request, for the log line and the metrics.
+//! * `server` (feature `server`, on by default): the HTTPS webhook around the reviewer.
 //!
 //! What is decided, and why, is in `docs/admission.md`.
 //!
@@ -70,6 +71,8 @@ pub mod decision;
 pub mod request;
 pub mod response;
 pub mod review;
+#[cfg(feature = "server")]
+pub mod server;
 
 pub use decision::{Decision, Outcome};
 pub use review::{BadReview, ReviewOptions, Reviewed, Reviewer};

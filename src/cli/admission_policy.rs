@@ -29,7 +29,8 @@ pub struct PolicyArgs {
 }
 
 impl PolicyArgs {
-    /// Loads every policy file into one set.
+    /// Loads every policy file into one set, printing the loader's notes (skipped rules,
+    /// entries whose issuer is not checked) on stderr, as `verify --policy` does.
     pub fn load(&self) -> anyhow::Result<PolicySet> {
         let trust_root = match &self.trusted_root {
             Some(path) => {
@@ -47,6 +48,9 @@ impl PolicyArgs {
         let mut set = PolicySet::default();
         for path in &self.policies {
             set.extend(load_policy_file(path, &options)?);
+        }
+        for note in &set.notes {
+            eprintln!("note: {note}");
         }
         Ok(set)
     }

@@ -168,7 +168,7 @@ fn without_insecure_suggestion(e: &clap::Error) -> Option<String> {
 
 /// The error and its causes on one line. Library errors often repeat their cause in
 /// their own message; a cause already shown is not printed again.
-fn render_error(e: &anyhow::Error) -> String {
+pub(crate) fn render_error(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for cause in e.chain() {
         let text = cause.to_string();
