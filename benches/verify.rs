@@ -21,8 +21,8 @@ use mansign::annotations::{AnnotationDomain, extract};
 use mansign::conformance::{BundleArtifact, BundleVerifier, ExpectedSigner, SigstoreBundle};
 use mansign::keys;
 use mansign::manifest::{
-    Document, IgnoreProfile, Source, Tolerances, build_message, load_inputs, load_reader,
-    parse_message,
+    Document, IgnoreProfile, IgnoreProfiles, Source, Tolerances, build_message, load_inputs,
+    load_reader, parse_message,
 };
 use mansign::signing::{KeySigner, SignOptions, sign_files};
 use mansign::trust::TrustRoot;
@@ -237,9 +237,15 @@ fn diff(c: &mut Criterion) {
         ("none", IgnoreProfile::None),
         ("kubernetes", IgnoreProfile::Kubernetes),
         ("kyverno-compat", IgnoreProfile::KyvernoCompat),
+        ("kubernetes,argocd", IgnoreProfile::Argocd),
     ] {
+        let profiles = if name == "kubernetes,argocd" {
+            IgnoreProfiles::of(&[IgnoreProfile::Kubernetes, IgnoreProfile::Argocd])
+        } else {
+            profile.into()
+        };
         let v = Verifier::new(vec![attestor.clone()]).with_tolerances(Tolerances {
-            profile,
+            profiles,
             ..Tolerances::default()
         });
         // The signatures come from the set cache: what is measured is reading the

@@ -1,6 +1,7 @@
 # Normalises `mansign verify --output json` (docs/cli.md) into one row per document, for
-# scripts/action-verify.sh. Both shapes are read: without a policy (`documents[]`: one
-# verdict per document) and with one (`objects[]`: one verdict per object, one per rule).
+# scripts/action-verify.sh. Both shapes of an entry of `documents[]` are read: without a
+# policy (one verdict per document) and with one (one verdict per object, with `rules[]`).
+# (`objects[]` is what mansign before issue 15 printed with a policy.)
 #
 # Row: {source, document, object, verified, signers: [text], identities: [subject], reason}
 
@@ -22,9 +23,9 @@ def signer_text:
 def failure_text: "\(.check): \(.reason)";
 
 def rows:
-  if has("objects") then
-    .objects[]
-    | {
+  (.documents // .objects)[]
+  | if has("rules") then
+    {
         source, document,
         object: (.object | object_text),
         verified,
@@ -37,8 +38,7 @@ def rows:
           end)
       }
   else
-    .documents[]
-    | {
+    {
         source, document,
         object: (.object | object_text),
         verified,

@@ -213,3 +213,7 @@ TABLE
 # The manifest reader's resource bounds (hostile inputs of issue 7): a second table.
 echo
 bash scripts/bounds.sh
+
+# The admission webhook under load (wrk on loopback): a third table.
+echo
+bash scripts/bench-webhook.sh

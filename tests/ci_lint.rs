@@ -13,8 +13,9 @@
 //!   then checks every `${{ inputs.X }}` and `${{ github.X }}` expression and shellchecks every
 //!   `run:`. `tests/github_action.rs` checks the rest structurally (inputs reach the scripts
 //!   through `env:` only, outputs name outputs the scripts write).
-//! - `scripts/action-*.sh`, `scripts/release-*.sh`, `scripts/install-lint-tools.sh` and the
-//!   GitLab job's script: shellcheck.
+//! - `scripts/action-*.sh`, `scripts/release-*.sh`, `scripts/install-lint-tools.sh`,
+//!   `scripts/krew-manifest.sh`, `deploy/argocd-cmp/generate.sh` and the GitLab job's script:
+//!   shellcheck.
 //! - every workflow: third-party actions pinned by commit SHA, `permissions: {}` at the top
 //!   and explicit per job, `persist-credentials: false` on checkout.
 
@@ -231,10 +232,13 @@ fn step_and_release_scripts_pass_shellcheck() {
             name.starts_with("action-")
                 || name.starts_with("release-")
                 || name == "install-lint-tools.sh"
+                || name == "krew-manifest.sh"
         })
         .collect();
+    // The Argo CD plugin's generate command (POSIX sh: shellcheck reads its shebang).
+    scripts.push(repo().join("deploy/argocd-cmp/generate.sh"));
     scripts.sort();
-    assert!(scripts.len() >= 8, "{scripts:?}");
+    assert!(scripts.len() >= 9, "{scripts:?}");
     let out = Command::new(tool("shellcheck", "SHELLCHECK"))
         .current_dir(repo())
         .args(["-x", "--severity=style"])

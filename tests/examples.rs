@@ -118,7 +118,7 @@ fn verdict(stack: &Stack, policy: &str, manifest: &str) -> (bool, Vec<String>) {
         String::from_utf8_lossy(&out.stderr)
     );
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let objects = json["objects"].as_array().unwrap();
+    let objects = json["documents"].as_array().unwrap();
     assert_eq!(objects.len(), 1);
     let o = &objects[0];
     let mut checks: Vec<String> = o["rules"]
@@ -753,6 +753,8 @@ fn every_file_in_examples_is_exercised_by_a_test() {
         "gitlab/.gitlab-ci.yml",
         "policy/kyverno-clusterpolicy.yaml",
         "policy/mansign-policy.yaml",
+        // tests/admission_review.rs (per-namespace signers)
+        "policy/per-namespace-signers.yaml",
         "unsigned/allow-backup-host-path.yaml",
     ];
     let mut found = Vec::new();

@@ -32,7 +32,7 @@ fn signed(yaml: &str, profile: IgnoreProfile) -> (Value, Verifier) {
         TrustedKey::from_pem("k", &pair.public_key_pem).unwrap(),
     )])
     .with_tolerances(Tolerances {
-        profile,
+        profiles: profile.into(),
         ..Tolerances::default()
     });
     (files[0].documents[0].value.clone(), verifier)
@@ -269,7 +269,7 @@ fn deployed_fixture() -> (Vec<mansign::manifest::Document>, Attestor) {
 fn deployed_fixture_verifies_under_kubernetes_profile_with_namespace_binding() {
     let (docs, attestor) = deployed_fixture();
     let t = Tolerances {
-        profile: IgnoreProfile::Kubernetes,
+        profiles: IgnoreProfile::Kubernetes.into(),
         namespace_binding: vec!["default".into()],
         ..Tolerances::default()
     };
@@ -283,7 +283,7 @@ fn deployed_fixture_verifies_under_kubernetes_profile_with_namespace_binding() {
 fn deployed_fixture_without_namespace_binding_fails_on_the_namespace() {
     let (docs, attestor) = deployed_fixture();
     let t = Tolerances {
-        profile: IgnoreProfile::Kubernetes,
+        profiles: IgnoreProfile::Kubernetes.into(),
         ..Tolerances::default()
     };
     let verdict = Verifier::new(vec![attestor])

@@ -1133,7 +1133,7 @@ fn bundle_out_refuses_two_signatures_for_the_same_bundle_file() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("--bundle-out"))
-        .stderr(predicate::str::contains("exception.yaml.0.sigstore.json"));
+        .stderr(predicate::str::contains("exception.yaml.1.sigstore.json"));
     assert_eq!(stack.stat("fulcio_signing_cert_requests"), 0);
     assert!(!out.exists() && !bundles.exists(), "nothing written");
     assert!(a.is_file() && b.is_file(), "inputs kept");
@@ -1215,9 +1215,9 @@ fn key_signing_does_not_upload_by_default() {
 ///
 /// ```text
 /// sigstore --trust-config $SIGSTORE_TRUST_CONFIG verify identity --offline \
-///   --bundle app.signed.yaml.0.sigstore.json \
+///   --bundle app.signed.yaml.1.sigstore.json \
 ///   --cert-identity $SIGSTORE_IDENTITY --cert-oidc-issuer $SIGSTORE_OIDC_ISSUER \
-///   app.signed.yaml.0.message
+///   app.signed.yaml.1.message
 /// ```
 #[test]
 fn sigstore_python_verifies_the_bundle_out_bundles() {
@@ -1239,7 +1239,8 @@ fn sigstore_python_verifies_the_bundle_out_bundles() {
         .assert()
         .success();
     let signed = signed_documents(&output);
-    let mut expected: Vec<PathBuf> = (0..3)
+    // Numbered from 1, as documents are.
+    let mut expected: Vec<PathBuf> = (1..=3)
         .flat_map(|i| {
             [
                 bundles.join(format!("app.signed.yaml.{i}.message")),
@@ -1261,7 +1262,7 @@ fn sigstore_python_verifies_the_bundle_out_bundles() {
             .output()
             .unwrap()
     };
-    for (i, doc) in signed.iter().enumerate() {
+    for (i, doc) in (1..).zip(&signed) {
         let bundle = bundles.join(format!("app.signed.yaml.{i}.sigstore.json"));
         let message = bundles.join(format!("app.signed.yaml.{i}.message"));
         // The message file is exactly the M the annotations carry.
@@ -1276,20 +1277,20 @@ fn sigstore_python_verifies_the_bundle_out_bundles() {
         );
     }
     // And a tampered message is rejected (the check is real), as is another document's.
-    let message = bundles.join("app.signed.yaml.0.message");
+    let message = bundles.join("app.signed.yaml.1.message");
     std::fs::write(
         &message,
         [signed[0].message.as_slice(), b"# tampered\n"].concat(),
     )
     .unwrap();
-    let out = verify(&bundles.join("app.signed.yaml.0.sigstore.json"), &message);
+    let out = verify(&bundles.join("app.signed.yaml.1.sigstore.json"), &message);
     assert!(
         !out.status.success(),
         "sigstore-python accepted a tampered message"
     );
     let out = verify(
-        &bundles.join("app.signed.yaml.0.sigstore.json"),
-        &bundles.join("app.signed.yaml.1.message"),
+        &bundles.join("app.signed.yaml.1.sigstore.json"),
+        &bundles.join("app.signed.yaml.2.message"),
     );
     assert!(
         !out.status.success(),

@@ -899,8 +899,8 @@ fn cli_reports_objects_no_rule_applies_to_as_not_verified() {
     assert_eq!(out.status.code(), Some(1));
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["verified"], false);
-    assert_eq!(json["objects"][0]["rules"], serde_json::json!([]));
-    assert_eq!(json["objects"][0]["failure"]["check"], "no-policy-rule");
+    assert_eq!(json["documents"][0]["rules"], serde_json::json!([]));
+    assert_eq!(json["documents"][0]["failure"]["check"], "no-policy-rule");
 }
 
 #[test]
@@ -924,4 +924,108 @@ fn cli_max_age_cannot_loosen_a_policy_max_age() {
         .assert()
         .code(1)
         .stdout(predicates::str::contains("older than the maximum age"));
+}
+
+// ---------------------------------------------------------------------------------------
+// Failure actions (docs/policy.md, "Failure actions")
+
+/// The unit policy with `spec` fields and `validate` fields added.
+fn action_policy(spec_extra: &str, validate_extra: &str) -> Result<PolicySet, PolicyError> {
+    let text = format!(
+        "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: actions
+spec:
+{spec_extra}  rules:
+  - name: r
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+    validate:
+{validate_extra}      manifests:
+        attestors:
+        - entries:
+          - keys:
+              publicKeys: |-
+{}
+",
+        block(&pem("keys/ecdsa-pub-1.pem"), 16)
+    );
+    policy_text(&text)
+}
+
+#[test]
+fn unknown_failure_action_is_refused_naming_the_field() {
+    let err = action_policy("  validationFailureAction: Warn\n", "").unwrap_err();
+    assert!(
+        err.to_string().contains("spec.validationFailureAction"),
+        "{err}"
+    );
+    let err = action_policy("", "      failureAction: ENFORCE\n").unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("spec.rules[0].validate.failureAction"),
+        "{err}"
+    );
+}
+
+#[test]
+fn action_override_with_a_namespace_selector_is_refused_naming_the_field() {
+    let err = action_policy(
+        "  validationFailureActionOverrides:\n  - action: Audit\n    namespaceSelector:\n      matchLabels: {env: dev}\n",
+        "",
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("spec.validationFailureActionOverrides[0].namespaceSelector"),
+        "{err}"
+    );
+}
+
+#[test]
+fn action_override_without_namespaces_or_action_is_refused() {
+    let err =
+        action_policy("", "      failureActionOverrides:\n      - action: Audit\n").unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("validate.failureActionOverrides[0].namespaces"),
+        "{err}"
+    );
+    let err = action_policy(
+        "  validationFailureActionOverrides:\n  - namespaces: [dev]\n",
+        "",
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("[0].action"), "{err}");
+}
+
+#[test]
+fn offline_verdict_fails_an_audit_rule_and_names_its_action() {
+    let policy = action_policy("  validationFailureAction: Audit\n", "").unwrap();
+    let v = unit_verdict(&policy, "invalid");
+    assert!(!v.is_verified(), "an audit rule still fails offline: {v}");
+    assert!(v.to_string().contains("FAILED [diff] (Audit)"), "{v}");
+    assert_eq!(v.to_json()["rules"][0]["action"], "Audit");
+    let enforce = action_policy("", "").unwrap();
+    let v = unit_verdict(&enforce, "invalid");
+    assert_eq!(v.to_json()["rules"][0]["action"], "Enforce");
+}
+
+#[test]
+fn mansign_policy_failure_action_is_enforce_or_audit_only() {
+    let text = |action: &str| {
+        format!(
+            "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata: {{name: m}}\nspec:\n  failureAction: {action}\n  attestors:\n  - entries:\n    - keys:\n        path: keys/ecdsa-pub-1.pem\n"
+        )
+    };
+    let audit = policy_text(&text("Audit")).unwrap();
+    assert_eq!(
+        audit.rules[0].failure_action,
+        mansign::policy::FailureActions::always(mansign::policy::FailureAction::Audit)
+    );
+    let err = policy_text(&text("audit")).unwrap_err();
+    assert!(err.to_string().contains("failureAction"), "{err}");
 }

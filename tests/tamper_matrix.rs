@@ -718,7 +718,7 @@ impl Tally {
 
 fn run(fixture: &Fixture, tally: &mut Tally) {
     let kube = fixture.verifier.clone().with_tolerances(Tolerances {
-        profile: IgnoreProfile::Kubernetes,
+        profiles: IgnoreProfile::Kubernetes.into(),
         ..Tolerances::default()
     });
     for (i, object) in fixture.objects.iter().enumerate() {

@@ -1,7 +1,32 @@
-//! One `AdmissionReview` request in, one response out.
+//! One `AdmissionReview` request in, one response out: a pure function of the body, the
+//! policy set and the clock (no I/O).
+//!
+//! The decision, step by step (`docs/admission.md`):
+//!
+//! 1. Read the body ([`super::request`]): bounded, or a [`BadReview`] (HTTP 400).
+//! 2. `DELETE` and `CONNECT`: allowed ([`Outcome::Skipped`]).
+//! 3. The namespace is the request's (`request.namespace`, the API server's truth): an
+//!    object without one gets it; an object that names another is denied
+//!    (`namespace-mismatch`; the API server itself refuses such a request).
+//! 4. Matching, before any decoding or cryptography: the rules that apply to the object
+//!    (its own identity or the one `request.kind`/`request.name` give, whichever matches
+//!    more) under the request's operation and user. None: allowed
+//!    ([`Outcome::NotMatched`]).
+//! 5. Every matching rule verifies the object (`request.object`, the new object of an
+//!    `UPDATE`; dry-run requests alike). A failed rule denies under `Enforce`, and warns
+//!    under `Audit`. A verification failure is always an answer (allowed or denied), never
+//!    an HTTP error.
 
 use super::decision::{Decision, Outcome};
-use crate::policy::PolicySet;
+pub use super::request::BadReview;
+use super::request::{ParsedRequest, operation_name, parse};
+use super::response::{Answer, MAX_WARNING_CHARS, body as response_body, bounded};
+use crate::manifest::{Document, DocumentOrigin, ObjectIdentity, Source};
+use crate::policy::{FailureAction, PolicyRule, PolicySet, RequestContext, UserInfo};
+use crate::verify::{Rejection, SignerInfo};
+use kube_core::admission::{AdmissionRequest, Operation};
+use kube_core::dynamic::DynamicObject;
+use serde_json::Value;
 
 /// Bounds and switches of the reviewer.
 #[derive(Debug, Clone)]
@@ -13,21 +38,17 @@ pub struct ReviewOptions {
 /// The request limit of the Kubernetes API server for one object, plus the review envelope.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
+/// Deepest nesting of a request body: the object's bound ([`crate::Limits::max_depth`]) plus the
+/// envelope (`AdmissionReview` → `request` → `object`). The manifest reader's default
+/// (`Limits::default().max_depth`, 64) is checked by a unit test.
+pub const MAX_REVIEW_DEPTH: usize = 64 + 2;
+
 impl Default for ReviewOptions {
     fn default() -> Self {
         ReviewOptions {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
         }
     }
-}
-
-/// A body that is not an answerable `AdmissionReview` (the server answers HTTP 400).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct BadReview {
-    /// Stable code for metrics (`malformed-json`, `wrong-api-version`, `missing-uid`, ...).
-    pub code: &'static str,
-    pub message: String,
 }
 
 /// The answer to one request.
@@ -45,6 +66,35 @@ pub struct Reviewer {
     options: ReviewOptions,
 }
 
+/// One failed rule.
+struct RuleFailure<'a> {
+    rule: &'a PolicyRule,
+    action: FailureAction,
+    code: &'static str,
+    reason: String,
+}
+
+impl RuleFailure<'_> {
+    /// `status.message` part: the reason first, then the code and the rule.
+    fn message(&self) -> String {
+        format!(
+            "{} [{}] (policy {}, rule {})",
+            self.reason, self.code, self.rule.policy, self.rule.rule
+        )
+    }
+
+    /// One warning of at most [`MAX_WARNING_CHARS`]: the rule, then the reason.
+    fn warning(&self) -> String {
+        bounded(
+            &format!(
+                "mansign audit: policy {} rule {}: [{}] {}",
+                self.rule.policy, self.rule.rule, self.code, self.reason
+            ),
+            MAX_WARNING_CHARS,
+        )
+    }
+}
+
 impl Reviewer {
     pub fn new(policies: PolicySet, options: ReviewOptions) -> Self {
         Reviewer { policies, options }
@@ -60,27 +110,400 @@ impl Reviewer {
 
     /// Answers one request body. Never panics on input.
     pub fn review(&self, body: &[u8]) -> Reviewed {
-        // Placeholder until the review implementation lands.
-        let _ = (&self.policies, body);
-        let bad = BadReview {
-            code: "not-implemented",
-            message: "admission review is not implemented yet".into(),
-        };
-        Reviewed {
-            decision: Decision {
-                uid: String::new(),
-                outcome: Outcome::Invalid,
-                kind: String::new(),
-                namespace: None,
-                name: String::new(),
-                operation: String::new(),
-                user: String::new(),
-                dry_run: false,
-                signers: Vec::new(),
-                reason_code: Some(bad.code.into()),
-                message: bad.message.clone(),
+        self.review_with(body, None)
+    }
+
+    /// [`Reviewer::review`] at a fixed time (signature validity, expiry, maximum age):
+    /// for tests and for replaying a request as it was answered.
+    pub fn review_at(&self, body: &[u8], now: jiff::Timestamp) -> Reviewed {
+        self.review_with(body, Some(now))
+    }
+
+    fn review_with(&self, body: &[u8], now: Option<jiff::Timestamp>) -> Reviewed {
+        match parse(body, self.options.max_body_bytes, MAX_REVIEW_DEPTH) {
+            Err(bad) => Reviewed {
+                decision: Decision {
+                    uid: String::new(),
+                    outcome: Outcome::Invalid,
+                    kind: String::new(),
+                    namespace: None,
+                    name: String::new(),
+                    operation: String::new(),
+                    user: String::new(),
+                    dry_run: false,
+                    signers: Vec::new(),
+                    reason_code: Some(bad.code.into()),
+                    message: bad.message.clone(),
+                },
+                response: Err(bad),
             },
-            response: Err(bad),
+            Ok(ParsedRequest { request, object }) => {
+                let (decision, answer) = self.decide(&request, object, now);
+                Reviewed {
+                    response: Ok(response_body(&request, &answer)),
+                    decision,
+                }
+            }
         }
+    }
+
+    fn decide(
+        &self,
+        request: &AdmissionRequest<DynamicObject>,
+        object: Option<Value>,
+        now: Option<jiff::Timestamp>,
+    ) -> (Decision, Answer) {
+        let namespace = request.namespace.clone().filter(|ns| !ns.is_empty());
+        let object_name = object
+            .as_ref()
+            .and_then(|o| o.get("metadata")?.get("name")?.as_str())
+            .map(str::to_string);
+        let mut decision = Decision {
+            uid: request.uid.clone(),
+            outcome: Outcome::Allowed,
+            kind: kind_label(
+                &request.kind.group,
+                &request.kind.version,
+                &request.kind.kind,
+            ),
+            namespace: namespace.clone(),
+            name: if request.name.is_empty() {
+                object_name.unwrap_or_default()
+            } else {
+                request.name.clone()
+            },
+            operation: operation_name(&request.operation).into(),
+            user: request.user_info.username.clone().unwrap_or_default(),
+            dry_run: request.dry_run,
+            signers: Vec::new(),
+            reason_code: None,
+            message: String::new(),
+        };
+        let allow = Answer {
+            allowed: true,
+            message: None,
+            warnings: Vec::new(),
+        };
+        let Some(object) =
+            object.filter(|_| matches!(request.operation, Operation::Create | Operation::Update))
+        else {
+            decision.outcome = Outcome::Skipped;
+            decision.message = format!("{} requests are not verified", decision.operation);
+            return (decision, allow);
+        };
+        if let Some(sub) = request.sub_resource.as_deref().filter(|s| !s.is_empty()) {
+            return subresource_write(decision, request, sub);
+        }
+        let ctx = request_context(&decision.operation, request);
+        let (object, namespace_conflict) = with_request_namespace(object, namespace.as_deref());
+        let request_id = ObjectIdentity {
+            group: request.kind.group.clone(),
+            version: request.kind.version.clone(),
+            kind: request.kind.kind.clone(),
+            namespace: namespace.clone(),
+            name: decision.name.clone(),
+        };
+        let matched = self.matched_rules(&object, request_id, namespace_conflict.as_deref(), &ctx);
+        if matched.is_empty() {
+            decision.outcome = Outcome::NotMatched;
+            decision.message = "no policy rule applies to this object".into();
+            return (decision, allow);
+        }
+        let failures = if let Some(claimed) = &namespace_conflict {
+            let reason = format!(
+                "object metadata.namespace {claimed:?} is not the request's namespace {}",
+                namespace
+                    .as_deref()
+                    .map_or("(none: cluster scope)".to_string(), |n| format!("{n:?}"))
+            );
+            vec![RuleFailure {
+                rule: matched[0],
+                action: FailureAction::Enforce,
+                code: "namespace-mismatch",
+                reason,
+            }]
+        } else {
+            self.verify(&matched, object, now, &mut decision.signers)
+        };
+        finish(decision, failures)
+    }
+
+    /// The rules that apply to the object under its own identity, the one the request
+    /// gives, or the namespace the object claims: whichever selects more (unknowns add
+    /// checks, never remove one).
+    fn matched_rules(
+        &self,
+        object: &Value,
+        request_id: ObjectIdentity,
+        claimed_namespace: Option<&str>,
+        ctx: &RequestContext,
+    ) -> Vec<&PolicyRule> {
+        let mut ids = vec![request_id];
+        if let Ok(id) = ObjectIdentity::of(object) {
+            ids.push(id);
+        }
+        if let Some(claimed) = claimed_namespace {
+            let mut id = ids[0].clone();
+            id.namespace = Some(claimed.to_string());
+            ids.push(id);
+        }
+        self.policies
+            .rules
+            .iter()
+            .filter(|r| ids.iter().any(|id| r.applies_to(object, id, ctx)))
+            .collect()
+    }
+
+    /// Verifies the object under every matched rule; the failures, in rule order.
+    fn verify<'a>(
+        &self,
+        matched: &[&'a PolicyRule],
+        object: Value,
+        now: Option<jiff::Timestamp>,
+        signers: &mut Vec<String>,
+    ) -> Vec<RuleFailure<'a>> {
+        let origin = DocumentOrigin {
+            source: Source::Named("request.object".into()),
+            index: 0,
+            item: None,
+        };
+        let doc = match Document::new(origin, object) {
+            Ok(doc) => doc,
+            Err(reason) => {
+                return vec![RuleFailure {
+                    rule: matched[0],
+                    action: FailureAction::Enforce,
+                    code: "malformed-object",
+                    reason: format!(
+                        "request.object is not a Kubernetes object mansign can verify: {reason}"
+                    ),
+                }];
+            }
+        };
+        let mut failures = Vec::new();
+        for rule in matched {
+            let mut verifier = rule.verifier_for(&doc.identity);
+            if let Some(now) = now {
+                verifier = verifier.with_clock(now);
+            }
+            let action = rule
+                .failure_action
+                .for_namespace(doc.identity.namespace.as_deref());
+            match verifier.verify_document(&doc).result {
+                Ok(verified) => {
+                    let found = if verified.entries.is_empty() {
+                        vec![signer_label(&verified.signer)]
+                    } else {
+                        verified
+                            .entries
+                            .iter()
+                            .map(|e| signer_label(&e.signer))
+                            .collect()
+                    };
+                    for s in found {
+                        if !signers.contains(&s) {
+                            signers.push(s);
+                        }
+                    }
+                }
+                Err(rejection) => failures.push(RuleFailure {
+                    rule,
+                    action,
+                    code: rejection.code(),
+                    reason: reason_text(&rejection),
+                }),
+            }
+        }
+        failures
+    }
+}
+
+/// A `CREATE` or `UPDATE` through a subresource (`deployments/scale`,
+/// `pods/ephemeralcontainers`, ...). It changes the object without sending it whole, so it
+/// cannot be compared with a signed document: denied, fail-closed. `status` is the exception:
+/// the API server keeps everything but `status` on such a write, and `status` is not signed.
+/// The webhook only receives subresources its rules list (deploy/ lists none), so a denial
+/// here means someone registered the subresource for checking.
+fn subresource_write(
+    mut decision: Decision,
+    request: &AdmissionRequest<DynamicObject>,
+    sub: &str,
+) -> (Decision, Answer) {
+    let resource = format!("{}/{sub}", request.resource.resource);
+    if sub == "status" {
+        decision.outcome = Outcome::Skipped;
+        decision.message =
+            format!("{resource}: a status write changes only status, which is not signed");
+        return (
+            decision,
+            Answer {
+                allowed: true,
+                message: None,
+                warnings: Vec::new(),
+            },
+        );
+    }
+    let message = format!(
+        "{resource}: a write through the {sub} subresource changes the object outside its \
+         signed manifest and cannot be verified [subresource]; remove {resource} from the \
+         webhook's rules if such writes are to be allowed"
+    );
+    decision.outcome = Outcome::Denied;
+    decision.reason_code = Some("subresource".into());
+    decision.message = message.clone();
+    (
+        decision,
+        Answer {
+            allowed: false,
+            message: Some(message),
+            warnings: Vec::new(),
+        },
+    )
+}
+
+/// The request's operation and user (a request carries no roles: unknown).
+fn request_context(operation: &str, request: &AdmissionRequest<DynamicObject>) -> RequestContext {
+    RequestContext {
+        operation: Some(operation.to_string()),
+        user: Some(UserInfo {
+            username: request.user_info.username.clone().unwrap_or_default(),
+            groups: request.user_info.groups.clone().unwrap_or_default(),
+            roles: None,
+            cluster_roles: None,
+        }),
+        namespace_known: true,
+        any_version: true,
+    }
+}
+
+/// The decision and the answer from the failed rules.
+fn finish(mut decision: Decision, failures: Vec<RuleFailure<'_>>) -> (Decision, Answer) {
+    let (enforced, audited): (Vec<_>, Vec<_>) = failures
+        .iter()
+        .partition(|f| f.action == FailureAction::Enforce);
+    let warnings: Vec<String> = audited.iter().map(|f| f.warning()).collect();
+    if let Some(first) = enforced.first() {
+        let message = enforced
+            .iter()
+            .map(|f| f.message())
+            .collect::<Vec<_>>()
+            .join("; ");
+        decision.outcome = Outcome::Denied;
+        decision.reason_code = Some(first.code.into());
+        decision.message = message.clone();
+        return (
+            decision,
+            Answer {
+                allowed: false,
+                message: Some(message),
+                warnings,
+            },
+        );
+    }
+    if let Some(first) = audited.first() {
+        decision.outcome = Outcome::AuditWarned;
+        decision.reason_code = Some(first.code.into());
+        decision.message = audited
+            .iter()
+            .map(|f| f.message())
+            .collect::<Vec<_>>()
+            .join("; ");
+    } else {
+        decision.outcome = Outcome::Allowed;
+        decision.message = format!("verified: {}", decision.signers.join(", "));
+    }
+    (
+        decision,
+        Answer {
+            allowed: true,
+            message: None,
+            warnings,
+        },
+    )
+}
+
+/// The object with the request's namespace, and the namespace the object claimed when it
+/// disagrees. The API server fills an empty `metadata.namespace` from the request and
+/// clears it for cluster-scoped kinds before admission (`EnsureObjectNamespaceMatches
+/// RequestNamespace`), so a disagreement is not a request it sends: refused.
+fn with_request_namespace(mut object: Value, namespace: Option<&str>) -> (Value, Option<String>) {
+    let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return (object, None);
+    };
+    let claimed = match metadata.get("namespace") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => Some(other.to_string()),
+    };
+    match (namespace, claimed) {
+        (Some(ns), None) => {
+            metadata.insert("namespace".into(), Value::String(ns.into()));
+            (object, None)
+        }
+        (Some(ns), Some(c)) if ns == c => (object, None),
+        (None, None) => (object, None),
+        (_, Some(c)) => (object, Some(c)),
+    }
+}
+
+/// `group/version, Kind=Kind` (`Kind` only for the core group).
+fn kind_label(group: &str, version: &str, kind: &str) -> String {
+    if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{group}/{version}, Kind={kind}")
+    }
+}
+
+/// The reason of a rejection, for people.
+fn reason_text(rejection: &Rejection) -> String {
+    rejection.to_string()
+}
+
+/// `subject (issuer)`, `key NAME (sha256:…)`, `certificate SUBJECT (sha256:…)`.
+fn signer_label(signer: &SignerInfo) -> String {
+    match signer {
+        SignerInfo::Certificate {
+            subject, issuer, ..
+        } => match issuer {
+            Some(issuer) => format!("{subject} ({issuer})"),
+            None => subject.clone(),
+        },
+        SignerInfo::Key {
+            name, fingerprint, ..
+        } => format!("key {name} (sha256:{})", short(fingerprint)),
+        SignerInfo::SigningCertificate {
+            subject,
+            fingerprint,
+            ..
+        } => format!("certificate {subject} (sha256:{})", short(fingerprint)),
+    }
+}
+
+fn short(fingerprint: &str) -> String {
+    fingerprint.chars().take(16).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn review_depth_is_the_manifest_depth_plus_the_envelope() {
+        assert_eq!(MAX_REVIEW_DEPTH, crate::Limits::default().max_depth + 2);
+    }
+
+    #[test]
+    fn request_namespace_fills_an_empty_one_and_a_different_one_conflicts() {
+        let object = serde_json::json!({"metadata": {"name": "x"}});
+        let (filled, conflict) = with_request_namespace(object, Some("team-a"));
+        assert_eq!(filled["metadata"]["namespace"], "team-a");
+        assert_eq!(conflict, None);
+        let object = serde_json::json!({"metadata": {"name": "x", "namespace": "team-b"}});
+        let (_, conflict) = with_request_namespace(object.clone(), Some("team-a"));
+        assert_eq!(conflict.as_deref(), Some("team-b"));
+        let (_, conflict) = with_request_namespace(object, None);
+        assert_eq!(conflict.as_deref(), Some("team-b"));
     }
 }

@@ -20,10 +20,17 @@ pub struct PolicyArgs {
     /// embedded public-good root.
     #[arg(long, value_name = "FILE")]
     pub trusted_root: Option<PathBuf>,
+
+    /// Accept keyless policy entries without an issuer (Kyverno policies often have none):
+    /// the subject is still required, each such entry is warned about once, and every result
+    /// it accepts says "issuer not checked". Insecure; `mansign policy convert` pins issuers.
+    #[arg(long)]
+    pub insecure_any_issuer: bool,
 }
 
 impl PolicyArgs {
-    /// Loads every policy file into one set.
+    /// Loads every policy file into one set, printing the loader's notes (skipped rules,
+    /// entries whose issuer is not checked) on stderr, as `verify --policy` does.
     pub fn load(&self) -> anyhow::Result<PolicySet> {
         let trust_root = match &self.trusted_root {
             Some(path) => {
@@ -36,10 +43,14 @@ impl PolicyArgs {
         let options = LoadOptions {
             trust_root,
             limits: Limits::default(),
+            insecure_any_issuer: self.insecure_any_issuer,
         };
         let mut set = PolicySet::default();
         for path in &self.policies {
             set.extend(load_policy_file(path, &options)?);
+        }
+        for note in &set.notes {
+            eprintln!("note: {note}");
         }
         Ok(set)
     }

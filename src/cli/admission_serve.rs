@@ -2,28 +2,162 @@
 
 use super::Outcome;
 use super::admission_policy::PolicyArgs;
-use clap::Args;
+use crate::admission::server::{self, LogFormat, ReviewerSource, ServeOptions};
+use crate::admission::{ReviewOptions, Reviewer};
+use clap::{Args, ValueEnum};
+use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
+/// Runs the webhook: `POST /validate` (AdmissionReview v1), `GET /healthz`, `GET /readyz`,
+/// `GET /metrics`. Policy files, the trust root and the TLS certificate and key are reloaded
+/// when they change; SIGTERM stops accepting and drains in-flight requests, then exits 0.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     #[command(flatten)]
     pub policy: PolicyArgs,
 
-    /// TLS certificate chain (PEM), reloaded when the file changes.
+    /// TLS certificate chain (PEM, leaf first), reloaded when the file changes.
     #[arg(long, value_name = "FILE")]
     pub tls_cert: PathBuf,
 
-    /// TLS private key (PEM), reloaded when the file changes.
+    /// TLS private key (PEM: PKCS#8, PKCS#1 or SEC1), reloaded when the file changes.
     #[arg(long, value_name = "FILE")]
     pub tls_key: PathBuf,
 
-    /// Address to listen on.
+    /// Address to listen on (port 0: any free port; the bound address is logged).
     #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:8443")]
-    pub listen: String,
+    pub listen: SocketAddr,
+
+    /// Time from a request's arrival to its answer. Keep it below the webhook's
+    /// timeoutSeconds: past it the server answers HTTP 503 and the API server applies the
+    /// failurePolicy (never an "allowed").
+    #[arg(long, value_name = "DURATION", default_value = "8s", value_parser = parse_duration)]
+    pub deadline: Duration,
+
+    /// Reviews running at once on the blocking pool (default: one per CPU).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub max_concurrent_reviews: Option<u32>,
+
+    /// Open client connections at most (more wait in the kernel's backlog).
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub max_connections: u32,
+
+    /// Time in-flight requests get after SIGTERM/SIGINT before the process exits.
+    #[arg(long, value_name = "DURATION", default_value = "20s", value_parser = parse_duration)]
+    pub shutdown_grace: Duration,
+
+    /// How often the policy, trust root and TLS files are checked for changes.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub reload_interval: Duration,
+
+    /// Time to receive a request body (HTTP 408 after it).
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub body_timeout: Duration,
+
+    /// Time to receive an HTTP/1 request head, and how long an idle HTTP/1 keep-alive
+    /// connection stays open.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub header_timeout: Duration,
+
+    /// Time to complete a TLS handshake.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    pub handshake_timeout: Duration,
+
+    /// A connection (HTTP/2 included) with no request in flight for this long is closed.
+    #[arg(long, value_name = "DURATION", default_value = "90s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+
+    /// Log lines: one JSON object per line (decisions on stdout, server events on stderr),
+    /// or key=value text.
+    #[arg(long, value_name = "FORMAT", default_value = "json")]
+    pub log_format: LogFormatArg,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormatArg {
+    Json,
+    Text,
+}
+
+/// `250ms`, `8s`, `2m`, or a number of seconds.
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => text.split_at(i),
+        None => (text, "s"),
+    };
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration (examples: 250ms, 8s, 2m)"))?;
+    let duration = match unit {
+        "ms" => Duration::from_millis(n),
+        "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n.saturating_mul(60)),
+        _ => return Err(format!("`{text}`: the unit must be ms, s or m")),
+    };
+    if duration.is_zero() || duration > Duration::from_secs(24 * 3600) {
+        return Err(format!("`{text}`: must be more than 0 and at most 24h"));
+    }
+    Ok(duration)
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
-    let _ = args;
-    anyhow::bail!("admission serve is not implemented yet")
+    let mut options = ServeOptions::new(args.listen, args.tls_cert, args.tls_key);
+    options.deadline = args.deadline;
+    if let Some(n) = args.max_concurrent_reviews {
+        options.max_concurrent_reviews = n as usize;
+    }
+    options.max_connections = args.max_connections as usize;
+    options.shutdown_grace = args.shutdown_grace;
+    options.reload_interval = args.reload_interval;
+    options.body_timeout = args.body_timeout;
+    options.header_timeout = args.header_timeout;
+    options.handshake_timeout = args.handshake_timeout;
+    options.idle_timeout = args.idle_timeout;
+    options.log_format = match args.log_format {
+        LogFormatArg::Json => LogFormat::Json,
+        LogFormatArg::Text => LogFormat::Text,
+    };
+
+    let mut files = args.policy.policies.clone();
+    files.extend(args.policy.trusted_root.iter().cloned());
+    let policy = args.policy;
+    let source = ReviewerSource {
+        files,
+        load: Arc::new(move || {
+            policy
+                .load()
+                .map(|set| Reviewer::new(set, ReviewOptions::default()))
+                .map_err(|e| super::render_error(&e))
+        }),
+    };
+    server::run(options, source)?;
+    Ok(Outcome::Success)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("8s"), Ok(Duration::from_secs(8)));
+        assert_eq!(parse_duration("8"), Ok(Duration::from_secs(8)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        for bad in [
+            "",
+            "0s",
+            "-1s",
+            "1h",
+            "1.5s",
+            "s",
+            "25h",
+            "99999999999999999999s",
+        ] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
 }

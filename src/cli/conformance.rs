@@ -29,8 +29,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 const PROTOCOL: &str = "\
-Implements the sigstore-conformance client protocol (docs/cli_protocol.md); the suite
-can call `mansign sign-bundle ...` / `mansign verify-bundle ...` directly.
+Implements the client protocol of the sigstore-conformance suite
+(https://github.com/sigstore/sigstore-conformance/blob/main/docs/cli_protocol.md); the
+suite can call `mansign sign-bundle ...` / `mansign verify-bundle ...` directly.
 Exit codes: 0 success, 1 the bundle did not verify, 2 usage or input error.";
 
 /// `mansign conformance ...`
@@ -54,9 +55,11 @@ pub enum ConformanceCommand {
 /// the command name as the entrypoint's first argument.
 #[derive(Debug, Subcommand)]
 pub enum ProtocolCommand {
-    #[command(hide = true)]
+    /// Sign a file keylessly into a Sigstore bundle (needs network: Fulcio, Rekor, TSA).
+    #[command(hide = true, after_help = PROTOCOL)]
     SignBundle(SignBundleArgs),
-    #[command(hide = true)]
+    /// Verify a Sigstore bundle (v0.1-v0.3) for a file or digest, offline.
+    #[command(hide = true, after_help = PROTOCOL)]
     VerifyBundle(VerifyBundleArgs),
 }
 

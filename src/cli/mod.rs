@@ -11,9 +11,13 @@ mod conformance;
 mod generate_key_pair;
 mod output;
 mod password;
+mod policy;
 mod sign;
+mod sign_report;
 mod trust;
 mod verify;
+mod verify_hints;
+mod verify_resource;
 mod version;
 
 use clap::{Parser, Subcommand};
@@ -41,11 +45,25 @@ enum Command {
     /// Verify signed manifests: signature, signer and that each object equals what was signed.
     #[command(after_help = EXIT_CODES)]
     Verify(verify::VerifyArgs),
+    /// Verify live objects: `kubectl get KIND[/NAME] -o json`, then `verify` with
+    /// `--ignore-profile kubernetes` (by default; a `--policy` brings its own) and any other
+    /// verify flag; one line per object.
+    #[command(
+        after_help = EXIT_CODES,
+        mut_arg("ignore_profile", |a| a.default_value("kubernetes")),
+        mut_arg("inputs", |a| a.hide(true)),
+        mut_arg("paths", |a| a.hide(true)),
+        mut_arg("exclude", |a| a.hide(true)),
+    )]
+    VerifyResource(verify_resource::VerifyResourceArgs),
     /// Write a cosign-compatible key pair (encrypted private key and public key).
     #[command(after_help = EXIT_CODES)]
     GenerateKeyPair(generate_key_pair::GenerateKeyPairArgs),
     /// Admission checker: the validating webhook (`serve`) and offline answers (`review`).
     Admission(admission::AdmissionArgs),
+    /// Policy files: convert Kyverno policies to mansign's format, explain what one enforces.
+    #[command(after_help = EXIT_CODES)]
+    Policy(policy::PolicyArgs),
     /// Inspect or refresh trust roots (`trust update` fetches trusted_root.json over TUF).
     Trust(trust::TrustArgs),
     /// Print version information.
@@ -68,10 +86,15 @@ pub enum Outcome {
 
 /// Entry point used by the binary.
 pub fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match parse_command_line() {
         Ok(cli) => cli,
         Err(e) => {
-            let _ = e.print();
+            match without_insecure_suggestion(&e) {
+                Some(text) => eprint!("{text}"),
+                None => {
+                    let _ = e.print();
+                }
+            }
             return if e.use_stderr() {
                 ExitCode::from(2)
             } else {
@@ -89,9 +112,63 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Installed as `kubectl-mansign` (on PATH), the binary is the kubectl plugin
+/// `kubectl mansign ...`: the same commands, with help and usage naming it that way.
+fn parse_command_line() -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let as_plugin = std::env::args_os()
+        .next()
+        .and_then(|a| {
+            std::path::Path::new(&a)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+        })
+        .is_some_and(|name| name == "kubectl-mansign");
+    let mut command = Cli::command();
+    if as_plugin {
+        command = command.bin_name("kubectl mansign");
+    }
+    let matches = command.try_get_matches()?;
+    Cli::from_arg_matches(&matches)
+}
+
+/// clap suggests the closest flag to a mistyped one; a cosign habit such as
+/// `--insecure-ignore-tlog` would be answered with `--insecure-any-identity`, which turns off
+/// the signer check. No `--insecure-*` flag is ever suggested: the tip and the flag in the
+/// usage line are removed.
+fn without_insecure_suggestion(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let suggested = match e.get(ContextKind::SuggestedArg) {
+        Some(ContextValue::String(s)) => s.clone(),
+        Some(ContextValue::Strings(v)) => v.iter().find(|s| s.contains("--insecure"))?.clone(),
+        _ => return None,
+    };
+    if !suggested.contains("--insecure") {
+        return None;
+    }
+    let mut out = String::new();
+    let mut blank = false;
+    for line in e.render().to_string().lines() {
+        if line.contains("tip:") && line.contains(&suggested) {
+            continue;
+        }
+        if line.trim().is_empty() {
+            if blank {
+                continue;
+            }
+            blank = true;
+        } else {
+            blank = false;
+        }
+        out.push_str(&line.replace(&format!(" {suggested}"), ""));
+        out.push('\n');
+    }
+    Some(out)
+}
+
 /// The error and its causes on one line. Library errors often repeat their cause in
 /// their own message; a cause already shown is not printed again.
-fn render_error(e: &anyhow::Error) -> String {
+pub(crate) fn render_error(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for cause in e.chain() {
         let text = cause.to_string();
@@ -111,8 +188,10 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
     match cli.command {
         Command::Sign(a) => sign::run(a),
         Command::Verify(a) => verify::run(a),
+        Command::VerifyResource(a) => verify_resource::run(a),
         Command::GenerateKeyPair(a) => generate_key_pair::run(a),
         Command::Admission(a) => admission::run(a),
+        Command::Policy(a) => policy::run(a),
         Command::Trust(a) => trust::run(a),
         Command::Version(a) => version::run(a),
         Command::Completion(a) => completion::run(a),

@@ -94,6 +94,14 @@ pub fn print_stdout(text: &str) -> anyhow::Result<()> {
         .context("cannot write to stdout")
 }
 
+/// Writes bytes to stdout as they are.
+pub fn print_stdout_bytes(bytes: &[u8]) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(bytes)
+        .and_then(|()| out.flush())
+        .context("cannot write to stdout")
+}
+
 /// tempfile creates files with mode 0600; signed manifests are not secrets.
 pub fn set_readable(path: &Path) {
     #[cfg(unix)]

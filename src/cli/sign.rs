@@ -29,17 +29,26 @@ use std::path::{Path, PathBuf};
 pub struct SignArgs {
     /// Manifest file, directory (recursive: every .yaml, .yml and .json file, hidden ones
     /// included, as `kubectl apply -R` reads them; any other file in it is an error unless
-    /// excluded), quoted glob pattern (`"unsigned/*.yaml"`) or `-` for stdin. Repeatable.
-    #[arg(short = 'f', long = "filename", required = true, value_name = "PATH")]
+    /// excluded), glob pattern (`"unsigned/*.yaml"`) or `-` for stdin. Repeatable, and
+    /// several paths may follow one `-f` (an unquoted glob expanded by the shell).
+    #[arg(short = 'f', long = "filename", value_name = "PATH", num_args = 1..,
+          required_unless_present = "paths")]
     pub inputs: Vec<PathBuf>,
+
+    /// Paths without `-f` (`mansign sign unsigned/ -o signed/`), read as `-f` reads them.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
 
     /// Leave out files or directories of a directory argument whose path below it matches
     /// this glob (`kustomization.yaml`, `docs/**`, `**/*.md`). Repeatable.
     #[arg(long = "exclude", value_name = "GLOB")]
     pub exclude: Vec<String>,
 
-    /// Output: a file, a directory (`DIR/`, created; inputs keep their relative paths) or
-    /// `-` for stdout. Default: `<input>.signed` next to each input, stdout for stdin.
+    /// Where the signed manifests go (verify's `-o` is its report format; here that is
+    /// `--format`): a file, a directory (`DIR/`, created; each file keeps its path below
+    /// its directory argument or below the fixed part of its glob pattern, a file argument
+    /// its name) or `-` for stdout. Default: `<input>.signed` next to each input, stdout
+    /// for stdin.
     #[arg(short = 'o', long = "output", value_name = "PATH")]
     pub output: Option<String>,
 
@@ -98,6 +107,13 @@ pub struct SignArgs {
     #[arg(short = 'v', long)]
     pub verbose: bool,
 
+    /// Report format: `text` (a summary on stderr) or `json` (one object on stdout: files
+    /// written, documents, signer, log indexes, bundles; schema in docs/cli.md). Not with
+    /// `-o -`, whose stdout carries the manifests.
+    #[arg(long, value_enum, default_value_t = super::sign_report::ReportFormat::Text,
+          value_name = "FORMAT")]
+    pub format: super::sign_report::ReportFormat,
+
     /// Time allowed for one request to Fulcio or Rekor, in seconds; a request that takes
     /// longer is retried (3 attempts in all, like server errors).
     #[arg(long, default_value_t = 30, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
@@ -111,7 +127,8 @@ pub struct SignArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Keyless signing")]
 pub struct KeylessArgs {
-    /// OIDC identity token, or `@FILE` to read it from a file. Default: SIGSTORE_ID_TOKEN,
+    /// OIDC identity token, or `@FILE` (or the path of an existing file, as cosign takes
+    /// it) to read it from a file. Default: SIGSTORE_ID_TOKEN,
     /// then CI credentials (GitHub Actions, GitLab, Buildkite, CircleCI), then an
     /// interactive sign-in.
     #[arg(long, value_name = "TOKEN|@FILE", value_parser = parse_secret, conflicts_with = "key")]
@@ -147,7 +164,12 @@ pub struct KeylessArgs {
     pub rekor_url: String,
 }
 
+/// A token, `@FILE`, or — as cosign reads `--identity-token` — the path of an existing file
+/// (a JWT is never a file name, so nothing is read twice).
 fn parse_secret(s: &str) -> Result<Secret, std::convert::Infallible> {
+    if !s.starts_with('@') && Path::new(s).is_file() {
+        return Ok(Secret::new(format!("@{s}")));
+    }
     Ok(Secret::new(s))
 }
 
@@ -227,10 +249,20 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
         bail!("--bundle-out needs --tlog-upload (a Sigstore bundle carries the Rekor entry)");
     }
     let trust = trust_root(&args, tlog_upload)?;
+    if args.format == super::sign_report::ReportFormat::Json && args.output.as_deref() == Some("-")
+    {
+        bail!(
+            "--format json prints the report on stdout; with it, write the manifests to files (not `-o -`)"
+        );
+    }
+    if let Some(key) = &args.key {
+        super::verify_hints::refuse_secret_reference(key)?;
+    }
 
     // Inputs and outputs first: a bad path must not cost an identity token.
     let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
-    let mut files = load_inputs_with(&args.inputs, &selection, &limits)?;
+    let inputs: Vec<PathBuf> = args.inputs.iter().chain(&args.paths).cloned().collect();
+    let mut files = load_inputs_with(&inputs, &selection, &limits)?;
     let targets = plan_targets(&files, args.output.as_deref())?;
     let bundle_paths = match &args.bundle_out {
         Some(dir) => Some(plan_bundles(dir, &files, &targets, args.scope)?),
@@ -272,9 +304,12 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
 
     if let Some(trust) = &trust {
         let checked = self_verify(&files, &domain, &limits, trust, &signer)?;
-        if args.verbose {
+        if args.verbose && checked > 0 {
+            // With --scope file one signature covers every document of a file: count
+            // signatures as the summary does, and the documents they were read back from.
             eprintln!(
-                "verified {checked} new signature(s) against {}",
+                "verified {} new signature(s), read back from {checked} document(s), against {}",
+                summary.signatures,
                 trust.origin()
             );
         }
@@ -305,6 +340,14 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
         }
     }
     let shown: Vec<String> = targets.iter().map(show_target).collect();
+    let bundle_files: Vec<String> = outputs
+        .iter()
+        .skip(files.len())
+        .filter_map(|(t, _)| match t {
+            Target::File(p) => Some(p.display().to_string()),
+            Target::Stdout => None,
+        })
+        .collect();
     write_all(outputs)?;
 
     let progress = args.verbose || std::io::stderr().is_terminal();
@@ -345,6 +388,23 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
 
     if args.remove_input {
         remove_inputs(&files, &targets, args.verbose)?;
+    }
+    if args.format == super::sign_report::ReportFormat::Json {
+        let report = super::sign_report::SignReport {
+            files: &files,
+            written: &shown,
+            summary: &summary,
+            signer: super::sign_report::signer_json(
+                args.key.as_deref(),
+                match &signer {
+                    RunSigner::Keyless(k) => k.last_batch().and_then(|b| b.certificate),
+                    _ => None,
+                },
+            ),
+            log_indexes: signer.log_indexes(),
+            bundle_files,
+        };
+        super::output::print_stdout(&report.to_json_text())?;
     }
     Ok(Outcome::Success)
 }
@@ -521,7 +581,7 @@ fn plan_bundles(
 }
 
 /// The name stem of each signature's bundle and message, in the order `sign_files` builds
-/// messages: `<output file name>.<document index>`, or `<output file name>` with
+/// messages: `<output file name>.<document number, from 1>`, or `<output file name>` with
 /// `--scope file`.
 fn bundle_names(files: &[ManifestFile], targets: &[Target], scope: SignScope) -> Vec<String> {
     let mut names = Vec::new();
@@ -541,7 +601,8 @@ fn bundle_names(files: &[ManifestFile], targets: &[Target], scope: SignScope) ->
         };
         match scope {
             SignScope::Document => {
-                for i in 0..file.documents.len() {
+                // Numbered from 1, as documents are everywhere else.
+                for i in 1..=file.documents.len() {
                     names.push(format!("{base}.{i}"));
                 }
             }

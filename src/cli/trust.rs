@@ -17,7 +17,9 @@ pub struct TrustArgs {
 enum TrustCommand {
     /// Refresh the cached trusted_root.json over TUF (verification never does this itself).
     Update(UpdateArgs),
-    /// Print which trust root verification uses and what it holds.
+    /// Print which trust root verification uses and what it holds: each certificate
+    /// authority (subject, validity), each transparency and CT log (ID in hex and base64,
+    /// URL, validity).
     Show(ShowArgs),
 }
 
@@ -66,7 +68,11 @@ pub fn run(args: TrustArgs) -> anyhow::Result<Outcome> {
                 Some(p) => TrustRoot::from_file(p)?,
                 None => TrustRoot::from_env()?,
             };
-            println!("{}: {}", root.origin(), root.summary());
+            let mut text = format!("{}: {}\n", root.origin(), root.summary());
+            for member in root.members() {
+                text.push_str(&format!("  {member}\n"));
+            }
+            super::output::print_stdout(&text)?;
         }
     }
     Ok(Outcome::Success)

@@ -5,7 +5,8 @@ use super::output::print_stdout;
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
 use crate::manifest::{
-    GroupKind, IgnoreProfile, InputSelection, Tolerances, load_inputs_with, parse_duration,
+    GroupKind, IgnoreProfile, IgnoreProfiles, InputSelection, ManifestFile, Tolerances,
+    parse_duration, to_yaml,
 };
 use crate::policy::{LoadOptions, RequestContext, load_file as load_policy_file};
 use crate::trust::TrustRoot;
@@ -13,7 +14,6 @@ use crate::verify::{
     Attestor, Claim, IdentityPolicy, IdentityPolicyError, KeylessAttestor, TrustedKey, Verifier,
 };
 use anyhow::{Context, bail};
-use clap::builder::TypedValueParser as _;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,9 +30,18 @@ pub enum OutputFormat {
 pub struct VerifyArgs {
     /// Signed manifest file, directory (recursive: every .yaml, .yml and .json file, hidden
     /// ones included, as `kubectl apply -R` reads them; any other file in it is an error
-    /// unless excluded), quoted glob pattern or `-` for stdin. Repeatable.
-    #[arg(short = 'f', long = "filename", required = true, value_name = "PATH")]
+    /// unless excluded), glob pattern or `-` for stdin. Repeatable, and several paths may
+    /// follow one `-f` (an unquoted `-f signed/*.yaml` expanded by the shell).
+    #[arg(short = 'f', long = "filename", value_name = "PATH", num_args = 1..)]
     pub inputs: Vec<PathBuf>,
+
+    /// Paths without `-f` (`mansign verify signed/`), read as `-f` reads them.
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+
+    /// Objects read by the caller (`verify-resource`) instead of `-f` and the paths.
+    #[arg(skip)]
+    pub preloaded: Option<Vec<crate::manifest::ManifestFile>>,
 
     /// Leave out files or directories of a directory argument whose path below it matches
     /// this glob (`kustomization.yaml`, `docs/**`, `**/*.md`). Repeatable. Whatever is left
@@ -55,20 +64,23 @@ pub struct VerifyArgs {
             "certificate_github_workflow_name", "insecure_any_identity", "ignore_profile",
             "status_kinds",
             "allow_digest_pinning", "bind_namespaces", "annotation_domain",
+            "ignore_fields",
         ]
     )]
     pub policy: Option<PathBuf>,
 
-    /// Differences tolerated for live objects (`kubectl get -o yaml` output): `none`
-    /// (files; default), `kubernetes` (server-populated metadata, the status of kinds with a
-    /// status subresource, server-assigned fields, exact defaults, and a
-    /// last-applied-configuration that holds the signed manifest; anchored),
+    /// Differences tolerated for live objects (`kubectl get -o yaml` output, or what a
+    /// GitOps tool applied), a comma-separated list of profiles: `none` (files; default),
+    /// `kubernetes` (server-populated metadata, the status of kinds with a status
+    /// subresource, server-assigned fields, exact defaults, and a
+    /// last-applied-configuration that holds the signed manifest; anchored), `argocd` (Argo
+    /// CD's instance label, installation-id annotation and a tracking-id annotation naming
+    /// the object itself), `flux` (Flux's two kustomize-controller labels),
     /// `kyverno-compat` (Kyverno's defaults with its unanchored matching; migration only,
-    /// over-matches).
-    #[arg(long, default_value_t = IgnoreProfile::None, value_name = "PROFILE",
-          value_parser = clap::builder::PossibleValuesParser::new(["none", "kubernetes", "kyverno-compat"])
-              .map(|s| s.parse::<IgnoreProfile>().unwrap_or_default()))]
-    pub ignore_profile: IgnoreProfile,
+    /// over-matches). Example: `kubernetes,argocd`.
+    #[arg(long, default_value_t = IgnoreProfiles::NONE, value_name = "PROFILE[,PROFILE]",
+          value_parser = |s: &str| s.parse::<IgnoreProfiles>())]
+    pub ignore_profile: IgnoreProfiles,
 
     /// With `--ignore-profile kubernetes`: a custom kind whose `status` is a subresource
     /// (`Kind.group`, e.g. `Certificate.cert-manager.io`), ignored like the status of
@@ -83,6 +95,13 @@ pub struct VerifyArgs {
     /// verification of that repository (e.g. Kyverno verifyImages, which pins the digest).
     #[arg(long)]
     pub allow_digest_pinning: bool,
+
+    /// A field whose differences are tolerated, for a one-off without a policy file:
+    /// `metadata.labels["argocd.argoproj.io/instance"]`, `spec.replicas`,
+    /// `spec.template.spec.containers[*].image` (anchored; the syntax of docs/policy.md,
+    /// "Field paths"). Repeatable. Whatever it names is not checked.
+    #[arg(long = "ignore-field", value_name = "PATH")]
+    pub ignore_fields: Vec<String>,
 
     /// Accept a document signed without a namespace in this namespace. Repeatable. A
     /// signed namespace is never rebound.
@@ -143,15 +162,30 @@ pub struct VerifyArgs {
     #[arg(long, help_heading = "Keyless identity")]
     pub insecure_any_identity: bool,
 
+    /// With --policy: accept keyless policy entries without an issuer (Kyverno policies
+    /// often have none). The subject is still required, each such entry is warned about
+    /// once, and every result it accepts says "issuer not checked". Insecure; `mansign
+    /// policy convert` pins issuers instead.
+    #[arg(long)]
+    pub insecure_any_issuer: bool,
+
     /// Sigstore `trusted_root.json` (Fulcio CAs, Rekor and CT log keys). Default: the root
     /// cached by `mansign trust update`, else the public-good root embedded in mansign.
     /// Verification never uses the network.
     #[arg(long, value_name = "FILE")]
     pub trusted_root: Option<PathBuf>,
 
-    /// Output format.
-    #[arg(long = "output", value_enum, default_value_t = OutputFormat::Text)]
+    /// Report format: `-o json` as with kubectl (sign's `-o` is where the signed manifests
+    /// go).
+    #[arg(short = 'o', long = "output", visible_alias = "format", value_enum,
+          default_value_t = OutputFormat::Text, value_name = "FORMAT")]
     pub output: OutputFormat,
+
+    /// Print the verified documents on stdout, as one YAML stream, and the report on
+    /// stderr; when any document fails, print nothing on stdout. For a pipeline that must
+    /// apply exactly what was verified (the Argo CD plugin in deploy/argocd-cmp/).
+    #[arg(long)]
+    pub print_verified: bool,
 
     /// Annotation domain of the signature annotations.
     #[arg(long, default_value = AnnotationDomain::DEFAULT, value_name = "DOMAIN")]
@@ -168,6 +202,12 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
     if let Some(path) = &args.policy {
         return run_policy(&args, path, trust, limits);
     }
+    if args.insecure_any_issuer {
+        bail!(
+            "--insecure-any-issuer applies to policy files (--policy); on the command line \
+             name the issuer with --certificate-oidc-issuer"
+        );
+    }
     let attestors = if args.keys.is_empty() {
         vec![Attestor::Keyless(KeylessAttestor::new(
             trust,
@@ -182,6 +222,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
         }
         let mut attestors = Vec::new();
         for path in &args.keys {
+            super::verify_hints::refuse_secret_reference(path)?;
             let pem = std::fs::read_to_string(path)
                 .with_context(|| format!("{}: cannot read key", path.display()))?;
             let key = TrustedKey::from_pem(path.display().to_string(), &pem)
@@ -193,8 +234,14 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
         attestors
     };
     let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
-    let files = load_inputs_with(&args.inputs, &selection, &limits)?;
-    if args.ignore_profile == IgnoreProfile::KyvernoCompat {
+    let files = super::verify_hints::load(
+        args.preloaded.as_ref(),
+        &args.inputs,
+        &args.paths,
+        &selection,
+        &limits,
+    )?;
+    if args.ignore_profile.contains(IgnoreProfile::KyvernoCompat) {
         eprintln!(
             "warning: --ignore-profile kyverno-compat matches fields as unanchored regexes \
              (e.g. `status` also hides `data.status`); use it only to migrate Kyverno policies"
@@ -204,18 +251,23 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
         .with_domain(domain)
         .with_limits(limits)
         .with_tolerances(Tolerances {
-            profile: args.ignore_profile,
+            profiles: args.ignore_profile,
             digest_pinning: args.allow_digest_pinning,
             namespace_binding: args.bind_namespaces.clone(),
             status_kinds: args.status_kinds.clone(),
-        });
+        })
+        .with_ignore_fields(super::verify_hints::ignore_fields(&args.ignore_fields)?);
     if let Some(spec) = &args.max_age {
         let max_age = parse_duration(spec).map_err(|e| anyhow::anyhow!("--max-age: {e}"))?;
         verifier = verifier.with_max_age(max_age);
     }
     let verdict = verifier.verify_documents(files.iter().flat_map(|f| &f.documents));
+    if args.ignore_profile.is_none() {
+        super::verify_hints::live_object_hint(&verifier, &files, &verdict);
+    }
     report(
-        args.output,
+        &args,
+        &files,
         || verdict.to_json(),
         verdict
             .documents
@@ -236,6 +288,7 @@ fn run_policy(
     let options = LoadOptions {
         trust_root: Some(trust),
         limits,
+        insecure_any_issuer: args.insecure_any_issuer,
     };
     let mut policy = load_policy_file(path, &options)?;
     if let Some(spec) = &args.max_age {
@@ -250,13 +303,20 @@ fn run_policy(
         eprintln!("note: {note}");
     }
     let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
-    let files = load_inputs_with(&args.inputs, &selection, &limits)?;
+    let files = super::verify_hints::load(
+        args.preloaded.as_ref(),
+        &args.inputs,
+        &args.paths,
+        &selection,
+        &limits,
+    )?;
     let verdict = policy.verify_documents(
         files.iter().flat_map(|f| &f.documents),
         &RequestContext::default(),
     );
     report(
-        args.output,
+        args,
+        &files,
         || verdict.to_json(),
         verdict
             .objects
@@ -269,15 +329,17 @@ fn run_policy(
 
 /// Prints a verdict (one line per item and a count, or the JSON) and maps it to the
 /// outcome. Printing is the same for key, keyless and policy runs; the verdict types
-/// carry their own wording.
+/// carry their own wording. With `--print-verified` the verdict goes to stderr and, only
+/// when everything verified, the documents to stdout.
 fn report(
-    format: OutputFormat,
+    args: &VerifyArgs,
+    files: &[ManifestFile],
     json: impl FnOnce() -> serde_json::Value,
     lines: impl Iterator<Item = (String, bool)>,
     noun: &str,
     verified: bool,
 ) -> anyhow::Result<Outcome> {
-    let text = match format {
+    let text = match args.output {
         OutputFormat::Json => serde_json::to_string_pretty(&json())? + "\n",
         OutputFormat::Text => {
             let (mut text, mut ok, mut total) = (String::new(), 0, 0);
@@ -291,12 +353,30 @@ fn report(
             text
         }
     };
-    print_stdout(&text)?;
+    if args.print_verified {
+        eprint!("{text}");
+        if verified {
+            print_stdout(&verified_stream(files))?;
+        }
+    } else {
+        print_stdout(&text)?;
+    }
     Ok(if verified {
         Outcome::Success
     } else {
         Outcome::VerificationFailed
     })
+}
+
+/// Every document of `files`, as verified (signature annotations included), as one YAML
+/// stream in input order.
+fn verified_stream(files: &[ManifestFile]) -> String {
+    files
+        .iter()
+        .flat_map(|f| &f.documents)
+        .map(|d| to_yaml(&d.value))
+        .collect::<Vec<_>>()
+        .join("---\n")
 }
 
 /// The cosign-style identity flags as a policy; refuses a policy without an issuer or
@@ -348,8 +428,9 @@ fn identity_policy(args: &VerifyArgs) -> anyhow::Result<IdentityPolicy> {
         ),
         IdentityPolicyError::MissingIdentity => anyhow::anyhow!(
             "keyless verification (no --key) needs --certificate-identity or \
-             --certificate-identity-regexp (or a --certificate-github-workflow-* flag); use \
-             --insecure-any-identity to accept any identity"
+             --certificate-identity-regexp or --certificate-github-workflow-repository (the \
+             other --certificate-github-workflow-* claims are shared by every repository and \
+             name nobody); use --insecure-any-identity to accept any identity"
         ),
         other => anyhow::Error::new(other),
     })

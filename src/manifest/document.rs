@@ -24,16 +24,23 @@ impl fmt::Display for Source {
 }
 
 /// Where a document sits: its source and its 0-based position among the non-empty
-/// documents of that source.
+/// documents of that source; for an item of a `v1 List`, also its 0-based position in the
+/// List's `items`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DocumentOrigin {
     pub source: Source,
     pub index: usize,
+    pub item: Option<usize>,
 }
 
 impl fmt::Display for DocumentOrigin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: document {}", self.source, self.index + 1)
+        write!(f, "{}: document {}", self.source, self.index + 1)?;
+        match self.item {
+            // Numbered from 1 like documents; `items[N]` is the field path.
+            Some(i) => write!(f, ", List item {} (items[{i}])", i + 1),
+            None => Ok(()),
+        }
     }
 }
 

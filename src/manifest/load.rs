@@ -304,6 +304,7 @@ pub fn load_reader(
                 let origin = DocumentOrigin {
                     source: source.clone(),
                     index: position,
+                    item: Some(i),
                 };
                 let doc = Document::new(origin, item)
                     .map_err(|reason| not_an_object(format!("items[{i}]: {reason}")))?;
@@ -322,6 +323,7 @@ pub fn load_reader(
         let origin = DocumentOrigin {
             source: source.clone(),
             index: position,
+            item: None,
         };
         let doc = Document::new(origin, value).map_err(not_an_object)?;
         documents.push(doc);

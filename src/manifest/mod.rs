@@ -8,6 +8,7 @@
 mod diff;
 mod document;
 mod expiry;
+mod gitops;
 mod legacy_tar;
 mod load;
 mod message;
@@ -31,14 +32,18 @@ pub use expiry::{
     EXPIRES_ANNOTATION, SIGNED_AT_ANNOTATION, expiry_of, parse_duration, parse_expires, set_expiry,
     set_signed_at, signed_at_of,
 };
+pub use gitops::{
+    ARGOCD_INSTALLATION_ID_ANNOTATION, ARGOCD_INSTANCE_LABEL, ARGOCD_TRACKING_ID_ANNOTATION,
+    FLUX_LABELS, tracking_id_names,
+};
 pub use legacy_tar::LegacyTarError;
 pub use load::{
     InputSelection, MANIFEST_EXTENSIONS, ManifestFile, load_inputs, load_inputs_with, load_reader,
 };
 pub use message::{MessageError, build_message, parse_message};
 pub use tolerance::{
-    GroupKind, IgnoreProfile, LAST_APPLIED_ANNOTATION, Tolerances, has_status_subresource,
-    upstream_dotted,
+    GroupKind, IgnoreProfile, IgnoreProfiles, LAST_APPLIED_ANNOTATION, Tolerances,
+    has_status_subresource, upstream_dotted,
 };
 pub use yaml_error::{ScalarReadings, YamlError, YamlLocation};
 pub use yaml_read::parse_documents;

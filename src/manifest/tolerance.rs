@@ -2,7 +2,9 @@
 //! an object after it was signed.
 //!
 //! A [`Tolerances`] value is applied to the diff of a live object against its signed
-//! document. Three profiles ([`IgnoreProfile`]):
+//! document. Profiles ([`IgnoreProfile`]) compose: a [`Tolerances`] holds a set of them
+//! ([`IgnoreProfiles`], written `kubernetes,argocd`), and a difference is tolerated when any
+//! profile in the set tolerates it; no profile widens another's rules.
 //!
 //! * `none` — nothing tolerated (the default for `verify -f` on files).
 //! * `kubernetes` — a safe, anchored list: server-populated metadata is ignored; `status`
@@ -21,6 +23,8 @@
 //!   an unanchored regex over the dotted path), for migrating existing policies only. It
 //!   over-matches (research kyverno-manifests §2.10 F3: `status` also hides
 //!   `data.status`); callers should warn when it is used.
+//! * `argocd`, `flux` — the tracking metadata Argo CD and Flux write onto what they apply,
+//!   each key anchored and only when the signed document does not have it (`manifest::gitops`).
 //!
 //! Independently of the profile: optional image digest pinning (`x:tag` may become
 //! `x:tag@sha256:<64 hex>`, and nothing else) and optional namespace binding (a signed
@@ -28,29 +32,23 @@
 
 use super::diff::{DiffKind, Difference, FieldPattern, Step};
 use super::document::ObjectIdentity;
+use super::gitops::{argocd_tolerates, flux_tolerates};
 use serde_json::{Value, json};
 
-/// Which built-in list of tolerated differences applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// One built-in list of tolerated differences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IgnoreProfile {
     /// Nothing tolerated: the object must equal the signed document.
-    #[default]
     None,
     /// Server-populated metadata, status, server-assigned fields and exact defaults.
     Kubernetes,
     /// Kyverno's defaults with Kyverno's unanchored matching (migration only; unsafe).
     KyvernoCompat,
-}
-
-/// What a rule tolerates.
-#[derive(Debug, Clone)]
-enum Rule {
-    /// Any difference at or below the pattern.
-    Ignore(FieldPattern),
-    /// A field the signed document does not have, whatever its value.
-    ServerSet(FieldPattern),
-    /// A field the signed document does not have, holding exactly this value.
-    Default(FieldPattern, Value),
+    /// Argo CD's tracking metadata: the instance label, the installation-id annotation and a
+    /// tracking-id annotation naming the object itself.
+    Argocd,
+    /// Flux kustomize-controller's two ownership labels.
+    Flux,
 }
 
 impl IgnoreProfile {
@@ -60,6 +58,8 @@ impl IgnoreProfile {
             IgnoreProfile::None => "none",
             IgnoreProfile::Kubernetes => "kubernetes",
             IgnoreProfile::KyvernoCompat => "kyverno-compat",
+            IgnoreProfile::Argocd => "argocd",
+            IgnoreProfile::Flux => "flux",
         }
     }
 
@@ -68,7 +68,19 @@ impl IgnoreProfile {
         IgnoreProfile::None,
         IgnoreProfile::Kubernetes,
         IgnoreProfile::KyvernoCompat,
+        IgnoreProfile::Argocd,
+        IgnoreProfile::Flux,
     ];
+
+    fn bit(self) -> u8 {
+        match self {
+            IgnoreProfile::None => 0,
+            IgnoreProfile::Kubernetes => 1,
+            IgnoreProfile::KyvernoCompat => 1 << 1,
+            IgnoreProfile::Argocd => 1 << 2,
+            IgnoreProfile::Flux => 1 << 3,
+        }
+    }
 }
 
 impl std::str::FromStr for IgnoreProfile {
@@ -93,6 +105,106 @@ impl std::fmt::Display for IgnoreProfile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// The profiles that apply together, written `kubernetes,argocd`: each one adds its own
+/// tolerated differences, none widens another's. Empty (`none`) tolerates nothing.
+///
+/// ```
+/// use mansign::manifest::{IgnoreProfile, IgnoreProfiles, Tolerances};
+///
+/// let profiles: IgnoreProfiles = "kubernetes,argocd".parse()?;
+/// assert!(profiles.contains(IgnoreProfile::Argocd));
+/// assert!(!profiles.contains(IgnoreProfile::Flux));
+/// assert_eq!(profiles.to_string(), "kubernetes,argocd");
+/// let tolerances = Tolerances { profiles, ..Tolerances::default() };
+/// # let _ = tolerances;
+/// # Ok::<(), String>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IgnoreProfiles(u8);
+
+impl IgnoreProfiles {
+    /// No profile: nothing tolerated.
+    pub const NONE: IgnoreProfiles = IgnoreProfiles(0);
+
+    /// Exactly these profiles.
+    pub fn of(profiles: &[IgnoreProfile]) -> Self {
+        IgnoreProfiles(profiles.iter().fold(0, |bits, p| bits | p.bit()))
+    }
+
+    /// True if `profile` is one of these; `contains(None)` is true only for the empty set.
+    pub fn contains(self, profile: IgnoreProfile) -> bool {
+        match profile {
+            IgnoreProfile::None => self.is_none(),
+            p => self.0 & p.bit() != 0,
+        }
+    }
+
+    /// True if no profile is set.
+    pub fn is_none(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The profiles set, in [`IgnoreProfile::ALL`] order.
+    pub fn iter(self) -> impl Iterator<Item = IgnoreProfile> {
+        IgnoreProfile::ALL
+            .iter()
+            .copied()
+            .filter(move |p| *p != IgnoreProfile::None && self.contains(*p))
+    }
+}
+
+impl From<IgnoreProfile> for IgnoreProfiles {
+    fn from(profile: IgnoreProfile) -> Self {
+        IgnoreProfiles(profile.bit())
+    }
+}
+
+impl std::str::FromStr for IgnoreProfiles {
+    type Err = String;
+
+    /// A comma-separated list of profile names (`kubernetes,argocd`); `none` alone is the
+    /// empty set. An empty name, a repeated name or `none` among others is an error, so a
+    /// typo never silently drops a profile.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut set = IgnoreProfiles::NONE;
+        let names: Vec<&str> = s.split(',').map(str::trim).collect();
+        for name in &names {
+            let profile: IgnoreProfile = name.parse()?;
+            if profile == IgnoreProfile::None && names.len() > 1 {
+                return Err(format!(
+                    "ignore profile list {s:?}: `none` cannot be combined with other profiles"
+                ));
+            }
+            if set.contains(profile) && profile != IgnoreProfile::None {
+                return Err(format!("ignore profile list {s:?} names {name} twice"));
+            }
+            set.0 |= profile.bit();
+        }
+        Ok(set)
+    }
+}
+
+impl std::fmt::Display for IgnoreProfiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_none() {
+            return f.write_str(IgnoreProfile::None.name());
+        }
+        let names: Vec<&str> = self.iter().map(IgnoreProfile::name).collect();
+        f.write_str(&names.join(","))
+    }
+}
+
+/// What a rule tolerates.
+#[derive(Debug, Clone)]
+enum Rule {
+    /// Any difference at or below the pattern.
+    Ignore(FieldPattern),
+    /// A field the signed document does not have, whatever its value.
+    ServerSet(FieldPattern),
+    /// A field the signed document does not have, holding exactly this value.
+    Default(FieldPattern, Value),
 }
 
 /// A kind named by API group and kind (`PolicyException.kyverno.io`; the core group is
@@ -175,7 +287,8 @@ pub fn has_status_subresource(group: &str, kind: &str) -> bool {
 /// Differences tolerated for live objects.
 #[derive(Debug, Clone, Default)]
 pub struct Tolerances {
-    pub profile: IgnoreProfile,
+    /// The profiles that apply (`kubernetes,argocd`); empty: none.
+    pub profiles: IgnoreProfiles,
     /// Accept `image: x:tag` signed, `x:tag@sha256:<digest>` found.
     pub digest_pinning: bool,
     /// Namespaces in which a document signed without a namespace is accepted.
@@ -511,34 +624,33 @@ impl Tolerances {
     /// `last-applied-configuration` is judged by the caller, which can verify its content
     /// ([`tolerates_last_applied`](Self::tolerates_last_applied)).
     pub fn tolerates(&self, id: &ObjectIdentity, signed: &Value, d: &Difference<'_>) -> bool {
-        match self.profile {
-            IgnoreProfile::Kubernetes => {
-                if self.ignores_status(id) && matches!(d.path.first(), Some(Step::Key("status"))) {
-                    return true;
-                }
-                if kubernetes_rules(id)
-                    .iter()
-                    .any(|r| rule_tolerates(r, signed, d))
-                {
-                    return true;
-                }
-            }
-            IgnoreProfile::KyvernoCompat => {
-                if kyverno_tolerates(id, d) {
-                    return true;
-                }
-            }
-            IgnoreProfile::None => {}
-        }
-        (self.digest_pinning && is_digest_pinning(d)) || self.namespace_bound(signed, d)
+        let profiles = self.profiles;
+        (profiles.contains(IgnoreProfile::Kubernetes) && self.kubernetes_tolerates(id, signed, d))
+            || (profiles.contains(IgnoreProfile::KyvernoCompat) && kyverno_tolerates(id, d))
+            || (profiles.contains(IgnoreProfile::Argocd) && argocd_tolerates(id, d))
+            || (profiles.contains(IgnoreProfile::Flux) && flux_tolerates(d))
+            || (self.digest_pinning && is_digest_pinning(d))
+            || self.namespace_bound(signed, d)
+    }
+
+    fn kubernetes_tolerates(
+        &self,
+        id: &ObjectIdentity,
+        signed: &Value,
+        d: &Difference<'_>,
+    ) -> bool {
+        (self.ignores_status(id) && matches!(d.path.first(), Some(Step::Key("status"))))
+            || kubernetes_rules(id)
+                .iter()
+                .any(|r| rule_tolerates(r, signed, d))
     }
 
     /// Whether `last-applied-configuration` may differ from the signed document when its
     /// content verifies against it: under the `kubernetes` profile (the annotation is how
-    /// `kubectl apply` records what it applied). Under `kyverno-compat` the annotation is
-    /// ignored as Kyverno does (migration only).
+    /// `kubectl apply`, and Argo CD's client-side apply, record what they applied). Under
+    /// `kyverno-compat` the annotation is ignored as Kyverno does (migration only).
     pub fn tolerates_last_applied(&self) -> bool {
-        self.profile == IgnoreProfile::Kubernetes
+        self.profiles.contains(IgnoreProfile::Kubernetes)
     }
 
     fn ignores_status(&self, id: &ObjectIdentity) -> bool {
@@ -657,7 +769,7 @@ mod tests {
 
     fn kube() -> Tolerances {
         Tolerances {
-            profile: IgnoreProfile::Kubernetes,
+            profiles: IgnoreProfile::Kubernetes.into(),
             ..Tolerances::default()
         }
     }
@@ -753,8 +865,81 @@ mod tests {
     fn profiles_parse_by_name() {
         for p in IgnoreProfile::ALL {
             assert_eq!(p.name().parse::<IgnoreProfile>().unwrap(), *p);
+            assert_eq!(p.name().parse::<IgnoreProfiles>().unwrap(), (*p).into());
         }
         assert!("kubernetes,argo".parse::<IgnoreProfile>().is_err());
+    }
+
+    #[test]
+    fn profile_lists_parse_and_print() {
+        let set: IgnoreProfiles = "kubernetes,argocd".parse().unwrap();
+        assert!(set.contains(IgnoreProfile::Kubernetes) && set.contains(IgnoreProfile::Argocd));
+        assert!(!set.contains(IgnoreProfile::Flux));
+        assert_eq!(set.to_string(), "kubernetes,argocd");
+        assert_eq!(
+            "flux, kubernetes"
+                .parse::<IgnoreProfiles>()
+                .unwrap()
+                .to_string(),
+            "kubernetes,flux"
+        );
+        assert_eq!(
+            "none".parse::<IgnoreProfiles>().unwrap(),
+            IgnoreProfiles::NONE
+        );
+        assert_eq!(IgnoreProfiles::NONE.to_string(), "none");
+        assert!(IgnoreProfiles::NONE.contains(IgnoreProfile::None));
+        assert!(!set.contains(IgnoreProfile::None));
+        for bad in [
+            "",
+            "kubernetes,",
+            "kubernetes,argo",
+            "kubernetes,kubernetes",
+            "none,argocd",
+            "Kubernetes",
+        ] {
+            assert!(bad.parse::<IgnoreProfiles>().is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn gitops_profiles_tolerate_only_their_keys_and_only_when_unsigned() {
+        let argocd: IgnoreProfiles = "argocd".parse().unwrap();
+        let flux: IgnoreProfiles = "flux".parse().unwrap();
+        let t = |profiles| Tolerances {
+            profiles,
+            ..Tolerances::default()
+        };
+        let deploy = id("apps", "Deployment");
+        let signed = json!({"metadata": {"name": "x", "namespace": "ns"}});
+        let argo_live = json!({"metadata": {"name": "x", "namespace": "ns",
+            "labels": {"app.kubernetes.io/instance": "app"},
+            "annotations": {"argocd.argoproj.io/tracking-id": "app:apps/Deployment:ns/x",
+                            "argocd.argoproj.io/installation-id": "one"}}});
+        assert!(remaining(&t(argocd), &deploy, signed.clone(), argo_live.clone()).is_empty());
+        assert_eq!(
+            remaining(&t(flux), &deploy, signed.clone(), argo_live).len(),
+            3
+        );
+        let flux_live = json!({"metadata": {"name": "x", "namespace": "ns",
+            "labels": {"kustomize.toolkit.fluxcd.io/name": "apps",
+                       "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}}});
+        assert!(remaining(&t(flux), &deploy, signed.clone(), flux_live.clone()).is_empty());
+        assert_eq!(remaining(&t(argocd), &deploy, signed, flux_live).len(), 2);
+        // A signed key keeps its signed value.
+        let signed = json!({"metadata": {"name": "x", "namespace": "ns",
+            "labels": {"app.kubernetes.io/instance": "signed"}}});
+        let live = json!({"metadata": {"name": "x", "namespace": "ns",
+            "labels": {"app.kubernetes.io/instance": "other"}}});
+        assert_eq!(
+            remaining(&t(argocd), &deploy, signed, live),
+            ["metadata.labels[\"app.kubernetes.io/instance\"]"]
+        );
+        // Nothing beside the keys: another argocd.argoproj.io annotation is a difference.
+        let signed = json!({"metadata": {"name": "x", "namespace": "ns"}});
+        let live = json!({"metadata": {"name": "x", "namespace": "ns",
+            "annotations": {"argocd.argoproj.io/sync-options": "Prune=false"}}});
+        assert_eq!(remaining(&t(argocd), &deploy, signed, live).len(), 1);
     }
 
     #[test]
@@ -823,7 +1008,7 @@ mod tests {
     #[test]
     fn kyverno_compat_reproduces_upstream_over_matching() {
         let t = Tolerances {
-            profile: IgnoreProfile::KyvernoCompat,
+            profiles: IgnoreProfile::KyvernoCompat.into(),
             ..Tolerances::default()
         };
         let signed = json!({"metadata": {"name": "x", "namespace": "a"}, "data": {}});

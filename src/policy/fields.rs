@@ -105,6 +105,32 @@ pub fn translate_upstream_field(field: &str) -> Result<Vec<FieldPattern>, String
         .collect()
 }
 
+/// Reads a field path in mansign's syntax (a `ManifestPolicy`'s `ignoreFields`,
+/// `verify --ignore-field`). The same text written the Kyverno way reads differently there:
+/// `metadata.labels.app.kubernetes.io/name` is one label key upstream but six nested keys
+/// here, and `spec.ports.0.port` names a map key `0`, not a list item; either pattern would
+/// load and match nothing. A path without brackets whose Kyverno reading is not the mansign
+/// reading is therefore refused, with the mansign spelling of what Kyverno would have
+/// meant.
+pub fn mansign_field_pattern(field: &str) -> Result<FieldPattern, String> {
+    let pattern = FieldPattern::parse(field)?;
+    if field.contains('[') || field.contains('"') {
+        return Ok(pattern);
+    }
+    let Ok(upstream) = translate_upstream_field(field) else {
+        return Ok(pattern);
+    };
+    if upstream.iter().any(|p| p.to_string() == field) {
+        return Ok(pattern);
+    }
+    let spelled: Vec<String> = upstream.iter().map(|p| format!("`{p}`")).collect();
+    Err(format!(
+        "field {field:?} is written Kyverno-style and would match nothing here (keys with \
+         `.` or `/` are quoted in brackets, list items are `[N]` or `[*]`); write {}",
+        spelled.join(" or ")
+    ))
+}
+
 fn segment(field: &str, seg: &str) -> Result<Part, String> {
     if seg == "*" {
         Ok(Part::AnyKeyOrIndex)
@@ -211,5 +237,24 @@ mod tests {
         };
         assert!(p.matches(&path(&["status", "x"])));
         assert!(!p.matches(&path(&["data", "status"])));
+    }
+
+    #[test]
+    fn mansign_paths_refuse_kyverno_spellings_that_would_match_nothing() {
+        let err = mansign_field_pattern("metadata.annotations.example.com/owner").unwrap_err();
+        assert!(
+            err.contains(r#"write `metadata.annotations["example.com/owner"]`"#),
+            "{err}"
+        );
+        let err = mansign_field_pattern("spec.ports.0.port").unwrap_err();
+        assert!(err.contains("write `spec.ports[0].port`"), "{err}");
+        for ok in [
+            "spec.replicas",
+            r#"metadata.labels["app.kubernetes.io/name"]"#,
+            "spec.template.spec.containers[*].image",
+            "spec.containers.*.image",
+        ] {
+            assert_eq!(mansign_field_pattern(ok).unwrap().to_string(), ok);
+        }
     }
 }

@@ -13,9 +13,14 @@
 //!   ignoreFields:               # anchored mansign patterns
 //!   - objects: [{kind: Deployment}]
 //!     fields: [spec.replicas]
-//!   ignoreProfile: kubernetes   # none (default) | kubernetes | kyverno-compat
+//!   ignoreProfile: kubernetes,argocd  # a list: none (default) | kubernetes |
+//!                               # kyverno-compat | argocd | flux (or a YAML sequence)
 //!   statusSubresourceKinds: [Certificate.cert-manager.io]  # custom kinds whose status
 //!                               # the kubernetes profile ignores (built-in kinds: known)
+//!   namespaceBinding: [team-a]  # where a document signed without a namespace is accepted;
+//!                               # ["*"]: any namespace (Kyverno's behaviour)
+//!   insecureAnyIssuer: false    # keyless entries may omit the issuer (insecure: every
+//!                               # result says "issuer not checked")
 //!   attestors:                  # every set required; count = N-of-M (absent: all)
 //!   - count: 1
 //!     entries:
@@ -24,6 +29,8 @@
 //!         issuer: https://token.actions.githubusercontent.com
 //!         subjectRegExp: https://github.com/org/repo/\.github/workflows/.*
 //!         github: {repository: org/repo, ref: refs/heads/main}
+//!         roots: "PEM"          # optional: CA certificates of the trust root; narrows the
+//!                               # chain check to their authorities
 //!     - certificates:           # pinned certificate and/or CA chain (root last)
 //!         certPath: release.crt     # or cert: "PEM"
 //!         certChainPath: ca.pem     # or certChain: "PEM"
@@ -32,17 +39,18 @@
 //!
 //! Every object and field is strict: an unknown field is an error naming it.
 
+use super::action::{FailureAction, FailureActions};
 use super::selector::{MatchResources, ObjectReference, ResourceDescription, RuleSelector};
 use super::{
     IgnoreBinding, LoadContext, Location, NamespaceBinding, PolicyError, PolicyRule, PolicySet,
-    attestor_policy, certificate_attestor, parse_public_keys,
+    RuleSource, attestor_policy, certificate_attestor, parse_public_keys,
 };
 use crate::annotations::AnnotationDomain;
-use crate::manifest::{FieldPattern, GroupKind, IgnoreProfile};
+use crate::manifest::{GroupKind, IgnoreProfile, IgnoreProfiles};
 use crate::trust::TrustRoot;
 use crate::verify::{
-    AttestorEntry, AttestorSet, CertificateAttestor, Claim, IdentityPolicy, KeylessAttestor,
-    TrustedKey, Verifier,
+    AttestorEntry, AttestorSet, CertificateAttestor, Claim, IdentityPolicy, IdentityPolicyError,
+    KeylessAttestor, TrustedKey, Verifier,
 };
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -78,7 +86,7 @@ pub struct Spec {
     #[serde(default)]
     pub ignore_fields: Vec<IgnoreFieldsSpec>,
     #[serde(default)]
-    pub ignore_profile: Option<Profile>,
+    pub ignore_profile: Option<ProfileList>,
     /// Custom kinds (`Kind.group`) whose `status` is a subresource.
     #[serde(default)]
     pub status_subresource_kinds: Vec<String>,
@@ -91,15 +99,40 @@ pub struct Spec {
     /// Oldest acceptable transparency-log time of a signature (`90s`, `30m`, `4h`, `7d`).
     #[serde(default)]
     pub max_age: Option<String>,
+    /// What a failure does in the cluster: `Enforce` (default, deny) or `Audit` (allow
+    /// with a warning).
+    #[serde(default)]
+    pub failure_action: Option<Action>,
+    /// Keyless entries of this document may leave out the issuer (insecure; as
+    /// `--insecure-any-issuer` for this document only).
+    #[serde(default)]
+    pub insecure_any_issuer: bool,
     pub attestors: Vec<AttestorSetSpec>,
 }
 
+/// `spec.failureAction` of a `ManifestPolicy`.
 #[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Profile {
-    None,
-    Kubernetes,
-    KyvernoCompat,
+pub enum Action {
+    Enforce,
+    Audit,
+}
+
+/// `ignoreProfile`: the CLI's comma-separated list (`kubernetes,argocd`) or a YAML
+/// sequence of profile names.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ProfileList {
+    Text(String),
+    Names(Vec<String>),
+}
+
+impl ProfileList {
+    fn parse(&self) -> Result<IgnoreProfiles, String> {
+        match self {
+            ProfileList::Text(text) => text.parse(),
+            ProfileList::Names(names) => names.join(",").parse(),
+        }
+    }
 }
 
 /// Objects by kind (`Kind`, `version/Kind`, `group/version/Kind`), name and namespace, each
@@ -186,6 +219,10 @@ pub struct KeylessSpec {
     /// A `trusted_root.json`; default: the loader's (the embedded public-good root).
     #[serde(default)]
     pub trusted_root: Option<PathBuf>,
+    /// PEM CA certificates, each one a certificate authority of the trust root: the chain
+    /// check is narrowed to those authorities (Kyverno's `keyless.roots`, converted).
+    #[serde(default)]
+    pub roots: Option<String>,
 }
 
 /// GitHub workflow claims of the certificate (Fulcio extensions), each exact.
@@ -235,28 +272,41 @@ pub(crate) fn load(
         None => AnnotationDomain::default(),
         Some(d) => AnnotationDomain::new(d).map_err(|e| invalid(&at.at("annotationDomain"), e))?,
     };
-    let mut sets = Vec::new();
-    for (i, set) in spec.attestors.iter().enumerate() {
-        sets.push(attestor_set(set, &at.at(format!("attestors[{i}]")), ctx)?);
-    }
     let mut notes = Vec::new();
+    let mut sets = Vec::new();
+    ctx.document_any_issuer = spec.insecure_any_issuer;
+    let loaded: Result<(), PolicyError> =
+        spec.attestors.iter().enumerate().try_for_each(|(i, set)| {
+            sets.push(attestor_set(
+                set,
+                &at.at(format!("attestors[{i}]")),
+                ctx,
+                &mut notes,
+            )?);
+            Ok(())
+        });
+    ctx.document_any_issuer = false;
+    loaded?;
     let requirement = attestor_policy(sets, &at.at("attestors"), &mut notes)?;
     let mut ignore = Vec::new();
     for (i, binding) in spec.ignore_fields.iter().enumerate() {
         let mut fields = Vec::new();
         for (j, field) in binding.fields.iter().enumerate() {
             let field_at = at.at(format!("ignoreFields[{i}].fields[{j}]"));
-            fields.push(FieldPattern::parse(field).map_err(|e| invalid(&field_at, e))?);
+            fields.push(
+                super::fields::mansign_field_pattern(field).map_err(|e| invalid(&field_at, e))?,
+            );
         }
         ignore.push(IgnoreBinding {
             objects: binding.objects.clone(),
             fields,
         });
     }
-    let profile = match spec.ignore_profile {
-        None | Some(Profile::None) => IgnoreProfile::None,
-        Some(Profile::Kubernetes) => IgnoreProfile::Kubernetes,
-        Some(Profile::KyvernoCompat) => IgnoreProfile::KyvernoCompat,
+    let profiles = match &spec.ignore_profile {
+        None => IgnoreProfiles::NONE,
+        Some(list) => list
+            .parse()
+            .map_err(|e| invalid(&at.at("ignoreProfile"), e))?,
     };
     let mut status_kinds = Vec::new();
     for (i, text) in spec.status_subresource_kinds.iter().enumerate() {
@@ -265,7 +315,7 @@ pub(crate) fn load(
                 .map_err(|e| invalid(&at.at(format!("statusSubresourceKinds[{i}]")), e))?,
         );
     }
-    if profile == IgnoreProfile::KyvernoCompat {
+    if profiles.contains(IgnoreProfile::KyvernoCompat) {
         notes.push(format!(
             "{}: ignoreProfile kyverno-compat matches Kyverno's defaults as unanchored \
              regexes and hides more than their names say (e.g. `status` hides data.status); \
@@ -295,14 +345,17 @@ pub(crate) fn load(
             }
         },
         ignore,
-        profile,
+        profiles,
         status_kinds,
         digest_pinning: spec.digest_pinning,
-        namespace_binding: if spec.namespace_binding.is_empty() {
-            NamespaceBinding::Strict
-        } else {
-            NamespaceBinding::Listed(spec.namespace_binding.clone())
-        },
+        // `*`: a document signed without a namespace is accepted in whatever namespace
+        // the rule matched (a central signer for all namespaces, docs/admission.md).
+        namespace_binding: namespace_binding(&spec.namespace_binding),
+        failure_action: FailureActions::always(match spec.failure_action {
+            None | Some(Action::Enforce) => FailureAction::Enforce,
+            Some(Action::Audit) => FailureAction::Audit,
+        }),
+        source: RuleSource::Mansign,
     };
     Ok(PolicySet {
         rules: vec![rule],
@@ -310,10 +363,21 @@ pub(crate) fn load(
     })
 }
 
+/// `namespaceBinding`: empty = strict; `["*"]` = any namespace (Kyverno's behaviour for
+/// documents signed without one; no namespace can be named `*`); else the listed ones.
+fn namespace_binding(list: &[String]) -> NamespaceBinding {
+    match list {
+        [] => NamespaceBinding::Strict,
+        [any] if any == "*" => NamespaceBinding::AnyNamespace,
+        _ => NamespaceBinding::Listed(list.to_vec()),
+    }
+}
+
 fn attestor_set(
     spec: &AttestorSetSpec,
     at: &Location,
     ctx: &mut LoadContext<'_>,
+    notes: &mut Vec<String>,
 ) -> Result<AttestorSet, PolicyError> {
     let mut entries = Vec::new();
     for (j, entry) in spec.entries.iter().enumerate() {
@@ -335,6 +399,7 @@ fn attestor_set(
                 nested,
                 &entry_at.at("attestor"),
                 ctx,
+                notes,
             )?));
         } else if let Some(keys) = &entry.keys {
             for key in keys_entry(keys, &entry_at.at("keys"), ctx)? {
@@ -345,6 +410,7 @@ fn attestor_set(
                 keyless,
                 &entry_at.at("keyless"),
                 ctx,
+                notes,
             )?));
         } else if let Some(certificates) = &entry.certificates {
             entries.push(AttestorEntry::Certificate(certificates_entry(
@@ -440,6 +506,7 @@ fn keyless_entry(
     k: &KeylessSpec,
     at: &Location,
     ctx: &mut LoadContext<'_>,
+    notes: &mut Vec<String>,
 ) -> Result<KeylessAttestor, PolicyError> {
     let mut b = IdentityPolicy::builder();
     let exact = [(Claim::Issuer, &k.issuer), (Claim::Subject, &k.subject)];
@@ -467,7 +534,20 @@ fn keyless_entry(
             }
         }
     }
-    let identity = b.build().map_err(|e| invalid(at, e.to_string()))?;
+    if k.issuer.is_none() && k.issuer_reg_exp.is_none() && ctx.insecure_any_issuer() {
+        b = b.insecure_any_issuer();
+    }
+    let identity = b.build().map_err(|e| match e {
+        IdentityPolicyError::MissingIssuer => invalid(
+            at,
+            "keyless needs issuer or issuerRegExp; to accept the subject from any issuer \
+             (insecure), set spec.insecureAnyIssuer: true or pass --insecure-any-issuer",
+        ),
+        other => invalid(at, other.to_string()),
+    })?;
+    if !identity.checks_issuer() {
+        notes.push(super::kyverno::issuer_not_checked_warning(at, &identity));
+    }
     let trust = match &k.trusted_root {
         Some(path) => {
             let full = ctx.resolve(path);
@@ -479,6 +559,10 @@ fn keyless_entry(
             )
         }
         None => ctx.default_trust(at)?,
+    };
+    let trust = match &k.roots {
+        Some(text) => Arc::new(super::kyverno::roots_trust(text, &at.at("roots"), &trust)?),
+        None => trust,
     };
     Ok(KeylessAttestor::new(trust, identity))
 }

@@ -29,6 +29,9 @@
 //! # }
 //! ```
 
+mod action;
+pub mod convert;
+pub mod explain;
 mod fields;
 pub mod kyverno;
 pub mod mansign;
@@ -36,7 +39,8 @@ mod selector;
 mod typed;
 mod verdict;
 
-pub use fields::translate_upstream_field;
+pub use action::{ActionOverride, FailureAction, FailureActions};
+pub use fields::{mansign_field_pattern, translate_upstream_field};
 pub use selector::{
     MatchResources, ObjectReference, RequestContext, ResourceDescription, ResourceFilter,
     RuleSelector, Subject, UserInfo, glob_match,
@@ -45,8 +49,8 @@ pub use verdict::{ObjectVerdict, PolicyVerdict, RuleVerdict};
 
 use crate::limits::Limits;
 use crate::manifest::{
-    Document, DocumentOrigin, FieldPattern, GroupKind, IgnoreFields, IgnoreProfile, ObjectIdentity,
-    Source, Tolerances,
+    Document, DocumentOrigin, FieldPattern, GroupKind, IgnoreFields, IgnoreProfiles,
+    ObjectIdentity, Source, Tolerances,
 };
 use crate::trust::{TrustRoot, TrustRootError};
 use crate::verify::{AttestorPolicy, Verifier};
@@ -161,6 +165,11 @@ pub struct LoadOptions {
     pub trust_root: Option<Arc<TrustRoot>>,
     /// Bounds for the verifiers built from the policy.
     pub limits: Limits,
+    /// Accept keyless entries without an issuer constraint (`--insecure-any-issuer`): the
+    /// subject is still required, every result such an entry accepts says "issuer not
+    /// checked", and the loader adds one warning note per entry. A `ManifestPolicy` can
+    /// opt in on its own with `spec.insecureAnyIssuer: true`.
+    pub insecure_any_issuer: bool,
 }
 
 /// Where a document signed without a namespace is accepted.
@@ -198,21 +207,41 @@ pub struct PolicyRule {
     /// object).
     pub verifier: Verifier,
     pub ignore: Vec<IgnoreBinding>,
-    pub profile: IgnoreProfile,
+    /// The ignore profiles that apply (`kubernetes,argocd`).
+    pub profiles: IgnoreProfiles,
     /// Custom kinds whose `status` is a subresource (see [`Tolerances::status_kinds`]).
     pub status_kinds: Vec<GroupKind>,
     pub digest_pinning: bool,
     pub namespace_binding: NamespaceBinding,
+    /// What a failure of this rule does in the cluster (`Enforce` or `Audit`, per
+    /// namespace). Offline every failure fails the run.
+    pub failure_action: FailureActions,
+    /// Which format the rule came from, and what it said about enforcement.
+    pub source: RuleSource,
+}
+
+/// The format a rule was written in (for `policy explain`: what differs from the source).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum RuleSource {
+    /// mansign's `ManifestPolicy`.
+    #[default]
+    Mansign,
+    /// A Kyverno `ClusterPolicy`/`Policy` rule, with its `validate.failureAction` if set
+    /// (`Enforce`, `Audit`) as written; the effective action is
+    /// [`PolicyRule::failure_action`].
+    Kyverno { failure_action: Option<String> },
 }
 
 impl PolicyRule {
     /// True if this rule applies to the object. An object without a namespace may be
     /// applied into any namespace, so a namespaced `Policy` applies to it too.
     pub fn applies_to(&self, object: &Value, id: &ObjectIdentity, ctx: &RequestContext) -> bool {
-        if let (Some(ns), Some(object_ns)) = (&self.namespace, &id.namespace)
-            && ns != object_ns
-        {
-            return false;
+        match (&self.namespace, &id.namespace) {
+            (Some(ns), Some(object_ns)) if ns != object_ns => return false,
+            // A request's object without a namespace is cluster-scoped: a namespaced
+            // `Policy` does not apply to it.
+            (Some(_), None) if ctx.namespace_known => return false,
+            _ => {}
         }
         self.selector.applies_to(object, id, ctx)
     }
@@ -235,7 +264,7 @@ impl PolicyRule {
             .clone()
             .with_ignore_fields(IgnoreFields(fields))
             .with_tolerances(Tolerances {
-                profile: self.profile,
+                profiles: self.profiles,
                 digest_pinning: self.digest_pinning,
                 namespace_binding,
                 status_kinds: self.status_kinds.clone(),
@@ -285,6 +314,7 @@ impl PolicySet {
         let origin = DocumentOrigin {
             source: Source::Named("object".into()),
             index: 0,
+            item: None,
         };
         let doc = Document::new(origin, object.clone())?;
         let mut verdict = self.verify_document(&doc, ctx);
@@ -305,6 +335,10 @@ impl PolicySet {
                 policy: r.policy.clone(),
                 rule: r.rule.clone(),
                 verdict: r.verifier_for(&doc.identity).verify_document(doc),
+                action: match &doc.identity.namespace {
+                    Some(ns) => r.failure_action.for_namespace(Some(ns)),
+                    None => r.failure_action.strictest(),
+                },
             })
             .collect();
         ObjectVerdict {
@@ -338,6 +372,7 @@ pub fn load_str(
         options,
         base_dir,
         default_trust: options.trust_root.clone(),
+        document_any_issuer: false,
     };
     let mut set = PolicySet::default();
     // The manifest reader: kubectl's stream rules, both YAML readings, budgets. A policy is
@@ -404,9 +439,16 @@ pub(crate) struct LoadContext<'a> {
     options: &'a LoadOptions,
     base_dir: &'a Path,
     default_trust: Option<Arc<TrustRoot>>,
+    /// The document being loaded opts in to any issuer (`spec.insecureAnyIssuer`).
+    document_any_issuer: bool,
 }
 
 impl LoadContext<'_> {
+    /// True when keyless entries may leave the issuer unchecked (the load option).
+    fn insecure_any_issuer(&self) -> bool {
+        self.options.insecure_any_issuer || self.document_any_issuer
+    }
+
     /// The trust root for entries that name none (loaded once, on first use).
     fn default_trust(&mut self, at: &Location) -> Result<Arc<TrustRoot>, PolicyError> {
         if let Some(t) = &self.default_trust {

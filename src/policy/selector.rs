@@ -20,6 +20,16 @@ pub struct RequestContext {
     pub operation: Option<String>,
     /// The requesting user, when known.
     pub user: Option<UserInfo>,
+    /// The namespace is the API server's (an admission request): an object without one is
+    /// cluster-scoped, so a condition on namespaces is not met, rather than unknown as it
+    /// is for a file that `kubectl apply -n` may put anywhere.
+    pub namespace_known: bool,
+    /// A kind pinned to a version (`kyverno.io/v2/PolicyException`) matches its group and
+    /// kind in every version. The API server sends an object in the version the request
+    /// used whenever the webhook is registered for it, so in admission a pinned version
+    /// must not let the same object through in another version (the verification then
+    /// compares `apiVersion` with the signed document).
+    pub any_version: bool,
 }
 
 /// The requesting user (from `AdmissionRequest.userInfo`, roles as Kyverno resolves them).
@@ -27,9 +37,12 @@ pub struct RequestContext {
 pub struct UserInfo {
     pub username: String,
     pub groups: Vec<String>,
-    /// `namespace:name` of the Roles bound to the user.
-    pub roles: Vec<String>,
-    pub cluster_roles: Vec<String>,
+    /// `namespace:name` of the Roles bound to the user; `None` when not resolved (an
+    /// `AdmissionRequest` carries no roles, and mansign does not read RBAC): a condition on
+    /// roles is then unknown, like any other unknown request fact.
+    pub roles: Option<Vec<String>>,
+    /// The ClusterRoles bound to the user; `None` when not resolved.
+    pub cluster_roles: Option<Vec<String>>,
 }
 
 /// Wildcard match: `*` any run of characters, `?` one character (Kyverno's
@@ -102,7 +115,8 @@ impl ObjectReference {
 
 /// Kyverno `kinds` entry: `Kind`, `version/Kind` or `group/version/Kind`, each part a
 /// wildcard; `Kind/subresource` forms never match an object.
-fn kind_matches(pattern: &str, id: &ObjectIdentity) -> bool {
+fn kind_matches(pattern: &str, id: &ObjectIdentity, any_version: bool) -> bool {
+    let version = |p: &str| any_version || glob_match(p, &id.version);
     let parts: Vec<&str> = pattern.split('/').collect();
     match parts.as_slice() {
         [kind] => glob_match(kind, &id.kind),
@@ -113,13 +127,11 @@ fn kind_matches(pattern: &str, id: &ObjectIdentity) -> bool {
                 .chars()
                 .next()
                 .is_some_and(|c| c.is_ascii_lowercase())
-                && glob_match(first, &id.version)
+                && version(first)
                 && glob_match(second, &id.kind)
         }
-        [group, version, kind] => {
-            glob_match(group, &id.group)
-                && glob_match(version, &id.version)
-                && glob_match(kind, &id.kind)
+        [group, v, kind] => {
+            glob_match(group, &id.group) && version(v) && glob_match(kind, &id.kind)
         }
         _ => false,
     }
@@ -213,7 +225,12 @@ impl ResourceDescription {
         ctx: &RequestContext,
         unknown: bool,
     ) -> bool {
-        if !self.kinds.is_empty() && !self.kinds.iter().any(|k| kind_matches(k, id)) {
+        if !self.kinds.is_empty()
+            && !self
+                .kinds
+                .iter()
+                .any(|k| kind_matches(k, id, ctx.any_version))
+        {
             return false;
         }
         let names: Vec<&String> = self.names.iter().chain(self.name.iter()).collect();
@@ -222,10 +239,13 @@ impl ResourceDescription {
         }
         if !self.namespaces.is_empty() {
             // An object without a namespace may be applied into any namespace (`-n`):
-            // unknown, like the request facts.
-            let in_namespaces = id.namespace.as_ref().map_or(unknown, |ns| {
-                self.namespaces.iter().any(|n| glob_match(n, ns))
-            });
+            // unknown, like the request facts; in a request it is cluster-scoped.
+            let in_namespaces = id
+                .namespace
+                .as_ref()
+                .map_or(unknown && !ctx.namespace_known, |ns| {
+                    self.namespaces.iter().any(|n| glob_match(n, ns))
+                });
             if !in_namespaces {
                 return false;
             }
@@ -266,7 +286,10 @@ impl Subject {
             "User" => glob_match(&self.name, &user.username),
             "Group" => user.groups.iter().any(|g| glob_match(&self.name, g)),
             "ServiceAccount" => {
-                let ns = self.namespace.as_deref().unwrap_or("*");
+                // Refused at load time; never a wildcard by omission.
+                let Some(ns) = self.namespace.as_deref().filter(|n| !n.is_empty()) else {
+                    return false;
+                };
                 glob_match(
                     &format!("system:serviceaccount:{ns}:{}", self.name),
                     &user.username,
@@ -290,10 +313,15 @@ fn user_matches(
     let Some(user) = &ctx.user else {
         return unknown;
     };
+    let bound = |wanted: &[String], have: &Option<Vec<String>>| {
+        wanted.is_empty()
+            || have
+                .as_ref()
+                .map_or(unknown, |have| wanted.iter().any(|r| have.contains(r)))
+    };
     (subjects.is_empty() || subjects.iter().any(|s| s.matches(user)))
-        && (roles.is_empty() || roles.iter().any(|r| user.roles.contains(r)))
-        && (cluster_roles.is_empty()
-            || cluster_roles.iter().any(|r| user.cluster_roles.contains(r)))
+        && bound(roles, &user.roles)
+        && bound(cluster_roles, &user.cluster_roles)
 }
 
 impl ResourceFilter {
@@ -332,6 +360,37 @@ impl MatchResources {
             .chain(&self.all)
             .filter_map(|f| f.resources.as_ref())
             .chain(self.resources.iter())
+    }
+
+    /// Every subject of the block with its path below it (`any[0].subjects[1]`).
+    pub fn subjects_with_paths(&self) -> Vec<(String, &Subject)> {
+        let mut out = Vec::new();
+        for (list, filters) in [("any", &self.any), ("all", &self.all)] {
+            for (i, f) in filters.iter().enumerate() {
+                for (j, s) in f.subjects.iter().enumerate() {
+                    out.push((format!("{list}[{i}].subjects[{j}]"), s));
+                }
+            }
+        }
+        for (j, s) in self.subjects.iter().enumerate() {
+            out.push((format!("subjects[{j}]"), s));
+        }
+        out
+    }
+
+    /// Every resource description with its path in the block (`any[0].resources`,
+    /// `all[1].resources`, `resources`), so a load error names where it sits.
+    pub fn descriptions_at(&self) -> Vec<(String, &ResourceDescription)> {
+        let mut out = Vec::new();
+        for (name, filters) in [("any", &self.any), ("all", &self.all)] {
+            for (i, filter) in filters.iter().enumerate() {
+                if let Some(r) = &filter.resources {
+                    out.push((format!("{name}[{i}].resources"), r));
+                }
+            }
+        }
+        out.extend(self.resources.iter().map(|r| ("resources".to_string(), r)));
+        out
     }
 
     /// True if nothing is specified (an empty block).
@@ -423,11 +482,39 @@ mod tests {
     #[test]
     fn kinds_match_by_kind_version_and_group() {
         let (_, id) = service("s", None);
-        assert!(kind_matches("Service", &id));
-        assert!(kind_matches("v1/Service", &id));
-        assert!(kind_matches("*/Service", &id));
-        assert!(!kind_matches("Service/status", &id));
-        assert!(!kind_matches("apps/v1/Service", &id));
+        assert!(kind_matches("Service", &id, false));
+        assert!(kind_matches("v1/Service", &id, false));
+        assert!(kind_matches("*/Service", &id, false));
+        assert!(!kind_matches("Service/status", &id, false));
+        assert!(!kind_matches("apps/v1/Service", &id, false));
+        assert!(!kind_matches("v2/Service", &id, false));
+    }
+
+    #[test]
+    fn in_a_request_a_pinned_version_matches_every_version_of_the_kind() {
+        let (_, id) = service("s", None);
+        assert!(kind_matches("v2/Service", &id, true));
+        assert!(kind_matches("/v9/Service", &id, true));
+        // The group and the kind still have to match.
+        assert!(!kind_matches("apps/v1/Service", &id, true));
+        assert!(!kind_matches("v1/Pod", &id, true));
+        assert!(!kind_matches("Service/status", &id, true));
+    }
+
+    #[test]
+    fn in_a_request_an_object_without_namespace_is_cluster_scoped() {
+        let m = filter("any:\n- resources:\n    kinds: [Service]\n    namespaces: [team-a]\n");
+        let (v, id) = service("s", None);
+        // Offline: the file may be applied into team-a, so the rule applies (match) ...
+        assert!(m.matches(&v, &id, &RequestContext::default(), true));
+        // ... in a request the object is cluster-scoped: not in team-a.
+        let request = RequestContext {
+            namespace_known: true,
+            ..RequestContext::default()
+        };
+        assert!(!m.matches(&v, &id, &request, true));
+        let (v, id) = service("s", Some("team-a"));
+        assert!(m.matches(&v, &id, &request, true));
     }
 
     #[test]
@@ -487,6 +574,7 @@ mod tests {
                 username: username.into(),
                 ..UserInfo::default()
             }),
+            ..RequestContext::default()
         }
     }
 

@@ -1,5 +1,6 @@
 //! Verdicts under a policy file: one per object, naming every rule that applied.
 
+use super::action::FailureAction;
 use crate::manifest::{DocumentOrigin, ObjectIdentity};
 use crate::verify::DocumentVerdict;
 use serde_json::{Value, json};
@@ -12,6 +13,9 @@ pub struct RuleVerdict {
     pub policy: String,
     pub rule: String,
     pub verdict: DocumentVerdict,
+    /// What a failure of this rule does in the cluster, for this object's namespace (the
+    /// strictest when the object has none). Offline every failure fails.
+    pub action: FailureAction,
 }
 
 /// The verdict for one object: every rule that applies must verify it. An object no rule
@@ -48,13 +52,18 @@ impl ObjectVerdict {
                 if let Some(m) = j.as_object_mut() {
                     m.remove("source");
                     m.remove("document");
+                    m.remove("item");
                     m.remove("object");
                 }
                 j["policy"] = json!(r.policy);
                 j["rule"] = json!(r.rule);
+                j["action"] = json!(r.action.as_str());
                 j
             }).collect::<Vec<_>>(),
         });
+        if let Some(item) = self.origin.as_ref().and_then(|o| o.item) {
+            v["item"] = json!(item + 1);
+        }
         if self.no_rule_applies() {
             v["failure"] = json!({"check": "no-policy-rule", "reason": "no policy rule applies to this object"});
         }
@@ -95,7 +104,7 @@ impl fmt::Display for ObjectVerdict {
                         .collect::<Vec<_>>()
                         .join("; ")
                 ),
-                Err(e) => format!("FAILED [{}] {e}", e.check()),
+                Err(e) => format!("FAILED [{}] ({}) {e}", e.check(), r.action),
             };
             write!(f, "{prefix}: policy {} rule {}: {result}", r.policy, r.rule)?;
         }
@@ -118,7 +127,8 @@ impl PolicyVerdict {
     pub fn to_json(&self) -> Value {
         json!({
             "verified": self.is_verified(),
-            "objects": self.objects.iter().map(ObjectVerdict::to_json).collect::<Vec<_>>(),
+            // The same key as without a policy: one entry per document (or List item).
+            "documents": self.objects.iter().map(ObjectVerdict::to_json).collect::<Vec<_>>(),
         })
     }
 }

@@ -22,16 +22,40 @@ pub enum SignError {
     Signer(String),
     #[error(transparent)]
     Keyless(#[from] KeylessError),
-    #[error("transparency log entry for message {message}: {source}")]
+    #[error("transparency log entry for message {}: {source}", .message + 1)]
     Tlog {
         message: usize,
         #[source]
         source: RekorError,
     },
-    #[error("cannot build the Sigstore bundle for message {message}: {reason}")]
+    #[error("cannot build the Sigstore bundle for message {}: {reason}", .message + 1)]
     Bundle { message: usize, reason: String },
     #[error("cannot run the transparency log uploads: {0}")]
     Runtime(#[source] std::io::Error),
+    /// A failure for one message, with the file and document it was signing (messages are
+    /// numbered from 1 in order, one per document or per file with `--scope file`).
+    #[error("{origin}: {source}")]
+    AtDocument {
+        origin: DocumentOrigin,
+        #[source]
+        source: Box<SignError>,
+    },
+}
+
+impl SignError {
+    /// The 0-based message a failure is about, when it is about one.
+    pub fn message_index(&self) -> Option<usize> {
+        match self {
+            SignError::Tlog { message, .. } | SignError::Bundle { message, .. } => Some(*message),
+            SignError::Keyless(
+                KeylessError::Signing { message, .. }
+                | KeylessError::Rekor { message, .. }
+                | KeylessError::LoggedAfterCertificateExpired { message, .. }
+                | KeylessError::Bundle { message, .. },
+            ) => Some(*message),
+            _ => None,
+        }
+    }
 }
 
 /// Why keyless signing failed.
@@ -43,24 +67,25 @@ pub enum KeylessError {
     HttpClient(String),
     #[error(transparent)]
     Fulcio(#[from] FulcioError),
-    #[error("signing message {message} failed: {reason}")]
+    #[error("signing message {} failed: {reason}", .message + 1)]
     Signing { message: usize, reason: String },
-    #[error("Rekor entry for message {message}: {source}")]
+    #[error("Rekor entry for message {}: {source}", .message + 1)]
     Rekor {
         message: usize,
         #[source]
         source: RekorError,
     },
     #[error(
-        "Rekor logged message {message} at {integrated_time}, after the certificate expired \
-         at {not_after}; the signature would not verify (sign fewer files per run)"
+        "Rekor logged message {} at {integrated_time}, after the certificate expired \
+         at {not_after}; the signature would not verify (sign fewer files per run)",
+        .message + 1
     )]
     LoggedAfterCertificateExpired {
         message: usize,
         integrated_time: jiff::Timestamp,
         not_after: jiff::Timestamp,
     },
-    #[error("cannot build the Sigstore bundle for message {message}: {reason}")]
+    #[error("cannot build the Sigstore bundle for message {}: {reason}", .message + 1)]
     Bundle { message: usize, reason: String },
     #[error("cannot run the signing requests: {0}")]
     Runtime(#[source] std::io::Error),

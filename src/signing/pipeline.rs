@@ -137,7 +137,24 @@ pub fn sign_files(
         }
     }
     // 2. Sign.
-    let sets = signer.sign_messages(&messages)?;
+    let sets = signer.sign_messages(&messages).map_err(|e| {
+        // Name the file and document the failed message was built from.
+        let origin = e.message_index().and_then(|m| {
+            files
+                .iter()
+                .zip(&message_of)
+                .flat_map(|(f, idx)| f.documents.iter().zip(idx))
+                .find(|(_, i)| **i == m)
+                .map(|(d, _)| d.origin.clone())
+        });
+        match origin {
+            Some(origin) => SignError::AtDocument {
+                origin,
+                source: Box::new(e),
+            },
+            None => e,
+        }
+    })?;
     if sets.len() != messages.len() {
         return Err(SignError::BatchMismatch {
             expected: messages.len(),

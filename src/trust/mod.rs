@@ -47,6 +47,18 @@ pub enum TrustRootError {
     Unusable { origin: String, reason: String },
 }
 
+/// Why a root could not be narrowed to a list of CA certificates.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RestrictError {
+    #[error("no certificate given")]
+    Empty,
+    /// The certificate at this position (0-based) is no CA certificate of the root.
+    #[error("certificate {} is not a certificate authority of the trust root", .index + 1)]
+    NotInRoot { index: usize },
+    #[error("cannot rebuild the narrowed trust root: {reason}")]
+    Rebuild { reason: String },
+}
+
 /// Why a signed entry timestamp did not verify against the root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum RekorSetError {
@@ -54,6 +66,59 @@ pub(crate) enum RekorSetError {
     KeyNotValidAt,
     /// The signature is not the log key's over the payload.
     BadSignature,
+}
+
+/// What a member of a trust root is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrustMemberKind {
+    /// A Fulcio certificate authority.
+    CertificateAuthority,
+    /// A Rekor transparency log.
+    TransparencyLog,
+    /// A certificate transparency log (SCTs in Fulcio certificates).
+    CtLog,
+}
+
+/// One certificate authority or log of a trust root, as `mansign trust show` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustMember {
+    pub kind: TrustMemberKind,
+    /// A CA's subject (`O=..., CN=...`); empty for logs.
+    pub name: String,
+    /// The CA's URI or the log's base URL.
+    pub url: String,
+    /// A log's ID (SHA-256 of its key), raw bytes.
+    pub log_id: Option<Vec<u8>>,
+    /// Start and end of the validity window (RFC 3339), when the root states them.
+    pub valid_from: Option<String>,
+    pub valid_until: Option<String>,
+}
+
+impl fmt::Display for TrustMember {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use base64::Engine as _;
+        match self.kind {
+            TrustMemberKind::CertificateAuthority => {
+                write!(f, "certificate authority {} ({})", self.name, self.url)?
+            }
+            TrustMemberKind::TransparencyLog => write!(f, "transparency log {}", self.url)?,
+            TrustMemberKind::CtLog => write!(f, "CT log {}", self.url)?,
+        }
+        if let Some(id) = &self.log_id {
+            write!(
+                f,
+                ", log ID {} (base64 {})",
+                hex::encode(id),
+                base64::engine::general_purpose::STANDARD.encode(id)
+            )?;
+        }
+        write!(
+            f,
+            ", valid from {} until {}",
+            self.valid_from.as_deref().unwrap_or("(unstated)"),
+            self.valid_until.as_deref().unwrap_or("(no end)")
+        )
+    }
 }
 
 /// A parsed and checked Sigstore trust root.
@@ -114,12 +179,30 @@ impl TrustRoot {
         Self::parse(origin, &json)
     }
 
-    /// The root a command-line tool uses when none is named: the file written by
-    /// `mansign trust update` ([`update::default_cached_root`], found through
-    /// `$XDG_CACHE_HOME` / `$HOME`) if there is one, else the embedded public-good root.
-    /// Reads process state (environment, home directory) — the library never calls it on
-    /// its own; an embedding program passes its root explicitly. Never touches the network.
+    /// Environment variables naming a `trusted_root.json`, first set wins:
+    /// `MANSIGN_TRUSTED_ROOT`, then `SIGSTORE_TRUSTED_ROOT` (beside `SIGSTORE_FULCIO_URL`
+    /// and `SIGSTORE_REKOR_URL`, which name the services of the same instance).
+    pub const ENV_VARS: [&'static str; 2] = ["MANSIGN_TRUSTED_ROOT", "SIGSTORE_TRUSTED_ROOT"];
+
+    /// The root a command-line tool uses when none is named: the file a variable of
+    /// [`TrustRoot::ENV_VARS`] names, else the file written by `mansign trust update`
+    /// ([`update::default_cached_root`], found through `$XDG_CACHE_HOME` / `$HOME`) if
+    /// there is one, else the embedded public-good root. Reads process state (environment,
+    /// home directory) — the library never calls it on its own; an embedding program passes
+    /// its root explicitly. Never touches the network.
     pub fn from_env() -> Result<Self, TrustRootError> {
+        for var in Self::ENV_VARS {
+            if let Some(path) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+                let path = std::path::PathBuf::from(path);
+                return Self::from_file(&path).map_err(|e| match e {
+                    TrustRootError::Read { source, .. } => TrustRootError::Read {
+                        origin: format!("{} (from ${var})", path.display()),
+                        source,
+                    },
+                    other => other,
+                });
+            }
+        }
         match update::default_cached_root() {
             Some(path) if path.is_file() => Self::from_file(path),
             _ => Self::public_good(),
@@ -204,6 +287,68 @@ impl TrustRoot {
         )
     }
 
+    /// Every certificate authority, transparency log and CT log of the root, in file
+    /// order, so an error naming a log ID can be matched against the root in use.
+    pub fn members(&self) -> Vec<TrustMember> {
+        let window = |v: Option<&sigstore_types::TimeRange>| {
+            (
+                v.map(|r| r.start.to_string()),
+                v.and_then(|r| r.end.map(|e| e.to_string())),
+            )
+        };
+        let mut out = Vec::new();
+        for ca in &self.root.certificate_authorities {
+            let mut subject = Vec::new();
+            if let Some(o) = &ca.subject.organization {
+                subject.push(format!("O={o}"));
+            }
+            if let Some(cn) = &ca.subject.common_name {
+                subject.push(format!("CN={cn}"));
+            }
+            let (valid_from, valid_until) = window(ca.valid_for.as_ref());
+            out.push(TrustMember {
+                kind: TrustMemberKind::CertificateAuthority,
+                name: subject.join(", "),
+                url: ca.uri.clone(),
+                log_id: None,
+                valid_from,
+                valid_until,
+            });
+        }
+        let logs = self
+            .root
+            .tlogs
+            .iter()
+            .map(|l| {
+                (
+                    TrustMemberKind::TransparencyLog,
+                    &l.base_url,
+                    &l.log_id,
+                    &l.public_key,
+                )
+            })
+            .chain(self.root.ctlogs.iter().map(|l| {
+                (
+                    TrustMemberKind::CtLog,
+                    &l.base_url,
+                    &l.log_id,
+                    &l.public_key,
+                )
+            }));
+        for (kind, url, id, key) in logs {
+            let (valid_from, valid_until) = window(key.valid_for.as_ref());
+            out.push(TrustMember {
+                kind,
+                name: String::new(),
+                url: url.clone(),
+                log_id: Some(id.key_id.as_bytes().to_vec()),
+                valid_from,
+                valid_until,
+            });
+        }
+        out
+    }
+
     /// The sigstore-verify verifier built from this root.
     pub(crate) fn verifier(&self) -> &sigstore_verify::Verifier {
         &self.verifier
@@ -255,6 +400,75 @@ impl TrustRoot {
     /// Whether a Rekor log with this ID is in the root at all (for error messages).
     pub(crate) fn knows_rekor_log(&self, log_id: &[u8; 32]) -> bool {
         self.rekor_keys.key(&Sha256Hash::new(*log_id)).is_some()
+    }
+
+    /// The same root, trusting only the certificate authorities whose chain holds one of
+    /// `certificates` (DER). Every certificate must be a CA certificate of this root:
+    /// `Err(i)` names the first one that is not (a migration can narrow what a root trusts,
+    /// never add to it). The logs are kept: a bare CA list has no log keys of its own.
+    pub fn restricted_to_certificates(
+        &self,
+        certificates: &[Vec<u8>],
+    ) -> Result<TrustRoot, RestrictError> {
+        let in_chain = |ca: &sigstore_trust_root::CertificateAuthority, der: &[u8]| {
+            ca.cert_chain
+                .certificates
+                .iter()
+                .any(|c| c.raw_bytes.as_bytes() == der)
+        };
+        if certificates.is_empty() {
+            return Err(RestrictError::Empty);
+        }
+        if let Some(i) = certificates.iter().position(|der| {
+            !self
+                .root
+                .certificate_authorities
+                .iter()
+                .any(|ca| in_chain(ca, der))
+        }) {
+            return Err(RestrictError::NotInRoot { index: i });
+        }
+        let mut root = self.root.clone();
+        root.certificate_authorities
+            .retain(|ca| certificates.iter().any(|der| in_chain(ca, der)));
+        let json = serde_json::to_string(&root).map_err(|e| RestrictError::Rebuild {
+            reason: e.to_string(),
+        })?;
+        Self::parse(
+            format!(
+                "{} (only the certificate authorities of keyless.roots)",
+                self.origin
+            ),
+            &json,
+        )
+        .map_err(|e| RestrictError::Rebuild {
+            reason: e.to_string(),
+        })
+    }
+
+    /// True when `der` (SubjectPublicKeyInfo) is the key of one of the root's Rekor logs.
+    pub fn has_rekor_key(&self, der: &[u8]) -> bool {
+        self.root
+            .tlogs
+            .iter()
+            .any(|t| t.public_key.raw_bytes.as_bytes() == der)
+    }
+
+    /// True when `der` (SubjectPublicKeyInfo) is the key of one of the root's CT logs.
+    pub fn has_ctlog_key(&self, der: &[u8]) -> bool {
+        self.root
+            .ctlogs
+            .iter()
+            .any(|t| t.public_key.raw_bytes.as_bytes() == der)
+    }
+
+    /// Base URLs of the root's Rekor logs.
+    pub fn rekor_urls(&self) -> Vec<&str> {
+        self.root
+            .tlogs
+            .iter()
+            .map(|t| t.base_url.as_str())
+            .collect()
     }
 
     /// DER of every Fulcio CA certificate whose authority was valid at `time`. Each one
@@ -377,5 +591,60 @@ mod tests {
               "logId":{"keyId":"wNI9atQGlz+VWfO6LRygH4QUfY/8W4RFwiT5i5WRgB0="}}]}"#;
         let err = TrustRoot::from_json(json).unwrap_err();
         assert!(matches!(err, TrustRootError::Unusable { .. }), "{err}");
+    }
+
+    fn ca_certificates(root: &TrustRoot) -> Vec<Vec<Vec<u8>>> {
+        root.root
+            .certificate_authorities
+            .iter()
+            .map(|ca| {
+                ca.cert_chain
+                    .certificates
+                    .iter()
+                    .map(|c| c.raw_bytes.as_bytes().to_vec())
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn restricting_to_a_ca_certificate_keeps_only_its_authority_and_the_logs() {
+        let root = TrustRoot::public_good().unwrap();
+        let cas = ca_certificates(&root);
+        assert!(cas.len() >= 2);
+        let narrowed = root
+            .restricted_to_certificates(&[cas[0][0].clone()])
+            .unwrap();
+        assert_eq!(ca_certificates(&narrowed), vec![cas[0].clone()]);
+        assert_eq!(narrowed.root.tlogs.len(), root.root.tlogs.len());
+        assert_eq!(narrowed.root.ctlogs.len(), root.root.ctlogs.len());
+        assert!(narrowed.origin().contains("keyless.roots"));
+    }
+
+    #[test]
+    fn restricting_to_a_certificate_outside_the_root_is_refused() {
+        let root = TrustRoot::public_good().unwrap();
+        let staging = TrustRoot::staging().unwrap();
+        let foreign = ca_certificates(&staging).remove(0).remove(0);
+        let known = ca_certificates(&root).remove(0).remove(0);
+        assert_eq!(
+            root.restricted_to_certificates(&[known, foreign])
+                .unwrap_err(),
+            RestrictError::NotInRoot { index: 1 }
+        );
+        assert_eq!(
+            root.restricted_to_certificates(&[]).unwrap_err(),
+            RestrictError::Empty
+        );
+    }
+
+    #[test]
+    fn log_keys_of_the_root_are_recognised() {
+        let root = TrustRoot::public_good().unwrap();
+        let rekor = root.root.tlogs[0].public_key.raw_bytes.as_bytes().to_vec();
+        let ct = root.root.ctlogs[0].public_key.raw_bytes.as_bytes().to_vec();
+        assert!(root.has_rekor_key(&rekor) && !root.has_rekor_key(&ct));
+        assert!(root.has_ctlog_key(&ct) && !root.has_ctlog_key(&rekor));
+        assert!(root.rekor_urls().contains(&"https://rekor.sigstore.dev"));
     }
 }

@@ -239,6 +239,7 @@ impl AttestorSet {
                         entry: entry_path,
                         signature_set,
                         signer,
+                        warnings: self.entries[*i].warnings(),
                     });
                 }
                 None => failures.push(EntryFailure {
@@ -324,6 +325,16 @@ impl AttestorEntry {
             AttestorEntry::Nested(set) => {
                 format!("nested set ({} of {})", set.required(), set.entries.len())
             }
+        }
+    }
+
+    /// Warnings for a result this leaf entry accepted (see [`EntryMatch::warnings`]).
+    fn warnings(&self) -> Vec<String> {
+        match self {
+            AttestorEntry::Keyless(k) if !k.identity.checks_issuer() => {
+                vec![ISSUER_NOT_CHECKED.to_string()]
+            }
+            _ => Vec::new(),
         }
     }
 
@@ -493,7 +504,15 @@ pub struct EntryMatch {
     pub entry: EntryPath,
     pub signature_set: usize,
     pub signer: SignerInfo,
+    /// What the entry did not check, so the result is weaker than it reads (`issuer not
+    /// checked` for a keyless entry built with
+    /// [`insecure_any_issuer`](super::IdentityPolicyBuilder::insecure_any_issuer)).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
+
+/// The warning on every result a keyless entry without an issuer constraint accepted.
+pub const ISSUER_NOT_CHECKED: &str = "issuer not checked";
 
 impl fmt::Display for EntryMatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -501,7 +520,11 @@ impl fmt::Display for EntryMatch {
             f,
             "{}: signature set {}, {}",
             self.entry, self.signature_set, self.signer
-        )
+        )?;
+        for w in &self.warnings {
+            write!(f, " [{w}]")?;
+        }
+        Ok(())
     }
 }
 

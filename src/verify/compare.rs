@@ -9,12 +9,20 @@
 //! profiles allow it and its content, parsed, verifies against the signed document under
 //! the same ignore fields and tolerances as the object itself (so a client-side apply of
 //! the signed manifest passes, and a last-applied that differs in any other way is a
-//! difference).
+//! difference). "The same tolerances" includes the GitOps profiles: Argo CD's client-side
+//! apply records the manifest *with* its tracking label and annotations, so under
+//! `kubernetes,argocd` those keys are accepted inside the annotation exactly as on the
+//! object, and nowhere else.
+//!
+//! The content is read the way kubectl writes it, a JSON object, with the manifest reader's
+//! bounds (size, nesting, node count; duplicate keys refused, as kubectl's Go decoder would
+//! silently keep the last one): anything else is a difference, never an error.
 
 use crate::annotations::{AnnotationDomain, strip_signature_annotations};
+use crate::limits::Limits;
 use crate::manifest::{
     CompareError, Comparison, Difference, IgnoreFields, LAST_APPLIED_ANNOTATION, ObjectIdentity,
-    Step, Tolerances, compare,
+    Step, Tolerances, compare, parse_documents,
 };
 use serde_json::Value;
 
@@ -24,6 +32,8 @@ pub(super) struct CompareRules<'a> {
     pub tolerances: &'a Tolerances,
     pub domain: &'a AnnotationDomain,
     pub identity: &'a ObjectIdentity,
+    /// Bounds for reading the last-applied content.
+    pub limits: &'a Limits,
 }
 
 /// Compares `object` with `signed_doc` (see the module docs).
@@ -64,30 +74,42 @@ fn last_applied_verifies(
     let Some(Value::String(text)) = d.actual else {
         return false;
     };
-    let Ok(mut applied) = serde_json::from_str::<Value>(text) else {
+    let Some(mut applied) = read_last_applied(text, rules.limits) else {
         return false;
     };
-    if !applied.is_object() {
-        return false;
-    }
     strip_signature_annotations(&mut applied, rules.domain);
     // The inner comparison does not accept a nested last-applied: kubectl never writes one.
     compare(expected, &applied, base).is_ok_and(|c| c.is_equal())
 }
 
+/// The annotation's content as kubectl writes it: one JSON object (compact, possibly
+/// newline-terminated), within the annotation and document bounds. `None` for anything else.
+fn read_last_applied(text: &str, limits: &Limits) -> Option<Value> {
+    // The API server caps all annotations together at this size; a larger value is no
+    // object's, and refusing it first bounds the parse.
+    if text.len() > limits.max_annotations_total_bytes || !text.trim_start().starts_with('{') {
+        return None;
+    }
+    let mut documents = parse_documents(text, limits).ok()?;
+    match documents.pop() {
+        Some((_, applied @ Value::Object(_))) if documents.is_empty() => Some(applied),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::IgnoreProfile;
+    use crate::manifest::{IgnoreProfile, IgnoreProfiles};
     use serde_json::json;
 
     fn id() -> ObjectIdentity {
         ObjectIdentity::of(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "ns"}})).unwrap()
     }
 
-    fn run(signed: &Value, object: &Value, profile: IgnoreProfile) -> Vec<String> {
+    fn run(signed: &Value, object: &Value, profile: impl Into<IgnoreProfiles>) -> Vec<String> {
         let tolerances = Tolerances {
-            profile,
+            profiles: profile.into(),
             ..Tolerances::default()
         };
         let rules = CompareRules {
@@ -95,6 +117,7 @@ mod tests {
             tolerances: &tolerances,
             domain: &AnnotationDomain::default(),
             identity: &id(),
+            limits: &Limits::default(),
         };
         compare_with_signed(signed, object, &rules)
             .unwrap()
@@ -166,6 +189,63 @@ mod tests {
             run(&signed(), &object, IgnoreProfile::None),
             [LAST_APPLIED_PATH]
         );
+    }
+
+    fn argocd_tracked(mut v: Value) -> Value {
+        v["metadata"]["labels"] = json!({"app.kubernetes.io/instance": "app"});
+        v["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"] =
+            json!("app:/ConfigMap:ns/x");
+        v
+    }
+
+    #[test]
+    fn argocd_client_side_apply_passes_only_with_the_argocd_profile() {
+        // Argo CD's last-applied holds the manifest plus its tracking metadata.
+        let applied = argocd_tracked(signed());
+        let mut object = argocd_tracked(signed());
+        object["metadata"]["annotations"][LAST_APPLIED_ANNOTATION] =
+            Value::String(format!("{applied}\n"));
+        let both: IgnoreProfiles = "kubernetes,argocd".parse().unwrap();
+        assert!(run(&signed(), &object, both).is_empty());
+        let diffs = run(&signed(), &object, IgnoreProfile::Kubernetes);
+        assert!(diffs.contains(&LAST_APPLIED_PATH.to_string()), "{diffs:?}");
+        // A tracking key the object does not carry is still judged inside the annotation:
+        // the argocd profile accepts it there only where it would accept it on the object.
+        let mut applied = argocd_tracked(signed());
+        applied["metadata"]["annotations"]["argocd.argoproj.io/tracking-id"] =
+            json!("app:/ConfigMap:ns/other");
+        let mut object = argocd_tracked(signed());
+        object["metadata"]["annotations"][LAST_APPLIED_ANNOTATION] =
+            Value::String(applied.to_string());
+        assert_eq!(run(&signed(), &object, both), [LAST_APPLIED_PATH]);
+    }
+
+    #[test]
+    fn last_applied_is_read_within_bounds_and_as_one_json_object() {
+        let deep = format!(
+            "{{\"a\":{}1{}}}",
+            "[".repeat(Limits::default().max_depth + 1),
+            "]".repeat(Limits::default().max_depth + 1)
+        );
+        let exact = signed().to_string();
+        let duplicate = exact.replacen("{", "{\"kind\":\"Secret\",", 1);
+        let two = format!("{exact}{exact}");
+        let yaml = "apiVersion: v1\nkind: ConfigMap\n".to_string();
+        let huge = format!(
+            "{}{}",
+            exact,
+            " ".repeat(Limits::default().max_annotations_total_bytes)
+        );
+        for text in [deep, duplicate, two, yaml, huge] {
+            let mut object = signed();
+            object["metadata"]["annotations"][LAST_APPLIED_ANNOTATION] = json!(text);
+            assert_eq!(
+                run(&signed(), &object, IgnoreProfile::Kubernetes),
+                [LAST_APPLIED_PATH],
+                "{}",
+                &text[..text.len().min(80)]
+            );
+        }
     }
 
     #[test]

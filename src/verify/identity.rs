@@ -267,6 +267,13 @@ impl IdentityPolicy {
     pub fn is_insecure_any_identity(&self) -> bool {
         self.any_identity
     }
+
+    /// True when the issuer of a certificate is constrained (exact or regex). False for
+    /// policies built with `insecure_any_issuer` or `insecure_any_identity` and no issuer:
+    /// results they accept say "issuer not checked".
+    pub fn checks_issuer(&self) -> bool {
+        self.matchers.iter().any(|m| m.claim == Claim::Issuer)
+    }
 }
 
 impl fmt::Display for IdentityPolicy {
@@ -288,6 +295,7 @@ pub struct IdentityPolicyBuilder {
     exact: Vec<(Claim, String)>,
     regex: Vec<(Claim, String)>,
     any_identity: bool,
+    any_issuer: bool,
 }
 
 impl IdentityPolicyBuilder {
@@ -327,6 +335,16 @@ impl IdentityPolicyBuilder {
         self
     }
 
+    /// Accept certificates from any OIDC issuer, but still require an identity constraint
+    /// (subject or GitHub workflow repository). Insecure: anyone who can get a certificate
+    /// for that subject name from *any* issuer Fulcio trusts passes. For policies migrated
+    /// from Kyverno, which never checked the issuer of manifest signatures
+    /// (`--insecure-any-issuer`); results it accepts say "issuer not checked".
+    pub fn insecure_any_issuer(mut self) -> Self {
+        self.any_issuer = true;
+        self
+    }
+
     pub fn build(self) -> Result<IdentityPolicy, IdentityPolicyError> {
         let mut matchers = Vec::with_capacity(self.exact.len() + self.regex.len());
         for (claim, value) in self.exact {
@@ -348,7 +366,7 @@ impl IdentityPolicyBuilder {
             });
         }
         if !self.any_identity {
-            if !matchers.iter().any(|m| m.claim == Claim::Issuer) {
+            if !self.any_issuer && !matchers.iter().any(|m| m.claim == Claim::Issuer) {
                 return Err(IdentityPolicyError::MissingIssuer);
             }
             if !matchers.iter().any(|m| m.claim.is_identity()) {
@@ -590,5 +608,29 @@ mod tests {
             .matches(&evidence(WORKFLOW, Some("https://x")))
             .unwrap_err();
         assert!(err.to_string().starts_with("issuer"), "{err}");
+    }
+
+    #[test]
+    fn any_issuer_still_requires_an_identity() {
+        let err = IdentityPolicy::builder()
+            .insecure_any_issuer()
+            .build()
+            .unwrap_err();
+        assert_eq!(err, IdentityPolicyError::MissingIdentity);
+    }
+
+    #[test]
+    fn any_issuer_accepts_a_subject_from_any_issuer_and_says_it_does_not_check_it() {
+        let p = IdentityPolicy::builder()
+            .subject(WORKFLOW)
+            .insecure_any_issuer()
+            .build()
+            .unwrap();
+        assert!(!p.checks_issuer());
+        assert_eq!(p.matches(&evidence(WORKFLOW, Some("https://x"))), Ok(()));
+        assert_eq!(p.matches(&evidence(WORKFLOW, None)), Ok(()));
+        assert!(p.matches(&evidence("someone-else", Some(GHA))).is_err());
+        assert!(p.to_string().contains("any issuer (insecure)"), "{p}");
+        assert!(policy().subject(WORKFLOW).build().unwrap().checks_issuer());
     }
 }

@@ -67,7 +67,7 @@ mod verifier;
 pub use attestor::{Attestor, KeylessAttestor, TrustedKey};
 pub use attestor_set::{
     AttestorEntry, AttestorPolicy, AttestorSet, AttestorSetError, EntryFailure, EntryFailureReason,
-    EntryMatch, EntryPath, SetFailure,
+    EntryMatch, EntryPath, ISSUER_NOT_CHECKED, SetFailure,
 };
 pub use blocking::{BlockingError, BlockingVerifications};
 pub use cache::{CacheStats, DEFAULT_CACHE_ENTRIES, VerificationCache};

@@ -308,7 +308,7 @@ pub(crate) fn map_verify_error(
             found: actual.unwrap_or_else(|| "(none)".into()),
         },
         E::TransparencyLog(T::UnknownLog { log_id }) => SigstoreError::UnknownLog {
-            log_id,
+            log_id: log_id_hex(&log_id),
             trust_root: trust.origin().to_string(),
         },
         E::TransparencyLog(T::InclusionPromise(d)) => SigstoreError::SignedEntryTimestamp(d),
@@ -325,5 +325,35 @@ pub(crate) fn map_verify_error(
         E::Bundle(b) => SigstoreError::InvalidBundle(b.to_string()),
         E::UnsupportedBundle(d) | E::UnsupportedArtifact(d) => SigstoreError::UnsupportedBundle(d),
         other => SigstoreError::Other(other.to_string()),
+    }
+}
+
+/// Log IDs are shown in hex everywhere (JSON `logId`, `trust show`, errors); bundles carry
+/// them in base64, which is what sigstore-verify reports.
+fn log_id_hex(id: &str) -> String {
+    use base64::Engine as _;
+    if id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return id.to_ascii_lowercase();
+    }
+    match base64::engine::general_purpose::STANDARD.decode(id) {
+        Ok(bytes) if bytes.len() == 32 => hex::encode(bytes),
+        _ => id.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_id_hex;
+
+    #[test]
+    fn log_ids_are_shown_in_hex_whatever_encoding_they_came_in() {
+        let hex = "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d";
+        assert_eq!(
+            log_id_hex("wNI9atQGlz+VWfO6LRygH4QUfY/8W4RFwiT5i5WRgB0="),
+            hex
+        );
+        assert_eq!(log_id_hex(&hex.to_uppercase()), hex);
+        // Neither: shown as given.
+        assert_eq!(log_id_hex("not-an-id"), "not-an-id");
     }
 }

@@ -30,7 +30,10 @@ pub enum SigstoreError {
     UnsupportedEntry { kind: String, version: String },
 
     // -- transparency log --
-    #[error("transparency log {log_id} is not in the trust root ({trust_root})")]
+    #[error(
+        "transparency log {log_id} is not in the trust root ({trust_root}); signed against \
+         another Sigstore instance? pass its trusted_root.json (--trusted-root)"
+    )]
     UnknownLog { log_id: String, trust_root: String },
     #[error("signed entry timestamp does not verify: {0}")]
     SignedEntryTimestamp(String),

@@ -155,6 +155,10 @@ impl DocumentVerdict {
             "object": self.object,
             "verified": self.is_verified(),
         });
+        if let Some(item) = self.origin.as_ref().and_then(|o| o.item) {
+            // 1-based like `document`: the position in the List's `items`.
+            v["item"] = json!(item + 1);
+        }
         match &self.result {
             Ok(ok) => {
                 v["signatureSet"] = json!(ok.signature_set);

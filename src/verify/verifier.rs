@@ -113,6 +113,11 @@ impl Verifier {
         self
     }
 
+    /// The tolerances set by [`with_tolerances`](Self::with_tolerances).
+    pub fn tolerances(&self) -> &Tolerances {
+        &self.tolerances
+    }
+
     /// Checks freshness (signed expiry, maximum age), and the validity of certificate
     /// attestors' certificates on sets without a Rekor bundle, at this time instead of now.
     pub fn with_clock(mut self, now: jiff::Timestamp) -> Self {
@@ -130,6 +135,11 @@ impl Verifier {
     pub fn with_max_age(mut self, max_age: jiff::SignedDuration) -> Self {
         self.max_age = Some(max_age);
         self
+    }
+
+    /// Who must have signed.
+    pub fn requirement(&self) -> &Requirement {
+        &self.requirement
     }
 
     /// The maximum signature age this verifier enforces, if any.
@@ -297,6 +307,7 @@ impl Verifier {
             tolerances: &self.tolerances,
             domain: &self.domain,
             identity,
+            limits: &self.limits,
         };
         let comparison =
             compare_with_signed(signed_doc, object, &rules).map_err(Rejection::Uncomparable)?;

@@ -9,6 +9,9 @@ pub fn mansign() -> assert_cmd::Command {
     // Tests never prompt: an explicit (empty by default) password.
     cmd.env("COSIGN_PASSWORD", "test-password");
     cmd.env_remove("SIGSTORE_ID_TOKEN");
+    // A trust root named by the environment would replace each test's own default.
+    cmd.env_remove("SIGSTORE_TRUSTED_ROOT");
+    cmd.env_remove("MANSIGN_TRUSTED_ROOT");
     cmd
 }
 

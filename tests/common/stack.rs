@@ -30,6 +30,8 @@ pub const AMBIENT_VARS: &[&str] = &[
     "CIRCLECI",
     "SIGSTORE_FULCIO_URL",
     "SIGSTORE_REKOR_URL",
+    "SIGSTORE_TRUSTED_ROOT",
+    "MANSIGN_TRUSTED_ROOT",
 ];
 
 /// The stack's scripts.

@@ -11,9 +11,14 @@
 //!   then accepts any signer, research §2.10 F2).
 //! * `keyless`: `issuer`/`subject` exact, `issuerRegExp`/`subjectRegExp` anchored regexes,
 //!   `additionalExtensions` GitHub claims; verified in full against the trust root (chain,
-//!   SCT, SET). An issuer constraint is required. `roots` is refused (a bare CA list is not
-//!   a trust root: the Rekor and CT keys are missing); `rekor.url` is not contacted (the
-//!   trust root decides which logs count); `rekor.pubkey`/`ctlog.pubkey` are refused;
+//!   SCT, SET). An issuer constraint is required unless
+//!   [`LoadOptions::insecure_any_issuer`](crate::policy::LoadOptions::insecure_any_issuer)
+//!   (then every result says "issuer not checked", and each entry gets a warning note).
+//!   `roots` is accepted only when every certificate is a CA certificate of the selected
+//!   trust root, and narrows the chain check to those authorities; anything else is refused
+//!   (a bare CA list is not a trust root: the Rekor and CT keys are missing). `rekor.url`
+//!   is not contacted (the trust root decides which logs count); `rekor.pubkey` /
+//!   `ctlog.pubkey` are accepted only when they are keys of the trust root's logs;
 //!   `rekor.ignoreTlog`/`ctlog.ignoreSCT` have no effect — mansign always checks the log
 //!   and the SCT of keyless signatures (stricter, never a wrong allow).
 //! * `certificates`: `cert` (a pinned signing certificate) and/or `certChain` (CA
@@ -35,24 +40,30 @@
 //!   enforce.
 
 mod schema;
+mod trust;
+
+pub(crate) use trust::roots_trust;
+use trust::{check_ctlog, check_rekor};
 
 pub use schema::{
-    AttestorSetSpec, AttestorSpec, CertificatesSpec, CtlogSpec, DryRun, IgnoreFieldsSpec,
-    KeylessSpec, KeysSpec, KyvernoPolicyDocument, Manifests, Metadata, RekorSpec, Rule, Spec,
-    Validate,
+    ActionOverrideSpec, AttestorSetSpec, AttestorSpec, CertificatesSpec, CtlogSpec, DryRun,
+    IgnoreFieldsSpec, KeylessSpec, KeysSpec, KyvernoPolicyDocument, Manifests, Metadata, RekorSpec,
+    Rule, Spec, Validate,
 };
 
+use super::action::{ActionOverride, FailureAction, FailureActions};
 use super::selector::RuleSelector;
 use super::{
     IgnoreBinding, LoadContext, Location, NamespaceBinding, PolicyError, PolicyRule, PolicySet,
-    attestor_policy, certificate_attestor, parse_public_keys, translate_upstream_field,
+    RuleSource, attestor_policy, certificate_attestor, parse_public_keys, translate_upstream_field,
 };
 use crate::annotations::AnnotationDomain;
 use crate::manifest::IgnoreProfile;
 use crate::verify::{
-    AttestorEntry, AttestorSet, Claim, IdentityPolicy, IdentityPolicyError, KeylessAttestor,
-    Verifier,
+    AttestorEntry, AttestorSet, Claim, ISSUER_NOT_CHECKED, IdentityPolicy, IdentityPolicyError,
+    KeylessAttestor, Verifier,
 };
+use std::sync::Arc;
 fn non_empty(v: &Option<String>) -> Option<&str> {
     v.as_deref().map(str::trim).filter(|s| !s.is_empty())
 }
@@ -149,10 +160,6 @@ pub(crate) fn load(
             ("podSecurity", validate.pod_security.is_some()),
             ("cel", validate.cel.is_some()),
             ("assert", validate.assert.is_some()),
-            (
-                "failureActionOverrides",
-                validate.failure_action_overrides.is_some(),
-            ),
         ];
         if let Some((name, _)) = other_kinds.iter().find(|(_, present)| *present) {
             return Err(unsupported(
@@ -174,6 +181,13 @@ pub(crate) fn load(
             }
         }
         let selector = selector(&rule, &rule_loc)?;
+        let failure_action = failure_actions(
+            &doc.spec.validation_failure_action,
+            &doc.spec.validation_failure_action_overrides,
+            validate,
+            loc,
+            &rule_loc,
+        )?;
         let rule_out = load_manifests(
             &doc.metadata.name,
             &rule.name,
@@ -186,6 +200,10 @@ pub(crate) fn load(
             selector,
             namespace: namespace.clone(),
             location: rule_loc,
+            failure_action,
+            source: RuleSource::Kyverno {
+                failure_action: non_empty(&validate.failure_action).map(str::to_string),
+            },
             ..rule_out
         });
     }
@@ -198,6 +216,90 @@ pub(crate) fn load(
     Ok(set)
 }
 
+fn parse_action(
+    text: &Option<String>,
+    at: &Location,
+) -> Result<Option<FailureAction>, PolicyError> {
+    match non_empty(text) {
+        None => Ok(None),
+        Some(t) => FailureAction::parse(t).map(Some).ok_or_else(|| {
+            invalid(
+                at,
+                format!("{t:?} is not a failure action (Enforce, enforce, Audit or audit)"),
+            )
+        }),
+    }
+}
+
+fn parse_overrides(
+    list: &Option<Vec<ActionOverrideSpec>>,
+    at: &Location,
+) -> Result<Vec<ActionOverride>, PolicyError> {
+    let mut out = Vec::new();
+    for (i, o) in list.iter().flatten().enumerate() {
+        let item = Location {
+            field: format!("{}[{i}]", at.field),
+            ..at.clone()
+        };
+        if o.namespace_selector.is_some() {
+            return Err(unsupported(
+                &item.at("namespaceSelector"),
+                "namespace label selectors need the cluster's namespaces, which mansign does \
+                 not read; list the namespaces",
+            ));
+        }
+        let Some(action) = parse_action(&o.action, &item.at("action"))? else {
+            return Err(invalid(&item.at("action"), "an override needs an action"));
+        };
+        if o.namespaces.is_empty() {
+            return Err(invalid(
+                &item.at("namespaces"),
+                "an override needs namespaces (it would apply nowhere)",
+            ));
+        }
+        out.push(ActionOverride {
+            action,
+            namespaces: o.namespaces.clone(),
+        });
+    }
+    Ok(out)
+}
+
+/// The rule's action: its own overrides and action first, then the policy's (Kyverno's
+/// order), `Enforce` when none is named.
+fn failure_actions(
+    spec_action: &Option<String>,
+    spec_overrides: &Option<Vec<ActionOverrideSpec>>,
+    validate: &Validate,
+    policy_loc: &Location,
+    rule_loc: &Location,
+) -> Result<FailureActions, PolicyError> {
+    let rule_overrides = parse_overrides(
+        &validate.failure_action_overrides,
+        &rule_loc.at("validate.failureActionOverrides"),
+    )?;
+    let rule_action = parse_action(
+        &validate.failure_action,
+        &rule_loc.at("validate.failureAction"),
+    )?;
+    let policy_overrides = parse_overrides(
+        spec_overrides,
+        &policy_loc.at("spec.validationFailureActionOverrides"),
+    )?;
+    let policy_action = parse_action(spec_action, &policy_loc.at("spec.validationFailureAction"))?;
+    let mut overrides = rule_overrides;
+    // A rule's own action is consulted before the policy's overrides: with one, the
+    // policy's overrides never apply to this rule.
+    let default = match rule_action {
+        Some(action) => action,
+        None => {
+            overrides.extend(policy_overrides);
+            policy_action.unwrap_or(FailureAction::Enforce)
+        }
+    };
+    Ok(FailureActions { overrides, default })
+}
+
 fn selector(rule: &Rule, at: &Location) -> Result<RuleSelector, PolicyError> {
     let Some(include) = &rule.match_resources else {
         return Err(invalid(&at.at("match"), "a rule needs match"));
@@ -206,12 +308,26 @@ fn selector(rule: &Rule, at: &Location) -> Result<RuleSelector, PolicyError> {
         return Err(invalid(&at.at("match"), "match selects nothing"));
     }
     for (name, block) in [("match", Some(include)), ("exclude", rule.exclude.as_ref())] {
-        for description in block.iter().flat_map(|b| b.descriptions()) {
+        for (path, description) in block.iter().flat_map(|b| b.descriptions_at()) {
             if let Some(field) = description.unsupported() {
                 return Err(unsupported(
-                    &at.at(format!("{name}.resources.{field}")),
+                    &at.at(format!("{name}.{path}.{field}")),
                     "label selectors are not supported (mansign cannot look up namespaces); \
                      select by kinds, names and namespaces",
+                ));
+            }
+        }
+    }
+    for (name, block) in [("match", Some(include)), ("exclude", rule.exclude.as_ref())] {
+        for (path, subject) in block.iter().flat_map(|b| b.subjects_with_paths()) {
+            if subject.kind == "ServiceAccount"
+                && subject.namespace.as_deref().is_none_or(str::is_empty)
+            {
+                return Err(invalid(
+                    &at.at(format!("{name}.{path}.namespace")),
+                    "a ServiceAccount subject needs a namespace: the requesting user is \
+                     system:serviceaccount:<namespace>:<name>, and a service account of that \
+                     name can be created in any namespace",
                 ));
             }
         }
@@ -279,10 +395,14 @@ fn load_manifests(
             .with_domain(domain)
             .with_limits(ctx.limits()),
         ignore,
-        profile: IgnoreProfile::Kubernetes,
+        profiles: IgnoreProfile::Kubernetes.into(),
         status_kinds: Vec::new(),
         digest_pinning: false,
         namespace_binding: NamespaceBinding::AnyNamespace,
+        failure_action: FailureActions::default(),
+        source: RuleSource::Kyverno {
+            failure_action: None,
+        },
     })
 }
 
@@ -364,34 +484,6 @@ fn attestor_entries(
     Err(invalid(at, "empty entry"))
 }
 
-fn check_rekor(rekor: &Option<RekorSpec>, at: &Location) -> Result<(), PolicyError> {
-    if let Some(r) = rekor
-        && non_empty(&r.pubkey).is_some()
-    {
-        return Err(unsupported(
-            &at.at("rekor.pubkey"),
-            "a Rekor key outside a trust root is not supported; pass a trusted_root.json \
-             (--trusted-root) that lists the log",
-        ));
-    }
-    Ok(())
-}
-
-fn check_ctlog(ctlog: &Option<CtlogSpec>, at: &Location) -> Result<(), PolicyError> {
-    if let Some(c) = ctlog {
-        for (name, value) in [("pubkey", &c.pubkey), ("tsaCertChain", &c.tsa_cert_chain)] {
-            if non_empty(value).is_some() {
-                return Err(unsupported(
-                    &at.at(format!("ctlog.{name}")),
-                    "CT log and TSA keys outside a trust root are not supported; pass a \
-                     trusted_root.json (--trusted-root)",
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
 fn keys_entries(
     keys: &KeysSpec,
     at: &Location,
@@ -411,12 +503,12 @@ fn keys_entries(
         ));
     }
     check_algorithm(&keys.signature_algorithm, &at.at("signatureAlgorithm"))?;
-    check_rekor(&keys.rekor, at)?;
-    check_ctlog(&keys.ctlog, at)?;
+    let trust = ctx.default_trust(at)?;
+    check_rekor(&keys.rekor, at, &trust)?;
+    check_ctlog(&keys.ctlog, at, &trust)?;
     let Some(text) = non_empty(&keys.public_keys) else {
         return Err(invalid(&at.at("publicKeys"), "publicKeys is required"));
     };
-    let trust = ctx.default_trust(at)?;
     // Named by its place in the rule (`attestors[0].entries[1].keys`), as verdicts print it.
     let name = at
         .field
@@ -437,13 +529,13 @@ fn certificates_entry(
     at: &Location,
     ctx: &mut LoadContext<'_>,
 ) -> Result<AttestorEntry, PolicyError> {
-    check_rekor(&c.rekor, at)?;
-    check_ctlog(&c.ctlog, at)?;
+    let trust = ctx.default_trust(at)?;
+    check_rekor(&c.rekor, at, &trust)?;
+    check_ctlog(&c.ctlog, at, &trust)?;
     let (cert, chain) = (non_empty(&c.cert), non_empty(&c.cert_chain));
     if cert.is_none() && chain.is_none() {
         return Err(invalid(at, "certificates needs cert, certChain or both"));
     }
-    let trust = ctx.default_trust(at)?;
     let name = at
         .field
         .rsplit_once("validate.manifests.")
@@ -469,16 +561,13 @@ fn keyless_attestor(
     ctx: &mut LoadContext<'_>,
     notes: &mut Vec<String>,
 ) -> Result<KeylessAttestor, PolicyError> {
-    if non_empty(&k.roots).is_some() {
-        return Err(unsupported(
-            &at.at("roots"),
-            "a bare list of CA certificates is not a trust root (mansign also needs the Rekor \
-             and CT log keys); use a mansign ManifestPolicy with keyless.trustedRoot, or \
-             --trusted-root",
-        ));
-    }
-    check_rekor(&k.rekor, at)?;
-    check_ctlog(&k.ctlog, at)?;
+    let selected = ctx.default_trust(at)?;
+    let trust = match non_empty(&k.roots) {
+        None => selected,
+        Some(text) => Arc::new(roots_trust(text, &at.at("roots"), &selected)?),
+    };
+    check_rekor(&k.rekor, at, &trust)?;
+    check_ctlog(&k.ctlog, at, &trust)?;
     if k.rekor.as_ref().and_then(|r| r.ignore_tlog) == Some(true) {
         notes.push(format!(
             "{at}: rekor.ignoreTlog has no effect: mansign always verifies the transparency \
@@ -519,18 +608,38 @@ fn keyless_attestor(
         };
         b = b.exact(*claim, value);
     }
+    let no_issuer = non_empty(&k.issuer).is_none() && non_empty(&k.issuer_reg_exp).is_none();
+    if no_issuer && ctx.insecure_any_issuer() {
+        b = b.insecure_any_issuer();
+    }
     let identity = b.build().map_err(|e| match e {
-        IdentityPolicyError::MissingIssuer => invalid(
-            at,
-            "keyless needs issuer or issuerRegExp (Kyverno does not check the issuer of \
-             manifest signatures; mansign requires it)",
-        ),
+        IdentityPolicyError::MissingIssuer => invalid(at, MISSING_ISSUER),
         IdentityPolicyError::MissingIdentity => invalid(
             at,
             "keyless needs subject, subjectRegExp or a GitHub additionalExtensions claim",
         ),
         other => invalid(at, other.to_string()),
     })?;
-    let trust = ctx.default_trust(at)?;
+    if !identity.checks_issuer() {
+        notes.push(issuer_not_checked_warning(at, &identity));
+    }
     Ok(KeylessAttestor::new(trust, identity))
+}
+
+/// The refusal of a keyless entry without an issuer: what to do about it.
+pub(crate) const MISSING_ISSUER: &str = "keyless needs issuer or issuerRegExp (Kyverno does not check the issuer of manifest \
+     signatures; mansign requires it): add the issuer, convert the policy with `mansign \
+     policy convert --issuer URL` (or `--from-signed` to learn it from signed manifests), \
+     or accept any issuer with --insecure-any-issuer";
+
+/// The load-time warning for one keyless entry that accepts its subject from any issuer.
+pub(crate) fn issuer_not_checked_warning(
+    at: &Location,
+    identity: &crate::verify::IdentityPolicy,
+) -> String {
+    format!(
+        "{at}: warning: {ISSUER_NOT_CHECKED}: this entry accepts [{identity}] from any OIDC \
+         issuer Fulcio trusts (--insecure-any-issuer); pin the issuer with `mansign policy \
+         convert`"
+    )
 }

@@ -33,6 +33,24 @@ pub struct Spec {
     /// `All` (default) or `One` (only the first matching rule applies: refused).
     #[serde(default)]
     pub apply_rules: Option<String>,
+    /// `Enforce`/`enforce` or `Audit`/`audit` (Kyverno's default: `Audit`; mansign's:
+    /// `Enforce`).
+    #[serde(default)]
+    pub validation_failure_action: Option<String>,
+    #[serde(default)]
+    pub validation_failure_action_overrides: Option<Vec<ActionOverrideSpec>>,
+}
+
+/// An item of `validationFailureActionOverrides` / `failureActionOverrides`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ActionOverrideSpec {
+    #[serde(default)]
+    pub action: Option<String>,
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+    #[serde(default)]
+    pub namespace_selector: Option<Value>,
 }
 
 /// A rule. Fields of other rule types are kept opaque: such rules are skipped.
@@ -62,7 +80,7 @@ pub struct Validate {
     #[serde(default)]
     pub failure_action: Option<String>,
     #[serde(default)]
-    pub failure_action_overrides: Option<Value>,
+    pub failure_action_overrides: Option<Vec<ActionOverrideSpec>>,
     #[serde(default)]
     pub message: Option<String>,
     #[serde(default)]
@@ -156,7 +174,7 @@ pub struct CertificatesSpec {
     pub ctlog: Option<CtlogSpec>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct KeylessSpec {
     #[serde(default)]
@@ -177,7 +195,7 @@ pub struct KeylessSpec {
     pub additional_extensions: Option<BTreeMap<String, String>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RekorSpec {
     #[serde(default)]
@@ -188,7 +206,7 @@ pub struct RekorSpec {
     pub ignore_tlog: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CtlogSpec {
     #[serde(default, rename = "ignoreSCT")]

@@ -1,0 +1,255 @@
+//! `deploy/`: the kustomize base and the cert-manager overlay render with the real `kubectl`
+//! (a missing kubectl fails these tests), and the rendered objects fit together: the webhook
+//! calls the Service at `/validate`, the Service reaches the pods, the deadline is below the
+//! webhook timeout, the pods are locked down, the certificate lands where the pods read it.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+/// `kubectl kustomize DIR`, parsed into objects.
+fn render(dir: &str) -> Vec<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(&path)
+        .output()
+        .expect("kubectl must be on PATH to test deploy/ (it is not optional)");
+    assert!(
+        out.status.success(),
+        "kubectl kustomize {dir} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    mansign::manifest::parse_documents(&text, &mansign::limits::Limits::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect()
+}
+
+fn one<'a>(objects: &'a [Value], kind: &str) -> &'a Value {
+    let found: Vec<&Value> = objects.iter().filter(|o| o["kind"] == kind).collect();
+    assert_eq!(found.len(), 1, "exactly one {kind}");
+    found[0]
+}
+
+fn strings(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not a list: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect()
+}
+
+/// Checks shared by the base and the overlay; returns nothing, panics naming the problem.
+fn check_base(objects: &[Value]) {
+    let ns = one(objects, "Namespace")["metadata"]["name"]
+        .as_str()
+        .unwrap();
+    assert_eq!(ns, "mansign-system");
+    for o in objects {
+        let kind = o["kind"].as_str().unwrap();
+        if !matches!(kind, "Namespace" | "ValidatingWebhookConfiguration") {
+            assert_eq!(
+                o["metadata"]["namespace"], ns,
+                "{kind} in the webhook's namespace"
+            );
+        }
+    }
+    one(objects, "ServiceAccount");
+    one(objects, "ConfigMap");
+
+    // The webhook.
+    let vwc = one(objects, "ValidatingWebhookConfiguration");
+    let hooks = vwc["webhooks"].as_array().unwrap();
+    assert_eq!(hooks.len(), 1);
+    let hook = &hooks[0];
+    assert_eq!(hook["failurePolicy"], "Fail");
+    assert_eq!(hook["sideEffects"], "None");
+    assert_eq!(strings(&hook["admissionReviewVersions"]), ["v1"]);
+    let timeout = hook["timeoutSeconds"].as_u64().unwrap();
+    assert!((1..=30).contains(&timeout));
+    let service_ref = &hook["clientConfig"]["service"];
+    assert_eq!(service_ref["path"], "/validate");
+    assert_eq!(service_ref["namespace"], ns);
+    let selector = &hook["namespaceSelector"]["matchExpressions"][0];
+    assert_eq!(selector["key"], "kubernetes.io/metadata.name");
+    assert_eq!(selector["operator"], "NotIn");
+    let excluded = strings(&selector["values"]);
+    assert!(excluded.contains(&ns) && excluded.contains(&"kube-system"));
+    let rule = &hook["rules"][0];
+    assert_eq!(strings(&rule["apiGroups"]), ["kyverno.io"]);
+    assert_eq!(strings(&rule["resources"]), ["policyexceptions"]);
+    assert_eq!(strings(&rule["operations"]), ["CREATE", "UPDATE"]);
+
+    // The Service it calls exists and reaches the pods' HTTPS port.
+    let service = one(objects, "Service");
+    assert_eq!(service["metadata"]["name"], service_ref["name"]);
+    let port = service["spec"]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["port"] == service_ref["port"])
+        .expect("the webhook's port is a Service port");
+    let deployment = one(objects, "Deployment");
+    let pod = &deployment["spec"]["template"];
+    let labels = pod["metadata"]["labels"].as_object().unwrap();
+    let selects = |selector: &Value| {
+        selector
+            .as_object()
+            .unwrap()
+            .iter()
+            .all(|(k, v)| labels.get(k) == Some(v))
+    };
+    assert!(selects(&service["spec"]["selector"]));
+    assert!(selects(&deployment["spec"]["selector"]["matchLabels"]));
+    let container = &pod["spec"]["containers"][0];
+    let container_port = &container["ports"][0];
+    assert!(
+        port["targetPort"] == container_port["name"]
+            || port["targetPort"] == container_port["containerPort"]
+    );
+
+    // The pods.
+    assert_eq!(deployment["spec"]["replicas"], 3);
+    let pod_security = &pod["spec"]["securityContext"];
+    assert_eq!(pod_security["runAsNonRoot"], true);
+    assert!(pod_security["runAsUser"].as_u64().unwrap() > 0);
+    let security = &container["securityContext"];
+    assert_eq!(security["readOnlyRootFilesystem"], true);
+    assert_eq!(security["allowPrivilegeEscalation"], false);
+    assert_eq!(strings(&security["capabilities"]["drop"]), ["ALL"]);
+    for r in ["requests", "limits"] {
+        assert!(
+            container["resources"][r]["memory"].is_string(),
+            "{r}.memory"
+        );
+        assert!(container["resources"][r]["cpu"].is_string(), "{r}.cpu");
+    }
+    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert_eq!(container["livenessProbe"]["httpGet"]["scheme"], "HTTPS");
+    let spread = pod["spec"]["topologySpreadConstraints"].as_array().unwrap();
+    assert!(
+        spread
+            .iter()
+            .any(|c| c["topologyKey"] == "kubernetes.io/hostname")
+    );
+    let args = strings(&container["args"]);
+    assert_eq!(&args[..2], ["admission", "serve"]);
+    let arg = |name: &str| {
+        args.iter()
+            .find_map(|a| a.strip_prefix(&format!("--{name}=")))
+            .unwrap_or_else(|| panic!("--{name} missing"))
+    };
+    let deadline: u64 = arg("deadline").strip_suffix('s').unwrap().parse().unwrap();
+    assert!(
+        deadline < timeout,
+        "deadline {deadline}s below timeoutSeconds {timeout}"
+    );
+    let grace: u64 = arg("shutdown-grace")
+        .strip_suffix('s')
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        grace
+            < pod["spec"]["terminationGracePeriodSeconds"]
+                .as_u64()
+                .unwrap()
+    );
+    assert!(arg("listen").ends_with(&format!(":{}", container_port["containerPort"])));
+
+    // The files the arguments name are mounted, the policy from the ConfigMap.
+    let mounts = container["volumeMounts"].as_array().unwrap();
+    let volumes = pod["spec"]["volumes"].as_array().unwrap();
+    let volume_for = |file: &str| {
+        let mount = mounts
+            .iter()
+            .find(|m| file.starts_with(m["mountPath"].as_str().unwrap()))
+            .unwrap_or_else(|| panic!("{file} is not on a mounted volume"));
+        volumes
+            .iter()
+            .find(|v| v["name"] == mount["name"])
+            .unwrap()
+            .clone()
+    };
+    let policy = volume_for(arg("policy"));
+    assert_eq!(
+        policy["configMap"]["name"],
+        one(objects, "ConfigMap")["metadata"]["name"]
+    );
+    let tls = volume_for(arg("tls-cert"));
+    assert_eq!(tls, volume_for(arg("tls-key")));
+    assert!(tls["secret"]["secretName"].is_string());
+
+    let pdb = one(objects, "PodDisruptionBudget");
+    assert!(selects(&pdb["spec"]["selector"]["matchLabels"]));
+    assert!(pdb["spec"]["minAvailable"].as_u64().unwrap() < 3);
+}
+
+#[test]
+fn the_base_renders_and_fits_together() {
+    let objects = render("deploy");
+    check_base(&objects);
+    assert!(
+        objects
+            .iter()
+            .all(|o| o["apiVersion"] != "cert-manager.io/v1")
+    );
+}
+
+#[test]
+fn the_cert_manager_overlay_issues_the_certificate_the_pods_mount() {
+    let objects = render("deploy/overlays/cert-manager");
+    check_base(&objects);
+    let vwc = one(&objects, "ValidatingWebhookConfiguration");
+    let inject = vwc["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
+        .as_str()
+        .expect("cainjector annotation");
+    let (cert_ns, cert_name) = inject.split_once('/').unwrap();
+    let certificate = objects
+        .iter()
+        .find(|o| o["kind"] == "Certificate" && o["metadata"]["name"] == cert_name)
+        .expect("the injected Certificate exists");
+    assert_eq!(certificate["metadata"]["namespace"], cert_ns);
+    // It covers the Service's DNS name and lands in the Secret the pods mount.
+    let service = one(&objects, "Service");
+    let dns = format!(
+        "{}.{}.svc",
+        service["metadata"]["name"].as_str().unwrap(),
+        service["metadata"]["namespace"].as_str().unwrap()
+    );
+    assert!(strings(&certificate["spec"]["dnsNames"]).contains(&dns.as_str()));
+    let deployment = one(&objects, "Deployment");
+    let secrets: Vec<&Value> = deployment["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.get("secret"))
+        .collect();
+    assert!(
+        secrets
+            .iter()
+            .any(|s| s["secretName"] == certificate["spec"]["secretName"])
+    );
+    // Its issuer exists in the same namespace.
+    let issuer = &certificate["spec"]["issuerRef"];
+    assert!(objects.iter().any(|o| o["kind"] == issuer["kind"]
+        && o["metadata"]["name"] == issuer["name"]
+        && o["metadata"]["namespace"] == cert_ns));
+}
+
+#[test]
+fn the_example_policy_in_the_configmap_loads() {
+    let objects = render("deploy");
+    let text = one(&objects, "ConfigMap")["data"]["policy.yaml"]
+        .as_str()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.yaml");
+    std::fs::write(&path, text).unwrap();
+    let set = mansign::policy::load_file(&path, &mansign::policy::LoadOptions::default()).unwrap();
+    assert_eq!(set.rules.len(), 1);
+}
