@@ -173,6 +173,22 @@ fn label<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
     object.get("metadata")?.get("labels")?.get(key)?.as_str()
 }
 
+/// True if instance label value `label` names application `app`: the name itself, or, for
+/// a name longer than a label value may be (63), its first 63 characters without trailing
+/// `-`, `.`, `_` — what Argo CD writes in `annotation+label` tracking, where the label is
+/// informational ("Resource Tracking": "the value is still truncated if longer than 63
+/// characters").
+fn label_names_app(label: &str, app: &str) -> bool {
+    label == app
+        || (app.len() > LABEL_VALUE_MAX
+            && app
+                .get(..LABEL_VALUE_MAX)
+                .is_some_and(|cut| cut.trim_end_matches(['-', '.', '_']) == label))
+}
+
+/// The longest label value Kubernetes accepts.
+const LABEL_VALUE_MAX: usize = 63;
+
 /// The application a tracking id names (the part before the first `:`).
 fn tracking_app(value: &str) -> Option<&str> {
     value.split_once(':').map(|(app, _)| app)
@@ -198,7 +214,8 @@ pub(super) fn argocd_tolerates(
             // One object, one application: an added tracking id must name the same one.
             let tracking =
                 added_value(signed, object, "annotations", ARGOCD_TRACKING_ID_ANNOTATION);
-            apps.iter().any(|a| a == app) && tracking.is_none_or(|t| tracking_app(t) == Some(app))
+            apps.iter().any(|a| label_names_app(app, a))
+                && tracking.is_none_or(|t| tracking_app(t).is_some_and(|t| label_names_app(app, t)))
         }
         Some(("annotations", ARGOCD_INSTALLATION_ID_ANNOTATION)) => {
             let ids = &bindings.argocd_installation_ids;
@@ -214,7 +231,7 @@ pub(super) fn argocd_tolerates(
             let app = tracking_app(value);
             let instance = added_value(signed, object, "labels", ARGOCD_INSTANCE_LABEL);
             app.is_some_and(|app| apps.iter().any(|a| a == app))
-                && instance.is_none_or(|i| Some(i) == app)
+                && instance.is_none_or(|i| app.is_some_and(|app| label_names_app(i, app)))
         }
         _ => false,
     }
@@ -367,6 +384,17 @@ mod tests {
         for bad in ["", "a b", "\t"] {
             assert!(check_argocd_installation_id(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn an_instance_label_names_an_application_or_its_63_character_cut() {
+        let long = format!("{}-tail", "a".repeat(62));
+        assert!(label_names_app("shop", "shop"));
+        assert!(label_names_app(&"a".repeat(62), &long)); // cut at 63, trailing `-` dropped
+        assert!(!label_names_app("shop", "shop-2"));
+        assert!(!label_names_app("sho", "shop"));
+        assert!(!label_names_app(&"a".repeat(10), &long));
+        assert!(!label_names_app("x", &"é".repeat(40))); // no panic inside a character
     }
 
     #[test]
