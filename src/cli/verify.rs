@@ -5,8 +5,9 @@ use super::output::print_stdout;
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
 use crate::manifest::{
-    GroupKind, IgnoreProfile, IgnoreProfiles, InputSelection, ManifestFile, Tolerances,
-    parse_duration, to_yaml,
+    FluxKustomization, GitopsBindings, GroupKind, IgnoreProfile, IgnoreProfiles, InputSelection,
+    ManifestFile, Tolerances, check_argocd_application, check_argocd_installation_id,
+    parse_duration, to_yaml, unbound_gitops_keys,
 };
 use crate::policy::{LoadOptions, RequestContext, load_file as load_policy_file};
 use crate::trust::TrustRoot;
@@ -62,7 +63,8 @@ pub struct VerifyArgs {
             "certificate_github_workflow_repository", "certificate_github_workflow_ref",
             "certificate_github_workflow_trigger", "certificate_github_workflow_sha",
             "certificate_github_workflow_name", "insecure_any_identity", "ignore_profile",
-            "status_kinds",
+            "status_kinds", "argocd_applications", "argocd_installation_ids",
+            "flux_kustomizations",
             "allow_digest_pinning", "bind_namespaces", "annotation_domain",
             "ignore_fields",
         ]
@@ -88,6 +90,30 @@ pub struct VerifyArgs {
     #[arg(long = "status-kind", value_name = "KIND.GROUP",
           value_parser = |s: &str| GroupKind::parse(s))]
     pub status_kinds: Vec<GroupKind>,
+
+    /// With `--ignore-profile argocd`: the Argo CD application the object belongs to, as
+    /// Argo CD writes it (`<namespace>_<name>` for an application outside Argo CD's
+    /// namespace). Repeatable. An added instance label or tracking-id must name a listed
+    /// application, and both the same one. Without it any application is accepted, and
+    /// the instance label is refused on Pods and Namespaces. Bind it in production.
+    #[arg(long = "argocd-application", value_name = "NAME",
+          value_parser = |s: &str| check_argocd_application(s).map(|()| s.to_string()))]
+    pub argocd_applications: Vec<String>,
+
+    /// With `--ignore-profile argocd`: an accepted value of the
+    /// `argocd.argoproj.io/installation-id` annotation (Argo CD's `installationID`).
+    /// Repeatable. Without it any value is accepted.
+    #[arg(long = "argocd-installation-id", value_name = "ID",
+          value_parser = |s: &str| check_argocd_installation_id(s).map(|()| s.to_string()))]
+    pub argocd_installation_ids: Vec<String>,
+
+    /// With `--ignore-profile flux`: the Flux Kustomization (`namespace/name`) that may own
+    /// the object. Repeatable. Added `kustomize.toolkit.fluxcd.io/name` and `/namespace`
+    /// labels must together name a listed one. Without it any Kustomization is accepted,
+    /// and the labels are refused on Pods and Namespaces. Bind it in production.
+    #[arg(long = "flux-kustomization", value_name = "NS/NAME",
+          value_parser = |s: &str| FluxKustomization::parse(s))]
+    pub flux_kustomizations: Vec<FluxKustomization>,
 
     /// Accept container images pinned to a digest after signing (`x:tag` signed,
     /// `x:tag@sha256:<digest>` found), and no other image change. The digest itself cannot
@@ -247,6 +273,13 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
              (e.g. `status` also hides `data.status`); use it only to migrate Kyverno policies"
         );
     }
+    let gitops = gitops_bindings(&args)?;
+    for key in unbound_gitops_keys(args.ignore_profile, &gitops) {
+        eprintln!(
+            "note: {} is not bound; add {} to accept only yours",
+            key.what, key.flag
+        );
+    }
     let mut verifier = Verifier::new(attestors)
         .with_domain(domain)
         .with_limits(limits)
@@ -255,6 +288,7 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
             digest_pinning: args.allow_digest_pinning,
             namespace_binding: args.bind_namespaces.clone(),
             status_kinds: args.status_kinds.clone(),
+            gitops,
         })
         .with_ignore_fields(super::verify_hints::ignore_fields(&args.ignore_fields)?);
     if let Some(spec) = &args.max_age {
@@ -451,4 +485,24 @@ fn has_identity_flags(args: &VerifyArgs) -> bool {
     .iter()
     .any(|v| v.is_some())
         || args.insecure_any_identity
+}
+
+/// The GitOps bindings of the flags; a binding for a profile not selected is a usage error
+/// (it would silently do nothing).
+fn gitops_bindings(args: &VerifyArgs) -> anyhow::Result<GitopsBindings> {
+    let profiles = args.ignore_profile;
+    let argocd = !args.argocd_applications.is_empty() || !args.argocd_installation_ids.is_empty();
+    if argocd && !profiles.contains(IgnoreProfile::Argocd) {
+        anyhow::bail!(
+            "--argocd-application and --argocd-installation-id need --ignore-profile argocd"
+        );
+    }
+    if !args.flux_kustomizations.is_empty() && !profiles.contains(IgnoreProfile::Flux) {
+        anyhow::bail!("--flux-kustomization needs --ignore-profile flux");
+    }
+    Ok(GitopsBindings {
+        argocd_applications: args.argocd_applications.clone(),
+        argocd_installation_ids: args.argocd_installation_ids.clone(),
+        flux_kustomizations: args.flux_kustomizations.clone(),
+    })
 }

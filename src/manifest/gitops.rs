@@ -18,10 +18,22 @@
 //!     (argo-cd `isSelfReferencedObj`), so it is a difference.
 //! * `flux` (Flux kustomize-controller, "Kustomization" docs, garbage collection): labels
 //!   `kustomize.toolkit.fluxcd.io/name` and `kustomize.toolkit.fluxcd.io/namespace`.
+//!
+//! **Bindings** ([`GitopsBindings`]) restrict the values. The keys say which application or
+//! Kustomization owns the object: a free value lets another Argo CD application adopt (and
+//! prune) it, hides it from its Argo CD instance, or lets it survive its removal from git
+//! (Flux prunes by these labels); and a label is a selector input, so a relabelled Pod or
+//! Namespace joins Services, NetworkPolicies and namespace selectors. With a binding list
+//! set, an added key is tolerated only with a listed value (exact string equality), the
+//! instance label and the tracking id's application must name the same application when
+//! both are added, and the two Flux labels must together name one listed Kustomization.
+//! Without a binding the profile accepts any value, except that the labels are never
+//! tolerated on a `Pod` or `Namespace` (objects selected by their own labels).
 
 use super::diff::{DiffKind, Difference, Step};
 use super::document::ObjectIdentity;
 use serde_json::Value;
+use std::fmt;
 
 /// Argo CD's instance label (label tracking).
 pub const ARGOCD_INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
@@ -52,22 +64,202 @@ fn added_metadata_key<'a>(d: &Difference<'a>) -> Option<(&'a str, &'a str)> {
     }
 }
 
-/// True if the `argocd` profile accepts difference `d` of object `id`.
-pub(super) fn argocd_tolerates(id: &ObjectIdentity, d: &Difference<'_>) -> bool {
+/// The values the GitOps profiles accept, when bound (see the module docs). An empty list
+/// leaves that key unbound.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GitopsBindings {
+    /// Argo CD application names as Argo CD writes them in the instance label and the
+    /// tracking id (`<namespace>_<name>` for applications outside Argo CD's namespace).
+    pub argocd_applications: Vec<String>,
+    /// Argo CD installation ids (`installationID` in `argocd-cm`).
+    pub argocd_installation_ids: Vec<String>,
+    /// Flux Kustomizations that may own the object.
+    pub flux_kustomizations: Vec<FluxKustomization>,
+}
+
+impl GitopsBindings {
+    /// True if no value is bound.
+    pub fn is_empty(&self) -> bool {
+        self.argocd_applications.is_empty()
+            && self.argocd_installation_ids.is_empty()
+            && self.flux_kustomizations.is_empty()
+    }
+}
+
+/// A Flux Kustomization, written `namespace/name`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FluxKustomization {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl FluxKustomization {
+    /// Parses `namespace/name`: a namespace name (DNS-1123 label) and a Kustomization
+    /// name (DNS-1123 subdomain), which is what Flux writes into its two labels.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let Some((namespace, name)) = text.split_once('/') else {
+            return Err(format!(
+                "Flux Kustomization {text:?} must be written namespace/name"
+            ));
+        };
+        if !is_dns1123_label(namespace) {
+            return Err(format!(
+                "Flux Kustomization {text:?}: namespace {namespace:?} is not a namespace name"
+            ));
+        }
+        if !is_dns1123_subdomain(name) {
+            return Err(format!(
+                "Flux Kustomization {text:?}: name {name:?} is not an object name"
+            ));
+        }
+        Ok(FluxKustomization {
+            namespace: namespace.into(),
+            name: name.into(),
+        })
+    }
+}
+
+impl std::str::FromStr for FluxKustomization {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        FluxKustomization::parse(s)
+    }
+}
+
+impl fmt::Display for FluxKustomization {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// Checks an Argo CD application name for a binding: non-empty, no `:` (Argo CD splits the
+/// tracking id at the first `:`), no whitespace.
+pub fn check_argocd_application(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.contains(':') || name.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "Argo CD application name {name:?} must be non-empty, without `:` or spaces"
+        ));
+    }
+    Ok(())
+}
+
+/// Checks an Argo CD installation id for a binding: non-empty, no whitespace.
+pub fn check_argocd_installation_id(id: &str) -> Result<(), String> {
+    if id.is_empty() || id.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "Argo CD installation id {id:?} must be non-empty, without spaces"
+        ));
+    }
+    Ok(())
+}
+
+/// Kinds selected by their own labels (Services and NetworkPolicies select Pods,
+/// `namespaceSelector`s select Namespaces): an unbound label tolerance is refused there.
+fn selected_by_own_labels(id: &ObjectIdentity) -> bool {
+    id.group.is_empty() && matches!(id.kind.as_str(), "Pod" | "Namespace")
+}
+
+/// The string value of a key the live object adds: on `object`, absent from `signed`.
+fn added_value<'a>(signed: &Value, object: &'a Value, map: &str, key: &str) -> Option<&'a str> {
+    let at = |v: &Value| v.get("metadata")?.get(map)?.get(key).cloned();
+    if at(signed).is_some() {
+        return None;
+    }
+    object.get("metadata")?.get(map)?.get(key)?.as_str()
+}
+
+/// The string value of a label on `object`.
+fn label<'a>(object: &'a Value, key: &str) -> Option<&'a str> {
+    object.get("metadata")?.get("labels")?.get(key)?.as_str()
+}
+
+/// True if instance label value `label` names application `app`: the name itself, or, for
+/// a name longer than a label value may be (63), its first 63 characters without trailing
+/// `-`, `.`, `_` — what Argo CD writes in `annotation+label` tracking, where the label is
+/// informational ("Resource Tracking": "the value is still truncated if longer than 63
+/// characters").
+fn label_names_app(label: &str, app: &str) -> bool {
+    label == app
+        || (app.len() > LABEL_VALUE_MAX
+            && app
+                .get(..LABEL_VALUE_MAX)
+                .is_some_and(|cut| cut.trim_end_matches(['-', '.', '_']) == label))
+}
+
+/// The longest label value Kubernetes accepts.
+const LABEL_VALUE_MAX: usize = 63;
+
+/// The application a tracking id names (the part before the first `:`).
+fn tracking_app(value: &str) -> Option<&str> {
+    value.split_once(':').map(|(app, _)| app)
+}
+
+/// True if the `argocd` profile accepts difference `d` of object `id` (signed document
+/// `signed`, live object `object`) under `bindings`.
+pub(super) fn argocd_tolerates(
+    id: &ObjectIdentity,
+    signed: &Value,
+    object: &Value,
+    d: &Difference<'_>,
+    bindings: &GitopsBindings,
+) -> bool {
+    let apps = &bindings.argocd_applications;
+    let value = d.actual.and_then(Value::as_str);
     match added_metadata_key(d) {
-        Some(("labels", ARGOCD_INSTANCE_LABEL)) => true,
-        Some(("annotations", ARGOCD_INSTALLATION_ID_ANNOTATION)) => true,
-        Some(("annotations", ARGOCD_TRACKING_ID_ANNOTATION)) => d
-            .actual
-            .and_then(Value::as_str)
-            .is_some_and(|value| tracking_id_names(value, id)),
+        Some(("labels", ARGOCD_INSTANCE_LABEL)) => {
+            if apps.is_empty() {
+                return !selected_by_own_labels(id);
+            }
+            let Some(app) = value else { return false };
+            // One object, one application: an added tracking id must name the same one.
+            let tracking =
+                added_value(signed, object, "annotations", ARGOCD_TRACKING_ID_ANNOTATION);
+            apps.iter().any(|a| label_names_app(app, a))
+                && tracking.is_none_or(|t| tracking_app(t).is_some_and(|t| label_names_app(app, t)))
+        }
+        Some(("annotations", ARGOCD_INSTALLATION_ID_ANNOTATION)) => {
+            let ids = &bindings.argocd_installation_ids;
+            ids.is_empty() || value.is_some_and(|v| ids.iter().any(|i| i == v))
+        }
+        Some(("annotations", ARGOCD_TRACKING_ID_ANNOTATION)) => {
+            let Some(value) = value.filter(|v| tracking_id_names(v, id)) else {
+                return false;
+            };
+            if apps.is_empty() {
+                return true;
+            }
+            let app = tracking_app(value);
+            let instance = added_value(signed, object, "labels", ARGOCD_INSTANCE_LABEL);
+            app.is_some_and(|app| apps.iter().any(|a| a == app))
+                && instance.is_none_or(|i| app.is_some_and(|app| label_names_app(i, app)))
+        }
         _ => false,
     }
 }
 
-/// True if the `flux` profile accepts difference `d`.
-pub(super) fn flux_tolerates(d: &Difference<'_>) -> bool {
-    matches!(added_metadata_key(d), Some(("labels", key)) if FLUX_LABELS.contains(&key))
+/// True if the `flux` profile accepts difference `d` of object `id` (live object `object`)
+/// under `bindings`.
+pub(super) fn flux_tolerates(
+    id: &ObjectIdentity,
+    object: &Value,
+    d: &Difference<'_>,
+    bindings: &GitopsBindings,
+) -> bool {
+    if !matches!(added_metadata_key(d), Some(("labels", key)) if FLUX_LABELS.contains(&key)) {
+        return false;
+    }
+    let bound = &bindings.flux_kustomizations;
+    if bound.is_empty() {
+        return !selected_by_own_labels(id);
+    }
+    // Flux writes both labels: together they name the owner, and one alone names none.
+    let [name_label, namespace_label] = FLUX_LABELS;
+    match (label(object, name_label), label(object, namespace_label)) {
+        (Some(name), Some(namespace)) => bound
+            .iter()
+            .any(|k| k.name == name && k.namespace == namespace),
+        _ => false,
+    }
 }
 
 /// True if `value` is `<app>:<group>/<kind>:<namespace>/<name>` for this object: any
@@ -106,6 +298,15 @@ fn is_dns1123_label(s: &str) -> bool {
         && s.starts_with(alnum)
         && s.ends_with(alnum)
         && s.chars().all(|c| alnum(c) || c == '-')
+}
+
+/// An object name: 1-253 of `[a-z0-9.-]`, starting and ending alphanumeric.
+fn is_dns1123_subdomain(s: &str) -> bool {
+    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    s.len() <= 253
+        && s.starts_with(alnum)
+        && s.ends_with(alnum)
+        && s.chars().all(|c| alnum(c) || c == '-' || c == '.')
 }
 
 #[cfg(test)]
@@ -147,6 +348,53 @@ mod tests {
         ] {
             assert!(!tracking_id_names(other, &deploy), "{other}");
         }
+    }
+
+    #[test]
+    fn flux_kustomizations_parse_as_namespace_slash_name() {
+        let k = FluxKustomization::parse("flux-system/apps.prod").unwrap();
+        assert_eq!(
+            (k.namespace.as_str(), k.name.as_str()),
+            ("flux-system", "apps.prod")
+        );
+        assert_eq!(k.to_string(), "flux-system/apps.prod");
+        for bad in [
+            "apps",
+            "/apps",
+            "flux-system/",
+            "flux-system/apps/x",
+            "Flux/apps",
+            "flux-system/Apps",
+            "flux_system/apps",
+            "flux-system/*",
+            " flux-system/apps",
+        ] {
+            assert!(FluxKustomization::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn argocd_binding_values_are_checked() {
+        assert!(check_argocd_application("shop").is_ok());
+        assert!(check_argocd_application("team_shop").is_ok());
+        for bad in ["", "a:b", "a b", "shop\n"] {
+            assert!(check_argocd_application(bad).is_err(), "{bad:?}");
+        }
+        assert!(check_argocd_installation_id("prod-argocd").is_ok());
+        for bad in ["", "a b", "\t"] {
+            assert!(check_argocd_installation_id(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn an_instance_label_names_an_application_or_its_63_character_cut() {
+        let long = format!("{}-tail", "a".repeat(62));
+        assert!(label_names_app("shop", "shop"));
+        assert!(label_names_app(&"a".repeat(62), &long)); // cut at 63, trailing `-` dropped
+        assert!(!label_names_app("shop", "shop-2"));
+        assert!(!label_names_app("sho", "shop"));
+        assert!(!label_names_app(&"a".repeat(10), &long));
+        assert!(!label_names_app("x", &"é".repeat(40))); // no panic inside a character
     }
 
     #[test]

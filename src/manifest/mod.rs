@@ -34,7 +34,8 @@ pub use expiry::{
 };
 pub use gitops::{
     ARGOCD_INSTALLATION_ID_ANNOTATION, ARGOCD_INSTANCE_LABEL, ARGOCD_TRACKING_ID_ANNOTATION,
-    FLUX_LABELS, tracking_id_names,
+    FLUX_LABELS, FluxKustomization, GitopsBindings, check_argocd_application,
+    check_argocd_installation_id, tracking_id_names,
 };
 pub use legacy_tar::LegacyTarError;
 pub use load::{
@@ -43,7 +44,7 @@ pub use load::{
 pub use message::{MessageError, build_message, parse_message};
 pub use tolerance::{
     GroupKind, IgnoreProfile, IgnoreProfiles, LAST_APPLIED_ANNOTATION, Tolerances,
-    has_status_subresource, upstream_dotted,
+    UnboundGitopsKey, has_status_subresource, unbound_gitops_keys, upstream_dotted,
 };
 pub use yaml_error::{ScalarReadings, YamlError, YamlLocation};
 pub use yaml_read::parse_documents;

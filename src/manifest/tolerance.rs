@@ -32,7 +32,7 @@
 
 use super::diff::{DiffKind, Difference, FieldPattern, Step};
 use super::document::ObjectIdentity;
-use super::gitops::{argocd_tolerates, flux_tolerates};
+use super::gitops::{GitopsBindings, argocd_tolerates, flux_tolerates};
 use serde_json::{Value, json};
 
 /// One built-in list of tolerated differences.
@@ -296,6 +296,9 @@ pub struct Tolerances {
     /// Custom kinds whose `status` is a subresource (ignored under the `kubernetes`
     /// profile, like the built-in ones).
     pub status_kinds: Vec<GroupKind>,
+    /// The values the `argocd` and `flux` profiles accept (empty: unbound; see
+    /// `manifest::gitops`).
+    pub gitops: GitopsBindings,
 }
 
 fn p(text: &str) -> FieldPattern {
@@ -618,17 +621,72 @@ fn kyverno_regexes() -> &'static [(&'static [&'static str], Vec<regex::Regex>)] 
 /// `metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"]`.
 pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
+/// A GitOps key the profiles tolerate with any value because nothing binds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnboundGitopsKey {
+    /// What is unbound, in words.
+    pub what: &'static str,
+    /// The CLI flag that binds it.
+    pub flag: &'static str,
+    /// The `ManifestPolicy` field that binds it.
+    pub field: &'static str,
+}
+
+/// The keys `profiles` tolerate with any value under `bindings` (for a one-time note: in
+/// production, bind them; see `manifest::gitops`).
+pub fn unbound_gitops_keys(
+    profiles: IgnoreProfiles,
+    bindings: &GitopsBindings,
+) -> Vec<UnboundGitopsKey> {
+    let mut keys = Vec::new();
+    if profiles.contains(IgnoreProfile::Argocd) {
+        if bindings.argocd_applications.is_empty() {
+            keys.push(UnboundGitopsKey {
+                what: "the Argo CD application in the instance label and tracking-id (any \
+                       application; the label is refused on Pods and Namespaces)",
+                flag: "--argocd-application NAME",
+                field: "spec.gitops.argocd.applications",
+            });
+        }
+        if bindings.argocd_installation_ids.is_empty() {
+            keys.push(UnboundGitopsKey {
+                what: "the Argo CD installation-id annotation (any value)",
+                flag: "--argocd-installation-id ID",
+                field: "spec.gitops.argocd.installationIDs",
+            });
+        }
+    }
+    if profiles.contains(IgnoreProfile::Flux) && bindings.flux_kustomizations.is_empty() {
+        keys.push(UnboundGitopsKey {
+            what: "the Flux Kustomization in the kustomize.toolkit.fluxcd.io labels (any \
+                   Kustomization; refused on Pods and Namespaces)",
+            flag: "--flux-kustomization NS/NAME",
+            field: "spec.gitops.flux.kustomizations",
+        });
+    }
+    keys
+}
+
 impl Tolerances {
     /// True if these tolerances accept difference `d` of object `id` against its signed
-    /// document `signed` (the whole document, for rules that look at what was signed).
+    /// document `signed` (the whole document, for rules that look at what was signed);
+    /// `object` is the whole compared object (the GitOps bindings read its other keys).
     /// `last-applied-configuration` is judged by the caller, which can verify its content
     /// ([`tolerates_last_applied`](Self::tolerates_last_applied)).
-    pub fn tolerates(&self, id: &ObjectIdentity, signed: &Value, d: &Difference<'_>) -> bool {
+    pub fn tolerates(
+        &self,
+        id: &ObjectIdentity,
+        signed: &Value,
+        object: &Value,
+        d: &Difference<'_>,
+    ) -> bool {
         let profiles = self.profiles;
         (profiles.contains(IgnoreProfile::Kubernetes) && self.kubernetes_tolerates(id, signed, d))
             || (profiles.contains(IgnoreProfile::KyvernoCompat) && kyverno_tolerates(id, d))
-            || (profiles.contains(IgnoreProfile::Argocd) && argocd_tolerates(id, d))
-            || (profiles.contains(IgnoreProfile::Flux) && flux_tolerates(d))
+            || (profiles.contains(IgnoreProfile::Argocd)
+                && argocd_tolerates(id, signed, object, d, &self.gitops))
+            || (profiles.contains(IgnoreProfile::Flux)
+                && flux_tolerates(id, object, d, &self.gitops))
             || (self.digest_pinning && is_digest_pinning(d))
             || self.namespace_bound(signed, d)
     }
@@ -759,7 +817,7 @@ mod tests {
     }
 
     fn remaining(t: &Tolerances, id: &ObjectIdentity, signed: Value, actual: Value) -> Vec<String> {
-        compare(&signed, &actual, &|d| t.tolerates(id, &signed, d))
+        compare(&signed, &actual, &|d| t.tolerates(id, &signed, &actual, d))
             .unwrap()
             .diffs
             .iter()

@@ -8,7 +8,7 @@
 
 use super::selector::{MatchResources, ResourceDescription, ResourceFilter};
 use super::{FailureAction, NamespaceBinding, PolicyRule, PolicySet, RuleSource};
-use crate::manifest::IgnoreProfile;
+use crate::manifest::{GitopsBindings, IgnoreProfile};
 use crate::verify::{
     AttestorEntry, AttestorSet, Claim, KeylessAttestor, Requirement, ValueMatcher,
 };
@@ -358,7 +358,10 @@ fn explain_rule(rule: &PolicyRule) -> RuleExplanation {
     let mut tolerances: Vec<String> = if rule.profiles.is_none() {
         vec!["ignore profile none: the object must equal the signed document".to_string()]
     } else {
-        rule.profiles.iter().map(profile_text).collect()
+        rule.profiles
+            .iter()
+            .map(|p| profile_text(p, &rule.gitops))
+            .collect()
     };
     tolerances.push(match &rule.namespace_binding {
         NamespaceBinding::Strict => {
@@ -528,28 +531,57 @@ fn action_text(rule: &PolicyRule) -> String {
     text
 }
 
-/// What one ignore profile tolerates, in a sentence.
-fn profile_text(profile: IgnoreProfile) -> String {
+/// What one ignore profile tolerates, in a sentence, with the values it is bound to.
+fn profile_text(profile: IgnoreProfile, gitops: &GitopsBindings) -> String {
+    let quoted = |values: &[String]| {
+        values
+            .iter()
+            .map(|v| format!("{v:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     match profile {
-        IgnoreProfile::None => "ignore profile none: the object must equal the signed document",
-        IgnoreProfile::Kubernetes => {
-            "ignore profile kubernetes: server-populated metadata, the status of kinds with a \
-             status subresource, server-assigned fields and exact defaults may differ \
-             (anchored paths)"
+        IgnoreProfile::None => {
+            "ignore profile none: the object must equal the signed document".to_string()
         }
-        IgnoreProfile::KyvernoCompat => {
-            "ignore profile kyverno-compat: Kyverno's default ignore list with its unanchored \
-             matching (migration only; hides more than its names say)"
-        }
+        IgnoreProfile::Kubernetes => "ignore profile kubernetes: server-populated metadata, the \
+             status of kinds with a status subresource, server-assigned fields and exact \
+             defaults may differ (anchored paths)"
+            .to_string(),
+        IgnoreProfile::KyvernoCompat => "ignore profile kyverno-compat: Kyverno's default ignore \
+             list with its unanchored matching (migration only; hides more than its names say)"
+            .to_string(),
         IgnoreProfile::Argocd => {
-            "ignore profile argocd: Argo CD's label app.kubernetes.io/instance and annotation \
-             argocd.argoproj.io/installation-id may be added, and \
-             argocd.argoproj.io/tracking-id when it names the object itself"
+            let apps = match gitops.argocd_applications.as_slice() {
+                [] => "any application (unbound; the label is refused on Pods and Namespaces)"
+                    .to_string(),
+                apps => format!("application {} only, the same in both", quoted(apps)),
+            };
+            let ids = match gitops.argocd_installation_ids.as_slice() {
+                [] => "any value (unbound)".to_string(),
+                ids => format!("{} only", quoted(ids)),
+            };
+            format!(
+                "ignore profile argocd: Argo CD's label app.kubernetes.io/instance and \
+                 annotation argocd.argoproj.io/tracking-id naming the object itself may be \
+                 added with {apps}; annotation argocd.argoproj.io/installation-id with {ids}"
+            )
         }
         IgnoreProfile::Flux => {
-            "ignore profile flux: the labels kustomize.toolkit.fluxcd.io/name and \
-             kustomize.toolkit.fluxcd.io/namespace may be added"
+            let owners = match gitops.flux_kustomizations.as_slice() {
+                [] => "any Kustomization (unbound; refused on Pods and Namespaces)".to_string(),
+                list => format!(
+                    "Kustomization {} only, both labels together",
+                    list.iter()
+                        .map(|k| format!("{:?}", k.to_string()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
+            format!(
+                "ignore profile flux: the labels kustomize.toolkit.fluxcd.io/name and \
+                 kustomize.toolkit.fluxcd.io/namespace may be added naming {owners}"
+            )
         }
     }
-    .to_string()
 }

@@ -17,6 +17,10 @@
 //!                               # kyverno-compat | argocd | flux (or a YAML sequence)
 //!   statusSubresourceKinds: [Certificate.cert-manager.io]  # custom kinds whose status
 //!                               # the kubernetes profile ignores (built-in kinds: known)
+//!   gitops:                     # values the argocd / flux profiles accept (exact; each
+//!                               # list optional, but only for a profile in ignoreProfile)
+//!     argocd: {applications: [shop], installationIDs: [prod-argocd]}
+//!     flux: {kustomizations: [flux-system/apps]}   # namespace/name
 //!   namespaceBinding: [team-a]  # where a document signed without a namespace is accepted;
 //!                               # ["*"]: any namespace (Kyverno's behaviour)
 //!   insecureAnyIssuer: false    # keyless entries may omit the issuer (insecure: every
@@ -46,7 +50,10 @@ use super::{
     RuleSource, attestor_policy, certificate_attestor, parse_public_keys,
 };
 use crate::annotations::AnnotationDomain;
-use crate::manifest::{GroupKind, IgnoreProfile, IgnoreProfiles};
+use crate::manifest::{
+    FluxKustomization, GitopsBindings, GroupKind, IgnoreProfile, IgnoreProfiles,
+    check_argocd_application, check_argocd_installation_id, unbound_gitops_keys,
+};
 use crate::trust::TrustRoot;
 use crate::verify::{
     AttestorEntry, AttestorSet, CertificateAttestor, Claim, IdentityPolicy, IdentityPolicyError,
@@ -96,6 +103,9 @@ pub struct Spec {
     /// Namespaces where a document signed without a namespace is accepted.
     #[serde(default)]
     pub namespace_binding: Vec<String>,
+    /// Values the `argocd` and `flux` profiles accept.
+    #[serde(default)]
+    pub gitops: Option<GitopsSpec>,
     /// Oldest acceptable transparency-log time of a signature (`90s`, `30m`, `4h`, `7d`).
     #[serde(default)]
     pub max_age: Option<String>,
@@ -133,6 +143,34 @@ impl ProfileList {
             ProfileList::Names(names) => names.join(",").parse(),
         }
     }
+}
+
+/// `spec.gitops`: the values the GitOps profiles accept (`manifest::gitops`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GitopsSpec {
+    #[serde(default)]
+    pub argocd: Option<ArgocdBindingSpec>,
+    #[serde(default)]
+    pub flux: Option<FluxBindingSpec>,
+}
+
+/// `spec.gitops.argocd`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ArgocdBindingSpec {
+    #[serde(default)]
+    pub applications: Option<Vec<String>>,
+    #[serde(default, rename = "installationIDs")]
+    pub installation_ids: Option<Vec<String>>,
+}
+
+/// `spec.gitops.flux`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FluxBindingSpec {
+    #[serde(default)]
+    pub kustomizations: Option<Vec<String>>,
 }
 
 /// Objects by kind (`Kind`, `version/Kind`, `group/version/Kind`), name and namespace, each
@@ -315,6 +353,15 @@ pub(crate) fn load(
                 .map_err(|e| invalid(&at.at(format!("statusSubresourceKinds[{i}]")), e))?,
         );
     }
+    let gitops = gitops_bindings(spec.gitops.as_ref(), profiles, &at.at("gitops"))?;
+    for key in unbound_gitops_keys(profiles, &gitops) {
+        notes.push(format!(
+            "{}: {} is not bound; add {} to accept only yours",
+            at.at("ignoreProfile"),
+            key.what,
+            key.field
+        ));
+    }
     if profiles.contains(IgnoreProfile::KyvernoCompat) {
         notes.push(format!(
             "{}: ignoreProfile kyverno-compat matches Kyverno's defaults as unanchored \
@@ -347,6 +394,7 @@ pub(crate) fn load(
         ignore,
         profiles,
         status_kinds,
+        gitops,
         digest_pinning: spec.digest_pinning,
         // `*`: a document signed without a namespace is accepted in whatever namespace
         // the rule matched (a central signer for all namespaces, docs/admission.md).
@@ -361,6 +409,71 @@ pub(crate) fn load(
         rules: vec![rule],
         notes,
     })
+}
+
+/// `spec.gitops`: each list non-empty, each value well-formed, and only for a profile in
+/// `ignoreProfile` (a binding for another profile would silently do nothing).
+fn gitops_bindings(
+    spec: Option<&GitopsSpec>,
+    profiles: IgnoreProfiles,
+    at: &Location,
+) -> Result<GitopsBindings, PolicyError> {
+    let mut bindings = GitopsBindings::default();
+    let Some(spec) = spec else {
+        return Ok(bindings);
+    };
+    let list = |values: &Option<Vec<String>>,
+                field: &str,
+                check: &dyn Fn(&str) -> Result<(), String>|
+     -> Result<Vec<String>, PolicyError> {
+        let Some(values) = values else {
+            return Ok(Vec::new());
+        };
+        if values.is_empty() {
+            return Err(invalid(
+                &at.at(field),
+                "an empty list binds nothing; list the accepted values or remove the field",
+            ));
+        }
+        for (i, value) in values.iter().enumerate() {
+            check(value).map_err(|e| invalid(&at.at(format!("{field}[{i}]")), e))?;
+        }
+        Ok(values.clone())
+    };
+    if let Some(argocd) = &spec.argocd {
+        if !profiles.contains(IgnoreProfile::Argocd) {
+            return Err(invalid(
+                &at.at("argocd"),
+                "binds the argocd profile, which ignoreProfile does not list",
+            ));
+        }
+        bindings.argocd_applications = list(
+            &argocd.applications,
+            "argocd.applications",
+            &check_argocd_application,
+        )?;
+        bindings.argocd_installation_ids = list(
+            &argocd.installation_ids,
+            "argocd.installationIDs",
+            &check_argocd_installation_id,
+        )?;
+    }
+    if let Some(flux) = &spec.flux {
+        if !profiles.contains(IgnoreProfile::Flux) {
+            return Err(invalid(
+                &at.at("flux"),
+                "binds the flux profile, which ignoreProfile does not list",
+            ));
+        }
+        let names = list(&flux.kustomizations, "flux.kustomizations", &|s| {
+            FluxKustomization::parse(s).map(|_| ())
+        })?;
+        bindings.flux_kustomizations = names
+            .iter()
+            .filter_map(|s| FluxKustomization::parse(s).ok())
+            .collect();
+    }
+    Ok(bindings)
 }
 
 /// `namespaceBinding`: empty = strict; `["*"]` = any namespace (Kyverno's behaviour for

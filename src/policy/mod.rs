@@ -49,8 +49,8 @@ pub use verdict::{ObjectVerdict, PolicyVerdict, RuleVerdict};
 
 use crate::limits::Limits;
 use crate::manifest::{
-    Document, DocumentOrigin, FieldPattern, GroupKind, IgnoreFields, IgnoreProfiles,
-    ObjectIdentity, Source, Tolerances,
+    Document, DocumentOrigin, FieldPattern, GitopsBindings, GroupKind, IgnoreFields,
+    IgnoreProfiles, ObjectIdentity, Source, Tolerances,
 };
 use crate::trust::{TrustRoot, TrustRootError};
 use crate::verify::{AttestorPolicy, Verifier};
@@ -211,6 +211,8 @@ pub struct PolicyRule {
     pub profiles: IgnoreProfiles,
     /// Custom kinds whose `status` is a subresource (see [`Tolerances::status_kinds`]).
     pub status_kinds: Vec<GroupKind>,
+    /// The values the `argocd` and `flux` profiles accept (see [`Tolerances::gitops`]).
+    pub gitops: GitopsBindings,
     pub digest_pinning: bool,
     pub namespace_binding: NamespaceBinding,
     /// What a failure of this rule does in the cluster (`Enforce` or `Audit`, per
@@ -268,6 +270,7 @@ impl PolicyRule {
                 digest_pinning: self.digest_pinning,
                 namespace_binding,
                 status_kinds: self.status_kinds.clone(),
+                gitops: self.gitops.clone(),
             })
     }
 }

@@ -46,11 +46,15 @@ pub(super) fn compare_with_signed(
     let mut actual = object.clone();
     strip_signature_annotations(&mut expected, rules.domain);
     strip_signature_annotations(&mut actual, rules.domain);
-    let base = |d: &Difference<'_>| {
-        rules.ignore.ignores(d.path) || rules.tolerances.tolerates(rules.identity, &expected, d)
+    let base = |object: &Value, d: &Difference<'_>| {
+        rules.ignore.ignores(d.path)
+            || rules
+                .tolerances
+                .tolerates(rules.identity, &expected, object, d)
     };
     compare(&expected, &actual, &|d| {
-        base(d) || (is_last_applied(d.path) && last_applied_verifies(d, &expected, rules, &base))
+        base(&actual, d)
+            || (is_last_applied(d.path) && last_applied_verifies(d, &expected, rules, &base))
     })
 }
 
@@ -66,7 +70,7 @@ fn last_applied_verifies(
     d: &Difference<'_>,
     expected: &Value,
     rules: &CompareRules<'_>,
-    base: &dyn Fn(&Difference<'_>) -> bool,
+    base: &dyn Fn(&Value, &Difference<'_>) -> bool,
 ) -> bool {
     if !rules.tolerances.tolerates_last_applied() {
         return false;
@@ -79,7 +83,7 @@ fn last_applied_verifies(
     };
     strip_signature_annotations(&mut applied, rules.domain);
     // The inner comparison does not accept a nested last-applied: kubectl never writes one.
-    compare(expected, &applied, base).is_ok_and(|c| c.is_equal())
+    compare(expected, &applied, &|d| base(&applied, d)).is_ok_and(|c| c.is_equal())
 }
 
 /// The annotation's content as kubectl writes it: one JSON object (compact, possibly

@@ -397,6 +397,7 @@ fn load_manifests(
         ignore,
         profiles: IgnoreProfile::Kubernetes.into(),
         status_kinds: Vec::new(),
+        gitops: Default::default(),
         digest_pinning: false,
         namespace_binding: NamespaceBinding::AnyNamespace,
         failure_action: FailureActions::default(),
