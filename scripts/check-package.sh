@@ -27,8 +27,11 @@ if grep -nE '^\s*[a-zA-Z0-9_-]+\s*=\s*\{[^}]*\bpath\s*=' Cargo.toml; then
 fi
 
 cargo package --locked --no-verify --quiet ${dirty[@]+"${dirty[@]}"}
-version=$(cargo metadata --no-deps --format-version 1 --locked | sed -n 's/.*"name":"mansign","version":"\([^"]*\)".*/\1/p' | head -n1)
-crate="target/package/mansign-$version.crate"
+metadata=$(cargo metadata --no-deps --format-version 1 --locked)
+version=$(printf '%s' "$metadata" | sed -n 's/.*"name":"mansign","version":"\([^"]*\)".*/\1/p' | head -n1)
+# The crate is written below cargo's target directory (CARGO_TARGET_DIR may move it).
+target_dir=$(printf '%s' "$metadata" | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p' | head -n1)
+crate="${target_dir:-target}/package/mansign-$version.crate"
 [ -f "$crate" ] || { echo "check-package.sh: $crate was not written" >&2; exit 1; }
 size=$(wc -c <"$crate" | tr -d ' ')
 if [ "$size" -gt "$MAX_CRATE_BYTES" ]; then
