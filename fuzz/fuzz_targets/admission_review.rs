@@ -31,6 +31,7 @@ fn reviewer() -> &'static Reviewer {
         let options = LoadOptions {
             trust_root: Some(Arc::new(TrustRoot::public_good().expect("embedded root"))),
             limits: mansign::Limits::default(),
+            ..LoadOptions::default()
         };
         let policies = load_str("fuzz policy", POLICY, Path::new("/nonexistent"), &options)
             .expect("the fuzz policy loads");

@@ -14,6 +14,7 @@ fn options() -> &'static LoadOptions {
     OPTIONS.get_or_init(|| LoadOptions {
         trust_root: Some(Arc::new(TrustRoot::public_good().expect("embedded root"))),
         limits: mansign::Limits::default(),
+        ..LoadOptions::default()
     })
 }
 
