@@ -6,7 +6,9 @@
 //!   (annotations, message, signature checks, identity, diff): with a new trust root and an
 //!   empty set cache each time (`fresh_certificate`), with the certificate already verified
 //!   by the root (`cached_certificate`), and with the whole set remembered (`set_cache_hit`);
-//! * `key/fresh`: a ConfigMap signed with a cosign key (one P-256 check, no log);
+//! * `key/fresh`: a Deployment signed with a cosign key (one P-256 check, no log), through
+//!   the verifier without its cache; `key/p256_signature_only`: that one check alone (the
+//!   machine's ECDSA floor);
 //! * `bundle/production_v0.3`: sigstore-conformance's happy-path v0.3 bundle, the one
 //!   `scripts/bench.sh` verifies with sigstore-python and sigstore-js too;
 //! * `message/build/N`, `message/parse/N`: the signed message of N Deployments;
@@ -170,6 +172,16 @@ fn key_signed() -> (Document, Attestor) {
 
 fn key(c: &mut Criterion) {
     let (doc, attestor) = key_signed();
+    // The ECDSA floor of this machine: one P-256 signature check over M (what a keyless
+    // set needs twice even with its certificate vouched for: the SET and the signature).
+    let signed = extract(&doc.value, &AnnotationDomain::default(), &Limits::default()).unwrap();
+    c.bench_function("key/p256_signature_only", |b| {
+        b.iter(|| {
+            attestor
+                .check(black_box(&signed.message), &signed.sets[0])
+                .unwrap()
+        })
+    });
     let v = Verifier::new(vec![attestor]).with_cache(Arc::new(VerificationCache::new(0)));
     c.bench_function("key/fresh", |b| {
         b.iter(|| assert!(v.verify_document(black_box(&doc)).is_verified()))

@@ -98,6 +98,7 @@ pub mod conformance;
 pub mod keys;
 pub mod limits;
 pub mod manifest;
+pub mod parallel;
 pub mod policy;
 pub mod signing;
 pub mod trust;

@@ -3,7 +3,9 @@
 //! certificate is cached), then shows that a set reusing that certificate is still refused
 //! for its own fault — after the certificate expired, at a time its Fulcio authority no
 //! longer covers, with a bad SET, a signature over another message, a body about another
-//! signature — and that the cache is the root's own.
+//! signature, certificate or hash, a body with a duplicate key — and that the cache is the
+//! root's own. The checks of a vouched set are mansign's own (`verify/hashedrekord.rs`), so
+//! these tests are what shows them refusing.
 //!
 //! Fixtures: testdata/ (k8s-manifest-sigstore, sigstore-trust-roots; provenance in
 //! testdata/README.md). A missing fixture fails the test.
@@ -264,5 +266,90 @@ fn a_failed_chain_is_not_remembered() {
             misses: 2,
             entries: 0
         }
+    );
+}
+
+/// Set 0 with its body edited by `edit` and a valid SET over the edited body.
+fn with_body(log: &TestLog, set: &SignatureSet, edit: impl FnOnce(&mut Value)) -> SignatureSet {
+    let mut set = set.clone();
+    let bundle = set.bundle.as_mut().unwrap();
+    let mut body: Value =
+        serde_json::from_slice(&STANDARD.decode(&bundle.payload.body).unwrap()).unwrap();
+    edit(&mut body);
+    bundle.payload.body = STANDARD.encode(body.to_string());
+    log.at(&set, NOT_BEFORE + 1)
+}
+
+#[test]
+fn rejects_a_cached_certificate_whose_body_logs_another_certificate() {
+    let log = TestLog::new();
+    let (trust, ann) = (log.trusted_by(pgi_json()), signed());
+    prime(&trust, &ann);
+    let other_pem = ann.sets[1].certificate_pem.clone().unwrap();
+    let set = with_body(&log, &ann.sets[0], |body| {
+        body["spec"]["signature"]["publicKey"]["content"] = json!(STANDARD.encode(other_pem));
+    });
+    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+    assert!(matches!(err, SigstoreError::EntryMismatch(_)), "{err}");
+    assert_eq!(
+        trust.certificate_cache_stats().hits,
+        1,
+        "the cache was used"
+    );
+}
+
+#[test]
+fn rejects_a_cached_certificate_whose_body_logs_another_hash() {
+    let log = TestLog::new();
+    let (trust, ann) = (log.trusted_by(pgi_json()), signed());
+    prime(&trust, &ann);
+    let other = hex::encode(Sha256::digest(b"another message"));
+    let set = with_body(&log, &ann.sets[0], |body| {
+        body["spec"]["data"]["hash"]["value"] = json!(other);
+    });
+    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+    assert!(matches!(err, SigstoreError::EntryMismatch(_)), "{err}");
+    // another algorithm, or no hash at all, is a malformed entry
+    let sha512 = with_body(&log, &ann.sets[0], |body| {
+        body["spec"]["data"]["hash"]["algorithm"] = json!("sha512");
+    });
+    let err = verify_certificate_set(&trust, &ann.message, &sha512).unwrap_err();
+    assert!(matches!(err, SigstoreError::MalformedEntry(_)), "{err}");
+    let no_hash = with_body(&log, &ann.sets[0], |body| {
+        body["spec"]["data"] = json!({});
+    });
+    let err = verify_certificate_set(&trust, &ann.message, &no_hash).unwrap_err();
+    assert!(matches!(err, SigstoreError::MalformedEntry(_)), "{err}");
+    assert_eq!(
+        trust.certificate_cache_stats().hits,
+        3,
+        "the cache was used"
+    );
+}
+
+#[test]
+fn a_cached_certificate_in_a_body_with_a_duplicate_key_is_refused() {
+    // JSON decoders differ on duplicate keys (first or last wins): mansign refuses them.
+    let log = TestLog::new();
+    let (trust, ann) = (log.trusted_by(pgi_json()), signed());
+    prime(&trust, &ann);
+    let mut set = ann.sets[0].clone();
+    let bundle = set.bundle.as_mut().unwrap();
+    let body = String::from_utf8(STANDARD.decode(&bundle.payload.body).unwrap()).unwrap();
+    let duplicated = body.replacen(
+        "\"spec\":",
+        "\"spec\":{\"data\":{},\"signature\":{}},\"spec\":",
+        1,
+    );
+    assert_ne!(duplicated, body);
+    bundle.payload.body = STANDARD.encode(duplicated);
+    let set = log.at(&set, NOT_BEFORE + 1);
+    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SigstoreError::MalformedEntry(_) | SigstoreError::MalformedBundle(_)
+        ),
+        "{err}"
     );
 }

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 /// Layers, lowest first. A module may import modules of strictly lower layers only.
 const LAYERS: &[&[&str]] = &[
-    &["limits", "keys", "trust"],
+    &["limits", "parallel", "keys", "trust"],
     &["manifest", "annotations"],
     &["verify"],
     &["policy", "signing", "conformance"],

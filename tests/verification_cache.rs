@@ -91,3 +91,68 @@ fn a_cached_acceptance_expires_with_the_maximum_age() {
     let verdict = late.verify_document(&docs[0]);
     assert_eq!(verdict.result.unwrap_err().code(), "too-old");
 }
+
+/// Two documents signed in one message, but with different signed times: a cache hit for
+/// one must not carry its age over to the other.
+#[test]
+fn a_cache_hit_checks_the_age_of_the_document_it_compares_with() {
+    use mansign::annotations::{AnnotationDomain, EmbedMode, SignatureSet, embed};
+    use mansign::manifest::build_message;
+    use p256::ecdsa::signature::Signer as _;
+    use p256::ecdsa::{DerSignature, SigningKey};
+    use p256::pkcs8::{EncodePublicKey as _, LineEnding};
+
+    let doc = |name: &str, at: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "namespace": "ns",
+                            "annotations": {"mansign.dev/signed-at": at}},
+               "data": {"a": "1"}})
+    };
+    let fresh = doc("fresh", "2026-06-01T12:00:00Z");
+    let old = doc("old", "2026-05-01T12:00:00Z");
+    let message = build_message([&fresh, &old]);
+    let key = SigningKey::random(&mut rand_core::OsRng);
+    let signature: DerSignature = key.sign(&message);
+    let set = SignatureSet {
+        index: 0,
+        signature: signature.as_bytes().to_vec(),
+        certificate_pem: None,
+        bundle: None,
+    };
+    let signed: Vec<_> = [fresh, old]
+        .into_iter()
+        .map(|mut d| {
+            let (domain, limits) = (AnnotationDomain::default(), Limits::default());
+            embed(
+                &mut d,
+                &domain,
+                &message,
+                std::slice::from_ref(&set),
+                EmbedMode::Replace,
+                &limits,
+            )
+            .unwrap();
+            d
+        })
+        .collect();
+    let pem = key
+        .verifying_key()
+        .to_public_key_pem(LineEnding::LF)
+        .unwrap();
+    let v = verifier(&pem)
+        .with_max_age(jiff::SignedDuration::from_hours(24))
+        .with_clock("2026-06-01T13:00:00Z".parse().unwrap());
+    // without the cache: the fresh document verifies, the old one is too old
+    let uncached = v.clone().with_cache(std::sync::Arc::new(
+        mansign::verify::VerificationCache::new(0),
+    ));
+    assert!(uncached.verify_object(&signed[0]).unwrap().is_verified());
+    let expected = uncached.verify_object(&signed[1]).unwrap();
+    assert_eq!(expected.result.unwrap_err().code(), "too-old");
+    // with it: the same verdicts, although both objects carry the same signature material
+    assert!(v.verify_object(&signed[0]).unwrap().is_verified());
+    let verdict = v.verify_object(&signed[1]).unwrap();
+    assert_eq!(verdict.result.unwrap_err().code(), "too-old");
+    assert!(v.verify_object(&signed[0]).unwrap().is_verified());
+    assert_eq!(v.cache().stats().hits, 2, "{:?}", v.cache().stats());
+}

@@ -4,7 +4,7 @@ use crate::limits::Limits;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use flate2::Compression;
-use flate2::read::MultiGzDecoder;
+use flate2::bufread::MultiGzDecoder;
 use flate2::write::GzEncoder;
 use std::io::{Read, Write};
 
@@ -45,10 +45,15 @@ pub fn decode_base64(value: &str, limits: &Limits) -> Result<Vec<u8>, CodecError
             limit: limits.max_annotation_bytes,
         });
     }
-    let cleaned: String = value.chars().filter(|c| *c != '\n' && *c != '\r').collect();
-    STANDARD
-        .decode(cleaned.trim())
-        .map_err(|e| CodecError::Base64(e.to_string()))
+    // Line breaks (as `base64 -w 76` writes them) are dropped, then surrounding whitespace.
+    // Most values have no line break: those are decoded without a copy.
+    let decoded = if value.bytes().any(|b| b == b'\n' || b == b'\r') {
+        let cleaned: String = value.chars().filter(|c| *c != '\n' && *c != '\r').collect();
+        STANDARD.decode(cleaned.trim())
+    } else {
+        STANDARD.decode(value.trim())
+    };
+    decoded.map_err(|e| CodecError::Base64(e.to_string()))
 }
 
 /// gunzip when the bytes are gzip (magic `1f 8b`), else the bytes as they are
@@ -62,7 +67,9 @@ pub fn decode_maybe_gzip(data: Vec<u8>, limits: &Limits) -> Result<Vec<u8>, Code
         }
         return Ok(data);
     }
-    let mut out = Vec::new();
+    // Room for a typical expansion up front (bounded by the limit), instead of growing
+    // from empty through many small reads.
+    let mut out = Vec::with_capacity(data.len().saturating_mul(4).min(limit) + 1);
     MultiGzDecoder::new(data.as_slice())
         .take(limit as u64 + 1)
         .read_to_end(&mut out)

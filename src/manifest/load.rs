@@ -12,6 +12,7 @@
 
 use super::{Document, DocumentOrigin, ManifestError, Source, parse_documents};
 use crate::limits::Limits;
+use crate::parallel::{default_parallelism, map_in_order};
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -102,11 +103,11 @@ pub fn load_inputs_with(
             continue;
         }
         if !input.exists() && is_glob(input) {
-            for (path, relative) in expand_glob(input)? {
-                if !selection.excludes(&relative) {
-                    files.push(load_file(&path, relative, limits)?);
-                }
-            }
+            let found: Vec<_> = expand_glob(input)?
+                .into_iter()
+                .filter(|(_, relative)| !selection.excludes(relative))
+                .collect();
+            files.extend(load_files(found, limits)?);
             continue;
         }
         let meta = std::fs::metadata(input).map_err(|source| ManifestError::Read {
@@ -120,9 +121,7 @@ pub fn load_inputs_with(
                     path: input.clone(),
                 });
             }
-            for (path, relative) in found {
-                files.push(load_file(&path, relative, limits)?);
-            }
+            files.extend(load_files(found, limits)?);
         } else {
             let relative = input
                 .file_name()
@@ -234,6 +233,20 @@ fn walk(root: &Path, selection: &InputSelection) -> Result<Vec<(PathBuf, PathBuf
         found.push((path, relative));
     }
     Ok(found)
+}
+
+/// Reads and parses files on every core (each file within its own bounds); the files in
+/// the given order, or the error of the first one that failed, as a sequential read would
+/// report it.
+fn load_files(
+    found: Vec<(PathBuf, PathBuf)>,
+    limits: &Limits,
+) -> Result<Vec<ManifestFile>, ManifestError> {
+    map_in_order(&found, default_parallelism(), |(path, relative)| {
+        load_file(path, relative.clone(), limits)
+    })
+    .into_iter()
+    .collect()
 }
 
 fn load_file(

@@ -6,28 +6,40 @@
 //! keeps, per verifier requirement, the signature acceptance of recently seen signature
 //! material:
 //!
-//! * **key**: SHA-256 over the signed message, every signature set (signature,
-//!   certificate, Rekor bundle) and the maximum age; the requirement (keys, identities,
-//!   trust roots) is the cache's owner, since clones of a verifier share its cache and a
-//!   verifier with another requirement gets its own;
-//! * **value**: who signed (the [`Verified`]) and until when that stays true: a
-//!   maximum age makes an acceptance expire; an acceptance that depended on the clock
-//!   (a certificate attestor's certificate checked at the current time, not at a log time)
-//!   is not kept at all;
+//! * **key**: SHA-256 over the raw text of the object's signature annotations (the message
+//!   and every set's signature, certificate and Rekor bundle, in index order, each marked
+//!   present or absent), the annotation domain, the decoding limits and the maximum age.
+//!   Decoding depends on nothing else, so equal keys mean equal decoded signature material;
+//!   the requirement (keys, identities, trust roots) is the cache's owner, since clones of a
+//!   verifier share its cache and a verifier with another requirement gets its own;
+//! * **value**: who signed (the [`Verified`]), the signed documents already parsed out of
+//!   the message, and until when the acceptance stays true: a maximum age makes it expire
+//!   (and is checked again on every hit, against the signed time of the document the
+//!   object is compared with); an acceptance that depended on the clock (a certificate
+//!   attestor's certificate checked at the current time, not at a log time) is not kept;
+//! * so a hit costs one hash of the annotations and the comparison, no decoding, parsing
+//!   or signature check;
 //! * only acceptances are kept, never rejections, so the cache can only save work, not
 //!   change a verdict; the object is still compared with its signed document every time;
-//! * the size is bounded (oldest entries leave first): hostile input can churn it but not
-//!   grow it.
+//! * the size is bounded, in entries and in signed-message bytes (oldest entries leave
+//!   first): hostile input can churn it but not grow it.
 
 use super::signer::SignerInfo;
 use super::verdict::Verified;
-use crate::annotations::SignatureSet;
+use crate::annotations::AnnotationDomain;
+use crate::limits::Limits;
+use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Default number of remembered acceptances per verifier requirement.
 pub const DEFAULT_CACHE_ENTRIES: usize = 4096;
+
+/// Default bound on the memory the cache's parsed signed documents take (per verifier
+/// requirement, as estimated by [`heap_estimate`]); an acceptance whose documents alone are
+/// larger is not remembered. About 2,500 typical PolicyExceptions.
+pub const DEFAULT_CACHE_BYTES: usize = 8 << 20;
 
 /// The digest identifying the signature material of an object.
 pub(super) type CacheKey = [u8; 32];
@@ -36,21 +48,29 @@ pub(super) type CacheKey = [u8; 32];
 #[derive(Debug)]
 pub struct VerificationCache {
     capacity: usize,
+    max_bytes: usize,
     inner: Mutex<Entries>,
 }
 
 #[derive(Debug, Default)]
 struct Entries {
-    map: HashMap<CacheKey, Accepted>,
+    map: HashMap<CacheKey, Arc<Accepted>>,
     order: VecDeque<CacheKey>,
+    /// Estimated memory of the entries' parsed documents.
+    bytes: usize,
     hits: u64,
     misses: u64,
 }
 
-#[derive(Debug, Clone)]
-struct Accepted {
-    verified: Verified,
+/// A remembered acceptance.
+#[derive(Debug)]
+pub(super) struct Accepted {
+    pub verified: Verified,
+    /// The documents of the signed message, parsed.
+    pub signed_docs: Arc<Vec<Value>>,
     valid_until: Option<jiff::Timestamp>,
+    /// The estimated memory of `signed_docs`, what the entry counts against the byte bound.
+    weight: usize,
 }
 
 /// Hit and miss counts, for metrics.
@@ -64,8 +84,15 @@ pub struct CacheStats {
 impl VerificationCache {
     /// A cache of at most `capacity` entries (0: remembers nothing).
     pub fn new(capacity: usize) -> Self {
+        Self::with_bounds(capacity, DEFAULT_CACHE_BYTES)
+    }
+
+    /// A cache of at most `capacity` entries whose parsed documents take at most about
+    /// `max_bytes` of memory in all.
+    pub fn with_bounds(capacity: usize, max_bytes: usize) -> Self {
         VerificationCache {
             capacity,
+            max_bytes,
             inner: Mutex::new(Entries::default()),
         }
     }
@@ -86,10 +113,10 @@ impl VerificationCache {
     }
 
     /// The acceptance remembered for `key`, if it is still valid at `now`.
-    pub(super) fn get(&self, key: &CacheKey, now: jiff::Timestamp) -> Option<Verified> {
+    pub(super) fn get(&self, key: &CacheKey, now: jiff::Timestamp) -> Option<Arc<Accepted>> {
         let mut e = self.lock();
         let found = match e.map.get(key) {
-            Some(a) if a.valid_until.is_none_or(|until| now < until) => Some(a.verified.clone()),
+            Some(a) if a.valid_until.is_none_or(|until| now < until) => Some(a.clone()),
             _ => None,
         };
         if found.is_some() {
@@ -105,17 +132,18 @@ impl VerificationCache {
         &self,
         key: CacheKey,
         verified: &Verified,
+        signed_docs: &Arc<Vec<Value>>,
         max_age: Option<jiff::SignedDuration>,
         signed_at: Option<jiff::Timestamp>,
     ) {
         if self.capacity == 0 {
             return;
         }
-        let signers: Vec<&SignerInfo> = if verified.entries.is_empty() {
-            vec![&verified.signer]
-        } else {
-            verified.entries.iter().map(|e| &e.signer).collect()
-        };
+        let weight = heap_estimate(signed_docs);
+        if weight > self.max_bytes {
+            return;
+        }
+        let signers: Vec<&SignerInfo> = verified.signers().collect();
         // A certificate attestor's certificate without a log entry was checked at the
         // current time: the same material may be refused later. Not remembered.
         if signers.iter().any(|s| {
@@ -150,19 +178,24 @@ impl VerificationCache {
         if e.map.contains_key(&key) {
             return;
         }
-        while e.map.len() >= self.capacity {
+        while e.map.len() >= self.capacity || e.bytes + weight > self.max_bytes {
             let Some(oldest) = e.order.pop_front() else {
                 break;
             };
-            e.map.remove(&oldest);
+            if let Some(gone) = e.map.remove(&oldest) {
+                e.bytes -= gone.weight;
+            }
         }
         e.order.push_back(key);
+        e.bytes += weight;
         e.map.insert(
             key,
-            Accepted {
+            Arc::new(Accepted {
                 verified: verified.clone(),
+                signed_docs: signed_docs.clone(),
                 valid_until,
-            },
+                weight,
+            }),
         );
     }
 }
@@ -173,39 +206,114 @@ impl Default for VerificationCache {
     }
 }
 
-/// The cache key of an object's signature material under a maximum age.
+/// About how much memory parsed documents take: every value's own size, string bytes,
+/// and per map entry its key and the map's bookkeeping. An estimate for bounding the cache,
+/// not an exact count.
+pub(super) fn heap_estimate(docs: &[Value]) -> usize {
+    const VALUE: usize = std::mem::size_of::<Value>();
+    // an ordered map entry: key `String`, value, hash and index slots
+    const ENTRY: usize = std::mem::size_of::<String>() + 3 * std::mem::size_of::<usize>();
+    let mut total = 0usize;
+    let mut stack: Vec<&Value> = docs.iter().collect();
+    while let Some(v) = stack.pop() {
+        total += VALUE;
+        match v {
+            Value::String(s) => total += s.len(),
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => {
+                for (k, item) in map {
+                    total += ENTRY + k.len();
+                    stack.push(item);
+                }
+            }
+            _ => {}
+        }
+    }
+    total
+}
+
+/// The cache key of an object's signature material under a maximum age: a digest of the
+/// raw annotation text that [`extract`](crate::annotations::extract) decodes, read the way
+/// it reads it (message; then `signature`, `signature_1`, … up to the first missing one,
+/// each with its certificate and bundle or their absence), plus everything else decoding
+/// depends on (domain, limits). `None` when the annotations are not what extraction
+/// accepts (not a mapping, a value that is not a string, over the size or set bounds): such
+/// an object takes the uncached path, which names the problem.
 pub(super) fn cache_key(
-    message: &[u8],
-    sets: &[SignatureSet],
+    object: &Value,
+    domain: &AnnotationDomain,
+    limits: &Limits,
     max_age: Option<jiff::SignedDuration>,
-) -> CacheKey {
+) -> Option<CacheKey> {
+    let ann: &Map<String, Value> = match object.get("metadata")?.get("annotations")? {
+        Value::Object(m) => m,
+        _ => return None,
+    };
+    let size: usize = ann
+        .iter()
+        .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
+        .sum();
+    if size > limits.max_annotations_total_bytes {
+        return None;
+    }
+    // A value that must be a string: `Some(Some(text))`; absent: `Some(None)`; anything
+    // else: `None` (not cacheable).
+    let text = |key: &str| -> Option<Option<&str>> {
+        match ann.get(key) {
+            None => Some(None),
+            Some(Value::String(s)) => Some(Some(s.as_str())),
+            Some(_) => None,
+        }
+    };
+    // What extract reads, in its order: the message, then each set up to the first index
+    // without a signature (there must be one at index 0; more than the set bound is refused).
+    let mut parts: Vec<Option<&str>> = vec![Some(text(&domain.message_key())??)];
+    let mut index = 0;
+    loop {
+        let Some(signature) = text(&domain.signature_key(index))? else {
+            if index == 0 {
+                return None;
+            }
+            break;
+        };
+        if index >= limits.max_signature_sets {
+            return None;
+        }
+        parts.push(Some(signature));
+        parts.push(text(&domain.certificate_key(index))?);
+        parts.push(text(&domain.bundle_key(index))?);
+        index += 1;
+    }
     let mut h = Sha256::new();
     let mut field = |bytes: &[u8]| {
         // Length-prefixed, so no two different inputs hash the same byte stream.
         h.update((bytes.len() as u64).to_be_bytes());
         h.update(bytes);
     };
-    field(b"mansign verification cache v1");
-    field(message);
-    for set in sets {
-        field(&(set.index as u64).to_be_bytes());
-        field(&set.signature);
-        field(set.certificate_pem.as_deref().unwrap_or("").as_bytes());
-        match &set.bundle {
-            Some(b) => field(&serde_json::to_vec(b).unwrap_or_default()),
-            None => field(b""),
-        }
-    }
+    field(b"mansign verification cache v2");
+    field(domain.message_key().as_bytes());
+    field(format!("{limits:?}").as_bytes());
     match max_age {
         Some(d) => field(&d.as_secs().to_be_bytes()),
         None => field(b"no max age"),
     }
-    h.finalize().into()
+    field(&(parts.len() as u64).to_be_bytes());
+    for part in parts {
+        match part {
+            Some(s) => {
+                field(b"present");
+                field(s.as_bytes());
+            }
+            None => field(b"absent"),
+        }
+    }
+    Some(h.finalize().into())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn verified(logged: Option<i64>) -> Verified {
         Verified {
@@ -227,13 +335,49 @@ mod tests {
         s.parse().unwrap()
     }
 
+    fn object(annotations: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "x", "annotations": annotations}})
+    }
+
+    fn signed_object(message: &str) -> Value {
+        object(json!({"cosign.sigstore.dev/message": message,
+                      "cosign.sigstore.dev/signature": "c2ln"}))
+    }
+
+    fn key_of(object: &Value) -> Option<CacheKey> {
+        cache_key(
+            object,
+            &AnnotationDomain::default(),
+            &Limits::default(),
+            None,
+        )
+    }
+
+    fn key(i: u8) -> CacheKey {
+        key_of(&signed_object(&format!("m{i}"))).unwrap()
+    }
+
+    fn docs() -> Arc<Vec<Value>> {
+        Arc::new(vec![json!({"kind": "ConfigMap"})])
+    }
+
+    /// Documents whose estimated size is at least `bytes`.
+    fn docs_of(bytes: usize) -> Arc<Vec<Value>> {
+        Arc::new(vec![json!({"data": "x".repeat(bytes)})])
+    }
+
+    fn put(cache: &VerificationCache, key: CacheKey, bytes: usize) {
+        cache.put(key, &verified(None), &docs_of(bytes), None, None);
+    }
+
     #[test]
     fn remembers_an_acceptance_and_counts_hits_and_misses() {
         let cache = VerificationCache::new(8);
-        let key = cache_key(b"m", &[], None);
-        assert!(cache.get(&key, t("2026-01-01T00:00:00Z")).is_none());
-        cache.put(key, &verified(None), None, None);
-        assert!(cache.get(&key, t("2030-01-01T00:00:00Z")).is_some());
+        assert!(cache.get(&key(0), t("2026-01-01T00:00:00Z")).is_none());
+        put(&cache, key(0), 10);
+        let hit = cache.get(&key(0), t("2030-01-01T00:00:00Z")).unwrap();
+        assert_eq!(hit.signed_docs.len(), 1);
         assert_eq!(
             cache.stats(),
             CacheStats {
@@ -248,44 +392,173 @@ mod tests {
     fn an_acceptance_under_a_maximum_age_expires_with_it() {
         let cache = VerificationCache::new(8);
         let max_age = Some(jiff::SignedDuration::from_hours(1));
-        let key = cache_key(b"m", &[], max_age);
         cache.put(
-            key,
+            key(0),
             &verified(None),
+            &docs(),
             max_age,
             Some(t("2026-01-01T00:00:00Z")),
         );
-        assert!(cache.get(&key, t("2026-01-01T00:59:59Z")).is_some());
-        assert!(cache.get(&key, t("2026-01-01T01:00:00Z")).is_none());
+        assert!(cache.get(&key(0), t("2026-01-01T00:59:59Z")).is_some());
+        assert!(cache.get(&key(0), t("2026-01-01T01:00:00Z")).is_none());
     }
 
     #[test]
-    fn the_maximum_age_is_part_of_the_key() {
-        let a = cache_key(b"m", &[], Some(jiff::SignedDuration::from_hours(1)));
-        let b = cache_key(b"m", &[], Some(jiff::SignedDuration::from_hours(2)));
-        assert_ne!(a, b);
-        assert_ne!(a, cache_key(b"m", &[], None));
-        assert_ne!(cache_key(b"m", &[], None), cache_key(b"n", &[], None));
+    fn the_key_covers_the_maximum_age_the_domain_and_the_limits() {
+        let o = signed_object("m");
+        let d = AnnotationDomain::default();
+        let l = Limits::default();
+        let hour = Some(jiff::SignedDuration::from_hours(1));
+        let base = cache_key(&o, &d, &l, None).unwrap();
+        assert_ne!(cache_key(&o, &d, &l, hour), Some(base));
+        assert_ne!(
+            cache_key(&o, &d, &l, hour),
+            cache_key(&o, &d, &l, Some(jiff::SignedDuration::from_hours(2)))
+        );
+        let smaller = Limits {
+            max_message_bytes: 1024,
+            ..l
+        };
+        assert_ne!(cache_key(&o, &d, &smaller, None), Some(base));
+        // another domain reads other keys: these annotations are not signatures there
+        let other = AnnotationDomain::new("example.com").unwrap();
+        assert_eq!(cache_key(&o, &other, &l, None), None);
+    }
+
+    #[test]
+    fn the_key_covers_every_annotation_extraction_reads_and_only_those() {
+        let base = json!({
+            "cosign.sigstore.dev/message": "m",
+            "cosign.sigstore.dev/signature": "s0",
+            "cosign.sigstore.dev/certificate": "c0",
+            "cosign.sigstore.dev/bundle": "b0",
+            "cosign.sigstore.dev/signature_1": "s1",
+        });
+        let k = key_of(&object(base.clone())).unwrap();
+        let changed = |key: &str, value: Value| {
+            let mut a = base.clone();
+            if value.is_null() {
+                a.as_object_mut().unwrap().remove(key);
+            } else {
+                a[key] = value;
+            }
+            key_of(&object(a))
+        };
+        for name in [
+            "message",
+            "signature",
+            "certificate",
+            "bundle",
+            "signature_1",
+        ] {
+            let key = format!("cosign.sigstore.dev/{name}");
+            assert_ne!(changed(&key, json!("other")), Some(k), "{name}");
+        }
+        // present but empty is not absent
+        assert_ne!(
+            changed("cosign.sigstore.dev/certificate", json!("")),
+            Some(k)
+        );
+        assert_ne!(
+            changed("cosign.sigstore.dev/certificate", Value::Null),
+            Some(k)
+        );
+        // a set after the first missing index is not read by extraction, nor by the key
+        assert_eq!(
+            changed("cosign.sigstore.dev/signature_3", json!("s3")),
+            Some(k)
+        );
+        assert_ne!(
+            changed("cosign.sigstore.dev/signature_2", json!("s2")),
+            Some(k)
+        );
+        // other annotations are compared with the signed document, not part of the key
+        assert_eq!(changed("team", json!("a")), Some(k));
+        // moving material between fields changes the key (length-prefixed fields)
+        let mut moved = base.clone();
+        moved["cosign.sigstore.dev/certificate"] = json!("c0b0");
+        moved["cosign.sigstore.dev/bundle"] = json!("");
+        assert_ne!(key_of(&object(moved)), Some(k));
+    }
+
+    #[test]
+    fn annotations_extraction_would_refuse_have_no_key() {
+        // no message, no signature, a non-string value, not a mapping
+        assert_eq!(
+            key_of(&object(json!({"cosign.sigstore.dev/signature": "s"}))),
+            None
+        );
+        assert_eq!(
+            key_of(&object(json!({"cosign.sigstore.dev/message": "m"}))),
+            None
+        );
+        assert_eq!(
+            key_of(&object(json!({"cosign.sigstore.dev/message": "m",
+                                  "cosign.sigstore.dev/signature": 1}))),
+            None
+        );
+        assert_eq!(key_of(&object(json!("not a map"))), None);
+        assert_eq!(
+            key_of(&json!({"kind": "ConfigMap", "metadata": {"name": "x"}})),
+            None
+        );
+        // over the total size bound, over the set bound
+        let limits = Limits::default();
+        let big = "a".repeat(limits.max_annotations_total_bytes);
+        assert_eq!(key_of(&signed_object(&big)), None);
+        let mut many = serde_json::Map::new();
+        many.insert("cosign.sigstore.dev/message".into(), json!("m"));
+        for i in 0..=limits.max_signature_sets {
+            let d = AnnotationDomain::default();
+            many.insert(d.signature_key(i), json!("s"));
+        }
+        assert_eq!(key_of(&object(Value::Object(many))), None);
     }
 
     #[test]
     fn the_oldest_entries_leave_first_and_the_size_stays_bounded() {
         let cache = VerificationCache::new(3);
-        let keys: Vec<CacheKey> = (0..5u8).map(|i| cache_key(&[i], &[], None)).collect();
-        for k in &keys {
-            cache.put(*k, &verified(None), None, None);
+        for i in 0..5 {
+            put(&cache, key(i), 1);
         }
         let now = t("2026-01-01T00:00:00Z");
         assert_eq!(cache.stats().entries, 3);
-        assert!(cache.get(&keys[0], now).is_none());
-        assert!(cache.get(&keys[1], now).is_none());
-        assert!(cache.get(&keys[4], now).is_some());
+        assert!(cache.get(&key(0), now).is_none());
+        assert!(cache.get(&key(1), now).is_none());
+        assert!(cache.get(&key(4), now).is_some());
+    }
+
+    #[test]
+    fn the_memory_of_the_documents_held_stays_bounded() {
+        let one = heap_estimate(&docs_of(300));
+        assert!(one > 300 && one < 600, "{one}");
+        let cache = VerificationCache::with_bounds(100, 2 * one + one / 2);
+        for i in 0..4 {
+            put(&cache, key(i), 300);
+        }
+        let now = t("2026-01-01T00:00:00Z");
+        // two fit in the bound; the older ones left
+        assert_eq!(cache.stats().entries, 2);
+        assert!(cache.get(&key(1), now).is_none());
+        assert!(cache.get(&key(3), now).is_some());
+        // documents larger than the whole bound are not remembered, and evict nothing
+        put(&cache, key(9), 3 * one);
+        assert!(cache.get(&key(9), now).is_none());
+        assert_eq!(cache.stats().entries, 2);
+    }
+
+    #[test]
+    fn the_estimate_grows_with_every_node_key_and_string() {
+        let small = heap_estimate(&[json!({"a": "b"})]);
+        assert!(heap_estimate(&[json!({"a": "b", "c": "d"})]) > small);
+        assert!(heap_estimate(&[json!({"a": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"})]) > small + 30);
+        assert!(heap_estimate(&[json!({"a": ["b", "c"]})]) > small);
+        assert!(heap_estimate(&[json!({"a": "b"}), json!({"a": "b"})]) == 2 * small);
     }
 
     #[test]
     fn a_clock_dependent_acceptance_is_not_remembered() {
         let cache = VerificationCache::new(8);
-        let key = cache_key(b"m", &[], None);
         let v = Verified {
             signature_set: 0,
             signer: SignerInfo::SigningCertificate {
@@ -295,15 +568,14 @@ mod tests {
             },
             entries: Vec::new(),
         };
-        cache.put(key, &v, None, None);
+        cache.put(key(0), &v, &docs(), None, None);
         assert_eq!(cache.stats().entries, 0);
     }
 
     #[test]
     fn a_zero_capacity_cache_remembers_nothing() {
         let cache = VerificationCache::new(0);
-        let key = cache_key(b"m", &[], None);
-        cache.put(key, &verified(None), None, None);
-        assert!(cache.get(&key, t("2026-01-01T00:00:00Z")).is_none());
+        put(&cache, key(0), 1);
+        assert!(cache.get(&key(0), t("2026-01-01T00:00:00Z")).is_none());
     }
 }

@@ -20,7 +20,9 @@
 //! `hashedrekord` 0.0.1 entries go through sigstore-verify ([`super::sigstore`]): the
 //! triple becomes a Sigstore bundle v0.1 whose only time evidence is the SET-backed
 //! integrated time (cosign annotations carry no inclusion proof; the SET is the log's
-//! promise, as in cosign's own offline bundle check). Legacy `rekord` entries (2021
+//! promise, as in cosign's own offline bundle check). Once the trust root vouched for a
+//! certificate's chain and SCT, later sets with it skip those two checks and the rest is
+//! run by [`hashedrekord`](super::hashedrekord) (steps 2, 5 and 6, every time). Legacy `rekord` entries (2021
 //! kubectl-sigstore signatures) are checked by [`legacy_rekord`](super::legacy_rekord),
 //! which documents its differences.
 //!
@@ -30,6 +32,7 @@
 //! `kyverno-manifests.md` §2.10 F1); mansign always runs every step above.
 
 use super::evidence::SigstoreEvidence;
+use super::hashedrekord;
 use super::legacy_rekord;
 use super::rekor_entry::RekorEntry;
 use super::sigstore::{self, SigningMaterial};
@@ -53,13 +56,23 @@ pub fn verify_certificate_set(
     let facts = sigstore::certificate_facts(&leaf)?;
     let entry = RekorEntry::parse(bundle)?;
     entry.require_known_log(trust)?;
-    verify_logged_signature(
-        trust,
-        message,
-        &set.signature,
-        SigningMaterial::Certificate(&leaf),
-        &entry,
-    )?;
+    match hashedrekord::vouched(trust, &leaf, &entry) {
+        Some(vouched) => hashedrekord::verify_vouched(
+            trust,
+            message,
+            &set.signature,
+            vouched,
+            &facts.public_key_der,
+            &entry,
+        )?,
+        None => verify_logged_signature(
+            trust,
+            message,
+            &set.signature,
+            SigningMaterial::Certificate(&leaf),
+            &entry,
+        )?,
+    }
     Ok(SigstoreEvidence {
         subject: facts.subject.ok_or(SigstoreError::NoSubject)?,
         issuer: facts.issuer,

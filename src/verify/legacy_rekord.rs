@@ -26,15 +26,13 @@
 //! refused here rather than accepted unchecked (it would be a 2022+ certificate, which
 //! never needs this path).
 
+use super::logged_entry::{LoggedSignature, verify_set};
 use super::rekor_entry::RekorEntry;
 use super::sigstore::{self, SigningMaterial};
 use super::sigstore_error::SigstoreError;
-use crate::trust::{RekorSetError, TrustRoot};
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
+use crate::trust::TrustRoot;
 use rustls_pki_types::{CertificateDer, UnixTime};
 use serde::Deserialize;
-use sha2::{Digest as _, Sha256};
 use x509_cert::Certificate;
 use x509_cert::der::Decode;
 use x509_cert::der::oid::ObjectIdentifier;
@@ -126,85 +124,12 @@ pub(super) fn verify(
     };
     sigstore::verify_signature(&public_key, message, signature)?;
     // 6. the entry describes this signature
-    let logged_signature = STANDARD
-        .decode(spec.signature.content.trim())
-        .map_err(|_| SigstoreError::MalformedBundle("rekord signature is not base64".into()))?;
-    if logged_signature != signature {
-        return Err(SigstoreError::EntryMismatch(
-            "the logged signature is not the annotation's signature".into(),
-        ));
+    LoggedSignature {
+        signature_b64: &spec.signature.content,
+        public_key_b64: &spec.signature.public_key.content,
+        sha256_hex: &hash.value,
     }
-    let logged_pem = STANDARD
-        .decode(spec.signature.public_key.content.trim())
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| {
-            SigstoreError::MalformedBundle("rekord publicKey is not base64 PEM".into())
-        })?;
-    let logged = pem::parse(&logged_pem)
-        .map_err(|_| SigstoreError::MalformedBundle("rekord publicKey is not PEM".into()))?;
-    let same_signer = match &material {
-        SigningMaterial::Certificate(der) => {
-            logged.tag() == "CERTIFICATE" && logged.contents() == *der
-        }
-        SigningMaterial::PublicKey(key) => {
-            logged.tag() == "PUBLIC KEY" && logged.contents() == *key
-        }
-    };
-    if !same_signer {
-        return Err(SigstoreError::EntryMismatch(
-            match material {
-                SigningMaterial::Certificate(_) => "the logged certificate is not the annotation's",
-                SigningMaterial::PublicKey(_) => "the logged public key is not the trusted key",
-            }
-            .into(),
-        ));
-    }
-    let digest = hex::encode(Sha256::digest(message));
-    if !hash.value.eq_ignore_ascii_case(&digest) {
-        return Err(SigstoreError::EntryMismatch(format!(
-            "the logged hash {} is not SHA-256 of the message ({digest})",
-            hash.value
-        )));
-    }
-    Ok(())
-}
-
-/// The RFC 8785 canonical JSON the SET signs. Keys in code-unit order; the values are
-/// base64, hex and integers, which need no escaping beyond what serde_json does.
-fn set_payload(entry: &RekorEntry) -> String {
-    format!(
-        r#"{{"body":"{}","integratedTime":{},"logID":"{}","logIndex":{}}}"#,
-        STANDARD.encode(&entry.body),
-        entry.integrated_time,
-        entry.log_id_hex(),
-        entry.log_index
-    )
-}
-
-fn verify_set(
-    trust: &TrustRoot,
-    entry: &RekorEntry,
-    time: jiff::Timestamp,
-) -> Result<(), SigstoreError> {
-    trust
-        .verify_rekor_set(
-            &entry.log_id,
-            time,
-            set_payload(entry).as_bytes(),
-            &entry.set,
-        )
-        .map_err(|e| {
-            SigstoreError::SignedEntryTimestamp(match e {
-                RekorSetError::KeyNotValidAt => format!(
-                    "the key of Rekor log {} was not valid at {time}",
-                    entry.log_id_hex()
-                ),
-                RekorSetError::BadSignature => {
-                    format!("not signed by the key of Rekor log {}", entry.log_id_hex())
-                }
-            })
-        })
+    .describes(message, signature, material)
 }
 
 fn verify_chain(
@@ -266,29 +191,4 @@ fn verify_chain(
             other => SigstoreError::UntrustedCertificate(format!("{other:?}")),
         })?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn set_payload_is_canonical_json_with_sorted_keys() {
-        let entry = RekorEntry {
-            set: vec![],
-            body: b"{}".to_vec(),
-            kind: "rekord".into(),
-            api_version: "0.0.1".into(),
-            integrated_time: 1_631_694_290,
-            log_index: 693_859,
-            log_id: [0xab; 32],
-        };
-        assert_eq!(
-            set_payload(&entry),
-            format!(
-                r#"{{"body":"e30=","integratedTime":1631694290,"logID":"{}","logIndex":693859}}"#,
-                "ab".repeat(32)
-            )
-        );
-    }
 }

@@ -51,11 +51,12 @@ mod checks;
 mod compare;
 mod evidence;
 mod failure;
+mod hashedrekord;
 mod identity;
 mod key_bundle;
 mod keyless;
 mod legacy_rekord;
-mod parallel;
+mod logged_entry;
 mod pem;
 mod rekor_entry;
 mod signer;
@@ -64,6 +65,7 @@ mod sigstore_error;
 mod verdict;
 mod verifier;
 
+pub use crate::parallel::{MAX_VERIFICATION_THREADS, default_parallelism, map_in_order};
 pub use attestor::{Attestor, KeylessAttestor, TrustedKey};
 pub use attestor_set::{
     AttestorEntry, AttestorPolicy, AttestorSet, AttestorSetError, EntryFailure, EntryFailureReason,
@@ -84,7 +86,6 @@ pub use identity::{
 };
 pub use key_bundle::verify_key_set_with_bundle;
 pub use keyless::verify_certificate_set;
-pub use parallel::{MAX_VERIFICATION_THREADS, default_parallelism, map_in_order};
 pub use signer::{SignerIdentity, SignerInfo};
 pub use sigstore_error::SigstoreError;
 pub use verdict::{DocumentVerdict, Rejection, Verdict, Verified};

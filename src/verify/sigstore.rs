@@ -126,12 +126,9 @@ pub(super) fn verify_hashedrekord(
     Ok(())
 }
 
-/// The certificate path of [`verify_hashedrekord`]: every check, except that the chain and
-/// the SCT are skipped when this trust root already verified them for this certificate under
-/// conditions that still hold at this entry's integrated time
-/// ([`VouchedCertificate::covers`](crate::trust::VouchedCertificate::covers): the leaf is
-/// valid then and the same Fulcio authorities are). The SET, the integrated time against the
-/// leaf's validity, the signature and the body run every time.
+/// The certificate path of [`verify_hashedrekord`]: every check. A certificate whose chain
+/// and SCT verified is remembered by the trust root, for the sets after it
+/// ([`super::hashedrekord`]).
 fn verify_certificate_bundle(
     trust: &TrustRoot,
     message: &[u8],
@@ -146,19 +143,7 @@ fn verify_certificate_bundle(
     // RFC 3161 timestamps): the chain is checked at it.
     let time = jiff::Timestamp::from_second(entry.integrated_time).ok();
     let authorities = time.map(|t| trust.fulcio_authorities_at(t));
-    let known = match (time, &authorities) {
-        (Some(t), Some(a)) => vouched.covers(&key, t, a),
-        _ => false,
-    };
     let policy = sigstore_verify::VerificationPolicy::any_identity();
-    if known {
-        // The chain and SCT of this certificate verified for this root, at a time with
-        // the same authorities, and the leaf is valid at this time.
-        return trust
-            .verifier()
-            .verify(message, bundle, &policy.skip_certificate_chain())
-            .map_err(map);
-    }
     let result = trust
         .verifier()
         .verify(message, bundle, &policy)

@@ -19,6 +19,15 @@ pub struct Verified {
     pub entries: Vec<EntryMatch>,
 }
 
+impl Verified {
+    /// Every accepted signer: the entries' under an attestor policy, else the one signer.
+    pub fn signers(&self) -> impl Iterator<Item = &SignerInfo> {
+        let one = self.entries.is_empty().then_some(&self.signer);
+        one.into_iter()
+            .chain(self.entries.iter().map(|e| &e.signer))
+    }
+}
+
 /// The first check that failed, and why: typed down to the check ([`Rejection::code`]
 /// names it for metrics and JSON), with a message for people ([`Display`](fmt::Display)).
 #[derive(Debug, Clone, thiserror::Error)]

@@ -6,7 +6,6 @@ use super::cache::{VerificationCache, cache_key};
 use super::checks::{BudgetExceeded, Leaf, SignatureChecks};
 use super::compare::{CompareRules, compare_with_signed};
 use super::failure::{AgeFailure, Attempt, CheckFailure};
-use super::parallel::{default_parallelism, map_in_order};
 use super::signer::{SignerInfo, Undated};
 use super::verdict::{DocumentVerdict, Rejection, Verdict, Verified};
 use crate::annotations::{AnnotationDomain, extract};
@@ -14,6 +13,7 @@ use crate::limits::Limits;
 use crate::manifest::{
     Document, IgnoreFields, ObjectIdentity, Tolerances, expiry_of, parse_message, signed_at_of,
 };
+use crate::parallel::{default_parallelism, map_in_order};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -216,20 +216,33 @@ impl Verifier {
     }
 
     fn check(&self, identity: &ObjectIdentity, object: &Value) -> Result<Verified, Rejection> {
+        // 0. signature material accepted before for this requirement: no decoding, parsing
+        //    or signature check, only the signed time of this object's document (max age)
+        //    and the comparison
+        let key = cache_key(object, &self.domain, &self.limits, self.max_age);
+        if let Some(hit) = key.as_ref().and_then(|k| self.cache.get(k, self.now())) {
+            let signed_doc = find_signed_document(&hit.signed_docs, identity)?;
+            let signed_at = signed_at_of(signed_doc)
+                .map_err(|reason| Rejection::InvalidSignedTime { reason })?;
+            // Another document of the same message may carry another signed time: the age
+            // rule is checked for this one. If it fails, the uncached path names why.
+            if hit
+                .verified
+                .signers()
+                .all(|signer| self.check_age(signer, signed_at).is_ok())
+            {
+                return self.check_signed(identity, object, signed_doc, hit.verified.clone());
+            }
+        }
         // 1. annotations
         let signed = extract(object, &self.domain, &self.limits).map_err(Rejection::Annotations)?;
         // 2. the signed document for this object (its signed time dates the signatures)
         let signed_docs =
-            parse_message(&signed.message, &self.limits).map_err(Rejection::Message)?;
+            Arc::new(parse_message(&signed.message, &self.limits).map_err(Rejection::Message)?);
         let signed_doc = find_signed_document(&signed_docs, identity)?;
         let signed_at =
             signed_at_of(signed_doc).map_err(|reason| Rejection::InvalidSignedTime { reason })?;
-        // 3. signature sets against the requirement, each check once, within the budget;
-        //    material accepted before for this requirement is not checked again
-        let key = cache_key(&signed.message, &signed.sets, self.max_age);
-        if let Some(accepted) = self.cache.get(&key, self.now()) {
-            return self.check_signed(identity, object, signed_doc, accepted);
-        }
+        // 3. signature sets against the requirement, each check once, within the budget
         let fresh =
             |signer: &SignerInfo| self.check_age(signer, signed_at).map_err(CheckFailure::Age);
         let mut checks = SignatureChecks::new(
@@ -289,7 +302,10 @@ impl Verifier {
                 }
             }
         };
-        self.cache.put(key, &accepted, self.max_age, signed_at);
+        if let Some(key) = key {
+            self.cache
+                .put(key, &accepted, &signed_docs, self.max_age, signed_at);
+        }
         self.check_signed(identity, object, signed_doc, accepted)
     }
 

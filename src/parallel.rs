@@ -1,9 +1,10 @@
-//! Verifying many documents on every core, with the results in input order.
+//! Reading and verifying many files or documents on every core, with the results in input
+//! order.
 //!
-//! Verifying a document is CPU-bound (signature checks, parsing, the diff) and independent of
-//! the others, and a [`Verifier`](super::Verifier) is `Sync`, so a directory of manifests is
-//! spread over a bounded set of scoped threads that take the next document from a shared
-//! counter. Results are put back in input order, so output and exit code do not depend on
+//! Parsing a file and verifying a document are CPU-bound (parsing, signature checks, the
+//! diff) and independent of the others, and a [`Verifier`](crate::verify::Verifier) is
+//! `Sync`, so a directory of manifests is spread over a bounded set of scoped threads that
+//! take the next item from a shared counter. Results are put back in input order, so output and exit code do not depend on
 //! the scheduling. No thread outlives the call; a thread that cannot be started only means
 //! fewer workers (the calling thread always works too).
 

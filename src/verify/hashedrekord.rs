@@ -1,0 +1,138 @@
+//! `hashedrekord` 0.0.1 entries whose certificate this trust root already vouched for:
+//! the per-set checks, run by mansign.
+//!
+//! A first certificate goes through sigstore-verify in full ([`super::sigstore`]): chain at
+//! the integrated time, SCT, SET, body, signature. Once its chain and SCT verified, the
+//! trust root remembers it ([`crate::trust::VouchedCertificates`]), and a later set with the
+//! same certificate, integrated at a time the remembered check still covers (the leaf valid
+//! then, the same Fulcio authorities), needs only what depends on the set. Those checks are
+//! run here rather than by sigstore-verify, because sigstore-verify 0.15.1 verifies the SET
+//! of a bundle twice (once in `Verifier::verify_prepared` for the time, once in
+//! `verify_tlog_entries`), a third of the ECDSA work of a set from a batch. In order, the
+//! first failure wins:
+//!
+//! 1. the body is `hashedrekord` 0.0.1 with a SHA-256 `spec.data.hash`, a
+//!    `spec.signature.content` and a `spec.signature.publicKey.content` (a duplicate key
+//!    is refused);
+//! 2. the SET verifies with the trust root's key for the entry's log, valid at the
+//!    integrated time ([`verify_set`]), over the body as decoded;
+//! 3. the integrated time is not in the future;
+//! 4. the signature verifies over M with the certificate's key;
+//! 5. the body holds the same signature, the same certificate and SHA-256(M)
+//!    ([`LoggedSignature::describes`]).
+//!
+//! The leaf's validity at the integrated time and its chain and SCT are what the trust
+//! root vouched for; [`vouched`] is the only way in.
+
+use super::logged_entry::{LoggedSignature, verify_set};
+use super::rekor_entry::RekorEntry;
+use super::sigstore::{self, SigningMaterial};
+use super::sigstore_error::SigstoreError;
+use crate::trust::{TrustRoot, VouchedCertificates};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct Body {
+    #[serde(rename = "apiVersion")]
+    _api_version: String,
+    #[serde(rename = "kind")]
+    _kind: String,
+    spec: Spec,
+}
+
+#[derive(Deserialize)]
+struct Spec {
+    data: Data,
+    signature: Signature,
+}
+
+#[derive(Deserialize)]
+struct Data {
+    hash: Hash,
+}
+
+#[derive(Deserialize)]
+struct Hash {
+    algorithm: String,
+    value: String,
+}
+
+#[derive(Deserialize)]
+struct Signature {
+    content: String,
+    #[serde(rename = "publicKey")]
+    public_key: PublicKey,
+}
+
+#[derive(Deserialize)]
+struct PublicKey {
+    content: String,
+}
+
+/// A set whose certificate `trust` vouched for at a time covering this entry: proof that
+/// [`verify_vouched`] may skip the chain and the SCT.
+pub(super) struct Vouched<'a> {
+    leaf: &'a [u8],
+}
+
+/// Whether `trust` already verified the chain and SCT of `leaf` under conditions that
+/// still hold at the entry's integrated time (counted as a hit or a miss of the root's
+/// certificate cache).
+pub(super) fn vouched<'a>(
+    trust: &TrustRoot,
+    leaf: &'a [u8],
+    entry: &RekorEntry,
+) -> Option<Vouched<'a>> {
+    if !entry.is("hashedrekord", "0.0.1") {
+        return None;
+    }
+    let time = jiff::Timestamp::from_second(entry.integrated_time).ok()?;
+    let authorities = trust.fulcio_authorities_at(time);
+    trust
+        .vouched_certificates()
+        .covers(&VouchedCertificates::key(leaf), time, &authorities)
+        .then_some(Vouched { leaf })
+}
+
+/// The checks of the module docs for a vouched certificate; `public_key_der` is the leaf's
+/// SubjectPublicKeyInfo.
+pub(super) fn verify_vouched(
+    trust: &TrustRoot,
+    message: &[u8],
+    signature: &[u8],
+    vouched: Vouched<'_>,
+    public_key_der: &[u8],
+    entry: &RekorEntry,
+) -> Result<(), SigstoreError> {
+    // 1. body shape
+    let body: Body = serde_json::from_slice(&entry.body)
+        .map_err(|e| SigstoreError::MalformedEntry(format!("hashedrekord body: {e}")))?;
+    let spec = body.spec;
+    if spec.data.hash.algorithm != "sha256" {
+        return Err(SigstoreError::MalformedEntry(format!(
+            "hashedrekord hash algorithm {:?} is not sha256",
+            spec.data.hash.algorithm
+        )));
+    }
+    // 2. SET; 3. integrated time
+    let time = entry.integrated_timestamp()?;
+    verify_set(trust, entry, time)?;
+    if time > jiff::Timestamp::now() {
+        return Err(SigstoreError::IntegratedTime(format!(
+            "integrated time {time} is in the future"
+        )));
+    }
+    // 4. signature over M
+    sigstore::verify_signature(public_key_der, message, signature)?;
+    // 5. the entry describes this signature
+    LoggedSignature {
+        signature_b64: &spec.signature.content,
+        public_key_b64: &spec.signature.public_key.content,
+        sha256_hex: &spec.data.hash.value,
+    }
+    .describes(
+        message,
+        signature,
+        SigningMaterial::Certificate(vouched.leaf),
+    )
+}
