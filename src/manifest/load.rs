@@ -16,6 +16,7 @@ use crate::parallel::{default_parallelism, map_in_order};
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// File extensions kubectl reads from a directory.
 pub const MANIFEST_EXTENSIONS: &[&str] = &["yaml", "yml", "json"];
@@ -235,18 +236,39 @@ fn walk(root: &Path, selection: &InputSelection) -> Result<Vec<(PathBuf, PathBuf
     Ok(found)
 }
 
-/// Reads and parses files on every core (each file within its own bounds); the files in
-/// the given order, or the error of the first one that failed, as a sequential read would
-/// report it.
+/// Most threads reading files at once: each file's parse is bounded (nodes, bytes), and
+/// a few in flight keep a directory of hostile files within a few times that bound.
+const MAX_LOADER_THREADS: usize = 4;
+
+/// Reads and parses files on up to [`MAX_LOADER_THREADS`] cores (each file within its own
+/// bounds); the files in the given order, or the error of the first one that failed, as a
+/// sequential read would report it. Once a file failed, no file after it is started.
 fn load_files(
     found: Vec<(PathBuf, PathBuf)>,
     limits: &Limits,
 ) -> Result<Vec<ManifestFile>, ManifestError> {
-    map_in_order(&found, default_parallelism(), |(path, relative)| {
-        load_file(path, relative.clone(), limits)
-    })
-    .into_iter()
-    .collect()
+    let first_failed = AtomicUsize::new(usize::MAX);
+    let numbered: Vec<(usize, (PathBuf, PathBuf))> = found.into_iter().enumerate().collect();
+    let results = map_in_order(
+        &numbered,
+        default_parallelism().min(MAX_LOADER_THREADS),
+        |(i, (path, relative))| {
+            if *i > first_failed.load(Ordering::Relaxed) {
+                return None;
+            }
+            let loaded = load_file(path, relative.clone(), limits);
+            if loaded.is_err() {
+                first_failed.fetch_min(*i, Ordering::Relaxed);
+            }
+            Some(loaded)
+        },
+    );
+    let mut files = Vec::with_capacity(results.len());
+    // A file is skipped only after an earlier one failed: that error comes first.
+    for result in results.into_iter().flatten() {
+        files.push(result?);
+    }
+    Ok(files)
 }
 
 fn load_file(
@@ -395,5 +417,49 @@ mod tests {
             err.to_string(),
             "<stdin>: document 1: not a Kubernetes object: items[0]: missing field `kind`"
         );
+    }
+}
+
+#[cfg(test)]
+mod parallel_tests {
+    use super::*;
+
+    fn config_map(i: usize) -> String {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i}\n")
+    }
+
+    #[test]
+    fn a_directory_read_on_several_threads_keeps_file_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..64 {
+            std::fs::write(dir.path().join(format!("{i:03}.yaml")), config_map(i)).unwrap();
+        }
+        let files = load_inputs(&[dir.path().to_path_buf()], &Limits::default()).unwrap();
+        let names: Vec<String> = files
+            .iter()
+            .map(|f| f.relative_path.display().to_string())
+            .collect();
+        let expected: Vec<String> = (0..64).map(|i| format!("{i:03}.yaml")).collect();
+        assert_eq!(names, expected);
+        for (i, f) in files.iter().enumerate() {
+            assert_eq!(f.documents[0].value["metadata"]["name"], format!("cm-{i}"));
+        }
+    }
+
+    #[test]
+    fn the_first_bad_file_in_order_is_the_one_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..64 {
+            let text = if i == 10 || i == 30 || i == 63 {
+                "kind: [unclosed\n".to_string()
+            } else {
+                config_map(i)
+            };
+            std::fs::write(dir.path().join(format!("{i:03}.yaml")), text).unwrap();
+        }
+        for _ in 0..5 {
+            let err = load_inputs(&[dir.path().to_path_buf()], &Limits::default()).unwrap_err();
+            assert!(err.to_string().contains("010.yaml"), "{err}");
+        }
     }
 }

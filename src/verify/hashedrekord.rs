@@ -17,7 +17,8 @@
 //! 2. the SET verifies with the trust root's key for the entry's log, valid at the
 //!    integrated time ([`verify_set`]), over the body as decoded;
 //! 3. the integrated time is not in the future;
-//! 4. the signature verifies over M with the certificate's key;
+//! 4. the signature verifies over M with the certificate's key, in the scheme the full path
+//!    uses (the key's algorithm with SHA-256);
 //! 5. the body holds the same signature, the same certificate and SHA-256(M)
 //!    ([`LoggedSignature::describes`]).
 //!
@@ -122,8 +123,8 @@ pub(super) fn verify_vouched(
             "integrated time {time} is in the future"
         )));
     }
-    // 4. signature over M
-    sigstore::verify_signature(public_key_der, message, signature)?;
+    // 4. signature over M, in the scheme sigstore-verify would use
+    sigstore::verify_message_signature_sha256(public_key_der, message, signature)?;
     // 5. the entry describes this signature
     LoggedSignature {
         signature_b64: &spec.signature.content,

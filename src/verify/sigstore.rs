@@ -194,6 +194,31 @@ pub(super) fn verify_signature(
     })
 }
 
+/// Checks the signature over `message` of a `hashedrekord` entry mansign checks itself
+/// ([`super::hashedrekord`]) in the scheme sigstore-verify uses for the bundles
+/// [`verify_hashedrekord`] builds: the key's algorithm with SHA-256, the message digest
+/// those bundles carry (for a P-384 key that is ECDSA P-384 with SHA-256, not the key's
+/// default SHA-384), so a set is judged the same on both paths.
+pub(super) fn verify_message_signature_sha256(
+    public_key_der: &[u8],
+    message: &[u8],
+    signature: &[u8],
+) -> Result<(), SigstoreError> {
+    let key = DerPublicKey::new(public_key_der.to_vec());
+    let scheme = sigstore_crypto::KeyAlgorithm::from_spki(&key)
+        .and_then(|a| a.resolve_signing_scheme(HashAlgorithm::Sha2256))
+        .map_err(|e| SigstoreError::BadSignature(format!("unsupported key: {e}")))?;
+    sigstore_crypto::verify_signature(
+        &key,
+        message,
+        &SignatureBytes::new(signature.to_vec()),
+        scheme,
+    )
+    .map_err(|_| {
+        SigstoreError::BadSignature("the signature is not the signer's over this message".into())
+    })
+}
+
 /// The signature algorithms certificate chains are checked with (rustls-webpki over
 /// aws-lc-rs, the set sigstore-verify uses), for mansign's own chain checks.
 pub(super) fn webpki_algorithms() -> &'static [&'static dyn SignatureVerificationAlgorithm] {
