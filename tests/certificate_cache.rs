@@ -220,13 +220,10 @@ fn rejects_a_cached_certificate_whose_body_logs_another_signature() {
     let log = TestLog::new();
     let (trust, ann) = (log.trusted_by(pgi_json()), signed());
     prime(&trust, &ann);
-    let mut set = ann.sets[0].clone();
-    let bundle = set.bundle.as_mut().unwrap();
-    let mut body: Value =
-        serde_json::from_slice(&STANDARD.decode(&bundle.payload.body).unwrap()).unwrap();
-    body["spec"]["signature"]["content"] = json!(STANDARD.encode(&ann.sets[1].signature));
-    bundle.payload.body = STANDARD.encode(body.to_string());
-    let set = log.at(&set, NOT_BEFORE + 1);
+    let other = STANDARD.encode(&ann.sets[1].signature);
+    let set = with_body(&log, &ann.sets[0], |body| {
+        body["spec"]["signature"]["content"] = json!(other);
+    });
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
     assert!(matches!(err, SigstoreError::EntryMismatch(_)), "{err}");
 }

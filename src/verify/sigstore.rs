@@ -179,18 +179,8 @@ pub(super) fn verify_signature(
     message: &[u8],
     signature: &[u8],
 ) -> Result<(), SigstoreError> {
-    let key = DerPublicKey::new(public_key_der.to_vec());
-    let scheme = sigstore_crypto::KeyAlgorithm::from_spki(&key)
-        .map_err(|e| SigstoreError::BadSignature(format!("unsupported key: {e}")))?
-        .default_signing_scheme();
-    sigstore_crypto::verify_signature(
-        &key,
-        message,
-        &SignatureBytes::new(signature.to_vec()),
-        scheme,
-    )
-    .map_err(|_| {
-        SigstoreError::BadSignature("the signature is not the signer's over this message".into())
+    verify_in_scheme(public_key_der, message, signature, |a| {
+        Ok(a.default_signing_scheme())
     })
 }
 
@@ -204,9 +194,24 @@ pub(super) fn verify_message_signature_sha256(
     message: &[u8],
     signature: &[u8],
 ) -> Result<(), SigstoreError> {
+    verify_in_scheme(public_key_der, message, signature, |a| {
+        a.resolve_signing_scheme(HashAlgorithm::Sha2256)
+    })
+}
+
+/// A signature over `message` by a SubjectPublicKeyInfo key, in the scheme `scheme` picks
+/// for the key's algorithm.
+fn verify_in_scheme(
+    public_key_der: &[u8],
+    message: &[u8],
+    signature: &[u8],
+    scheme: impl FnOnce(
+        sigstore_crypto::KeyAlgorithm,
+    ) -> Result<sigstore_crypto::SigningScheme, sigstore_crypto::Error>,
+) -> Result<(), SigstoreError> {
     let key = DerPublicKey::new(public_key_der.to_vec());
     let scheme = sigstore_crypto::KeyAlgorithm::from_spki(&key)
-        .and_then(|a| a.resolve_signing_scheme(HashAlgorithm::Sha2256))
+        .and_then(scheme)
         .map_err(|e| SigstoreError::BadSignature(format!("unsupported key: {e}")))?;
     sigstore_crypto::verify_signature(
         &key,
