@@ -21,8 +21,8 @@
 //!   or signature check;
 //! * only acceptances are kept, never rejections, so the cache can only save work, not
 //!   change a verdict; the object is still compared with its signed document every time;
-//! * the size is bounded, in entries and in signed-message bytes (oldest entries leave
-//!   first): hostile input can churn it but not grow it.
+//! * the size is bounded, in entries and in the estimated memory of the parsed documents
+//!   (oldest entries leave first): hostile input can churn it but not grow it.
 
 use super::signer::SignerInfo;
 use super::verdict::Verified;
@@ -139,10 +139,6 @@ impl VerificationCache {
         if self.capacity == 0 {
             return;
         }
-        let weight = heap_estimate(signed_docs);
-        if weight > self.max_bytes {
-            return;
-        }
         let signers: Vec<&SignerInfo> = verified.signers().collect();
         // A certificate attestor's certificate without a log entry was checked at the
         // current time: the same material may be refused later. Not remembered.
@@ -174,6 +170,11 @@ impl VerificationCache {
                 until
             }
         };
+        // Measured last: only for an acceptance that is kept.
+        let weight = heap_estimate(signed_docs);
+        if weight > self.max_bytes {
+            return;
+        }
         let mut e = self.lock();
         if e.map.contains_key(&key) {
             return;
@@ -267,7 +268,8 @@ pub(super) fn cache_key(
     };
     // What extract reads, in its order: the message, then each set up to the first index
     // without a signature (there must be one at index 0; more than the set bound is refused).
-    let mut parts: Vec<Option<&str>> = vec![Some(text(&domain.message_key())??)];
+    let message_key = domain.message_key();
+    let mut parts: Vec<Option<&str>> = vec![Some(text(&message_key)??)];
     let mut index = 0;
     loop {
         let Some(signature) = text(&domain.signature_key(index))? else {
@@ -291,7 +293,7 @@ pub(super) fn cache_key(
         h.update(bytes);
     };
     field(b"mansign verification cache v2");
-    field(domain.message_key().as_bytes());
+    field(message_key.as_bytes());
     field(format!("{limits:?}").as_bytes());
     match max_age {
         Some(d) => field(&d.as_secs().to_be_bytes()),

@@ -32,12 +32,10 @@ use super::sigstore_error::SigstoreError;
 use crate::trust::{TrustRoot, VouchedCertificates};
 use serde::Deserialize;
 
+/// The fields checked here; `kind` and `apiVersion` were read (and duplicates of them
+/// refused) by [`RekorEntry::parse`].
 #[derive(Deserialize)]
 struct Body {
-    #[serde(rename = "apiVersion")]
-    _api_version: String,
-    #[serde(rename = "kind")]
-    _kind: String,
     spec: Spec,
 }
 

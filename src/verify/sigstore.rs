@@ -137,8 +137,6 @@ fn verify_certificate_bundle(
     entry: &RekorEntry,
     map: impl Fn(sigstore_verify::Error) -> SigstoreError,
 ) -> Result<sigstore_verify::VerificationResult, SigstoreError> {
-    let vouched = trust.vouched_certificates();
-    let key = VouchedCertificates::key(leaf);
     // The only verified time of a cosign triple is the SET-backed integrated time (no
     // RFC 3161 timestamps): the chain is checked at it.
     let time = jiff::Timestamp::from_second(entry.integrated_time).ok();
@@ -160,8 +158,8 @@ fn verify_certificate_bundle(
     if let (Some(t), Some(authorities), Some(info)) = (time, authorities, result.certificate())
         && result.verified_timestamps() == [t]
     {
-        vouched.remember(
-            key,
+        trust.vouched_certificates().remember(
+            VouchedCertificates::key(leaf),
             VouchedCertificate {
                 not_before: info.not_before,
                 not_after: info.not_after,
