@@ -129,6 +129,7 @@ wrk -t1 -c4 -d2s -s scripts/bench-webhook.lua "$URL" -- "$WORK/hits.jsonl" 1 >/d
 h0=$(metric "$HITS"); m0=$(metric "$MISSES")
 hits_json=$(run "$WORK/hits.jsonl")
 h1=$(metric "$HITS"); m1=$(metric "$MISSES")
+RSS_HITS=$(awk '/VmHWM/ { print $2 " " $3 }' "/proc/$SERVER_PID/status")
 fresh_json=$(run "$WORK/fresh.jsonl")
 h2=$(metric "$HITS"); m2=$(metric "$MISSES")
 RSS=$(awk '/VmHWM/ { print $2 " " $3 }' "/proc/$SERVER_PID/status")
@@ -147,5 +148,5 @@ echo "|---|---|---|---|---|---|---|---|"
 row "cache hits (one signed object)" "$hits_json" "$((h1 - h0))" "$((m1 - m0))"
 row "fresh verifications (distinct signed objects)" "$fresh_json" "$((h2 - h1))" "$((m2 - m1))"
 echo
-echo "Server peak RSS (VmHWM): $RSS; $(nproc) cores, $(date -u +%Y-%m-%d)."
+echo "Server peak RSS (VmHWM): $RSS_HITS after the cache-hit run, $RSS at the end; $(nproc) cores, $(date -u +%Y-%m-%d)."
 if [ -s "$WORK/wrk.err" ]; then echo "wrk stderr (first lines):"; head -5 "$WORK/wrk.err"; fi

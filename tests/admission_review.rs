@@ -792,6 +792,173 @@ fn an_object_without_namespace_gets_the_request_namespace() {
 }
 
 // ---------------------------------------------------------------------------------------
+// Answers without a signature check (`review_cached`, what the server answers on its async
+// threads): the same answer as `review`, or none
+
+/// `review_cached`'s answer, which must be byte for byte the one `review` gives.
+fn cached_answer(reviewer: &Reviewer, body: &[u8]) -> Option<Reviewed> {
+    let cached = reviewer.review_cached(body)?;
+    let full = reviewer.review(body);
+    assert_eq!(
+        cached.response.as_ref().map_err(|b| b.code),
+        full.response.as_ref().map_err(|b| b.code)
+    );
+    assert_eq!(
+        format!("{:?}", cached.decision),
+        format!("{:?}", full.decision)
+    );
+    Some(cached)
+}
+
+fn cache_lookups(reviewer: &Reviewer) -> Vec<(u64, u64)> {
+    reviewer
+        .policies()
+        .rules
+        .iter()
+        .map(|r| {
+            let s = r.verifier.cache().stats();
+            (s.hits, s.misses)
+        })
+        .collect()
+}
+
+#[test]
+fn review_cached_answers_a_signed_object_only_once_its_signatures_are_cached() {
+    let r = reviewer(platform_policy(""));
+    let body = Request::create("backup", &signed().backup_by_platform).body();
+    assert!(r.review_cached(&body).is_none(), "verified without a check");
+    // The refusal is not a cache miss: the full review that follows counts it.
+    assert_eq!(cache_lookups(&r), vec![(0, 0)]);
+    let (response, reviewed) = answer(&r, &body);
+    assert_allowed(&response, &reviewed, Outcome::Allowed);
+    assert_eq!(cache_lookups(&r), vec![(0, 1)]);
+    let cached = cached_answer(&r, &body).expect("a cached signature set");
+    assert_eq!(cached.decision.outcome, Outcome::Allowed);
+    assert_eq!(
+        cached.decision.signers,
+        vec![format!("{PLATFORM} ({GITHUB_ISSUER})")]
+    );
+}
+
+#[test]
+fn review_cached_denies_a_changed_object_whose_signatures_are_cached() {
+    let r = reviewer(platform_policy(""));
+    let good = signed().backup_by_platform.clone();
+    answer(&r, &Request::create("backup", &good).body());
+    // Same annotations (a cache hit), other content: the comparison still runs.
+    let bad = tampered(&good);
+    let reviewed =
+        cached_answer(&r, &Request::create("backup", &bad).body()).expect("a cached signature set");
+    let response: Value = serde_json::from_slice(reviewed.response.as_ref().unwrap()).unwrap();
+    assert_denied(&response["response"], &reviewed, "modified", "names[0]");
+    // Moved to another namespace than signed: denied too.
+    let mut moved = good.clone();
+    moved["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("namespace");
+    let reviewed = cached_answer(&r, &Request::create("payments", &moved).body())
+        .expect("a cached signature set");
+    let response: Value = serde_json::from_slice(reviewed.response.as_ref().unwrap()).unwrap();
+    assert_denied(
+        &response["response"],
+        &reviewed,
+        "modified",
+        "metadata.namespace",
+    );
+}
+
+#[test]
+fn review_cached_answers_what_needs_no_verification_at_once() {
+    let r = reviewer(platform_policy(""));
+    let bad = tampered(&signed().backup_by_platform);
+    let delete = Request {
+        operation: "DELETE",
+        namespace: Some("backup"),
+        object: None,
+        old_object: Some(bad.clone()),
+        dry_run: false,
+    };
+    let config_map = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "plain", "namespace": "backup"}, "data": {"a": "b"},
+    });
+    let unsigned = mansign::manifest::parse_documents(
+        &exception("plain", Some("backup")),
+        &mansign::Limits::default(),
+    )
+    .unwrap()
+    .remove(0)
+    .1;
+    for (body, outcome) in [
+        (delete.body(), Outcome::Skipped),
+        (
+            Request::create("backup", &config_map).body(),
+            Outcome::NotMatched,
+        ),
+        (
+            Request::create("payments", &signed().backup_by_platform).body(),
+            Outcome::Denied,
+        ),
+        (b"{not json".to_vec(), Outcome::Invalid),
+    ] {
+        let reviewed = cached_answer(&r, &body).expect("answered without a check");
+        assert_eq!(
+            reviewed.decision.outcome, outcome,
+            "{:?}",
+            reviewed.decision
+        );
+    }
+    // An unsigned object needs no signature check either, but it has no cached set: the
+    // full review answers it (and denies it).
+    let body = Request::create("backup", &unsigned).body();
+    assert!(r.review_cached(&body).is_none());
+    let (response, reviewed) = answer(&r, &body);
+    assert_denied(&response, &reviewed, "not-signed", "policy platform");
+    assert_eq!(cache_lookups(&r), vec![(0, 0)], "nothing was looked up");
+}
+
+#[test]
+fn review_cached_needs_every_matched_rule_cached() {
+    // Two rules match; the first one's verifier cache (shared by clones) is warmed alone.
+    let both = {
+        let mut set = platform_policy("");
+        let audit = platform_policy("  failureAction: Audit\n");
+        set.rules.extend(audit.rules);
+        set
+    };
+    let first_only = PolicySet {
+        rules: vec![both.rules[0].clone()],
+        ..PolicySet::default()
+    };
+    let body = Request::create("backup", &signed().backup_by_platform).body();
+    answer(&reviewer(first_only), &body);
+    let r = reviewer(both);
+    assert_eq!(cache_lookups(&r), vec![(0, 1), (0, 0)]);
+    assert!(
+        r.review_cached(&body).is_none(),
+        "the second rule is not cached"
+    );
+    answer(&r, &body);
+    let cached = cached_answer(&r, &body).expect("both rules cached");
+    assert_eq!(cached.decision.outcome, Outcome::Allowed);
+}
+
+#[test]
+fn review_cached_leaves_a_signature_past_its_maximum_age_to_the_full_review() {
+    let r = reviewer(platform_policy("  maxAge: 1h\n"));
+    let body = Request::create("backup", &signed().backup_by_platform).body();
+    answer(&r, &body);
+    let now = jiff::Timestamp::now();
+    assert!(r.review_cached_at(&body, now).is_some());
+    let later = now + jiff::SignedDuration::from_hours(2);
+    assert!(r.review_cached_at(&body, later).is_none());
+    let reviewed = r.review_at(&body, later);
+    assert_eq!(reviewed.decision.outcome, Outcome::Denied);
+    assert_eq!(reviewed.decision.reason_code.as_deref(), Some("too-old"));
+}
+
+// ---------------------------------------------------------------------------------------
 // Per-namespace signers (examples/policy/per-namespace-signers.yaml)
 
 fn in_namespace(object: &Value, ns: &'static str) -> Vec<u8> {

@@ -1403,6 +1403,72 @@ async fn objects_signed_in_the_test_are_allowed_and_tampered_ones_denied() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reviews_needing_no_signature_check_skip_the_blocking_pool_with_the_same_answers() {
+    let setup = setup();
+    let webhook = setup.start(&[]);
+    let c = client(&setup.pki);
+    let object = setup.signed_configmap("app", "1");
+    let paths = |m: &str| {
+        (
+            metric(m, "mansign_admission_reviews_total{path=\"inline\"}"),
+            metric(m, "mansign_admission_reviews_total{path=\"pool\"}"),
+        )
+    };
+    assert_eq!(paths(&metrics(&c, &webhook).await), (Some(0.0), Some(0.0)));
+
+    // First sight: the signatures are checked on the pool.
+    let answer = decide(&c, &webhook, &review("first", "CREATE", &object)).await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    assert_eq!(paths(&metrics(&c, &webhook).await), (Some(0.0), Some(1.0)));
+
+    // Re-applied: answered inline from the cache, with its own uid.
+    let answer = decide(&c, &webhook, &review("again", "UPDATE", &object)).await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    assert_eq!(answer["response"]["uid"], "again");
+    // Same signatures, changed content: still compared, denied inline.
+    let mut tampered = object.clone();
+    tampered["data"]["value"] = json!("2");
+    let answer = decide(&c, &webhook, &review("bad", "UPDATE", &tampered)).await;
+    assert_denied(&answer, "modified", "data.value");
+    // Not verified at all: inline.
+    let answer = decide(&c, &webhook, &review("del", "DELETE", &tampered)).await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    let m = metrics(&c, &webhook).await;
+    assert_eq!(paths(&m), (Some(3.0), Some(1.0)), "{m}");
+    assert_eq!(
+        metric(
+            &m,
+            "mansign_verification_cache_lookups_total{result=\"hit\"}"
+        ),
+        Some(2.0),
+        "{m}"
+    );
+    assert_eq!(
+        metric(
+            &m,
+            "mansign_verification_cache_lookups_total{result=\"miss\"}"
+        ),
+        Some(1.0),
+        "the inline attempt of the first request is not a second miss: {m}"
+    );
+
+    // A large body goes to the pool even when its signatures are cached.
+    let mut large = review("large", "UPDATE", &object);
+    large["request"]["oldObject"] = json!({"padding": "x".repeat(100 * 1024)});
+    let answer = decide(&c, &webhook, &large).await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    assert_eq!(paths(&metrics(&c, &webhook).await), (Some(3.0), Some(2.0)));
+
+    // Inline answers are logged like the others.
+    let uids: Vec<String> = webhook
+        .decisions()
+        .iter()
+        .map(|d| d["uid"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(uids, ["first", "again", "bad", "del", "large"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn per_namespace_signers_over_https() {
     let setup = setup();
     let (team_key, team_pub) = key_pair(setup.path(), "team-a");

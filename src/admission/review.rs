@@ -110,49 +110,77 @@ impl Reviewer {
 
     /// Answers one request body. Never panics on input.
     pub fn review(&self, body: &[u8]) -> Reviewed {
-        self.review_with(body, None)
+        self.review_with(body, None, Checks::Any)
+            .unwrap_or_else(unreachable_needs_check)
     }
 
     /// [`Reviewer::review`] at a fixed time (signature validity, expiry, maximum age):
     /// for tests and for replaying a request as it was answered.
     pub fn review_at(&self, body: &[u8], now: jiff::Timestamp) -> Reviewed {
-        self.review_with(body, Some(now))
+        self.review_with(body, Some(now), Checks::Any)
+            .unwrap_or_else(unreachable_needs_check)
     }
 
-    fn review_with(&self, body: &[u8], now: Option<jiff::Timestamp>) -> Reviewed {
-        match parse(body, self.options.max_body_bytes, MAX_REVIEW_DEPTH) {
-            Err(bad) => Reviewed {
-                decision: Decision {
-                    uid: String::new(),
-                    outcome: Outcome::Invalid,
-                    kind: String::new(),
-                    namespace: None,
-                    name: String::new(),
-                    operation: String::new(),
-                    user: String::new(),
-                    dry_run: false,
-                    signers: Vec::new(),
-                    reason_code: Some(bad.code.into()),
-                    message: bad.message.clone(),
+    /// The answer [`Reviewer::review`] gives, when it needs no signature check: a request
+    /// that is invalid, skipped or matched by no rule, a denial decided before verifying,
+    /// and objects whose every matched rule finds its signatures in its verifier's cache
+    /// ([`Verifier::verify_document_cached`](crate::verify::Verifier::verify_document_cached)).
+    /// `None` when an answer needs a signature check: call [`Reviewer::review`] (on a
+    /// blocking thread). The work is parsing the body and comparing the object, so an async
+    /// server can answer re-applied objects on its own threads.
+    pub fn review_cached(&self, body: &[u8]) -> Option<Reviewed> {
+        self.review_with(body, None, Checks::CachedOnly)
+    }
+
+    /// [`Reviewer::review_cached`] at a fixed time.
+    pub fn review_cached_at(&self, body: &[u8], now: jiff::Timestamp) -> Option<Reviewed> {
+        self.review_with(body, Some(now), Checks::CachedOnly)
+    }
+
+    fn review_with(
+        &self,
+        body: &[u8],
+        now: Option<jiff::Timestamp>,
+        checks: Checks,
+    ) -> Option<Reviewed> {
+        Some(
+            match parse(body, self.options.max_body_bytes, MAX_REVIEW_DEPTH) {
+                Err(bad) => Reviewed {
+                    decision: Decision {
+                        uid: String::new(),
+                        outcome: Outcome::Invalid,
+                        kind: String::new(),
+                        namespace: None,
+                        name: String::new(),
+                        operation: String::new(),
+                        user: String::new(),
+                        dry_run: false,
+                        signers: Vec::new(),
+                        reason_code: Some(bad.code.into()),
+                        message: bad.message.clone(),
+                    },
+                    response: Err(bad),
                 },
-                response: Err(bad),
-            },
-            Ok(ParsedRequest { request, object }) => {
-                let (decision, answer) = self.decide(&request, object, now);
-                Reviewed {
-                    response: Ok(response_body(&request, &answer)),
-                    decision,
+                Ok(ParsedRequest { request, object }) => {
+                    let (decision, answer) = self.decide(&request, object, now, checks)?;
+                    Reviewed {
+                        response: Ok(response_body(&request, &answer)),
+                        decision,
+                    }
                 }
-            }
-        }
+            },
+        )
     }
 
+    /// The decision; `None` only under [`Checks::CachedOnly`], when it needs a signature
+    /// check.
     fn decide(
         &self,
         request: &AdmissionRequest<DynamicObject>,
         object: Option<Value>,
         now: Option<jiff::Timestamp>,
-    ) -> (Decision, Answer) {
+        checks: Checks,
+    ) -> Option<(Decision, Answer)> {
         let namespace = request.namespace.clone().filter(|ns| !ns.is_empty());
         let object_name = object
             .as_ref()
@@ -189,10 +217,10 @@ impl Reviewer {
         else {
             decision.outcome = Outcome::Skipped;
             decision.message = format!("{} requests are not verified", decision.operation);
-            return (decision, allow);
+            return Some((decision, allow));
         };
         if let Some(sub) = request.sub_resource.as_deref().filter(|s| !s.is_empty()) {
-            return subresource_write(decision, request, sub);
+            return Some(subresource_write(decision, request, sub));
         }
         let ctx = request_context(&decision.operation, request);
         let (object, namespace_conflict) = with_request_namespace(object, namespace.as_deref());
@@ -207,7 +235,7 @@ impl Reviewer {
         if matched.is_empty() {
             decision.outcome = Outcome::NotMatched;
             decision.message = "no policy rule applies to this object".into();
-            return (decision, allow);
+            return Some((decision, allow));
         }
         let failures = if let Some(claimed) = &namespace_conflict {
             let reason = format!(
@@ -223,9 +251,9 @@ impl Reviewer {
                 reason,
             }]
         } else {
-            self.verify(&matched, object, now, &mut decision.signers)
+            self.verify(&matched, object, now, checks, &mut decision.signers)?
         };
-        finish(decision, failures)
+        Some(finish(decision, failures))
     }
 
     /// The rules that apply to the object under its own identity, the one the request
@@ -254,14 +282,16 @@ impl Reviewer {
             .collect()
     }
 
-    /// Verifies the object under every matched rule; the failures, in rule order.
+    /// Verifies the object under every matched rule; the failures, in rule order. `None`
+    /// only under [`Checks::CachedOnly`], when a rule needs a signature check.
     fn verify<'a>(
         &self,
         matched: &[&'a PolicyRule],
         object: Value,
         now: Option<jiff::Timestamp>,
+        checks: Checks,
         signers: &mut Vec<String>,
-    ) -> Vec<RuleFailure<'a>> {
+    ) -> Option<Vec<RuleFailure<'a>>> {
         let origin = DocumentOrigin {
             source: Source::Named("request.object".into()),
             index: 0,
@@ -270,26 +300,44 @@ impl Reviewer {
         let doc = match Document::new(origin, object) {
             Ok(doc) => doc,
             Err(reason) => {
-                return vec![RuleFailure {
+                return Some(vec![RuleFailure {
                     rule: matched[0],
                     action: FailureAction::Enforce,
                     code: "malformed-object",
                     reason: format!(
                         "request.object is not a Kubernetes object mansign can verify: {reason}"
                     ),
-                }];
+                }]);
             }
         };
+        let verifiers: Vec<_> = matched
+            .iter()
+            .map(|rule| {
+                let verifier = rule.verifier_for(&doc.identity);
+                match now {
+                    Some(now) => verifier.with_clock(now),
+                    None => verifier,
+                }
+            })
+            .collect();
+        // Every rule's verdict before any is used: under `CachedOnly`, one rule that needs
+        // a signature check sends the whole request to the full path.
+        let verdicts = match checks {
+            Checks::Any => verifiers
+                .iter()
+                .map(|v| v.verify_document(&doc).result)
+                .collect::<Vec<_>>(),
+            Checks::CachedOnly => verifiers
+                .iter()
+                .map(|v| v.verify_document_cached(&doc).map(|d| d.result))
+                .collect::<Option<Vec<_>>>()?,
+        };
         let mut failures = Vec::new();
-        for rule in matched {
-            let mut verifier = rule.verifier_for(&doc.identity);
-            if let Some(now) = now {
-                verifier = verifier.with_clock(now);
-            }
+        for (rule, verdict) in matched.iter().zip(verdicts) {
             let action = rule
                 .failure_action
                 .for_namespace(doc.identity.namespace.as_deref());
-            match verifier.verify_document(&doc).result {
+            match verdict {
                 Ok(verified) => {
                     let found = if verified.entries.is_empty() {
                         vec![signer_label(&verified.signer)]
@@ -314,8 +362,22 @@ impl Reviewer {
                 }),
             }
         }
-        failures
+        Some(failures)
     }
+}
+
+/// Which verifications a review may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Checks {
+    /// Any: the full verification.
+    Any,
+    /// Only cache hits: no signature check ([`Reviewer::review_cached`]).
+    CachedOnly,
+}
+
+/// Under [`Checks::Any`] every path decides.
+fn unreachable_needs_check() -> Reviewed {
+    unreachable!("a review that may check signatures always decides")
 }
 
 /// A `CREATE` or `UPDATE` through a subresource (`deployments/scale`,

@@ -12,22 +12,25 @@
 //!   Decoding depends on nothing else, so equal keys mean equal decoded signature material;
 //!   the requirement (keys, identities, trust roots) is the cache's owner, since clones of a
 //!   verifier share its cache and a verifier with another requirement gets its own;
-//! * **value**: who signed (the [`Verified`]), the signed documents already parsed out of
-//!   the message, and until when the acceptance stays true: a maximum age makes it expire
+//! * **value**: who signed (the [`Verified`]), the signed documents already decoded out of
+//!   the message (each with its identity, kept as compact JSON text: a parsed document takes
+//!   about ten times the memory of its text, and reading the one an object is compared with
+//!   back takes microseconds), and until when the acceptance stays true: a maximum age makes it expire
 //!   (and is checked again on every hit, against the signed time of the document the
 //!   object is compared with); an acceptance that depended on the clock (a certificate
 //!   attestor's certificate checked at the current time, not at a log time) is not kept;
-//! * so a hit costs one hash of the annotations and the comparison, no decoding, parsing
-//!   or signature check;
+//! * so a hit costs one hash of the annotations, reading one document's JSON and the
+//!   comparison: no decoding, YAML parsing or signature check;
 //! * only acceptances are kept, never rejections, so the cache can only save work, not
 //!   change a verdict; the object is still compared with its signed document every time;
-//! * the size is bounded, in entries and in the estimated memory of the parsed documents
-//!   (oldest entries leave first): hostile input can churn it but not grow it.
+//! * the size is bounded, in entries and in the memory of the kept documents (oldest
+//!   entries leave first): hostile input can churn it but not grow it.
 
 use super::signer::SignerInfo;
 use super::verdict::Verified;
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
+use crate::manifest::ObjectIdentity;
 use serde_json::{Map, Value};
 use sha2::{Digest as _, Sha256};
 use std::collections::{HashMap, VecDeque};
@@ -36,9 +39,10 @@ use std::sync::{Arc, Mutex};
 /// Default number of remembered acceptances per verifier requirement.
 pub const DEFAULT_CACHE_ENTRIES: usize = 4096;
 
-/// Default bound on the memory the cache's parsed signed documents take (per verifier
-/// requirement, as estimated by [`heap_estimate`]); an acceptance whose documents alone are
-/// larger is not remembered. About 2,500 typical PolicyExceptions.
+/// Default bound on the memory the cache's signed documents take (per verifier
+/// requirement, as counted by [`weight_of`]); an acceptance whose documents alone are
+/// larger is not remembered. A typical PolicyException takes about 600 bytes, so the entry
+/// bound ([`DEFAULT_CACHE_ENTRIES`]) comes first; this one bounds large signed messages.
 pub const DEFAULT_CACHE_BYTES: usize = 8 << 20;
 
 /// The digest identifying the signature material of an object.
@@ -66,10 +70,11 @@ struct Entries {
 #[derive(Debug)]
 pub(super) struct Accepted {
     pub verified: Verified,
-    /// The documents of the signed message, parsed.
-    pub signed_docs: Arc<Vec<Value>>,
+    /// The documents of the signed message that have an identity (the only ones an object
+    /// can be compared with), in message order, as JSON text.
+    pub signed_docs: Vec<(ObjectIdentity, Box<str>)>,
     valid_until: Option<jiff::Timestamp>,
-    /// The estimated memory of `signed_docs`, what the entry counts against the byte bound.
+    /// The memory of `signed_docs`, what the entry counts against the byte bound.
     weight: usize,
 }
 
@@ -112,8 +117,15 @@ impl VerificationCache {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The acceptance remembered for `key`, if it is still valid at `now`.
-    pub(super) fn get(&self, key: &CacheKey, now: jiff::Timestamp) -> Option<Arc<Accepted>> {
+    /// The acceptance remembered for `key`, if it is still valid at `now`. Counts a hit,
+    /// and a miss only when `count_miss` (a look-up that is followed by the full
+    /// verification on a miss must not count it twice).
+    pub(super) fn find(
+        &self,
+        key: &CacheKey,
+        now: jiff::Timestamp,
+        count_miss: bool,
+    ) -> Option<Arc<Accepted>> {
         let mut e = self.lock();
         let found = match e.map.get(key) {
             Some(a) if a.valid_until.is_none_or(|until| now < until) => Some(a.clone()),
@@ -121,7 +133,7 @@ impl VerificationCache {
         };
         if found.is_some() {
             e.hits += 1;
-        } else {
+        } else if count_miss {
             e.misses += 1;
         }
         found
@@ -132,7 +144,7 @@ impl VerificationCache {
         &self,
         key: CacheKey,
         verified: &Verified,
-        signed_docs: &Arc<Vec<Value>>,
+        signed_docs: &[(ObjectIdentity, &Value)],
         max_age: Option<jiff::SignedDuration>,
         signed_at: Option<jiff::Timestamp>,
     ) {
@@ -170,8 +182,15 @@ impl VerificationCache {
                 until
             }
         };
-        // Measured last: only for an acceptance that is kept.
-        let weight = heap_estimate(signed_docs);
+        // Serialized and measured last: only for an acceptance that is kept.
+        let mut kept = Vec::with_capacity(signed_docs.len());
+        for (identity, doc) in signed_docs {
+            let Ok(text) = serde_json::to_string(doc) else {
+                return;
+            };
+            kept.push((identity.clone(), text.into_boxed_str()));
+        }
+        let weight = weight_of(&kept);
         if weight > self.max_bytes {
             return;
         }
@@ -193,7 +212,7 @@ impl VerificationCache {
             key,
             Arc::new(Accepted {
                 verified: verified.clone(),
-                signed_docs: signed_docs.clone(),
+                signed_docs: kept,
                 valid_until,
                 weight,
             }),
@@ -207,30 +226,22 @@ impl Default for VerificationCache {
     }
 }
 
-/// About how much memory parsed documents take: every value's own size, string bytes,
-/// and per map entry its key and the map's bookkeeping. An estimate for bounding the cache,
-/// not an exact count.
-pub(super) fn heap_estimate(docs: &[Value]) -> usize {
-    const VALUE: usize = std::mem::size_of::<Value>();
-    // an ordered map entry: key `String`, value, hash and index slots
-    const ENTRY: usize = std::mem::size_of::<String>() + 3 * std::mem::size_of::<usize>();
-    let mut total = 0usize;
-    let mut stack: Vec<&Value> = docs.iter().collect();
-    while let Some(v) = stack.pop() {
-        total += VALUE;
-        match v {
-            Value::String(s) => total += s.len(),
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => {
-                for (k, item) in map {
-                    total += ENTRY + k.len();
-                    stack.push(item);
-                }
-            }
-            _ => {}
-        }
-    }
-    total
+/// The memory kept documents take: each identity's and text's bytes, plus the allocator's
+/// overhead for each of their heap blocks (at most seven, 16 bytes each).
+pub(super) fn weight_of(docs: &[(ObjectIdentity, Box<str>)]) -> usize {
+    const BLOCK: usize = 16;
+    docs.iter()
+        .map(|(id, text)| {
+            std::mem::size_of::<(ObjectIdentity, Box<str>)>()
+                + id.group.len()
+                + id.version.len()
+                + id.kind.len()
+                + id.namespace.as_ref().map_or(0, String::len)
+                + id.name.len()
+                + text.len()
+                + 7 * BLOCK
+        })
+        .sum()
 }
 
 /// The cache key of an object's signature material under a maximum age: a digest of the
@@ -360,26 +371,37 @@ mod tests {
         key_of(&signed_object(&format!("m{i}"))).unwrap()
     }
 
-    fn docs() -> Arc<Vec<Value>> {
-        Arc::new(vec![json!({"kind": "ConfigMap"})])
+    /// A signed ConfigMap whose data holds `bytes` bytes.
+    fn doc_of(bytes: usize) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"},
+               "data": {"d": "x".repeat(bytes)}})
     }
 
-    /// Documents whose estimated size is at least `bytes`.
-    fn docs_of(bytes: usize) -> Arc<Vec<Value>> {
-        Arc::new(vec![json!({"data": "x".repeat(bytes)})])
+    fn with_identity(doc: &Value) -> [(ObjectIdentity, &Value); 1] {
+        [(ObjectIdentity::of(doc).unwrap(), doc)]
     }
 
     fn put(cache: &VerificationCache, key: CacheKey, bytes: usize) {
-        cache.put(key, &verified(None), &docs_of(bytes), None, None);
+        let doc = doc_of(bytes);
+        cache.put(key, &verified(None), &with_identity(&doc), None, None);
     }
 
     #[test]
     fn remembers_an_acceptance_and_counts_hits_and_misses() {
         let cache = VerificationCache::new(8);
-        assert!(cache.get(&key(0), t("2026-01-01T00:00:00Z")).is_none());
+        assert!(
+            cache
+                .find(&key(0), t("2026-01-01T00:00:00Z"), true)
+                .is_none()
+        );
         put(&cache, key(0), 10);
-        let hit = cache.get(&key(0), t("2030-01-01T00:00:00Z")).unwrap();
+        let hit = cache
+            .find(&key(0), t("2030-01-01T00:00:00Z"), true)
+            .unwrap();
         assert_eq!(hit.signed_docs.len(), 1);
+        assert_eq!(hit.signed_docs[0].0.name, "x");
+        let back: Value = serde_json::from_str(&hit.signed_docs[0].1).unwrap();
+        assert_eq!(back, doc_of(10));
         assert_eq!(
             cache.stats(),
             CacheStats {
@@ -397,12 +419,20 @@ mod tests {
         cache.put(
             key(0),
             &verified(None),
-            &docs(),
+            &with_identity(&doc_of(1)),
             max_age,
             Some(t("2026-01-01T00:00:00Z")),
         );
-        assert!(cache.get(&key(0), t("2026-01-01T00:59:59Z")).is_some());
-        assert!(cache.get(&key(0), t("2026-01-01T01:00:00Z")).is_none());
+        assert!(
+            cache
+                .find(&key(0), t("2026-01-01T00:59:59Z"), true)
+                .is_some()
+        );
+        assert!(
+            cache
+                .find(&key(0), t("2026-01-01T01:00:00Z"), true)
+                .is_none()
+        );
     }
 
     #[test]
@@ -525,15 +555,22 @@ mod tests {
         }
         let now = t("2026-01-01T00:00:00Z");
         assert_eq!(cache.stats().entries, 3);
-        assert!(cache.get(&key(0), now).is_none());
-        assert!(cache.get(&key(1), now).is_none());
-        assert!(cache.get(&key(4), now).is_some());
+        assert!(cache.find(&key(0), now, true).is_none());
+        assert!(cache.find(&key(1), now, true).is_none());
+        assert!(cache.find(&key(4), now, true).is_some());
+    }
+
+    /// The weight of one kept `doc_of(bytes)`.
+    fn weight(bytes: usize) -> usize {
+        let doc = doc_of(bytes);
+        let id = ObjectIdentity::of(&doc).unwrap();
+        weight_of(&[(id, serde_json::to_string(&doc).unwrap().into_boxed_str())])
     }
 
     #[test]
     fn the_memory_of_the_documents_held_stays_bounded() {
-        let one = heap_estimate(&docs_of(300));
-        assert!(one > 300 && one < 600, "{one}");
+        let one = weight(300);
+        assert!(one > 300 && one < 800, "{one}");
         let cache = VerificationCache::with_bounds(100, 2 * one + one / 2);
         for i in 0..4 {
             put(&cache, key(i), 300);
@@ -541,21 +578,86 @@ mod tests {
         let now = t("2026-01-01T00:00:00Z");
         // two fit in the bound; the older ones left
         assert_eq!(cache.stats().entries, 2);
-        assert!(cache.get(&key(1), now).is_none());
-        assert!(cache.get(&key(3), now).is_some());
+        assert!(cache.find(&key(1), now, true).is_none());
+        assert!(cache.find(&key(3), now, true).is_some());
         // documents larger than the whole bound are not remembered, and evict nothing
         put(&cache, key(9), 3 * one);
-        assert!(cache.get(&key(9), now).is_none());
+        assert!(cache.find(&key(9), now, true).is_none());
         assert_eq!(cache.stats().entries, 2);
     }
 
     #[test]
-    fn the_estimate_grows_with_every_node_key_and_string() {
-        let small = heap_estimate(&[json!({"a": "b"})]);
-        assert!(heap_estimate(&[json!({"a": "b", "c": "d"})]) > small);
-        assert!(heap_estimate(&[json!({"a": "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"})]) > small + 30);
-        assert!(heap_estimate(&[json!({"a": ["b", "c"]})]) > small);
-        assert!(heap_estimate(&[json!({"a": "b"}), json!({"a": "b"})]) == 2 * small);
+    fn the_weight_counts_every_byte_kept() {
+        assert_eq!(weight(1000) - weight(10), 990);
+        let doc = doc_of(10);
+        let mut id = ObjectIdentity::of(&doc).unwrap();
+        let text: Box<str> = serde_json::to_string(&doc).unwrap().into();
+        let base = weight_of(&[(id.clone(), text.clone())]);
+        id.namespace = Some("team-a".into());
+        assert_eq!(weight_of(&[(id.clone(), text.clone())]), base + 6);
+        assert_eq!(
+            weight_of(&[(id.clone(), text.clone()), (id, text)]),
+            2 * (base + 6)
+        );
+    }
+
+    /// The documents come back from their text exactly as they were parsed: key order,
+    /// integers at the edges of their ranges, floats to the last bit, escapes.
+    #[test]
+    fn kept_documents_read_back_equal() {
+        let doc = json!({
+            "kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "x", "z": 1, "a": 2},
+            "data": {"u": u64::MAX, "i": i64::MIN, "f": 0.1 + 0.2, "tiny": 5e-324,
+                     "big": 1.7976931348623157e308, "neg": -0.0, "third": 1.0 / 3.0,
+                     "s": "é\u{0}\"\\\n\u{1F600}", "n": null, "b": [true, false, {}, []]},
+        });
+        let cache = VerificationCache::new(8);
+        cache.put(key(0), &verified(None), &with_identity(&doc), None, None);
+        let hit = cache
+            .find(&key(0), t("2026-01-01T00:00:00Z"), true)
+            .unwrap();
+        let back: Value = serde_json::from_str(&hit.signed_docs[0].1).unwrap();
+        assert_eq!(back, doc);
+        let keys = |v: &Value| {
+            let map = v["metadata"].as_object().unwrap();
+            map.keys().cloned().collect::<Vec<_>>()
+        };
+        assert_eq!(keys(&back), ["name", "z", "a"]);
+        for (name, value) in doc["data"].as_object().unwrap() {
+            if let Some(f) = value.as_f64().filter(|_| value.is_f64()) {
+                assert_eq!(
+                    back["data"][name].as_f64().unwrap().to_bits(),
+                    f.to_bits(),
+                    "{name}"
+                );
+            }
+        }
+        // Any finite float, to the last bit (serde_json's `float_roundtrip`: its default
+        // parser may be one unit in the last place off).
+        let mut bits: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut floats = Vec::new();
+        while floats.len() < 20_000 {
+            bits ^= bits << 13;
+            bits ^= bits >> 7;
+            bits ^= bits << 17;
+            // Mostly ordinary magnitudes (1e-8 to 1e8), every mantissa bit random.
+            let f =
+                f64::from_bits((bits & 0x800F_FFFF_FFFF_FFFF) | ((996 + (bits >> 52) % 54) << 52));
+            if f.is_finite() {
+                floats.push(f);
+            }
+        }
+        let doc = json!({"apiVersion": "v1", "kind": "List", "metadata": {"name": "x"},
+                         "items": floats});
+        cache.put(key(1), &verified(None), &with_identity(&doc), None, None);
+        let hit = cache
+            .find(&key(1), t("2026-01-01T00:00:00Z"), true)
+            .unwrap();
+        let back: Value = serde_json::from_str(&hit.signed_docs[0].1).unwrap();
+        let back = back["items"].as_array().unwrap();
+        for (f, b) in floats.iter().zip(back) {
+            assert_eq!(b.as_f64().unwrap().to_bits(), f.to_bits(), "{f:e}");
+        }
     }
 
     #[test]
@@ -570,7 +672,7 @@ mod tests {
             },
             entries: Vec::new(),
         };
-        cache.put(key(0), &v, &docs(), None, None);
+        cache.put(key(0), &v, &with_identity(&doc_of(1)), None, None);
         assert_eq!(cache.stats().entries, 0);
     }
 
@@ -578,6 +680,10 @@ mod tests {
     fn a_zero_capacity_cache_remembers_nothing() {
         let cache = VerificationCache::new(0);
         put(&cache, key(0), 1);
-        assert!(cache.get(&key(0), t("2026-01-01T00:00:00Z")).is_none());
+        assert!(
+            cache
+                .find(&key(0), t("2026-01-01T00:00:00Z"), true)
+                .is_none()
+        );
     }
 }

@@ -2,7 +2,7 @@
 
 use super::attestor::Attestor;
 use super::attestor_set::AttestorPolicy;
-use super::cache::{VerificationCache, cache_key};
+use super::cache::{Accepted, VerificationCache, cache_key};
 use super::checks::{BudgetExceeded, Leaf, SignatureChecks};
 use super::compare::{CompareRules, compare_with_signed};
 use super::failure::{AgeFailure, Attempt, CheckFailure};
@@ -215,31 +215,77 @@ impl Verifier {
         })
     }
 
+    /// [`Verifier::verify_document`] without any signature check: the same verdict when the
+    /// document's signature material was accepted before (a hit in [`Verifier::cache`]),
+    /// `None` when the verdict needs a signature check. A hit costs a hash of the
+    /// annotations and the comparison with the signed document, so an async caller can
+    /// answer it on its own thread and send only the `None` cases to
+    /// [`BlockingVerifications`](super::BlockingVerifications). A `None` is not counted as
+    /// a cache miss (the full verification that follows counts it).
+    pub fn verify_document_cached(&self, doc: &Document) -> Option<DocumentVerdict> {
+        let key = cache_key(&doc.value, &self.domain, &self.limits, self.max_age)?;
+        let hit = self.cache.find(&key, self.now(), false)?;
+        let result = self.check_hit(&hit, &doc.identity, &doc.value)?;
+        Some(DocumentVerdict {
+            origin: Some(doc.origin.clone()),
+            object: doc.identity.clone(),
+            result,
+        })
+    }
+
+    /// Step 0: signature material accepted before for this requirement. No decoding,
+    /// parsing or signature check, only the signed time of this object's document (max
+    /// age) and the comparison. `None` when the hit cannot decide (the age rule fails for
+    /// this document: the uncached path names why).
+    fn check_hit(
+        &self,
+        hit: &Accepted,
+        identity: &ObjectIdentity,
+        object: &Value,
+    ) -> Option<Result<Verified, Rejection>> {
+        let text = match find_signed_document(&hit.signed_docs, identity) {
+            Ok(text) => text,
+            Err(rejection) => return Some(Err(rejection)),
+        };
+        // Written by the cache from a parsed document: it reads back (else: the full path).
+        let signed_doc: Value = serde_json::from_str(text.as_ref()).ok()?;
+        let signed_doc = &signed_doc;
+        let signed_at = match signed_at_of(signed_doc) {
+            Ok(at) => at,
+            Err(reason) => return Some(Err(Rejection::InvalidSignedTime { reason })),
+        };
+        // Another document of the same message may carry another signed time: the age
+        // rule is checked for this one.
+        if !hit
+            .verified
+            .signers()
+            .all(|signer| self.check_age(signer, signed_at).is_ok())
+        {
+            return None;
+        }
+        Some(self.check_signed(identity, object, signed_doc, hit.verified.clone()))
+    }
+
     fn check(&self, identity: &ObjectIdentity, object: &Value) -> Result<Verified, Rejection> {
-        // 0. signature material accepted before for this requirement: no decoding, parsing
-        //    or signature check, only the signed time of this object's document (max age)
-        //    and the comparison
+        // 0. signature material accepted before (see `check_hit`)
         let key = cache_key(object, &self.domain, &self.limits, self.max_age);
-        if let Some(hit) = key.as_ref().and_then(|k| self.cache.get(k, self.now())) {
-            let signed_doc = find_signed_document(&hit.signed_docs, identity)?;
-            let signed_at = signed_at_of(signed_doc)
-                .map_err(|reason| Rejection::InvalidSignedTime { reason })?;
-            // Another document of the same message may carry another signed time: the age
-            // rule is checked for this one. If it fails, the uncached path names why.
-            if hit
-                .verified
-                .signers()
-                .all(|signer| self.check_age(signer, signed_at).is_ok())
-            {
-                return self.check_signed(identity, object, signed_doc, hit.verified.clone());
-            }
+        if let Some(hit) = key
+            .as_ref()
+            .and_then(|k| self.cache.find(k, self.now(), true))
+            && let Some(result) = self.check_hit(&hit, identity, object)
+        {
+            return result;
         }
         // 1. annotations
         let signed = extract(object, &self.domain, &self.limits).map_err(Rejection::Annotations)?;
         // 2. the signed document for this object (its signed time dates the signatures)
         let signed_docs =
-            Arc::new(parse_message(&signed.message, &self.limits).map_err(Rejection::Message)?);
-        let signed_doc = find_signed_document(&signed_docs, identity)?;
+            parse_message(&signed.message, &self.limits).map_err(Rejection::Message)?;
+        let candidates: Vec<(ObjectIdentity, &Value)> = signed_docs
+            .iter()
+            .filter_map(|doc| Some((ObjectIdentity::of(doc).ok()?, doc)))
+            .collect();
+        let signed_doc = *find_signed_document(&candidates, identity)?;
         let signed_at =
             signed_at_of(signed_doc).map_err(|reason| Rejection::InvalidSignedTime { reason })?;
         // 3. signature sets against the requirement, each check once, within the budget
@@ -304,7 +350,7 @@ impl Verifier {
         };
         if let Some(key) = key {
             self.cache
-                .put(key, &accepted, &signed_docs, self.max_age, signed_at);
+                .put(key, &accepted, &candidates, self.max_age, signed_at);
         }
         self.check_signed(identity, object, signed_doc, accepted)
     }
@@ -344,19 +390,14 @@ impl Verifier {
     }
 }
 
-/// The signed document for an object: same group, kind, namespace and name (version is
-/// ignored, as upstream). The same group/kind/name in another namespace is returned too,
-/// so the comparison names `metadata.namespace` instead of a vaguer "not found".
-fn find_signed_document<'d>(
-    signed_docs: &'d [Value],
+/// The signed document for an object among the signed documents that have an identity
+/// (in message order): same group, kind, namespace and name (version is ignored, as
+/// upstream). The same group/kind/name in another namespace is returned too, so the
+/// comparison names `metadata.namespace` instead of a vaguer "not found".
+fn find_signed_document<'d, T>(
+    candidates: &'d [(ObjectIdentity, T)],
     identity: &ObjectIdentity,
-) -> Result<&'d Value, Rejection> {
-    let mut candidates = Vec::new();
-    for v in signed_docs {
-        if let Ok(id) = ObjectIdentity::of(v) {
-            candidates.push((id, v));
-        }
-    }
+) -> Result<&'d T, Rejection> {
     let exact = candidates.iter().find(|(id, _)| id.same_object(identity));
     let moved = candidates.iter().find(|(id, _)| {
         id.group == identity.group && id.kind == identity.kind && id.name == identity.name

@@ -40,7 +40,19 @@ pub struct Metrics {
     connections: AtomicI64,
     connections_total: AtomicU64,
     handshake_failures: AtomicU64,
+    /// Reviews by where they ran: [`ReviewPath::Inline`], [`ReviewPath::Pool`].
+    reviews_inline: AtomicU64,
+    reviews_pool: AtomicU64,
     reloads: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
+}
+
+/// Where a review ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ReviewPath {
+    /// On the request's async thread: it needed no signature check.
+    Inline,
+    /// On the blocking pool.
+    Pool,
 }
 
 /// Decrements the in-flight gauge when the request ends, however it ends (a client that
@@ -90,6 +102,14 @@ impl Metrics {
     }
 
     /// A decision the reviewer made.
+    pub(super) fn reviewed(&self, path: ReviewPath) {
+        let counter = match path {
+            ReviewPath::Inline => &self.reviews_inline,
+            ReviewPath::Pool => &self.reviews_pool,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
     pub(super) fn decided(&self, decision: &Decision, latency: Duration) {
         self.count(
             decision.outcome.as_str(),
@@ -235,6 +255,22 @@ impl Metrics {
         );
         let _ = writeln!(out, "{name}{{result=\"hit\"}} {}", cache.hits);
         let _ = writeln!(out, "{name}{{result=\"miss\"}} {}", cache.misses);
+        let name = family(
+            &mut out,
+            "mansign_admission_reviews_total",
+            "counter",
+            "Reviews by where they ran (inline: on the request's thread, no signature check needed; pool: on the blocking pool).",
+        );
+        for (path, counter) in [
+            ("inline", &self.reviews_inline),
+            ("pool", &self.reviews_pool),
+        ] {
+            let _ = writeln!(
+                out,
+                "{name}{{path=\"{path}\"}} {}",
+                counter.load(Ordering::Relaxed)
+            );
+        }
         let name = family(
             &mut out,
             "mansign_config_reloads_total",
