@@ -795,10 +795,15 @@ fn an_object_without_namespace_gets_the_request_namespace() {
 // Answers without a signature check (`review_cached`, what the server answers on its async
 // threads): the same answer as `review`, or none
 
-/// `review_cached`'s answer, which must be byte for byte the one `review` gives.
-fn cached_answer(reviewer: &Reviewer, body: &[u8]) -> Option<Reviewed> {
+/// `review_cached`'s answer, which must be byte for byte the one a reviewer that never saw
+/// the object (`cold`, the same policies with empty caches) gives.
+fn cached_answer(
+    reviewer: &Reviewer,
+    cold: impl Fn() -> Reviewer,
+    body: &[u8],
+) -> Option<Reviewed> {
     let cached = reviewer.review_cached(body)?;
-    let full = reviewer.review(body);
+    let full = cold().review(body);
     assert_eq!(
         cached.response.as_ref().map_err(|b| b.code),
         full.response.as_ref().map_err(|b| b.code)
@@ -822,6 +827,11 @@ fn cache_lookups(reviewer: &Reviewer) -> Vec<(u64, u64)> {
         .collect()
 }
 
+fn response_of(reviewed: &Reviewed) -> Value {
+    let response: Value = serde_json::from_slice(reviewed.response.as_ref().unwrap()).unwrap();
+    response["response"].clone()
+}
+
 #[test]
 fn review_cached_answers_a_signed_object_only_once_its_signatures_are_cached() {
     let r = reviewer(platform_policy(""));
@@ -832,7 +842,9 @@ fn review_cached_answers_a_signed_object_only_once_its_signatures_are_cached() {
     let (response, reviewed) = answer(&r, &body);
     assert_allowed(&response, &reviewed, Outcome::Allowed);
     assert_eq!(cache_lookups(&r), vec![(0, 1)]);
-    let cached = cached_answer(&r, &body).expect("a cached signature set");
+    let cold = || reviewer(platform_policy(""));
+    let cached = cached_answer(&r, cold, &body).expect("a cached signature set");
+    assert_eq!(cache_lookups(&r), vec![(1, 1)]);
     assert_eq!(cached.decision.outcome, Outcome::Allowed);
     assert_eq!(
         cached.decision.signers,
@@ -843,34 +855,60 @@ fn review_cached_answers_a_signed_object_only_once_its_signatures_are_cached() {
 #[test]
 fn review_cached_denies_a_changed_object_whose_signatures_are_cached() {
     let r = reviewer(platform_policy(""));
+    let cold = || reviewer(platform_policy(""));
     let good = signed().backup_by_platform.clone();
     answer(&r, &Request::create("backup", &good).body());
     // Same annotations (a cache hit), other content: the comparison still runs.
     let bad = tampered(&good);
-    let reviewed =
-        cached_answer(&r, &Request::create("backup", &bad).body()).expect("a cached signature set");
-    let response: Value = serde_json::from_slice(reviewed.response.as_ref().unwrap()).unwrap();
-    assert_denied(&response["response"], &reviewed, "modified", "names[0]");
+    let reviewed = cached_answer(&r, cold, &Request::create("backup", &bad).body())
+        .expect("a cached signature set");
+    assert_denied(&response_of(&reviewed), &reviewed, "modified", "names[0]");
     // Moved to another namespace than signed: denied too.
     let mut moved = good.clone();
     moved["metadata"]
         .as_object_mut()
         .unwrap()
         .remove("namespace");
-    let reviewed = cached_answer(&r, &Request::create("payments", &moved).body())
+    let reviewed = cached_answer(&r, cold, &Request::create("payments", &moved).body())
         .expect("a cached signature set");
-    let response: Value = serde_json::from_slice(reviewed.response.as_ref().unwrap()).unwrap();
     assert_denied(
-        &response["response"],
+        &response_of(&reviewed),
         &reviewed,
         "modified",
         "metadata.namespace",
     );
+    // Copied onto another object: the signed message does not hold it.
+    let mut renamed = good.clone();
+    renamed["metadata"]["name"] = json!("exc-everything");
+    let reviewed = cached_answer(&r, cold, &Request::create("backup", &renamed).body())
+        .expect("a cached signature set");
+    assert_denied(
+        &response_of(&reviewed),
+        &reviewed,
+        "not-in-message",
+        "exc-backup",
+    );
+    // An Audit rule warns from the cache as it does after checking.
+    let audit = reviewer(platform_policy("  failureAction: Audit\n"));
+    answer(&audit, &Request::create("backup", &good).body());
+    let cold_audit = || reviewer(platform_policy("  failureAction: Audit\n"));
+    let reviewed = cached_answer(&audit, cold_audit, &Request::create("backup", &bad).body())
+        .expect("a cached signature set");
+    assert_eq!(reviewed.decision.outcome, Outcome::AuditWarned);
+    // A body over the bound is left to the full review, cached or not.
+    let mut large = Request::create("backup", &good);
+    large.operation = "UPDATE";
+    let padding = "x".repeat(mansign::admission::CACHED_REVIEW_MAX_BYTES);
+    large.old_object = Some(json!({"padding": padding}));
+    assert!(r.review_cached(&large.body()).is_none());
+    let (response, reviewed) = answer(&r, &large.body());
+    assert_allowed(&response, &reviewed, Outcome::Allowed);
 }
 
 #[test]
 fn review_cached_answers_what_needs_no_verification_at_once() {
     let r = reviewer(platform_policy(""));
+    let cold = || reviewer(platform_policy(""));
     let bad = tampered(&signed().backup_by_platform);
     let delete = Request {
         operation: "DELETE",
@@ -902,7 +940,7 @@ fn review_cached_answers_what_needs_no_verification_at_once() {
         ),
         (b"{not json".to_vec(), Outcome::Invalid),
     ] {
-        let reviewed = cached_answer(&r, &body).expect("answered without a check");
+        let reviewed = cached_answer(&r, cold, &body).expect("answered without a check");
         assert_eq!(
             reviewed.decision.outcome, outcome,
             "{:?}",
@@ -921,12 +959,13 @@ fn review_cached_answers_what_needs_no_verification_at_once() {
 #[test]
 fn review_cached_needs_every_matched_rule_cached() {
     // Two rules match; the first one's verifier cache (shared by clones) is warmed alone.
-    let both = {
+    let policies = || {
         let mut set = platform_policy("");
-        let audit = platform_policy("  failureAction: Audit\n");
-        set.rules.extend(audit.rules);
+        set.rules
+            .extend(platform_policy("  failureAction: Audit\n").rules);
         set
     };
+    let both = policies();
     let first_only = PolicySet {
         rules: vec![both.rules[0].clone()],
         ..PolicySet::default()
@@ -939,9 +978,13 @@ fn review_cached_needs_every_matched_rule_cached() {
         r.review_cached(&body).is_none(),
         "the second rule is not cached"
     );
+    // The first rule's answer from the cache was not used: not counted.
+    assert_eq!(cache_lookups(&r), vec![(0, 1), (0, 0)]);
     answer(&r, &body);
-    let cached = cached_answer(&r, &body).expect("both rules cached");
+    assert_eq!(cache_lookups(&r), vec![(1, 1), (0, 1)]);
+    let cached = cached_answer(&r, || reviewer(policies()), &body).expect("both rules cached");
     assert_eq!(cached.decision.outcome, Outcome::Allowed);
+    assert_eq!(cache_lookups(&r), vec![(2, 1), (1, 1)]);
 }
 
 #[test]

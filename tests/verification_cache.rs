@@ -6,7 +6,7 @@ mod common;
 use common::MULTI_DOC;
 use mansign::Limits;
 use mansign::keys;
-use mansign::manifest::{Document, Source, load_reader};
+use mansign::manifest::{Document, DocumentOrigin, Source, load_reader};
 use mansign::signing::{KeySigner, SignOptions, sign_files};
 use mansign::verify::{Attestor, TrustedKey, Verifier};
 use serde_json::json;
@@ -151,8 +151,72 @@ fn a_cache_hit_checks_the_age_of_the_document_it_compares_with() {
     assert_eq!(expected.result.unwrap_err().code(), "too-old");
     // with it: the same verdicts, although both objects carry the same signature material
     assert!(v.verify_object(&signed[0]).unwrap().is_verified());
+    // the acceptance is cached, but it cannot answer for the old document without checks
+    assert!(
+        v.verify_document_cached(&document(&signed[1]), usize::MAX)
+            .is_none()
+    );
     let verdict = v.verify_object(&signed[1]).unwrap();
     assert_eq!(verdict.result.unwrap_err().code(), "too-old");
     assert!(v.verify_object(&signed[0]).unwrap().is_verified());
-    assert_eq!(v.cache().stats().hits, 2, "{:?}", v.cache().stats());
+    let cached = v.verify_document_cached(&document(&signed[0]), usize::MAX);
+    assert!(cached.unwrap().is_verified());
+    // counted once each, when decided: the old document was a miss (its signatures had to
+    // be checked again), the fresh one's second and third verifications hits
+    let stats = v.cache().stats();
+    assert_eq!((stats.hits, stats.misses), (2, 2), "{stats:?}");
+}
+
+fn document(value: &serde_json::Value) -> Document {
+    let origin = DocumentOrigin {
+        source: Source::Named("request".into()),
+        index: 0,
+        item: None,
+    };
+    Document::new(origin, value.clone()).unwrap()
+}
+
+#[test]
+fn verify_document_cached_answers_only_from_the_cache_and_within_its_bound() {
+    let (docs, key) = signed(None);
+    let v = verifier(&key);
+    // the PolicyException, the second signed document
+    let exception = &docs[1];
+    assert!(v.verify_document_cached(exception, usize::MAX).is_none());
+    assert_eq!(
+        v.cache().stats().misses,
+        0,
+        "an unanswered look-up is not a miss"
+    );
+    let full = v.verify_document(exception);
+    assert!(full.is_verified());
+    let cached = v.verify_document_cached(exception, usize::MAX).unwrap();
+    assert_eq!(cached.result.unwrap(), full.result.unwrap());
+    assert_eq!(cached.object, full.object);
+    // Another signed document (its own message): not cached.
+    assert!(v.verify_document_cached(&docs[0], usize::MAX).is_none());
+    let mut tampered = exception.value.clone();
+    tampered["spec"]["match"]["any"][0]["resources"]["names"][0] = json!("*");
+    let verdict = v
+        .verify_document_cached(&document(&tampered), usize::MAX)
+        .unwrap();
+    assert_eq!(verdict.result.unwrap_err().code(), "modified");
+    // Same signature material on an object the message does not hold.
+    let mut renamed = exception.value.clone();
+    renamed["metadata"]["name"] = json!("allow-everything");
+    let verdict = v
+        .verify_document_cached(&document(&renamed), usize::MAX)
+        .unwrap();
+    let expected = v
+        .clone()
+        .with_cache(std::sync::Arc::new(
+            mansign::verify::VerificationCache::new(0),
+        ))
+        .verify_document(&document(&renamed));
+    assert_eq!(verdict.result.unwrap_err().code(), "not-in-message");
+    assert_eq!(expected.result.unwrap_err().code(), "not-in-message");
+    // A signed document larger than the bound is left to the full verification.
+    assert!(v.verify_document_cached(exception, 100).is_none());
+    let stats = v.cache().stats();
+    assert_eq!((stats.hits, stats.misses), (3, 1), "{stats:?}");
 }

@@ -75,4 +75,4 @@ pub mod review;
 pub mod server;
 
 pub use decision::{Decision, Outcome};
-pub use review::{BadReview, ReviewOptions, Reviewed, Reviewer};
+pub use review::{BadReview, CACHED_REVIEW_MAX_BYTES, ReviewOptions, Reviewed, Reviewer};

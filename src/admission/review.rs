@@ -51,6 +51,11 @@ impl Default for ReviewOptions {
     }
 }
 
+/// The largest request body, and the largest signed document (as JSON), that
+/// [`Reviewer::review_cached`] answers: tens of microseconds of work at most. A signed
+/// PolicyException's review is 5 to 20 KiB.
+pub const CACHED_REVIEW_MAX_BYTES: usize = 64 * 1024;
+
 /// The answer to one request.
 #[derive(Debug, Clone)]
 pub struct Reviewed {
@@ -125,16 +130,24 @@ impl Reviewer {
     /// that is invalid, skipped or matched by no rule, a denial decided before verifying,
     /// and objects whose every matched rule finds its signatures in its verifier's cache
     /// ([`Verifier::verify_document_cached`](crate::verify::Verifier::verify_document_cached)).
-    /// `None` when an answer needs a signature check: call [`Reviewer::review`] (on a
-    /// blocking thread). The work is parsing the body and comparing the object, so an async
-    /// server can answer re-applied objects on its own threads.
+    /// `None` when an answer needs a signature check, or when the body or the signed
+    /// document is larger than [`CACHED_REVIEW_MAX_BYTES`]: call [`Reviewer::review`] (on a
+    /// blocking thread). The work is bounded (parsing at most that many bytes twice and one
+    /// comparison), so an async server can answer re-applied objects on its own threads.
     pub fn review_cached(&self, body: &[u8]) -> Option<Reviewed> {
-        self.review_with(body, None, Checks::CachedOnly)
+        self.review_cached_with(body, None)
     }
 
     /// [`Reviewer::review_cached`] at a fixed time.
     pub fn review_cached_at(&self, body: &[u8], now: jiff::Timestamp) -> Option<Reviewed> {
-        self.review_with(body, Some(now), Checks::CachedOnly)
+        self.review_cached_with(body, Some(now))
+    }
+
+    fn review_cached_with(&self, body: &[u8], now: Option<jiff::Timestamp>) -> Option<Reviewed> {
+        if body.len() > CACHED_REVIEW_MAX_BYTES {
+            return None;
+        }
+        self.review_with(body, now, Checks::CachedOnly)
     }
 
     fn review_with(
@@ -327,10 +340,21 @@ impl Reviewer {
                 .iter()
                 .map(|v| v.verify_document(&doc).result)
                 .collect::<Vec<_>>(),
-            Checks::CachedOnly => verifiers
-                .iter()
-                .map(|v| v.verify_document_cached(&doc).map(|d| d.result))
-                .collect::<Option<Vec<_>>>()?,
+            Checks::CachedOnly => {
+                let verdicts = verifiers
+                    .iter()
+                    .map(|v| {
+                        v.cached_verdict(&doc, CACHED_REVIEW_MAX_BYTES)
+                            .map(|d| d.result)
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                // Counted only now: a rule answered from the cache while another needed the
+                // full path is counted by the full path.
+                for v in &verifiers {
+                    v.count_cache_hit();
+                }
+                verdicts
+            }
         };
         let mut failures = Vec::new();
         for (rule, verdict) in matched.iter().zip(verdicts) {

@@ -60,7 +60,7 @@ pub struct VerificationCache {
 struct Entries {
     map: HashMap<CacheKey, Arc<Accepted>>,
     order: VecDeque<CacheKey>,
-    /// Estimated memory of the entries' parsed documents.
+    /// Memory of the entries' kept documents ([`weight_of`]).
     bytes: usize,
     hits: u64,
     misses: u64,
@@ -92,7 +92,7 @@ impl VerificationCache {
         Self::with_bounds(capacity, DEFAULT_CACHE_BYTES)
     }
 
-    /// A cache of at most `capacity` entries whose parsed documents take at most about
+    /// A cache of at most `capacity` entries whose kept documents take at most about
     /// `max_bytes` of memory in all.
     pub fn with_bounds(capacity: usize, max_bytes: usize) -> Self {
         VerificationCache {
@@ -117,26 +117,25 @@ impl VerificationCache {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The acceptance remembered for `key`, if it is still valid at `now`. Counts a hit,
-    /// and a miss only when `count_miss` (a look-up that is followed by the full
-    /// verification on a miss must not count it twice).
-    pub(super) fn find(
-        &self,
-        key: &CacheKey,
-        now: jiff::Timestamp,
-        count_miss: bool,
-    ) -> Option<Arc<Accepted>> {
-        let mut e = self.lock();
-        let found = match e.map.get(key) {
+    /// The acceptance remembered for `key`, if it is still valid at `now`. Counts nothing:
+    /// whether a hit saved the signature checks is known only once it decided the verdict
+    /// ([`record`](Self::record)).
+    pub(super) fn find(&self, key: &CacheKey, now: jiff::Timestamp) -> Option<Arc<Accepted>> {
+        let e = self.lock();
+        match e.map.get(key) {
             Some(a) if a.valid_until.is_none_or(|until| now < until) => Some(a.clone()),
             _ => None,
-        };
-        if found.is_some() {
+        }
+    }
+
+    /// Counts one verification: a hit (decided without signature checks) or a miss.
+    pub(super) fn record(&self, hit: bool) {
+        let mut e = self.lock();
+        if hit {
             e.hits += 1;
-        } else if count_miss {
+        } else {
             e.misses += 1;
         }
-        found
     }
 
     /// Remembers an acceptance, unless it depended on the clock.
@@ -389,15 +388,11 @@ mod tests {
     #[test]
     fn remembers_an_acceptance_and_counts_hits_and_misses() {
         let cache = VerificationCache::new(8);
-        assert!(
-            cache
-                .find(&key(0), t("2026-01-01T00:00:00Z"), true)
-                .is_none()
-        );
+        assert!(cache.find(&key(0), t("2026-01-01T00:00:00Z")).is_none());
+        cache.record(false);
         put(&cache, key(0), 10);
-        let hit = cache
-            .find(&key(0), t("2030-01-01T00:00:00Z"), true)
-            .unwrap();
+        let hit = cache.find(&key(0), t("2030-01-01T00:00:00Z")).unwrap();
+        cache.record(true);
         assert_eq!(hit.signed_docs.len(), 1);
         assert_eq!(hit.signed_docs[0].0.name, "x");
         let back: Value = serde_json::from_str(&hit.signed_docs[0].1).unwrap();
@@ -423,16 +418,8 @@ mod tests {
             max_age,
             Some(t("2026-01-01T00:00:00Z")),
         );
-        assert!(
-            cache
-                .find(&key(0), t("2026-01-01T00:59:59Z"), true)
-                .is_some()
-        );
-        assert!(
-            cache
-                .find(&key(0), t("2026-01-01T01:00:00Z"), true)
-                .is_none()
-        );
+        assert!(cache.find(&key(0), t("2026-01-01T00:59:59Z")).is_some());
+        assert!(cache.find(&key(0), t("2026-01-01T01:00:00Z")).is_none());
     }
 
     #[test]
@@ -555,9 +542,9 @@ mod tests {
         }
         let now = t("2026-01-01T00:00:00Z");
         assert_eq!(cache.stats().entries, 3);
-        assert!(cache.find(&key(0), now, true).is_none());
-        assert!(cache.find(&key(1), now, true).is_none());
-        assert!(cache.find(&key(4), now, true).is_some());
+        assert!(cache.find(&key(0), now).is_none());
+        assert!(cache.find(&key(1), now).is_none());
+        assert!(cache.find(&key(4), now).is_some());
     }
 
     /// The weight of one kept `doc_of(bytes)`.
@@ -578,11 +565,11 @@ mod tests {
         let now = t("2026-01-01T00:00:00Z");
         // two fit in the bound; the older ones left
         assert_eq!(cache.stats().entries, 2);
-        assert!(cache.find(&key(1), now, true).is_none());
-        assert!(cache.find(&key(3), now, true).is_some());
+        assert!(cache.find(&key(1), now).is_none());
+        assert!(cache.find(&key(3), now).is_some());
         // documents larger than the whole bound are not remembered, and evict nothing
         put(&cache, key(9), 3 * one);
-        assert!(cache.find(&key(9), now, true).is_none());
+        assert!(cache.find(&key(9), now).is_none());
         assert_eq!(cache.stats().entries, 2);
     }
 
@@ -613,9 +600,7 @@ mod tests {
         });
         let cache = VerificationCache::new(8);
         cache.put(key(0), &verified(None), &with_identity(&doc), None, None);
-        let hit = cache
-            .find(&key(0), t("2026-01-01T00:00:00Z"), true)
-            .unwrap();
+        let hit = cache.find(&key(0), t("2026-01-01T00:00:00Z")).unwrap();
         let back: Value = serde_json::from_str(&hit.signed_docs[0].1).unwrap();
         assert_eq!(back, doc);
         let keys = |v: &Value| {
@@ -650,9 +635,7 @@ mod tests {
         let doc = json!({"apiVersion": "v1", "kind": "List", "metadata": {"name": "x"},
                          "items": floats});
         cache.put(key(1), &verified(None), &with_identity(&doc), None, None);
-        let hit = cache
-            .find(&key(1), t("2026-01-01T00:00:00Z"), true)
-            .unwrap();
+        let hit = cache.find(&key(1), t("2026-01-01T00:00:00Z")).unwrap();
         let back: Value = serde_json::from_str(&hit.signed_docs[0].1).unwrap();
         let back = back["items"].as_array().unwrap();
         for (f, b) in floats.iter().zip(back) {
@@ -680,10 +663,6 @@ mod tests {
     fn a_zero_capacity_cache_remembers_nothing() {
         let cache = VerificationCache::new(0);
         put(&cache, key(0), 1);
-        assert!(
-            cache
-                .find(&key(0), t("2026-01-01T00:00:00Z"), true)
-                .is_none()
-        );
+        assert!(cache.find(&key(0), t("2026-01-01T00:00:00Z")).is_none());
     }
 }

@@ -217,15 +217,32 @@ impl Verifier {
 
     /// [`Verifier::verify_document`] without any signature check: the same verdict when the
     /// document's signature material was accepted before (a hit in [`Verifier::cache`]),
-    /// `None` when the verdict needs a signature check. A hit costs a hash of the
-    /// annotations and the comparison with the signed document, so an async caller can
-    /// answer it on its own thread and send only the `None` cases to
-    /// [`BlockingVerifications`](super::BlockingVerifications). A `None` is not counted as
-    /// a cache miss (the full verification that follows counts it).
-    pub fn verify_document_cached(&self, doc: &Document) -> Option<DocumentVerdict> {
+    /// `None` when the verdict needs a signature check, or when the signed document it is
+    /// compared with is larger than `max_signed_bytes` (its JSON text). A hit costs a hash
+    /// of the annotations, reading the signed document and the comparison, so an async
+    /// caller can answer it on its own thread (with a small bound) and send only the `None`
+    /// cases to [`BlockingVerifications`](super::BlockingVerifications). Counts a cache hit
+    /// when it answers, nothing otherwise (the full verification that follows counts).
+    pub fn verify_document_cached(
+        &self,
+        doc: &Document,
+        max_signed_bytes: usize,
+    ) -> Option<DocumentVerdict> {
+        let verdict = self.cached_verdict(doc, max_signed_bytes)?;
+        self.count_cache_hit();
+        Some(verdict)
+    }
+
+    /// [`Verifier::verify_document_cached`] counting nothing: for a caller that uses the
+    /// verdict only if other verifiers answer too ([`Verifier::count_cache_hit`] then).
+    pub(crate) fn cached_verdict(
+        &self,
+        doc: &Document,
+        max_signed_bytes: usize,
+    ) -> Option<DocumentVerdict> {
         let key = cache_key(&doc.value, &self.domain, &self.limits, self.max_age)?;
-        let hit = self.cache.find(&key, self.now(), false)?;
-        let result = self.check_hit(&hit, &doc.identity, &doc.value)?;
+        let hit = self.cache.find(&key, self.now())?;
+        let result = self.check_hit(&hit, &doc.identity, &doc.value, max_signed_bytes)?;
         Some(DocumentVerdict {
             origin: Some(doc.origin.clone()),
             object: doc.identity.clone(),
@@ -233,20 +250,30 @@ impl Verifier {
         })
     }
 
+    /// Counts a verification answered from the cache.
+    pub(crate) fn count_cache_hit(&self) {
+        self.cache.record(true);
+    }
+
     /// Step 0: signature material accepted before for this requirement. No decoding,
-    /// parsing or signature check, only the signed time of this object's document (max
-    /// age) and the comparison. `None` when the hit cannot decide (the age rule fails for
-    /// this document: the uncached path names why).
+    /// YAML parsing or signature check, only reading the signed document back, its signed
+    /// time (max age) and the comparison. `None` when the hit cannot decide: the age rule
+    /// fails for this document (the uncached path names why), or the signed document is
+    /// larger than `max_signed_bytes`.
     fn check_hit(
         &self,
         hit: &Accepted,
         identity: &ObjectIdentity,
         object: &Value,
+        max_signed_bytes: usize,
     ) -> Option<Result<Verified, Rejection>> {
         let text = match find_signed_document(&hit.signed_docs, identity) {
             Ok(text) => text,
             Err(rejection) => return Some(Err(rejection)),
         };
+        if text.len() > max_signed_bytes {
+            return None;
+        }
         // Written by the cache from a parsed document: it reads back (else: the full path).
         let signed_doc: Value = serde_json::from_str(text.as_ref()).ok()?;
         let signed_doc = &signed_doc;
@@ -267,14 +294,17 @@ impl Verifier {
     }
 
     fn check(&self, identity: &ObjectIdentity, object: &Value) -> Result<Verified, Rejection> {
-        // 0. signature material accepted before (see `check_hit`)
+        // 0. signature material accepted before (see `check_hit`); counted once decided
         let key = cache_key(object, &self.domain, &self.limits, self.max_age);
-        if let Some(hit) = key
-            .as_ref()
-            .and_then(|k| self.cache.find(k, self.now(), true))
-            && let Some(result) = self.check_hit(&hit, identity, object)
-        {
-            return result;
+        if let Some(key) = &key {
+            let decided = self
+                .cache
+                .find(key, self.now())
+                .and_then(|hit| self.check_hit(&hit, identity, object, usize::MAX));
+            self.cache.record(decided.is_some());
+            if let Some(result) = decided {
+                return result;
+            }
         }
         // 1. annotations
         let signed = extract(object, &self.domain, &self.limits).map_err(Rejection::Annotations)?;

@@ -101,7 +101,7 @@ impl Metrics {
         self.in_flight.load(Ordering::SeqCst)
     }
 
-    /// A decision the reviewer made.
+    /// A review started on `path` (on the pool: counted even if its answer comes too late).
     pub(super) fn reviewed(&self, path: ReviewPath) {
         let counter = match path {
             ReviewPath::Inline => &self.reviews_inline,
@@ -110,6 +110,7 @@ impl Metrics {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// A decision the reviewer made.
     pub(super) fn decided(&self, decision: &Decision, latency: Duration) {
         self.count(
             decision.outcome.as_str(),

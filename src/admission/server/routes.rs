@@ -32,12 +32,6 @@ pub(super) struct State {
 
 type Answer = Response<Full<Bytes>>;
 
-/// Largest review body answered on the async thread when it needs no signature check
-/// ([`Reviewer::review_cached`](crate::admission::Reviewer::review_cached)); larger ones
-/// are parsed on the blocking pool, so no request holds an async thread for long. A
-/// signed PolicyException's review is 5 to 20 KiB.
-const INLINE_MAX_BODY_BYTES: usize = 64 * 1024;
-
 /// Routes one request.
 pub(super) async fn handle(
     state: Arc<State>,
@@ -161,19 +155,24 @@ async fn validate(state: &Arc<State>, request: Request<Incoming>) -> Answer {
             ),
         )
     };
-    let remaining = options.deadline.saturating_sub(started.elapsed());
-    if remaining.is_zero() {
+    if started.elapsed() >= options.deadline {
         return deadline_exceeded();
     }
     let reviewer = state.live.reviewer();
     // A small review that needs no signature check (a re-applied object whose signatures
     // the cache holds, or one no rule verifies) is answered here: parsing and comparing
-    // take microseconds, less than the two thread hops of the blocking pool.
-    if body.len() <= INLINE_MAX_BODY_BYTES
-        && let Some(reviewed) = reviewer.review_cached(&body)
-    {
+    // take microseconds, less than the two thread hops of the blocking pool. A panic is
+    // contained as on the pool: the review goes there.
+    let inline = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        reviewer.review_cached(&body)
+    }));
+    if let Ok(Some(reviewed)) = inline {
         state.metrics.reviewed(ReviewPath::Inline);
         return answer(state, started, reviewed);
+    }
+    let remaining = options.deadline.saturating_sub(started.elapsed());
+    if remaining.is_zero() {
+        return deadline_exceeded();
     }
     // The review, on the blocking pool, within what is left of the deadline. A review that
     // outlives the deadline finishes on its thread (CPU work cannot be interrupted) but its
