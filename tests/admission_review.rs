@@ -616,16 +616,21 @@ fn signed_policy_exception_is_allowed_and_names_its_signer() {
     assert!(response.get("warnings").is_none(), "{response}");
 }
 
-#[test]
-fn unsigned_matched_object_is_denied() {
-    let r = reviewer(platform_policy(""));
-    let unsigned = mansign::manifest::parse_documents(
+/// PolicyException `plain` in `backup`, without signature.
+fn unsigned_exception() -> Value {
+    mansign::manifest::parse_documents(
         &exception("plain", Some("backup")),
         &mansign::Limits::default(),
     )
     .unwrap()
     .remove(0)
-    .1;
+    .1
+}
+
+#[test]
+fn unsigned_matched_object_is_denied() {
+    let r = reviewer(platform_policy(""));
+    let unsigned = unsigned_exception();
     let (response, reviewed) = answer(&r, &Request::create("backup", &unsigned).body());
     assert_denied(&response, &reviewed, "not-signed", "policy platform");
 }
@@ -921,13 +926,7 @@ fn review_cached_answers_what_needs_no_verification_at_once() {
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "plain", "namespace": "backup"}, "data": {"a": "b"},
     });
-    let unsigned = mansign::manifest::parse_documents(
-        &exception("plain", Some("backup")),
-        &mansign::Limits::default(),
-    )
-    .unwrap()
-    .remove(0)
-    .1;
+    let unsigned = unsigned_exception();
     for (body, outcome) in [
         (delete.body(), Outcome::Skipped),
         (
