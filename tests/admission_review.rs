@@ -41,6 +41,36 @@ struct Signed {
     by_platform: Value,
     /// `exc-backup`, namespace `backup`, signed by the platform workflow.
     backup_by_platform: Value,
+    /// `exc-large`, namespace `backup`, signed by the platform workflow, larger than
+    /// `CACHED_REVIEW_MAX_BYTES` (2,000 pod names).
+    large_by_platform: Value,
+}
+
+/// A PolicyException over `CACHED_REVIEW_MAX_BYTES` as signed YAML.
+fn large_exception() -> String {
+    let names: String = (0..2000)
+        .map(|i| format!("        - job-{i:04}-with-a-long-name-for-padding-*\n"))
+        .collect();
+    assert!(names.len() > mansign::admission::CACHED_REVIEW_MAX_BYTES);
+    format!(
+        "apiVersion: kyverno.io/v2
+kind: PolicyException
+metadata:
+  name: exc-large
+  namespace: backup
+spec:
+  exceptions:
+  - policyName: disallow-host-path
+    ruleNames:
+    - host-path
+  match:
+    any:
+    - resources:
+        kinds:
+        - Pod
+        names:
+{names}"
+    )
 }
 
 fn exception(name: &str, namespace: Option<&str>) -> String {
@@ -119,6 +149,7 @@ fn signed() -> &'static Signed {
             by_team_b: sign(&stack, TEAM_B, &exception("exc-b", None)),
             by_platform: sign(&stack, PLATFORM, &exception("exc-platform", None)),
             backup_by_platform: sign(&stack, PLATFORM, &exception("exc-backup", Some("backup"))),
+            large_by_platform: sign(&stack, PLATFORM, &large_exception()),
         };
         drop(stack);
         signed
@@ -984,6 +1015,52 @@ fn review_cached_needs_every_matched_rule_cached() {
     let cached = cached_answer(&r, || reviewer(policies()), &body).expect("both rules cached");
     assert_eq!(cached.decision.outcome, Outcome::Allowed);
     assert_eq!(cache_lookups(&r), vec![(2, 1), (1, 1)]);
+}
+
+#[test]
+fn review_cached_leaves_a_large_signed_document_to_the_full_review() {
+    // The attack the bound is for: a small object carrying the annotations of a large signed
+    // one makes every cached answer read and compare the large document.
+    let r = reviewer(platform_policy(""));
+    let large = signed().large_by_platform.clone();
+    let (response, reviewed) = answer(&r, &Request::create("backup", &large).body());
+    assert_allowed(&response, &reviewed, Outcome::Allowed);
+    assert_eq!(cache_lookups(&r), vec![(0, 1)]);
+    let mut small = large.clone();
+    small["spec"]["match"]["any"][0]["resources"]["names"] = json!(["*"]);
+    let body = Request::create("backup", &small).body();
+    assert!(body.len() < mansign::admission::CACHED_REVIEW_MAX_BYTES);
+    assert!(
+        r.review_cached(&body).is_none(),
+        "read a large signed document inline"
+    );
+    // The full review answers it from the cache, and denies it (the message, bounded to
+    // 1,024 characters, starts with the 2,000 differences).
+    let (response, reviewed) = answer(&r, &body);
+    assert_eq!(response["allowed"], false, "{response}");
+    assert_eq!(reviewed.decision.reason_code.as_deref(), Some("modified"));
+    assert_eq!(cache_lookups(&r), vec![(1, 1)]);
+}
+
+#[test]
+fn review_cached_answers_for_a_bounded_number_of_matched_rules() {
+    let rules = |n: usize| {
+        let mut set = platform_policy("");
+        for _ in 1..n {
+            set.rules.extend(platform_policy("").rules);
+        }
+        set
+    };
+    let body = Request::create("backup", &signed().backup_by_platform).body();
+    let max = mansign::admission::CACHED_REVIEW_MAX_RULES;
+    let at_max = reviewer(rules(max));
+    answer(&at_max, &body);
+    assert!(at_max.review_cached(&body).is_some());
+    let over = reviewer(rules(max + 1));
+    answer(&over, &body);
+    assert!(over.review_cached(&body).is_none());
+    let (response, reviewed) = answer(&over, &body);
+    assert_allowed(&response, &reviewed, Outcome::Allowed);
 }
 
 #[test]

@@ -92,25 +92,16 @@ fn a_cached_acceptance_expires_with_the_maximum_age() {
     assert_eq!(verdict.result.unwrap_err().code(), "too-old");
 }
 
-/// Two documents signed in one message, but with different signed times: a cache hit for
-/// one must not carry its age over to the other.
-#[test]
-fn a_cache_hit_checks_the_age_of_the_document_it_compares_with() {
+/// The documents signed together in one message with a fresh key: the signed objects and
+/// the public key PEM.
+fn sign_together(docs: Vec<serde_json::Value>) -> (Vec<serde_json::Value>, String) {
     use mansign::annotations::{AnnotationDomain, EmbedMode, SignatureSet, embed};
     use mansign::manifest::build_message;
     use p256::ecdsa::signature::Signer as _;
     use p256::ecdsa::{DerSignature, SigningKey};
     use p256::pkcs8::{EncodePublicKey as _, LineEnding};
 
-    let doc = |name: &str, at: &str| {
-        json!({"apiVersion": "v1", "kind": "ConfigMap",
-               "metadata": {"name": name, "namespace": "ns",
-                            "annotations": {"mansign.dev/signed-at": at}},
-               "data": {"a": "1"}})
-    };
-    let fresh = doc("fresh", "2026-06-01T12:00:00Z");
-    let old = doc("old", "2026-05-01T12:00:00Z");
-    let message = build_message([&fresh, &old]);
+    let message = build_message(docs.iter());
     let key = SigningKey::random(&mut rand_core::OsRng);
     let signature: DerSignature = key.sign(&message);
     let set = SignatureSet {
@@ -119,7 +110,7 @@ fn a_cache_hit_checks_the_age_of_the_document_it_compares_with() {
         certificate_pem: None,
         bundle: None,
     };
-    let signed: Vec<_> = [fresh, old]
+    let signed = docs
         .into_iter()
         .map(|mut d| {
             let (domain, limits) = (AnnotationDomain::default(), Limits::default());
@@ -139,6 +130,22 @@ fn a_cache_hit_checks_the_age_of_the_document_it_compares_with() {
         .verifying_key()
         .to_public_key_pem(LineEnding::LF)
         .unwrap();
+    (signed, pem)
+}
+
+/// Two documents signed in one message, but with different signed times: a cache hit for
+/// one must not carry its age over to the other.
+#[test]
+fn a_cache_hit_checks_the_age_of_the_document_it_compares_with() {
+    let doc = |name: &str, at: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "namespace": "ns",
+                            "annotations": {"mansign.dev/signed-at": at}},
+               "data": {"a": "1"}})
+    };
+    let fresh = doc("fresh", "2026-06-01T12:00:00Z");
+    let old = doc("old", "2026-05-01T12:00:00Z");
+    let (signed, pem) = sign_together(vec![fresh, old]);
     let v = verifier(&pem)
         .with_max_age(jiff::SignedDuration::from_hours(24))
         .with_clock("2026-06-01T13:00:00Z".parse().unwrap());
@@ -219,4 +226,47 @@ fn verify_document_cached_answers_only_from_the_cache_and_within_its_bound() {
     assert!(v.verify_document_cached(exception, 100).is_none());
     let stats = v.cache().stats();
     assert_eq!((stats.hits, stats.misses), (3, 1), "{stats:?}");
+}
+
+/// A message of 25 documents, and an object it does not hold: the refusal names 20 of them
+/// and counts the rest, from the cache as without it.
+#[test]
+fn not_in_message_names_a_bounded_number_of_signed_objects() {
+    let docs: Vec<_> = (0..25)
+        .map(|i| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": format!("cm-{i}"), "namespace": "ns"}})
+        })
+        .collect();
+    let (signed, pem) = sign_together(docs);
+    let v = verifier(&pem);
+    assert!(v.verify_object(&signed[0]).unwrap().is_verified());
+    let mut other = signed[0].clone();
+    other["metadata"]["name"] = json!("cm-other");
+    for round in ["cached", "uncached"] {
+        let v = match round {
+            "cached" => v.clone(),
+            _ => v.clone().with_cache(std::sync::Arc::new(
+                mansign::verify::VerificationCache::new(0),
+            )),
+        };
+        let rejection = v.verify_object(&other).unwrap().result.unwrap_err();
+        let mansign::verify::Rejection::NotInMessage {
+            signed, unlisted, ..
+        } = &rejection
+        else {
+            panic!("{round}: {rejection:?}");
+        };
+        assert_eq!(
+            signed.len(),
+            mansign::verify::MAX_LISTED_DOCUMENTS,
+            "{round}"
+        );
+        assert_eq!(*unlisted, 5, "{round}");
+        assert!(signed[0].contains("cm-0"), "{round}: {signed:?}");
+        let text = rejection.to_string();
+        assert!(text.ends_with(" and 5 more)"), "{round}: {text}");
+        assert!(!text.contains("cm-24"), "{round}: {text}");
+    }
+    assert_eq!(v.cache().stats().hits, 1);
 }

@@ -75,4 +75,6 @@ pub mod review;
 pub mod server;
 
 pub use decision::{Decision, Outcome};
-pub use review::{BadReview, CACHED_REVIEW_MAX_BYTES, ReviewOptions, Reviewed, Reviewer};
+pub use review::{
+    BadReview, CACHED_REVIEW_MAX_BYTES, CACHED_REVIEW_MAX_RULES, ReviewOptions, Reviewed, Reviewer,
+};

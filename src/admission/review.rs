@@ -56,6 +56,10 @@ impl Default for ReviewOptions {
 /// PolicyException's review is 5 to 20 KiB.
 pub const CACHED_REVIEW_MAX_BYTES: usize = 64 * 1024;
 
+/// The most matched rules [`Reviewer::review_cached`] answers for (each costs a hash of the
+/// annotations, reading a signed document and a comparison).
+pub const CACHED_REVIEW_MAX_RULES: usize = 4;
+
 /// The answer to one request.
 #[derive(Debug, Clone)]
 pub struct Reviewed {
@@ -130,8 +134,9 @@ impl Reviewer {
     /// that is invalid, skipped or matched by no rule, a denial decided before verifying,
     /// and objects whose every matched rule finds its signatures in its verifier's cache
     /// ([`Verifier::verify_document_cached`](crate::verify::Verifier::verify_document_cached)).
-    /// `None` when an answer needs a signature check, or when the body or the signed
-    /// document is larger than [`CACHED_REVIEW_MAX_BYTES`]: call [`Reviewer::review`] (on a
+    /// `None` when an answer needs a signature check, when the body or the signed
+    /// document is larger than [`CACHED_REVIEW_MAX_BYTES`], or when more than
+    /// [`CACHED_REVIEW_MAX_RULES`] rules match: call [`Reviewer::review`] (on a
     /// blocking thread). The work is bounded (parsing at most that many bytes twice and one
     /// comparison), so an async server can answer re-applied objects on its own threads.
     pub fn review_cached(&self, body: &[u8]) -> Option<Reviewed> {
@@ -340,6 +345,8 @@ impl Reviewer {
                 .iter()
                 .map(|v| v.verify_document(&doc).result)
                 .collect::<Vec<_>>(),
+            // Each rule is one hash and one comparison: a bounded number of them.
+            Checks::CachedOnly if verifiers.len() > CACHED_REVIEW_MAX_RULES => return None,
             Checks::CachedOnly => {
                 let verdicts = verifiers
                     .iter()

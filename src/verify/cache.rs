@@ -73,6 +73,8 @@ pub(super) struct Accepted {
     /// The documents of the signed message that have an identity (the only ones an object
     /// can be compared with), in message order, as JSON text.
     pub signed_docs: Vec<(ObjectIdentity, Box<str>)>,
+    /// The signed time of the document the acceptance was made for.
+    pub signed_at: Option<jiff::Timestamp>,
     valid_until: Option<jiff::Timestamp>,
     /// The memory of `signed_docs`, what the entry counts against the byte bound.
     weight: usize,
@@ -194,8 +196,11 @@ impl VerificationCache {
             return;
         }
         let mut e = self.lock();
-        if e.map.contains_key(&key) {
-            return;
+        // The same material again: an entry that expired or did not read back (else the
+        // look-up would have answered), or a concurrent verification. Replaced.
+        if let Some(old) = e.map.remove(&key) {
+            e.bytes -= old.weight;
+            e.order.retain(|k| k != &key);
         }
         while e.map.len() >= self.capacity || e.bytes + weight > self.max_bytes {
             let Some(oldest) = e.order.pop_front() else {
@@ -212,6 +217,7 @@ impl VerificationCache {
             Arc::new(Accepted {
                 verified: verified.clone(),
                 signed_docs: kept,
+                signed_at,
                 valid_until,
                 weight,
             }),
@@ -420,6 +426,42 @@ mod tests {
         );
         assert!(cache.find(&key(0), t("2026-01-01T00:59:59Z")).is_some());
         assert!(cache.find(&key(0), t("2026-01-01T01:00:00Z")).is_none());
+    }
+
+    #[test]
+    fn an_expired_acceptance_is_replaced_by_a_new_one_for_the_same_material() {
+        let cache = VerificationCache::new(8);
+        let max_age = Some(jiff::SignedDuration::from_hours(1));
+        let doc = doc_of(1);
+        let at = |s: &str| Some(t(s));
+        cache.put(
+            key(0),
+            &verified(None),
+            &with_identity(&doc),
+            max_age,
+            at("2026-01-01T00:00:00Z"),
+        );
+        put(&cache, key(1), 1);
+        let later = t("2026-01-01T02:00:00Z");
+        assert!(cache.find(&key(0), later).is_none(), "expired");
+        cache.put(
+            key(0),
+            &verified(None),
+            &with_identity(&doc),
+            max_age,
+            at("2026-01-01T01:30:00Z"),
+        );
+        let hit = cache.find(&key(0), later).expect("the new acceptance");
+        assert_eq!(hit.signed_at, at("2026-01-01T01:30:00Z"));
+        assert_eq!(cache.stats().entries, 2);
+        // Replaced, not added: the weight is counted once (a bound of two entries holds).
+        let bounded = VerificationCache::with_bounds(8, 2 * weight(1));
+        for _ in 0..3 {
+            put(&bounded, key(0), 1);
+        }
+        put(&bounded, key(1), 1);
+        assert_eq!(bounded.stats().entries, 2);
+        assert!(bounded.find(&key(0), later).is_some());
     }
 
     #[test]

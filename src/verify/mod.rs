@@ -88,7 +88,7 @@ pub use key_bundle::verify_key_set_with_bundle;
 pub use keyless::verify_certificate_set;
 pub use signer::{SignerIdentity, SignerInfo};
 pub use sigstore_error::SigstoreError;
-pub use verdict::{DocumentVerdict, Rejection, Verdict, Verified};
+pub use verdict::{DocumentVerdict, MAX_LISTED_DOCUMENTS, Rejection, Verdict, Verified};
 pub use verifier::{Requirement, Verifier};
 
 #[cfg(test)]

@@ -53,8 +53,18 @@ pub enum Rejection {
     BudgetExceeded { limit: usize },
     #[error("{0}")]
     Message(MessageError),
-    #[error("the signed message has no document for {object} (it holds: {})", .signed.join(", "))]
-    NotInMessage { object: String, signed: Vec<String> },
+    #[error(
+        "the signed message has no document for {object} (it holds: {}{})",
+        .signed.join(", "),
+        more_documents(*.unlisted)
+    )]
+    NotInMessage {
+        object: String,
+        /// The first [`MAX_LISTED_DOCUMENTS`] objects the message holds.
+        signed: Vec<String>,
+        /// How many more it holds.
+        unlisted: usize,
+    },
     #[error("modified since signing: {}{}", join(.diffs), more_text(*.unreported))]
     Modified {
         diffs: Vec<FieldDiff>,
@@ -132,6 +142,17 @@ impl Rejection {
             Rejection::Expired { .. } => "expired",
             Rejection::InvalidSignedTime { .. } => "invalid-signed-time",
         }
+    }
+}
+
+/// Most objects a [`Rejection::NotInMessage`] names (a message may hold 1,000).
+pub const MAX_LISTED_DOCUMENTS: usize = 20;
+
+fn more_documents(unlisted: usize) -> String {
+    if unlisted == 0 {
+        String::new()
+    } else {
+        format!(" and {unlisted} more")
     }
 }
 

@@ -7,7 +7,7 @@ use super::checks::{BudgetExceeded, Leaf, SignatureChecks};
 use super::compare::{CompareRules, compare_with_signed};
 use super::failure::{AgeFailure, Attempt, CheckFailure};
 use super::signer::{SignerInfo, Undated};
-use super::verdict::{DocumentVerdict, Rejection, Verdict, Verified};
+use super::verdict::{DocumentVerdict, MAX_LISTED_DOCUMENTS, Rejection, Verdict, Verified};
 use crate::annotations::{AnnotationDomain, extract};
 use crate::limits::Limits;
 use crate::manifest::{
@@ -282,7 +282,12 @@ impl Verifier {
             Err(reason) => return Some(Err(Rejection::InvalidSignedTime { reason })),
         };
         // Another document of the same message may carry another signed time: the age
-        // rule is checked for this one.
+        // rule is checked for this one. Under a maximum age, a document dated otherwise
+        // than the one the acceptance was made for takes the full path: with several
+        // sets, another one may be the first accepted for it.
+        if self.max_age.is_some() && signed_at != hit.signed_at {
+            return None;
+        }
         if !hit
             .verified
             .signers()
@@ -436,7 +441,12 @@ fn find_signed_document<'d, T>(
         Some((_, doc)) => Ok(doc),
         None => Err(Rejection::NotInMessage {
             object: identity.to_string(),
-            signed: candidates.iter().map(|(id, _)| id.to_string()).collect(),
+            signed: candidates
+                .iter()
+                .take(MAX_LISTED_DOCUMENTS)
+                .map(|(id, _)| id.to_string())
+                .collect(),
+            unlisted: candidates.len().saturating_sub(MAX_LISTED_DOCUMENTS),
         }),
     }
 }

@@ -252,7 +252,7 @@ impl Metrics {
             &mut out,
             "mansign_verification_cache_lookups_total",
             "counter",
-            "Verification cache look-ups, by result (hit: the signature checks were skipped).",
+            "Verifications by whether the cache decided them (hit: the signature checks were skipped; miss: they ran).",
         );
         let _ = writeln!(out, "{name}{{result=\"hit\"}} {}", cache.hits);
         let _ = writeln!(out, "{name}{{result=\"miss\"}} {}", cache.misses);
