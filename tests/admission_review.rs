@@ -46,31 +46,14 @@ struct Signed {
     large_by_platform: Value,
 }
 
-/// A PolicyException over `CACHED_REVIEW_MAX_BYTES` as signed YAML.
+/// A PolicyException over `CACHED_REVIEW_MAX_BYTES` as signed YAML: `exception` with
+/// 2,000 more pod names.
 fn large_exception() -> String {
     let names: String = (0..2000)
         .map(|i| format!("        - job-{i:04}-with-a-long-name-for-padding-*\n"))
         .collect();
     assert!(names.len() > mansign::admission::CACHED_REVIEW_MAX_BYTES);
-    format!(
-        "apiVersion: kyverno.io/v2
-kind: PolicyException
-metadata:
-  name: exc-large
-  namespace: backup
-spec:
-  exceptions:
-  - policyName: disallow-host-path
-    ruleNames:
-    - host-path
-  match:
-    any:
-    - resources:
-        kinds:
-        - Pod
-        names:
-{names}"
-    )
+    exception("exc-large", Some("backup")) + &names
 }
 
 fn exception(name: &str, namespace: Option<&str>) -> String {
