@@ -161,33 +161,33 @@ impl Reviewer {
         now: Option<jiff::Timestamp>,
         checks: Checks,
     ) -> Option<Reviewed> {
-        Some(
+        let ParsedRequest { request, object } =
             match parse(body, self.options.max_body_bytes, MAX_REVIEW_DEPTH) {
-                Err(bad) => Reviewed {
-                    decision: Decision {
-                        uid: String::new(),
-                        outcome: Outcome::Invalid,
-                        kind: String::new(),
-                        namespace: None,
-                        name: String::new(),
-                        operation: String::new(),
-                        user: String::new(),
-                        dry_run: false,
-                        signers: Vec::new(),
-                        reason_code: Some(bad.code.into()),
-                        message: bad.message.clone(),
-                    },
-                    response: Err(bad),
-                },
-                Ok(ParsedRequest { request, object }) => {
-                    let (decision, answer) = self.decide(&request, object, now, checks)?;
-                    Reviewed {
-                        response: Ok(response_body(&request, &answer)),
-                        decision,
-                    }
+                Ok(parsed) => parsed,
+                Err(bad) => {
+                    return Some(Reviewed {
+                        decision: Decision {
+                            uid: String::new(),
+                            outcome: Outcome::Invalid,
+                            kind: String::new(),
+                            namespace: None,
+                            name: String::new(),
+                            operation: String::new(),
+                            user: String::new(),
+                            dry_run: false,
+                            signers: Vec::new(),
+                            reason_code: Some(bad.code.into()),
+                            message: bad.message.clone(),
+                        },
+                        response: Err(bad),
+                    });
                 }
-            },
-        )
+            };
+        let (decision, answer) = self.decide(&request, object, now, checks)?;
+        Some(Reviewed {
+            response: Ok(response_body(&request, &answer)),
+            decision,
+        })
     }
 
     /// The decision; `None` only under [`Checks::CachedOnly`], when it needs a signature
@@ -328,6 +328,11 @@ impl Reviewer {
                 }]);
             }
         };
+        // Each rule answered from the cache is one hash and one comparison: a bounded
+        // number of them.
+        if checks == Checks::CachedOnly && matched.len() > CACHED_REVIEW_MAX_RULES {
+            return None;
+        }
         let verifiers: Vec<_> = matched
             .iter()
             .map(|rule| {
@@ -345,8 +350,6 @@ impl Reviewer {
                 .iter()
                 .map(|v| v.verify_document(&doc).result)
                 .collect::<Vec<_>>(),
-            // Each rule is one hash and one comparison: a bounded number of them.
-            Checks::CachedOnly if verifiers.len() > CACHED_REVIEW_MAX_RULES => return None,
             Checks::CachedOnly => {
                 let verdicts = verifiers
                     .iter()

@@ -2,7 +2,7 @@
 
 use super::attestor::Attestor;
 use super::attestor_set::AttestorPolicy;
-use super::cache::{Accepted, VerificationCache, cache_key};
+use super::cache::{Accepted, CacheKey, VerificationCache, cache_key};
 use super::checks::{BudgetExceeded, Leaf, SignatureChecks};
 use super::compare::{CompareRules, compare_with_signed};
 use super::failure::{AgeFailure, Attempt, CheckFailure};
@@ -241,8 +241,7 @@ impl Verifier {
         max_signed_bytes: usize,
     ) -> Option<DocumentVerdict> {
         let key = cache_key(&doc.value, &self.domain, &self.limits, self.max_age)?;
-        let hit = self.cache.find(&key, self.now())?;
-        let result = self.check_hit(&hit, &doc.identity, &doc.value, max_signed_bytes)?;
+        let result = self.decided_by_cache(&key, &doc.identity, &doc.value, max_signed_bytes)?;
         Some(DocumentVerdict {
             origin: Some(doc.origin.clone()),
             object: doc.identity.clone(),
@@ -253,6 +252,19 @@ impl Verifier {
     /// Counts a verification answered from the cache.
     pub(crate) fn count_cache_hit(&self) {
         self.cache.record(true);
+    }
+
+    /// The verdict from the acceptance remembered for `key`, if there is one and it can
+    /// decide (see [`check_hit`](Self::check_hit)). Counts nothing.
+    fn decided_by_cache(
+        &self,
+        key: &CacheKey,
+        identity: &ObjectIdentity,
+        object: &Value,
+        max_signed_bytes: usize,
+    ) -> Option<Result<Verified, Rejection>> {
+        let hit = self.cache.find(key, self.now())?;
+        self.check_hit(&hit, identity, object, max_signed_bytes)
     }
 
     /// Step 0: signature material accepted before for this requirement. No decoding,
@@ -276,8 +288,7 @@ impl Verifier {
         }
         // Written by the cache from a parsed document: it reads back (else: the full path).
         let signed_doc: Value = serde_json::from_str(text.as_ref()).ok()?;
-        let signed_doc = &signed_doc;
-        let signed_at = match signed_at_of(signed_doc) {
+        let signed_at = match signed_at_of(&signed_doc) {
             Ok(at) => at,
             Err(reason) => return Some(Err(Rejection::InvalidSignedTime { reason })),
         };
@@ -295,17 +306,14 @@ impl Verifier {
         {
             return None;
         }
-        Some(self.check_signed(identity, object, signed_doc, hit.verified.clone()))
+        Some(self.check_signed(identity, object, &signed_doc, hit.verified.clone()))
     }
 
     fn check(&self, identity: &ObjectIdentity, object: &Value) -> Result<Verified, Rejection> {
         // 0. signature material accepted before (see `check_hit`); counted once decided
         let key = cache_key(object, &self.domain, &self.limits, self.max_age);
         if let Some(key) = &key {
-            let decided = self
-                .cache
-                .find(key, self.now())
-                .and_then(|hit| self.check_hit(&hit, identity, object, usize::MAX));
+            let decided = self.decided_by_cache(key, identity, object, usize::MAX);
             self.cache.record(decided.is_some());
             if let Some(result) = decided {
                 return result;
