@@ -14,7 +14,10 @@ cd "$(dirname "$0")/.."
 SECONDS_PER_RUN=${1:-10}
 CONNECTIONS=${2:-8}
 THREADS=2
-command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 2; }
+if ! command -v wrk >/dev/null; then
+  echo "bench-webhook.sh: installing wrk (Debian package)" >&2
+  { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; } || { echo "wrk is missing and could not be installed: apt-get install -y wrk" >&2; exit 2; }
+fi
 command -v openssl >/dev/null || { echo "openssl (the command) is missing" >&2; exit 2; }
 
 # MANSIGN=path/to/mansign skips the release build (to try the script out).
