@@ -321,17 +321,19 @@ impl BestSearch<'_> {
                 return Ok(());
             }
         }
-        match self.seen.get(&(position, used)) {
-            Some(&before) if before >= picked => return Ok(()),
-            _ => {
-                self.seen.insert((position, used), picked);
-            }
+        if self
+            .seen
+            .get(&(position, used))
+            .is_some_and(|&before| before >= picked)
+        {
+            return Ok(());
         }
+        self.seen.insert((position, used), picked);
         if position == self.nested.len() {
             return self.finish(used, picked, budget);
         }
-        let options = self.usable[position];
-        for (index, choice) in options.iter().enumerate() {
+        let usable = self.usable;
+        for (index, choice) in usable[position].iter().enumerate() {
             if choice.mask & used != 0 {
                 continue;
             }

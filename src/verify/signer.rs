@@ -383,6 +383,43 @@ mod tests {
     }
 
     #[test]
+    fn one_key_is_one_signer_whatever_names_it() {
+        let key = SignerInfo::Key {
+            name: "k".into(),
+            fingerprint: "fedc".into(),
+            transparency_log: None,
+        };
+        // signing_certificate() holds the key "fedc" under the subject CN=release,O=Acme
+        let pki = signing_certificate(None);
+        assert!(key.identity().same_signer(&pki.identity()));
+        let renamed = SignerInfo::SigningCertificate {
+            subject: "CN=someone-else".into(),
+            fingerprint: "99".into(),
+            key_fingerprint: "fedc".into(),
+            transparency_log: None,
+        };
+        assert!(pki.identity().same_signer(&renamed.identity()));
+        // a keyless identity is one signer across its certificates' keys
+        let keyless = certificate(Some("https://i"), WorkflowClaims::default());
+        let mut other_key = keyless.clone();
+        if let SignerInfo::Certificate {
+            key_fingerprint, ..
+        } = &mut other_key
+        {
+            *key_fingerprint = "1234".into();
+        }
+        assert!(keyless.identity().same_signer(&other_key.identity()));
+        // different keys that only keys name are different signers
+        let other = SignerInfo::Key {
+            name: "k".into(),
+            fingerprint: "abcd".into(),
+            transparency_log: None,
+        };
+        assert!(!key.identity().same_signer(&other.identity()));
+        assert!(!key.identity().same_signer(&keyless.identity()));
+    }
+
+    #[test]
     fn key_signer_json_omits_absent_transparency_log() {
         let s = SignerInfo::Key {
             name: "k".into(),
