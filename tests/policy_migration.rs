@@ -195,8 +195,8 @@ fn public_good_roots() -> Vec<(&'static str, Arc<TrustRoot>)> {
 /// The trust root at `rel` with every CA certificate as its own authority (same window):
 /// `sigstore-intermediate` is then not in the chain of its root's authority.
 fn split_authorities(rel: &str) -> TrustRoot {
-    let mut json: Value = serde_json::from_str(&std::fs::read_to_string(path(rel)).unwrap())
-        .unwrap();
+    let mut json: Value =
+        serde_json::from_str(&std::fs::read_to_string(path(rel)).unwrap()).unwrap();
     let mut split = Vec::new();
     for ca in json["certificateAuthorities"].as_array().unwrap() {
         for cert in ca["certChain"]["certificates"].as_array().unwrap() {

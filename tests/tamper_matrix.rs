@@ -867,7 +867,9 @@ mod signer_counting {
 
     fn ca(name: &str) -> Ca {
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.distinguished_name.push(rcgen::DnType::CommonName, name);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
         params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
         params.key_usages = vec![
             rcgen::KeyUsagePurpose::KeyCertSign,
@@ -886,7 +888,9 @@ mod signer_counting {
         let pkcs8 = key.0.to_pkcs8_der().unwrap();
         let pair = rcgen::KeyPair::try_from(pkcs8.as_bytes()).unwrap();
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
         params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::CodeSigning];
         params.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature];
         params.not_before = rcgen::date_time_ymd(2000, 1, 1);
@@ -1046,10 +1050,25 @@ mod signer_counting {
             )
         };
         vec![
-            ("alice and bob", issue(), signed(&[(&alice, None), (&bob, None)]), true),
-            ("bob and alice", issue(), signed(&[(&bob, None), (&alice, None)]), true),
+            (
+                "alice and bob",
+                issue(),
+                signed(&[(&alice, None), (&bob, None)]),
+                true,
+            ),
+            (
+                "bob and alice",
+                issue(),
+                signed(&[(&bob, None), (&alice, None)]),
+                true,
+            ),
             ("alice only", issue(), signed(&[(&alice, None)]), false),
-            ("alice twice", issue(), signed(&[(&alice, None), (&alice, None)]), false),
+            (
+                "alice twice",
+                issue(),
+                signed(&[(&alice, None), (&alice, None)]),
+                false,
+            ),
             ("bob only", issue(), signed(&[(&bob, None)]), false),
             (
                 "nested 2-of-2 with one of its signers",
@@ -1109,6 +1128,11 @@ mod signer_counting {
                  {wrongly_denied} wrongly denied"
             );
         }
-        assert!(wrong.is_empty(), "{} wrong verdicts:\n{}", wrong.len(), wrong.join("\n"));
+        assert!(
+            wrong.is_empty(),
+            "{} wrong verdicts:\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        );
     }
 }

@@ -751,7 +751,9 @@ mod tests {
         let (root_2021, intermediate, root_2022) =
             (cas[0][0].clone(), cas[1][0].clone(), cas[2][0].clone());
         assert!(issued_by(&intermediate, &root_2022));
-        let narrowed = root.restricted_to_certificates(&[root_2022.clone()]).unwrap();
+        let narrowed = root
+            .restricted_to_certificates(&[root_2022.clone()])
+            .unwrap();
         assert_eq!(
             ca_certificates(&narrowed),
             vec![vec![intermediate.clone()], vec![root_2022.clone()]]
@@ -759,10 +761,14 @@ mod tests {
         // The 2021 root has the same name (O=sigstore.dev, CN=sigstore) but another key:
         // the 2022 intermediate is not under it.
         assert!(!issued_by(&intermediate, &root_2021));
-        let narrowed = root.restricted_to_certificates(&[root_2021.clone()]).unwrap();
+        let narrowed = root
+            .restricted_to_certificates(&[root_2021.clone()])
+            .unwrap();
         assert_eq!(ca_certificates(&narrowed), vec![vec![root_2021]]);
         // Listing the intermediate keeps it alone (nothing it issued is a CA here).
-        let narrowed = root.restricted_to_certificates(&[intermediate.clone()]).unwrap();
+        let narrowed = root
+            .restricted_to_certificates(&[intermediate.clone()])
+            .unwrap();
         assert_eq!(ca_certificates(&narrowed), vec![vec![intermediate]]);
     }
 

@@ -121,15 +121,7 @@ pub(super) fn family(
     let mut seen = HashSet::new();
     let mut picks = Vec::new();
     family_search(
-        &options,
-        required,
-        0,
-        0,
-        0,
-        &mut picks,
-        &mut seen,
-        &mut found,
-        budget,
+        &options, required, 0, 0, 0, &mut picks, &mut seen, &mut found, budget,
     )?;
     minimal(found, budget)
 }
@@ -448,7 +440,10 @@ mod tests {
     fn a_nested_set_takes_the_signer_its_parent_leaves_free() {
         // count 2 over [alice, {count 1: [alice, bob]}], signed by alice and bob: the
         // nested set must take bob (a greedy pick of alice denies).
-        let entries = [leaf(0, &[ALICE]), set(1, vec![leaf(1, &[ALICE]), leaf(2, &[BOB])])];
+        let entries = [
+            leaf(0, &[ALICE]),
+            set(1, vec![leaf(1, &[ALICE]), leaf(2, &[BOB])]),
+        ];
         let b = best_of(&entries);
         assert_eq!(b.total, 2);
         let mut picks = b.picks.clone();
@@ -458,10 +453,16 @@ mod tests {
 
     #[test]
     fn one_signer_satisfies_one_entry_at_any_level() {
-        let entries = [leaf(0, &[ALICE]), set(1, vec![leaf(1, &[ALICE]), leaf(2, &[BOB])])];
+        let entries = [
+            leaf(0, &[ALICE]),
+            set(1, vec![leaf(1, &[ALICE]), leaf(2, &[BOB])]),
+        ];
         let only_alice = best(&entries, bit(ALICE), &mut Budget::new(MAX_STEPS)).unwrap();
         assert_eq!(only_alice.total, 1);
-        let nested_all = [leaf(0, &[ALICE]), set(2, vec![leaf(1, &[ALICE]), leaf(2, &[ALICE])])];
+        let nested_all = [
+            leaf(0, &[ALICE]),
+            set(2, vec![leaf(1, &[ALICE]), leaf(2, &[ALICE])]),
+        ];
         assert_eq!(best_of(&nested_all).total, 1);
     }
 
@@ -470,7 +471,13 @@ mod tests {
         // 1 of [alice, {2 of [alice, bob, carol]}]
         let f = family(
             1,
-            &[leaf(0, &[ALICE]), set(2, vec![leaf(1, &[ALICE]), leaf(2, &[BOB]), leaf(3, &[CAROL])])],
+            &[
+                leaf(0, &[ALICE]),
+                set(
+                    2,
+                    vec![leaf(1, &[ALICE]), leaf(2, &[BOB]), leaf(3, &[CAROL])],
+                ),
+            ],
             &mut Budget::new(MAX_STEPS),
         )
         .unwrap();
@@ -488,7 +495,11 @@ mod tests {
         let entries: Vec<Node> = (0..8).map(|i| leaf(i, &all)).collect();
         assert_eq!(best_of(&entries).total, 7);
         let nested = [set(8, entries.clone())];
-        assert!(family(8, &entries, &mut Budget::new(MAX_STEPS)).unwrap().is_empty());
+        assert!(
+            family(8, &entries, &mut Budget::new(MAX_STEPS))
+                .unwrap()
+                .is_empty()
+        );
         assert_eq!(best_of(&nested).total, 0);
     }
 

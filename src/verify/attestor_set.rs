@@ -33,14 +33,14 @@
 //! Every (signature set, attestor) check runs at most once per object and within the
 //! object's checks budget ([`SignatureChecks`]).
 
-use super::attestor::{KeylessAttestor, TrustedKey};
-use super::certificate::CertificateAttestor;
-use super::checks::{BudgetExceeded, Leaf, SignatureChecks};
-use super::failure::{Attempt, best_attempt};
 use super::assignment::{
     self, Budget, Choice, Exhausted, MAX_DEPTH, MAX_SIGNERS, MAX_STEPS, MAX_TREE_ENTRIES, Mask,
     Node,
 };
+use super::attestor::{KeylessAttestor, TrustedKey};
+use super::certificate::CertificateAttestor;
+use super::checks::{BudgetExceeded, Leaf, SignatureChecks};
+use super::failure::{Attempt, best_attempt};
 use super::signer::{SignerIdentity, SignerInfo};
 use crate::annotations::SignatureSet;
 use serde::Serialize;
@@ -162,9 +162,7 @@ impl AttestorSet {
                 for (i, a) in families.iter().enumerate() {
                     for (j, b) in families.iter().enumerate().skip(i + 1) {
                         // An entry that cannot be satisfied at all is reported inside it.
-                        let together = a
-                            .iter()
-                            .any(|x| b.iter().any(|y| x.mask & y.mask == 0));
+                        let together = a.iter().any(|x| b.iter().any(|y| x.mask & y.mask == 0));
                         if !a.is_empty() && !b.is_empty() && !together {
                             out.push((path.entry(i), path.entry(j)));
                         }
@@ -1189,7 +1187,9 @@ mod tests {
         let pkcs8 = signer.key.to_pkcs8_der().unwrap();
         let key_pair = rcgen::KeyPair::try_from(pkcs8.as_bytes()).unwrap();
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
         params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::CodeSigning];
         params.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature];
         params.not_before = rcgen::date_time_ymd(2000, 1, 1);
@@ -1279,9 +1279,17 @@ mod tests {
         // also when the key entry joins: still one signer for all three entries
         let p = policy(vec![set(
             Some(2),
-            vec![a.entry(), chain_entry("one", &ca1), chain_entry("two", &ca2)],
+            vec![
+                a.entry(),
+                chain_entry("one", &ca1),
+                chain_entry("two", &ca2),
+            ],
         )]);
-        let sets = [a.set(0), with_certificate(&a, 1, &c1), with_certificate(&a, 2, &c2)];
+        let sets = [
+            a.set(0),
+            with_certificate(&a, 1, &c1),
+            with_certificate(&a, 2, &c2),
+        ];
         assert!(p.evaluate(MESSAGE, &sets).is_err());
     }
 
@@ -1297,7 +1305,10 @@ mod tests {
         let ok = p
             .evaluate(MESSAGE, &[a.set(0), with_certificate(&b, 1, &cert_b)])
             .unwrap();
-        assert_eq!(paths(&ok), ["attestors[0].entries[0]", "attestors[0].entries[1]"]);
+        assert_eq!(
+            paths(&ok),
+            ["attestors[0].entries[0]", "attestors[0].entries[1]"]
+        );
         // two certificates with different keys under one CA, two entries
         let cert_a = certificate(&a, "alice", Some(&authority));
         let p = policy(vec![set(

@@ -42,8 +42,8 @@
 //! # }
 //! ```
 
-mod attestor;
 mod assignment;
+mod attestor;
 mod attestor_set;
 mod blocking;
 mod cache;
@@ -67,12 +67,14 @@ mod verdict;
 mod verifier;
 
 pub use crate::parallel::{MAX_VERIFICATION_THREADS, default_parallelism, map_in_order};
+pub use assignment::{
+    MAX_DEPTH as MAX_ATTESTOR_SET_DEPTH, MAX_TREE_ENTRIES as MAX_ATTESTOR_SET_ENTRIES,
+};
 pub use attestor::{Attestor, KeylessAttestor, TrustedKey};
 pub use attestor_set::{
     AttestorEntry, AttestorPolicy, AttestorSet, AttestorSetError, EntryFailure, EntryFailureReason,
     EntryMatch, EntryPath, ISSUER_NOT_CHECKED, MatchingLimit, SetFailure,
 };
-pub use assignment::{MAX_DEPTH as MAX_ATTESTOR_SET_DEPTH, MAX_TREE_ENTRIES as MAX_ATTESTOR_SET_ENTRIES};
 pub use blocking::{BlockingError, BlockingVerifications};
 pub use cache::{CacheStats, DEFAULT_CACHE_ENTRIES, VerificationCache};
 pub use certificate::{

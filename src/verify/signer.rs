@@ -247,6 +247,7 @@ impl fmt::Display for SignerInfo {
                 subject,
                 fingerprint,
                 transparency_log,
+                ..
             } => {
                 write!(
                     f,
