@@ -752,7 +752,7 @@ mod tests {
             (cas[0][0].clone(), cas[1][0].clone(), cas[2][0].clone());
         assert!(issued_by(&intermediate, &root_2022));
         let narrowed = root
-            .restricted_to_certificates(&[root_2022.clone()])
+            .restricted_to_certificates(std::slice::from_ref(&root_2022))
             .unwrap();
         assert_eq!(
             ca_certificates(&narrowed),
@@ -762,12 +762,12 @@ mod tests {
         // the 2022 intermediate is not under it.
         assert!(!issued_by(&intermediate, &root_2021));
         let narrowed = root
-            .restricted_to_certificates(&[root_2021.clone()])
+            .restricted_to_certificates(std::slice::from_ref(&root_2021))
             .unwrap();
         assert_eq!(ca_certificates(&narrowed), vec![vec![root_2021]]);
         // Listing the intermediate keeps it alone (nothing it issued is a CA here).
         let narrowed = root
-            .restricted_to_certificates(&[intermediate.clone()])
+            .restricted_to_certificates(std::slice::from_ref(&intermediate))
             .unwrap();
         assert_eq!(ca_certificates(&narrowed), vec![vec![intermediate]]);
     }
