@@ -367,6 +367,7 @@ fn rejects_github_uri_under_a_lookalike_org() {
             log_id: String::new(),
             integrated_time: 1,
         },
+        key_fingerprint: String::new(),
     };
     assert!(
         identity

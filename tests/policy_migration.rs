@@ -167,6 +167,93 @@ fn roots_naming_only_the_2021_root_accept_2021_signatures_and_refuse_2022_ones()
     assert!(v.contains("does not chain to a trusted Fulcio root"), "{v}");
 }
 
+/// The trust roots a June 2022 public-good signature must verify under, all offline: the
+/// root-signing snapshot Kyverno's fixtures use, sigstore-python's production root
+/// (`testdata/sigstore-trust-roots/production/`), and the root mansign embeds.
+fn public_good_roots() -> Vec<(&'static str, Arc<TrustRoot>)> {
+    vec![
+        ("root-signing snapshot", trust()),
+        (
+            "sigstore-python production",
+            Arc::new(
+                TrustRoot::from_file(path(
+                    "testdata/sigstore-trust-roots/production/trusted_root.json",
+                ))
+                .unwrap(),
+            ),
+        ),
+        ("embedded", Arc::new(TrustRoot::public_good().unwrap())),
+        (
+            "sigstore-python production, each CA certificate its own authority",
+            Arc::new(split_authorities(
+                "testdata/sigstore-trust-roots/production/trusted_root.json",
+            )),
+        ),
+    ]
+}
+
+/// The trust root at `rel` with every CA certificate as its own authority (same window):
+/// `sigstore-intermediate` is then not in the chain of its root's authority.
+fn split_authorities(rel: &str) -> TrustRoot {
+    let mut json: Value =
+        serde_json::from_str(&std::fs::read_to_string(path(rel)).unwrap()).unwrap();
+    let mut split = Vec::new();
+    for ca in json["certificateAuthorities"].as_array().unwrap() {
+        for cert in ca["certChain"]["certificates"].as_array().unwrap() {
+            let mut one = ca.clone();
+            one["certChain"]["certificates"] = serde_json::json!([cert]);
+            split.push(one);
+        }
+    }
+    json["certificateAuthorities"] = Value::Array(split);
+    TrustRoot::from_json(&json.to_string()).unwrap()
+}
+
+fn load_under(name: &str, trust_root: Arc<TrustRoot>) -> PolicySet {
+    let text = std::fs::read_to_string(wild(name)).unwrap();
+    let options = LoadOptions {
+        trust_root: Some(trust_root),
+        insecure_any_issuer: true,
+        ..LoadOptions::default()
+    };
+    load_str(name, &text, &path("testdata/policies/wild"), &options).unwrap()
+}
+
+#[test]
+fn roots_naming_only_the_public_good_root_keep_its_intermediate() {
+    // Issue 21, item 9: `roots` = the public-good root (O=sigstore.dev, CN=sigstore) alone;
+    // the June 2022 leaves were issued by `sigstore-intermediate`, which chains to it.
+    for (label, root) in public_good_roots() {
+        let policy = load_under("public-good-root-only.yaml", root);
+        let v = verdict(&policy, MULTI);
+        assert!(v.is_verified(), "{label}: {v}");
+        assert!(
+            v.to_string().contains("subject hirokuni.kitahara1@ibm.com"),
+            "{label}: {v}"
+        );
+        // The 2021 signature chains to the other (2021) root: still refused.
+        let old = verdict(&policy, OLD);
+        assert!(!old.is_verified(), "{label}: {old}");
+    }
+}
+
+#[test]
+fn roots_naming_a_root_the_leaf_does_not_chain_to_still_refuse() {
+    // The 2021 root alone: the 2022 leaves (issued by the 2022 intermediate of the other
+    // root) are refused under every public-good trust root, the 2021 signature verifies.
+    for (label, root) in public_good_roots() {
+        let policy = load_under("roots-2021-only.yaml", root);
+        let v = verdict(&policy, MULTI);
+        assert!(!v.is_verified(), "{label}: {v}");
+        let text = v.to_string();
+        assert!(
+            text.contains("does not chain to a trusted Fulcio root")
+                || text.contains("no Fulcio authority of the trust root was valid"),
+            "{label}: {text}"
+        );
+    }
+}
+
 #[test]
 fn subject_regexp_without_issuer_is_anchored_and_loads_with_the_flag() {
     let policy = load("subject-regexp.yaml", true).unwrap();

@@ -823,3 +823,316 @@ fn every_single_step_tampering_is_rejected_and_every_re_encoding_verifies() {
         tally.wrong.join("\n")
     );
 }
+
+/// Signer counting (issue 21, items 5 and 8), self-contained: key-signed objects with
+/// several signature sets against attestor policies with `count` and nested sets.
+///
+/// * **one key counted twice** — one key seen bare and inside a certificate, inside two
+///   certificates with different subjects, or one signature accepted by a key entry and by
+///   an entry pinning a certificate of that key, must not reach `count: 2`; two different
+///   keys must;
+/// * **nested sets** — `count: 2` over `[alice, {count: 1, entries: [alice, bob]}]` must
+///   admit alice and bob (either order) and deny alice alone or twice; a nested set with
+///   `count: 2` consumes two signers.
+mod signer_counting {
+    use mansign::Limits;
+    use mansign::annotations::{AnnotationDomain, EmbedMode, SignatureSet, embed};
+    use mansign::manifest::{build_message, parse_documents};
+    use mansign::verify::{
+        AttestorEntry, AttestorPolicy, AttestorSet, CertificateAttestor, TrustedKey, Verifier,
+    };
+    use p256::ecdsa::signature::Signer as _;
+    use p256::pkcs8::EncodePrivateKey as _;
+    use serde_json::Value;
+
+    const DOC: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: counted\n  namespace: team-a\ndata:\n  mode: strict\n";
+
+    struct Key(p256::ecdsa::SigningKey);
+
+    impl Key {
+        fn new() -> Key {
+            Key(p256::ecdsa::SigningKey::random(&mut rand_core::OsRng))
+        }
+
+        fn entry(&self, name: &str) -> AttestorEntry {
+            AttestorEntry::Keys(vec![TrustedKey::new(name, *self.0.verifying_key())])
+        }
+    }
+
+    struct Ca {
+        params: rcgen::CertificateParams,
+        key: rcgen::KeyPair,
+        pem: String,
+    }
+
+    fn ca(name: &str) -> Ca {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::DigitalSignature,
+        ];
+        params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2099, 1, 1);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let pem = params.self_signed(&key).unwrap().pem();
+        Ca { params, key, pem }
+    }
+
+    /// A code-signing certificate named `cn` for `key`, issued by `issuer` (self-signed
+    /// without one).
+    fn certificate(key: &Key, cn: &str, issuer: Option<&Ca>) -> String {
+        let pkcs8 = key.0.to_pkcs8_der().unwrap();
+        let pair = rcgen::KeyPair::try_from(pkcs8.as_bytes()).unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::CodeSigning];
+        params.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature];
+        params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2099, 1, 1);
+        match issuer {
+            None => params.self_signed(&pair).unwrap().pem(),
+            Some(ca) => params
+                .signed_by(&pair, &rcgen::Issuer::from_params(&ca.params, &ca.key))
+                .unwrap()
+                .pem(),
+        }
+    }
+
+    fn chain(name: &str, ca: &Ca) -> AttestorEntry {
+        AttestorEntry::Certificate(CertificateAttestor::new(name, None, Some(&ca.pem)).unwrap())
+    }
+
+    fn pinned(name: &str, pem: &str) -> AttestorEntry {
+        AttestorEntry::Certificate(CertificateAttestor::new(name, Some(pem), None).unwrap())
+    }
+
+    fn nested(count: Option<usize>, entries: Vec<AttestorEntry>) -> AttestorEntry {
+        AttestorEntry::Nested(AttestorSet::new(count, entries).unwrap())
+    }
+
+    fn policy(count: Option<usize>, entries: Vec<AttestorEntry>) -> AttestorPolicy {
+        AttestorPolicy::new(vec![AttestorSet::new(count, entries).unwrap()]).unwrap()
+    }
+
+    /// DOC signed once per (key, certificate) in `signatures`, in that order.
+    fn signed(signatures: &[(&Key, Option<&str>)]) -> Value {
+        let mut value = parse_documents(DOC, &Limits::default())
+            .unwrap()
+            .remove(0)
+            .1;
+        let message = build_message([&value]);
+        let sets: Vec<SignatureSet> = signatures
+            .iter()
+            .enumerate()
+            .map(|(index, (key, certificate))| {
+                let signature: p256::ecdsa::DerSignature = key.0.sign(&message);
+                SignatureSet {
+                    index,
+                    signature: signature.as_bytes().to_vec(),
+                    certificate_pem: certificate.map(str::to_string),
+                    bundle: None,
+                }
+            })
+            .collect();
+        embed(
+            &mut value,
+            &AnnotationDomain::default(),
+            &message,
+            &sets,
+            EmbedMode::Replace,
+            &Limits::default(),
+        )
+        .unwrap();
+        value
+    }
+
+    fn accepted(policy: AttestorPolicy, object: &Value) -> bool {
+        Verifier::for_policy(policy)
+            .verify_object(object)
+            .is_ok_and(|v| v.is_verified())
+    }
+
+    /// (what, policy, object, must be admitted)
+    type Case = (&'static str, AttestorPolicy, Value, bool);
+
+    fn one_key_counted_twice() -> Vec<Case> {
+        let (a, b) = (Key::new(), Key::new());
+        let (team, other) = (ca("team CA"), ca("other CA"));
+        let a_team = certificate(&a, "alice", Some(&team));
+        let a_other = certificate(&a, "not-alice", Some(&other));
+        let b_team = certificate(&b, "bob", Some(&team));
+        let b_other = certificate(&b, "bob", Some(&other));
+        let a_self = certificate(&a, "alice", None);
+        let key_and_ca = || policy(Some(2), vec![a.entry("a"), chain("team", &team)]);
+        let two_cas = || policy(Some(2), vec![chain("team", &team), chain("other", &other)]);
+        vec![
+            (
+                "key bare (set 0) and in a certificate (set 1)",
+                key_and_ca(),
+                signed(&[(&a, None), (&a, Some(&a_team))]),
+                false,
+            ),
+            (
+                "key in a certificate (set 0) and bare (set 1)",
+                key_and_ca(),
+                signed(&[(&a, Some(&a_team)), (&a, None)]),
+                false,
+            ),
+            (
+                "key in two certificates with different subjects",
+                two_cas(),
+                signed(&[(&a, Some(&a_team)), (&a, Some(&a_other))]),
+                false,
+            ),
+            (
+                "one signature, a key entry and an entry pinning a certificate of that key",
+                policy(Some(2), vec![a.entry("a"), pinned("alice", &a_self)]),
+                signed(&[(&a, None)]),
+                false,
+            ),
+            (
+                "key bare and in two certificates, three entries",
+                policy(
+                    Some(2),
+                    vec![a.entry("a"), chain("team", &team), chain("other", &other)],
+                ),
+                signed(&[(&a, None), (&a, Some(&a_team)), (&a, Some(&a_other))]),
+                false,
+            ),
+            (
+                "two keys, one bare and one in a certificate",
+                key_and_ca(),
+                signed(&[(&a, None), (&b, Some(&b_team))]),
+                true,
+            ),
+            (
+                "two keys in certificates of two CAs",
+                two_cas(),
+                signed(&[(&a, Some(&a_team)), (&b, Some(&b_other))]),
+                true,
+            ),
+        ]
+    }
+
+    fn nested_sets() -> Vec<Case> {
+        let (alice, bob, carol) = (Key::new(), Key::new(), Key::new());
+        let issue = || {
+            policy(
+                Some(2),
+                vec![
+                    alice.entry("alice"),
+                    nested(Some(1), vec![alice.entry("alice"), bob.entry("bob")]),
+                ],
+            )
+        };
+        let two_of_nested = || {
+            policy(
+                None,
+                vec![
+                    alice.entry("alice"),
+                    nested(None, vec![bob.entry("bob"), carol.entry("carol")]),
+                ],
+            )
+        };
+        let siblings = || {
+            policy(
+                None,
+                vec![
+                    nested(Some(1), vec![alice.entry("alice"), bob.entry("bob")]),
+                    nested(None, vec![alice.entry("alice")]),
+                ],
+            )
+        };
+        vec![
+            (
+                "alice and bob",
+                issue(),
+                signed(&[(&alice, None), (&bob, None)]),
+                true,
+            ),
+            (
+                "bob and alice",
+                issue(),
+                signed(&[(&bob, None), (&alice, None)]),
+                true,
+            ),
+            ("alice only", issue(), signed(&[(&alice, None)]), false),
+            (
+                "alice twice",
+                issue(),
+                signed(&[(&alice, None), (&alice, None)]),
+                false,
+            ),
+            ("bob only", issue(), signed(&[(&bob, None)]), false),
+            (
+                "nested 2-of-2 with one of its signers",
+                two_of_nested(),
+                signed(&[(&alice, None), (&bob, None)]),
+                false,
+            ),
+            (
+                "nested 2-of-2 with both of its signers",
+                two_of_nested(),
+                signed(&[(&alice, None), (&bob, None), (&carol, None)]),
+                true,
+            ),
+            (
+                "two nested sets, one signer for both",
+                siblings(),
+                signed(&[(&alice, None)]),
+                false,
+            ),
+            (
+                "two nested sets, the first must leave alice to the second",
+                siblings(),
+                signed(&[(&alice, None), (&bob, None)]),
+                true,
+            ),
+        ]
+    }
+
+    #[test]
+    fn signer_counting_categories_have_no_wrong_verdicts() {
+        let mut wrong = Vec::new();
+        for (category, cases) in [
+            ("one key counted twice", one_key_counted_twice()),
+            ("nested sets", nested_sets()),
+        ] {
+            let (mut must_reject, mut wrongly_accepted, mut must_admit, mut wrongly_denied) =
+                (0, 0, 0, 0);
+            for (what, policy, object, admit) in cases {
+                let verdict = accepted(policy, &object);
+                if admit {
+                    must_admit += 1;
+                    if !verdict {
+                        wrongly_denied += 1;
+                        wrong.push(format!("{category}: DENIED {what}"));
+                    }
+                } else {
+                    must_reject += 1;
+                    if verdict {
+                        wrongly_accepted += 1;
+                        wrong.push(format!("{category}: ACCEPTED {what}"));
+                    }
+                }
+            }
+            println!(
+                "tamper matrix: {category}: {must_reject} must-reject cases, \
+                 {wrongly_accepted} wrongly accepted; {must_admit} must-admit cases, \
+                 {wrongly_denied} wrongly denied"
+            );
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} wrong verdicts:\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        );
+    }
+}

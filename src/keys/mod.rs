@@ -53,4 +53,5 @@ pub use encrypted_key::{
 pub use error::KeyError;
 pub use public_key::{
     PUBLIC_KEY_LABEL, parse_public_key_pem, public_key_fingerprint, public_key_pem,
+    spki_fingerprint,
 };

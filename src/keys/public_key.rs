@@ -50,6 +50,17 @@ pub fn public_key_fingerprint(key: &VerifyingKey) -> String {
     hex::encode(digest)
 }
 
+/// Lowercase hex SHA-256 of a SubjectPublicKeyInfo (DER), for telling signers apart. A
+/// P-256 key is re-encoded first, so it has the same value as [`public_key_fingerprint`]
+/// whatever encoding of the point the DER used (compressed or not); any other key is
+/// hashed as given.
+pub fn spki_fingerprint(der: &[u8]) -> String {
+    match VerifyingKey::from_public_key_der(der) {
+        Ok(key) => public_key_fingerprint(&key),
+        Err(_) => hex::encode(Sha256::digest(der)),
+    }
+}
+
 /// Parses exactly one PEM block. Text around it is ignored, as Go's `pem.Decode`
 /// (which cosign uses) does, but a second block is refused because it would be
 /// ambiguous which key was meant.

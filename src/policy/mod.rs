@@ -552,8 +552,10 @@ pub(crate) fn certificate_attestor(
 }
 
 /// Builds the attestor policy, mapping construction errors to the location.
-/// The attestor policy of a rule; a warning note for every pair of entries that name the
-/// same signer (they can never both count toward a `count`).
+/// The attestor policy of a rule; a warning note for every pair of entries of one set that
+/// can never both count toward a `count` (every way to satisfy one needs a signer every way
+/// to satisfy the other needs). A nested set that can take another signer is not warned
+/// about: `[alice, {count: 1, entries: [alice, bob]}]` is satisfied by alice and bob.
 pub(crate) fn attestor_policy(
     sets: Vec<crate::verify::AttestorSet>,
     at: &Location,
@@ -568,8 +570,8 @@ pub(crate) fn attestor_policy(
     for (first, second) in policy.duplicate_entries() {
         notes.push(format!(
             "{}: document {}: {prefix}{second}: warning: names the same signer as \
-             {prefix}{first}; each signer counts once toward a count, so the two entries \
-             cannot both be satisfied",
+             {prefix}{first}, and no choice of distinct signers satisfies both (each signer \
+             counts once toward a count)",
             at.origin, at.document
         ));
     }

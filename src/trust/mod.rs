@@ -402,10 +402,17 @@ impl TrustRoot {
         self.rekor_keys.key(&Sha256Hash::new(*log_id)).is_some()
     }
 
-    /// The same root, trusting only the certificate authorities whose chain holds one of
-    /// `certificates` (DER). Every certificate must be a CA certificate of this root:
-    /// `Err(i)` names the first one that is not (a migration can narrow what a root trusts,
-    /// never add to it). The logs are kept: a bare CA list has no log keys of its own.
+    /// The same root, trusting only what `certificates` (DER) and the authorities under
+    /// them vouch for: every certificate authority whose chain holds one of `certificates`
+    /// is kept whole, and of the other authorities, the CA certificates issued (name and
+    /// signature, transitively) by a certificate kept so far. So a root keeps the
+    /// intermediates of the trust root that chain to it, wherever the root lists them
+    /// (Sigstore's public-good root lists `sigstore-intermediate` with its root; a root that
+    /// lists them as separate authorities works too), and a root with the same name but
+    /// another key keeps nothing of them. Every certificate must be a CA certificate of this
+    /// root: `Err(i)` names the first one that is not (a migration can narrow what a root
+    /// trusts, never add to it). The logs are kept: a bare CA list has no log keys of its
+    /// own.
     pub fn restricted_to_certificates(
         &self,
         certificates: &[Vec<u8>],
@@ -428,9 +435,61 @@ impl TrustRoot {
         }) {
             return Err(RestrictError::NotInRoot { index: i });
         }
+        let authorities = &self.root.certificate_authorities;
+        // For each authority, which of its certificates are kept.
+        let mut kept: Vec<Vec<bool>> = authorities
+            .iter()
+            .map(|ca| {
+                let whole = certificates.iter().any(|der| in_chain(ca, der));
+                vec![whole; ca.cert_chain.certificates.len()]
+            })
+            .collect();
+        // Certificates issued by a kept one, until nothing changes (each pass keeps at
+        // least one more certificate, so at most one pass per certificate).
+        loop {
+            let issuers: Vec<&[u8]> = authorities
+                .iter()
+                .zip(&kept)
+                .flat_map(|(ca, k)| {
+                    ca.cert_chain
+                        .certificates
+                        .iter()
+                        .zip(k)
+                        .filter(|(_, kept)| **kept)
+                        .map(|(c, _)| c.raw_bytes.as_bytes())
+                })
+                .collect();
+            let mut changed = false;
+            for (ca, k) in authorities.iter().zip(kept.iter_mut()) {
+                for (cert, kept) in ca.cert_chain.certificates.iter().zip(k.iter_mut()) {
+                    if !*kept
+                        && issuers
+                            .iter()
+                            .any(|issuer| issued_by(cert.raw_bytes.as_bytes(), issuer))
+                    {
+                        *kept = true;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
         let mut root = self.root.clone();
-        root.certificate_authorities
-            .retain(|ca| certificates.iter().any(|der| in_chain(ca, der)));
+        root.certificate_authorities = authorities
+            .iter()
+            .zip(&kept)
+            .filter(|(_, k)| k.iter().any(|kept| *kept))
+            .map(|(ca, k)| {
+                let mut ca = ca.clone();
+                let mut keep = k.iter();
+                ca.cert_chain
+                    .certificates
+                    .retain(|_| keep.next().copied().unwrap_or(false));
+                ca
+            })
+            .collect();
         let json = serde_json::to_string(&root).map_err(|e| RestrictError::Rebuild {
             reason: e.to_string(),
         })?;
@@ -483,6 +542,51 @@ impl TrustRoot {
             .map(|c| c.raw_bytes.as_bytes())
             .collect()
     }
+}
+
+/// True when the CA certificate `child` (DER) was issued by `issuer` (DER): `child`'s
+/// issuer name is `issuer`'s subject and `child`'s signature (ECDSA with SHA-256 or
+/// SHA-384, what Fulcio CAs use) verifies under `issuer`'s key. Anything unreadable or of
+/// another algorithm is not issued by it (the certificate is then not kept).
+fn issued_by(child: &[u8], issuer: &[u8]) -> bool {
+    use sigstore_crypto::{KeyAlgorithm, SigningScheme, VerificationKey};
+    use x509_cert::der::{Decode as _, Encode as _};
+    let (Ok(child), Ok(issuer)) = (
+        x509_cert::Certificate::from_der(child),
+        x509_cert::Certificate::from_der(issuer),
+    ) else {
+        return false;
+    };
+    if child.tbs_certificate.issuer != issuer.tbs_certificate.subject {
+        return false;
+    }
+    let (Ok(tbs), Ok(spki), Some(signature)) = (
+        child.tbs_certificate.to_der(),
+        issuer.tbs_certificate.subject_public_key_info.to_der(),
+        child.signature.as_bytes(),
+    ) else {
+        return false;
+    };
+    let spki = sigstore_types::DerPublicKey::new(spki);
+    let Ok(key) = VerificationKey::from_spki(&spki) else {
+        return false;
+    };
+    // ecdsa-with-SHA256, ecdsa-with-SHA384 (RFC 5758)
+    let sha384 = match child.signature_algorithm.oid.to_string().as_str() {
+        "1.2.840.10045.4.3.2" => false,
+        "1.2.840.10045.4.3.3" => true,
+        _ => return false,
+    };
+    let scheme = match (key.scheme().key_algorithm(), sha384) {
+        (KeyAlgorithm::EcdsaP256, false) => SigningScheme::EcdsaP256Sha256,
+        (KeyAlgorithm::EcdsaP256, true) => SigningScheme::EcdsaP256Sha384,
+        (KeyAlgorithm::EcdsaP384, false) => SigningScheme::EcdsaP384Sha256,
+        (KeyAlgorithm::EcdsaP384, true) => SigningScheme::EcdsaP384Sha384,
+        _ => return false,
+    };
+    VerificationKey::from_spki_with_scheme(&spki, scheme)
+        .and_then(|key| key.verify(&tbs, &SignatureBytes::new(signature.to_vec())))
+        .is_ok()
 }
 
 #[cfg(test)]
@@ -619,6 +723,53 @@ mod tests {
         assert_eq!(narrowed.root.tlogs.len(), root.root.tlogs.len());
         assert_eq!(narrowed.root.ctlogs.len(), root.root.ctlogs.len());
         assert!(narrowed.origin().contains("keyless.roots"));
+    }
+
+    /// The public-good root with every CA certificate as its own authority (same window):
+    /// the 2022 intermediate is then not in the chain of its root's authority.
+    fn split_public_good() -> TrustRoot {
+        let mut json: serde_json::Value =
+            serde_json::from_str(SIGSTORE_PRODUCTION_TRUSTED_ROOT).unwrap();
+        let mut split = Vec::new();
+        for ca in json["certificateAuthorities"].as_array().unwrap() {
+            for cert in ca["certChain"]["certificates"].as_array().unwrap() {
+                let mut one = ca.clone();
+                one["certChain"]["certificates"] = serde_json::json!([cert]);
+                split.push(one);
+            }
+        }
+        json["certificateAuthorities"] = serde_json::Value::Array(split);
+        TrustRoot::from_json(&json.to_string()).unwrap()
+    }
+
+    #[test]
+    fn restricting_to_a_root_keeps_the_intermediates_it_issued() {
+        // Issue 21, item 9: [2021 root], [2022 intermediate], [2022 root].
+        let root = split_public_good();
+        let cas = ca_certificates(&root);
+        assert_eq!(cas.len(), 3);
+        let (root_2021, intermediate, root_2022) =
+            (cas[0][0].clone(), cas[1][0].clone(), cas[2][0].clone());
+        assert!(issued_by(&intermediate, &root_2022));
+        let narrowed = root
+            .restricted_to_certificates(std::slice::from_ref(&root_2022))
+            .unwrap();
+        assert_eq!(
+            ca_certificates(&narrowed),
+            vec![vec![intermediate.clone()], vec![root_2022.clone()]]
+        );
+        // The 2021 root has the same name (O=sigstore.dev, CN=sigstore) but another key:
+        // the 2022 intermediate is not under it.
+        assert!(!issued_by(&intermediate, &root_2021));
+        let narrowed = root
+            .restricted_to_certificates(std::slice::from_ref(&root_2021))
+            .unwrap();
+        assert_eq!(ca_certificates(&narrowed), vec![vec![root_2021]]);
+        // Listing the intermediate keeps it alone (nothing it issued is a CA here).
+        let narrowed = root
+            .restricted_to_certificates(std::slice::from_ref(&intermediate))
+            .unwrap();
+        assert_eq!(ca_certificates(&narrowed), vec![vec![intermediate]]);
     }
 
     #[test]

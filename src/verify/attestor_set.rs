@@ -8,16 +8,24 @@
 //! **What satisfies an entry.** A leaf entry is satisfied when *some* signature set of the
 //! object verifies under it; a nested set when its own count is reached.
 //!
-//! **Distinct signers.** Within one attestor set, each signer counts once: an entry is
-//! counted only with a signer no other counted entry of the set used. The same key listed
-//! twice (or re-wrapped PEM of it), or two identity entries that one certificate satisfies,
-//! do not make `count: 2` out of one signature. Signers are compared by
-//! [`SignerIdentity`] (key fingerprint; keyless issuer and subject; certificate subject).
-//! Leaf entries are matched to signers with a maximum bipartite matching, so the count is
-//! the largest number of entries that distinct signers can satisfy; a nested set draws its
-//! signers first (from those not yet used), then the leaves are matched on the rest — this
-//! can only under-count (deny), never over-count. Kyverno counts entries instead
-//! (upstream `Test_VerifyManifest_MustAll_ValidYAML` passes `count: 3` over
+//! **Distinct signers.** Within one top-level attestor set (nested sets included), each
+//! signer counts once: an entry is counted only with a signer no other counted entry of the
+//! set's tree used. A signer is the public key that signed (plus, for keyless, its
+//! identity): signers found on the object are grouped, transitively, when they come from
+//! the same signature set, have the same key (a trusted key, the same key in a
+//! certificate, or in two certificates with different subjects), the same keyless issuer
+//! and subject, or the same PKI certificate subject ([`SignerIdentity::same_signer`]). So
+//! the same key listed twice (or re-wrapped PEM of it), two identity entries that one
+//! certificate satisfies, or one key presented once bare and once in a certificate, do not
+//! make `count: 2` out of one signer.
+//!
+//! **Assignment.** Entries are assigned distinct signers by a real search across nesting
+//! levels ([`assignment`](super::assignment)): leaves by maximum bipartite matching, a
+//! nested set by the minimal signer sets with which it reaches its own count, so
+//! `count: 2` over `[alice, {count: 1, entries: [alice, bob]}]` is satisfied by alice and
+//! bob. The search has a step budget (past it the object is refused) and policies are
+//! bounded at load (nesting depth, entries per top-level set). Kyverno counts entries
+//! instead (upstream `Test_VerifyManifest_MustAll_ValidYAML` passes `count: 3` over
 //! `[K1, K2, nested{K1}]` with two signatures; mansign denies it): documented in
 //! `docs/policy.md`. Different top-level attestor sets are independent (ANDed): one signer
 //! may satisfy an entry of each.
@@ -25,6 +33,10 @@
 //! Every (signature set, attestor) check runs at most once per object and within the
 //! object's checks budget ([`SignatureChecks`]).
 
+use super::assignment::{
+    self, Budget, Choice, Exhausted, MAX_DEPTH, MAX_SIGNERS, MAX_STEPS, MAX_TREE_ENTRIES, Mask,
+    Node,
+};
 use super::attestor::{KeylessAttestor, TrustedKey};
 use super::certificate::CertificateAttestor;
 use super::checks::{BudgetExceeded, Leaf, SignatureChecks};
@@ -32,7 +44,7 @@ use super::failure::{Attempt, best_attempt};
 use super::signer::{SignerIdentity, SignerInfo};
 use crate::annotations::SignatureSet;
 use serde::Serialize;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// One entry of an attestor set.
@@ -76,6 +88,13 @@ pub enum AttestorSetError {
     NoKeys,
     #[error("an attestor policy needs at least one attestor set")]
     NoSets,
+    #[error("attestor sets nested {depth} deep; at most {limit} levels are accepted")]
+    TooDeep { depth: usize, limit: usize },
+    #[error(
+        "{entries} entries in one attestor set (nested sets included); at most {limit} are \
+         accepted"
+    )]
+    TooManyEntries { entries: usize, limit: usize },
 }
 
 impl AttestorSet {
@@ -103,24 +122,56 @@ impl AttestorSet {
         {
             return Err(AttestorSetError::NoKeys);
         }
-        Ok(AttestorSet { count, entries })
+        let set = AttestorSet { count, entries };
+        // Assigning distinct signers searches nested sets: bounded here, and by a step
+        // budget when an object is verified.
+        let (depth, entries) = set.shape();
+        if depth > MAX_DEPTH {
+            return Err(AttestorSetError::TooDeep {
+                depth,
+                limit: MAX_DEPTH,
+            });
+        }
+        if entries > MAX_TREE_ENTRIES {
+            return Err(AttestorSetError::TooManyEntries {
+                entries,
+                limit: MAX_TREE_ENTRIES,
+            });
+        }
+        Ok(set)
     }
 
+    /// Pairs of entries of this set (and, recursively, of its nested sets) that no
+    /// assignment of distinct signers satisfies together, judging signers by what the
+    /// entries name ([`AttestorEntry::signer_signature`]).
     fn collect_duplicates(&self, path: &EntryPath, out: &mut Vec<(EntryPath, EntryPath)>) {
-        let signatures: Vec<Option<Vec<String>>> = self
+        let mut names = Vec::new();
+        let nodes: Vec<Node> = self
             .entries
             .iter()
-            .map(AttestorEntry::signer_signature)
+            .map(|e| e.symbolic(&mut names))
             .collect();
-        for (i, a) in signatures.iter().enumerate() {
-            for (j, b) in signatures.iter().enumerate().skip(i + 1) {
-                if let (Some(a), Some(b)) = (a, b)
-                    && a.iter().any(|x| b.contains(x))
-                {
-                    out.push((path.entry(i), path.entry(j)));
+        // Advisory only: past the search's bounds no warning is given.
+        if names.len() <= MAX_SIGNERS {
+            let mut budget = Budget::new(MAX_STEPS);
+            let families: Result<Vec<Vec<Choice>>, Exhausted> = nodes
+                .iter()
+                .map(|n| assignment::ways(n, &mut budget))
+                .collect();
+            if let Ok(families) = families {
+                for (i, a) in families.iter().enumerate() {
+                    for (j, b) in families.iter().enumerate().skip(i + 1) {
+                        // An entry that cannot be satisfied at all is reported inside it.
+                        let together = a.iter().any(|x| b.iter().any(|y| x.mask & y.mask == 0));
+                        if !a.is_empty() && !b.is_empty() && !together {
+                            out.push((path.entry(i), path.entry(j)));
+                        }
+                    }
                 }
             }
-            if let AttestorEntry::Nested(nested) = &self.entries[i] {
+        }
+        for (i, entry) in self.entries.iter().enumerate() {
+            if let AttestorEntry::Nested(nested) = entry {
                 nested.collect_duplicates(&path.entry(i), out);
             }
         }
@@ -140,176 +191,348 @@ impl AttestorSet {
         self.count.unwrap_or(self.entries.len())
     }
 
-    /// Evaluates the set with signers in `excluded` unavailable (used by the enclosing set).
+    /// Evaluates the set as a top-level attestor set: every leaf entry against every
+    /// signature set, the signers grouped (one signer however often it appears), then the
+    /// entries assigned distinct signers ([`assignment`](super::assignment)).
     fn evaluate(
         &self,
         path: &EntryPath,
         checks: &mut SignatureChecks<'_>,
-        excluded: &HashSet<SignerIdentity>,
-    ) -> Result<Result<SetSuccess, SetFailure>, BudgetExceeded> {
-        let required = self.required();
-        let mut used = excluded.clone();
-        let mut counted = 0usize;
-        let mut matches = Vec::new();
-        let mut failures = Vec::new();
-        // 1. nested sets draw their signers first
-        for (i, entry) in self.entries.iter().enumerate() {
-            let AttestorEntry::Nested(nested) = entry else {
-                continue;
-            };
-            let entry_path = path.entry(i);
-            match nested.evaluate(&entry_path, checks, &used)? {
-                Ok(success) => {
-                    counted += 1;
-                    used.extend(success.signers);
-                    matches.extend(success.matches);
-                }
-                Err(failure) => failures.push(EntryFailure {
-                    entry: entry_path,
-                    reason: EntryFailureReason::Nested(Box::new(failure)),
-                }),
+    ) -> Result<Result<Vec<EntryMatch>, SetFailure>, BudgetExceeded> {
+        let mut gathered = Gathered::default();
+        let tree = gathered.set(self, path, checks)?;
+        let classes = gathered.classes();
+        let count = classes.iter().copied().max().map_or(0, |c| c + 1);
+        if count > MAX_SIGNERS {
+            return Ok(Err(matching_refused(
+                path,
+                self.required(),
+                MatchingLimit::Signers { limit: MAX_SIGNERS },
+            )));
+        }
+        gathered.assign_classes(&classes);
+        let mut budget = Budget::new(MAX_STEPS);
+        match gathered.report(&tree, Mask::MAX, &mut budget) {
+            Ok(Report::Satisfied(matches)) => Ok(Ok(matches)),
+            Ok(Report::Failed(failure)) => Ok(Err(failure)),
+            Err(Exhausted) => Ok(Err(matching_refused(
+                path,
+                self.required(),
+                MatchingLimit::Steps { limit: MAX_STEPS },
+            ))),
+        }
+    }
+
+    /// Nesting depth (1: no nested set) and number of entries at every level.
+    fn shape(&self) -> (usize, usize) {
+        let mut depth = 1;
+        let mut entries = self.entries.len();
+        for entry in &self.entries {
+            if let AttestorEntry::Nested(nested) = entry {
+                let (d, e) = nested.shape();
+                depth = depth.max(d + 1);
+                entries = entries.saturating_add(e);
             }
         }
-        // 2. every leaf entry against every signature set
-        let mut candidates: Vec<Candidate> = Vec::new();
-        for (i, entry) in self.entries.iter().enumerate() {
-            let leaves = entry.leaves();
-            if leaves.is_empty() {
-                continue;
-            }
+        (depth, entries)
+    }
+}
+
+/// A set refused because assigning signers to its entries would cost too much.
+fn matching_refused(path: &EntryPath, required: usize, limit: MatchingLimit) -> SetFailure {
+    SetFailure {
+        set: path.clone(),
+        verified: 0,
+        required,
+        failures: vec![EntryFailure {
+            entry: path.clone(),
+            reason: EntryFailureReason::MatchingBudgetExceeded(limit),
+        }],
+    }
+}
+
+/// What an attestor set's signer assignment exceeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MatchingLimit {
+    /// More search steps than the budget ([`assignment`](super::assignment)).
+    Steps { limit: usize },
+    /// More distinct signers than the search handles.
+    Signers { limit: usize },
+}
+
+/// A leaf entry's checks: the signers that satisfied it, or why none did.
+struct GatheredLeaf {
+    path: EntryPath,
+    warnings: Vec<String>,
+    /// Indices into [`Gathered::signers`], in the order found.
+    found: Vec<usize>,
+    attempts: Vec<Attempt>,
+    no_signature_sets: bool,
+    /// Signer group -> the first signature set and signer of that group satisfying it.
+    candidates: BTreeMap<usize, (usize, SignerInfo)>,
+}
+
+/// A set of the tree: its path and count, its entries as the search sees them, and for
+/// each entry its nested set (if it is one).
+struct GatheredSet {
+    path: EntryPath,
+    required: usize,
+    /// Index in [`Gathered::leaves`] of the set's first leaf (its leaves, nested ones
+    /// included, follow in entry order).
+    first_leaf: usize,
+    nested: Vec<Option<GatheredSet>>,
+}
+
+/// Every signer found on the object for one top-level set, and every leaf's checks.
+#[derive(Default)]
+struct Gathered {
+    /// (signature set index, signer), each distinct pair once.
+    signers: Vec<(usize, SignerInfo)>,
+    leaves: Vec<GatheredLeaf>,
+    /// Per signer group, the identity named in messages (the group's first signer).
+    names: Vec<SignerIdentity>,
+}
+
+/// The outcome of one set: its counted entries, or why it fell short.
+enum Report {
+    Satisfied(Vec<EntryMatch>),
+    Failed(SetFailure),
+}
+
+impl Gathered {
+    /// Runs every leaf check of `set` (nested sets included).
+    fn set(
+        &mut self,
+        set: &AttestorSet,
+        path: &EntryPath,
+        checks: &mut SignatureChecks<'_>,
+    ) -> Result<GatheredSet, BudgetExceeded> {
+        let first_leaf = self.leaves.len();
+        let mut nested = Vec::with_capacity(set.entries.len());
+        for (i, entry) in set.entries.iter().enumerate() {
             let entry_path = path.entry(i);
-            if checks.sets().is_empty() {
-                failures.push(EntryFailure {
-                    entry: entry_path,
-                    reason: EntryFailureReason::NoSignatureSets,
-                });
+            if let AttestorEntry::Nested(inner) = entry {
+                nested.push(Some(self.set(inner, &entry_path, checks)?));
                 continue;
             }
-            let mut found = BTreeMap::new();
-            let mut attempts = Vec::new();
+            nested.push(None);
+            let mut leaf = GatheredLeaf {
+                path: entry_path,
+                warnings: entry.warnings(),
+                found: Vec::new(),
+                attempts: Vec::new(),
+                no_signature_sets: checks.sets().is_empty(),
+                candidates: BTreeMap::new(),
+            };
             for position in 0..checks.sets().len() {
                 let set_index = checks.sets()[position].index;
-                for leaf in &leaves {
-                    match checks.check(position, *leaf)? {
+                for attestor in entry.leaves() {
+                    match checks.check(position, attestor)? {
                         Ok(signer) => {
-                            found
-                                .entry(signer.identity())
-                                .or_insert((set_index, signer));
+                            let index = self.signer_index(set_index, signer);
+                            if !leaf.found.contains(&index) {
+                                leaf.found.push(index);
+                            }
                         }
-                        Err(failure) => attempts.push(Attempt {
+                        Err(failure) => leaf.attempts.push(Attempt {
                             signature_set: set_index,
-                            attestor: leaf.describe(),
+                            attestor: attestor.describe(),
                             failure,
                         }),
                     }
                 }
             }
-            let counted_elsewhere: Vec<SignerIdentity> = found
-                .keys()
-                .filter(|identity| used.contains(*identity))
-                .cloned()
-                .collect();
-            found.retain(|identity, _| !used.contains(identity));
-            if found.is_empty() {
-                let reason = if counted_elsewhere.is_empty() {
-                    EntryFailureReason::Attempts(attempts)
-                } else {
-                    EntryFailureReason::AlreadyCounted {
-                        signers: counted_elsewhere,
-                    }
-                };
-                failures.push(EntryFailure {
-                    entry: entry_path,
-                    reason,
-                });
-            } else {
-                candidates.push((i, found));
-            }
+            self.leaves.push(leaf);
         }
-        // 3. distinct signers for the leaves: maximum bipartite matching
-        let assignment = match_distinct(&candidates);
-        for (slot, (i, found)) in candidates.iter().enumerate() {
-            let entry_path = path.entry(*i);
-            match &assignment[slot] {
-                Some(identity) => {
-                    let (signature_set, signer) = found[identity].clone();
-                    used.insert(identity.clone());
-                    counted += 1;
-                    matches.push(EntryMatch {
-                        entry: entry_path,
-                        signature_set,
-                        signer,
-                        warnings: self.entries[*i].warnings(),
-                    });
-                }
-                None => failures.push(EntryFailure {
-                    entry: entry_path,
-                    reason: EntryFailureReason::AlreadyCounted {
-                        signers: found.keys().cloned().collect(),
-                    },
-                }),
+        Ok(GatheredSet {
+            path: path.clone(),
+            required: set.required(),
+            first_leaf,
+            nested,
+        })
+    }
+
+    fn signer_index(&mut self, set_index: usize, signer: SignerInfo) -> usize {
+        match self
+            .signers
+            .iter()
+            .position(|(i, s)| *i == set_index && *s == signer)
+        {
+            Some(index) => index,
+            None => {
+                self.signers.push((set_index, signer));
+                self.signers.len() - 1
             }
-        }
-        matches.sort_by(|a, b| a.entry.entries.cmp(&b.entry.entries));
-        failures.sort_by(|a, b| a.entry.entries.cmp(&b.entry.entries));
-        if counted >= required {
-            let signers = used.difference(excluded).cloned().collect();
-            Ok(Ok(SetSuccess { matches, signers }))
-        } else {
-            Ok(Err(SetFailure {
-                set: path.clone(),
-                verified: counted,
-                required,
-                failures,
-            }))
         }
     }
-}
 
-/// A leaf entry (its index in the set) and the signers that satisfy it, each with the
-/// signature set (annotation index) that proved it.
-type Candidate = (usize, BTreeMap<SignerIdentity, (usize, SignerInfo)>);
+    /// Groups the signers that are one signer: the same signature set (one signature is
+    /// one signer, whichever entries accepted it), or the same signer by
+    /// [`SignerIdentity::same_signer`] (the same key, keyless identity or PKI subject),
+    /// transitively. Returns each signer's group, numbered in order of appearance.
+    fn classes(&self) -> Vec<usize> {
+        let identities: Vec<SignerIdentity> =
+            self.signers.iter().map(|(_, s)| s.identity()).collect();
+        let mut parent: Vec<usize> = (0..self.signers.len()).collect();
+        fn root(parent: &mut [usize], mut i: usize) -> usize {
+            while parent[i] != i {
+                parent[i] = parent[parent[i]];
+                i = parent[i];
+            }
+            i
+        }
+        for i in 0..self.signers.len() {
+            for j in (i + 1)..self.signers.len() {
+                if self.signers[i].0 == self.signers[j].0
+                    || identities[i].same_signer(&identities[j])
+                {
+                    let (a, b) = (root(&mut parent, i), root(&mut parent, j));
+                    parent[a.max(b)] = a.min(b);
+                }
+            }
+        }
+        let mut numbers: BTreeMap<usize, usize> = BTreeMap::new();
+        (0..self.signers.len())
+            .map(|i| {
+                let r = root(&mut parent, i);
+                let next = numbers.len();
+                *numbers.entry(r).or_insert(next)
+            })
+            .collect()
+    }
 
-/// A satisfied set: the entries it counted and the signers they used.
-struct SetSuccess {
-    matches: Vec<EntryMatch>,
-    signers: HashSet<SignerIdentity>,
-}
+    /// Records each leaf's candidates by signer group, and each group's name.
+    fn assign_classes(&mut self, classes: &[usize]) {
+        self.names = Vec::new();
+        for (i, &class) in classes.iter().enumerate() {
+            if class == self.names.len() {
+                self.names.push(self.signers[i].1.identity());
+            }
+        }
+        for leaf in &mut self.leaves {
+            for &index in &leaf.found {
+                let (set_index, signer) = &self.signers[index];
+                leaf.candidates
+                    .entry(classes[index])
+                    .or_insert_with(|| (*set_index, signer.clone()));
+            }
+        }
+    }
 
-/// For each candidate entry, the signer it is counted with (distinct across entries), as
-/// many entries as possible (Kuhn's augmenting paths; sizes are a few entries by at most
-/// [`Limits::max_signature_sets`](crate::Limits::max_signature_sets) signers).
-fn match_distinct(candidates: &[Candidate]) -> Vec<Option<SignerIdentity>> {
-    fn augment(
-        slot: usize,
-        candidates: &[Candidate],
-        owner: &mut BTreeMap<SignerIdentity, usize>,
-        visited: &mut HashSet<SignerIdentity>,
-    ) -> bool {
-        for identity in candidates[slot].1.keys() {
-            if !visited.insert(identity.clone()) {
+    /// The search's view of a set's entries (leaf ids are indices into `leaves`, which
+    /// [`set`](Self::set) filled in the same order as this walk).
+    fn nodes(&self, set: &GatheredSet, next_leaf: &mut usize) -> Vec<Node> {
+        set.nested
+            .iter()
+            .map(|nested| match nested {
+                Some(inner) => Node::Set {
+                    required: inner.required,
+                    children: self.nodes(inner, next_leaf),
+                },
+                None => {
+                    let id = *next_leaf;
+                    *next_leaf += 1;
+                    Node::Leaf {
+                        id,
+                        signers: self
+                            .leaves
+                            .get(id)
+                            .map(|l| l.candidates.keys().copied().collect())
+                            .unwrap_or_default(),
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Evaluates `set` with the signer groups in `available`: the most entries distinct
+    /// signers satisfy, and why each other entry was not counted.
+    fn report(
+        &self,
+        set: &GatheredSet,
+        available: Mask,
+        budget: &mut Budget,
+    ) -> Result<Report, Exhausted> {
+        let mut next_leaf = set.first_leaf;
+        let children = self.nodes(set, &mut next_leaf);
+        let best = assignment::best(&children, available, budget)?;
+        if best.total >= set.required {
+            let mut matches: Vec<EntryMatch> = Vec::new();
+            for &(id, class) in &best.picks {
+                let Some(leaf) = self.leaves.get(id) else {
+                    continue;
+                };
+                let Some((signature_set, signer)) = leaf.candidates.get(&class) else {
+                    continue;
+                };
+                matches.push(EntryMatch {
+                    entry: leaf.path.clone(),
+                    signature_set: *signature_set,
+                    signer: signer.clone(),
+                    warnings: leaf.warnings.clone(),
+                });
+            }
+            matches.sort_by(|a, b| a.entry.entries.cmp(&b.entry.entries));
+            return Ok(Report::Satisfied(matches));
+        }
+        let mut failures = Vec::new();
+        for (i, child) in children.iter().enumerate() {
+            if best.counted.get(i).copied().unwrap_or(false) {
                 continue;
             }
-            let free = match owner.get(identity) {
-                None => true,
-                Some(&other) => augment(other, candidates, owner, visited),
+            let entry = set.path.entry(i);
+            let reason = match (child, set.nested.get(i)) {
+                (Node::Leaf { id, signers }, _) => match self.leaves.get(*id) {
+                    Some(leaf) if !signers.is_empty() => EntryFailureReason::AlreadyCounted {
+                        signers: leaf
+                            .candidates
+                            .values()
+                            .map(|(_, signer)| signer.identity())
+                            .collect(),
+                    },
+                    Some(leaf) if leaf.no_signature_sets => EntryFailureReason::NoSignatureSets,
+                    Some(leaf) => EntryFailureReason::Attempts(leaf.attempts.clone()),
+                    None => EntryFailureReason::NoSignatureSets,
+                },
+                (Node::Set { .. }, Some(Some(inner))) => {
+                    let family = best.families.get(i).map(Vec::as_slice).unwrap_or(&[]);
+                    if family.is_empty() {
+                        match self.report(inner, Mask::MAX, budget)? {
+                            Report::Failed(failure) => {
+                                EntryFailureReason::Nested(Box::new(failure))
+                            }
+                            // Unreachable in practice (an empty family means the nested
+                            // set cannot reach its count); refused all the same.
+                            Report::Satisfied(_) => EntryFailureReason::AlreadyCounted {
+                                signers: Vec::new(),
+                            },
+                        }
+                    } else {
+                        let used = family.iter().fold(0, |m, c| m | c.mask);
+                        EntryFailureReason::AlreadyCounted {
+                            signers: self
+                                .names
+                                .iter()
+                                .enumerate()
+                                .filter(|(class, _)| {
+                                    *class < MAX_SIGNERS && used & (1 << class) != 0
+                                })
+                                .map(|(_, name)| name.clone())
+                                .collect(),
+                        }
+                    }
+                }
+                (Node::Set { .. }, _) => EntryFailureReason::NoSignatureSets,
             };
-            if free {
-                owner.insert(identity.clone(), slot);
-                return true;
-            }
+            failures.push(EntryFailure { entry, reason });
         }
-        false
+        Ok(Report::Failed(SetFailure {
+            set: set.path.clone(),
+            verified: best.total,
+            required: set.required,
+            failures,
+        }))
     }
-    let mut owner: BTreeMap<SignerIdentity, usize> = BTreeMap::new();
-    for slot in 0..candidates.len() {
-        augment(slot, candidates, &mut owner, &mut HashSet::new());
-    }
-    let mut assignment = vec![None; candidates.len()];
-    for (identity, slot) in owner {
-        assignment[slot] = Some(identity);
-    }
-    assignment
 }
 
 impl AttestorEntry {
@@ -338,26 +561,48 @@ impl AttestorEntry {
         }
     }
 
-    /// What identifies the signers this leaf entry accepts, for finding duplicates.
-    fn signer_signature(&self) -> Option<Vec<String>> {
+    /// What identifies the signers this leaf entry accepts, for finding duplicates: any one
+    /// of these (several for a multi-key entry). A pinned certificate is named by its key,
+    /// as the key it holds is the same signer.
+    fn signer_signature(&self) -> Vec<String> {
         match self {
-            AttestorEntry::Keys(keys) => Some(
-                keys.iter()
-                    .map(|k| format!("key:{}", k.fingerprint))
-                    .collect(),
-            ),
+            AttestorEntry::Keys(keys) => keys
+                .iter()
+                .map(|k| format!("key:{}", k.fingerprint))
+                .collect(),
             AttestorEntry::Keyless(k) => {
-                Some(vec![format!("keyless:{}:{}", k.trust.origin(), k.identity)])
+                vec![format!("keyless:{}:{}", k.trust.origin(), k.identity)]
             }
-            AttestorEntry::Certificate(c) => Some(vec![format!("certificate:{}", c.describe())]),
-            // A nested set draws on every signer its entries name.
-            AttestorEntry::Nested(set) => Some(
-                set.entries
-                    .iter()
-                    .filter_map(AttestorEntry::signer_signature)
-                    .flatten()
+            AttestorEntry::Certificate(c) => match c.pinned_key_fingerprint() {
+                Some(key) => vec![format!("key:{key}")],
+                None => vec![format!("certificate:{}", c.describe())],
+            },
+            AttestorEntry::Nested(_) => Vec::new(),
+        }
+    }
+
+    /// The entry for the search, with symbolic signers: each distinct signature in
+    /// `names` is one signer.
+    fn symbolic(&self, names: &mut Vec<String>) -> Node {
+        match self {
+            AttestorEntry::Nested(set) => Node::Set {
+                required: set.required(),
+                children: set.entries.iter().map(|e| e.symbolic(names)).collect(),
+            },
+            leaf => Node::Leaf {
+                id: 0,
+                signers: leaf
+                    .signer_signature()
+                    .into_iter()
+                    .map(|name| match names.iter().position(|n| *n == name) {
+                        Some(i) => i,
+                        None => {
+                            names.push(name);
+                            names.len() - 1
+                        }
+                    })
                     .collect(),
-            ),
+            },
         }
     }
 
@@ -385,11 +630,13 @@ impl AttestorPolicy {
         &self.sets
     }
 
-    /// Pairs of entries of one set that name the same signer (the same key, however its PEM
-    /// is wrapped; the same keyless identity constraints; the same certificate attestor; a
-    /// nested set naming a signer of a sibling entry).
-    /// With distinct-signer counting they can never both count, so a policy that lists them
-    /// is almost certainly not what its author meant; the loaders warn.
+    /// Pairs of entries of one set that can never both count: every way to satisfy one
+    /// needs a signer that every way to satisfy the other needs, judging signers by what
+    /// the entries name (the same key, however its PEM is wrapped or in a pinned
+    /// certificate; the same keyless identity constraints; the same certificate attestor).
+    /// A nested set that can use another signer is not such a pair. With distinct-signer
+    /// counting a policy that lists them is almost certainly not what its author meant;
+    /// the loaders warn.
     pub fn duplicate_entries(&self) -> Vec<(EntryPath, EntryPath)> {
         let mut out = Vec::new();
         for (i, set) in self.sets.iter().enumerate() {
@@ -444,8 +691,8 @@ impl AttestorPolicy {
     ) -> Result<Result<Vec<EntryMatch>, SetFailure>, BudgetExceeded> {
         let mut matched = Vec::new();
         for (i, set) in self.sets.iter().enumerate() {
-            match set.evaluate(&EntryPath::set(i), checks, &HashSet::new())? {
-                Ok(success) => matched.extend(success.matches),
+            match set.evaluate(&EntryPath::set(i), checks)? {
+                Ok(matches) => matched.extend(matches),
                 Err(failure) => return Ok(Err(failure)),
             }
         }
@@ -542,6 +789,8 @@ pub enum EntryFailureReason {
     Nested(Box<SetFailure>),
     /// The object's signature-checks budget ran out.
     BudgetExceeded { limit: usize },
+    /// Assigning distinct signers to the set's entries would cost more than its budget.
+    MatchingBudgetExceeded(MatchingLimit),
 }
 
 impl EntryFailureReason {
@@ -552,7 +801,8 @@ impl EntryFailureReason {
             EntryFailureReason::Attempts(a) => best_attempt(a).map_or(0, |a| a.failure.stage()),
             EntryFailureReason::AlreadyCounted { .. } => 4,
             EntryFailureReason::Nested(f) => f.best().map_or(0, |r| r.stage()),
-            EntryFailureReason::BudgetExceeded { .. } => 5,
+            EntryFailureReason::BudgetExceeded { .. }
+            | EntryFailureReason::MatchingBudgetExceeded(_) => 5,
         }
     }
 
@@ -566,6 +816,7 @@ impl EntryFailureReason {
             EntryFailureReason::AlreadyCounted { .. } => "signer-already-counted",
             EntryFailureReason::Nested(f) => f.code(),
             EntryFailureReason::BudgetExceeded { .. } => "budget-exceeded",
+            EntryFailureReason::MatchingBudgetExceeded(_) => "matching-budget-exceeded",
         }
     }
 
@@ -601,6 +852,17 @@ impl fmt::Display for EntryFailureReason {
                 f,
                 "more than {limit} signature checks for one object; refused"
             ),
+            EntryFailureReason::MatchingBudgetExceeded(MatchingLimit::Steps { limit }) => write!(
+                f,
+                "assigning distinct signers to the entries takes more than {limit} search \
+                 steps; refused"
+            ),
+            EntryFailureReason::MatchingBudgetExceeded(MatchingLimit::Signers { limit }) => {
+                write!(
+                    f,
+                    "more than {limit} distinct signers to assign to the entries; refused"
+                )
+            }
         }
     }
 }
@@ -890,6 +1152,293 @@ mod tests {
         let p = policy(vec![set(None, vec![a.entry()])]);
         let err = p.evaluate(MESSAGE, &[]).unwrap_err();
         assert_eq!(err.failures[0].reason, EntryFailureReason::NoSignatureSets);
+    }
+
+    // --- one key is one signer (issue 21, item 5) ---
+
+    /// A CA for certificate entries: its params, key and PEM.
+    struct Ca {
+        params: rcgen::CertificateParams,
+        key: rcgen::KeyPair,
+        pem: String,
+    }
+
+    fn ca(name: &str) -> Ca {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::DigitalSignature,
+        ];
+        params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2099, 1, 1);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let pem = params.self_signed(&key).unwrap().pem();
+        Ca { params, key, pem }
+    }
+
+    /// A code-signing certificate named `cn` for `signer`'s key, issued by `issuer`
+    /// (self-signed without one).
+    fn certificate(signer: &Signer, cn: &str, issuer: Option<&Ca>) -> String {
+        use p256::pkcs8::EncodePrivateKey as _;
+        let pkcs8 = signer.key.to_pkcs8_der().unwrap();
+        let key_pair = rcgen::KeyPair::try_from(pkcs8.as_bytes()).unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, cn);
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::CodeSigning];
+        params.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature];
+        params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2099, 1, 1);
+        match issuer {
+            None => params.self_signed(&key_pair).unwrap().pem(),
+            Some(ca) => params
+                .signed_by(&key_pair, &rcgen::Issuer::from_params(&ca.params, &ca.key))
+                .unwrap()
+                .pem(),
+        }
+    }
+
+    /// `signer`'s signature with `certificate_pem` in the set.
+    fn with_certificate(signer: &Signer, index: usize, certificate_pem: &str) -> SignatureSet {
+        SignatureSet {
+            certificate_pem: Some(certificate_pem.to_string()),
+            ..signer.set(index)
+        }
+    }
+
+    fn chain_entry(name: &str, ca: &Ca) -> AttestorEntry {
+        AttestorEntry::Certificate(CertificateAttestor::new(name, None, Some(&ca.pem)).unwrap())
+    }
+
+    fn pinned_entry(name: &str, certificate_pem: &str) -> AttestorEntry {
+        AttestorEntry::Certificate(
+            CertificateAttestor::new(name, Some(certificate_pem), None).unwrap(),
+        )
+    }
+
+    #[test]
+    fn one_key_bare_and_in_a_certificate_is_one_signer() {
+        // count 2 over [key a, certificates of CA]: set 0 is a's signature without a
+        // certificate, set 1 the same signature with a certificate for a's key.
+        let a = Signer::new("a");
+        let authority = ca("team CA");
+        let cert = certificate(&a, "alice", Some(&authority));
+        let p = policy(vec![set(
+            Some(2),
+            vec![a.entry(), chain_entry("team", &authority)],
+        )]);
+        let err = p
+            .evaluate(MESSAGE, &[a.set(0), with_certificate(&a, 1, &cert)])
+            .unwrap_err();
+        assert_eq!((err.verified, err.required), (1, 2), "{err}");
+        assert_eq!(err.code(), "signer-already-counted", "{err}");
+        // Each entry alone is satisfied: the refusal is the counting, not the checks.
+        assert!(
+            policy(vec![set(None, vec![chain_entry("team", &authority)])])
+                .evaluate(MESSAGE, &[with_certificate(&a, 1, &cert)])
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn one_signature_accepted_by_a_key_and_its_pinned_certificate_is_one_signer() {
+        // One signature set, no certificate annotation: the key entry and the entry pinning
+        // a certificate of the same key both accept it.
+        let a = Signer::new("a");
+        let cert = certificate(&a, "alice", None);
+        let p = policy(vec![set(
+            Some(2),
+            vec![a.entry(), pinned_entry("alice", &cert)],
+        )]);
+        let err = p.evaluate(MESSAGE, &[a.set(0)]).unwrap_err();
+        assert_eq!((err.verified, err.required), (1, 2), "{err}");
+        // and the loaders warn: the pinned certificate names the same key
+        assert_eq!(p.duplicate_entries().len(), 1);
+    }
+
+    #[test]
+    fn one_key_in_two_certificates_with_different_subjects_is_one_signer() {
+        let a = Signer::new("a");
+        let (ca1, ca2) = (ca("CA one"), ca("CA two"));
+        let (c1, c2) = (
+            certificate(&a, "alice", Some(&ca1)),
+            certificate(&a, "not-alice", Some(&ca2)),
+        );
+        let p = policy(vec![set(
+            Some(2),
+            vec![chain_entry("one", &ca1), chain_entry("two", &ca2)],
+        )]);
+        let sets = [with_certificate(&a, 0, &c1), with_certificate(&a, 1, &c2)];
+        let err = p.evaluate(MESSAGE, &sets).unwrap_err();
+        assert_eq!((err.verified, err.required), (1, 2), "{err}");
+        // also when the key entry joins: still one signer for all three entries
+        let p = policy(vec![set(
+            Some(2),
+            vec![
+                a.entry(),
+                chain_entry("one", &ca1),
+                chain_entry("two", &ca2),
+            ],
+        )]);
+        let sets = [
+            a.set(0),
+            with_certificate(&a, 1, &c1),
+            with_certificate(&a, 2, &c2),
+        ];
+        assert!(p.evaluate(MESSAGE, &sets).is_err());
+    }
+
+    #[test]
+    fn two_keys_bare_and_in_a_certificate_still_count_two() {
+        let (a, b) = (Signer::new("a"), Signer::new("b"));
+        let authority = ca("team CA");
+        let cert_b = certificate(&b, "bob", Some(&authority));
+        let p = policy(vec![set(
+            Some(2),
+            vec![a.entry(), chain_entry("team", &authority)],
+        )]);
+        let ok = p
+            .evaluate(MESSAGE, &[a.set(0), with_certificate(&b, 1, &cert_b)])
+            .unwrap();
+        assert_eq!(
+            paths(&ok),
+            ["attestors[0].entries[0]", "attestors[0].entries[1]"]
+        );
+        // two certificates with different keys under one CA, two entries
+        let cert_a = certificate(&a, "alice", Some(&authority));
+        let p = policy(vec![set(
+            Some(2),
+            vec![
+                pinned_entry("alice", &cert_a),
+                chain_entry("team", &authority),
+            ],
+        )]);
+        let sets = [
+            with_certificate(&a, 0, &cert_a),
+            with_certificate(&b, 1, &cert_b),
+        ];
+        assert_eq!(p.evaluate(MESSAGE, &sets).unwrap().len(), 2);
+    }
+
+    // --- nested sets: a real assignment (issue 21, item 8) ---
+
+    #[test]
+    fn a_nested_set_uses_the_signer_its_sibling_leaves_free() {
+        // count 2 over [alice, {count 1: [alice, bob]}]: alice for entry 0, bob for the
+        // nested set (a greedy nested set took alice and denied).
+        let (alice, bob) = (Signer::new("alice"), Signer::new("bob"));
+        let nested = AttestorEntry::Nested(set(Some(1), vec![alice.entry(), bob.entry()]));
+        let p = policy(vec![set(Some(2), vec![alice.entry(), nested])]);
+        let ok = p.evaluate(MESSAGE, &[alice.set(0), bob.set(1)]).unwrap();
+        assert_eq!(
+            paths(&ok),
+            [
+                "attestors[0].entries[0]",
+                "attestors[0].entries[1].attestor.entries[1]"
+            ]
+        );
+        assert_eq!(ok[1].signature_set, 1);
+        // the same object in the other signature order
+        assert!(p.evaluate(MESSAGE, &[bob.set(0), alice.set(1)]).is_ok());
+        // and the loaders do not warn: the two entries can both be satisfied
+        assert!(p.duplicate_entries().is_empty());
+    }
+
+    #[test]
+    fn a_nested_set_still_needs_its_own_signer() {
+        let (alice, bob) = (Signer::new("alice"), Signer::new("bob"));
+        let nested = AttestorEntry::Nested(set(Some(1), vec![alice.entry(), bob.entry()]));
+        let p = policy(vec![set(Some(2), vec![alice.entry(), nested])]);
+        // only alice signed
+        let err = p.evaluate(MESSAGE, &[alice.set(0)]).unwrap_err();
+        assert_eq!((err.verified, err.required), (1, 2), "{err}");
+        // alice signed twice
+        let err = p
+            .evaluate(MESSAGE, &[alice.set(0), alice.set(1)])
+            .unwrap_err();
+        assert_eq!((err.verified, err.required), (1, 2), "{err}");
+        assert_eq!(err.code(), "signer-already-counted", "{err}");
+        // only bob signed: the nested set counts, alice's entry does not
+        let err = p.evaluate(MESSAGE, &[bob.set(0)]).unwrap_err();
+        assert_eq!((err.verified, err.required), (1, 2), "{err}");
+        assert_eq!(err.failures[0].entry.to_string(), "attestors[0].entries[0]");
+    }
+
+    #[test]
+    fn two_nested_sets_share_no_signer_and_are_assigned_together() {
+        // [{1 of [a, b]}, {1 of [a]}]: the first must take b for the second to get a.
+        let (a, b) = (Signer::new("a"), Signer::new("b"));
+        let first = AttestorEntry::Nested(set(Some(1), vec![a.entry(), b.entry()]));
+        let second = AttestorEntry::Nested(set(None, vec![a.entry()]));
+        let p = policy(vec![set(None, vec![first, second])]);
+        let ok = p.evaluate(MESSAGE, &[a.set(0), b.set(1)]).unwrap();
+        assert_eq!(ok.len(), 2);
+        assert_ne!(ok[0].signer.identity(), ok[1].signer.identity());
+        assert!(p.evaluate(MESSAGE, &[a.set(0)]).is_err());
+    }
+
+    #[test]
+    fn a_nested_set_counting_two_consumes_two_signers() {
+        // 2 of [a, {2 of [b, c]}] signed by a and b: the nested set has one signer only
+        let (a, b, c) = (Signer::new("a"), Signer::new("b"), Signer::new("c"));
+        let nested = AttestorEntry::Nested(set(None, vec![b.entry(), c.entry()]));
+        let p = policy(vec![set(None, vec![a.entry(), nested])]);
+        let err = p.evaluate(MESSAGE, &[a.set(0), b.set(1)]).unwrap_err();
+        assert_eq!((err.verified, err.required), (1, 2), "{err}");
+        assert!(err.to_string().contains("nested set: 1 of 2"), "{err}");
+        assert!(p.evaluate(MESSAGE, &[a.set(0), b.set(1), c.set(2)]).is_ok());
+    }
+
+    #[test]
+    fn deep_and_wide_attestor_sets_are_refused_when_built() {
+        let a = Signer::new("a");
+        let mut inner = set(None, vec![a.entry()]);
+        for _ in 1..MAX_DEPTH {
+            inner = set(None, vec![AttestorEntry::Nested(inner)]);
+        }
+        assert_eq!(
+            AttestorSet::new(None, vec![AttestorEntry::Nested(inner)]).unwrap_err(),
+            AttestorSetError::TooDeep {
+                depth: MAX_DEPTH + 1,
+                limit: MAX_DEPTH
+            }
+        );
+        let wide: Vec<AttestorEntry> = (0..MAX_TREE_ENTRIES + 1).map(|_| a.entry()).collect();
+        assert_eq!(
+            AttestorSet::new(Some(1), wide).unwrap_err(),
+            AttestorSetError::TooManyEntries {
+                entries: MAX_TREE_ENTRIES + 1,
+                limit: MAX_TREE_ENTRIES
+            }
+        );
+    }
+
+    #[test]
+    fn a_search_beyond_its_budget_is_refused() {
+        // A nested set of 10 of 20 entries each accepting any of 20 signers has C(20, 10)
+        // ways to be satisfied: refused, never answered by a partial search.
+        let signers: Vec<Signer> = (0..20).map(|_| Signer::new("s")).collect();
+        let any_of = || {
+            AttestorEntry::Keys(
+                signers
+                    .iter()
+                    .map(|s| TrustedKey::new("s", *s.key.verifying_key()))
+                    .collect(),
+            )
+        };
+        let nested = AttestorEntry::Nested(set(Some(10), (0..20).map(|_| any_of()).collect()));
+        let p = policy(vec![set(None, vec![nested])]);
+        let sets: Vec<SignatureSet> = signers.iter().enumerate().map(|(i, s)| s.set(i)).collect();
+        let fresh = |_: &SignerInfo| Ok(());
+        let mut checks =
+            SignatureChecks::new(MESSAGE, &sets, jiff::Timestamp::now(), &fresh, 20 * 20 * 20);
+        let err = p.evaluate_with(&mut checks).unwrap().unwrap_err();
+        assert_eq!(err.code(), "matching-budget-exceeded", "{err}");
     }
 
     #[test]

@@ -693,6 +693,7 @@ mod tests {
             signer: SignerInfo::SigningCertificate {
                 subject: "CN=x".into(),
                 fingerprint: "ab".into(),
+                key_fingerprint: "cd".into(),
                 transparency_log: None,
             },
             entries: Vec::new(),

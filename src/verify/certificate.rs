@@ -174,6 +174,8 @@ struct SigningCertificate {
     key: VerifyingKey,
     subject: String,
     fingerprint: String,
+    /// The certificate's public key ([`crate::keys::public_key_fingerprint`]).
+    key_fingerprint: String,
 }
 
 impl SigningCertificate {
@@ -189,6 +191,7 @@ impl SigningCertificate {
         Ok(SigningCertificate {
             subject: cert.tbs_certificate.subject.to_string(),
             fingerprint: hex::encode(Sha256::digest(&der)),
+            key_fingerprint: crate::keys::public_key_fingerprint(&key),
             der,
             cert,
             key,
@@ -311,6 +314,12 @@ impl CertificateAttestor {
         self
     }
 
+    /// The public key of the pinned certificate ([`crate::keys::public_key_fingerprint`]),
+    /// if one is pinned: the signer this attestor accepts.
+    pub fn pinned_key_fingerprint(&self) -> Option<&str> {
+        self.pinned.as_ref().map(|c| c.key_fingerprint.as_str())
+    }
+
     /// What this attestor accepts, for messages.
     pub fn describe(&self) -> String {
         match (&self.pinned, &self.chain) {
@@ -382,6 +391,7 @@ impl CertificateAttestor {
         Ok(SignerInfo::SigningCertificate {
             subject: leaf.subject.clone(),
             fingerprint: leaf.fingerprint.clone(),
+            key_fingerprint: leaf.key_fingerprint.clone(),
             transparency_log,
         })
     }

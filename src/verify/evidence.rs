@@ -139,4 +139,7 @@ pub struct SigstoreEvidence {
     pub issuer: Option<String>,
     pub claims: WorkflowClaims,
     pub rekor: RekorEvidence,
+    /// Hex SHA-256 of the certificate's public key (SubjectPublicKeyInfo DER, P-256 keys
+    /// re-encoded: [`crate::keys::spki_fingerprint`]): the key that made the signature.
+    pub key_fingerprint: String,
 }

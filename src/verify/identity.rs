@@ -408,6 +408,7 @@ mod tests {
                 log_id: "00".into(),
                 integrated_time: 1,
             },
+            key_fingerprint: "00".into(),
         }
     }
 

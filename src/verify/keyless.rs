@@ -78,6 +78,7 @@ pub fn verify_certificate_set(
         issuer: facts.issuer,
         claims: facts.claims,
         rekor: entry.evidence(),
+        key_fingerprint: crate::keys::spki_fingerprint(&facts.public_key_der),
     })
 }
 

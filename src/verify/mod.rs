@@ -42,6 +42,7 @@
 //! # }
 //! ```
 
+mod assignment;
 mod attestor;
 mod attestor_set;
 mod blocking;
@@ -66,10 +67,13 @@ mod verdict;
 mod verifier;
 
 pub use crate::parallel::{MAX_VERIFICATION_THREADS, default_parallelism, map_in_order};
+pub use assignment::{
+    MAX_DEPTH as MAX_ATTESTOR_SET_DEPTH, MAX_TREE_ENTRIES as MAX_ATTESTOR_SET_ENTRIES,
+};
 pub use attestor::{Attestor, KeylessAttestor, TrustedKey};
 pub use attestor_set::{
     AttestorEntry, AttestorPolicy, AttestorSet, AttestorSetError, EntryFailure, EntryFailureReason,
-    EntryMatch, EntryPath, ISSUER_NOT_CHECKED, SetFailure,
+    EntryMatch, EntryPath, ISSUER_NOT_CHECKED, MatchingLimit, SetFailure,
 };
 pub use blocking::{BlockingError, BlockingVerifications};
 pub use cache::{CacheStats, DEFAULT_CACHE_ENTRIES, VerificationCache};
@@ -86,7 +90,7 @@ pub use identity::{
 };
 pub use key_bundle::verify_key_set_with_bundle;
 pub use keyless::verify_certificate_set;
-pub use signer::{SignerIdentity, SignerInfo};
+pub use signer::{SignerIdentity, SignerInfo, SignerName};
 pub use sigstore_error::SigstoreError;
 pub use verdict::{DocumentVerdict, MAX_LISTED_DOCUMENTS, Rejection, Verdict, Verified};
 pub use verifier::{Requirement, Verifier};

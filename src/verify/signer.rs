@@ -31,6 +31,8 @@ pub enum SignerInfo {
         log_id: String,
         /// RFC 3339 UTC.
         integrated_time: String,
+        /// Hex SHA-256 of the certificate's public key (SubjectPublicKeyInfo DER).
+        key_fingerprint: String,
     },
     /// An X.509 certificate of a certificate attestor (pinned, or chained to the policy's
     /// CA chain); with the Rekor entry when the set carried a bundle.
@@ -40,44 +42,64 @@ pub enum SignerInfo {
         subject: String,
         /// Hex SHA-256 of the certificate DER.
         fingerprint: String,
+        /// Hex SHA-256 of the certificate's public key (SubjectPublicKeyInfo DER).
+        key_fingerprint: String,
         #[serde(skip_serializing_if = "Option::is_none")]
         transparency_log: Option<RekorEvidence>,
     },
 }
 
-/// Who a signer is, for counting distinct signers toward an attestor set's `count`: a key
-/// (by fingerprint, so a re-wrapped PEM of the same key is the same signer), a keyless
-/// identity (issuer and subject: one workflow that signed twice is one signer, whatever its
-/// certificates), or a PKI certificate's subject.
+/// Who a signer is, for counting distinct signers toward an attestor set's `count`: the
+/// public key that made the signature ([`key`](Self::key)), and what names it
+/// ([`name`](Self::name)).
+///
+/// Two signers are the **same signer** when they share the key (however its PEM is
+/// wrapped, whether it is seen as a trusted key or inside a certificate, whatever the
+/// certificate's subject), or share a keyless identity (issuer and subject: one workflow
+/// that signed twice is one signer, whatever its certificates), or share a PKI certificate
+/// subject. The attestor sets group signers by these rules, transitively
+/// (`attestor_set.rs`); equality of this value alone is not the rule.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum SignerIdentity {
-    Key {
-        fingerprint: String,
-    },
+pub struct SignerIdentity {
+    /// Hex SHA-256 of the signing key's SubjectPublicKeyInfo DER (P-256 keys re-encoded).
+    pub key: String,
+    pub name: SignerName,
+}
+
+/// What names a signer besides its key.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SignerName {
+    /// A trusted key: the key is the whole identity.
+    Key,
+    /// A Fulcio certificate: issuer and subject.
     Keyless {
         issuer: Option<String>,
         subject: String,
     },
-    Certificate {
-        subject: String,
-    },
+    /// A certificate of the policy's own PKI: its subject.
+    Certificate { subject: String },
+}
+
+impl SignerIdentity {
+    /// True when `self` and `other` are the same signer by one of the rules above (not
+    /// transitively).
+    pub fn same_signer(&self, other: &SignerIdentity) -> bool {
+        self.key == other.key || (self.name != SignerName::Key && self.name == other.name)
+    }
 }
 
 impl fmt::Display for SignerIdentity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SignerIdentity::Key { fingerprint } => {
-                write!(
-                    f,
-                    "key sha256:{}",
-                    &fingerprint[..fingerprint.len().min(16)]
-                )
-            }
-            SignerIdentity::Keyless { issuer, subject } => match issuer {
-                Some(issuer) => write!(f, "{subject} (issuer {issuer})"),
-                None => write!(f, "{subject}"),
+        let key = &self.key[..self.key.len().min(16)];
+        match &self.name {
+            SignerName::Key => write!(f, "key sha256:{key}"),
+            SignerName::Keyless { issuer, subject } => match issuer {
+                Some(issuer) => write!(f, "{subject} (issuer {issuer}, key sha256:{key})"),
+                None => write!(f, "{subject} (key sha256:{key})"),
             },
-            SignerIdentity::Certificate { subject } => write!(f, "certificate {subject}"),
+            SignerName::Certificate { subject } => {
+                write!(f, "certificate {subject} (key sha256:{key})")
+            }
         }
     }
 }
@@ -126,17 +148,31 @@ impl SignerInfo {
     /// Who signed, for counting distinct signers.
     pub fn identity(&self) -> SignerIdentity {
         match self {
-            SignerInfo::Key { fingerprint, .. } => SignerIdentity::Key {
-                fingerprint: fingerprint.clone(),
+            SignerInfo::Key { fingerprint, .. } => SignerIdentity {
+                key: fingerprint.clone(),
+                name: SignerName::Key,
             },
             SignerInfo::Certificate {
-                subject, issuer, ..
-            } => SignerIdentity::Keyless {
-                issuer: issuer.clone(),
-                subject: subject.clone(),
+                subject,
+                issuer,
+                key_fingerprint,
+                ..
+            } => SignerIdentity {
+                key: key_fingerprint.clone(),
+                name: SignerName::Keyless {
+                    issuer: issuer.clone(),
+                    subject: subject.clone(),
+                },
             },
-            SignerInfo::SigningCertificate { subject, .. } => SignerIdentity::Certificate {
-                subject: subject.clone(),
+            SignerInfo::SigningCertificate {
+                subject,
+                key_fingerprint,
+                ..
+            } => SignerIdentity {
+                key: key_fingerprint.clone(),
+                name: SignerName::Certificate {
+                    subject: subject.clone(),
+                },
             },
         }
     }
@@ -150,6 +186,7 @@ impl SignerInfo {
             log_index: evidence.rekor.log_index,
             integrated_time: evidence.rekor.integrated_time_rfc3339(),
             log_id: evidence.rekor.log_id,
+            key_fingerprint: evidence.key_fingerprint,
         }
     }
 }
@@ -210,6 +247,7 @@ impl fmt::Display for SignerInfo {
                 subject,
                 fingerprint,
                 transparency_log,
+                ..
             } => {
                 write!(
                     f,
@@ -251,6 +289,7 @@ mod tests {
             log_index: 123,
             log_id: "c0d2".into(),
             integrated_time: "2026-01-02T03:04:05Z".into(),
+            key_fingerprint: "0011".into(),
         }
     }
 
@@ -290,6 +329,7 @@ mod tests {
         SignerInfo::SigningCertificate {
             subject: "CN=release,O=Acme".into(),
             fingerprint: "0123456789abcdef0123".into(),
+            key_fingerprint: "fedc".into(),
             transparency_log,
         }
     }
@@ -323,7 +363,8 @@ mod tests {
             json!({
                 "kind": "signing-certificate",
                 "subject": "CN=release,O=Acme",
-                "fingerprint": "0123456789abcdef0123"
+                "fingerprint": "0123456789abcdef0123",
+                "keyFingerprint": "fedc"
             })
         );
     }
@@ -340,6 +381,43 @@ mod tests {
             Some(jiff::Timestamp::from_second(1_767_323_045).unwrap())
         );
         assert_eq!(signing_certificate(None).logged_at(), None);
+    }
+
+    #[test]
+    fn one_key_is_one_signer_whatever_names_it() {
+        let key = SignerInfo::Key {
+            name: "k".into(),
+            fingerprint: "fedc".into(),
+            transparency_log: None,
+        };
+        // signing_certificate() holds the key "fedc" under the subject CN=release,O=Acme
+        let pki = signing_certificate(None);
+        assert!(key.identity().same_signer(&pki.identity()));
+        let renamed = SignerInfo::SigningCertificate {
+            subject: "CN=someone-else".into(),
+            fingerprint: "99".into(),
+            key_fingerprint: "fedc".into(),
+            transparency_log: None,
+        };
+        assert!(pki.identity().same_signer(&renamed.identity()));
+        // a keyless identity is one signer across its certificates' keys
+        let keyless = certificate(Some("https://i"), WorkflowClaims::default());
+        let mut other_key = keyless.clone();
+        if let SignerInfo::Certificate {
+            key_fingerprint, ..
+        } = &mut other_key
+        {
+            *key_fingerprint = "1234".into();
+        }
+        assert!(keyless.identity().same_signer(&other_key.identity()));
+        // different keys that only keys name are different signers
+        let other = SignerInfo::Key {
+            name: "k".into(),
+            fingerprint: "abcd".into(),
+            transparency_log: None,
+        };
+        assert!(!key.identity().same_signer(&other.identity()));
+        assert!(!key.identity().same_signer(&keyless.identity()));
     }
 
     #[test]
