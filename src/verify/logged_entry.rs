@@ -187,15 +187,19 @@ impl LoggedSignature {
                 "the logged signature is not the annotation's signature".into(),
             ));
         }
-        let same_signer = match &material {
-            SigningMaterial::Certificate(der) => {
-                self.verifier.tag() == "CERTIFICATE" && self.verifier.contents() == *der
-            }
-            SigningMaterial::PublicKey(key) => {
-                self.verifier.tag() == "PUBLIC KEY" && self.verifier.contents() == *key
-            }
+        let (tag, der) = match &material {
+            SigningMaterial::Certificate(der) => ("CERTIFICATE", der),
+            SigningMaterial::PublicKey(key) => ("PUBLIC KEY", key),
         };
-        if !same_signer {
+        // A block of the other kind is no verifier for this set at all (as sigstore-verify
+        // reads it: a certificate set's entry must log a certificate).
+        if self.verifier.tag() != tag {
+            return Err(SigstoreError::MalformedEntry(format!(
+                "spec.signature.publicKey.content is a {} block, not a {tag}",
+                self.verifier.tag()
+            )));
+        }
+        if self.verifier.contents() != *der {
             return Err(SigstoreError::EntryMismatch(
                 match material {
                     SigningMaterial::Certificate(_) => {
@@ -291,8 +295,6 @@ mod tests {
                 logged.describes(b"m", b"other", SigningMaterial::PublicKey(KEY_DER)),
                 logged.describes(b"other", SIGNATURE, SigningMaterial::PublicKey(KEY_DER)),
                 logged.describes(b"m", SIGNATURE, SigningMaterial::PublicKey(b"other-key")),
-                // the same bytes as a certificate are not the trusted key
-                logged.describes(b"m", SIGNATURE, SigningMaterial::Certificate(KEY_DER)),
             ];
             for result in cases {
                 assert!(
@@ -398,6 +400,17 @@ mod tests {
             b"m",
             SIGNATURE,
         );
+        assert!(
+            matches!(result, Err(SigstoreError::MalformedEntry(_))),
+            "{result:?}"
+        );
+    }
+
+    #[test]
+    fn a_verifier_block_of_the_other_kind_is_malformed() {
+        // the same bytes as a certificate are not the trusted key
+        let logged = LoggedSignature::read(&body("hashedrekord", |_| {})).unwrap();
+        let result = logged.describes(b"m", SIGNATURE, SigningMaterial::Certificate(KEY_DER));
         assert!(
             matches!(result, Err(SigstoreError::MalformedEntry(_))),
             "{result:?}"
