@@ -1592,18 +1592,18 @@ async fn a_trusted_root_a_policy_names_is_reloaded_when_it_changes() {
     let c = client(&setup.pki);
     let answer = decide(&c, &webhook, &keyless_configmap_review("staging-1")).await;
     assert_eq!(answer["response"]["allowed"], false, "{answer}");
-    let ready = wait_for_reloads(&c, &webhook, 0).await;
-    assert_eq!(
-        ready["policies"]["named_files"],
-        json!([root]),
-        "readyz lists the named trust root: {ready}"
-    );
 
     // The named file now holds the root that vouches for the certificate: admitted.
     std::fs::write(&root, &pgi).unwrap();
     wait_for_reloads(&c, &webhook, 1).await;
     let answer = decide(&c, &webhook, &keyless_configmap_review("pgi-1")).await;
     assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    let ready = wait_for_reloads(&c, &webhook, 1).await;
+    assert_eq!(
+        ready["policies"]["named_files"],
+        json!([root]),
+        "readyz lists the named trust root: {ready}"
+    );
 
     // And back: the same object is denied again, the answer not kept from before.
     std::fs::write(&root, &staging).unwrap();
