@@ -127,11 +127,10 @@ fn fixture_cases(log: &TestLog, ann: &SignedAnnotations) -> Vec<Case> {
         .to_string();
     let pem = String::from_utf8(STANDARD.decode(&pem_b64).unwrap()).unwrap();
     let sha256 = hex::encode(Sha256::digest(m));
-    let body = |name: &str, edit: &dyn Fn(&mut Value)| {
-        Case::new(name, m, with_body(log, set0, |b| edit(b)))
-    };
+    let body =
+        |name: &str, edit: &dyn Fn(&mut Value)| Case::new(name, m, with_body(log, set0, edit));
     let raw = |name: &str, edit: &dyn Fn(String) -> String| {
-        Case::new(name, m, with_raw_body(log, set0, |b| edit(b)))
+        Case::new(name, m, with_raw_body(log, set0, edit))
     };
     let mut tampered_set = set0.clone();
     tampered_set
