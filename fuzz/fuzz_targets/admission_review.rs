@@ -7,8 +7,8 @@
 //! root vouched, before the first input, for the certificate of the keyless fixture the
 //! seeds wrap, so a mutated keyless set with that certificate is judged by mansign's own
 //! per-set checks there and by the full Sigstore verification in the cold one. The warm
-//! reviewer's answer, and `Reviewer::review_cached`'s whenever it answers (the verification
-//! cache holds the body's signatures), must be exactly the cold one.
+//! reviewer's verdict, and `Reviewer::review_cached`'s whenever it answers (the verification
+//! cache holds the body's signatures), must be the cold one (allowed or not, status code).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -111,17 +111,21 @@ fn cold() -> Reviewer {
     Reviewer::new(set, ReviewOptions::default())
 }
 
+/// The verdict of an answer: allowed or not and the status code, or
+/// the code of a body that is no answerable review. The message texts may differ: a
+/// signature refused on the warm path is described by mansign, on the cold one by
+/// sigstore-verify, under the same reason.
+fn verdict(answer: &Reviewed) -> Result<[serde_json::Value; 2], &'static str> {
+    let bytes = answer.response.as_ref().map_err(|b| b.code)?;
+    let value: serde_json::Value = serde_json::from_slice(bytes).unwrap_or_default();
+    Ok([
+        value["response"]["allowed"].clone(),
+        value["response"]["status"]["code"].clone(),
+    ])
+}
+
 fn assert_same(what: &str, answer: &Reviewed, cold: &Reviewed) {
-    assert_eq!(
-        answer.response.as_ref().map_err(|b| b.code),
-        cold.response.as_ref().map_err(|b| b.code),
-        "{what}"
-    );
-    assert_eq!(
-        format!("{:?}", answer.decision),
-        format!("{:?}", cold.decision),
-        "{what}"
-    );
+    assert_eq!(verdict(answer), verdict(cold), "{what}");
 }
 
 fuzz_target!(|data: &[u8]| {
