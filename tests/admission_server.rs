@@ -1528,3 +1528,197 @@ async fn per_namespace_signers_over_https() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Files a policy names are reloaded too (issue 28)
+// ---------------------------------------------------------------------------------------
+
+/// Polls `/readyz` until `reloads_ok` reaches `count` (at most 10 s), and returns it.
+async fn wait_for_reloads(c: &reqwest::Client, webhook: &Webhook, count: u64) -> Value {
+    let started = Instant::now();
+    loop {
+        let ready: Value = c
+            .get(webhook.url("/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if ready["policies"]["status"]["reloads_ok"].as_u64() >= Some(count) {
+            return ready;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "no reload: {ready}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// k8s-manifest-sigstore's 2022 keyless ConfigMap (set 0: hkitahar@redhat.com via Google),
+/// as an AdmissionReview request.
+fn keyless_configmap_review(uid: &str) -> Value {
+    let path = common::fixture(
+        "k8s-manifest-sigstore/pkg/k8smanifest/testdata/sample-configmap-keyless-multi-signed.yaml",
+    );
+    review(
+        uid,
+        "CREATE",
+        &yaml_to_json(&std::fs::read_to_string(path).unwrap()),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trusted_root_a_policy_names_is_reloaded_when_it_changes() {
+    let setup = setup();
+    let pgi = std::fs::read_to_string(common::fixture(
+        "k8s-manifest-sigstore/_external/sigstore-cosign-v3.0.4/pkg/cosign/testdata/trusted_root_pgi.json",
+    ))
+    .unwrap();
+    let staging = std::fs::read_to_string(common::fixture(
+        "sigstore-trust-roots/staging/trusted_root.json",
+    ))
+    .unwrap();
+    // The policy names its trust root by a relative path; at first it is the staging root,
+    // which never issued the fixture's certificate nor logged its entry.
+    let root = write(setup.path(), "roots/trusted_root.json", &staging);
+    let policy = write(
+        setup.path(),
+        "keyless.yaml",
+        "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata:\n  name: keyless\nspec:\n  match:\n    kinds: [ConfigMap]\n  attestors:\n  - entries:\n    - keyless:\n        issuer: https://accounts.google.com\n        subject: hkitahar@redhat.com\n        trustedRoot: roots/trusted_root.json\n",
+    );
+    let webhook = Webhook::start(setup.path(), &[&policy], &["--reload-interval", "200ms"]);
+    let c = client(&setup.pki);
+    let answer = decide(&c, &webhook, &keyless_configmap_review("staging-1")).await;
+    assert_eq!(answer["response"]["allowed"], false, "{answer}");
+
+    // The named file now holds the root that vouches for the certificate: admitted.
+    std::fs::write(&root, &pgi).unwrap();
+    wait_for_reloads(&c, &webhook, 1).await;
+    let answer = decide(&c, &webhook, &keyless_configmap_review("pgi-1")).await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    let ready = wait_for_reloads(&c, &webhook, 1).await;
+    assert_eq!(
+        ready["policies"]["named_files"],
+        json!([root]),
+        "readyz lists the named trust root: {ready}"
+    );
+
+    // And back: the same object is denied again, the answer not kept from before.
+    std::fs::write(&root, &staging).unwrap();
+    wait_for_reloads(&c, &webhook, 2).await;
+    let answer = decide(&c, &webhook, &keyless_configmap_review("staging-2")).await;
+    assert_eq!(answer["response"]["allowed"], false, "{answer}");
+    assert!(
+        webhook
+            .events()
+            .iter()
+            .filter(|e| e["event"] == "reloaded" && e["config"] == "policies")
+            .count()
+            >= 2
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_file_a_policy_names_is_reloaded_when_it_is_rotated() {
+    let setup = setup();
+    let webhook = setup.start(&["--reload-interval", "200ms"]);
+    let c = client(&setup.pki);
+    let old_signed = setup.signed_configmap("app", "1");
+    let answer = decide(&c, &webhook, &review("old-1", "CREATE", &old_signed)).await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+
+    // A new key pair; its public key is written over the file the policy names.
+    let (new_key, new_pub) = key_pair(setup.path(), "rotated");
+    let input = write(
+        setup.path(),
+        "new.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new\n  namespace: team-a\ndata:\n  value: \"2\"\n",
+    );
+    mansign()
+        .args(["sign", "-f"])
+        .arg(&input)
+        .arg("--key")
+        .arg(&new_key)
+        .assert()
+        .success();
+    let new_signed =
+        yaml_to_json(&std::fs::read_to_string(setup.path().join("new.yaml.signed")).unwrap());
+    let answer = decide(&c, &webhook, &review("new-1", "CREATE", &new_signed)).await;
+    assert_eq!(answer["response"]["allowed"], false, "{answer}");
+
+    std::fs::copy(&new_pub, setup.path().join("release.pub")).unwrap();
+    wait_for_reloads(&c, &webhook, 1).await;
+    let answer = decide(&c, &webhook, &review("new-2", "CREATE", &new_signed)).await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    let answer = decide(&c, &webhook, &review("old-2", "CREATE", &old_signed)).await;
+    assert_eq!(answer["response"]["allowed"], false, "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_naming_a_missing_key_file_loads_once_the_file_appears() {
+    let setup = setup();
+    let webhook = setup.start(&["--reload-interval", "200ms"]);
+    let c = client(&setup.pki);
+    // The policy now names a key file that does not exist yet: the reload fails.
+    let later = setup.path().join("later.pub");
+    std::fs::write(
+        &setup.policy,
+        policy_text("configmaps", &later, "[ConfigMap]"),
+    )
+    .unwrap();
+    let started = Instant::now();
+    loop {
+        let ready: Value = c
+            .get(webhook.url("/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if ready["policies"]["status"]["last_error"].is_string() {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "{ready}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Signed with a key the policy will name; denied while the old policy is in use.
+    let (key, pubkey) = key_pair(setup.path(), "later-pair");
+    let input = write(
+        setup.path(),
+        "later.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n  namespace: team-a\ndata:\n  value: \"3\"\n",
+    );
+    mansign()
+        .args(["sign", "-f"])
+        .arg(&input)
+        .arg("--key")
+        .arg(&key)
+        .assert()
+        .success();
+    let signed =
+        yaml_to_json(&std::fs::read_to_string(setup.path().join("later.yaml.signed")).unwrap());
+    let answer = decide(&c, &webhook, &review("later-1", "CREATE", &signed)).await;
+    assert_eq!(answer["response"]["allowed"], false, "{answer}");
+    // The file appears, no watched file changed: the retry loads it.
+    std::fs::copy(&pubkey, &later).unwrap();
+    let ready = wait_for_reloads(&c, &webhook, 1).await;
+    assert!(
+        ready["policies"]["status"]["last_error"].is_null(),
+        "{ready}"
+    );
+    let answer = decide(&c, &webhook, &review("later-2", "CREATE", &signed)).await;
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    // The repeated failure while waiting was counted once.
+    let m = metrics(&c, &webhook).await;
+    assert_eq!(
+        metric(
+            &m,
+            "mansign_config_reloads_total{config=\"policies\",result=\"failed\"}"
+        ),
+        Some(1.0),
+        "{m}"
+    );
+}

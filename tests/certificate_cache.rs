@@ -7,106 +7,21 @@
 //! root's own. The checks of a vouched set are mansign's own (`verify/hashedrekord.rs`), so
 //! these tests are what shows them refusing.
 //!
-//! Fixtures: testdata/ (k8s-manifest-sigstore, sigstore-trust-roots; provenance in
-//! testdata/README.md). A missing fixture fails the test.
+//! Fixtures and the test's own Rekor log: tests/common/rekor_log.rs.
+
+#[path = "common/rekor_log.rs"]
+mod rekor_log;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use mansign::Limits;
-use mansign::annotations::{AnnotationDomain, SignatureSet, SignedAnnotations, extract};
-use mansign::manifest::load_inputs;
 use mansign::trust::{TrustRoot, VouchedStats};
 use mansign::verify::{SigstoreError, verify_certificate_set};
-use p256::ecdsa::signature::Signer as _;
-use p256::ecdsa::{DerSignature, SigningKey};
-use p256::pkcs8::EncodePublicKey as _;
+use rekor_log::{
+    NOT_BEFORE, PGI_ROOT, STAGING_ROOT, TestLog, fixture, pgi_json, prime, signed, with_body,
+    with_raw_body,
+};
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
-use std::path::{Path, PathBuf};
-
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/testdata");
-const PGI_ROOT: &str = "k8s-manifest-sigstore/_external/sigstore-cosign-v3.0.4/pkg/cosign/testdata/trusted_root_pgi.json";
-const STAGING_ROOT: &str = "sigstore-trust-roots/staging/trusted_root.json";
-/// 2022, hashedrekord, two sets with two certificates. Set 0's certificate is valid for ten
-/// minutes from 2022-06-17T07:55:18Z; its entry was integrated at 1_655_452_519.
-const KEYLESS_MULTI: &str =
-    "k8s-manifest-sigstore/pkg/k8smanifest/testdata/sample-configmap-keyless-multi-signed.yaml";
-const NOT_BEFORE: i64 = 1_655_452_518;
-
-fn fixture(rel: &str) -> PathBuf {
-    let p = Path::new(FIXTURES).join(rel);
-    assert!(p.exists(), "fixture testdata/{rel} is missing");
-    p
-}
-
-fn signed() -> SignedAnnotations {
-    let files = load_inputs(&[fixture(KEYLESS_MULTI)], &Limits::default()).unwrap();
-    extract(
-        &files[0].documents[0].value,
-        &AnnotationDomain::default(),
-        &Limits::default(),
-    )
-    .unwrap()
-}
-
-fn pgi_json() -> Value {
-    serde_json::from_str(&std::fs::read_to_string(fixture(PGI_ROOT)).unwrap()).unwrap()
-}
-
-/// A Rekor log key made by the test, trusted by the roots built below, so a test can move
-/// an entry's integrated time or body and sign a valid SET over it.
-struct TestLog {
-    key: SigningKey,
-    log_id_hex: String,
-}
-
-impl TestLog {
-    fn new() -> Self {
-        let key = SigningKey::random(&mut rand_core::OsRng);
-        let spki = key.verifying_key().to_public_key_der().unwrap();
-        TestLog {
-            log_id_hex: hex::encode(Sha256::digest(spki.as_bytes())),
-            key,
-        }
-    }
-
-    fn trusted_by(&self, mut root: Value) -> TrustRoot {
-        let spki = self.key.verifying_key().to_public_key_der().unwrap();
-        root["tlogs"].as_array_mut().unwrap().push(json!({
-            "baseUrl": "https://rekor.test.invalid",
-            "hashAlgorithm": "SHA2_256",
-            "publicKey": {
-                "rawBytes": STANDARD.encode(spki.as_bytes()),
-                "keyDetails": "PKIX_ECDSA_P256_SHA_256",
-                "validFor": {"start": "2020-01-01T00:00:00Z"}
-            },
-            "logId": {"keyId": STANDARD.encode(hex::decode(&self.log_id_hex).unwrap())}
-        }));
-        TrustRoot::from_json(&root.to_string()).unwrap()
-    }
-
-    /// The set, its entry integrated at `time`, with a fresh SET by this log.
-    fn at(&self, set: &SignatureSet, time: i64) -> SignatureSet {
-        let mut set = set.clone();
-        let bundle = set.bundle.as_mut().unwrap();
-        bundle.payload.integrated_time = time;
-        bundle.payload.log_id = self.log_id_hex.clone();
-        let p = &bundle.payload;
-        let payload = format!(
-            r#"{{"body":"{}","integratedTime":{},"logID":"{}","logIndex":{}}}"#,
-            p.body, p.integrated_time, p.log_id, p.log_index
-        );
-        let sig: DerSignature = self.key.sign(payload.as_bytes());
-        bundle.signed_entry_timestamp = STANDARD.encode(sig.as_bytes());
-        set
-    }
-}
-
-/// Verifies set 0 as logged, so its certificate is cached, and checks that it was.
-fn prime(trust: &TrustRoot, ann: &SignedAnnotations) {
-    verify_certificate_set(trust, &ann.message, &ann.sets[0]).unwrap();
-    assert_eq!(trust.certificate_cache_stats().entries, 1);
-}
 
 #[test]
 fn a_second_set_with_the_same_certificate_skips_only_chain_and_sct() {
@@ -266,17 +181,6 @@ fn a_failed_chain_is_not_remembered() {
     );
 }
 
-/// Set 0 with its body edited by `edit` and a valid SET over the edited body.
-fn with_body(log: &TestLog, set: &SignatureSet, edit: impl FnOnce(&mut Value)) -> SignatureSet {
-    let mut set = set.clone();
-    let bundle = set.bundle.as_mut().unwrap();
-    let mut body: Value =
-        serde_json::from_slice(&STANDARD.decode(&bundle.payload.body).unwrap()).unwrap();
-    edit(&mut body);
-    bundle.payload.body = STANDARD.encode(body.to_string());
-    log.at(&set, NOT_BEFORE + 1)
-}
-
 #[test]
 fn rejects_a_cached_certificate_whose_body_logs_another_certificate() {
     let log = TestLog::new();
@@ -330,17 +234,13 @@ fn a_cached_certificate_in_a_body_with_a_duplicate_key_is_refused() {
     let log = TestLog::new();
     let (trust, ann) = (log.trusted_by(pgi_json()), signed());
     prime(&trust, &ann);
-    let mut set = ann.sets[0].clone();
-    let bundle = set.bundle.as_mut().unwrap();
-    let body = String::from_utf8(STANDARD.decode(&bundle.payload.body).unwrap()).unwrap();
-    let duplicated = body.replacen(
-        "\"spec\":",
-        "\"spec\":{\"data\":{},\"signature\":{}},\"spec\":",
-        1,
-    );
-    assert_ne!(duplicated, body);
-    bundle.payload.body = STANDARD.encode(duplicated);
-    let set = log.at(&set, NOT_BEFORE + 1);
+    let set = with_raw_body(&log, &ann.sets[0], |body| {
+        body.replacen(
+            "\"spec\":",
+            "\"spec\":{\"data\":{},\"signature\":{}},\"spec\":",
+            1,
+        )
+    });
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
     assert!(
         matches!(

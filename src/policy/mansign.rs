@@ -408,6 +408,7 @@ pub(crate) fn load(
     Ok(PolicySet {
         rules: vec![rule],
         notes,
+        ..PolicySet::default()
     })
 }
 

@@ -55,6 +55,7 @@ use crate::manifest::{
 use crate::trust::{TrustRoot, TrustRootError};
 use crate::verify::{AttestorPolicy, Verifier};
 use serde_json::Value;
+use std::cell::RefCell;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -282,13 +283,22 @@ pub struct PolicySet {
     /// Things the loader wants the user to know (skipped non-manifest rules, fields that
     /// have no effect because mansign always checks them).
     pub notes: Vec<String>,
+    /// The files the policies name and that were read to load them (`keys.path`,
+    /// `keyless.trustedRoot`, `certificates.certPath`, `certificates.certChainPath`), as
+    /// resolved: the admission server watches them with the policy files.
+    pub named_files: Vec<PathBuf>,
 }
 
 impl PolicySet {
-    /// Adds the rules and notes of another set.
+    /// Adds the rules, notes and named files of another set.
     pub fn extend(&mut self, other: PolicySet) {
         self.rules.extend(other.rules);
         self.notes.extend(other.notes);
+        for file in other.named_files {
+            if !self.named_files.contains(&file) {
+                self.named_files.push(file);
+            }
+        }
     }
 
     /// Verifies every document; see [`ObjectVerdict`].
@@ -376,6 +386,7 @@ pub fn load_str(
         base_dir,
         default_trust: options.trust_root.clone(),
         document_any_issuer: false,
+        named_files: RefCell::new(Vec::new()),
     };
     let mut set = PolicySet::default();
     // The manifest reader: kubectl's stream rules, both YAML readings, budgets. A policy is
@@ -434,6 +445,10 @@ pub fn load_str(
             origin: origin.into(),
         });
     }
+    set.extend(PolicySet {
+        named_files: ctx.named_files.into_inner(),
+        ..PolicySet::default()
+    });
     Ok(set)
 }
 
@@ -444,6 +459,8 @@ pub(crate) struct LoadContext<'a> {
     default_trust: Option<Arc<TrustRoot>>,
     /// The document being loaded opts in to any issuer (`spec.insecureAnyIssuer`).
     document_any_issuer: bool,
+    /// Every file [`LoadContext::resolve`] named, in order.
+    named_files: RefCell<Vec<PathBuf>>,
 }
 
 impl LoadContext<'_> {
@@ -471,12 +488,19 @@ impl LoadContext<'_> {
         self.options.limits
     }
 
+    /// The file a policy names, relative to the policy's directory; remembered as a file
+    /// the policy set depends on ([`PolicySet::named_files`]).
     fn resolve(&self, path: &Path) -> PathBuf {
-        if path.is_absolute() {
+        let full = if path.is_absolute() {
             path.to_path_buf()
         } else {
             self.base_dir.join(path)
+        };
+        let mut named = self.named_files.borrow_mut();
+        if !named.contains(&full) {
+            named.push(full.clone());
         }
+        full
     }
 }
 

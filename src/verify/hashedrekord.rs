@@ -11,9 +11,9 @@
 //! `verify_tlog_entries`), a third of the ECDSA work of a set from a batch. In order, the
 //! first failure wins:
 //!
-//! 1. the body is `hashedrekord` 0.0.1 with a SHA-256 `spec.data.hash`, a
-//!    `spec.signature.content` and a `spec.signature.publicKey.content` (a duplicate key
-//!    is refused);
+//! 1. the body is `hashedrekord` 0.0.1 and reads as [`LoggedSignature::read`] requires
+//!    (`sha256` spelled so, exact base64, no duplicate key) — the same reading the first
+//!    sight runs before sigstore-verify, so both refuse the same bodies;
 //! 2. the SET verifies with the trust root's key for the entry's log, valid at the
 //!    integrated time ([`verify_set`]), over the body as decoded;
 //! 3. the integrated time is not in the future;
@@ -30,43 +30,6 @@ use super::rekor_entry::RekorEntry;
 use super::sigstore::{self, SigningMaterial};
 use super::sigstore_error::SigstoreError;
 use crate::trust::{TrustRoot, VouchedCertificates};
-use serde::Deserialize;
-
-/// The fields checked here; `kind` and `apiVersion` were read (and duplicates of them
-/// refused) by [`RekorEntry::parse`].
-#[derive(Deserialize)]
-struct Body {
-    spec: Spec,
-}
-
-#[derive(Deserialize)]
-struct Spec {
-    data: Data,
-    signature: Signature,
-}
-
-#[derive(Deserialize)]
-struct Data {
-    hash: Hash,
-}
-
-#[derive(Deserialize)]
-struct Hash {
-    algorithm: String,
-    value: String,
-}
-
-#[derive(Deserialize)]
-struct Signature {
-    content: String,
-    #[serde(rename = "publicKey")]
-    public_key: PublicKey,
-}
-
-#[derive(Deserialize)]
-struct PublicKey {
-    content: String,
-}
 
 /// A set whose certificate `trust` vouched for at a time covering this entry: proof that
 /// [`verify_vouched`] may skip the chain and the SCT.
@@ -103,16 +66,8 @@ pub(super) fn verify_vouched(
     public_key_der: &[u8],
     entry: &RekorEntry,
 ) -> Result<(), SigstoreError> {
-    // 1. body shape
-    let body: Body = serde_json::from_slice(&entry.body)
-        .map_err(|e| SigstoreError::MalformedEntry(format!("hashedrekord body: {e}")))?;
-    let spec = body.spec;
-    if spec.data.hash.algorithm != "sha256" {
-        return Err(SigstoreError::MalformedEntry(format!(
-            "hashedrekord hash algorithm {:?} is not sha256",
-            spec.data.hash.algorithm
-        )));
-    }
+    // 1. body shape: the one reading of a logged body, as on the first sight
+    let logged = LoggedSignature::read(entry)?;
     // 2. SET; 3. integrated time
     let time = entry.integrated_timestamp()?;
     verify_set(trust, entry, time)?;
@@ -124,12 +79,7 @@ pub(super) fn verify_vouched(
     // 4. signature over M, in the scheme sigstore-verify would use
     sigstore::verify_message_signature_sha256(public_key_der, message, signature)?;
     // 5. the entry describes this signature
-    LoggedSignature {
-        signature_b64: &spec.signature.content,
-        public_key_b64: &spec.signature.public_key.content,
-        sha256_hex: &spec.data.hash.value,
-    }
-    .describes(
+    logged.describes(
         message,
         signature,
         SigningMaterial::Certificate(vouched.leaf),

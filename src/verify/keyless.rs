@@ -17,7 +17,9 @@
 //! 6. the Rekor entry body describes this signature: same signature bytes, same
 //!    certificate, hash = SHA-256(M) (CVE-2022-36056).
 //!
-//! `hashedrekord` 0.0.1 entries go through sigstore-verify ([`super::sigstore`]): the
+//! The body is read by mansign ([`LoggedSignature`](super::logged_entry::LoggedSignature))
+//! on every path, so a body is judged the same whether or not its certificate was seen
+//! before. `hashedrekord` 0.0.1 entries go through sigstore-verify ([`super::sigstore`]) too: the
 //! triple becomes a Sigstore bundle v0.1 whose only time evidence is the SET-backed
 //! integrated time (cosign annotations carry no inclusion proof; the SET is the log's
 //! promise, as in cosign's own offline bundle check). Once the trust root vouched for a
@@ -34,6 +36,7 @@
 use super::evidence::SigstoreEvidence;
 use super::hashedrekord;
 use super::legacy_rekord;
+use super::logged_entry::LoggedSignature;
 use super::rekor_entry::RekorEntry;
 use super::sigstore::{self, SigningMaterial};
 use super::sigstore_error::SigstoreError;
@@ -93,7 +96,13 @@ pub(super) fn verify_logged_signature(
     entry: &RekorEntry,
 ) -> Result<(), SigstoreError> {
     if entry.is("hashedrekord", "0.0.1") {
-        sigstore::verify_hashedrekord(trust, message, signature, material, entry)
+        // mansign's reading and consistency check of the body run on this path too, so the
+        // first sight refuses every body the vouched path ([`hashedrekord`]) refuses:
+        // sigstore-verify reads a body more loosely (any hash algorithm name, base64 of
+        // either alphabet, padded or not; see [`LoggedSignature::read`]).
+        let logged = LoggedSignature::read(entry)?;
+        sigstore::verify_hashedrekord(trust, message, signature, material, entry)?;
+        logged.describes(message, signature, material)
     } else if entry.is("rekord", "0.0.1") {
         legacy_rekord::verify(trust, message, signature, material, entry)
     } else {

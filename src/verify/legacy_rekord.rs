@@ -6,8 +6,9 @@
 //! `hashedrekord` path (no OpenSSL: aws-lc-rs through sigstore-crypto, rustls-webpki,
 //! x509-cert):
 //!
-//! 1. the body is `rekord` 0.0.1 with `spec.signature.format` `x509`, a SHA-256
-//!    `spec.data.hash` and a `spec.signature.publicKey`;
+//! 1. the body is `rekord` 0.0.1 and reads as [`LoggedSignature::read`] requires
+//!    (`spec.signature.format` `x509`, a `sha256` `spec.data.hash`, exact base64, no
+//!    duplicate key; a failure is `malformed-log-entry`);
 //! 2. the SET verifies: ECDSA by the trust root's Rekor key for `logID`, valid at
 //!    `integratedTime`, over the RFC 8785 canonical JSON
 //!    `{"body","integratedTime","logID","logIndex"}` (the body re-encoded from the decoded
@@ -32,7 +33,6 @@ use super::sigstore::{self, SigningMaterial};
 use super::sigstore_error::SigstoreError;
 use crate::trust::TrustRoot;
 use rustls_pki_types::{CertificateDer, UnixTime};
-use serde::Deserialize;
 use x509_cert::Certificate;
 use x509_cert::der::Decode;
 use x509_cert::der::oid::ObjectIdentifier;
@@ -41,41 +41,6 @@ use x509_cert::der::oid::ObjectIdentifier;
 const ID_KP_CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
 /// RFC 6962 embedded SCT list extension.
 const SCT_LIST_OID: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.11129.2.4.2");
-
-#[derive(Deserialize)]
-struct RekordBody {
-    spec: RekordSpec,
-}
-
-#[derive(Deserialize)]
-struct RekordSpec {
-    data: RekordData,
-    signature: RekordSignature,
-}
-
-#[derive(Deserialize)]
-struct RekordData {
-    hash: Option<RekordHash>,
-}
-
-#[derive(Deserialize)]
-struct RekordHash {
-    algorithm: String,
-    value: String,
-}
-
-#[derive(Deserialize)]
-struct RekordSignature {
-    content: String,
-    format: String,
-    #[serde(rename = "publicKey")]
-    public_key: RekordPublicKey,
-}
-
-#[derive(Deserialize)]
-struct RekordPublicKey {
-    content: String,
-}
 
 /// Runs the checks in the module docs; the caller has parsed the bundle and checked
 /// that the entry is `rekord` 0.0.1 from a log the trust root knows.
@@ -86,25 +51,9 @@ pub(super) fn verify(
     material: SigningMaterial<'_>,
     entry: &RekorEntry,
 ) -> Result<(), SigstoreError> {
-    // 1. body shape
-    let body: RekordBody = serde_json::from_slice(&entry.body)
-        .map_err(|e| SigstoreError::MalformedBundle(format!("rekord body: {e}")))?;
-    let spec = body.spec;
-    if spec.signature.format != "x509" {
-        return Err(SigstoreError::MalformedBundle(format!(
-            "rekord signature format {:?} is not x509",
-            spec.signature.format
-        )));
-    }
-    let hash = spec.data.hash.ok_or_else(|| {
-        SigstoreError::MalformedBundle("rekord entry has no spec.data.hash".into())
-    })?;
-    if hash.algorithm != "sha256" {
-        return Err(SigstoreError::MalformedBundle(format!(
-            "rekord hash algorithm {:?} is not sha256",
-            hash.algorithm
-        )));
-    }
+    // 1. body shape: the one reading of a logged body (`format` x509, `sha256`, exact
+    // base64, no duplicate key)
+    let logged = LoggedSignature::read(entry)?;
     // 2. SET
     let time = entry.integrated_timestamp()?;
     verify_set(trust, entry, time)?;
@@ -124,12 +73,7 @@ pub(super) fn verify(
     };
     sigstore::verify_signature(&public_key, message, signature)?;
     // 6. the entry describes this signature
-    LoggedSignature {
-        signature_b64: &spec.signature.content,
-        public_key_b64: &spec.signature.public_key.content,
-        sha256_hex: &hash.value,
-    }
-    .describes(message, signature, material)
+    logged.describes(message, signature, material)
 }
 
 fn verify_chain(

@@ -1,11 +1,18 @@
 //! The live configuration and its reloads: policies and trust root (one reviewer) and the
-//! TLS certificate, each swapped in whole when its files change and load cleanly.
+//! TLS certificate, each swapped in whole when its files change and load cleanly. The
+//! reviewer's files are the policy files, `--trusted-root`, and every file the loaded
+//! policies name ([`PolicySet::named_files`](crate::policy::PolicySet::named_files): key
+//! files, `keyless.trustedRoot`, certificate files), so rotating a key or a trust root a
+//! policy points to takes effect like an edit of the policy itself.
 //!
 //! Changes are found by polling a SHA-256 digest of each watched file's content: it works on
 //! every file system, and a Kubernetes ConfigMap or Secret volume (files behind a `..data`
 //! symlink that the kubelet swaps atomically) is read through the new link at once. A file
 //! that is missing or does not load leaves the last good configuration in place; the error is
-//! kept for `/readyz` and counted in `/metrics`, and the next change is tried again.
+//! kept for `/readyz` and counted in `/metrics`, and the next change is tried again. After a
+//! failed reload of the reviewer the load is retried at every poll (a repeat of the same
+//! error is not counted again): a policy edit may name a file that appears only later,
+//! which no watched file's change would announce.
 
 use super::metrics::{Metrics, Part, cache_stats};
 use super::tls::{LiveTls, MAX_PEM_BYTES, certified_key};
@@ -25,7 +32,8 @@ const MAX_WATCHED_BYTES: u64 = 64 * 1024 * 1024;
 /// Where the reviewer comes from: the files to watch and how to build it from them.
 #[derive(Clone)]
 pub struct ReviewerSource {
-    /// Files whose change triggers a reload (policy files, the trust root).
+    /// Files whose change triggers a reload (policy files, the trust root). The files the
+    /// loaded policies name are watched too, without being listed here.
     pub files: Vec<PathBuf>,
     /// Builds the reviewer from the files; called at start and after every change. The
     /// error is shown as is in `/readyz` and the log.
@@ -155,6 +163,7 @@ impl Live {
             "draining": self.is_draining(),
             "policies": {
                 "files": self.watched,
+                "named_files": reviewer.policies().named_files,
                 "rules": reviewer.policies().rules.len(),
                 "status": policies,
             },
@@ -221,33 +230,69 @@ pub(super) async fn watch(
     log_format: LogFormat,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let policy_files = source.files.clone();
     let (cert, key) = live.tls_files.clone();
-    let digest_policies = {
-        let files = policy_files.clone();
-        move || fingerprint(&files.iter().map(PathBuf::as_path).collect::<Vec<_>>())
+    // The policy files and `--trusted-root`, then the files the live policies name.
+    let reviewer_files = |live: &Live| {
+        let mut files = source.files.clone();
+        for file in &live.reviewer().policies().named_files {
+            if !files.contains(file) {
+                files.push(file.clone());
+            }
+        }
+        files
+    };
+    let digest_files = |files: Vec<PathBuf>| {
+        blocking(move || fingerprint(&files.iter().map(PathBuf::as_path).collect::<Vec<_>>()))
     };
     let digest_tls = {
         let (cert, key) = (cert.clone(), key.clone());
         move || fingerprint(&[cert.as_path(), key.as_path()])
     };
-    let mut seen_policies = blocking(digest_policies.clone()).await;
+    let mut watched = reviewer_files(&live);
+    let mut seen_policies = digest_files(watched.clone()).await;
+    // The error of the latest reviewer reload, while no later one succeeded.
+    let mut failed_with: Option<String> = None;
     let mut seen_tls = blocking(digest_tls.clone()).await;
     loop {
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
             _ = stop.changed() => return,
         }
-        if let Some(now) = blocking(digest_policies.clone()).await
-            && Some(now) != seen_policies
-        {
-            seen_policies = Some(now);
+        let now = digest_files(watched.clone()).await;
+        let changed = now.is_some() && now != seen_policies;
+        if changed || failed_with.is_some() {
+            if now.is_some() {
+                seen_policies = now;
+            }
             let load = source.load.clone();
             let result = blocking(move || load())
                 .await
                 .unwrap_or_else(|| Err("the reload task failed".into()));
-            let outcome = result.map(|reviewer| live.replace_reviewer(reviewer));
-            record(&live, &metrics, Part::Policies, outcome, log_format);
+            match result {
+                Ok(reviewer) => {
+                    live.replace_reviewer(reviewer);
+                    failed_with = None;
+                    record(&live, &metrics, Part::Policies, Ok(()), log_format);
+                    let files = reviewer_files(&live);
+                    if files != watched {
+                        watched = files;
+                        seen_policies = digest_files(watched.clone()).await;
+                    }
+                }
+                Err(error) => {
+                    // A retry that fails the same way is not news.
+                    if changed || failed_with.as_ref() != Some(&error) {
+                        record(
+                            &live,
+                            &metrics,
+                            Part::Policies,
+                            Err(error.clone()),
+                            log_format,
+                        );
+                    }
+                    failed_with = Some(error);
+                }
+            }
         }
         if let Some(now) = blocking(digest_tls.clone()).await
             && Some(now) != seen_tls
