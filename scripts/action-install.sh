@@ -53,12 +53,15 @@ use_binary() {
     *) die 1 "$bin is not mansign ('mansign version' printed '$version')" ;;
   esac
   set_output bin "$bin"
-  set_output version "${version#mansign }"
+  # `mansign 0.1.0 (commit ..., built ..., target)`: the version is the second word
+  version=${version#mansign }
+  version=${version%% *}
+  set_output version "$version"
   set_output source "$source"
   if [ -n "${GITHUB_PATH:-}" ]; then
     dirname "$bin" >>"$GITHUB_PATH"
   fi
-  echo "$version from $source: $bin"
+  echo "mansign $version from $source: $bin"
 }
 
 build_from_source() {

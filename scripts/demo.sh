@@ -3,17 +3,32 @@
 # 127.0.0.1): sign testdata/unsigned/ into signed/ the way CI does, verify the result
 # with the signer's identity, then show that tampering, a wrong identity and a wrong
 # issuer are all rejected. Works on a fresh machine (installs the stack, builds mansign).
+#
+# The CI identity is the README quickstart's: the workflow
+# https://github.com/acme/policies/.github/workflows/sign.yaml@refs/heads/main, issued by
+# https://token.actions.githubusercontent.com (the local OIDC issuer mints a token with
+# exactly those claims), so the commands below are the README's commands.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
+IDENTITY=https://github.com/acme/policies/.github/workflows/sign.yaml@refs/heads/main
+ISSUER=https://token.actions.githubusercontent.com
+
 step "install the local Sigstore stack (npm + sigstore-python) and build mansign"
+if [ ! -x target/debug/mansign ]; then
+  echo "The first run builds mansign and its dependencies: about 5 minutes on a laptop, up to"
+  echo "20 minutes on a busy 2-core machine. cargo shows its progress below; later runs take seconds."
+fi
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq nodejs npm
 fi
 bash scripts/sigstore-stack/install.sh
-cargo build --locked --quiet
+# The binary the README's commands use: `export PATH="$PWD/target/debug:$PATH"` afterwards
+# runs them without another build (kubectl-mansign is the same binary, for `kubectl mansign`).
+cargo build --locked --bin mansign
+ln -sf mansign target/debug/kubectl-mansign
 MANSIGN="$PWD/target/debug/mansign"
 
 WORK=$(mktemp -d)
@@ -26,10 +41,14 @@ bash scripts/sigstore-stack/start.sh "$STATE" >/dev/null
 # shellcheck disable=SC1091
 . "$STATE/env"
 echo "OIDC issuer $SIGSTORE_OIDC_ISSUER, Fulcio $SIGSTORE_FULCIO_URL, Rekor $SIGSTORE_REKOR_URL"
-echo "CI identity: $SIGSTORE_IDENTITY"
-# In GitHub Actions the token comes from the runner; here the local issuer minted one.
+LOCAL_ISSUER=$SIGSTORE_OIDC_ISSUER
+echo "CI identity: $IDENTITY (issuer $ISSUER)"
+# In GitHub Actions the token comes from the runner; here the local issuer mints one with
+# the claims GitHub would put in it.
 export SIGSTORE_ID_TOKEN
-SIGSTORE_ID_TOKEN=$(cat "$SIGSTORE_ID_TOKEN_FILE")
+SIGSTORE_ID_TOKEN=$(bash scripts/sigstore-stack/mint-token.sh "$STATE" \
+  "iss=$ISSUER" "sub=$IDENTITY" repository=acme/policies ref=refs/heads/main \
+  event_name=push workflow=sign)
 unset ACTIONS_ID_TOKEN_REQUEST_URL ACTIONS_ID_TOKEN_REQUEST_TOKEN
 
 step "sign testdata/unsigned/ into signed/ keylessly (one certificate, one Rekor entry per document)"
@@ -48,7 +67,7 @@ verify() {
 }
 
 step "verify signed/ with the CI identity and issuer"
-verify "$WORK/signed/" "$SIGSTORE_IDENTITY" "$SIGSTORE_OIDC_ISSUER"
+verify "$WORK/signed/" "$IDENTITY" "$ISSUER"
 
 expect_reject() {
   local what=$1; shift
@@ -63,10 +82,11 @@ expect_reject() {
 
 sed 's/"nightly-backup-\*"/"*"/' "$WORK/signed/policy-exception-backup.yaml" > "$WORK/tampered.yaml"
 expect_reject "tamper: widen the exception to every pod name" \
-  verify "$WORK/tampered.yaml" "$SIGSTORE_IDENTITY" "$SIGSTORE_OIDC_ISSUER"
+  verify "$WORK/tampered.yaml" "$IDENTITY" "$ISSUER"
 expect_reject "a workflow of another repository" \
-  verify "$WORK/signed/" "https://github.com/evil/repo/.github/workflows/release.yml@refs/heads/main" "$SIGSTORE_OIDC_ISSUER"
+  verify "$WORK/signed/" "https://github.com/evil/repo/.github/workflows/release.yml@refs/heads/main" "$ISSUER"
 expect_reject "the right subject from another issuer" \
-  verify "$WORK/signed/" "$SIGSTORE_IDENTITY" "https://token.actions.githubusercontent.com"
+  verify "$WORK/signed/" "$IDENTITY" "$LOCAL_ISSUER"
 
 step "done"
+echo "mansign is built: export PATH=\"$PWD/target/debug:\$PATH\" runs the README's commands without another build."

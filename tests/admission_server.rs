@@ -526,7 +526,7 @@ async fn refuses_a_body_over_3_mib_with_413_declared_or_streamed() {
     assert_eq!(
         metric(
             &m,
-            "mansign_admission_requests_total{verdict=\"error\",kind=\"\",operation=\"\",reason=\"body-too-large\"}"
+            "mansign_admission_requests_total{verdict=\"error\",group=\"\",version=\"\",kind=\"\",operation=\"\",reason=\"body-too-large\"}"
         ),
         Some(3.0),
         "{m}"
@@ -1224,7 +1224,7 @@ async fn a_request_past_its_deadline_gets_503_never_an_allow() {
     assert_eq!(
         metric(
             &m,
-            "mansign_admission_requests_total{verdict=\"error\",kind=\"\",operation=\"\",reason=\"deadline-exceeded\"}"
+            "mansign_admission_requests_total{verdict=\"error\",group=\"\",version=\"\",kind=\"\",operation=\"\",reason=\"deadline-exceeded\"}"
         ),
         Some(late as f64),
         "{m}"
@@ -1341,7 +1341,7 @@ async fn kyverno_fixture_reviews_are_allowed_or_denied_with_the_reason() {
     assert_eq!(
         metric(
             &m,
-            "mansign_admission_requests_total{verdict=\"denied\",kind=\"ConfigMap\",operation=\"CREATE\",reason=\"modified\"}"
+            "mansign_admission_requests_total{verdict=\"denied\",group=\"\",version=\"v1\",kind=\"ConfigMap\",operation=\"CREATE\",reason=\"modified\"}"
         ),
         Some(1.0),
         "{m}"

@@ -730,3 +730,653 @@ fn keyless_signing_on_the_stack_reports_consistently() {
     .code(2)
     .stderr(predicate::str::contains("(from $SIGSTORE_TRUSTED_ROOT)"));
 }
+
+// ======== Issue 27: what a new user trips over, round 2 ========
+
+/// A ManifestPolicy for ConfigMaps signed keylessly by `subject` of `issuer`.
+fn keyless_policy(dir: &Path, subject: &str, issuer: &str) -> PathBuf {
+    write(
+        dir,
+        "keyless-policy.yaml",
+        &format!(
+            "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata:\n  name: p\n\
+             spec:\n  match:\n    kinds: [ConfigMap]\n  attestors:\n  - entries:\n    - keyless:\n\
+             \x20       issuer: {issuer}\n        subject: {subject}\n"
+        ),
+    )
+}
+
+/// A CREATE AdmissionReview of `object` (a ConfigMap).
+fn configmap_review(dir: &Path, object: &Value) -> PathBuf {
+    let gvk = json!({"group": "", "version": "v1", "kind": "ConfigMap"});
+    let gvr = json!({"group": "", "version": "v1", "resource": "configmaps"});
+    let review = json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "27", "kind": gvk, "resource": gvr, "requestKind": gvk, "requestResource": gvr,
+            "namespace": object["metadata"]["namespace"], "name": object["metadata"]["name"],
+            "operation": "CREATE", "userInfo": {"username": "ci"},
+            "object": object, "oldObject": null, "dryRun": false,
+        },
+    });
+    write(dir, "review.json", &review.to_string())
+}
+
+/// `mansign` with no trust root from the environment and no cached root, then `vars`.
+fn mansign_with_trust_env(dir: &Path, vars: &[(&str, &Path)]) -> assert_cmd::Command {
+    let mut cmd = mansign();
+    cmd.env_remove("MANSIGN_TRUST_DIR");
+    cmd.env("XDG_CACHE_HOME", dir.join("no-cache"));
+    for (name, value) in vars {
+        cmd.env(name, value);
+    }
+    cmd
+}
+
+// ---- 1. one trust root everywhere ----
+
+#[test]
+fn verify_policy_admission_review_and_explain_use_the_trust_root_of_the_environment() {
+    let stack = Stack::start();
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    let token = write(dir.path(), "token", &stack.id_token());
+    let signed = dir.path().join("x.signed.yaml");
+    keyless_sign(&stack)
+        .arg("-f")
+        .arg(&input)
+        .arg("-o")
+        .arg(&signed)
+        .arg("--identity-token")
+        .arg(&token)
+        .assert()
+        .success();
+    let configmap = documents(&signed).remove(0);
+    assert_eq!(configmap["kind"], "ConfigMap");
+    let object = write(
+        dir.path(),
+        "configmap.yaml",
+        &mansign::manifest::to_yaml(&configmap),
+    );
+    let review = configmap_review(dir.path(), &configmap);
+    let policy = keyless_policy(dir.path(), stack.identity(), stack.issuer());
+    let root = stack.trusted_root();
+
+    for var in ["MANSIGN_TRUSTED_ROOT", "SIGSTORE_TRUSTED_ROOT"] {
+        let env = [(var, root.as_path())];
+        mansign_with_trust_env(dir.path(), &env)
+            .args(["verify", "--policy"])
+            .arg(&policy)
+            .arg(&object)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("1 of 1 document(s) verified"));
+        let out = mansign_with_trust_env(dir.path(), &env)
+            .args(["admission", "review", "--policy"])
+            .arg(&policy)
+            .arg("-f")
+            .arg(&review)
+            .output()
+            .unwrap();
+        let response: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            (out.status.code(), &response["response"]["allowed"]),
+            (Some(0), &json!(true)),
+            "{var}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        mansign_with_trust_env(dir.path(), &env)
+            .args(["policy", "explain"])
+            .arg(&policy)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(format!(
+                "trust root {}",
+                root.display()
+            )));
+    }
+    // Without it, both deny (the embedded root does not know the local log): they still agree.
+    mansign_with_trust_env(dir.path(), &[])
+        .args(["verify", "--policy"])
+        .arg(&policy)
+        .arg(&object)
+        .assert()
+        .code(1);
+    mansign_with_trust_env(dir.path(), &[])
+        .args(["admission", "review", "--policy"])
+        .arg(&policy)
+        .arg("-f")
+        .arg(&review)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("unknown-log"));
+}
+
+#[test]
+fn trusted_root_help_names_the_environment_variables_on_every_command() {
+    for args in [
+        &["sign", "--help"][..],
+        &["verify", "--help"][..],
+        &["admission", "review", "--help"][..],
+        &["admission", "serve", "--help"][..],
+        &["policy", "explain", "--help"][..],
+        &["trust", "show", "--help"][..],
+    ] {
+        let out = mansign().args(args).assert().success();
+        let text = String::from_utf8_lossy(&out.get_output().stdout).replace('\n', " ");
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            text.contains("$MANSIGN_TRUSTED_ROOT")
+                && text.contains("$SIGSTORE_TRUSTED_ROOT")
+                && text.contains("cached by `mansign trust update`"),
+            "{args:?}: {text}"
+        );
+    }
+}
+
+#[test]
+fn trust_show_says_which_variable_named_the_root() {
+    let stack_root = fixture_trusted_root();
+    let dir = tempfile::tempdir().unwrap();
+    mansign_with_trust_env(dir.path(), &[("SIGSTORE_TRUSTED_ROOT", &stack_root)])
+        .args(["trust", "show"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("(from $SIGSTORE_TRUSTED_ROOT)"));
+}
+
+fn fixture_trusted_root() -> PathBuf {
+    common::fixture("kyverno/trust-root/sigstore-public-trusted_root.json")
+}
+
+// ---- 3. `-o` is one thing per command ----
+
+#[test]
+fn an_output_path_that_is_a_report_format_is_refused_with_a_pointer_to_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _) = key_pair(dir.path(), "cosign");
+    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    for format in ["json", "text", "yaml"] {
+        mansign()
+            .current_dir(dir.path())
+            .args(["sign", "-f"])
+            .arg(&input)
+            .arg("--key")
+            .arg(&key)
+            .args(["-o", format])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("--format json"))
+            .stderr(predicate::str::contains(format!("./{format}")));
+        assert!(!dir.path().join(format).exists(), "{format} was written");
+    }
+    // `./json` is a file of that name.
+    mansign()
+        .current_dir(dir.path())
+        .args(["sign", "-f"])
+        .arg(&input)
+        .arg("--key")
+        .arg(&key)
+        .args(["-o", "./json"])
+        .assert()
+        .success();
+    assert!(dir.path().join("json").is_file());
+    mansign()
+        .current_dir(dir.path())
+        .args(["policy", "convert", "p.yaml", "-o", "yaml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("always YAML"));
+}
+
+#[test]
+fn every_report_takes_dash_o_json() {
+    let (dir, signed, pubkey) = signed_fixture();
+    let policy = manifest_policy(dir.path(), &pubkey, "data.mode");
+    for flag in ["-o", "--output", "--format"] {
+        let out = mansign()
+            .args(["policy", "explain"])
+            .arg(&policy)
+            .args([flag, "json"])
+            .assert()
+            .success();
+        let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        assert_eq!(v["rules"].as_array().unwrap().len(), 1, "{flag}");
+        let out = mansign().args(["version", flag, "json"]).assert().success();
+        let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+        assert_eq!(v["version"], env!("CARGO_PKG_VERSION"), "{flag}");
+    }
+    let _ = signed;
+    // The old spelling still works.
+    let out = mansign().args(["version", "--json"]).assert().success();
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(v["name"], "mansign");
+    // explain's help describes a report, not "one line per document".
+    let out = mansign()
+        .args(["policy", "explain", "--help"])
+        .assert()
+        .success();
+    let help = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(!help.contains("One line per document"), "{help}");
+}
+
+#[test]
+fn the_cli_reference_has_one_output_flag_table_listing_every_report_command() {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/cli.md")).unwrap();
+    let table = text
+        .split("### Output flags")
+        .nth(1)
+        .expect("docs/cli.md: an `Output flags` section");
+    let table = table.split("\n### ").next().unwrap();
+    for command in [
+        "`sign`",
+        "`verify`, `verify-resource`",
+        "`policy explain`",
+        "`policy convert`",
+        "`version`",
+        "`trust show`",
+        "`admission review`",
+        "`completion SHELL`",
+    ] {
+        assert!(
+            table
+                .lines()
+                .any(|l| l.starts_with(&format!("| {command} |"))),
+            "no row for {command}"
+        );
+    }
+}
+
+// ---- 5. a regex given as an exact identity ----
+
+#[test]
+fn an_exact_identity_that_looks_like_a_regex_names_the_regexp_flag() {
+    let stack = Stack::start();
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    let token = write(dir.path(), "token", &stack.id_token());
+    let signed = dir.path().join("x.signed.yaml");
+    keyless_sign(&stack)
+        .arg("-f")
+        .arg(&input)
+        .arg("-o")
+        .arg(&signed)
+        .arg("--identity-token")
+        .arg(&token)
+        .assert()
+        .success();
+    // The stack's identity is a GitHub workflow URI; a cosign user writes a pattern for it.
+    let pattern = "https://github.com/.*";
+    mansign()
+        .args(["verify", "-f"])
+        .arg(&signed)
+        .arg("--trusted-root")
+        .arg(stack.trusted_root())
+        .args(["--certificate-identity", pattern])
+        .args(["--certificate-oidc-issuer", stack.issuer()])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("looks like a regular expression"))
+        .stdout(predicate::str::contains("--certificate-identity-regexp"));
+    mansign()
+        .args(["verify", "-f"])
+        .arg(&signed)
+        .arg("--trusted-root")
+        .arg(stack.trusted_root())
+        .args(["--certificate-identity-regexp", pattern])
+        .args(["--certificate-oidc-issuer", stack.issuer()])
+        .assert()
+        .success();
+}
+
+#[test]
+fn the_regexp_flag_help_says_patterns_are_anchored_unlike_cosign() {
+    let out = mansign().args(["verify", "--help"]).assert().success();
+    let help = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("Anchored, unlike cosign's"), "{help}");
+    assert!(
+        flat.contains("https://github.com/acme/.*/\\.github/workflows/sign\\.yaml@refs/heads/main"),
+        "{help}"
+    );
+}
+
+// ---- 6. TLS errors name the file at fault ----
+
+#[test]
+fn admission_serve_names_the_key_file_when_the_key_is_bad() {
+    let (dir, _signed, pubkey) = signed_fixture();
+    let policy = manifest_policy(dir.path(), &pubkey, "data.mode");
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let cert_file = write(dir.path(), "mycert.pem", &cert.cert.pem());
+    let key_file = write(dir.path(), "mykey.pem", "not a key\n");
+    let serve = |cert: &Path, key: &Path| {
+        let out = mansign()
+            .args(["admission", "serve", "--listen", "127.0.0.1:0", "--policy"])
+            .arg(&policy)
+            .arg("--tls-cert")
+            .arg(cert)
+            .arg("--tls-key")
+            .arg(key)
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let stderr = serve(&cert_file, &key_file);
+    assert!(stderr.contains("mykey.pem: key file"), "{stderr}");
+    assert!(!stderr.contains("mycert.pem"), "{stderr}");
+    // A bad certificate is named as the certificate file.
+    let key_pem = write(dir.path(), "good.key", &cert.signing_key.serialize_pem());
+    let bad_cert = write(dir.path(), "badcert.pem", "not a certificate\n");
+    let stderr = serve(&bad_cert, &key_pem);
+    assert!(stderr.contains("badcert.pem: certificate file"), "{stderr}");
+}
+
+// ---- 7. a closed stdout is never a panic ----
+
+/// Runs mansign (as `program`) with a stdout whose reader is already gone.
+fn run_with_closed_stdout(program: &Path, args: &[&str]) -> std::process::Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args)
+        .env("COSIGN_PASSWORD", "test-password")
+        .env_remove("SIGSTORE_TRUSTED_ROOT")
+        .env_remove("MANSIGN_TRUSTED_ROOT")
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped());
+    cmd.output().unwrap()
+}
+
+#[test]
+fn a_closed_stdout_is_never_a_panic() {
+    let bin = assert_cmd::cargo::cargo_bin("mansign");
+    for args in [
+        &["completion", "zsh"][..],
+        &["completion", "bash"][..],
+        &["version"][..],
+        &["version", "-o", "json"][..],
+        &["--help"][..],
+        &["trust", "show"][..],
+    ] {
+        let out = run_with_closed_stdout(&bin, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+    // verify: the report is dropped, the exit code is still the verdict.
+    let (dir, signed, pubkey) = signed_fixture();
+    let (_, other) = key_pair(dir.path(), "other");
+    for (key, code) in [(&pubkey, 0), (&other, 1)] {
+        let out = run_with_closed_stdout(
+            &bin,
+            &[
+                "verify",
+                "-f",
+                signed.to_str().unwrap(),
+                "--key",
+                key.to_str().unwrap(),
+            ],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    // Manifests on a closed stdout are an error (exit 2), and the input is kept.
+    let (key, _) = key_pair(dir.path(), "signer");
+    let input = write(dir.path(), "keep.yaml", MULTI_DOC);
+    let out = run_with_closed_stdout(
+        &bin,
+        &[
+            "sign",
+            "-f",
+            input.to_str().unwrap(),
+            "--key",
+            key.to_str().unwrap(),
+            "-o",
+            "-",
+            "--remove-input",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("stdout was closed"), "{stderr}");
+    assert!(input.exists());
+}
+
+#[test]
+fn completion_as_the_kubectl_plugin_completes_kubectl_mansign() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin = dir.path().join("kubectl-mansign");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("mansign"), &plugin).unwrap();
+    let out = std::process::Command::new(&plugin)
+        .args(["completion", "bash"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let script = String::from_utf8_lossy(&out.stdout);
+    assert!(script.contains("kubectl-mansign"), "{script}");
+    let out = run_with_closed_stdout(&plugin, &["completion", "zsh"]);
+    assert_eq!(out.status.code(), Some(0));
+}
+
+// ---- 8. a summary, not a 7 KB line ----
+
+#[test]
+fn signing_many_files_prints_a_count_and_the_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _) = key_pair(dir.path(), "cosign");
+    let unsigned = dir.path().join("unsigned");
+    let configmap = MULTI_DOC.split("---\n").next().unwrap();
+    for i in 0..30 {
+        write(
+            &unsigned,
+            &format!("cm-{i:03}.yaml"),
+            &configmap.replace("name: settings", &format!("name: settings-{i}")),
+        );
+    }
+    let out_dir = dir.path().join("signed");
+    let sign = |extra: &[&str]| {
+        mansign()
+            .args(["sign", "-f"])
+            .arg(&unsigned)
+            .arg("--key")
+            .arg(&key)
+            .arg("-o")
+            .arg(format!("{}/", out_dir.display()))
+            .args(extra)
+            .assert()
+            .success()
+    };
+    let out = sign(&[]);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    let summary = stderr.lines().last().unwrap();
+    assert!(
+        summary.ends_with(&format!(
+            "-> 30 files in {}/ (-v or --format json lists them)",
+            out_dir.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("cm-007.yaml"), "{stderr}");
+    // -v lists each one; so does the JSON report.
+    let out = sign(&["-v"]);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert_eq!(stderr.matches("cm-").count(), 60, "{stderr}");
+    let out = sign(&["--format", "json"]);
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(v["files"].as_array().unwrap().len(), 30);
+}
+
+// ---- 9. verify-resource checks its flags before asking the cluster ----
+
+#[test]
+fn verify_resource_checks_its_flags_before_running_kubectl() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("kubectl-ran");
+    let kubectl = write(
+        dir.path(),
+        "kubectl",
+        &format!("#!/bin/sh\ntouch {}\necho '{{}}'\n", marker.display()),
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&kubectl, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    mansign()
+        .args(["verify-resource", "configmaps", "--kubectl"])
+        .arg(&kubectl)
+        .args([
+            "--certificate-identity",
+            "https://github.com/acme/policies/.github/workflows/sign.yaml@refs/heads/main",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("--certificate-oidc-issuer"));
+    assert!(
+        !marker.exists(),
+        "kubectl ran before the flags were checked"
+    );
+    // A missing policy file too.
+    mansign()
+        .args(["verify-resource", "configmaps", "--kubectl"])
+        .arg(&kubectl)
+        .arg("--policy")
+        .arg(dir.path().join("missing.yaml"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("missing.yaml"));
+    assert!(!marker.exists(), "kubectl ran before the policy was read");
+}
+
+// ---- 10. the small ones ----
+
+#[test]
+fn a_policy_syntax_error_names_the_document_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write(dir.path(), "bad.yaml", "kind: [unclosed\n");
+    let out = mansign()
+        .args(["policy", "explain"])
+        .arg(&policy)
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("bad.yaml: document 1: "), "{stderr}");
+    assert!(!stderr.contains("document 1: document 1"), "{stderr}");
+}
+
+#[test]
+fn version_names_the_commit_build_date_and_target() {
+    let re = regex::Regex::new(
+        r"^mansign(-verify)? \d+\.\d+\.\d+\S* \(commit ([0-9a-f]{40}|unknown), built (\d{4}-\d\d-\d\d|unknown), [a-z0-9_]+-[a-z0-9_-]+\)\n$",
+    )
+    .unwrap();
+    for args in [
+        &["version"][..],
+        &["--version"][..],
+        &["verify", "--version"][..],
+    ] {
+        let out = mansign().args(args).assert().success();
+        let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        assert!(re.is_match(&text), "{args:?}: {text:?}");
+    }
+    let out = mansign().args(["version", "-o", "json"]).assert().success();
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    for field in ["commit", "buildDate", "target"] {
+        assert!(
+            v[field].as_str().is_some_and(|s| !s.is_empty()),
+            "{field}: {v}"
+        );
+    }
+    // In a git checkout, the commit is the checkout's.
+    let head = std::process::Command::new("git")
+        .args(["-C", env!("CARGO_MANIFEST_DIR"), "rev-parse", "HEAD"])
+        .output();
+    if let Ok(head) = head
+        && head.status.success()
+    {
+        let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+        assert_eq!(v["commit"], head.as_str());
+    }
+}
+
+#[test]
+fn the_summary_counts_documents_with_and_without_a_policy() {
+    let (dir, signed, pubkey) = signed_fixture();
+    let policy = manifest_policy(dir.path(), &pubkey, "data.mode");
+    mansign()
+        .args(["verify", "--policy"])
+        .arg(&policy)
+        .arg(&signed)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("of 3 document(s) verified"))
+        .stdout(predicate::str::contains("object(s)").not());
+}
+
+#[test]
+fn top_level_help_lists_the_bundle_commands_the_readme_uses() {
+    let out = mansign().arg("--help").assert().success();
+    let help = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    for command in ["verify-bundle", "sign-bundle"] {
+        if readme.contains(&format!("mansign {command}")) {
+            assert!(
+                help.lines().any(|l| l.trim_start().starts_with(command)),
+                "{command} is in the README but not in --help:\n{help}"
+            );
+        }
+    }
+    assert!(
+        help.lines()
+            .any(|l| l.trim_start().starts_with("verify-bundle"))
+    );
+}
+
+#[test]
+fn explain_names_the_subjects_of_an_exclusion_and_what_offline_verify_does() {
+    let (dir, _signed, pubkey) = signed_fixture();
+    let pem = std::fs::read_to_string(&pubkey).unwrap();
+    let indented: String = pem
+        .lines()
+        .map(|l| format!("                {l}\n"))
+        .collect();
+    let policy = write(
+        dir.path(),
+        "exclude-subjects.yaml",
+        &format!(
+            "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata:\n  name: p\nspec:\n\
+             \x20 rules:\n  - name: signed\n    match:\n      any:\n      - resources:\n\
+             \x20         kinds: [ConfigMap]\n    exclude:\n      any:\n      - subjects:\n\
+             \x20       - kind: ServiceAccount\n          namespace: kube-system\n\
+             \x20         name: replicaset-controller\n    validate:\n      manifests:\n\
+             \x20       attestors:\n        - entries:\n          - keys:\n\
+             \x20             publicKeys: |-\n{indented}"
+        ),
+    );
+    let out = mansign()
+        .args(["policy", "explain"])
+        .arg(&policy)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.code() == Some(0) {
+        assert!(
+            text.contains("ServiceAccount kube-system/replicaset-controller"),
+            "{text}"
+        );
+        assert!(text.contains("offline `verify`"), "{text}");
+        assert!(!text.contains("subject(s)"), "{text}");
+    } else {
+        panic!("a ManifestPolicy with exclude.subjects did not load: {text}");
+    }
+}

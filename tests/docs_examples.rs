@@ -220,7 +220,9 @@ fn readme_examples_run_as_documented() {
 
 #[test]
 fn cli_reference_examples_run_as_documented() {
-    run_examples_of("docs/cli.md", 5);
+    // 6: the last one shows `verify --policy`, `admission review` and `policy explain`
+    // agreeing on the trust root of the environment (issue 27).
+    run_examples_of("docs/cli.md", 6);
 }
 
 #[test]
@@ -241,4 +243,49 @@ fn the_runnable_marker_is_parsed_strictly() {
         normalized("x, rekor log index 12 at 2026-11-21T05:49:17Z)"),
         "x, rekor log index N at T)"
     );
+}
+
+/// Issue 27, item 4: `scripts/demo.sh`, the README's first command, shows cargo's progress,
+/// says how long the first build takes before it starts, and signs as the CI identity the
+/// README's quickstart verifies (the demo is too slow to run here; its text is checked).
+#[test]
+fn the_demo_shows_cargo_progress_and_uses_the_quickstart_identity() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let demo = std::fs::read_to_string(repo.join("scripts/demo.sh")).unwrap();
+    let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
+    // The identity and issuer the README's quickstart verifies with.
+    let quickstart = readme
+        .split("## Quickstart")
+        .nth(1)
+        .expect("README: a Quickstart section");
+    let flag = |name: &str| -> String {
+        let at = quickstart
+            .find(&format!("--{name} "))
+            .unwrap_or_else(|| panic!("README quickstart: no --{name}"));
+        quickstart[at + name.len() + 3..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        demo.contains(&format!("IDENTITY={}\n", flag("certificate-identity"))),
+        "the demo's CI identity is not the README's"
+    );
+    assert!(
+        demo.contains(&format!("ISSUER={}\n", flag("certificate-oidc-issuer"))),
+        "the demo's issuer is not the README's"
+    );
+    let build = demo
+        .lines()
+        .find(|l| l.trim_start().starts_with("cargo build"))
+        .expect("the demo builds mansign");
+    assert!(
+        !build.contains("--quiet") && !build.contains("-q"),
+        "{build}"
+    );
+    let announce = demo
+        .find("minutes")
+        .expect("the demo says how long the build takes");
+    assert!(announce < demo.find(build).unwrap(), "said after the build");
 }

@@ -1177,7 +1177,7 @@ fn plugin_generate_prints_exactly_the_verified_manifests() {
     let out = generate(&app, &policy, Some("README.md"));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("2 of 2 object(s) verified"), "{stderr}");
+    assert!(stderr.contains("2 of 2 document(s) verified"), "{stderr}");
     assert!(stderr.contains(APP), "{stderr}");
     let printed = read_stream(&String::from_utf8(out.stdout).unwrap());
     assert_eq!(

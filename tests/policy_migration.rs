@@ -424,7 +424,7 @@ fn cli_verify_with_the_flag_warns_once_per_entry_and_marks_every_result() {
     );
     assert_eq!(code, 1, "the 2021 ConfigMap fails: {stdout}");
     assert!(stdout.contains("[issuer not checked]"), "{stdout}");
-    assert!(stdout.contains("1 of 2 object(s) verified"), "{stdout}");
+    assert!(stdout.contains("1 of 2 document(s) verified"), "{stdout}");
 }
 
 #[test]

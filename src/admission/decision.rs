@@ -43,6 +43,14 @@ impl Outcome {
     }
 }
 
+/// `request.kind` of a review: group (empty for the core group), version, kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestKind {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+}
+
 /// One decision: who asked for what, and the answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
@@ -51,6 +59,9 @@ pub struct Decision {
     /// `group/version, Kind=Kind` of the request, as `request.kind` gives it (`Kind` only for
     /// the core group).
     pub kind: String,
+    /// The same kind as separate group, version and kind (metrics labels, as
+    /// kube-state-metrics writes them); empty for a request that could not be read.
+    pub request_kind: RequestKind,
     pub namespace: Option<String>,
     pub name: String,
     pub operation: String,

@@ -74,7 +74,7 @@ pub mod review;
 #[cfg(feature = "server")]
 pub mod server;
 
-pub use decision::{Decision, Outcome};
+pub use decision::{Decision, Outcome, RequestKind};
 pub use review::{
     BadReview, CACHED_REVIEW_MAX_BYTES, CACHED_REVIEW_MAX_RULES, ReviewOptions, Reviewed, Reviewer,
 };

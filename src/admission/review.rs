@@ -17,7 +17,7 @@
 //!    under `Audit`. A verification failure is always an answer (allowed or denied), never
 //!    an HTTP error.
 
-use super::decision::{Decision, Outcome};
+use super::decision::{Decision, Outcome, RequestKind};
 pub use super::request::BadReview;
 use super::request::{ParsedRequest, operation_name, parse};
 use super::response::{Answer, MAX_WARNING_CHARS, body as response_body, bounded};
@@ -170,6 +170,7 @@ impl Reviewer {
                             uid: String::new(),
                             outcome: Outcome::Invalid,
                             kind: String::new(),
+                            request_kind: RequestKind::default(),
                             namespace: None,
                             name: String::new(),
                             operation: String::new(),
@@ -212,6 +213,11 @@ impl Reviewer {
                 &request.kind.version,
                 &request.kind.kind,
             ),
+            request_kind: RequestKind {
+                group: request.kind.group.clone(),
+                version: request.kind.version.clone(),
+                kind: request.kind.kind.clone(),
+            },
             namespace: namespace.clone(),
             name: if request.name.is_empty() {
                 object_name.unwrap_or_default()

@@ -1,12 +1,10 @@
 //! Policy and trust flags shared by `admission serve` and `admission review`.
 
+use super::args::{TrustRootArg, TrustRootChoice};
 use crate::limits::Limits;
 use crate::policy::{LoadOptions, PolicySet, load_file as load_policy_file};
-use crate::trust::TrustRoot;
-use anyhow::Context;
 use clap::Args;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// Policies and trust: the same files as `mansign verify --policy`.
 #[derive(Debug, Clone, Args)]
@@ -16,10 +14,8 @@ pub struct PolicyArgs {
     #[arg(long = "policy", value_name = "FILE", required = true)]
     pub policies: Vec<PathBuf>,
 
-    /// Sigstore `trusted_root.json` for keyless entries that name none. Default: the
-    /// embedded public-good root.
-    #[arg(long, value_name = "FILE")]
-    pub trusted_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub trust: TrustRootArg,
 
     /// Accept keyless policy entries without an issuer (Kyverno policies often have none):
     /// the subject is still required, each such entry is warned about once, and every result
@@ -29,19 +25,18 @@ pub struct PolicyArgs {
 }
 
 impl PolicyArgs {
-    /// Loads every policy file into one set, printing the loader's notes (skipped rules,
-    /// entries whose issuer is not checked) on stderr, as `verify --policy` does.
+    /// Loads every policy file into one set with the trust root `verify --policy` would
+    /// use, printing the loader's notes (skipped rules, entries whose issuer is not
+    /// checked) on stderr, as `verify --policy` does.
     pub fn load(&self) -> anyhow::Result<PolicySet> {
-        let trust_root = match &self.trusted_root {
-            Some(path) => {
-                Some(Arc::new(TrustRoot::from_file(path).with_context(|| {
-                    format!("--trusted-root {}", path.display())
-                })?))
-            }
-            None => None,
-        };
+        self.load_with(&self.trust.choice())
+    }
+
+    /// [`PolicyArgs::load`] with the trust root chosen once (the server chooses at start
+    /// and re-reads that file when it changes).
+    pub fn load_with(&self, trust: &TrustRootChoice) -> anyhow::Result<PolicySet> {
         let options = LoadOptions {
-            trust_root,
+            trust_root: Some(trust.load()?),
             limits: Limits::default(),
             insecure_any_issuer: self.insecure_any_issuer,
         };

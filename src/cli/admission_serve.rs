@@ -121,14 +121,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
         LogFormatArg::Text => LogFormat::Text,
     };
 
+    // The trust root is chosen once, at start, as every other command chooses it (flag,
+    // environment, cache, embedded); the chosen file is then re-read when it changes. A
+    // cache written later by `mansign trust update` is not picked up without a restart.
+    let trust = args.policy.trust.choice();
     let mut files = args.policy.policies.clone();
-    files.extend(args.policy.trusted_root.iter().cloned());
+    files.extend(trust.file().map(PathBuf::from));
     let policy = args.policy;
     let source = ReviewerSource {
         files,
         load: Arc::new(move || {
             policy
-                .load()
+                .load_with(&trust)
                 .map(|set| Reviewer::new(set, ReviewOptions::default()))
                 .map_err(|e| super::render_error(&e))
         }),

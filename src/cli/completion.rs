@@ -10,8 +10,21 @@ pub struct CompletionArgs {
     pub shell: Shell,
 }
 
+/// The script completes the name the binary was called by: `mansign`, or `kubectl-mansign`
+/// when it is installed as the kubectl plugin (kubectl 1.26+ completes a plugin's
+/// arguments through an executable `kubectl_complete-mansign`; the script completes the
+/// plugin binary by its own name).
 pub fn run(args: CompletionArgs) -> anyhow::Result<Outcome> {
+    let name = if super::called_as_plugin() {
+        "kubectl-mansign"
+    } else {
+        "mansign"
+    };
     let mut cmd = Cli::command();
-    clap_complete::generate(args.shell, &mut cmd, "mansign", &mut std::io::stdout());
+    // Written to memory first: clap_complete panics on a failed write, and a closed stdout
+    // (`| head -1`) must not be a panic.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, name, &mut script);
+    super::output::print_report(&String::from_utf8_lossy(&script))?;
     Ok(Outcome::Success)
 }

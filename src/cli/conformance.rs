@@ -17,6 +17,7 @@
 //! as standard Sigstore bundles, not manifests; the work is in [`crate::conformance`].
 
 use super::Outcome;
+use super::args::TrustRootArg;
 use crate::conformance::{
     BundleArtifact, BundleKey, BundlePayload, BundleServices, BundleVerifier, ExpectedSigner,
     Sha256Digest, SigstoreBundle, sign_bundle,
@@ -27,6 +28,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 const PROTOCOL: &str = "\
 Implements the client protocol of the sigstore-conformance suite
@@ -51,15 +53,16 @@ pub enum ConformanceCommand {
     VerifyBundle(VerifyBundleArgs),
 }
 
-/// The same commands at the top level, hidden from `--help`: the conformance suite passes
+/// The same commands at the top level, listed in `--help` (the README verifies release
+/// binaries with `mansign verify-bundle`): the conformance suite passes
 /// the command name as the entrypoint's first argument.
 #[derive(Debug, Subcommand)]
 pub enum ProtocolCommand {
     /// Sign a file keylessly into a Sigstore bundle (needs network: Fulcio, Rekor, TSA).
-    #[command(hide = true, after_help = PROTOCOL)]
+    #[command(after_help = PROTOCOL)]
     SignBundle(SignBundleArgs),
     /// Verify a Sigstore bundle (v0.1-v0.3) for a file or digest, offline.
-    #[command(hide = true, after_help = PROTOCOL)]
+    #[command(after_help = PROTOCOL)]
     VerifyBundle(VerifyBundleArgs),
 }
 
@@ -82,10 +85,10 @@ pub struct SignBundleArgs {
     #[arg(long, value_name = "FILE")]
     pub bundle: PathBuf,
 
-    /// Trusted root (trusted_root.json) the new bundle is checked against. Default: the
-    /// embedded production root (staging root with --staging).
-    #[arg(long, value_name = "FILE")]
-    pub trusted_root: Option<PathBuf>,
+    // The new bundle is checked against the trust root (with --staging and no
+    // --trusted-root: the embedded staging root).
+    #[command(flatten)]
+    pub trust: TrustRootArg,
 
     /// Signing config (v0.2 JSON) naming the Fulcio, Rekor and TSA to use. Default: the
     /// embedded production config (staging config with --staging).
@@ -130,9 +133,8 @@ pub struct VerifyBundleArgs {
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
 
-    /// Use exactly this trusted_root.json. Default: the embedded production root.
-    #[arg(long, value_name = "FILE")]
-    pub trusted_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub trust: TrustRootArg,
 
     /// The artifact: a file path, or `sha256:<64 hex digits>` when no such file exists.
     /// For an in-toto (DSSE) bundle, a subject of the statement.
@@ -179,17 +181,18 @@ impl ArtifactArgument {
     }
 }
 
-fn trust_root(trusted_root: Option<&Path>, staging: bool) -> anyhow::Result<TrustRoot> {
-    Ok(match (trusted_root, staging) {
-        (Some(path), _) => TrustRoot::from_file(path)?,
-        (None, true) => TrustRoot::staging()?,
-        (None, false) => TrustRoot::public_good()?,
-    })
+/// The trust root as every command chooses it, except that `--staging` (an explicit flag)
+/// comes before the environment, the cache and the embedded production root.
+fn trust_root(trust: &TrustRootArg, staging: bool) -> anyhow::Result<Arc<TrustRoot>> {
+    if staging && trust.trusted_root.is_none() {
+        return Ok(Arc::new(TrustRoot::staging()?));
+    }
+    trust.load()
 }
 
 fn verify(args: VerifyBundleArgs) -> anyhow::Result<Outcome> {
     let limits = Limits::default();
-    let trust = trust_root(args.trusted_root.as_deref(), args.staging)?;
+    let trust = trust_root(&args.trust, args.staging)?;
     let signer = match (
         &args.key,
         args.certificate_identity,
@@ -215,7 +218,10 @@ fn verify(args: VerifyBundleArgs) -> anyhow::Result<Outcome> {
         .verify(&bundle, artifact, &signer)
     {
         Ok(verified) => {
-            println!("verified {}: {verified}", args.bundle.display());
+            super::output::print_report(&format!(
+                "verified {}: {verified}\n",
+                args.bundle.display()
+            ))?;
             Ok(Outcome::Success)
         }
         Err(e) if e.is_input_error() => Err(e.into()),
@@ -234,7 +240,7 @@ fn verify(args: VerifyBundleArgs) -> anyhow::Result<Outcome> {
 
 fn sign(args: SignBundleArgs) -> anyhow::Result<Outcome> {
     let limits = Limits::default();
-    let trust = trust_root(args.trusted_root.as_deref(), args.staging)?;
+    let trust = trust_root(&args.trust, args.staging)?;
     let services = match (&args.signing_config, args.staging) {
         (Some(path), _) => BundleServices::from_signing_config_file(path)?,
         (None, true) => BundleServices::staging()?,
@@ -280,12 +286,12 @@ fn sign(args: SignBundleArgs) -> anyhow::Result<Outcome> {
     out.persist_noclobber(&args.bundle)
         .map_err(|e| e.error)
         .with_context(|| format!("cannot create bundle {}", args.bundle.display()))?;
-    println!(
-        "OK: signed {} into {} ({})",
+    super::output::print_report(&format!(
+        "OK: signed {} into {} ({})\n",
         args.file.display(),
         args.bundle.display(),
         bundle.media_type()
-    );
+    ))?;
     Ok(Outcome::Success)
 }
 

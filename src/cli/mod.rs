@@ -6,6 +6,7 @@
 mod admission;
 mod admission_policy;
 mod admission_serve;
+mod args;
 mod completion;
 mod conformance;
 mod generate_key_pair;
@@ -31,7 +32,8 @@ Exit codes:
 
 /// Sign Kubernetes YAML manifests with Sigstore and verify them.
 #[derive(Debug, Parser)]
-#[command(name = "mansign", version, about, after_help = EXIT_CODES, propagate_version = true)]
+#[command(name = "mansign", version = version::VERSION_LINE, about, after_help = EXIT_CODES,
+          propagate_version = true)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -72,7 +74,7 @@ enum Command {
     Completion(completion::CompletionArgs),
     /// sigstore-conformance client: sign and verify blobs as standard Sigstore bundles.
     Conformance(conformance::ConformanceArgs),
-    /// `sign-bundle` / `verify-bundle` at the top level (hidden), as the suite calls them.
+    /// `sign-bundle` / `verify-bundle` at the top level, as the suite calls them.
     #[command(flatten)]
     ConformanceProtocol(conformance::ProtocolCommand),
 }
@@ -116,20 +118,24 @@ pub fn main() -> ExitCode {
 /// `kubectl mansign ...`: the same commands, with help and usage naming it that way.
 fn parse_command_line() -> Result<Cli, clap::Error> {
     use clap::{CommandFactory, FromArgMatches};
-    let as_plugin = std::env::args_os()
+    let mut command = Cli::command();
+    if called_as_plugin() {
+        command = command.bin_name("kubectl mansign");
+    }
+    let matches = command.try_get_matches()?;
+    Cli::from_arg_matches(&matches)
+}
+
+/// Whether the binary was called as `kubectl-mansign` (the kubectl plugin).
+fn called_as_plugin() -> bool {
+    std::env::args_os()
         .next()
         .and_then(|a| {
             std::path::Path::new(&a)
                 .file_stem()
                 .map(|s| s.to_string_lossy().into_owned())
         })
-        .is_some_and(|name| name == "kubectl-mansign");
-    let mut command = Cli::command();
-    if as_plugin {
-        command = command.bin_name("kubectl mansign");
-    }
-    let matches = command.try_get_matches()?;
-    Cli::from_arg_matches(&matches)
+        .is_some_and(|name| name == "kubectl-mansign")
 }
 
 /// clap suggests the closest flag to a mistyped one; a cosign habit such as

@@ -85,21 +85,37 @@ fn stage(path: &Path, text: &str, secret: bool) -> anyhow::Result<tempfile::Name
     Ok(tmp)
 }
 
-/// Prints `text` on stdout. A closed stdout (`mansign verify ... | head -1`) is an
-/// error like any other, where `println!` would panic.
+/// Prints data on stdout (signed manifests, verified documents, a response body): a
+/// closed stdout (`... | head -1`) is an error, so that nothing after it (`sign
+/// --remove-input`) acts as if the data had been delivered. Never a panic, as `println!`
+/// would be.
 pub fn print_stdout(text: &str) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .context("cannot write to stdout")
+    print_stdout_bytes(text.as_bytes())
 }
 
-/// Writes bytes to stdout as they are.
+/// Writes bytes to stdout as they are ([`print_stdout`]).
 pub fn print_stdout_bytes(bytes: &[u8]) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(bytes)
         .and_then(|()| out.flush())
-        .context("cannot write to stdout")
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::BrokenPipe => {
+                anyhow::anyhow!("stdout was closed before the output was written")
+            }
+            _ => anyhow::Error::new(e).context("cannot write to stdout"),
+        })
+}
+
+/// Prints a report on stdout (a verdict, an explanation, a completion script, the
+/// version). A reader that stopped reading (`mansign completion zsh | head -1`) is not an
+/// error: the rest is dropped and the command ends with its own outcome (a failed
+/// verification still exits 1).
+pub fn print_report(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("cannot write to stdout"),
+    }
 }
 
 /// tempfile creates files with mode 0600; signed manifests are not secrets.

@@ -2,18 +2,16 @@
 //! policy file enforces.
 
 use super::Outcome;
-use super::output::{Target, print_stdout, write_all};
-use super::verify::OutputFormat;
+use super::args::{ReportFormat, ReportFormatArg, TrustRootArg, output_path};
+use super::output::{Target, print_report, write_all};
 use crate::limits::Limits;
 use crate::manifest::load_inputs;
 use crate::policy::convert::{ConvertOptions, convert_str};
 use crate::policy::explain::{explain_json, explain_text};
 use crate::policy::{LoadOptions, load_file};
-use crate::trust::TrustRoot;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 #[derive(Debug, Args)]
 pub struct PolicyArgs {
@@ -51,15 +49,13 @@ struct ConvertArgs {
     from_signed: Vec<PathBuf>,
 
     /// Where to write the converted policy (`-`: stdout, the default). Written whole or
-    /// not at all.
-    #[arg(short = 'o', long, value_name = "OUT")]
-    output: Option<PathBuf>,
+    /// not at all; always YAML.
+    #[arg(short = 'o', long, value_name = "OUT",
+          value_parser = output_path("the converted policy is always YAML"))]
+    output: Option<String>,
 
-    /// Sigstore `trusted_root.json` the input's keyless `roots` and the `--from-signed`
-    /// signatures are checked against. Default: the cached root, else the embedded
-    /// public-good root.
-    #[arg(long, value_name = "FILE")]
-    trusted_root: Option<PathBuf>,
+    #[command(flatten)]
+    trust: TrustRootArg,
 }
 
 #[derive(Debug, Args)]
@@ -68,27 +64,16 @@ struct ExplainArgs {
     #[arg(value_name = "FILE")]
     policy: PathBuf,
 
-    /// Output format.
-    #[arg(long = "output", value_enum, default_value_t = OutputFormat::Text)]
-    output: OutputFormat,
+    #[command(flatten)]
+    format: ReportFormatArg,
 
-    /// Sigstore `trusted_root.json` for keyless entries that name none (as `verify`).
-    #[arg(long, value_name = "FILE")]
-    trusted_root: Option<PathBuf>,
+    #[command(flatten)]
+    trust: TrustRootArg,
 
     /// Load keyless entries without an issuer, as `verify --insecure-any-issuer` would
     /// (the explanation warns about each).
     #[arg(long)]
     insecure_any_issuer: bool,
-}
-
-fn trust_root(path: &Option<PathBuf>) -> anyhow::Result<Arc<TrustRoot>> {
-    Ok(Arc::new(match path {
-        Some(p) => {
-            TrustRoot::from_file(p).with_context(|| format!("--trusted-root {}", p.display()))?
-        }
-        None => TrustRoot::from_env()?,
-    }))
 }
 
 pub fn run(args: PolicyArgs) -> anyhow::Result<Outcome> {
@@ -114,7 +99,7 @@ fn convert(a: ConvertArgs) -> anyhow::Result<Outcome> {
         issuer: a.issuer,
         from_signed,
         load: LoadOptions {
-            trust_root: Some(trust_root(&a.trusted_root)?),
+            trust_root: Some(a.trust.load()?),
             limits,
             insecure_any_issuer: false,
         },
@@ -126,8 +111,8 @@ fn convert(a: ConvertArgs) -> anyhow::Result<Outcome> {
     }
     let target = match a.output {
         None => Target::Stdout,
-        Some(p) if p.as_os_str() == "-" => Target::Stdout,
-        Some(p) => Target::File(p),
+        Some(p) if p == "-" => Target::Stdout,
+        Some(p) => Target::File(PathBuf::from(p)),
     };
     write_all(vec![(target, conversion.to_yaml())])?;
     Ok(Outcome::Success)
@@ -135,15 +120,15 @@ fn convert(a: ConvertArgs) -> anyhow::Result<Outcome> {
 
 fn run_explain(a: ExplainArgs) -> anyhow::Result<Outcome> {
     let options = LoadOptions {
-        trust_root: Some(trust_root(&a.trusted_root)?),
+        trust_root: Some(a.trust.load()?),
         limits: Limits::default(),
         insecure_any_issuer: a.insecure_any_issuer,
     };
     let set = load_file(&a.policy, &options)?;
-    let text = match a.output {
-        OutputFormat::Json => serde_json::to_string_pretty(&explain_json(&set))? + "\n",
-        OutputFormat::Text => explain_text(&set),
+    let text = match a.format.output {
+        ReportFormat::Json => serde_json::to_string_pretty(&explain_json(&set))? + "\n",
+        ReportFormat::Text => explain_text(&set),
     };
-    print_stdout(&text)?;
+    print_report(&text)?;
     Ok(Outcome::Success)
 }

@@ -7,6 +7,7 @@
 //! output was written.
 
 use super::Outcome;
+use super::args::{ReportFormat, TrustRootArg, output_path};
 use super::output::{Target, write_all};
 use crate::annotations::{AnnotationDomain, extract};
 use crate::limits::Limits;
@@ -24,6 +25,7 @@ use clap::Args;
 use clap::builder::TypedValueParser as _;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 #[derive(Debug, Args)]
 pub struct SignArgs {
@@ -49,7 +51,8 @@ pub struct SignArgs {
     /// its directory argument or below the fixed part of its glob pattern, a file argument
     /// its name) or `-` for stdout. Default: `<input>.signed` next to each input, stdout
     /// for stdin.
-    #[arg(short = 'o', long = "output", value_name = "PATH")]
+    #[arg(short = 'o', long = "output", value_name = "PATH",
+          value_parser = output_path("for a JSON report use --format json"))]
     pub output: Option<String>,
 
     /// cosign private key file (`ENCRYPTED SIGSTORE/COSIGN PRIVATE KEY`). Password from
@@ -97,11 +100,10 @@ pub struct SignArgs {
     #[arg(long)]
     pub remove_input: bool,
 
-    /// Sigstore `trusted_root.json` used to verify each new logged signature before
-    /// anything is written. Default: the root cached by `mansign trust update`, else the
-    /// embedded public-good root; signing against another Sigstore instance needs its root.
-    #[arg(long, value_name = "FILE")]
-    pub trusted_root: Option<PathBuf>,
+    // Each new logged signature is verified against the trust root before anything is
+    // written: signing against another Sigstore instance needs its root.
+    #[command(flatten)]
+    pub trust: TrustRootArg,
 
     /// Print where the identity token came from, the certificate and the log entries.
     #[arg(short = 'v', long)]
@@ -110,9 +112,8 @@ pub struct SignArgs {
     /// Report format: `text` (a summary on stderr) or `json` (one object on stdout: files
     /// written, documents, signer, log indexes, bundles; schema in docs/cli.md). Not with
     /// `-o -`, whose stdout carries the manifests.
-    #[arg(long, value_enum, default_value_t = super::sign_report::ReportFormat::Text,
-          value_name = "FORMAT")]
-    pub format: super::sign_report::ReportFormat,
+    #[arg(long, value_enum, default_value_t = ReportFormat::Text, value_name = "FORMAT")]
+    pub format: ReportFormat,
 
     /// Time allowed for one request to Fulcio or Rekor, in seconds; a request that takes
     /// longer is retried (3 attempts in all, like server errors).
@@ -249,8 +250,7 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
         bail!("--bundle-out needs --tlog-upload (a Sigstore bundle carries the Rekor entry)");
     }
     let trust = trust_root(&args, tlog_upload)?;
-    if args.format == super::sign_report::ReportFormat::Json && args.output.as_deref() == Some("-")
-    {
+    if args.format == ReportFormat::Json && args.output.as_deref() == Some("-") {
         bail!(
             "--format json prints the report on stdout; with it, write the manifests to files (not `-o -`)"
         );
@@ -300,7 +300,28 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
         None => RunSigner::Keyless(Box::new(keyless_signer(&args, rekor)?)),
     };
 
+    // A long batch takes a while (a Rekor entry per signature): say what is going on, on
+    // a terminal only (a CI log gets the summary).
+    let documents: usize = files.iter().map(|f| f.documents.len()).sum();
+    let long_batch = documents >= LONG_BATCH && std::io::stderr().is_terminal();
+    if long_batch {
+        eprintln!(
+            "signing {documents} document(s) in {} file(s){}...",
+            files.len(),
+            if tlog_upload {
+                " (one Rekor entry per signature)"
+            } else {
+                ""
+            }
+        );
+    }
     let summary = sign_files(&mut files, signer.as_dyn(), &options)?;
+    if long_batch && trust.is_some() {
+        eprintln!(
+            "signed; verifying the {} new signature(s) before writing...",
+            summary.signatures
+        );
+    }
 
     if let Some(trust) = &trust {
         let checked = self_verify(&files, &domain, &limits, trust, &signer)?;
@@ -350,8 +371,9 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
         .collect();
     write_all(outputs)?;
 
-    let progress = args.verbose || std::io::stderr().is_terminal();
-    if progress {
+    // Every file on its own line only when asked (-v; `--format json` lists them too):
+    // 300 files would otherwise be one 7 KB line.
+    if args.verbose {
         for (f, shown) in files.iter().zip(&shown) {
             eprintln!(
                 "signed {} -> {} ({} document(s))",
@@ -383,13 +405,13 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
         summary.documents,
         summary.files,
         summary.signatures,
-        shown.join(", ")
+        where_written(&targets, &shown, args.verbose)
     );
 
     if args.remove_input {
         remove_inputs(&files, &targets, args.verbose)?;
     }
-    if args.format == super::sign_report::ReportFormat::Json {
+    if args.format == ReportFormat::Json {
         let report = super::sign_report::SignReport {
             files: &files,
             written: &shown,
@@ -404,7 +426,7 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
             log_indexes: signer.log_indexes(),
             bundle_files,
         };
-        super::output::print_stdout(&report.to_json_text())?;
+        super::output::print_report(&report.to_json_text())?;
     }
     Ok(Outcome::Success)
 }
@@ -429,16 +451,11 @@ fn public_key_pem(key: &KeySigner) -> anyhow::Result<String> {
 /// written: `--trusted-root`, else the root verification would use (the cached one from
 /// `mansign trust update`, else the embedded public-good root). Signing against a private
 /// Sigstore therefore needs `--trusted-root`: a signature nobody can verify is an error.
-fn trust_root(args: &SignArgs, logged: bool) -> anyhow::Result<Option<TrustRoot>> {
-    if let Some(path) = &args.trusted_root {
-        let root = TrustRoot::from_file(path)
-            .with_context(|| format!("--trusted-root {}", path.display()))?;
-        return Ok(Some(root));
-    }
-    if !logged {
+fn trust_root(args: &SignArgs, logged: bool) -> anyhow::Result<Option<Arc<TrustRoot>>> {
+    if args.trust.trusted_root.is_none() && !logged {
         return Ok(None);
     }
-    Ok(Some(TrustRoot::from_env()?))
+    Ok(Some(args.trust.load()?))
 }
 
 fn keyless_signer(args: &SignArgs, rekor: RekorOptions) -> anyhow::Result<KeylessSigner> {
@@ -610,6 +627,62 @@ fn bundle_names(files: &[ManifestFile], targets: &[Target], scope: SignScope) ->
         }
     }
     names
+}
+
+/// Batches of at least this many documents announce themselves on a terminal.
+const LONG_BATCH: usize = 20;
+
+/// Outputs listed by name in the summary line at most; more are summarised as a count and
+/// the directory they were written to.
+const LISTED_OUTPUTS: usize = 3;
+
+/// Where a run wrote, for the summary line: the outputs themselves when there are few,
+/// else their count and the directory that holds them all (`-v` and `--format json` list
+/// every one).
+fn where_written(targets: &[Target], shown: &[String], verbose: bool) -> String {
+    if shown.len() <= LISTED_OUTPUTS {
+        return shown.join(", ");
+    }
+    let files: Vec<&Path> = targets
+        .iter()
+        .filter_map(|t| match t {
+            Target::File(p) => Some(p.as_path()),
+            Target::Stdout => None,
+        })
+        .collect();
+    let more = if verbose {
+        "listed above"
+    } else {
+        "-v or --format json lists them"
+    };
+    if files.len() != targets.len() {
+        return format!("{} outputs, to files and stdout ({more})", shown.len());
+    }
+    let dir = common_dir(&files);
+    let dir = if dir.as_os_str().is_empty() {
+        ".".to_string()
+    } else {
+        format!("{}/", dir.display())
+    };
+    format!("{} files in {dir} ({more})", files.len())
+}
+
+/// The deepest directory that holds every file (empty: the current directory).
+fn common_dir(files: &[&Path]) -> PathBuf {
+    let mut common: Option<PathBuf> = None;
+    for file in files {
+        let parent = file.parent().unwrap_or(Path::new(""));
+        common = Some(match common {
+            None => parent.to_path_buf(),
+            Some(c) => c
+                .components()
+                .zip(parent.components())
+                .take_while(|(a, b)| a == b)
+                .map(|(a, _)| a)
+                .collect(),
+        });
+    }
+    common.unwrap_or_default()
 }
 
 fn show_target(t: &Target) -> String {

@@ -7,15 +7,6 @@ use crate::signing::keyless::SigningCertificate;
 use serde_json::{Value, json};
 use std::path::Path;
 
-/// What `sign --format` prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ReportFormat {
-    /// A summary on stderr.
-    Text,
-    /// One JSON object on stdout (schema in docs/cli.md).
-    Json,
-}
-
 /// Everything the JSON report says about one successful run.
 pub struct SignReport<'a> {
     pub files: &'a [ManifestFile],

@@ -1,7 +1,7 @@
 //! `mansign trust`: inspect and refresh trust roots.
 
 use super::Outcome;
-use crate::trust::TrustRoot;
+use super::args::{TrustRootArg, TrustRootChoice, output_path};
 use crate::trust::update::{TufSource, default_cached_root, update};
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -33,8 +33,9 @@ struct UpdateArgs {
     tuf_root: Option<PathBuf>,
     /// Where to write trusted_root.json. Default: the cache verification reads
     /// ($MANSIGN_TRUST_DIR, else $XDG_CACHE_HOME/mansign, else ~/.cache/mansign).
-    #[arg(long, short = 'o', value_name = "FILE")]
-    output: Option<PathBuf>,
+    #[arg(long, short = 'o', value_name = "FILE",
+          value_parser = output_path("it is always trusted_root.json"))]
+    output: Option<String>,
     /// Directory for TUF metadata between runs. Default: none (fetch everything).
     #[arg(long, value_name = "DIR")]
     tuf_cache: Option<PathBuf>,
@@ -42,16 +43,15 @@ struct UpdateArgs {
 
 #[derive(Debug, Args)]
 struct ShowArgs {
-    /// A trusted_root.json to describe instead of the default one.
-    #[arg(long, value_name = "FILE")]
-    trusted_root: Option<PathBuf>,
+    #[command(flatten)]
+    trust: TrustRootArg,
 }
 
 pub fn run(args: TrustArgs) -> anyhow::Result<Outcome> {
     match args.command {
         TrustCommand::Update(a) => {
             let output = match a.output {
-                Some(p) => p,
+                Some(p) => PathBuf::from(p),
                 None => default_cached_root()
                     .context("no cache directory: set MANSIGN_TRUST_DIR or pass --output")?,
             };
@@ -64,15 +64,17 @@ pub fn run(args: TrustArgs) -> anyhow::Result<Outcome> {
             eprintln!("updated {}: {}", output.display(), root.summary());
         }
         TrustCommand::Show(a) => {
-            let root = match a.trusted_root {
-                Some(p) => TrustRoot::from_file(p)?,
-                None => TrustRoot::from_env()?,
+            let choice = a.trust.choice();
+            let root = choice.load()?;
+            let origin = match &choice {
+                TrustRootChoice::Default(location) => location.to_string(),
+                TrustRootChoice::Flag(_) => root.origin().to_string(),
             };
-            let mut text = format!("{}: {}\n", root.origin(), root.summary());
+            let mut text = format!("{origin}: {}\n", root.summary());
             for member in root.members() {
                 text.push_str(&format!("  {member}\n"));
             }
-            super::output::print_stdout(&text)?;
+            super::output::print_report(&text)?;
         }
     }
     Ok(Outcome::Success)

@@ -1,7 +1,8 @@
 //! `mansign verify`
 
 use super::Outcome;
-use super::output::print_stdout;
+use super::args::{ReportFormat, ReportFormatArg, TrustRootArg};
+use super::output::{print_report, print_stdout};
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
 use crate::manifest::{
@@ -15,17 +16,9 @@ use crate::verify::{
     Attestor, Claim, IdentityPolicy, IdentityPolicyError, KeylessAttestor, TrustedKey, Verifier,
 };
 use anyhow::{Context, bail};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::path::PathBuf;
 use std::sync::Arc;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
-    /// One line per document.
-    Text,
-    /// One JSON object (schema in docs/cli.md).
-    Json,
-}
 
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
@@ -149,8 +142,10 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "IDENTITY", help_heading = "Keyless identity")]
     pub certificate_identity: Option<String>,
 
-    /// Keyless: the certificate subject must match this regex (anchored: the whole
-    /// subject must match).
+    /// Keyless: the certificate subject must match this regex. Anchored, unlike cosign's:
+    /// the whole subject must match, not a part of it, so
+    /// `https://github.com/acme/.*/\.github/workflows/sign\.yaml@refs/heads/main` accepts
+    /// the sign workflow of every acme repository on main and nothing longer.
     #[arg(long, value_name = "REGEX", help_heading = "Keyless identity")]
     pub certificate_identity_regexp: Option<String>,
 
@@ -159,7 +154,8 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "URL", help_heading = "Keyless identity")]
     pub certificate_oidc_issuer: Option<String>,
 
-    /// Keyless: the OIDC issuer must match this regex (anchored).
+    /// Keyless: the OIDC issuer must match this regex (anchored, unlike cosign's: the
+    /// whole issuer must match).
     #[arg(long, value_name = "REGEX", help_heading = "Keyless identity")]
     pub certificate_oidc_issuer_regexp: Option<String>,
 
@@ -195,17 +191,11 @@ pub struct VerifyArgs {
     #[arg(long)]
     pub insecure_any_issuer: bool,
 
-    /// Sigstore `trusted_root.json` (Fulcio CAs, Rekor and CT log keys). Default: the root
-    /// cached by `mansign trust update`, else the public-good root embedded in mansign.
-    /// Verification never uses the network.
-    #[arg(long, value_name = "FILE")]
-    pub trusted_root: Option<PathBuf>,
+    #[command(flatten)]
+    pub trust: TrustRootArg,
 
-    /// Report format: `-o json` as with kubectl (sign's `-o` is where the signed manifests
-    /// go).
-    #[arg(short = 'o', long = "output", visible_alias = "format", value_enum,
-          default_value_t = OutputFormat::Text, value_name = "FORMAT")]
-    pub output: OutputFormat,
+    #[command(flatten)]
+    pub format: ReportFormatArg,
 
     /// Print the verified documents on stdout, as one YAML stream, and the report on
     /// stderr; when any document fails, print nothing on stdout. For a pipeline that must
@@ -219,114 +209,162 @@ pub struct VerifyArgs {
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
-    let domain = AnnotationDomain::new(&args.annotation_domain).map_err(anyhow::Error::msg)?;
-    let limits = Limits::default();
-    let trust = Arc::new(match &args.trusted_root {
-        Some(path) => TrustRoot::from_file(path)?,
-        None => TrustRoot::from_env()?,
-    });
-    if let Some(path) = &args.policy {
-        return run_policy(&args, path, trust, limits);
-    }
-    if args.insecure_any_issuer {
-        bail!(
-            "--insecure-any-issuer applies to policy files (--policy); on the command line \
-             name the issuer with --certificate-oidc-issuer"
-        );
-    }
-    let attestors = if args.keys.is_empty() {
-        vec![Attestor::Keyless(KeylessAttestor::new(
-            trust,
-            identity_policy(&args)?,
-        ))]
-    } else {
-        if has_identity_flags(&args) {
-            bail!(
-                "--certificate-* and --insecure-any-identity apply to keyless verification; \
-                 do not combine them with --key"
-            );
-        }
-        let mut attestors = Vec::new();
-        for path in &args.keys {
-            super::verify_hints::refuse_secret_reference(path)?;
-            let pem = std::fs::read_to_string(path)
-                .with_context(|| format!("{}: cannot read key", path.display()))?;
-            let key = TrustedKey::from_pem(path.display().to_string(), &pem)
-                .map_err(anyhow::Error::msg)
-                .with_context(|| format!("{}: not a usable public key", path.display()))?
-                .with_trust_root(trust.clone());
-            attestors.push(Attestor::Key(key));
-        }
-        attestors
-    };
-    let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
-    let files = super::verify_hints::load(
-        args.preloaded.as_ref(),
-        &args.inputs,
-        &args.paths,
-        &selection,
-        &limits,
-    )?;
-    if args.ignore_profile.contains(IgnoreProfile::KyvernoCompat) {
-        eprintln!(
-            "warning: --ignore-profile kyverno-compat matches fields as unanchored regexes \
-             (e.g. `status` also hides `data.status`); use it only to migrate Kyverno policies"
-        );
-    }
-    let gitops = gitops_bindings(&args)?;
-    for key in unbound_gitops_keys(args.ignore_profile, &gitops) {
-        eprintln!(
-            "note: {} is not bound; add {} to accept only yours",
-            key.what, key.flag
-        );
-    }
-    let mut verifier = Verifier::new(attestors)
-        .with_domain(domain)
-        .with_limits(limits)
-        .with_tolerances(Tolerances {
-            profiles: args.ignore_profile,
-            digest_pinning: args.allow_digest_pinning,
-            namespace_binding: args.bind_namespaces.clone(),
-            status_kinds: args.status_kinds.clone(),
-            gitops,
-        })
-        .with_ignore_fields(super::verify_hints::ignore_fields(&args.ignore_fields)?);
-    if let Some(spec) = &args.max_age {
-        let max_age = parse_duration(spec).map_err(|e| anyhow::anyhow!("--max-age: {e}"))?;
-        verifier = verifier.with_max_age(max_age);
-    }
-    let verdict = verifier.verify_documents(files.iter().flat_map(|f| &f.documents));
-    if args.ignore_profile.is_none() {
-        super::verify_hints::live_object_hint(&verifier, &files, &verdict);
-    }
-    report(
-        &args,
-        &files,
-        || verdict.to_json(),
-        verdict
-            .documents
-            .iter()
-            .map(|d| (d.to_string(), d.is_verified())),
-        "document(s)",
-        verdict.is_verified(),
-    )
+    let check = Check::from_flags(&args)?;
+    check.run(&args)
 }
 
-/// `verify --policy`: the policy decides who must have signed each object.
-fn run_policy(
+/// What a run checks, built from the flags alone: every flag is checked (and the trust
+/// root, keys and policy read) before any input is, so that `verify-resource` reports a
+/// missing `--certificate-oidc-issuer` before it asks the cluster for anything.
+pub enum Check {
+    /// `--policy`: the policy decides who must have signed each object.
+    Policy(crate::policy::PolicySet),
+    /// The command-line signers, tolerances and ignore fields.
+    Flags(Box<Verifier>),
+}
+
+impl Check {
+    pub fn from_flags(args: &VerifyArgs) -> anyhow::Result<Check> {
+        let domain = AnnotationDomain::new(&args.annotation_domain).map_err(anyhow::Error::msg)?;
+        let limits = Limits::default();
+        let trust = args.trust.load()?;
+        let max_age = args
+            .max_age
+            .as_deref()
+            .map(parse_duration)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--max-age: {e}"))?;
+        InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
+        if let Some(path) = &args.policy {
+            return Ok(Check::Policy(load_policy(
+                args, path, trust, limits, max_age,
+            )?));
+        }
+        if args.insecure_any_issuer {
+            bail!(
+                "--insecure-any-issuer applies to policy files (--policy); on the command line \
+                 name the issuer with --certificate-oidc-issuer"
+            );
+        }
+        let attestors = if args.keys.is_empty() {
+            vec![Attestor::Keyless(KeylessAttestor::new(
+                trust,
+                identity_policy(args)?,
+            ))]
+        } else {
+            if has_identity_flags(args) {
+                bail!(
+                    "--certificate-* and --insecure-any-identity apply to keyless verification; \
+                     do not combine them with --key"
+                );
+            }
+            let mut attestors = Vec::new();
+            for path in &args.keys {
+                super::verify_hints::refuse_secret_reference(path)?;
+                let pem = std::fs::read_to_string(path)
+                    .with_context(|| format!("{}: cannot read key", path.display()))?;
+                let key = TrustedKey::from_pem(path.display().to_string(), &pem)
+                    .map_err(anyhow::Error::msg)
+                    .with_context(|| format!("{}: not a usable public key", path.display()))?
+                    .with_trust_root(trust.clone());
+                attestors.push(Attestor::Key(key));
+            }
+            attestors
+        };
+        if args.ignore_profile.contains(IgnoreProfile::KyvernoCompat) {
+            eprintln!(
+                "warning: --ignore-profile kyverno-compat matches fields as unanchored regexes \
+                 (e.g. `status` also hides `data.status`); use it only to migrate Kyverno policies"
+            );
+        }
+        let gitops = gitops_bindings(args)?;
+        for key in unbound_gitops_keys(args.ignore_profile, &gitops) {
+            eprintln!(
+                "note: {} is not bound; add {} to accept only yours",
+                key.what, key.flag
+            );
+        }
+        let mut verifier = Verifier::new(attestors)
+            .with_domain(domain)
+            .with_limits(limits)
+            .with_tolerances(Tolerances {
+                profiles: args.ignore_profile,
+                digest_pinning: args.allow_digest_pinning,
+                namespace_binding: args.bind_namespaces.clone(),
+                status_kinds: args.status_kinds.clone(),
+                gitops,
+            })
+            .with_ignore_fields(super::verify_hints::ignore_fields(&args.ignore_fields)?);
+        if let Some(max_age) = max_age {
+            verifier = verifier.with_max_age(max_age);
+        }
+        Ok(Check::Flags(Box::new(verifier)))
+    }
+
+    /// Reads the inputs (`-f`, the paths, or the objects `verify-resource` read) and
+    /// verifies them.
+    pub fn run(&self, args: &VerifyArgs) -> anyhow::Result<Outcome> {
+        let limits = Limits::default();
+        let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
+        let files = super::verify_hints::load(
+            args.preloaded.as_ref(),
+            &args.inputs,
+            &args.paths,
+            &selection,
+            &limits,
+        )?;
+        match self {
+            Check::Policy(policy) => {
+                let verdict = policy.verify_documents(
+                    files.iter().flat_map(|f| &f.documents),
+                    &RequestContext::default(),
+                );
+                report(
+                    args,
+                    &files,
+                    || verdict.to_json(),
+                    verdict
+                        .objects
+                        .iter()
+                        .map(|o| (o.to_string(), o.is_verified())),
+                    verdict.is_verified(),
+                )
+            }
+            Check::Flags(verifier) => {
+                let verdict = verifier.verify_documents(files.iter().flat_map(|f| &f.documents));
+                if args.ignore_profile.is_none() {
+                    super::verify_hints::live_object_hint(verifier, &files, &verdict);
+                }
+                report(
+                    args,
+                    &files,
+                    || verdict.to_json(),
+                    verdict
+                        .documents
+                        .iter()
+                        .map(|d| (d.to_string(), d.is_verified())),
+                    verdict.is_verified(),
+                )
+            }
+        }
+    }
+}
+
+/// `verify --policy`: the policy file, with `--max-age` tightening each rule's own.
+fn load_policy(
     args: &VerifyArgs,
     path: &std::path::Path,
     trust: Arc<TrustRoot>,
     limits: Limits,
-) -> anyhow::Result<Outcome> {
+    max_age: Option<jiff::SignedDuration>,
+) -> anyhow::Result<crate::policy::PolicySet> {
     let options = LoadOptions {
         trust_root: Some(trust),
         limits,
         insecure_any_issuer: args.insecure_any_issuer,
     };
     let mut policy = load_policy_file(path, &options)?;
-    if let Some(spec) = &args.max_age {
-        let max_age = parse_duration(spec).map_err(|e| anyhow::anyhow!("--max-age: {e}"))?;
+    if let Some(max_age) = max_age {
         // The flag can only tighten a policy's own maxAge, never loosen it.
         for rule in &mut policy.rules {
             let effective = rule.verifier.max_age().map_or(max_age, |p| p.min(max_age));
@@ -336,29 +374,7 @@ fn run_policy(
     for note in &policy.notes {
         eprintln!("note: {note}");
     }
-    let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
-    let files = super::verify_hints::load(
-        args.preloaded.as_ref(),
-        &args.inputs,
-        &args.paths,
-        &selection,
-        &limits,
-    )?;
-    let verdict = policy.verify_documents(
-        files.iter().flat_map(|f| &f.documents),
-        &RequestContext::default(),
-    );
-    report(
-        args,
-        &files,
-        || verdict.to_json(),
-        verdict
-            .objects
-            .iter()
-            .map(|o| (o.to_string(), o.is_verified())),
-        "object(s)",
-        verdict.is_verified(),
-    )
+    Ok(policy)
 }
 
 /// Prints a verdict (one line per item and a count, or the JSON) and maps it to the
@@ -370,12 +386,11 @@ fn report(
     files: &[ManifestFile],
     json: impl FnOnce() -> serde_json::Value,
     lines: impl Iterator<Item = (String, bool)>,
-    noun: &str,
     verified: bool,
 ) -> anyhow::Result<Outcome> {
-    let text = match args.output {
-        OutputFormat::Json => serde_json::to_string_pretty(&json())? + "\n",
-        OutputFormat::Text => {
+    let text = match args.format.output {
+        ReportFormat::Json => serde_json::to_string_pretty(&json())? + "\n",
+        ReportFormat::Text => {
             let (mut text, mut ok, mut total) = (String::new(), 0, 0);
             for (line, line_ok) in lines {
                 text.push_str(&line);
@@ -383,7 +398,7 @@ fn report(
                 total += 1;
                 ok += usize::from(line_ok);
             }
-            text.push_str(&format!("{ok} of {total} {noun} verified\n"));
+            text.push_str(&format!("{ok} of {total} document(s) verified\n"));
             text
         }
     };
@@ -393,7 +408,7 @@ fn report(
             print_stdout(&verified_stream(files))?;
         }
     } else {
-        print_stdout(&text)?;
+        print_report(&text)?;
     }
     Ok(if verified {
         Outcome::Success

@@ -61,6 +61,9 @@ pub fn run(mut args: VerifyResourceArgs) -> anyhow::Result<Outcome> {
         bail!("verify-resource reads objects from the cluster; use `mansign verify` for files");
     }
     let kubectl_args = kubectl_arguments(&args)?;
+    // Every verify flag is checked (trust root, keys, identity, policy) before the cluster
+    // is asked for anything.
+    let check = super::verify::Check::from_flags(&args.verify)?;
     let limits = Limits::default();
     let shown = format!("kubectl {}", kubectl_args.join(" "));
     let bytes = run_kubectl(&args.kubectl, &kubectl_args, limits.max_input_bytes)
@@ -75,7 +78,7 @@ pub fn run(mut args: VerifyResourceArgs) -> anyhow::Result<Outcome> {
         &limits,
     )?;
     args.verify.preloaded = Some(vec![file]);
-    super::verify::run(args.verify)
+    check.run(&args.verify)
 }
 
 /// `[--context C] get RESOURCE -o json [-n NS | -A]`, each part checked first.

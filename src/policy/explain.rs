@@ -6,7 +6,7 @@
 //! maximum age, the action, and where mansign is stricter than Kyverno would be with the
 //! same rule (issuer enforced, anchored regexes, anchored ignore fields, fail-closed).
 
-use super::selector::{MatchResources, ResourceDescription, ResourceFilter};
+use super::selector::{MatchResources, ResourceDescription, ResourceFilter, Subject};
 use super::{FailureAction, NamespaceBinding, PolicyRule, PolicySet, RuleSource};
 use crate::manifest::{GitopsBindings, IgnoreProfile};
 use crate::verify::{
@@ -113,10 +113,25 @@ fn describe_resources(r: &ResourceDescription) -> String {
     }
 }
 
-fn describe_users(subjects: usize, roles: &[String], cluster_roles: &[String]) -> Vec<String> {
+/// `ServiceAccount kube-system/replicaset-controller`, `User alice`, `Group rbac.authorization.k8s.io/admins`.
+fn subject_name(s: &Subject) -> String {
+    let group = s
+        .api_group
+        .as_deref()
+        .filter(|g| !g.is_empty())
+        .map(|g| format!(" ({g})"))
+        .unwrap_or_default();
+    match s.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+        Some(ns) => format!("{} {ns}/{}{group}", s.kind, s.name),
+        None => format!("{} {}{group}", s.kind, s.name),
+    }
+}
+
+fn describe_users(subjects: &[Subject], roles: &[String], cluster_roles: &[String]) -> Vec<String> {
     let mut parts = Vec::new();
-    if subjects > 0 {
-        parts.push(format!("requested by one of {subjects} subject(s)"));
+    if !subjects.is_empty() {
+        let names: Vec<String> = subjects.iter().map(subject_name).collect();
+        parts.push(format!("requested by {}", names.join(" or ")));
     }
     if !roles.is_empty() {
         parts.push(format!("by a user with role {}", list(roles)));
@@ -130,9 +145,20 @@ fn describe_users(subjects: usize, roles: &[String], cluster_roles: &[String]) -
     parts
 }
 
+/// Whether a match or exclude block has a condition on the requesting user.
+fn names_users(m: &MatchResources) -> bool {
+    let filter = |f: &ResourceFilter| {
+        !f.subjects.is_empty() || !f.roles.is_empty() || !f.cluster_roles.is_empty()
+    };
+    m.any.iter().chain(&m.all).any(filter)
+        || !m.subjects.is_empty()
+        || !m.roles.is_empty()
+        || !m.cluster_roles.is_empty()
+}
+
 fn describe_filter(f: &ResourceFilter) -> String {
     let mut parts: Vec<String> = f.resources.iter().map(describe_resources).collect();
-    parts.extend(describe_users(f.subjects.len(), &f.roles, &f.cluster_roles));
+    parts.extend(describe_users(&f.subjects, &f.roles, &f.cluster_roles));
     if parts.is_empty() {
         "any object".into()
     } else {
@@ -165,7 +191,7 @@ fn describe_match(m: &MatchResources) -> String {
     if let Some(r) = &m.resources {
         parts.push(describe_resources(r));
     }
-    parts.extend(describe_users(m.subjects.len(), &m.roles, &m.cluster_roles));
+    parts.extend(describe_users(&m.subjects, &m.roles, &m.cluster_roles));
     if parts.is_empty() {
         "any object".into()
     } else {
@@ -178,8 +204,22 @@ fn applies_to(rule: &PolicyRule) -> String {
         None => "every object".to_string(),
         Some(m) => format!("objects with {}", describe_match(m)),
     };
+    if let Some(m) = &rule.selector.include
+        && names_users(m)
+    {
+        text.push_str(
+            " (offline `verify` does not know who applies an object: the user condition counts \
+             as met there)",
+        );
+    }
     if let Some(e) = &rule.selector.exclude {
         text.push_str(&format!(", except {}", describe_match(e)));
+        if names_users(e) {
+            text.push_str(
+                " (offline `verify` does not know who applies an object: there this exception \
+                 is never met, so the rule applies; the webhook checks the requesting user)",
+            );
+        }
     }
     if let Some(ns) = &rule.namespace {
         text.push_str(&format!(

@@ -157,6 +157,24 @@ pub enum PolicyError {
     NoRules { origin: String },
 }
 
+/// A reader error without the `document N` it starts with: [`PolicyError::Syntax`] names
+/// the document itself (`document 1: document 1: not valid YAML` said it twice).
+fn without_document(reason: &str, document: usize) -> String {
+    let Some(rest) = reason.strip_prefix(&format!("document {document}")) else {
+        return reason.to_string();
+    };
+    if let Some(r) = rest.strip_prefix(": ").or_else(|| rest.strip_prefix(", ")) {
+        return r.to_string();
+    }
+    // ` (line 3, column 4): ...` and ` (from line 5): ...`
+    if let Some(r) = rest.strip_prefix(" (")
+        && let Some((inside, after)) = r.split_once(')')
+    {
+        return format!("{inside}{after}");
+    }
+    reason.to_string()
+}
+
 /// Settings for loading policies.
 #[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
@@ -392,10 +410,11 @@ pub fn load_str(
     // The manifest reader: kubectl's stream rules, both YAML readings, budgets. A policy is
     // applied to the cluster with kubectl too, so it must read the same way.
     let documents = crate::manifest::parse_documents(text, &options.limits).map_err(|e| {
+        let document = e.document().unwrap_or(1);
         PolicyError::Syntax {
             origin: origin.into(),
-            document: e.document().unwrap_or(1),
-            reason: e.to_string(),
+            document,
+            reason: without_document(&e.to_string(), document),
         }
     })?;
     for (position, value) in documents {

@@ -146,6 +146,46 @@ impl fmt::Debug for TrustRoot {
     }
 }
 
+/// Where the default trust root of a command-line run comes from
+/// ([`TrustRoot::default_location`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RootLocation {
+    /// The file an environment variable names.
+    Environment {
+        var: &'static str,
+        path: std::path::PathBuf,
+    },
+    /// The file `mansign trust update` wrote.
+    Cache(std::path::PathBuf),
+    /// The public-good root embedded in mansign.
+    Embedded,
+}
+
+impl RootLocation {
+    /// The file behind this location, if any (a server watches it for changes).
+    pub fn file(&self) -> Option<&Path> {
+        match self {
+            RootLocation::Environment { path, .. } | RootLocation::Cache(path) => Some(path),
+            RootLocation::Embedded => None,
+        }
+    }
+}
+
+impl std::fmt::Display for RootLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RootLocation::Environment { var, path } => {
+                write!(f, "{} (from ${var})", path.display())
+            }
+            RootLocation::Cache(path) => {
+                write!(f, "{} (cached by `mansign trust update`)", path.display())
+            }
+            RootLocation::Embedded => f.write_str(TrustRoot::PUBLIC_GOOD),
+        }
+    }
+}
+
 impl TrustRoot {
     /// Where this root was loaded from, for messages.
     pub const PUBLIC_GOOD: &'static str = "embedded Sigstore public-good root";
@@ -184,29 +224,47 @@ impl TrustRoot {
     /// and `SIGSTORE_REKOR_URL`, which name the services of the same instance).
     pub const ENV_VARS: [&'static str; 2] = ["MANSIGN_TRUSTED_ROOT", "SIGSTORE_TRUSTED_ROOT"];
 
-    /// The root a command-line tool uses when none is named: the file a variable of
-    /// [`TrustRoot::ENV_VARS`] names, else the file written by `mansign trust update`
-    /// ([`update::default_cached_root`], found through `$XDG_CACHE_HOME` / `$HOME`) if
-    /// there is one, else the embedded public-good root. Reads process state (environment,
-    /// home directory) — the library never calls it on its own; an embedding program passes
-    /// its root explicitly. Never touches the network.
-    pub fn from_env() -> Result<Self, TrustRootError> {
+    /// Where the root a command-line tool uses when none is named comes from: the file a
+    /// variable of [`TrustRoot::ENV_VARS`] names, else the file written by `mansign trust
+    /// update` ([`update::default_cached_root`], found through `$MANSIGN_TRUST_DIR`,
+    /// `$XDG_CACHE_HOME` / `$HOME`) if there is one, else the embedded public-good root.
+    /// Reads process state (environment, home directory) but no root; every command of the
+    /// CLI decides through this one function (`src/cli/args.rs`).
+    pub fn default_location() -> RootLocation {
         for var in Self::ENV_VARS {
             if let Some(path) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-                let path = std::path::PathBuf::from(path);
-                return Self::from_file(&path).map_err(|e| match e {
-                    TrustRootError::Read { source, .. } => TrustRootError::Read {
-                        origin: format!("{} (from ${var})", path.display()),
-                        source,
-                    },
-                    other => other,
-                });
+                return RootLocation::Environment {
+                    var,
+                    path: std::path::PathBuf::from(path),
+                };
             }
         }
         match update::default_cached_root() {
-            Some(path) if path.is_file() => Self::from_file(path),
-            _ => Self::public_good(),
+            Some(path) if path.is_file() => RootLocation::Cache(path),
+            _ => RootLocation::Embedded,
         }
+    }
+
+    /// Loads the root at `location`.
+    pub fn from_location(location: &RootLocation) -> Result<Self, TrustRootError> {
+        match location {
+            RootLocation::Environment { var, path } => Self::from_file(path).map_err(|e| match e {
+                TrustRootError::Read { source, .. } => TrustRootError::Read {
+                    origin: format!("{} (from ${var})", path.display()),
+                    source,
+                },
+                other => other,
+            }),
+            RootLocation::Cache(path) => Self::from_file(path),
+            RootLocation::Embedded => Self::public_good(),
+        }
+    }
+
+    /// The root a command-line tool uses when none is named ([`TrustRoot::default_location`]).
+    /// Reads process state (environment, home directory) — the library never calls it on
+    /// its own; an embedding program passes its root explicitly. Never touches the network.
+    pub fn from_env() -> Result<Self, TrustRootError> {
+        Self::from_location(&Self::default_location())
     }
 
     /// Parses a `trusted_root.json` document held in memory.

@@ -171,7 +171,7 @@ pub struct ClaimMatcher {
 pub enum IdentityMismatch {
     #[error("certificate has no {claim} claim")]
     MissingClaim { claim: Claim },
-    #[error("{claim} {found:?} is not {expected:?}")]
+    #[error("{claim} {found:?} is not {expected:?}{}", regex_hint(.claim, .expected))]
     NotEqual {
         claim: Claim,
         found: String,
@@ -183,6 +183,33 @@ pub enum IdentityMismatch {
         found: String,
         pattern: String,
     },
+}
+
+/// When an exact value looks like a regular expression (`https://github.com/acme/.*`), the
+/// user most likely meant a pattern: say so, and name the regex form of the same claim.
+fn regex_hint(claim: &Claim, expected: &str) -> String {
+    let (flag, field) = match claim {
+        Claim::Subject => ("--certificate-identity-regexp", "subjectRegExp"),
+        Claim::Issuer => ("--certificate-oidc-issuer-regexp", "issuerRegExp"),
+        _ => return String::new(),
+    };
+    if !looks_like_regex(expected) {
+        return String::new();
+    }
+    format!(
+        " (that looks like a regular expression, but an exact value is compared as \
+         written: for a pattern use {flag}, or {field} in a policy; patterns are anchored)"
+    )
+}
+
+/// Regex syntax that never appears in an identity or issuer URL or an email address.
+fn looks_like_regex(value: &str) -> bool {
+    const MARKERS: [&str; 9] = [".*", ".+", "\\.", "\\d", "\\w", "\\S", "[^", "(?", ")|("];
+    MARKERS.iter().any(|m| value.contains(m))
+        || value.starts_with('^')
+        || value.ends_with('$')
+        || (value.contains('(') && value.contains('|') && value.contains(')'))
+        || (value.contains('[') && value.contains(']') && value.contains('-'))
 }
 
 impl IdentityMismatch {
@@ -390,6 +417,43 @@ mod tests {
     const GHA: &str = "https://token.actions.githubusercontent.com";
     const WORKFLOW: &str =
         "https://github.com/org/repo/.github/workflows/sign.yaml@refs/heads/main";
+
+    #[test]
+    fn an_exact_value_that_looks_like_a_regex_names_the_regexp_flag() {
+        for pattern in [
+            "https://github.com/acme/.*",
+            "^https://github.com/acme/",
+            "https://github.com/acme/(a|b)/x",
+            "https://github\\.com/acme/x",
+        ] {
+            let policy = IdentityPolicy::builder()
+                .exact(Claim::Issuer, GHA)
+                .exact(Claim::Subject, pattern)
+                .build()
+                .unwrap();
+            let e = policy.matches(&evidence(WORKFLOW, Some(GHA))).unwrap_err();
+            let text = e.to_string();
+            assert!(text.contains("looks like a regular expression"), "{text}");
+            assert!(text.contains("--certificate-identity-regexp"), "{text}");
+            assert_eq!(e.code(), "subject-mismatch");
+        }
+        // Identities and emails are not mistaken for patterns.
+        for plain in [
+            "https://github.com/org/other/.github/workflows/sign.yaml@refs/heads/main",
+            "first.last@example.com",
+        ] {
+            let policy = IdentityPolicy::builder()
+                .exact(Claim::Issuer, GHA)
+                .exact(Claim::Subject, plain)
+                .build()
+                .unwrap();
+            let text = policy
+                .matches(&evidence(WORKFLOW, Some(GHA)))
+                .unwrap_err()
+                .to_string();
+            assert!(!text.contains("regular expression"), "{text}");
+        }
+    }
 
     fn evidence(subject: &str, issuer: Option<&str>) -> SigstoreEvidence {
         SigstoreEvidence {

@@ -1,11 +1,15 @@
 //! The server's counters, exported at `GET /metrics` in the Prometheus text format (0.0.4).
 //!
-//! Every label set is bounded: the verdict and the reason are stable codes, the kind and the
-//! operation come from the API server but only for objects the webhook's rules send, and past
-//! [`MAX_LABEL_SETS`] distinct sets further ones are counted under `kind="other"`, so a
-//! hostile client cannot grow the server's memory through labels.
+//! Every label set is bounded: the verdict and the reason are stable codes, the group,
+//! version, kind and operation come from the API server but only for objects the webhook's
+//! rules send, and past [`MAX_LABEL_SETS`] distinct sets further ones are counted under
+//! `kind="other"`, so a hostile client cannot grow the server's memory through labels.
+//!
+//! The object's type is three labels, `group` (empty for the core group), `version` and
+//! `kind`, as kube-state-metrics labels objects (`kube_customresource_*`), so that a query
+//! can select a kind without parsing a `group/version, Kind=...` string.
 
-use crate::admission::{Decision, Reviewer};
+use crate::admission::{Decision, RequestKind, Reviewer};
 use crate::verify::CacheStats;
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
@@ -13,7 +17,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Distinct (verdict, kind, operation, reason) sets kept at most.
+/// Distinct (verdict, group, version, kind, operation, reason) sets kept at most.
 pub const MAX_LABEL_SETS: usize = 1000;
 
 /// Upper bounds of the latency histogram, in seconds.
@@ -24,6 +28,8 @@ const LATENCY_BUCKETS: [f64; 14] = [
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct RequestLabels {
     verdict: String,
+    group: String,
+    version: String,
     kind: String,
     operation: String,
     reason: String,
@@ -114,7 +120,7 @@ impl Metrics {
     pub(super) fn decided(&self, decision: &Decision, latency: Duration) {
         self.count(
             decision.outcome.as_str(),
-            &decision.kind,
+            &decision.request_kind,
             &decision.operation,
             decision.reason_code.as_deref().unwrap_or(""),
         );
@@ -123,19 +129,23 @@ impl Metrics {
 
     /// A request answered with an HTTP error before or instead of a decision.
     pub(super) fn failed(&self, reason: &str, latency: Duration) {
-        self.count("error", "", "", reason);
+        self.count("error", &RequestKind::default(), "", reason);
         self.observe(latency);
     }
 
-    fn count(&self, verdict: &str, kind: &str, operation: &str, reason: &str) {
+    fn count(&self, verdict: &str, kind: &RequestKind, operation: &str, reason: &str) {
         let mut labels = RequestLabels {
             verdict: verdict.into(),
-            kind: kind.into(),
+            group: kind.group.clone(),
+            version: kind.version.clone(),
+            kind: kind.kind.clone(),
             operation: operation.into(),
             reason: reason.into(),
         };
         let mut map = lock(&self.requests);
         if !map.contains_key(&labels) && map.len() >= MAX_LABEL_SETS {
+            labels.group = "other".into();
+            labels.version = "other".into();
             labels.kind = "other".into();
             labels.operation = "other".into();
         }
@@ -176,13 +186,15 @@ impl Metrics {
             &mut out,
             "mansign_admission_requests_total",
             "counter",
-            "Admission requests answered, by verdict, kind, operation and reason code.",
+            "Admission requests answered, by verdict, group, version, kind, operation and reason code.",
         );
         for (l, n) in lock(&self.requests).iter() {
             let _ = writeln!(
                 out,
-                "mansign_admission_requests_total{{verdict=\"{}\",kind=\"{}\",operation=\"{}\",reason=\"{}\"}} {n}",
+                "mansign_admission_requests_total{{verdict=\"{}\",group=\"{}\",version=\"{}\",kind=\"{}\",operation=\"{}\",reason=\"{}\"}} {n}",
                 escape(&l.verdict),
+                escape(&l.group),
+                escape(&l.version),
                 escape(&l.kind),
                 escape(&l.operation),
                 escape(&l.reason)
@@ -354,6 +366,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_object_type_is_three_labels_as_kube_state_metrics_writes_them() {
+        let m = Metrics::default();
+        let kind = RequestKind {
+            group: "kyverno.io".into(),
+            version: "v2".into(),
+            kind: "PolicyException".into(),
+        };
+        m.count("denied", &kind, "CREATE", "modified");
+        let text = m.render(CacheStats::default(), 0, (false, false));
+        assert!(
+            text.contains(
+                "mansign_admission_requests_total{verdict=\"denied\",group=\"kyverno.io\",\
+                 version=\"v2\",kind=\"PolicyException\",operation=\"CREATE\",\
+                 reason=\"modified\"} 1"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("Kind="), "{text}");
+    }
+
+    #[test]
     fn label_values_are_escaped() {
         assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
@@ -362,12 +395,19 @@ mod tests {
     fn label_sets_are_bounded() {
         let m = Metrics::default();
         for i in 0..MAX_LABEL_SETS + 50 {
-            m.count("denied", &format!("Kind{i}"), "CREATE", "modified");
+            let kind = RequestKind {
+                group: "example.com".into(),
+                version: "v1".into(),
+                kind: format!("Kind{i}"),
+            };
+            m.count("denied", &kind, "CREATE", "modified");
         }
         let map = lock(&m.requests);
         assert_eq!(map.len(), MAX_LABEL_SETS + 1);
         let other = RequestLabels {
             verdict: "denied".into(),
+            group: "other".into(),
+            version: "other".into(),
             kind: "other".into(),
             operation: "other".into(),
             reason: "modified".into(),

@@ -218,7 +218,7 @@ pub(super) fn load_certified_key(
 ) -> Result<rustls::sign::CertifiedKey, String> {
     let cert_pem = read_bounded(cert, MAX_PEM_BYTES as u64)?;
     let key_pem = read_bounded(key, MAX_PEM_BYTES as u64)?;
-    certified_key(&cert_pem, &key_pem).map_err(|e| format!("{}: {e}", cert.display()))
+    certified_key(cert, &cert_pem, key, &key_pem)
 }
 
 /// Polls the watched files until `stop` turns true, reloading what changed.

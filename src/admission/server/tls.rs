@@ -5,6 +5,7 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use rustls_pki_types::pem::PemObject as _;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use std::path::Path;
 use std::sync::{Arc, RwLock};
 use tokio_rustls::TlsAcceptor;
 
@@ -59,17 +60,37 @@ pub(super) fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
 
-/// A certificate chain and its private key, checked to belong together.
-pub(super) fn certified_key(cert_pem: &[u8], key_pem: &[u8]) -> Result<CertifiedKey, String> {
+/// A certificate chain and its private key, checked to belong together. Each error names
+/// the file it is about (`cert` and `key` are the names to show).
+pub(super) fn certified_key(
+    cert: &Path,
+    cert_pem: &[u8],
+    key: &Path,
+    key_pem: &[u8],
+) -> Result<CertifiedKey, String> {
     let chain = CertificateDer::pem_slice_iter(cert_pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("certificate file: not a PEM certificate chain: {e}"))?;
+        .map_err(|e| {
+            format!(
+                "{}: certificate file: not a PEM certificate chain: {e}",
+                cert.display()
+            )
+        })?;
     if chain.is_empty() {
-        return Err("certificate file: no CERTIFICATE block".into());
+        return Err(format!(
+            "{}: certificate file: no CERTIFICATE block",
+            cert.display()
+        ));
     }
-    let key = PrivateKeyDer::from_pem_slice(key_pem)
-        .map_err(|e| format!("key file: not a PEM private key: {e}"))?;
-    CertifiedKey::from_der(chain, key, &provider()).map_err(|e| format!("certificate and key: {e}"))
+    let private_key = PrivateKeyDer::from_pem_slice(key_pem)
+        .map_err(|e| format!("{}: key file: not a PEM private key: {e}", key.display()))?;
+    CertifiedKey::from_der(chain, private_key, &provider()).map_err(|e| {
+        format!(
+            "{} and {}: certificate and key do not belong together: {e}",
+            cert.display(),
+            key.display()
+        )
+    })
 }
 
 /// The server configuration: TLS 1.2 and 1.3, HTTP/2 preferred, HTTP/1.1 accepted.
