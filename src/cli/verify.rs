@@ -333,7 +333,7 @@ fn run_policy(
             rule.verifier = rule.verifier.clone().with_max_age(effective);
         }
     }
-    for note in &policy.notes {
+    for note in policy.notes.iter().chain(&policy.offline_notes()) {
         eprintln!("note: {note}");
     }
     let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;

@@ -6,7 +6,7 @@
 //! maximum age, the action, and where mansign is stricter than Kyverno would be with the
 //! same rule (issuer enforced, anchored regexes, anchored ignore fields, fail-closed).
 
-use super::selector::{MatchResources, ResourceDescription, ResourceFilter};
+use super::selector::{KindSelector, MatchResources, ResourceDescription, ResourceFilter, Subject};
 use super::{FailureAction, NamespaceBinding, PolicyRule, PolicySet, RuleSource};
 use crate::manifest::{GitopsBindings, IgnoreProfile};
 use crate::verify::{
@@ -88,7 +88,16 @@ fn describe_resources(r: &ResourceDescription) -> String {
     let mut names = r.names.clone();
     names.extend(r.name.iter().cloned());
     if !r.kinds.is_empty() {
-        parts.push(format!("kind {}", list(&r.kinds)));
+        // Each selector with the reading mansign (and Kyverno) gives it.
+        let kinds: Vec<String> = r
+            .kinds
+            .iter()
+            .map(|k| match KindSelector::parse(k) {
+                Ok(reading) => format!("{k} [{reading}]"),
+                Err(_) => k.clone(),
+            })
+            .collect();
+        parts.push(format!("kind {}", kinds.join(" or ")));
     }
     if !names.is_empty() {
         parts.push(format!("name {}", list(&names)));
@@ -113,10 +122,17 @@ fn describe_resources(r: &ResourceDescription) -> String {
     }
 }
 
-fn describe_users(subjects: usize, roles: &[String], cluster_roles: &[String]) -> Vec<String> {
+/// The conditions on the requesting user, with what offline `verify` makes of them.
+fn describe_users(
+    subjects: &[Subject],
+    roles: &[String],
+    cluster_roles: &[String],
+    exclude: bool,
+) -> Vec<String> {
     let mut parts = Vec::new();
-    if subjects > 0 {
-        parts.push(format!("requested by one of {subjects} subject(s)"));
+    if !subjects.is_empty() {
+        let names: Vec<String> = subjects.iter().map(Subject::describe).collect();
+        parts.push(format!("requested by {}", names.join(" or ")));
     }
     if !roles.is_empty() {
         parts.push(format!("by a user with role {}", list(roles)));
@@ -127,12 +143,33 @@ fn describe_users(subjects: usize, roles: &[String], cluster_roles: &[String]) -
             list(cluster_roles)
         ));
     }
+    if !parts.is_empty() {
+        parts.push(if exclude {
+            "(the requesting user is known to the webhook only: offline `verify` has no \
+             request and treats this exclusion as not met, so it checks these objects)"
+                .to_string()
+        } else {
+            "(the requesting user is known to the webhook only: offline `verify` has no \
+             request and treats this condition as met)"
+                .to_string()
+        });
+    }
+    if !roles.is_empty() || !cluster_roles.is_empty() {
+        parts.push(
+            "(mansign does not resolve roles: the webhook treats them as in `verify`)".to_string(),
+        );
+    }
     parts
 }
 
-fn describe_filter(f: &ResourceFilter) -> String {
+fn describe_filter(f: &ResourceFilter, exclude: bool) -> String {
     let mut parts: Vec<String> = f.resources.iter().map(describe_resources).collect();
-    parts.extend(describe_users(f.subjects.len(), &f.roles, &f.cluster_roles));
+    parts.extend(describe_users(
+        &f.subjects,
+        &f.roles,
+        &f.cluster_roles,
+        exclude,
+    ));
     if parts.is_empty() {
         "any object".into()
     } else {
@@ -140,16 +177,16 @@ fn describe_filter(f: &ResourceFilter) -> String {
     }
 }
 
-fn describe_match(m: &MatchResources) -> String {
+fn describe_match(m: &MatchResources, exclude: bool) -> String {
     let mut parts = Vec::new();
     if !m.any.is_empty() {
         let items: Vec<String> = m
             .any
             .iter()
-            .map(|f| format!("({})", describe_filter(f)))
+            .map(|f| format!("({})", describe_filter(f, exclude)))
             .collect();
         parts.push(if items.len() == 1 {
-            describe_filter(&m.any[0])
+            describe_filter(&m.any[0], exclude)
         } else {
             format!("any of {}", items.join(" or "))
         });
@@ -158,14 +195,19 @@ fn describe_match(m: &MatchResources) -> String {
         let items: Vec<String> = m
             .all
             .iter()
-            .map(|f| format!("({})", describe_filter(f)))
+            .map(|f| format!("({})", describe_filter(f, exclude)))
             .collect();
         parts.push(items.join(" and "));
     }
     if let Some(r) = &m.resources {
         parts.push(describe_resources(r));
     }
-    parts.extend(describe_users(m.subjects.len(), &m.roles, &m.cluster_roles));
+    parts.extend(describe_users(
+        &m.subjects,
+        &m.roles,
+        &m.cluster_roles,
+        exclude,
+    ));
     if parts.is_empty() {
         "any object".into()
     } else {
@@ -176,10 +218,10 @@ fn describe_match(m: &MatchResources) -> String {
 fn applies_to(rule: &PolicyRule) -> String {
     let mut text = match &rule.selector.include {
         None => "every object".to_string(),
-        Some(m) => format!("objects with {}", describe_match(m)),
+        Some(m) => format!("objects with {}", describe_match(m, false)),
     };
     if let Some(e) = &rule.selector.exclude {
-        text.push_str(&format!(", except {}", describe_match(e)));
+        text.push_str(&format!(", except {}", describe_match(e, true)));
     }
     if let Some(ns) = &rule.namespace {
         text.push_str(&format!(
