@@ -42,6 +42,178 @@ fn strings(v: &Value) -> Vec<&str> {
         .collect()
 }
 
+/// Every version each PolicyException kind is served in by Kyverno v1.19.0
+/// (kyverno/kyverno config/crds/kyverno/kyverno.io_policyexceptions.yaml and
+/// config/crds/policies.kyverno.io/policies.kyverno.io_policyexceptions.yaml, `served: true`).
+const POLICY_EXCEPTION_VERSIONS: &[(&str, &str)] = &[
+    ("kyverno.io", "v2"),
+    ("kyverno.io", "v2beta1"),
+    ("policies.kyverno.io", "v1"),
+    ("policies.kyverno.io", "v1beta1"),
+    ("policies.kyverno.io", "v1alpha1"),
+];
+
+/// Namespaces an exception may be created in (Kyverno reads exceptions from all of them),
+/// the system ones first.
+const NAMESPACES: &[&str] = &[
+    "kube-system",
+    "mansign-system",
+    "kyverno",
+    "kube-public",
+    "kube-node-lease",
+    "default",
+    "team-a",
+    "team-b",
+];
+
+/// The webhook registration sends every PolicyException of both kinds, every served
+/// version, from every namespace, on CREATE and UPDATE.
+fn check_webhook_covers_every_policy_exception(vwc: &Value) {
+    let listed = |list: &Value, value: &str| {
+        list.as_array()
+            .is_some_and(|l| l.iter().any(|v| v == value || v == "*"))
+    };
+    for hook in vwc["webhooks"].as_array().unwrap() {
+        for selector in ["namespaceSelector", "objectSelector"] {
+            let s = &hook[selector];
+            assert!(
+                s.is_null()
+                    || (s["matchExpressions"].as_array().is_none_or(Vec::is_empty)
+                        && s["matchLabels"].as_object().is_none_or(|m| m.is_empty())),
+                "{selector} exempts some PolicyExceptions: {s}"
+            );
+        }
+        assert!(
+            hook["matchConditions"].is_null(),
+            "matchConditions exempt some"
+        );
+        let rules = hook["rules"].as_array().unwrap();
+        for (group, version) in POLICY_EXCEPTION_VERSIONS {
+            assert!(
+                rules.iter().any(|r| listed(&r["apiGroups"], group)
+                    && listed(&r["apiVersions"], version)
+                    && listed(&r["resources"], "policyexceptions")
+                    && listed(&r["operations"], "CREATE")
+                    && listed(&r["operations"], "UPDATE")
+                    && (r["scope"].is_null() || r["scope"] == "*" || r["scope"] == "Namespaced")),
+                "{group}/{version} policyexceptions are not sent to the webhook: {rules:?}"
+            );
+        }
+    }
+}
+
+/// An unsigned PolicyException of one group and version in one namespace.
+fn unsigned_exception(group: &str, version: &str, namespace: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": format!("{group}/{version}"),
+        "kind": "PolicyException",
+        "metadata": {"name": "let-me-in", "namespace": namespace},
+        "spec": {"exceptions": [{"policyName": "*", "ruleNames": ["*"]}],
+                 "match": {"any": [{"resources": {"kinds": ["*"]}}]}},
+    })
+}
+
+/// The AdmissionReview the API server sends for creating `object`.
+fn create_review(object: &Value) -> Vec<u8> {
+    let api = object["apiVersion"].as_str().unwrap();
+    let (group, version) = api.split_once('/').unwrap();
+    serde_json::to_vec(&serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "00000000-0000-4000-8000-000000000021",
+            "kind": {"group": group, "version": version, "kind": "PolicyException"},
+            "resource": {"group": group, "version": version, "resource": "policyexceptions"},
+            "name": object["metadata"]["name"],
+            "namespace": object["metadata"]["namespace"],
+            "operation": "CREATE",
+            "userInfo": {"username": "mallory", "groups": ["system:authenticated"]},
+            "object": object,
+        },
+    }))
+    .unwrap()
+}
+
+/// A policy file covers every PolicyException: offline, a rule applies to an unsigned one of
+/// each kind, version and namespace (and fails it); in the webhook, it is denied.
+fn check_policy_covers_every_policy_exception(name: &str, text: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.yaml");
+    std::fs::write(&path, text).unwrap();
+    let set = mansign::policy::load_file(&path, &mansign::policy::LoadOptions::default())
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let reviewer = mansign::admission::Reviewer::new(
+        set.clone(),
+        mansign::admission::ReviewOptions::default(),
+    );
+    for (group, version) in POLICY_EXCEPTION_VERSIONS {
+        for ns in NAMESPACES {
+            let object = unsigned_exception(group, version, ns);
+            let offline = set
+                .verify_object(&object, &mansign::policy::RequestContext::default())
+                .unwrap();
+            assert!(
+                !offline.rules.is_empty() && !offline.is_verified(),
+                "{name}: {group}/{version} PolicyException in {ns}: offline {offline}"
+            );
+            let reviewed = reviewer.review(&create_review(&object));
+            assert_eq!(
+                reviewed.decision.outcome,
+                mansign::admission::Outcome::Denied,
+                "{name}: {group}/{version} PolicyException in {ns}: {}",
+                reviewed.decision.message
+            );
+        }
+    }
+}
+
+#[test]
+fn the_webhook_and_every_shipped_policy_cover_both_policy_exception_kinds_everywhere() {
+    for dir in ["deploy", "deploy/overlays/cert-manager"] {
+        let objects = render(dir);
+        check_webhook_covers_every_policy_exception(one(
+            &objects,
+            "ValidatingWebhookConfiguration",
+        ));
+        let text = one(&objects, "ConfigMap")["data"]["policy.yaml"]
+            .as_str()
+            .unwrap();
+        check_policy_covers_every_policy_exception(&format!("{dir} ConfigMap"), text);
+    }
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/policy");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&examples).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            check_policy_covers_every_policy_exception(&path.display().to_string(), &text);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 3, "every example policy: found {checked}");
+}
+
+#[test]
+fn the_shipped_policy_would_have_let_the_newer_policy_exception_through() {
+    // The ConfigMap's selector before this change: only kyverno.io. A policies.kyverno.io
+    // exception was "no policy rule applies" (allowed).
+    let old = one(&render("deploy"), "ConfigMap")["data"]["policy.yaml"]
+        .as_str()
+        .unwrap()
+        .replace(
+            "kinds: [kyverno.io/*/PolicyException, policies.kyverno.io/*/PolicyException]",
+            "kinds: [kyverno.io/*/PolicyException]",
+        );
+    let set = mansign::policy::load_str("old", &old, Path::new("."), &Default::default()).unwrap();
+    let reviewer =
+        mansign::admission::Reviewer::new(set, mansign::admission::ReviewOptions::default());
+    let object = unsigned_exception("policies.kyverno.io", "v1", "default");
+    assert_eq!(
+        reviewer.review(&create_review(&object)).decision.outcome,
+        mansign::admission::Outcome::NotMatched
+    );
+}
+
 /// Checks shared by the base and the overlay; returns nothing, panics naming the problem.
 fn check_base(objects: &[Value]) {
     let ns = one(objects, "Namespace")["metadata"]["name"]
@@ -73,15 +245,7 @@ fn check_base(objects: &[Value]) {
     let service_ref = &hook["clientConfig"]["service"];
     assert_eq!(service_ref["path"], "/validate");
     assert_eq!(service_ref["namespace"], ns);
-    let selector = &hook["namespaceSelector"]["matchExpressions"][0];
-    assert_eq!(selector["key"], "kubernetes.io/metadata.name");
-    assert_eq!(selector["operator"], "NotIn");
-    let excluded = strings(&selector["values"]);
-    assert!(excluded.contains(&ns) && excluded.contains(&"kube-system"));
-    let rule = &hook["rules"][0];
-    assert_eq!(strings(&rule["apiGroups"]), ["kyverno.io"]);
-    assert_eq!(strings(&rule["resources"]), ["policyexceptions"]);
-    assert_eq!(strings(&rule["operations"]), ["CREATE", "UPDATE"]);
+    check_webhook_covers_every_policy_exception(vwc);
 
     // The Service it calls exists and reaches the pods' HTTPS port.
     let service = one(objects, "Service");

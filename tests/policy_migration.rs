@@ -568,7 +568,9 @@ fn convert_refuses_what_a_manifest_policy_cannot_say_naming_the_field() {
         .unwrap()
         .replace(
             "    validate:\n",
-            "    exclude:\n      any:\n      - resources: {names: [a]}\n      - resources: {names: [b]}\n    validate:\n",
+            // Several `all` filters exclude only together; a ManifestPolicy's exclude
+            // alternatives each exclude on their own (`any` converts, since issue 21).
+            "    exclude:\n      all:\n      - resources: {names: [a]}\n      - resources: {names: [b]}\n    validate:\n",
         );
     let options = ConvertOptions {
         issuer: Some(GITHUB_OAUTH.into()),
@@ -776,12 +778,22 @@ fn convert_splits_match_any_alternatives_into_one_document_each_with_the_same_ve
 }
 
 #[test]
-fn convert_refuses_conditions_on_the_requesting_user_naming_the_field() {
+fn convert_carries_subjects_and_refuses_an_exclusion_by_role_naming_the_field() {
+    // Issue 21 item 10: a ManifestPolicy has conditions on the requesting user now.
     let text = kyverno_with_match(
         "      any:\n      - resources: {kinds: [ConfigMap]}\n        subjects: [{kind: User, name: alice}]\n",
     );
+    let conversion = convert_text(&text).unwrap();
+    assert_eq!(
+        conversion.documents[0]["spec"]["match"]["subjects"][0]["name"],
+        "alice"
+    );
+    let text = kyverno_with_match("      any:\n      - resources: {kinds: [ConfigMap]}\n").replace(
+        "    validate:\n",
+        "    exclude:\n      any:\n      - roles: [default:admin]\n    validate:\n",
+    );
     let err = convert_text(&text).unwrap_err().to_string();
-    assert!(err.contains("spec.rules[0].match.any[0].subjects"), "{err}");
+    assert!(err.contains("spec.rules[0].exclude.any[0].roles"), "{err}");
     assert!(err.contains("cannot be carried over"), "{err}");
 }
 

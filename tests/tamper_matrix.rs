@@ -1136,3 +1136,208 @@ mod signer_counting {
         );
     }
 }
+
+// ---- Category "kind selector forms" (issue 21 item 1) --------------------------------
+//
+// Every form of a Kyverno `kinds` entry that selects the object (Kind, Kind/*, Kind.*,
+// version/Kind[/*], group/version/Kind[/*], wildcards in each part: kyverno/kyverno v1.19.0
+// pkg/utils/kube/kind.go ParseKindSelector, pkg/utils/match/kind.go CheckKind) must apply
+// the rule, so an unsigned PolicyException of each served group/version is denied by the
+// webhook and fails offline, in a ManifestPolicy and in a Kyverno ClusterPolicy alike. Every
+// form that selects only a subresource or nothing (Kind/status, */*/Kind, group/Kind,
+// Kind.group.tld, five parts) must be refused when the policy loads: a selector that loads
+// and matches nothing lets everything through. Self-contained: no stack, no signing.
+
+mod kind_selector_forms {
+    use mansign::admission::{Outcome, ReviewOptions, Reviewer};
+    use mansign::policy::{LoadOptions, RequestContext, load_str};
+    use serde_json::{Value, json};
+    use std::path::Path;
+
+    const SERVED: &[(&str, &str)] = &[
+        ("kyverno.io", "v2"),
+        ("kyverno.io", "v2beta1"),
+        ("policies.kyverno.io", "v1"),
+        ("policies.kyverno.io", "v1beta1"),
+        ("policies.kyverno.io", "v1alpha1"),
+    ];
+
+    fn key() -> String {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/kyverno/keys/ecdsa-pub-1.pem");
+        std::fs::read_to_string(path).unwrap()
+    }
+
+    fn indent(text: &str, by: usize) -> String {
+        text.lines()
+            .map(|l| format!("{}{l}\n", " ".repeat(by)))
+            .collect()
+    }
+
+    fn manifest_policy(kind: &str) -> String {
+        format!(
+            "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata:\n  name: p\nspec:\n  match:\n    kinds: [{kind:?}]\n  attestors:\n  - entries:\n    - keys:\n        publicKeys: |\n{}",
+            indent(&key(), 10)
+        )
+    }
+
+    fn kyverno_policy(kind: &str) -> String {
+        format!(
+            "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata:\n  name: p\nspec:\n  rules:\n  - name: r\n    match:\n      any:\n      - resources:\n          kinds: [{kind:?}]\n    validate:\n      failureAction: Enforce\n      manifests:\n        attestors:\n        - entries:\n          - keys:\n              publicKeys: |\n{}",
+            indent(&key(), 16)
+        )
+    }
+
+    fn exception(group: &str, version: &str) -> Value {
+        json!({
+            "apiVersion": format!("{group}/{version}"),
+            "kind": "PolicyException",
+            "metadata": {"name": "let-me-in", "namespace": "kube-system"},
+            "spec": {"exceptions": [{"policyName": "*", "ruleNames": ["*"]}]},
+        })
+    }
+
+    fn review(object: &Value, group: &str, version: &str) -> Vec<u8> {
+        serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "00000000-0000-4000-8000-000000000001",
+                "kind": {"group": group, "version": version, "kind": "PolicyException"},
+                "resource": {"group": group, "version": version, "resource": "policyexceptions"},
+                "name": "let-me-in",
+                "namespace": "kube-system",
+                "operation": "CREATE",
+                "userInfo": {"username": "mallory", "groups": ["system:authenticated"]},
+                "object": object,
+            },
+        }))
+        .unwrap()
+    }
+
+    /// The selector forms that select a PolicyException of `group`/`version`.
+    fn selecting(group: &str, version: &str) -> Vec<String> {
+        let k = "PolicyException";
+        let mut forms: Vec<String> = [
+            k.to_string(),
+            format!("{k}/*"),
+            format!("{k}.*"),
+            "*".into(),
+            "*/*".into(),
+            format!("*/{k}"),
+            format!("*/{k}/*"),
+            format!("*/{k}.*"),
+            format!("{version}/{k}"),
+            format!("{version}/{k}/*"),
+            format!("{version}/{k}.*"),
+            format!("{group}/{version}/{k}"),
+            format!("{group}/*/{k}"),
+            format!("{group}/{version}/{k}/*"),
+            format!("{group}/*/{k}/*"),
+            format!("{group}/*/{k}.*"),
+            format!("*/*/{k}/*"),
+            format!("{group}/*/*"),
+            "Policy*".into(),
+            "*Exception".into(),
+            "?olicyException".into(),
+            format!("{group}/v*/{k}"),
+            format!("*.io/*/{k}/*"),
+        ]
+        .into();
+        forms.dedup();
+        forms
+    }
+
+    /// Forms Kyverno reads as a subresource only, or as nothing: refused when loaded.
+    const REFUSED: &[&str] = &[
+        "PolicyException/status",
+        "PolicyException.status",
+        "v2/PolicyException/status",
+        "v2/PolicyException.status",
+        "kyverno.io/v2/PolicyException/status",
+        "kyverno.io/*/PolicyException/s*",
+        "*/*/PolicyException",
+        "*/v2/PolicyException",
+        "kyverno.io/PolicyException",
+        "PolicyException.kyverno.io",
+        "PolicyException.policies.kyverno.io",
+        "*/status",
+        "*/scale",
+        "a/b/c/d/e",
+        "kyverno.io//PolicyException",
+        "v10/PolicyException",
+        "",
+    ];
+
+    #[test]
+    fn kind_selector_forms_apply_the_rule_or_are_refused() {
+        let mut cases = 0;
+        let mut wrong = Vec::new();
+        for (group, version) in SERVED {
+            let object = exception(group, version);
+            for form in selecting(group, version) {
+                for (format, text) in [
+                    ("ManifestPolicy", manifest_policy(&form)),
+                    ("ClusterPolicy", kyverno_policy(&form)),
+                ] {
+                    cases += 1;
+                    let set =
+                        match load_str("p.yaml", &text, Path::new("."), &LoadOptions::default()) {
+                            Ok(set) => set,
+                            Err(e) => {
+                                // Not a wrong accept, but a form Kyverno reads must load.
+                                wrong.push(format!("{format} {form:?}: refused: {e}"));
+                                continue;
+                            }
+                        };
+                    let offline = set
+                        .verify_object(&object, &RequestContext::default())
+                        .unwrap();
+                    if offline.rules.is_empty() || offline.is_verified() {
+                        wrong.push(format!(
+                            "{format} {form:?}: {group}/{version} offline ACCEPTED: {offline}"
+                        ));
+                    }
+                    let reviewed = Reviewer::new(set, ReviewOptions::default())
+                        .review(&review(&object, group, version));
+                    if reviewed.decision.outcome != Outcome::Denied {
+                        wrong.push(format!(
+                            "{format} {form:?}: {group}/{version} webhook ACCEPTED: {:?} {}",
+                            reviewed.decision.outcome, reviewed.decision.message
+                        ));
+                    }
+                }
+            }
+        }
+        for form in REFUSED {
+            for (format, text) in [
+                ("ManifestPolicy", manifest_policy(form)),
+                ("ClusterPolicy", kyverno_policy(form)),
+            ] {
+                cases += 1;
+                match load_str("p.yaml", &text, Path::new("."), &LoadOptions::default()) {
+                    Err(e) => {
+                        let e = e.to_string();
+                        if !e.contains("kinds[0]") {
+                            wrong.push(format!("{format} {form:?}: refusal names no field: {e}"));
+                        }
+                    }
+                    Ok(_) => wrong.push(format!(
+                        "{format} {form:?}: ACCEPTED at load (it selects no object)"
+                    )),
+                }
+            }
+        }
+        println!(
+            "tamper matrix: kind selector forms: {cases} cases, {} wrongly accepted",
+            wrong.len()
+        );
+        assert!(cases >= 200, "only {cases} cases");
+        assert!(
+            wrong.is_empty(),
+            "{} wrong:\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        );
+    }
+}

@@ -371,7 +371,7 @@ fn load_policy(
             rule.verifier = rule.verifier.clone().with_max_age(effective);
         }
     }
-    for note in &policy.notes {
+    for note in policy.notes.iter().chain(&policy.offline_notes()) {
         eprintln!("note: {note}");
     }
     Ok(policy)

@@ -6,7 +6,7 @@
 //! maximum age, the action, and where mansign is stricter than Kyverno would be with the
 //! same rule (issuer enforced, anchored regexes, anchored ignore fields, fail-closed).
 
-use super::selector::{MatchResources, ResourceDescription, ResourceFilter, Subject};
+use super::selector::{KindSelector, MatchResources, ResourceDescription, ResourceFilter, Subject};
 use super::{FailureAction, NamespaceBinding, PolicyRule, PolicySet, RuleSource};
 use crate::manifest::{GitopsBindings, IgnoreProfile};
 use crate::verify::{
@@ -88,7 +88,16 @@ fn describe_resources(r: &ResourceDescription) -> String {
     let mut names = r.names.clone();
     names.extend(r.name.iter().cloned());
     if !r.kinds.is_empty() {
-        parts.push(format!("kind {}", list(&r.kinds)));
+        // Each selector with the reading mansign (and Kyverno) gives it.
+        let kinds: Vec<String> = r
+            .kinds
+            .iter()
+            .map(|k| match KindSelector::parse(k) {
+                Ok(reading) => format!("{k} [{reading}]"),
+                Err(_) => k.clone(),
+            })
+            .collect();
+        parts.push(format!("kind {}", kinds.join(" or ")));
     }
     if !names.is_empty() {
         parts.push(format!("name {}", list(&names)));
@@ -113,24 +122,16 @@ fn describe_resources(r: &ResourceDescription) -> String {
     }
 }
 
-/// `ServiceAccount kube-system/replicaset-controller`, `User alice`, `Group rbac.authorization.k8s.io/admins`.
-fn subject_name(s: &Subject) -> String {
-    let group = s
-        .api_group
-        .as_deref()
-        .filter(|g| !g.is_empty())
-        .map(|g| format!(" ({g})"))
-        .unwrap_or_default();
-    match s.namespace.as_deref().filter(|ns| !ns.is_empty()) {
-        Some(ns) => format!("{} {ns}/{}{group}", s.kind, s.name),
-        None => format!("{} {}{group}", s.kind, s.name),
-    }
-}
-
-fn describe_users(subjects: &[Subject], roles: &[String], cluster_roles: &[String]) -> Vec<String> {
+/// The conditions on the requesting user, with what offline `verify` makes of them.
+fn describe_users(
+    subjects: &[Subject],
+    roles: &[String],
+    cluster_roles: &[String],
+    exclude: bool,
+) -> Vec<String> {
     let mut parts = Vec::new();
     if !subjects.is_empty() {
-        let names: Vec<String> = subjects.iter().map(subject_name).collect();
+        let names: Vec<String> = subjects.iter().map(Subject::describe).collect();
         parts.push(format!("requested by {}", names.join(" or ")));
     }
     if !roles.is_empty() {
@@ -142,23 +143,33 @@ fn describe_users(subjects: &[Subject], roles: &[String], cluster_roles: &[Strin
             list(cluster_roles)
         ));
     }
+    if !parts.is_empty() {
+        parts.push(if exclude {
+            "(the requesting user is known to the webhook only: offline `verify` has no \
+             request and treats this exclusion as not met, so it checks these objects)"
+                .to_string()
+        } else {
+            "(the requesting user is known to the webhook only: offline `verify` has no \
+             request and treats this condition as met)"
+                .to_string()
+        });
+    }
+    if !roles.is_empty() || !cluster_roles.is_empty() {
+        parts.push(
+            "(mansign does not resolve roles: the webhook treats them as in `verify`)".to_string(),
+        );
+    }
     parts
 }
 
-/// Whether a match or exclude block has a condition on the requesting user.
-fn names_users(m: &MatchResources) -> bool {
-    let filter = |f: &ResourceFilter| {
-        !f.subjects.is_empty() || !f.roles.is_empty() || !f.cluster_roles.is_empty()
-    };
-    m.any.iter().chain(&m.all).any(filter)
-        || !m.subjects.is_empty()
-        || !m.roles.is_empty()
-        || !m.cluster_roles.is_empty()
-}
-
-fn describe_filter(f: &ResourceFilter) -> String {
+fn describe_filter(f: &ResourceFilter, exclude: bool) -> String {
     let mut parts: Vec<String> = f.resources.iter().map(describe_resources).collect();
-    parts.extend(describe_users(&f.subjects, &f.roles, &f.cluster_roles));
+    parts.extend(describe_users(
+        &f.subjects,
+        &f.roles,
+        &f.cluster_roles,
+        exclude,
+    ));
     if parts.is_empty() {
         "any object".into()
     } else {
@@ -166,16 +177,16 @@ fn describe_filter(f: &ResourceFilter) -> String {
     }
 }
 
-fn describe_match(m: &MatchResources) -> String {
+fn describe_match(m: &MatchResources, exclude: bool) -> String {
     let mut parts = Vec::new();
     if !m.any.is_empty() {
         let items: Vec<String> = m
             .any
             .iter()
-            .map(|f| format!("({})", describe_filter(f)))
+            .map(|f| format!("({})", describe_filter(f, exclude)))
             .collect();
         parts.push(if items.len() == 1 {
-            describe_filter(&m.any[0])
+            describe_filter(&m.any[0], exclude)
         } else {
             format!("any of {}", items.join(" or "))
         });
@@ -184,14 +195,19 @@ fn describe_match(m: &MatchResources) -> String {
         let items: Vec<String> = m
             .all
             .iter()
-            .map(|f| format!("({})", describe_filter(f)))
+            .map(|f| format!("({})", describe_filter(f, exclude)))
             .collect();
         parts.push(items.join(" and "));
     }
     if let Some(r) = &m.resources {
         parts.push(describe_resources(r));
     }
-    parts.extend(describe_users(&m.subjects, &m.roles, &m.cluster_roles));
+    parts.extend(describe_users(
+        &m.subjects,
+        &m.roles,
+        &m.cluster_roles,
+        exclude,
+    ));
     if parts.is_empty() {
         "any object".into()
     } else {
@@ -202,24 +218,10 @@ fn describe_match(m: &MatchResources) -> String {
 fn applies_to(rule: &PolicyRule) -> String {
     let mut text = match &rule.selector.include {
         None => "every object".to_string(),
-        Some(m) => format!("objects with {}", describe_match(m)),
+        Some(m) => format!("objects with {}", describe_match(m, false)),
     };
-    if let Some(m) = &rule.selector.include
-        && names_users(m)
-    {
-        text.push_str(
-            " (offline `verify` does not know who applies an object: the user condition counts \
-             as met there)",
-        );
-    }
     if let Some(e) = &rule.selector.exclude {
-        text.push_str(&format!(", except {}", describe_match(e)));
-        if names_users(e) {
-            text.push_str(
-                " (offline `verify` does not know who applies an object: there this exception \
-                 is never met, so the rule applies; the webhook checks the requesting user)",
-            );
-        }
+        text.push_str(&format!(", except {}", describe_match(e, true)));
     }
     if let Some(ns) = &rule.namespace {
         text.push_str(&format!(

@@ -6,9 +6,13 @@
 //! metadata:
 //!   name: release
 //! spec:
-//!   match:                      # optional; absent = every object
-//!     kinds: [ConfigMap, apps/v1/Deployment]
+//!   match:                      # optional; absent = every object; a list = any of them
+//!     kinds: [ConfigMap, apps/v1/Deployment]  # Kyverno's kind selectors
 //!     namespaces: [prod-*]
+//!   exclude:                    # optional; a list = any one of them excludes
+//!   - kinds: [Pod]
+//!     subjects:                 # the requesting user (webhook only; offline: not met)
+//!     - {kind: ServiceAccount, namespace: kube-system, name: replicaset-controller}
 //!   annotationDomain: cosign.sigstore.dev
 //!   ignoreFields:               # anchored mansign patterns
 //!   - objects: [{kind: Deployment}]
@@ -44,7 +48,9 @@
 //! Every object and field is strict: an unknown field is an error naming it.
 
 use super::action::{FailureAction, FailureActions};
-use super::selector::{MatchResources, ObjectReference, ResourceDescription, RuleSelector};
+use super::selector::{
+    MatchResources, ObjectReference, ResourceDescription, ResourceFilter, RuleSelector, Subject,
+};
 use super::{
     IgnoreBinding, LoadContext, Location, NamespaceBinding, PolicyError, PolicyRule, PolicySet,
     RuleSource, attestor_policy, certificate_attestor, parse_public_keys,
@@ -85,9 +91,9 @@ pub struct Metadata {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Spec {
     #[serde(default, rename = "match")]
-    pub match_objects: Option<Selection>,
+    pub match_objects: Option<Selections>,
     #[serde(default)]
-    pub exclude: Option<Selection>,
+    pub exclude: Option<Selections>,
     #[serde(default)]
     pub annotation_domain: Option<String>,
     #[serde(default)]
@@ -173,10 +179,13 @@ pub struct FluxBindingSpec {
     pub kustomizations: Option<Vec<String>>,
 }
 
-/// Objects by kind (`Kind`, `version/Kind`, `group/version/Kind`), name and namespace, each
-/// a wildcard pattern; lists are alternatives, fields are ANDed.
+/// Objects by kind (Kyverno's kind selectors, [`KindSelector`](super::KindSelector)), name and namespace, each a
+/// wildcard pattern, and by the requesting user (`subjects`, as Kyverno's: `User`, `Group`,
+/// `ServiceAccount` with its namespace); lists are alternatives, fields are ANDed. Only the
+/// webhook knows the requesting user: offline a condition on it is met in `match` and not
+/// met in `exclude`, so `verify` checks every object a request could have to pass.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Selection {
     #[serde(default)]
     pub kinds: Vec<String>,
@@ -184,6 +193,60 @@ pub struct Selection {
     pub names: Vec<String>,
     #[serde(default)]
     pub namespaces: Vec<String>,
+    #[serde(default)]
+    pub subjects: Vec<Subject>,
+    /// Refused when loaded: mansign does not resolve roles (see [`load`]).
+    #[serde(default)]
+    pub roles: Vec<String>,
+    /// Refused when loaded, as `roles`.
+    #[serde(default)]
+    pub cluster_roles: Vec<String>,
+}
+
+/// `spec.match` / `spec.exclude`: one selection, or a list of alternatives (any one of them
+/// selects, as Kyverno's `any`).
+#[derive(Debug)]
+pub enum Selections {
+    One(Selection),
+    Any(Vec<Selection>),
+}
+
+/// A mapping is one selection, a sequence a list; read through the caller's deserializer
+/// (not `untagged`), so an unknown field inside is reported with its path and name.
+impl<'de> Deserialize<'de> for Selections {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct OneOrMany;
+        impl<'de> serde::de::Visitor<'de> for OneOrMany {
+            type Value = Selections;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a selection (kinds, names, namespaces, subjects) or a list of them")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Selections, A::Error> {
+                Selection::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(Selections::One)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Selections, A::Error> {
+                Vec::<Selection>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(Selections::Any)
+            }
+        }
+        d.deserialize_any(OneOrMany)
+    }
+}
+
+impl Selections {
+    fn items(&self) -> &[Selection] {
+        match self {
+            Selections::One(s) => std::slice::from_ref(s),
+            Selections::Any(list) => list,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -286,16 +349,72 @@ fn invalid(at: &Location, reason: impl Into<String>) -> PolicyError {
     }
 }
 
-fn selection(s: &Selection) -> MatchResources {
-    MatchResources {
-        resources: Some(ResourceDescription {
-            kinds: s.kinds.clone(),
-            names: s.names.clone(),
-            namespaces: s.namespaces.clone(),
-            ..ResourceDescription::default()
-        }),
-        ..MatchResources::default()
+/// `match` / `exclude` as the selector both formats share (one `any` filter per
+/// alternative), checked as the Kyverno loader checks its blocks.
+fn selections(s: &Selections, at: &Location, exclude: bool) -> Result<MatchResources, PolicyError> {
+    let items = s.items();
+    if items.is_empty() {
+        return Err(invalid(
+            at,
+            "an empty list selects nothing; give at least one selection or remove the field",
+        ));
     }
+    let mut any = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let item_at = match s {
+            Selections::One(_) => at.clone(),
+            Selections::Any(_) => Location {
+                field: format!("{}[{i}]", at.field),
+                ..at.clone()
+            },
+        };
+        for (field, list) in [
+            ("roles", &item.roles),
+            ("clusterRoles", &item.cluster_roles),
+        ] {
+            if !list.is_empty() {
+                return Err(PolicyError::Unsupported {
+                    at: item_at.at(field),
+                    reason: "mansign does not resolve roles: an AdmissionReview names only the \
+                             user and its groups, and Kyverno finds roles by reading the \
+                             cluster's RoleBindings and ClusterRoleBindings; name the users, \
+                             groups or service accounts in subjects instead"
+                        .into(),
+                });
+            }
+        }
+        if exclude
+            && item.kinds.is_empty()
+            && item.names.is_empty()
+            && item.namespaces.is_empty()
+            && item.subjects.is_empty()
+        {
+            // Kyverno skips an empty exclude filter; an empty selection would exclude every
+            // object.
+            return Err(invalid(
+                &item_at,
+                "an empty exclude selection would exclude every object; name what it excludes",
+            ));
+        }
+        super::kyverno::check_kinds(&item.kinds, &item_at.at("kinds"))?;
+        for (j, subject) in item.subjects.iter().enumerate() {
+            super::kyverno::check_subject(subject, &item_at.at(format!("subjects[{j}]")))?;
+        }
+        any.push(ResourceFilter {
+            resources: Some(ResourceDescription {
+                kinds: item.kinds.clone(),
+                names: item.names.clone(),
+                namespaces: item.namespaces.clone(),
+                ..ResourceDescription::default()
+            }),
+            subjects: item.subjects.clone(),
+            ..ResourceFilter::default()
+        });
+    }
+    Ok(MatchResources {
+        any,
+        ..MatchResources::default()
+    })
 }
 
 /// Loads one ManifestPolicy document as one rule.
@@ -375,8 +494,16 @@ pub(crate) fn load(
         rule: doc.metadata.name.clone(),
         location: loc.clone(),
         selector: RuleSelector {
-            include: spec.match_objects.as_ref().map(selection),
-            exclude: spec.exclude.as_ref().map(selection),
+            include: spec
+                .match_objects
+                .as_ref()
+                .map(|m| selections(m, &at.at("match"), false))
+                .transpose()?,
+            exclude: spec
+                .exclude
+                .as_ref()
+                .map(|m| selections(m, &at.at("exclude"), true))
+                .transpose()?,
         },
         namespace: None,
         verifier: {

@@ -42,8 +42,8 @@ mod verdict;
 pub use action::{ActionOverride, FailureAction, FailureActions};
 pub use fields::{mansign_field_pattern, translate_upstream_field};
 pub use selector::{
-    MatchResources, ObjectReference, RequestContext, ResourceDescription, ResourceFilter,
-    RuleSelector, Subject, UserInfo, glob_match,
+    KindSelector, MatchResources, ObjectReference, RequestContext, ResourceDescription,
+    ResourceFilter, RuleSelector, Subject, UserInfo, glob_match,
 };
 pub use verdict::{ObjectVerdict, PolicyVerdict, RuleVerdict};
 
@@ -247,8 +247,9 @@ pub enum RuleSource {
     /// mansign's `ManifestPolicy`.
     #[default]
     Mansign,
-    /// A Kyverno `ClusterPolicy`/`Policy` rule, with its `validate.failureAction` if set
-    /// (`Enforce`, `Audit`) as written; the effective action is
+    /// A Kyverno `ClusterPolicy`/`Policy` rule, with the action it names as written: its
+    /// `validate.failureAction`, else the policy's `spec.validationFailureAction` (`Enforce`,
+    /// `enforce`, `Audit`, `audit`); `None` when neither is set. The effective action is
     /// [`PolicyRule::failure_action`].
     Kyverno { failure_action: Option<String> },
 }
@@ -317,6 +318,45 @@ impl PolicySet {
                 self.named_files.push(file);
             }
         }
+    }
+
+    /// What offline verification (no admission request) makes of the rules' conditions on
+    /// the requesting user, one note per rule that has any: a condition in `match` counts as
+    /// met and one in `exclude` as not met, so the rule is checked wherever a request could
+    /// make it apply (an exclusion that cannot be evaluated never lets an object skip a
+    /// check). `mansign verify` prints them; the webhook evaluates the conditions.
+    pub fn offline_notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        for rule in &self.rules {
+            let in_match = rule
+                .selector
+                .include
+                .as_ref()
+                .is_some_and(MatchResources::has_user_conditions);
+            let in_exclude = rule
+                .selector
+                .exclude
+                .as_ref()
+                .is_some_and(MatchResources::has_user_conditions);
+            let what = match (in_match, in_exclude) {
+                (false, false) => continue,
+                (true, false) => "its match condition on the requesting user is taken as met",
+                (false, true) => {
+                    "its exclusion by requesting user is taken as not met (the objects are \
+                     checked)"
+                }
+                (true, true) => {
+                    "its match condition on the requesting user is taken as met and its \
+                     exclusion by requesting user as not met (the objects are checked)"
+                }
+            };
+            notes.push(format!(
+                "{}: rule {:?}: no admission request offline: {what}; the webhook (admission \
+                 serve/review) evaluates the request's user",
+                rule.location, rule.rule
+            ));
+        }
+        notes
     }
 
     /// Verifies every document; see [`ObjectVerdict`].

@@ -113,28 +113,160 @@ impl ObjectReference {
     }
 }
 
-/// Kyverno `kinds` entry: `Kind`, `version/Kind` or `group/version/Kind`, each part a
-/// wildcard; `Kind/subresource` forms never match an object.
-fn kind_matches(pattern: &str, id: &ObjectIdentity, any_version: bool) -> bool {
-    let version = |p: &str| any_version || glob_match(p, &id.version);
-    let parts: Vec<&str> = pattern.split('/').collect();
-    match parts.as_slice() {
-        [kind] => glob_match(kind, &id.kind),
-        [first, second] => {
-            // `v1/Pod` (version/kind) or `Pod/status` (kind/subresource): a subresource
-            // is not an object, so only the version form can match.
-            !second
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_lowercase())
-                && version(first)
-                && glob_match(second, &id.kind)
-        }
-        [group, v, kind] => {
-            glob_match(group, &id.group) && version(v) && glob_match(kind, &id.kind)
-        }
-        _ => false,
+/// One `kinds` entry, read as Kyverno v1.19.0 reads it: `kubeutils.ParseKindSelector`
+/// (kyverno/kyverno `pkg/utils/kube/kind.go`) splits the text at `/`, splits the last part
+/// again at `.` (`Pod.status`), and then, by the number of parts:
+///
+/// | parts | reading |
+/// |---|---|
+/// | 1 | `Kind` (any group, any version) |
+/// | 2 | `*/*` everything with its subresources; `*/sub` (lower case) subresource `sub` of every kind; `version/Kind` when the first part is a version (`v1`, `v2beta1`, `*`); else `Kind/subresource` |
+/// | 3 | `version/Kind/subresource` when the first part is a version, else `group/version/Kind` |
+/// | 4 | `group/version/Kind/subresource` |
+///
+/// and `match.CheckKind` (`pkg/utils/match/kind.go`) matches each part with
+/// `wildcard.Match` (`*` any run, `?` one character, case-sensitive), the subresource part
+/// against the request's subresource (empty for the object itself). mansign verifies
+/// objects, so a selector applies when its subresource part matches the empty subresource:
+/// none, `*` (`PolicyException/*`, `kyverno.io/*/PolicyException/*`, `v2/PolicyException/*`).
+/// What Kyverno's engine would match only on a subresource request (`Pod/status`,
+/// `*/scale`, `*/*/PolicyException`, read as kind `*` subresource `PolicyException`) or never
+/// (five parts, `Kind.group.tld`) is refused by [`KindSelector::parse`]: a selector mansign
+/// would silently never match is a rule that lets everything through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KindSelector {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub subresource: String,
+}
+
+/// Kyverno's `versionRegex` `^(v\d((alpha|beta)\d)?|\*)$`: one digit, as Kyverno has it
+/// (`v10/Foo` is read as kind `v10`, subresource `Foo`).
+fn kyverno_version_like(part: &str) -> bool {
+    if part == "*" {
+        return true;
     }
+    let Some(rest) = part.strip_prefix('v') else {
+        return false;
+    };
+    let mut chars = rest.chars();
+    if !chars.next().is_some_and(|c| c.is_ascii_digit()) {
+        return false;
+    }
+    let tail = chars.as_str();
+    if tail.is_empty() {
+        return true;
+    }
+    let Some(after) = tail
+        .strip_prefix("alpha")
+        .or_else(|| tail.strip_prefix("beta"))
+    else {
+        return false;
+    };
+    after.len() == 1 && after.chars().all(|c| c.is_ascii_digit())
+}
+
+impl KindSelector {
+    /// Kyverno's reading, without mansign's refusals (for messages and tests).
+    pub fn kyverno_reading(text: &str) -> Option<KindSelector> {
+        let mut parts: Vec<&str> = text.split('/').collect();
+        let last = parts.pop().unwrap_or_default();
+        parts.extend(last.split('.'));
+        let s = |g: &str, v: &str, k: &str, sub: &str| {
+            Some(KindSelector {
+                group: g.into(),
+                version: v.into(),
+                kind: k.into(),
+                subresource: sub.into(),
+            })
+        };
+        match *parts.as_slice() {
+            [kind] => s("*", "*", kind, ""),
+            ["*", "*"] => s("*", "*", "*", "*"),
+            ["*", sub] if sub.to_lowercase() == sub => s("*", "*", "*", sub),
+            [version, kind] if kyverno_version_like(version) => s("*", version, kind, ""),
+            [kind, sub] => s("*", "*", kind, sub),
+            [version, kind, sub] if kyverno_version_like(version) => s("*", version, kind, sub),
+            [group, version, kind] => s(group, version, kind, ""),
+            [group, version, kind, sub] => s(group, version, kind, sub),
+            _ => None,
+        }
+    }
+
+    /// Reads a `kinds` entry; the error says how Kyverno reads it and why mansign refuses.
+    pub fn parse(text: &str) -> Result<KindSelector, String> {
+        let Some(reading) = KindSelector::kyverno_reading(text) else {
+            return Err(format!(
+                "kind selector {text:?} has more than four parts; Kyverno matches nothing with \
+                 it (forms: Kind, Kind/subresource, Kind.subresource, version/Kind, \
+                 group/version/Kind, each with an optional /subresource)"
+            ));
+        };
+        let last = text.rsplit('/').next().unwrap_or_default();
+        if last.matches('.').count() > 1 {
+            return Err(format!(
+                "kind selector {text:?}: Kyverno splits its last part at every `.`, reading it \
+                 as {reading}, which matches nothing; to name a kind of a group, write \
+                 group/version/Kind (e.g. cert-manager.io/*/Certificate)"
+            ));
+        }
+        if reading.kind.is_empty() || reading.version.is_empty() {
+            return Err(format!(
+                "kind selector {text:?} is read as {reading}; an empty kind or version matches \
+                 nothing"
+            ));
+        }
+        if !glob_match(&reading.subresource, "") {
+            return Err(format!(
+                "kind selector {text:?} is read by Kyverno as {reading}: it selects requests \
+                 to that subresource only, never the object itself, and mansign verifies \
+                 objects (a write through a subresource is handled by the webhook on its own \
+                 terms, docs/admission.md); select the object with {kind} or {kind}/* \
+                 (object and subresources)",
+                kind = reading.kind
+            ));
+        }
+        Ok(reading)
+    }
+
+    /// True if the object (the main resource, never a subresource) is selected. With
+    /// `any_version` the version part is not consulted (see [`RequestContext::any_version`]).
+    pub fn matches(&self, id: &ObjectIdentity, any_version: bool) -> bool {
+        glob_match(&self.group, &id.group)
+            && (any_version || glob_match(&self.version, &id.version))
+            && glob_match(&self.kind, &id.kind)
+            && glob_match(&self.subresource, "")
+    }
+}
+
+impl std::fmt::Display for KindSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let part = |name: &str, v: &str| match v {
+            "*" => format!("any {name}"),
+            "" if name == "group" => "the core group".to_string(),
+            "" => format!("no {name}"),
+            v => format!("{name} {v:?}"),
+        };
+        write!(
+            f,
+            "kind {:?} ({}, {}",
+            self.kind,
+            part("group", &self.group),
+            part("version", &self.version)
+        )?;
+        match self.subresource.as_str() {
+            "" => write!(f, ", the object)"),
+            sub if glob_match(sub, "") => write!(f, ", the object and its subresources)"),
+            sub => write!(f, ", subresource {sub:?} only)"),
+        }
+    }
+}
+
+/// True if a `kinds` entry selects the object; an entry [`KindSelector::parse`] refuses
+/// selects nothing (the loaders refuse it first).
+fn kind_matches(pattern: &str, id: &ObjectIdentity, any_version: bool) -> bool {
+    KindSelector::parse(pattern).is_ok_and(|s| s.matches(id, any_version))
 }
 
 /// `resources` of a Kyverno resource filter.
@@ -240,9 +372,11 @@ impl ResourceDescription {
         if !self.namespaces.is_empty() {
             // An object without a namespace may be applied into any namespace (`-n`):
             // unknown, like the request facts; in a request it is cluster-scoped.
-            let in_namespaces = id
-                .namespace
-                .as_ref()
+            // A Namespace is matched by its own name (Kyverno `checkNameSpace`,
+            // pkg/engine/utils/match.go): `namespaces: [prod-*]` selects Namespace prod-a.
+            let own = (id.kind == "Namespace" && id.group.is_empty()).then_some(&id.name);
+            let in_namespaces = own
+                .or(id.namespace.as_ref())
                 .map_or(unknown && !ctx.namespace_known, |ns| {
                     self.namespaces.iter().any(|n| glob_match(n, ns))
                 });
@@ -281,6 +415,50 @@ impl ResourceDescription {
 }
 
 impl Subject {
+    /// The load-time check: a subject mansign can evaluate against a request's user.
+    /// `Err((field, reason))`, the field relative to the subject (`.kind`, `.namespace`).
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        if !matches!(self.kind.as_str(), "User" | "Group" | "ServiceAccount") {
+            return Err((
+                ".kind",
+                format!(
+                    "subject kind {:?} is not User, Group or ServiceAccount: Kyverno \
+                     (pkg/utils/match/subjects.go) matches no requesting user with it, so a \
+                     match on it never applies and an exclude on it never excludes",
+                    self.kind
+                ),
+            ));
+        }
+        if self.name.is_empty() {
+            return Err((".name", "a subject needs a name".into()));
+        }
+        if self.kind == "ServiceAccount" && self.namespace.as_deref().is_none_or(str::is_empty) {
+            return Err((
+                ".namespace",
+                "a ServiceAccount subject needs a namespace: the requesting user is \
+                 system:serviceaccount:<namespace>:<name>, and a service account of that \
+                 name can be created in any namespace"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The subject as the requesting user it names (`system:serviceaccount:ns:name`,
+    /// `group system:masters`, `user alice`).
+    pub fn describe(&self) -> String {
+        match self.kind.as_str() {
+            "ServiceAccount" => format!(
+                "service account system:serviceaccount:{}:{}",
+                self.namespace.as_deref().unwrap_or_default(),
+                self.name
+            ),
+            "Group" => format!("group {}", self.name),
+            "User" => format!("user {}", self.name),
+            other => format!("{other} {}", self.name),
+        }
+    }
+
     fn matches(&self, user: &UserInfo) -> bool {
         match self.kind.as_str() {
             "User" => glob_match(&self.name, &user.username),
@@ -436,6 +614,16 @@ pub struct RuleSelector {
     pub exclude: Option<MatchResources>,
 }
 
+impl MatchResources {
+    /// True if any filter has a condition on the requesting user.
+    pub fn has_user_conditions(&self) -> bool {
+        let filter = |f: &ResourceFilter| {
+            !f.subjects.is_empty() || !f.roles.is_empty() || !f.cluster_roles.is_empty()
+        };
+        self.any.iter().chain(&self.all).any(filter) || filter(&self.legacy())
+    }
+}
+
 impl RuleSelector {
     /// True if the rule applies: matched and not excluded. Unknown request facts count
     /// as met in `match` and as not met in `exclude`.
@@ -488,6 +676,104 @@ mod tests {
         assert!(!kind_matches("Service/status", &id, false));
         assert!(!kind_matches("apps/v1/Service", &id, false));
         assert!(!kind_matches("v2/Service", &id, false));
+    }
+
+    fn reading(text: &str) -> (String, String, String, String) {
+        let r = KindSelector::kyverno_reading(text).unwrap();
+        (r.group, r.version, r.kind, r.subresource)
+    }
+
+    fn four(g: &str, v: &str, k: &str, s: &str) -> (String, String, String, String) {
+        (g.into(), v.into(), k.into(), s.into())
+    }
+
+    #[test]
+    fn kind_selectors_are_read_as_kyverno_reads_them() {
+        // kyverno/kyverno v1.19.0 pkg/utils/kube/kind.go ParseKindSelector, case by case.
+        assert_eq!(reading("Pod"), four("*", "*", "Pod", ""));
+        assert_eq!(reading("*/*"), four("*", "*", "*", "*"));
+        assert_eq!(reading("*/status"), four("*", "*", "*", "status"));
+        assert_eq!(reading("*/Pod"), four("*", "*", "Pod", ""));
+        assert_eq!(reading("v1/Pod"), four("*", "v1", "Pod", ""));
+        assert_eq!(reading("v2beta1/Pod"), four("*", "v2beta1", "Pod", ""));
+        assert_eq!(reading("Pod/status"), four("*", "*", "Pod", "status"));
+        assert_eq!(reading("Pod.status"), four("*", "*", "Pod", "status"));
+        assert_eq!(reading("v10/Pod"), four("*", "*", "v10", "Pod"));
+        assert_eq!(reading("v1/Pod/status"), four("*", "v1", "Pod", "status"));
+        assert_eq!(
+            reading("v1/Pod.eviction"),
+            four("*", "v1", "Pod", "eviction")
+        );
+        assert_eq!(reading("*/Pod/*"), four("*", "*", "Pod", "*"));
+        assert_eq!(reading("*/*/Pod"), four("*", "*", "*", "Pod"));
+        assert_eq!(
+            reading("apps/v1/Deployment"),
+            four("apps", "v1", "Deployment", "")
+        );
+        assert_eq!(
+            reading("kyverno.io/*/PolicyException/*"),
+            four("kyverno.io", "*", "PolicyException", "*")
+        );
+        assert_eq!(
+            reading("networking.k8s.io/v1/NetworkPolicy.status"),
+            four("networking.k8s.io", "v1", "NetworkPolicy", "status")
+        );
+        assert_eq!(
+            reading("Certificate.cert-manager.io"),
+            four("Certificate", "cert-manager", "io", "")
+        );
+        assert!(KindSelector::kyverno_reading("a/b/c/d/e").is_none());
+    }
+
+    #[test]
+    fn a_selector_whose_subresource_part_allows_none_selects_the_object() {
+        let id = ObjectIdentity {
+            group: "kyverno.io".into(),
+            version: "v2".into(),
+            kind: "PolicyException".into(),
+            namespace: Some("ns".into()),
+            name: "x".into(),
+        };
+        for form in [
+            "PolicyException",
+            "PolicyException/*",
+            "PolicyException.*",
+            "v2/PolicyException/*",
+            "kyverno.io/*/PolicyException/*",
+            "kyverno.io/v2/PolicyException.*",
+            "*/*",
+            "*",
+            "*/PolicyException",
+        ] {
+            assert!(kind_matches(form, &id, false), "{form}");
+        }
+        for form in [
+            "v2beta1/PolicyException/*",
+            "policies.kyverno.io/*/PolicyException",
+        ] {
+            assert!(!kind_matches(form, &id, false), "{form}");
+        }
+    }
+
+    #[test]
+    fn selectors_that_select_no_object_are_refused_saying_how_kyverno_reads_them() {
+        for (form, words) in [
+            ("Pod/status", "subresource \"status\" only"),
+            ("v1/Pod.eviction", "subresource \"eviction\" only"),
+            (
+                "*/*/PolicyException",
+                "subresource \"PolicyException\" only",
+            ),
+            ("kyverno.io/PolicyException", "kind \"kyverno.io\""),
+            ("Certificate.cert-manager.io", "group/version/Kind"),
+            ("a/b/c/d/e", "more than four parts"),
+            ("apps//Deployment", "empty kind or version"),
+            ("", "empty kind or version"),
+            ("Pod/s*", "subresource \"s*\" only"),
+        ] {
+            let err = KindSelector::parse(form).unwrap_err();
+            assert!(err.contains(words), "{form}: {err}");
+        }
     }
 
     #[test]

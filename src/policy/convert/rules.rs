@@ -40,7 +40,7 @@ pub(super) fn convert_document(
             ));
         }
         let action = failure_action(doc, rule, &at, &mut out.notes)?;
-        let exclude = exclude_selection(rule, &at)?;
+        let exclude = exclude_selection(rule, &at, &mut out.notes)?;
         let spec = manifests_spec(manifests, &at.at("validate.manifests"), options, out)?;
         let count = selections.len();
         for (j, selection) in selections.into_iter().enumerate() {

@@ -4,7 +4,7 @@ use super::conversion::refuse;
 use crate::policy::Location;
 use crate::policy::PolicyError;
 use crate::policy::kyverno::Rule;
-use crate::policy::selector::{MatchResources, ResourceDescription, ResourceFilter};
+use crate::policy::selector::{MatchResources, ResourceDescription, ResourceFilter, Subject};
 use serde_json::{Map, Value, json};
 
 /// The resource filters of a match/exclude block, each with its field path.
@@ -65,23 +65,55 @@ pub(super) fn selection(
     Ok(m)
 }
 
-pub(super) fn no_user_conditions(
-    subjects: bool,
-    roles: bool,
-    cluster_roles: bool,
+/// The conditions of a filter on the requesting user, added to its selection: `subjects`
+/// carried; `roles`/`clusterRoles` have no `ManifestPolicy` form (mansign does not resolve
+/// roles). In `match` they are dropped with a note: the loader treats them as met when the
+/// roles are unknown, which they always are, so the converted rule applies as the original
+/// does. In `exclude` they are refused: dropping them would exclude more objects.
+pub(super) fn user_conditions(
+    selection: &mut Map<String, Value>,
+    subjects: &[Subject],
+    roles: &[String],
+    cluster_roles: &[String],
     at: &Location,
+    in_match: bool,
+    notes: &mut Vec<String>,
 ) -> Result<(), PolicyError> {
-    for (name, present) in [
-        ("subjects", subjects),
-        ("roles", roles),
-        ("clusterRoles", cluster_roles),
-    ] {
-        if present {
+    for (name, list) in [("roles", roles), ("clusterRoles", cluster_roles)] {
+        if list.is_empty() {
+            continue;
+        }
+        if !in_match {
             return Err(refuse(
                 &at.at(name),
-                "a ManifestPolicy has no conditions on the requesting user",
+                "a ManifestPolicy cannot exclude by role (mansign does not resolve roles; \
+                 dropping the condition would exclude more objects): name the users, groups \
+                 or service accounts in subjects",
             ));
         }
+        notes.push(format!(
+            "{}: dropped: mansign does not resolve roles and the loader treats a condition on \
+             them as met, so the converted rule applies as the original does",
+            at.at(name)
+        ));
+    }
+    if !subjects.is_empty() {
+        let list: Vec<Value> = subjects
+            .iter()
+            .map(|s| {
+                let mut m = Map::new();
+                m.insert("kind".into(), json!(s.kind));
+                m.insert("name".into(), json!(s.name));
+                if let Some(ns) = &s.namespace {
+                    m.insert("namespace".into(), json!(ns));
+                }
+                if let Some(group) = &s.api_group {
+                    m.insert("apiGroup".into(), json!(group));
+                }
+                Value::Object(m)
+            })
+            .collect();
+        selection.insert("subjects".into(), Value::Array(list));
     }
     Ok(())
 }
@@ -98,12 +130,6 @@ pub(super) fn match_selections(
     let Some(m) = &rule.match_resources else {
         return Err(refuse(&at, "a rule needs match"));
     };
-    no_user_conditions(
-        !m.subjects.is_empty(),
-        !m.roles.is_empty(),
-        !m.cluster_roles.is_empty(),
-        &at,
-    )?;
     if m.all.len() > 1 {
         return Err(refuse(
             &at.at("all"),
@@ -113,27 +139,39 @@ pub(super) fn match_selections(
     if !m.all.is_empty() && !m.any.is_empty() {
         return Err(refuse(&at, "both `any` and `all`"));
     }
-    let mut items: Vec<(Location, Option<&ResourceDescription>)> = filters(m, &at)
-        .into_iter()
-        .map(|(l, f)| {
-            no_user_conditions(
-                !f.subjects.is_empty(),
-                !f.roles.is_empty(),
-                !f.cluster_roles.is_empty(),
-                &l,
-            )
-            .map(|()| (l.at("resources"), f.resources.as_ref()))
-        })
-        .collect::<Result<_, _>>()?;
-    if let Some(r) = &m.resources {
-        items.push((at.at("resources"), Some(r)));
+    let legacy_users = !m.subjects.is_empty() || !m.roles.is_empty() || !m.cluster_roles.is_empty();
+    if legacy_users && (!m.any.is_empty() || !m.all.is_empty()) {
+        return Err(refuse(
+            &at,
+            "conditions on the requesting user next to `any`/`all` must hold for every \
+             alternative; write them in each filter",
+        ));
+    }
+    let mut items: Vec<(Location, &ResourceFilter)> = filters(m, &at);
+    let legacy = ResourceFilter {
+        resources: m.resources.clone(),
+        subjects: m.subjects.clone(),
+        roles: m.roles.clone(),
+        cluster_roles: m.cluster_roles.clone(),
+    };
+    if m.resources.is_some() || legacy_users {
+        items.push((at.clone(), &legacy));
     }
     let mut out = Vec::new();
-    for (l, r) in items {
-        let mut sel = match r {
-            Some(r) => selection(r, &l, true, notes)?,
+    for (l, f) in items {
+        let mut sel = match &f.resources {
+            Some(r) => selection(r, &l.at("resources"), true, notes)?,
             None => Map::new(),
         };
+        user_conditions(
+            &mut sel,
+            &f.subjects,
+            &f.roles,
+            &f.cluster_roles,
+            &l,
+            true,
+            notes,
+        )?;
         if let Some(ns) = namespace {
             // A namespaced Policy: its objects are in its namespace.
             match sel.get("namespaces") {
@@ -143,7 +181,7 @@ pub(super) fn match_selections(
                 Some(list) if list == &json!([ns]) => {}
                 Some(_) => {
                     return Err(refuse(
-                        &l.at("namespaces"),
+                        &l.at("resources.namespaces"),
                         "namespaces in a namespaced Policy; list only the policy's namespace",
                     ));
                 }
@@ -154,44 +192,71 @@ pub(super) fn match_selections(
     Ok(out)
 }
 
-/// `exclude` as one selection (an exclusion with several alternatives cannot be said).
-pub(super) fn exclude_selection(rule: &Rule, at: &Location) -> Result<Option<Value>, PolicyError> {
+/// `exclude` as a `ManifestPolicy` exclude: one selection, or a list of alternatives (any
+/// one excludes, as Kyverno's `any`). Several `all` filters (every one must hold) have no
+/// such form.
+pub(super) fn exclude_selection(
+    rule: &Rule,
+    at: &Location,
+    notes: &mut Vec<String>,
+) -> Result<Option<Value>, PolicyError> {
     let at = at.at("exclude");
     let Some(m) = &rule.exclude else {
         return Ok(None);
     };
-    no_user_conditions(
-        !m.subjects.is_empty(),
-        !m.roles.is_empty(),
-        !m.cluster_roles.is_empty(),
-        &at,
-    )?;
-    let mut items: Vec<(Location, &ResourceDescription)> = Vec::new();
-    for (l, f) in filters(m, &at) {
-        no_user_conditions(
-            !f.subjects.is_empty(),
-            !f.roles.is_empty(),
-            !f.cluster_roles.is_empty(),
-            &l,
-        )?;
-        if let Some(r) = &f.resources {
-            items.push((l.at("resources"), r));
-        }
+    if m.all.len() > 1 {
+        return Err(refuse(
+            &at.at("all"),
+            "several `all` filters exclude only together; a ManifestPolicy's exclude \
+             alternatives each exclude on their own",
+        ));
     }
-    if let Some(r) = &m.resources {
-        items.push((at.at("resources"), r));
-    }
-    match items.as_slice() {
-        [] => Ok(None),
-        [(l, r)] => Ok(Some(Value::Object(selection(
-            r,
-            l,
-            false,
-            &mut Vec::new(),
-        )?))),
-        _ => Err(refuse(
+    let legacy_users = !m.subjects.is_empty() || !m.roles.is_empty() || !m.cluster_roles.is_empty();
+    if (legacy_users || m.resources.is_some()) && (!m.any.is_empty() || !m.all.is_empty()) {
+        return Err(refuse(
             &at,
-            "several exclude filters; a ManifestPolicy has one exclude selection",
-        )),
+            "an inline exclude next to `any`/`all` excludes only with them; write it as one \
+             of the filters",
+        ));
     }
+    if !m.any.is_empty() && !m.all.is_empty() {
+        return Err(refuse(&at, "both `any` and `all`"));
+    }
+    let legacy = ResourceFilter {
+        resources: m.resources.clone(),
+        subjects: m.subjects.clone(),
+        roles: m.roles.clone(),
+        cluster_roles: m.cluster_roles.clone(),
+    };
+    let mut items: Vec<(Location, &ResourceFilter)> = filters(m, &at);
+    if m.resources.is_some() || legacy_users {
+        items.push((at.clone(), &legacy));
+    }
+    let mut out = Vec::new();
+    for (l, f) in items {
+        let mut sel = match &f.resources {
+            Some(r) => selection(r, &l.at("resources"), false, notes)?,
+            None => Map::new(),
+        };
+        user_conditions(
+            &mut sel,
+            &f.subjects,
+            &f.roles,
+            &f.cluster_roles,
+            &l,
+            false,
+            notes,
+        )?;
+        if sel.is_empty() {
+            // An empty filter excludes nothing in Kyverno (matchesResourceDescriptionExcludeHelper
+            // skips it); an empty selection would exclude everything.
+            continue;
+        }
+        out.push(Value::Object(sel));
+    }
+    Ok(match out.len() {
+        0 => None,
+        1 => out.pop(),
+        _ => Some(Value::Array(out)),
+    })
 }

@@ -34,8 +34,11 @@
 //!   metadata and `status` ignored, server-assigned fields and exact defaults tolerated
 //!   only when the signed document lacks them), and a document signed without a namespace
 //!   is accepted in the object's namespace.
-//! * `match`/`exclude`: kinds, names, namespaces, operations, annotations, subjects, roles;
-//!   label selectors are refused. A namespaced `Policy` applies to its namespace only.
+//! * `match`/`exclude`: kinds (every form Kyverno reads, [`KindSelector`]; one that selects
+//!   no object is refused), names, namespaces, operations, annotations, subjects, roles;
+//!   label selectors are refused, and so are blocks Kyverno reads differently from their
+//!   text (inline next to `any`/`all`, `any` with `all`). A namespaced `Policy` applies to
+//!   its namespace only.
 //! * A rule without `validate.manifests` is skipped with a note; it is not mansign's to
 //!   enforce.
 
@@ -52,7 +55,7 @@ pub use schema::{
 };
 
 use super::action::{ActionOverride, FailureAction, FailureActions};
-use super::selector::RuleSelector;
+use super::selector::{KindSelector, MatchResources, RuleSelector};
 use super::{
     IgnoreBinding, LoadContext, Location, NamespaceBinding, PolicyError, PolicyRule, PolicySet,
     RuleSource, attestor_policy, certificate_attestor, parse_public_keys, translate_upstream_field,
@@ -202,7 +205,11 @@ pub(crate) fn load(
             location: rule_loc,
             failure_action,
             source: RuleSource::Kyverno {
-                failure_action: non_empty(&validate.failure_action).map(str::to_string),
+                // The rule's own action, else the policy's `validationFailureAction`: either
+                // one names the action (issue 27: only the rule's was looked at).
+                failure_action: non_empty(&validate.failure_action)
+                    .or_else(|| non_empty(&doc.spec.validation_failure_action))
+                    .map(str::to_string),
             },
             ..rule_out
         });
@@ -319,22 +326,80 @@ fn selector(rule: &Rule, at: &Location) -> Result<RuleSelector, PolicyError> {
         }
     }
     for (name, block) in [("match", Some(include)), ("exclude", rule.exclude.as_ref())] {
-        for (path, subject) in block.iter().flat_map(|b| b.subjects_with_paths()) {
-            if subject.kind == "ServiceAccount"
-                && subject.namespace.as_deref().is_none_or(str::is_empty)
-            {
-                return Err(invalid(
-                    &at.at(format!("{name}.{path}.namespace")),
-                    "a ServiceAccount subject needs a namespace: the requesting user is \
-                     system:serviceaccount:<namespace>:<name>, and a service account of that \
-                     name can be created in any namespace",
-                ));
-            }
+        let Some(block) = block else { continue };
+        let filters = !block.any.is_empty() || !block.all.is_empty();
+        let inline = block.resources.is_some()
+            || !block.subjects.is_empty()
+            || !block.roles.is_empty()
+            || !block.cluster_roles.is_empty();
+        // Kyverno (pkg/engine/utils/match.go MatchesResourceDescription) reads `any`, else
+        // `all`, else the inline form: it never combines them, and its policy validation
+        // refuses inline resources next to `any`/`all`. mansign would AND them, and a match
+        // read more narrowly than Kyverno reads it applies to fewer objects: refused.
+        if filters && inline {
+            return Err(unsupported(
+                &at.at(name),
+                "inline resources/subjects/roles next to any/all: Kyverno refuses inline \
+                 resources there and ignores inline user conditions; move them into the \
+                 any/all filters",
+            ));
         }
+        if !block.any.is_empty() && !block.all.is_empty() {
+            return Err(unsupported(
+                &at.at(name),
+                "both any and all: Kyverno reads only `any` of a match and refuses both in an \
+                 exclude; give one of them",
+            ));
+        }
+        check_block(block, &at.at(name))?;
     }
     Ok(RuleSelector {
         include: Some(include.clone()),
         exclude: rule.exclude.clone(),
+    })
+}
+
+/// The load-time checks of a match/exclude block shared by both policy formats: every
+/// `kinds` entry is one mansign reads as Kyverno does, every subject one it can evaluate.
+pub(crate) fn check_block(block: &MatchResources, at: &Location) -> Result<(), PolicyError> {
+    for (path, description) in block.descriptions_at() {
+        check_kinds(&description.kinds, &at.at(format!("{path}.kinds")))?;
+    }
+    for (path, subject) in block.subjects_with_paths() {
+        check_subject(subject, &at.at(path))?;
+    }
+    Ok(())
+}
+
+/// Every entry of a `kinds` list ([`KindSelector::parse`]); `at` names the list.
+pub(crate) fn check_kinds(kinds: &[String], at: &Location) -> Result<(), PolicyError> {
+    for (i, kind) in kinds.iter().enumerate() {
+        KindSelector::parse(kind).map_err(|reason| {
+            unsupported(
+                &Location {
+                    field: format!("{}[{i}]", at.field),
+                    ..at.clone()
+                },
+                reason,
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// One subject ([`Subject::check`](crate::policy::Subject::check)); `at` names it.
+pub(crate) fn check_subject(
+    subject: &crate::policy::Subject,
+    at: &Location,
+) -> Result<(), PolicyError> {
+    subject.check().map_err(|(field, reason)| {
+        invalid(
+            &Location {
+                field: format!("{}{field}", at.field),
+                ..at.clone()
+            },
+            reason,
+        )
     })
 }
 
