@@ -7,7 +7,7 @@
 //! that is missing or does not load leaves the last good configuration in place; the error is
 //! kept for `/readyz` and counted in `/metrics`, and the next change is tried again.
 
-use super::metrics::{Metrics, Part, cache_stats};
+use super::metrics::{Metrics, Part, cache_stats, certificate_not_after};
 use super::tls::{LiveTls, MAX_PEM_BYTES, certified_key};
 use super::{LogFormat, log_line, now_rfc3339};
 use crate::admission::Reviewer;
@@ -257,7 +257,12 @@ pub(super) async fn watch(
             let result = blocking(move || load_certified_key(&c, &k))
                 .await
                 .unwrap_or_else(|| Err("the reload task failed".into()));
-            let outcome = result.and_then(|certified| live.tls_config.replace(certified));
+            let outcome = result.and_then(|certified| {
+                let not_after = certificate_not_after(&certified);
+                live.tls_config.replace(certified)?;
+                metrics.serving_certificate(not_after);
+                Ok(())
+            });
             record(&live, &metrics, Part::Tls, outcome, log_format);
         }
     }
