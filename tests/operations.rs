@@ -333,13 +333,16 @@ fn review(uid: &str, object: &Value) -> String {
             "uid": uid,
             "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
             "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "requestKind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "requestResource": {"group": "", "version": "v1", "resource": "configmaps"},
             "name": object["metadata"]["name"],
             "namespace": "team-a",
             "operation": "CREATE",
-            "userInfo": {"username": "alice"},
+            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
             "object": object,
             "oldObject": null,
-            "dryRun": false
+            "dryRun": false,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}
         }
     })
     .to_string()
