@@ -87,7 +87,10 @@ fn value_sets() -> Vec<(String, Vec<String>)> {
             vec!["-f".to_string(), f.display().to_string()],
         ));
     }
-    assert!(sets.len() >= 4, "the defaults and at least three ci/ value sets");
+    assert!(
+        sets.len() >= 4,
+        "the defaults and at least three ci/ value sets"
+    );
     sets
 }
 
@@ -126,7 +129,14 @@ fn helm_lint_fails_on_a_broken_chart() {
     copy_dir(&chart(), &copy);
     let service = copy.join("templates/service.yaml");
     let text = std::fs::read_to_string(&service).unwrap();
-    std::fs::write(&service, text.replace("{{ include \"mansign.fullname\" . }}", "{{ include \"mansign.fullname\" . ")).unwrap();
+    std::fs::write(
+        &service,
+        text.replace(
+            "{{ include \"mansign.fullname\" . }}",
+            "{{ include \"mansign.fullname\" . ",
+        ),
+    )
+    .unwrap();
     let out = helm(home.path())
         .args(["lint", "--strict"])
         .arg(&copy)
@@ -225,7 +235,11 @@ fn every_value_set_gates_both_policyexception_kinds_in_every_namespace() {
         groups.sort();
         assert_eq!(groups, ["kyverno.io", "policies.kyverno.io"], "{name}");
         for rule in rules {
-            assert_eq!(strings(&rule["apiVersions"]), ["*"], "{name}: every version");
+            assert_eq!(
+                strings(&rule["apiVersions"]),
+                ["*"],
+                "{name}: every version"
+            );
             assert_eq!(strings(&rule["resources"]), ["policyexceptions"], "{name}");
             assert!(strings(&rule["operations"]).contains(&"CREATE"), "{name}");
         }
@@ -245,7 +259,10 @@ fn every_value_set_gates_both_policyexception_kinds_in_every_namespace() {
             .find_map(|a| a.strip_prefix("--deadline="))
             .expect("--deadline");
         let deadline_ms: u64 = deadline.strip_suffix('s').unwrap().parse::<u64>().unwrap() * 1000;
-        assert!(deadline_ms < hook["timeoutSeconds"].as_u64().unwrap() * 1000, "{name}");
+        assert!(
+            deadline_ms < hook["timeoutSeconds"].as_u64().unwrap() * 1000,
+            "{name}"
+        );
         for sa in find(&objects, "ServiceAccount") {
             assert_eq!(sa["automountServiceAccountToken"], false, "{name}");
         }
@@ -273,7 +290,10 @@ fn the_policy_a_value_set_writes_loads_as_a_mansign_policy() {
             }
         }
     }
-    assert!(loaded >= 2, "the default and own-certificate sets write a policy");
+    assert!(
+        loaded >= 2,
+        "the default and own-certificate sets write a policy"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -302,20 +322,38 @@ fn the_schema_refuses_bad_values() {
         (&["--set", "webhook.failurePolicy=Allow"], "failurePolicy"),
         (&["--set", "webhook.timeoutSeconds=31"], "timeoutSeconds"),
         (&["--set", "webhook.timeoutSeconds=0"], "timeoutSeconds"),
-        (&["--set-json", "webhook.operations=[\"DELETE\"]"], "operations"),
-        (&["--set-json", "webhook.operations=[\"UPDATE\"]"], "operations"),
+        (
+            &["--set-json", "webhook.operations=[\"DELETE\"]"],
+            "operations",
+        ),
+        (
+            &["--set-json", "webhook.operations=[\"UPDATE\"]"],
+            "operations",
+        ),
         (&["--set", "server.deadline=8 seconds"], "deadline"),
         (&["--set", "tls.caBundle=not base64!"], "caBundle"),
         (&["--set", "tls.certManager.enable=true"], "enable"),
-        (&["--set", "tls.certManager.issuerRef.kind=Issuer"], "issuerRef"),
+        (
+            &["--set", "tls.certManager.issuerRef.kind=Issuer"],
+            "issuerRef",
+        ),
         (&["--set", "image.digest=latest"], "digest"),
-        (&["--set", "podSecurityContext.runAsNonRoot=false"], "runAsNonRoot"),
+        (
+            &["--set", "podSecurityContext.runAsNonRoot=false"],
+            "runAsNonRoot",
+        ),
         (
             &["--set", "securityContext.allowPrivilegeEscalation=true"],
             "allowPrivilegeEscalation",
         ),
         (&["--set", "namePrefix=Mansign"], "namePrefix"),
-        (&["--set-json", "policy.documents=[{\"kind\":\"ManifestPolicy\"}]"], "apiVersion"),
+        (
+            &[
+                "--set-json",
+                "policy.documents=[{\"kind\":\"ManifestPolicy\"}]",
+            ],
+            "apiVersion",
+        ),
         (&["--set", "serviceMonitor.interval=soon"], "interval"),
     ];
     for (set, word) in cases {
@@ -401,10 +439,9 @@ fn schema_leaves(node: &Value, path: &str, out: &mut Vec<(String, String, String
 
 #[test]
 fn the_readme_values_table_says_what_the_schema_says() {
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(chart().join("values.schema.json")).unwrap(),
-    )
-    .unwrap();
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(chart().join("values.schema.json")).unwrap())
+            .unwrap();
     let mut expected = Vec::new();
     schema_leaves(&schema, "", &mut expected);
     let readme = std::fs::read_to_string(chart().join("README.md")).unwrap();

@@ -51,8 +51,8 @@ fn rulecheck(file: &Path) -> (bool, String) {
 /// Every alert expression of the rules file, named by its alert.
 fn rule_expressions() -> Vec<(String, String)> {
     let text = std::fs::read_to_string(rules_file()).unwrap();
-    let docs = mansign::manifest::parse_documents(&text, &mansign::limits::Limits::default())
-        .unwrap();
+    let docs =
+        mansign::manifest::parse_documents(&text, &mansign::limits::Limits::default()).unwrap();
     let mut out = Vec::new();
     for group in docs[0].1["groups"].as_array().unwrap() {
         for rule in group["rules"].as_array().unwrap() {
@@ -159,7 +159,8 @@ fn names(expr: &str) -> Names {
         let word: String = chars[start..i].iter().collect();
         let mut j = i;
         skip_ws(&mut j);
-        if matches!(word.as_str(), "by" | "without" | "on" | "ignoring") && chars.get(j) == Some(&'(')
+        if matches!(word.as_str(), "by" | "without" | "on" | "ignoring")
+            && chars.get(j) == Some(&'(')
         {
             j += 1;
             let close = chars[j..].iter().position(|&c| c == ')').unwrap() + j;
@@ -388,7 +389,10 @@ fn scrape_after_traffic() -> (Scrape, String) {
             .unwrap()
     });
     let mut scrape = Scrape::new();
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
         let name_end = line.find(['{', ' ']).unwrap();
         let labels = scrape.entry(line[..name_end].to_string()).or_default();
         if let Some(rest) = line[name_end..].strip_prefix('{') {
@@ -461,7 +465,9 @@ fn check_expression(what: &str, expr: &str, scrape: &Scrape, problems: &mut Vec<
     }
     for label in &found.grouping {
         if !all_labels.contains(label.as_str()) {
-            problems.push(format!("{what}: groups by {label}, which no metric it uses has"));
+            problems.push(format!(
+                "{what}: groups by {label}, which no metric it uses has"
+            ));
         }
     }
 }
@@ -482,7 +488,11 @@ fn the_dashboard_and_the_rules_name_only_metrics_and_labels_the_server_exports()
         check_expression(&what, &expr, &scrape, &mut problems);
         used.extend(names(&expr).metrics.into_iter().map(|(m, _)| m));
     }
-    assert!(problems.is_empty(), "{}\n\nscrape:\n{text}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "{}\n\nscrape:\n{text}",
+        problems.join("\n")
+    );
     // What the issue asks the dashboard and rules to cover is covered.
     for metric in [
         "mansign_admission_requests_total",
@@ -517,7 +527,10 @@ fn the_metric_check_refuses_names_the_server_does_not_export() {
 #[test]
 fn the_alerting_rules_pass_the_rule_checker() {
     let (ok, output) = rulecheck(&rules_file());
-    assert!(ok, "rulecheck deploy/monitoring/mansign-alerts.yaml:\n{output}");
+    assert!(
+        ok,
+        "rulecheck deploy/monitoring/mansign-alerts.yaml:\n{output}"
+    );
     assert!(output.contains("SUCCESS"), "{output}");
 }
 

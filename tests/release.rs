@@ -497,7 +497,10 @@ fn the_sign_job_packs_krew_archives_and_signs_every_asset_the_build_jobs_upload(
         .map(|l| l.split_once("  ").unwrap().1.to_string())
         .collect();
     assert_eq!(listed, expected, "SHA256SUMS");
-    for asset in expected.iter().chain(std::iter::once(&"SHA256SUMS".to_string())) {
+    for asset in expected
+        .iter()
+        .chain(std::iter::once(&"SHA256SUMS".to_string()))
+    {
         assert!(
             dist.join(format!("{asset}.sigstore.json")).is_file(),
             "{asset} has no bundle"
@@ -505,11 +508,20 @@ fn the_sign_job_packs_krew_archives_and_signs_every_asset_the_build_jobs_upload(
     }
     // The manifest names each archive by the SHA-256 SHA256SUMS has for it.
     let manifest = std::fs::read_to_string(dist.join("mansign.krew.yaml")).unwrap();
-    assert!(manifest.contains(&format!("version: \"{version}\"")), "{manifest}");
+    assert!(
+        manifest.contains(&format!("version: \"{version}\"")),
+        "{manifest}"
+    );
     for line in sums.lines().filter(|l| l.contains("kubectl-mansign-")) {
         let (sum, name) = line.split_once("  ").unwrap();
-        assert!(manifest.contains(&format!("sha256: \"{sum}\"")), "{name}: {manifest}");
-        assert!(manifest.contains(&format!("/{version}/{name}")), "{name}: {manifest}");
+        assert!(
+            manifest.contains(&format!("sha256: \"{sum}\"")),
+            "{name}: {manifest}"
+        );
+        assert!(
+            manifest.contains(&format!("/{version}/{name}")),
+            "{name}: {manifest}"
+        );
     }
 
     // The documented krew and SBOM checks pass on the published files; an edited manifest
@@ -537,14 +549,29 @@ fn the_sign_job_packs_krew_archives_and_signs_every_asset_the_build_jobs_upload(
     let edited = checkout.path().join(&version).join("mansign.krew.yaml");
     let text = std::fs::read_to_string(&edited).unwrap();
     std::fs::write(&edited, text.replacen("sha256: \"", "sha256: \"0", 1)).unwrap();
-    let out = doc_shell(&stack, user.path(), &format!("{prelude}rm -f mansign.krew.yaml*\n{krew}"));
-    assert!(!out.status.success(), "an edited krew manifest verified: {}", log(&out));
+    let out = doc_shell(
+        &stack,
+        user.path(),
+        &format!("{prelude}rm -f mansign.krew.yaml*\n{krew}"),
+    );
+    assert!(
+        !out.status.success(),
+        "an edited krew manifest verified: {}",
+        log(&out)
+    );
 }
 
 #[test]
 fn release_binaries_are_built_with_cargo_auditable_and_each_gets_a_cyclonedx_sbom() {
-    let build = |prefix: &str| workflow_step("build", prefix)["run"].as_str().unwrap().to_string();
-    assert!(build("Build").contains("cargo auditable build --release --locked --target \"$TARGET\""));
+    let build = |prefix: &str| {
+        workflow_step("build", prefix)["run"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        build("Build").contains("cargo auditable build --release --locked --target \"$TARGET\"")
+    );
     let tools = build("Release tooling");
     for tool in ["cargo-auditable", "cargo-cyclonedx", "rust-audit-info"] {
         assert!(
@@ -561,15 +588,28 @@ fn release_binaries_are_built_with_cargo_auditable_and_each_gets_a_cyclonedx_sbo
         .as_array()
         .unwrap()
         .iter()
-        .find(|s| s["uses"].as_str().is_some_and(|u| u.starts_with("actions/upload-artifact@")))
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/upload-artifact@"))
+        })
         .unwrap()["with"]["path"]
         .as_str()
         .unwrap()
         .to_string();
-    assert!(uploaded.contains("dist/mansign-${{ matrix.target }}.cdx.json"), "{uploaded}");
+    assert!(
+        uploaded.contains("dist/mansign-${{ matrix.target }}.cdx.json"),
+        "{uploaded}"
+    );
     // The build runs with the versions the env pins, and those are exact.
-    for var in ["CARGO_AUDITABLE_VERSION", "CARGO_CYCLONEDX_VERSION", "RUST_AUDIT_INFO_VERSION"] {
-        let v = wf["jobs"]["build"]["env"][var].as_str().unwrap_or_else(|| panic!("{var}"));
+    for var in [
+        "CARGO_AUDITABLE_VERSION",
+        "CARGO_CYCLONEDX_VERSION",
+        "RUST_AUDIT_INFO_VERSION",
+    ] {
+        let v = wf["jobs"]["build"]["env"][var]
+            .as_str()
+            .unwrap_or_else(|| panic!("{var}"));
         assert!(
             v.split('.').count() == 3 && v.split('.').all(|p| p.parse::<u32>().is_ok()),
             "{var}={v} is an exact version"
