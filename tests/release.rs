@@ -420,3 +420,199 @@ fn the_release_workflow_signs_with_mansign_in_a_job_that_alone_has_id_token_writ
     assert!(publish.contains("gh release create"));
     assert!(publish.contains("sha256sum --check"));
 }
+
+/// The `run:` script of the release workflow's step whose name starts with `prefix`.
+fn workflow_step(job: &str, prefix: &str) -> Value {
+    let text = std::fs::read_to_string(repo().join(".github/workflows/release.yml")).unwrap();
+    let wf: Value = common::ci_yaml(&text);
+    wf["jobs"][job]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+        .unwrap_or_else(|| panic!("release.yml: job {job} has no step {prefix:?}"))
+        .clone()
+}
+
+#[test]
+fn the_sign_job_packs_krew_archives_and_signs_every_asset_the_build_jobs_upload() {
+    // The sign step's own script, run as the job runs it: a checkout (scripts/, plugins/)
+    // with the build jobs' artifacts in dist/ (this run's binary under each target's name,
+    // and an SBOM file per target standing in for cargo cyclonedx's).
+    let stack = Stack::start();
+    let version = doc_version();
+    let step = workflow_step("sign", "krew archives and manifest");
+    let script = step["run"].as_str().unwrap();
+    let checkout = tempfile::tempdir().unwrap();
+    for dir in ["scripts", "plugins"] {
+        std::os::unix::fs::symlink(repo().join(dir), checkout.path().join(dir)).unwrap();
+    }
+    let built = release_dir(checkout.path(), "built");
+    let dist = checkout.path().join("dist");
+    std::fs::create_dir_all(&dist).unwrap();
+    for target in TARGETS {
+        std::fs::copy(built.join(ASSET), dist.join(format!("mansign-{target}"))).unwrap();
+        std::fs::write(
+            dist.join(format!("mansign-{target}.cdx.json")),
+            format!("{{\"bomFormat\":\"CycloneDX\",\"specVersion\":\"1.5\",\"metadata\":{{\"component\":{{\"name\":\"mansign\",\"description\":\"{target}\"}}}},\"components\":[]}}\n"),
+        )
+        .unwrap();
+    }
+    let github = token_endpoint(github_token(&stack, &release_identity(&version)));
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c").arg(script).current_dir(checkout.path());
+    for v in stack::AMBIENT_VARS {
+        cmd.env_remove(v);
+    }
+    let out = run(cmd
+        .env("TAG", &version)
+        .env(
+            "ACTIONS_ID_TOKEN_REQUEST_URL",
+            format!("{}/_apis/token?api-version=2.0", github.url),
+        )
+        .env("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "runner-request-token")
+        .env("GITHUB_SERVER_URL", "https://github.com")
+        .env(
+            "GITHUB_WORKFLOW_REF",
+            format!("mansign/mansign/.github/workflows/release.yml@refs/tags/{version}"),
+        )
+        .env("RELEASE_TRUSTED_ROOT", stack.trusted_root())
+        .env(
+            "RELEASE_SIGNING_CONFIG",
+            stack.var("SIGSTORE_SIGNING_CONFIG"),
+        ));
+    assert!(out.status.success(), "{}", log(&out));
+
+    // What the publish job uploads: every asset, each with a bundle, all in SHA256SUMS.
+    let mut expected: Vec<String> = vec!["mansign.krew.yaml".to_string()];
+    for target in TARGETS {
+        expected.push(format!("mansign-{target}"));
+        expected.push(format!("mansign-{target}.cdx.json"));
+        expected.push(format!("kubectl-mansign-{target}.tar.gz"));
+    }
+    expected.sort();
+    let sums = std::fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
+    let listed: Vec<String> = sums
+        .lines()
+        .map(|l| l.split_once("  ").unwrap().1.to_string())
+        .collect();
+    assert_eq!(listed, expected, "SHA256SUMS");
+    for asset in expected
+        .iter()
+        .chain(std::iter::once(&"SHA256SUMS".to_string()))
+    {
+        assert!(
+            dist.join(format!("{asset}.sigstore.json")).is_file(),
+            "{asset} has no bundle"
+        );
+    }
+    // The manifest names each archive by the SHA-256 SHA256SUMS has for it.
+    let manifest = std::fs::read_to_string(dist.join("mansign.krew.yaml")).unwrap();
+    assert!(
+        manifest.contains(&format!("version: \"{version}\"")),
+        "{manifest}"
+    );
+    for line in sums.lines().filter(|l| l.contains("kubectl-mansign-")) {
+        let (sum, name) = line.split_once("  ").unwrap();
+        assert!(
+            manifest.contains(&format!("sha256: \"{sum}\"")),
+            "{name}: {manifest}"
+        );
+        assert!(
+            manifest.contains(&format!("/{version}/{name}")),
+            "{name}: {manifest}"
+        );
+    }
+
+    // The documented krew and SBOM checks pass on the published files; an edited manifest
+    // fails.
+    let server = FileServer::start(checkout.path());
+    let user = tempfile::tempdir().unwrap();
+    std::fs::rename(&dist, checkout.path().join(&version)).unwrap();
+    let krew = doc_block("krew").replace(
+        "mansign verify-bundle ",
+        "mansign verify-bundle --trusted-root \"$TRUSTED_ROOT\" ",
+    );
+    let prelude = format!("VERSION={version}\nBASE={}\n", server.url);
+    let out = doc_shell(&stack, user.path(), &format!("{prelude}{krew}"));
+    assert!(out.status.success(), "{}", log(&out));
+    let sbom = format!("mansign-{}.cdx.json", TARGETS[0]);
+    let out = doc_shell(
+        &stack,
+        user.path(),
+        &format!(
+            "{prelude}ASSET={sbom}\ncurl -fsSLO \"$BASE/$VERSION/$ASSET\"\ncurl -fsSLO \"$BASE/$VERSION/$ASSET.sigstore.json\"\n{}",
+            verify_blocks().replace(&doc_block("checksum"), "")
+        ),
+    );
+    assert!(out.status.success(), "SBOM: {}", log(&out));
+    let edited = checkout.path().join(&version).join("mansign.krew.yaml");
+    let text = std::fs::read_to_string(&edited).unwrap();
+    std::fs::write(&edited, text.replacen("sha256: \"", "sha256: \"0", 1)).unwrap();
+    let out = doc_shell(
+        &stack,
+        user.path(),
+        &format!("{prelude}rm -f mansign.krew.yaml*\n{krew}"),
+    );
+    assert!(
+        !out.status.success(),
+        "an edited krew manifest verified: {}",
+        log(&out)
+    );
+}
+
+#[test]
+fn release_binaries_are_built_with_cargo_auditable_and_each_gets_a_cyclonedx_sbom() {
+    let build = |prefix: &str| {
+        workflow_step("build", prefix)["run"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        build("Build").contains("cargo auditable build --release --locked --target \"$TARGET\"")
+    );
+    let tools = build("Release tooling");
+    for tool in ["cargo-auditable", "cargo-cyclonedx", "rust-audit-info"] {
+        assert!(
+            tools.contains(&format!("cargo install --locked \"{tool}@$")),
+            "{tool} is installed --locked at a pinned version: {tools}"
+        );
+    }
+    let sbom = build("CycloneDX SBOM");
+    assert!(sbom.contains("--target \"$TARGET\"") && sbom.contains("--format json"));
+    assert!(build("Check the embedded dependency list").contains("rust-audit-info"));
+    let text = std::fs::read_to_string(repo().join(".github/workflows/release.yml")).unwrap();
+    let wf: Value = common::ci_yaml(&text);
+    let uploaded = wf["jobs"]["build"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/upload-artifact@"))
+        })
+        .unwrap()["with"]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        uploaded.contains("dist/mansign-${{ matrix.target }}.cdx.json"),
+        "{uploaded}"
+    );
+    // The build runs with the versions the env pins, and those are exact.
+    for var in [
+        "CARGO_AUDITABLE_VERSION",
+        "CARGO_CYCLONEDX_VERSION",
+        "RUST_AUDIT_INFO_VERSION",
+    ] {
+        let v = wf["jobs"]["build"]["env"][var]
+            .as_str()
+            .unwrap_or_else(|| panic!("{var}"));
+        assert!(
+            v.split('.').count() == 3 && v.split('.').all(|p| p.parse::<u32>().is_ok()),
+            "{var}={v} is an exact version"
+        );
+    }
+}

@@ -1,7 +1,7 @@
 //! Accepting connections: TLS, HTTP/1.1 or HTTP/2, the connection bounds, and the graceful
 //! shutdown.
 
-use super::metrics::Metrics;
+use super::metrics::{Metrics, certificate_not_after};
 use super::reload::{Live, ReviewerSource, load_certified_key, watch};
 use super::routes::{State, handle};
 use super::tls::LiveTls;
@@ -38,6 +38,8 @@ pub async fn serve(
         .await
         .map_err(|e| ServeError::Tls(e.to_string()))?
         .map_err(ServeError::Tls)?;
+    let metrics = Arc::new(Metrics::default());
+    metrics.serving_certificate(certificate_not_after(&certified));
     let tls_config = LiveTls::new(certified).map_err(ServeError::Tls)?;
     let listener =
         TcpListener::bind(options.listen)
@@ -48,7 +50,6 @@ pub async fn serve(
             })?;
     let address = listener.local_addr().unwrap_or(options.listen);
 
-    let metrics = Arc::new(Metrics::default());
     let live = Arc::new(Live::new(
         reviewer,
         tls_config,

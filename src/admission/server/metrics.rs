@@ -11,6 +11,7 @@
 
 use crate::admission::{Decision, RequestKind, Reviewer};
 use crate::verify::CacheStats;
+use rustls::sign::CertifiedKey;
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -36,7 +37,7 @@ struct RequestLabels {
 }
 
 /// Counters of one server.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Metrics {
     requests: Mutex<BTreeMap<RequestLabels, u64>>,
     latency_buckets: [AtomicU64; LATENCY_BUCKETS.len()],
@@ -50,6 +51,27 @@ pub struct Metrics {
     reviews_inline: AtomicU64,
     reviews_pool: AtomicU64,
     reloads: Mutex<BTreeMap<(&'static str, &'static str), u64>>,
+    /// The serving certificate's notAfter, in Unix seconds; `i64::MIN` until one is known.
+    tls_not_after: AtomicI64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics {
+            requests: Mutex::default(),
+            latency_buckets: Default::default(),
+            latency_count: AtomicU64::default(),
+            latency_sum_micros: AtomicU64::default(),
+            in_flight: AtomicI64::default(),
+            connections: AtomicI64::default(),
+            connections_total: AtomicU64::default(),
+            handshake_failures: AtomicU64::default(),
+            reviews_inline: AtomicU64::default(),
+            reviews_pool: AtomicU64::default(),
+            reloads: Mutex::default(),
+            tls_not_after: AtomicI64::new(i64::MIN),
+        }
+    }
 }
 
 /// Where a review ran.
@@ -171,6 +193,13 @@ impl Metrics {
         *lock(&self.reloads)
             .entry((part.as_str(), result))
             .or_insert(0) += 1;
+    }
+
+    /// The serving certificate now in use (at start-up and after each successful reload):
+    /// its [`certificate_not_after`].
+    pub(super) fn serving_certificate(&self, not_after: Option<i64>) {
+        self.tls_not_after
+            .store(not_after.unwrap_or(i64::MIN), Ordering::SeqCst);
     }
 
     /// The exposition text.
@@ -309,8 +338,36 @@ impl Metrics {
         );
         let _ = writeln!(out, "{name}{{config=\"policies\"}} {}", u8::from(failing.0));
         let _ = writeln!(out, "{name}{{config=\"tls\"}} {}", u8::from(failing.1));
+        // A timestamp rather than "seconds left": it does not change between scrapes, and an
+        // alert says `... - time() < 14 * 86400`, as for cert-manager's
+        // certmanager_certificate_expiration_timestamp_seconds. No sample while unknown.
+        let name = family(
+            &mut out,
+            "mansign_tls_certificate_not_after_timestamp_seconds",
+            "gauge",
+            "notAfter of the serving certificate in use (end entity), in Unix seconds.",
+        );
+        let not_after = self.tls_not_after.load(Ordering::SeqCst);
+        if not_after != i64::MIN {
+            let _ = writeln!(out, "{name} {not_after}");
+        }
         out
     }
+}
+
+/// The end-entity certificate's notAfter in Unix seconds (`None` when it does not parse:
+/// rustls already accepted the chain, so that is not expected).
+pub(super) fn certificate_not_after(key: &CertifiedKey) -> Option<i64> {
+    use x509_cert::der::Decode as _;
+    let der = key.end_entity_cert().ok()?;
+    let cert = x509_cert::Certificate::from_der(der.as_ref()).ok()?;
+    let secs = cert
+        .tbs_certificate
+        .validity
+        .not_after
+        .to_unix_duration()
+        .as_secs();
+    i64::try_from(secs).ok()
 }
 
 /// Writes the HELP and TYPE lines of a metric family; returns its name.

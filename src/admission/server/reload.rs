@@ -14,7 +14,7 @@
 //! error is not counted again): a policy edit may name a file that appears only later,
 //! which no watched file's change would announce.
 
-use super::metrics::{Metrics, Part, cache_stats};
+use super::metrics::{Metrics, Part, cache_stats, certificate_not_after};
 use super::tls::{LiveTls, MAX_PEM_BYTES, certified_key};
 use super::{LogFormat, log_line, now_rfc3339};
 use crate::admission::Reviewer;
@@ -302,7 +302,12 @@ pub(super) async fn watch(
             let result = blocking(move || load_certified_key(&c, &k))
                 .await
                 .unwrap_or_else(|| Err("the reload task failed".into()));
-            let outcome = result.and_then(|certified| live.tls_config.replace(certified));
+            let outcome = result.and_then(|certified| {
+                let not_after = certificate_not_after(&certified);
+                live.tls_config.replace(certified)?;
+                metrics.serving_certificate(not_after);
+                Ok(())
+            });
             record(&live, &metrics, Part::Tls, outcome, log_format);
         }
     }

@@ -1,0 +1,620 @@
+//! `charts/mansign/`: `helm lint`, `helm template` goldens for the value sets of
+//! `charts/mansign/ci/`, the schema and the templates refusing bad values, the README's
+//! values table against `values.schema.json`, and the one-source-of-truth check: the chart
+//! with default values renders the objects of `kubectl kustomize deploy/` (and with
+//! cert-manager those of `deploy/overlays/cert-manager`), with only the differences that
+//! charts/mansign/README.md lists.
+//!
+//! helm is built from `helm.sh/helm/v3` (`scripts/ops-tools.sh`); kubectl must be on PATH as
+//! for tests/deploy.rs. A missing tool fails these tests.
+//!
+//! After an intended chart change, regenerate the goldens with
+//! `MANSIGN_BLESS=1 cargo test --test helm_chart` and review the diff.
+
+mod common;
+
+use common::ops_tools::ops_tools;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const REPO: &str = env!("CARGO_MANIFEST_DIR");
+const NAMESPACE: &str = "mansign-system";
+
+fn chart() -> PathBuf {
+    Path::new(REPO).join("charts/mansign")
+}
+
+/// helm with its configuration, cache and data homes in a fresh directory: no repository,
+/// plugin or setting of the machine changes what it renders.
+fn helm(home: &Path) -> Command {
+    let mut cmd = Command::new(&ops_tools().helm);
+    cmd.env("HELM_CONFIG_HOME", home.join("config"))
+        .env("HELM_CACHE_HOME", home.join("cache"))
+        .env("HELM_DATA_HOME", home.join("data"))
+        .env_remove("KUBECONFIG")
+        .env_remove("HELM_NAMESPACE");
+    cmd
+}
+
+/// `helm template mansign charts/mansign -n mansign-system ARGS...`.
+fn template(args: &[&str]) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    helm(home.path())
+        .args(["template", "mansign"])
+        .arg(chart())
+        .args(["--namespace", NAMESPACE])
+        .args(args)
+        .output()
+        .expect("run helm template")
+}
+
+fn rendered_text(args: &[&str]) -> String {
+    let out = template(args);
+    assert!(
+        out.status.success(),
+        "helm template {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn parse(text: &str) -> Vec<Value> {
+    mansign::manifest::parse_documents(text, &mansign::limits::Limits::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+/// The value sets: the defaults, and each `charts/mansign/ci/NAME-values.yaml` (the
+/// chart-testing convention), as (NAME, helm arguments).
+fn value_sets() -> Vec<(String, Vec<String>)> {
+    let mut sets = vec![("default".to_string(), Vec::new())];
+    let mut files: Vec<PathBuf> = std::fs::read_dir(chart().join("ci"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    for f in files {
+        let file_name = f.file_name().unwrap().to_str().unwrap().to_string();
+        let name = file_name
+            .strip_suffix("-values.yaml")
+            .unwrap_or_else(|| panic!("charts/mansign/ci/{file_name}: not NAME-values.yaml"));
+        sets.push((
+            name.to_string(),
+            vec!["-f".to_string(), f.display().to_string()],
+        ));
+    }
+    assert!(
+        sets.len() >= 4,
+        "the defaults and at least three ci/ value sets"
+    );
+    sets
+}
+
+fn args(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// lint and goldens
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn helm_lint_passes_strictly_for_every_value_set() {
+    let home = tempfile::tempdir().unwrap();
+    for (name, set) in value_sets() {
+        let out = helm(home.path())
+            .args(["lint", "--strict", "--namespace", NAMESPACE])
+            .arg(chart())
+            .args(&set)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "helm lint --strict ({name}) failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn helm_lint_fails_on_a_broken_chart() {
+    // The lint above can fail: a copy of the chart with a template error does not pass.
+    let home = tempfile::tempdir().unwrap();
+    let copy = home.path().join("mansign");
+    copy_dir(&chart(), &copy);
+    let service = copy.join("templates/service.yaml");
+    let text = std::fs::read_to_string(&service).unwrap();
+    std::fs::write(
+        &service,
+        text.replace(
+            "{{ include \"mansign.fullname\" . }}",
+            "{{ include \"mansign.fullname\" . ",
+        ),
+    )
+    .unwrap();
+    let out = helm(home.path())
+        .args(["lint", "--strict"])
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "lint passed a broken template");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn golden_dir() -> PathBuf {
+    Path::new(REPO).join("tests/golden/helm")
+}
+
+#[test]
+fn helm_template_matches_the_golden_file_of_every_value_set() {
+    let bless = std::env::var_os("MANSIGN_BLESS").is_some_and(|v| v == "1");
+    for (name, set) in value_sets() {
+        let actual = rendered_text(&args(&set));
+        let path = golden_dir().join(format!("{name}.yaml"));
+        if bless {
+            std::fs::create_dir_all(golden_dir()).unwrap();
+            std::fs::write(&path, &actual).unwrap();
+            continue;
+        }
+        let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "tests/golden/helm/{name}.yaml: {e} (MANSIGN_BLESS=1 cargo test --test helm_chart writes it)"
+            )
+        });
+        assert_eq!(
+            actual, expected,
+            "tests/golden/helm/{name}.yaml differs (MANSIGN_BLESS=1 regenerates it)"
+        );
+    }
+}
+
+#[test]
+fn every_golden_file_belongs_to_a_value_set() {
+    let names: Vec<String> = value_sets().into_iter().map(|(n, _)| n).collect();
+    for entry in std::fs::read_dir(golden_dir()).unwrap() {
+        let file = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let stem = file.strip_suffix(".yaml").unwrap_or(&file);
+        assert!(
+            names.iter().any(|n| n == stem),
+            "tests/golden/helm/{file} has no value set in charts/mansign/ci/"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// What every value set renders
+// ---------------------------------------------------------------------------------------
+
+fn find<'a>(objects: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    objects.iter().filter(|o| o["kind"] == kind).collect()
+}
+
+fn strings(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not a list: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn every_value_set_gates_both_policyexception_kinds_in_every_namespace() {
+    for (name, set) in value_sets() {
+        let objects = parse(&rendered_text(&args(&set)));
+        let vwc = find(&objects, "ValidatingWebhookConfiguration");
+        assert_eq!(vwc.len(), 1, "{name}");
+        let hooks = vwc[0]["webhooks"].as_array().unwrap();
+        assert_eq!(hooks.len(), 1, "{name}");
+        let hook = &hooks[0];
+        assert!(
+            hook.get("namespaceSelector").is_none() && hook.get("objectSelector").is_none(),
+            "{name}: no namespace or object is exempt: {hook}"
+        );
+        let rules = hook["rules"].as_array().unwrap();
+        let mut groups: Vec<&str> = rules
+            .iter()
+            .flat_map(|r| strings(&r["apiGroups"]))
+            .collect();
+        groups.sort();
+        assert_eq!(groups, ["kyverno.io", "policies.kyverno.io"], "{name}");
+        for rule in rules {
+            assert_eq!(
+                strings(&rule["apiVersions"]),
+                ["*"],
+                "{name}: every version"
+            );
+            assert_eq!(strings(&rule["resources"]), ["policyexceptions"], "{name}");
+            assert!(strings(&rule["operations"]).contains(&"CREATE"), "{name}");
+        }
+        // The service it calls is the chart's, and its deadline is above the server's.
+        let service = find(&objects, "Service");
+        assert_eq!(service.len(), 1);
+        assert_eq!(
+            hook["clientConfig"]["service"]["name"],
+            service[0]["metadata"]["name"]
+        );
+        let deployment = find(&objects, "Deployment")[0];
+        let pod = &deployment["spec"]["template"]["spec"];
+        assert_eq!(pod["automountServiceAccountToken"], false, "{name}");
+        let container = &pod["containers"][0];
+        let deadline = strings(&container["args"])
+            .into_iter()
+            .find_map(|a| a.strip_prefix("--deadline="))
+            .expect("--deadline");
+        let deadline_ms: u64 = deadline.strip_suffix('s').unwrap().parse::<u64>().unwrap() * 1000;
+        assert!(
+            deadline_ms < hook["timeoutSeconds"].as_u64().unwrap() * 1000,
+            "{name}"
+        );
+        for sa in find(&objects, "ServiceAccount") {
+            assert_eq!(sa["automountServiceAccountToken"], false, "{name}");
+        }
+        assert!(find(&objects, "Role").is_empty() && find(&objects, "ClusterRole").is_empty());
+    }
+}
+
+#[test]
+fn the_policy_a_value_set_writes_loads_as_a_mansign_policy() {
+    let mut loaded = 0;
+    for (name, set) in value_sets() {
+        let objects = parse(&rendered_text(&args(&set)));
+        for cm in find(&objects, "ConfigMap") {
+            for (key, text) in cm["data"].as_object().unwrap() {
+                let origin = format!("{name}: ConfigMap {} {key}", cm["metadata"]["name"]);
+                let policies = mansign::policy::load_str(
+                    &origin,
+                    text.as_str().unwrap(),
+                    Path::new(REPO),
+                    &mansign::policy::LoadOptions::default(),
+                )
+                .unwrap_or_else(|e| panic!("{origin}: {e}"));
+                assert!(!policies.rules.is_empty(), "{origin}: no rule");
+                loaded += 1;
+            }
+        }
+    }
+    assert!(
+        loaded >= 2,
+        "the default and own-certificate sets write a policy"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Bad values
+// ---------------------------------------------------------------------------------------
+
+/// Renders with `--set`/`--set-json` arguments that must be refused; returns helm's error.
+fn refused(set: &[&str]) -> String {
+    let out = template(set);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(
+        !out.status.success(),
+        "helm template {set:?} rendered: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    stderr
+}
+
+#[test]
+fn the_schema_refuses_bad_values() {
+    // (arguments, a word helm's schema error must contain)
+    let cases: &[(&[&str], &str)] = &[
+        (&["--set", "replicaCount=3"], "replicaCount"),
+        (&["--set", "replicas=0"], "replicas"),
+        (&["--set", "replicas=three"], "replicas"),
+        (&["--set", "webhook.failurePolicy=Allow"], "failurePolicy"),
+        (&["--set", "webhook.timeoutSeconds=31"], "timeoutSeconds"),
+        (&["--set", "webhook.timeoutSeconds=0"], "timeoutSeconds"),
+        (
+            &["--set-json", "webhook.operations=[\"DELETE\"]"],
+            "operations",
+        ),
+        (
+            &["--set-json", "webhook.operations=[\"UPDATE\"]"],
+            "operations",
+        ),
+        (&["--set", "server.deadline=8 seconds"], "deadline"),
+        (&["--set", "tls.caBundle=not base64!"], "caBundle"),
+        (&["--set", "tls.certManager.enable=true"], "enable"),
+        (
+            &["--set", "tls.certManager.issuerRef.kind=Issuer"],
+            "issuerRef",
+        ),
+        (&["--set", "image.digest=latest"], "digest"),
+        (
+            &["--set", "podSecurityContext.runAsNonRoot=false"],
+            "runAsNonRoot",
+        ),
+        (
+            &["--set", "securityContext.allowPrivilegeEscalation=true"],
+            "allowPrivilegeEscalation",
+        ),
+        (&["--set", "namePrefix=Mansign"], "namePrefix"),
+        (
+            &[
+                "--set-json",
+                "policy.documents=[{\"kind\":\"ManifestPolicy\"}]",
+            ],
+            "apiVersion",
+        ),
+        (&["--set", "serviceMonitor.interval=soon"], "interval"),
+    ];
+    for (set, word) in cases {
+        let error = refused(set);
+        assert!(
+            error.contains("schema") && error.contains(word),
+            "helm template {set:?}: the error names neither the schema nor {word}: {error}"
+        );
+    }
+}
+
+#[test]
+fn the_templates_refuse_values_that_do_not_fit_together() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--set", "server.deadline=10s"],
+            "server.deadline (10s) must be below webhook.timeoutSeconds (10 s)",
+        ),
+        (
+            &["--set", "server.deadline=12000ms"],
+            "must be below webhook.timeoutSeconds",
+        ),
+        (
+            &["--set", "podDisruptionBudget.minAvailable=3"],
+            "podDisruptionBudget.minAvailable (3) must be below replicas (3)",
+        ),
+        (
+            &[
+                "--set",
+                "tls.certManager.enabled=true",
+                "--set",
+                "tls.caBundle=QUJD",
+            ],
+            "tls.caBundle and tls.certManager.enabled are exclusive",
+        ),
+        (
+            &["--set-json", "policy.documents=[]"],
+            "the webhook needs a policy",
+        ),
+    ];
+    for (set, message) in cases {
+        let error = refused(set);
+        assert!(
+            error.contains(message),
+            "helm template {set:?}: expected {message:?}, got {error}"
+        );
+    }
+    // The same values one step inside the bounds render.
+    rendered_text(&["--set", "server.deadline=9999ms"]);
+    rendered_text(&["--set", "podDisruptionBudget.minAvailable=2"]);
+}
+
+// ---------------------------------------------------------------------------------------
+// README
+// ---------------------------------------------------------------------------------------
+
+/// (key, type, description) of every leaf of the schema: a node with properties and
+/// `additionalProperties: false` is a section whose keys are listed; any other node is a
+/// value of its own (objects such as `resources` are passed through whole).
+fn schema_leaves(node: &Value, path: &str, out: &mut Vec<(String, String, String)>) {
+    if let (Some(props), Some(false)) = (
+        node["properties"].as_object(),
+        node["additionalProperties"].as_bool(),
+    ) {
+        for (key, child) in props {
+            let p = if path.is_empty() {
+                key.clone()
+            } else {
+                format!("{path}.{key}")
+            };
+            schema_leaves(child, &p, out);
+        }
+        return;
+    }
+    let field = |name: &str| {
+        node[name]
+            .as_str()
+            .unwrap_or_else(|| panic!("values.schema.json: {path} has no {name}"))
+            .to_string()
+    };
+    out.push((path.to_string(), field("type"), field("description")));
+}
+
+#[test]
+fn the_readme_values_table_says_what_the_schema_says() {
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(chart().join("values.schema.json")).unwrap())
+            .unwrap();
+    let mut expected = Vec::new();
+    schema_leaves(&schema, "", &mut expected);
+    let readme = std::fs::read_to_string(chart().join("README.md")).unwrap();
+    let table: Vec<(String, String, String)> = readme
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.strip_prefix("| `")?.splitn(3, " | ").collect();
+            let [key, kind, description] = cells[..] else {
+                return None;
+            };
+            Some((
+                key.strip_suffix('`')?.to_string(),
+                kind.to_string(),
+                description.strip_suffix(" |")?.to_string(),
+            ))
+        })
+        .collect();
+    for row in &expected {
+        assert!(
+            table.contains(row),
+            "charts/mansign/README.md: no row `| `{}` | {} | {} |`",
+            row.0,
+            row.1,
+            row.2
+        );
+    }
+    for row in &table {
+        assert!(
+            expected.contains(row),
+            "charts/mansign/README.md: row for `{}` is not in values.schema.json (or differs)",
+            row.0
+        );
+    }
+    assert!(expected.len() > 30, "the walk found the schema's keys");
+}
+
+// ---------------------------------------------------------------------------------------
+// One source of truth with deploy/
+// ---------------------------------------------------------------------------------------
+
+/// `kubectl kustomize DIR` (as tests/deploy.rs renders deploy/).
+fn kustomize(dir: &str) -> Vec<Value> {
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(Path::new(REPO).join(dir))
+        .output()
+        .expect("kubectl must be on PATH to render deploy/ (it is not optional)");
+    assert!(
+        out.status.success(),
+        "kubectl kustomize {dir} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse(&String::from_utf8(out.stdout).unwrap())
+}
+
+/// Labels the chart adds on top of deploy/'s (charts/mansign/README.md, "Labels").
+const HELM_LABELS: [&str; 4] = [
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/managed-by",
+    "app.kubernetes.io/version",
+    "helm.sh/chart",
+];
+
+/// Removes [`HELM_LABELS`] from every label map and selector, and reads each ConfigMap's
+/// policy file as YAML (helm writes the same documents without deploy/'s comments).
+fn normalize(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            for (key, child) in map.iter_mut() {
+                if key == "labels" || key == "matchLabels" || key == "selector" {
+                    if let Value::Object(labels) = child {
+                        for l in HELM_LABELS {
+                            labels.remove(l);
+                        }
+                    }
+                }
+                normalize(child);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(normalize),
+        _ => {}
+    }
+}
+
+fn comparable(mut objects: Vec<Value>) -> Vec<(String, Value)> {
+    let mut out = Vec::new();
+    for o in &mut objects {
+        normalize(o);
+        if o["kind"] == "ConfigMap" {
+            let data = o["data"].as_object_mut().unwrap();
+            for value in data.values_mut() {
+                let docs = parse(value.as_str().unwrap());
+                *value = Value::Array(docs);
+            }
+        }
+        let id = format!(
+            "{} {}/{}",
+            o["kind"].as_str().unwrap(),
+            o["metadata"]["namespace"].as_str().unwrap_or(""),
+            o["metadata"]["name"].as_str().unwrap()
+        );
+        out.push((id, o.clone()));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// The chart rendered with `set` equals `kubectl kustomize dir`, but for the differences
+/// charts/mansign/README.md lists; on failure, every object that differs is named.
+fn renders_like_deploy(set: &[&str], dir: &str) {
+    let mut deploy = kustomize(dir);
+    // deploy/ creates the namespace; the chart is installed into it (--create-namespace).
+    let namespaces: Vec<Value> = deploy
+        .iter()
+        .filter(|o| o["kind"] == "Namespace")
+        .cloned()
+        .collect();
+    assert_eq!(namespaces.len(), 1, "{dir} creates one Namespace");
+    assert_eq!(namespaces[0]["metadata"]["name"], NAMESPACE);
+    deploy.retain(|o| o["kind"] != "Namespace");
+    let chart = comparable(parse(&rendered_text(set)));
+    let deploy = comparable(deploy);
+    let ids = |v: &[(String, Value)]| v.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        ids(&chart),
+        ids(&deploy),
+        "helm template {set:?} and kubectl kustomize {dir} render different objects"
+    );
+    let mut differences = Vec::new();
+    for ((id, c), (_, d)) in chart.iter().zip(&deploy) {
+        if c != d {
+            differences.push(format!(
+                "{id}:\n  chart:   {}\n  deploy/: {}",
+                serde_json::to_string(c).unwrap(),
+                serde_json::to_string(d).unwrap()
+            ));
+        }
+    }
+    assert!(
+        differences.is_empty(),
+        "helm template {set:?} and kubectl kustomize {dir} differ:\n{}",
+        differences.join("\n")
+    );
+}
+
+#[test]
+fn the_chart_with_default_values_renders_what_deploy_renders() {
+    renders_like_deploy(&[], "deploy");
+}
+
+#[test]
+fn the_chart_with_cert_manager_renders_what_the_cert_manager_overlay_renders() {
+    renders_like_deploy(
+        &["--set", "tls.certManager.enabled=true"],
+        "deploy/overlays/cert-manager",
+    );
+}
+
+#[test]
+fn the_deploy_comparison_notices_a_changed_field() {
+    // The comparison above can fail: a changed value is found and named.
+    let chart = comparable(parse(&rendered_text(&["--set", "replicas=4"])));
+    let mut deploy = kustomize("deploy");
+    deploy.retain(|o| o["kind"] != "Namespace");
+    let deploy = comparable(deploy);
+    let differing: Vec<&str> = chart
+        .iter()
+        .zip(&deploy)
+        .filter(|((_, c), (_, d))| c != d)
+        .map(|((id, _), _)| id.as_str())
+        .collect();
+    assert!(
+        differing.contains(&"Deployment mansign-system/mansign-webhook"),
+        "{differing:?}"
+    );
+}
