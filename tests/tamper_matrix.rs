@@ -1207,6 +1207,30 @@ spec: {size: 3}
                 }),
             ),
             (
+                "enforce baseline",
+                Box::new(|v: &mut Value| {
+                    meta_map(v, "labels").insert(
+                        "pod-security.kubernetes.io/enforce".into(),
+                        json!("baseline"),
+                    );
+                }),
+            ),
+            (
+                "enforce-version pinned",
+                Box::new(|v: &mut Value| {
+                    meta_map(v, "labels").insert(
+                        "pod-security.kubernetes.io/enforce-version".into(),
+                        json!("v1.0"),
+                    );
+                }),
+            ),
+            (
+                "istio injection label",
+                Box::new(|v: &mut Value| {
+                    meta_map(v, "labels").insert("istio-injection".into(), json!("disabled"));
+                }),
+            ),
+            (
                 "enforce label removed",
                 Box::new(|v: &mut Value| {
                     meta_map(v, "labels").remove("pod-security.kubernetes.io/enforce");

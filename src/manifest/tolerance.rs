@@ -844,8 +844,12 @@ impl Computed {
                 if first == "None" {
                     return ips.len() == 1;
                 }
-                // One address per family, each of its family (the allocator's order).
+                // One address per family, each of its family (the allocator's order); an
+                // object without families (an API server before 1.20) has one address.
                 let families = string_list(spec.get("ipFamilies"));
+                if families.is_empty() {
+                    return ips.len() == 1;
+                }
                 let single = text(spec, "ipFamilyPolicy").as_deref() == Some("SingleStack");
                 ips.len() == families.len()
                     && !(single && ips.len() > 1)
@@ -990,13 +994,20 @@ pub(crate) fn default_pull_policy(image: &str) -> Option<&'static str> {
         None => (image, None),
     };
     if let Some(digest) = digest {
+        // go-digest `Validate`: an available algorithm and its exact length of lowercase
+        // hex (anything else fails the parse, and the API server then reads no tag).
         let (algorithm, hex) = digest.split_once(':')?;
-        let algorithm_ok = !algorithm.is_empty()
-            && algorithm.starts_with(|c: char| c.is_ascii_alphabetic())
-            && algorithm
+        let length = match algorithm {
+            "sha256" => 64,
+            "sha384" => 96,
+            "sha512" => 128,
+            _ => return None,
+        };
+        let hex_ok = hex.len() == length
+            && hex
                 .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '_' | '-'));
-        if !algorithm_ok || hex.len() < 32 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c));
+        if !hex_ok {
             return None;
         }
     }
@@ -1017,7 +1028,8 @@ pub(crate) fn default_pull_policy(image: &str) -> Option<&'static str> {
             return None;
         }
     }
-    if !is_repository_name(name) {
+    // distribution/reference `NameTotalLengthMax`.
+    if name.len() > 255 || !is_repository_name(name) {
         return None;
     }
     match (tag, digest) {
