@@ -955,6 +955,9 @@ spec: {size: 3}
 
     const KUBERNETES: &str = "  ignoreProfile: kubernetes\n";
 
+    /// One named edit of an object.
+    type Edit = (&'static str, Box<dyn Fn(&mut Value)>);
+
     fn meta_map<'a>(v: &'a mut Value, map: &str) -> &'a mut serde_json::Map<String, Value> {
         v["metadata"]
             .as_object_mut()
@@ -989,7 +992,7 @@ spec: {size: 3}
             stored["status"] = json!({"observedGeneration": 1, "phase": "Active"});
             let (outcome, _, message) = decide(r, &stored, "UPDATE", Some("status"));
             c.benign(format!("{} status only", label(signed)), outcome, &message);
-            let edits: [(&str, Box<dyn Fn(&mut Value)>); 5] = [
+            let edits: [Edit; 5] = [
                 (
                     "labels",
                     Box::new(|v: &mut Value| {
@@ -1196,7 +1199,7 @@ spec: {size: 3}
                 &message,
             );
         }
-        let edits: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+        let edits: Vec<Edit> = vec![
             (
                 "enforce privileged",
                 Box::new(|v: &mut Value| {
