@@ -1544,7 +1544,7 @@ fn edited(req: &Request, edit: impl FnOnce(&mut Value)) -> Vec<u8> {
 }
 
 #[test]
-fn a_write_through_a_subresource_is_denied_and_a_status_write_is_not_verified() {
+fn a_write_through_a_subresource_is_denied_and_a_status_write_is_verified() {
     let r = reviewer(platform_policy(""));
     // `kubectl scale` of a signed Deployment: the request carries a Scale, not the object,
     // and no rule names Scale. It must not pass as "no rule applies".
@@ -1568,21 +1568,26 @@ fn a_write_through_a_subresource_is_denied_and_a_status_write_is_not_verified() 
     );
     let (response, reviewed) = answer(&r, &body);
     assert_denied(&response, &reviewed, "subresource", "deployments/scale");
-    // A status write keeps everything but status, which is not signed.
-    let body = edited(
-        &Request::create("backup", &tampered(&signed().backup_by_platform)),
-        |request| {
+    // A status write is not "status only" (issue 21, item 3): for a kind mansign has no
+    // status strategy for, everything but status is the request's, so it is verified.
+    let status_write = |object: &Value| {
+        edited(&Request::create("backup", object), |request| {
             request["operation"] = json!("UPDATE");
             request["subResource"] = json!("status");
-        },
-    );
+        })
+    };
+    let body = status_write(&tampered(&signed().backup_by_platform));
     let (response, reviewed) = answer(&r, &body);
-    assert_allowed(&response, &reviewed, Outcome::Skipped);
-    assert!(
-        reviewed.decision.message.contains("status"),
-        "{}",
-        reviewed.decision.message
+    assert_denied(
+        &response,
+        &reviewed,
+        "modified",
+        "spec.match.any[0].resources.names[0]",
     );
+    let mut with_status = signed().backup_by_platform.clone();
+    with_status["status"] = json!({"ready": true});
+    let (response, reviewed) = answer(&r, &status_write(&with_status));
+    assert_allowed(&response, &reviewed, Outcome::Allowed);
 }
 
 #[test]

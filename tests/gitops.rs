@@ -356,12 +356,50 @@ fn verify(pubkey: &Path, object: &Value, profiles: &str) -> (i32, String) {
         .arg("--key")
         .arg(pubkey)
         .args(["--ignore-profile", profiles])
+        .args(binding_flags(profiles))
         .output()
         .unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
     )
+}
+
+/// The owners the apply paths write (application [`APP`], installation `argocd-prod`,
+/// Kustomization `flux-system/apps`), bound for each GitOps profile in `profiles`: without
+/// a binding no tracking label is tolerated (docs/gitops.md).
+fn binding_flags(profiles: &str) -> Vec<&'static str> {
+    let mut flags = Vec::new();
+    if profiles.contains("argocd") {
+        flags.extend([
+            "--argocd-application",
+            APP,
+            "--argocd-installation-id",
+            "argocd-prod",
+        ]);
+    }
+    if profiles.contains("flux") {
+        flags.extend(["--flux-kustomization", "flux-system/apps"]);
+    }
+    flags
+}
+
+/// [`binding_flags`] as a `ManifestPolicy`'s `spec.gitops`, for a spec whose profile line
+/// is `ignore_profile`.
+fn binding_spec(ignore_profile: &str) -> String {
+    let mut spec = String::new();
+    if ignore_profile.contains("argocd") || ignore_profile.contains("flux") {
+        spec.push_str("  gitops:\n");
+    }
+    if ignore_profile.contains("argocd") {
+        spec.push_str(&format!(
+            "    argocd:\n      applications: [{APP}]\n      installationIDs: [argocd-prod]\n"
+        ));
+    }
+    if ignore_profile.contains("flux") {
+        spec.push_str("    flux:\n      kustomizations: [flux-system/apps]\n");
+    }
+    spec
 }
 
 fn assert_allowed(pubkey: &Path, object: &Value, profiles: &str, what: &str) {
@@ -745,6 +783,7 @@ fn keyless_signed_manifests_follow_the_same_rules() {
             .args(["--certificate-identity", stack.identity()])
             .args(["--certificate-oidc-issuer", stack.issuer()])
             .args(["--ignore-profile", profiles])
+            .args(binding_flags(profiles))
             .output()
             .unwrap();
         (
@@ -785,7 +824,8 @@ fn policy_named(dir: &Path, name: &str, pubkey: &Path, ignore_profile: &str) -> 
         name,
         &format!(
             "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata: {{name: gitops}}\n\
-             spec:\n{ignore_profile}  attestors:\n  - entries:\n    - keys: {{path: {}}}\n",
+             spec:\n{ignore_profile}{}  attestors:\n  - entries:\n    - keys: {{path: {}}}\n",
+            binding_spec(ignore_profile),
             pubkey.display()
         ),
     )

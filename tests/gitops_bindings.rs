@@ -258,9 +258,16 @@ fn a_wrong_flux_kustomization_is_rejected() {
 }
 
 #[test]
-fn unbound_labels_are_refused_on_pods_and_namespaces_and_accepted_elsewhere() {
+fn unbound_labels_and_installation_ids_are_refused_on_every_kind() {
+    // A label is a selector input on far more kinds than Pods and Namespaces (ClusterRole
+    // aggregation, Kyverno selectors, webhook objectSelectors...): unbound, none is
+    // tolerated. The tracking id names the object itself and stays tolerated.
     let s = sign();
-    for (kind, object) in [("Pod", &s.pod), ("Namespace", &s.namespace)] {
+    for (kind, object) in [
+        ("ConfigMap", &s.config_map),
+        ("Pod", &s.pod),
+        ("Namespace", &s.namespace),
+    ] {
         let argo = with(object, &[(INSTANCE, "anything")], &[]);
         assert_rejected(&s, &argo, &["--ignore-profile", "argocd"], INSTANCE, kind);
         let bound = [
@@ -282,14 +289,22 @@ fn unbound_labels_are_refused_on_pods_and_namespaces_and_accepted_elsewhere() {
             &FLUX,
             &format!("{kind} bound to its Kustomization"),
         );
-        // The annotations do not select anything: still tolerated unbound.
+        let installed = with(object, &[], &[(INSTALLATION_ID, "prod")]);
+        assert_rejected(
+            &s,
+            &installed,
+            &["--ignore-profile", "argocd"],
+            INSTALLATION_ID,
+            kind,
+        );
+        assert_verifies(&s, &installed, &ARGO, &format!("{kind} bound installation"));
         let annotated = with(object, &[], &[(TRACKING_ID, &tracking("any", object))]);
         assert_verifies(&s, &annotated, &["--ignore-profile", "argocd"], kind);
     }
-    // Other kinds keep the unbound behaviour, with a note saying what to bind.
+    // The note says what to bind, once per key.
     let cm = with(&s.config_map, &[(INSTANCE, "anything")], &[]);
     let (code, out, err) = verify(&s, &cm, &["--ignore-profile", "argocd"]);
-    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(code, 1, "{out}{err}");
     assert!(err.contains("--argocd-application NAME"), "{err}");
     assert_eq!(err.matches("--argocd-application").count(), 1, "{err}");
 }
@@ -347,6 +362,10 @@ fn review(s: &Signed, policy: &Path, object: &Value) -> (bool, String) {
     });
     if let Some(ns) = object["metadata"].get("namespace") {
         request["namespace"] = ns.clone();
+    }
+    // The API server sends a Namespace's own name as request.namespace.
+    if kind == "Namespace" {
+        request["namespace"] = object["metadata"]["name"].clone();
     }
     let review =
         json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request});
@@ -440,7 +459,11 @@ fn admission_review_applies_the_policy_bindings() {
         assert!(message.contains(key), "{what}: {message}");
     }
     let unbound = policy(&s, "unbound.yaml", "  ignoreProfile: argocd,flux\n");
-    for (kind, object) in [("Pod", &s.pod), ("Namespace", &s.namespace)] {
+    for (kind, object) in [
+        ("ConfigMap", cm),
+        ("Pod", &s.pod),
+        ("Namespace", &s.namespace),
+    ] {
         let labelled = with(object, &[(INSTANCE, "shop")], &[]);
         let (allowed, message) = review(&s, &unbound, &labelled);
         assert!(!allowed, "unbound label on a {kind} allowed");
@@ -454,10 +477,13 @@ fn admission_review_applies_the_policy_bindings() {
             !review(&s, &unbound, &flux).0,
             "unbound Flux labels on a {kind}"
         );
+        let tracked = with(object, &[], &[(TRACKING_ID, &tracking("shop", object))]);
+        let (allowed, message) = review(&s, &unbound, &tracked);
+        assert!(allowed, "unbound tracking id on a {kind}: {message}");
     }
     assert!(
-        review(&s, &unbound, &good_argo).0,
-        "unbound profile on a ConfigMap"
+        !review(&s, &unbound, &good_argo).0,
+        "unbound profile: instance label and installation id on a ConfigMap"
     );
 }
 

@@ -1341,3 +1341,560 @@ mod kind_selector_forms {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Where mansign's model of the API server was wrong (issue 21, items 3, 4, 6, 7): each
+// class a category with its own counts, every case an AdmissionReview shaped as the API
+// server sends it (tests/common/admission_fixture.rs), answered by the Reviewer.
+
+#[path = "common/admission_fixture.rs"]
+mod admission_fixture;
+
+mod api_server_model {
+    use super::admission_fixture::{Key, decide, key, reviewer, sign, with_server_metadata};
+    use mansign::admission::{Outcome, Reviewer};
+    use serde_json::{Value, json};
+
+    /// Must-reject and benign counts of one category.
+    #[derive(Default)]
+    struct Category {
+        must_reject: usize,
+        wrongly_accepted: Vec<String>,
+        benign: usize,
+        wrongly_denied: Vec<String>,
+    }
+
+    impl Category {
+        fn reject(&mut self, what: String, outcome: Outcome, message: &str) {
+            self.must_reject += 1;
+            if outcome.is_allowed() {
+                self.wrongly_accepted
+                    .push(format!("ACCEPTED {what} ({outcome:?}: {message})"));
+            }
+        }
+
+        fn benign(&mut self, what: String, outcome: Outcome, message: &str) {
+            self.benign += 1;
+            if !outcome.is_allowed() {
+                self.wrongly_denied
+                    .push(format!("denied benign {what}: {message}"));
+            }
+        }
+    }
+
+    const WORKLOADS: &str = "apiVersion: v1
+kind: Pod
+metadata: {name: api, namespace: team-a, labels: {app: api}}
+spec:
+  containers: [{name: api, image: registry.example/api:1.4.2}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api, namespace: team-a}
+spec:
+  selector: {app: api}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a, labels: {pod-security.kubernetes.io/enforce: restricted}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: team-a, labels: {app: web}}
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: registry.example/web:2.0.1}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: team-a}
+spec:
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers: [{name: db, image: registry.example/db:16}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: team-a}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers: [{name: agent, image: registry.example/agent:3}]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: migrate, namespace: team-a}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: registry.example/migrate:1}]
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {name: backup, namespace: team-a}
+spec:
+  schedule: '0 3 * * *'
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers: [{name: backup, image: registry.example/backup:1}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: team-a}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: api, namespace: team-a}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: api}}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w, namespace: team-a}
+spec: {size: 3}
+";
+
+    const KUBERNETES: &str = "  ignoreProfile: kubernetes\n";
+
+    /// One named edit of an object.
+    type Edit = (&'static str, Box<dyn Fn(&mut Value)>);
+
+    fn meta_map<'a>(v: &'a mut Value, map: &str) -> &'a mut serde_json::Map<String, Value> {
+        v["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .entry(map)
+            .or_insert_with(|| json!({}))
+            .as_object_mut()
+            .unwrap()
+    }
+
+    fn label(v: &Value) -> String {
+        format!(
+            "{}/{}",
+            v["kind"].as_str().unwrap(),
+            v["metadata"]["name"].as_str().unwrap()
+        )
+    }
+
+    /// Status writes: every field the kind's status strategy keeps from the request, changed
+    /// one at a time, must be denied; a write of status alone must be allowed.
+    fn status_writes(r: &Reviewer, objects: &[Value], c: &mut Category) {
+        // Which metadata each kind's status strategy takes from the stored object
+        // (src/admission/status_write.rs): those edits cannot arrive, so are not cases.
+        let from_stored = |kind: &str, field: &str| match kind {
+            "Deployment" => field == "labels",
+            "Pod" => field == "ownerReferences",
+            _ => false,
+        };
+        for signed in objects {
+            let kind = signed["kind"].as_str().unwrap();
+            let mut stored = with_server_metadata(signed, true);
+            stored["status"] = json!({"observedGeneration": 1, "phase": "Active"});
+            let (outcome, _, message) = decide(r, &stored, "UPDATE", Some("status"));
+            c.benign(format!("{} status only", label(signed)), outcome, &message);
+            let edits: [Edit; 5] = [
+                (
+                    "labels",
+                    Box::new(|v: &mut Value| {
+                        meta_map(v, "labels").insert("app".into(), json!("payments"));
+                    }),
+                ),
+                (
+                    "labels",
+                    Box::new(|v: &mut Value| {
+                        meta_map(v, "labels").insert("team".into(), json!("platform"));
+                    }),
+                ),
+                (
+                    "annotations",
+                    Box::new(|v: &mut Value| {
+                        meta_map(v, "annotations").insert("example.com/owner".into(), json!("x"));
+                    }),
+                ),
+                (
+                    "finalizers",
+                    Box::new(|v: &mut Value| {
+                        v["metadata"]["finalizers"] = json!(["example.com/keep"]);
+                    }),
+                ),
+                (
+                    "ownerReferences",
+                    Box::new(|v: &mut Value| {
+                        v["metadata"]["ownerReferences"] = json!([{"apiVersion": "v1",
+                        "kind": "ConfigMap", "name": "x", "uid": "0a1b2c3d"}]);
+                    }),
+                ),
+            ];
+            for (field, edit) in &edits {
+                if from_stored(kind, field) {
+                    continue;
+                }
+                let mut v = stored.clone();
+                edit(&mut v);
+                let (outcome, _, message) = decide(r, &v, "UPDATE", Some("status"));
+                c.reject(
+                    format!("{} status write changing {field}", label(signed)),
+                    outcome,
+                    &message,
+                );
+            }
+            if kind == "Widget" {
+                // An unknown kind keeps everything the request sends: its spec too.
+                let mut v = stored.clone();
+                v["spec"] = json!({"size": 300});
+                let (outcome, _, message) = decide(r, &v, "UPDATE", Some("status"));
+                c.reject(
+                    format!("{} status write changing spec", label(signed)),
+                    outcome,
+                    &message,
+                );
+            }
+        }
+    }
+
+    fn find<'a>(objects: &'a [Value], kind: &str) -> &'a Value {
+        objects.iter().find(|o| o["kind"] == kind).unwrap()
+    }
+
+    /// Service and pod-template defaults: only the value the API server sets for this
+    /// object is tolerated.
+    fn defaults(r: &Reviewer, objects: &[Value], c: &mut Category) {
+        let service = with_server_metadata(find(objects, "Service"), false);
+        let allocated = |ip: &str, family: &str| {
+            let mut v = service.clone();
+            v["spec"]["clusterIP"] = json!(ip);
+            v["spec"]["clusterIPs"] = json!([ip]);
+            v["spec"]["ipFamilies"] = json!([family]);
+            v["spec"]["ipFamilyPolicy"] = json!("SingleStack");
+            v["spec"]["type"] = json!("ClusterIP");
+            v["spec"]["sessionAffinity"] = json!("None");
+            v["spec"]["internalTrafficPolicy"] = json!("Cluster");
+            v["spec"]["ports"][0]["protocol"] = json!("TCP");
+            v
+        };
+        for (ip, family) in [("10.96.0.10", "IPv4"), ("fd00:10:96::a", "IPv6")] {
+            let (outcome, _, message) = decide(r, &allocated(ip, family), "CREATE", None);
+            c.benign(format!("Service allocated {ip}"), outcome, &message);
+        }
+        let base = allocated("10.96.0.10", "IPv4");
+        let service_edits: Vec<(&str, Value)> = vec![
+            (
+                "clusterIP None (headless)",
+                json!({"clusterIP": "None", "clusterIPs": ["None"]}),
+            ),
+            (
+                "clusterIP empty",
+                json!({"clusterIP": "", "clusterIPs": [""]}),
+            ),
+            (
+                "RequireDualStack",
+                json!({"ipFamilyPolicy": "RequireDualStack",
+                "ipFamilies": ["IPv4", "IPv6"], "clusterIPs": ["10.96.0.10", "fd00::a"]}),
+            ),
+            (
+                "PreferDualStack",
+                json!({"ipFamilyPolicy": "PreferDualStack"}),
+            ),
+            (
+                "ipFamilies IPv6,IPv4",
+                json!({"ipFamilyPolicy": "RequireDualStack",
+                "clusterIP": "fd00::a", "ipFamilies": ["IPv6", "IPv4"],
+                "clusterIPs": ["fd00::a", "10.96.0.10"]}),
+            ),
+            ("family not the address's", json!({"ipFamilies": ["IPv6"]})),
+            (
+                "second address",
+                json!({"clusterIPs": ["10.96.0.10", "10.96.0.11"]}),
+            ),
+            (
+                "clusterIPs not the clusterIP",
+                json!({"clusterIPs": ["10.96.0.11"]}),
+            ),
+            ("type NodePort", json!({"type": "NodePort"})),
+            ("type LoadBalancer", json!({"type": "LoadBalancer"})),
+            (
+                "sessionAffinity ClientIP",
+                json!({"sessionAffinity": "ClientIP"}),
+            ),
+            (
+                "internalTrafficPolicy Local",
+                json!({"internalTrafficPolicy": "Local"}),
+            ),
+            (
+                "type ExternalName",
+                json!({"type": "ExternalName", "externalName": "evil.example"}),
+            ),
+        ];
+        for (what, patch) in service_edits {
+            let mut v = base.clone();
+            for (k, val) in patch.as_object().unwrap() {
+                v["spec"][k] = val.clone();
+            }
+            let (outcome, _, message) = decide(r, &v, "CREATE", None);
+            c.reject(format!("Service {what}"), outcome, &message);
+        }
+        let mut udp = base.clone();
+        udp["spec"]["ports"][0]["protocol"] = json!("UDP");
+        let (outcome, _, message) = decide(r, &udp, "CREATE", None);
+        c.reject("Service port protocol UDP".into(), outcome, &message);
+
+        // Pull policies: the default follows the image reference (SetDefaults_Container).
+        let key = key();
+        for (image, right, wrong) in [
+            ("registry.example/api:latest", "Always", "IfNotPresent"),
+            ("registry.example/api", "Always", "IfNotPresent"),
+            ("registry.example:5000/team/api", "Always", "IfNotPresent"),
+            ("registry.example/api:1.4.2", "IfNotPresent", "Always"),
+            ("registry.example/api:1.4.2", "IfNotPresent", "Never"),
+            (
+                "registry.example/api@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                "IfNotPresent",
+                "Never",
+            ),
+        ] {
+            let manifests = format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: team-a}}\n\
+                 spec:\n  containers: [{{name: c, image: \"{image}\"}}]\n---\n\
+                 apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d, namespace: team-a}}\n\
+                 spec:\n  selector: {{matchLabels: {{app: d}}}}\n  template:\n    \
+                 metadata: {{labels: {{app: d}}}}\n    spec:\n      \
+                 containers: [{{name: c, image: \"{image}\"}}]\n"
+            );
+            let signed = sign(&key, &manifests);
+            let pulls = reviewer(&key, KUBERNETES);
+            for object in &signed {
+                let containers = if object["kind"] == "Pod" {
+                    "/spec/containers/0"
+                } else {
+                    "/spec/template/spec/containers/0"
+                };
+                for (policy, benign) in [(right, true), (wrong, false)] {
+                    let mut v = with_server_metadata(object, false);
+                    v.pointer_mut(containers).unwrap()["imagePullPolicy"] = json!(policy);
+                    let (outcome, _, message) = decide(&pulls, &v, "CREATE", None);
+                    let what = format!("{} {image} imagePullPolicy {policy}", label(object));
+                    if benign {
+                        c.benign(what, outcome, &message);
+                    } else {
+                        c.reject(what, outcome, &message);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Namespace objects: the API server's create is allowed; every edit of what was
+    /// signed, and a Namespace claiming a namespace, is denied.
+    fn namespaces(r: &Reviewer, objects: &[Value], c: &mut Category) {
+        let mut created = with_server_metadata(find(objects, "Namespace"), false);
+        meta_map(&mut created, "labels")
+            .insert("kubernetes.io/metadata.name".into(), json!("team-a"));
+        created["spec"] = json!({"finalizers": ["kubernetes"]});
+        created["status"] = json!({"phase": "Active"});
+        for op in ["CREATE", "UPDATE"] {
+            let (outcome, _, message) = decide(r, &created, op, None);
+            c.benign(
+                format!("Namespace {op} as the API server sends it"),
+                outcome,
+                &message,
+            );
+        }
+        let edits: Vec<Edit> = vec![
+            (
+                "enforce privileged",
+                Box::new(|v: &mut Value| {
+                    meta_map(v, "labels").insert(
+                        "pod-security.kubernetes.io/enforce".into(),
+                        json!("privileged"),
+                    );
+                }),
+            ),
+            (
+                "enforce baseline",
+                Box::new(|v: &mut Value| {
+                    meta_map(v, "labels").insert(
+                        "pod-security.kubernetes.io/enforce".into(),
+                        json!("baseline"),
+                    );
+                }),
+            ),
+            (
+                "enforce-version pinned",
+                Box::new(|v: &mut Value| {
+                    meta_map(v, "labels").insert(
+                        "pod-security.kubernetes.io/enforce-version".into(),
+                        json!("v1.0"),
+                    );
+                }),
+            ),
+            (
+                "istio injection label",
+                Box::new(|v: &mut Value| {
+                    meta_map(v, "labels").insert("istio-injection".into(), json!("disabled"));
+                }),
+            ),
+            (
+                "enforce label removed",
+                Box::new(|v: &mut Value| {
+                    meta_map(v, "labels").remove("pod-security.kubernetes.io/enforce");
+                }),
+            ),
+            (
+                "name label of another namespace",
+                Box::new(|v: &mut Value| {
+                    meta_map(v, "labels")
+                        .insert("kubernetes.io/metadata.name".into(), json!("kube-system"));
+                }),
+            ),
+            (
+                "extra finalizer",
+                Box::new(|v: &mut Value| {
+                    v["spec"]["finalizers"] = json!(["kubernetes", "example.com/hold"]);
+                }),
+            ),
+            (
+                "annotation added",
+                Box::new(|v: &mut Value| {
+                    meta_map(v, "annotations").insert(
+                        "scheduler.alpha.kubernetes.io/node-selector".into(),
+                        json!("role=infra"),
+                    );
+                }),
+            ),
+            (
+                "claims a namespace",
+                Box::new(|v: &mut Value| {
+                    v["metadata"]["namespace"] = json!("team-a");
+                }),
+            ),
+            (
+                "claims another namespace",
+                Box::new(|v: &mut Value| {
+                    v["metadata"]["namespace"] = json!("kube-system");
+                }),
+            ),
+        ];
+        for (what, edit) in &edits {
+            let mut v = created.clone();
+            edit(&mut v);
+            let (outcome, _, message) = decide(r, &v, "CREATE", None);
+            c.reject(format!("Namespace {what}"), outcome, &message);
+        }
+    }
+
+    /// GitOps labels unbound: no added label on any kind, no installation id; the tracking
+    /// id naming the object itself is still tolerated.
+    fn gitops_unbound(key: &Key, objects: &[Value], c: &mut Category) {
+        let r = reviewer(key, "  ignoreProfile: kubernetes,argocd,flux\n");
+        let more = sign(
+            key,
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\n\
+             metadata: {name: view-extra}\nrules: []\n---\n\
+             apiVersion: kyverno.io/v2\nkind: PolicyException\n\
+             metadata: {name: allow, namespace: team-a}\nspec: {exceptions: []}\n---\n\
+             apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg, namespace: team-a}\n\
+             data: {a: '1'}\n",
+        );
+        for signed in objects.iter().chain(&more) {
+            let live = with_server_metadata(signed, false);
+            let group = signed["apiVersion"]
+                .as_str()
+                .unwrap()
+                .rsplit_once('/')
+                .map_or("", |(g, _)| g);
+            let tracking = format!(
+                "shop:{group}/{}:{}/{}",
+                signed["kind"].as_str().unwrap(),
+                signed["metadata"]["namespace"].as_str().unwrap_or(""),
+                signed["metadata"]["name"].as_str().unwrap()
+            );
+            let mut tracked = live.clone();
+            meta_map(&mut tracked, "annotations")
+                .insert("argocd.argoproj.io/tracking-id".into(), json!(tracking));
+            let (outcome, _, message) = decide(&r, &tracked, "CREATE", None);
+            c.benign(
+                format!("{} tracking id unbound", label(signed)),
+                outcome,
+                &message,
+            );
+            for (map, key, value) in [
+                ("labels", "app.kubernetes.io/instance", "shop"),
+                ("labels", "kustomize.toolkit.fluxcd.io/name", "apps"),
+                (
+                    "labels",
+                    "kustomize.toolkit.fluxcd.io/namespace",
+                    "flux-system",
+                ),
+                ("annotations", "argocd.argoproj.io/installation-id", "prod"),
+            ] {
+                let mut v = tracked.clone();
+                meta_map(&mut v, map).insert(key.into(), json!(value));
+                let (outcome, _, message) = decide(&r, &v, "CREATE", None);
+                c.reject(
+                    format!("{} unbound {key}", label(signed)),
+                    outcome,
+                    &message,
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn api_server_model_categories_have_no_wrong_verdict() {
+        let key = key();
+        let objects = sign(&key, WORKLOADS);
+        let r = reviewer(&key, KUBERNETES);
+        let mut categories: Vec<(&str, Category)> = Vec::new();
+        let mut c = Category::default();
+        status_writes(&r, &objects, &mut c);
+        categories.push(("status writes per kind", c));
+        let mut c = Category::default();
+        defaults(&r, &objects, &mut c);
+        categories.push(("Service and pod-template defaults", c));
+        let mut c = Category::default();
+        namespaces(&r, &objects, &mut c);
+        categories.push(("Namespace objects", c));
+        let mut c = Category::default();
+        gitops_unbound(&key, &objects, &mut c);
+        categories.push(("GitOps labels unbound", c));
+        let mut wrong = Vec::new();
+        for (name, c) in &categories {
+            println!(
+                "tamper matrix: {name}: {} of {} must-reject cases rejected, {} wrongly \
+                 accepted; {} of {} benign cases allowed",
+                c.must_reject - c.wrongly_accepted.len(),
+                c.must_reject,
+                c.wrongly_accepted.len(),
+                c.benign - c.wrongly_denied.len(),
+                c.benign
+            );
+            assert!(c.must_reject >= 10, "{name}: only {} cases", c.must_reject);
+            wrong.extend(c.wrongly_accepted.iter().map(|w| format!("{name}: {w}")));
+            wrong.extend(c.wrongly_denied.iter().map(|w| format!("{name}: {w}")));
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} wrong verdicts:\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        );
+    }
+}

@@ -7,6 +7,8 @@
 //! * [`request`]: reading the body (bounded; kube-core's admission types for the envelope,
 //!   the object kept as sent); [`response`]: the response body and its wording rules.
 //! * [`decision`]: what was decided about one request, for the log line and the metrics.
+//! * [`status_write`]: what a write through the `status` subresource keeps from the
+//!   request, per kind (the API server's status strategies).
 //! * `server` (feature `server`, on by default): the HTTPS webhook around the reviewer.
 //!
 //! What is decided, and why, is in `docs/admission.md`.
@@ -73,6 +75,7 @@ pub mod response;
 pub mod review;
 #[cfg(feature = "server")]
 pub mod server;
+pub mod status_write;
 
 pub use decision::{Decision, Outcome, RequestKind};
 pub use review::{

@@ -4,10 +4,16 @@
 //! The decision, step by step (`docs/admission.md`):
 //!
 //! 1. Read the body ([`super::request`]): bounded, or a [`BadReview`] (HTTP 400).
-//! 2. `DELETE` and `CONNECT`: allowed ([`Outcome::Skipped`]).
+//! 2. `DELETE` and `CONNECT`: allowed ([`Outcome::Skipped`]). A write through a
+//!    subresource other than `status`: denied (`subresource`). A `status` write: verified
+//!    like any write, without the fields its kind's status strategy takes from the stored
+//!    object ([`super::status_write`]); allowed unverified only for kinds whose strategy
+//!    keeps nothing but `status` from the request.
 //! 3. The namespace is the request's (`request.namespace`, the API server's truth): an
 //!    object without one gets it; an object that names another is denied
-//!    (`namespace-mismatch`; the API server itself refuses such a request).
+//!    (`namespace-mismatch`; the API server itself refuses such a request). A `Namespace`
+//!    is the exception: the API server sends its own name as `request.namespace`, and the
+//!    object, cluster-scoped, has none.
 //! 4. Matching, before any decoding or cryptography: the rules that apply to the object
 //!    (its own identity or the one `request.kind`/`request.name` give, whichever matches
 //!    more) under the request's operation and user. None: allowed
@@ -21,9 +27,10 @@ use super::decision::{Decision, Outcome, RequestKind};
 pub use super::request::BadReview;
 use super::request::{ParsedRequest, operation_name, parse};
 use super::response::{Answer, MAX_WARNING_CHARS, body as response_body, bounded};
-use crate::manifest::{Document, DocumentOrigin, ObjectIdentity, Source};
+use super::status_write::{strategy_of, unverified_fields};
+use crate::manifest::{Document, DocumentOrigin, IgnoreFields, ObjectIdentity, Source};
 use crate::policy::{FailureAction, PolicyRule, PolicySet, RequestContext, UserInfo};
-use crate::verify::{Rejection, SignerInfo};
+use crate::verify::{Rejection, SignerInfo, Verifier};
 use kube_core::admission::{AdmissionRequest, Operation};
 use kube_core::dynamic::DynamicObject;
 use serde_json::Value;
@@ -243,11 +250,21 @@ impl Reviewer {
             decision.message = format!("{} requests are not verified", decision.operation);
             return Some((decision, allow));
         };
+        // A `status` write keeps part of the request (its kind's status strategy says
+        // which): verified like any write, without the fields that are not the request's.
+        let mut status_write = None;
         if let Some(sub) = request.sub_resource.as_deref().filter(|s| !s.is_empty()) {
-            return Some(subresource_write(decision, request, sub));
+            if sub != "status" {
+                return Some(subresource_write(decision, request, sub));
+            }
+            match unverified_fields(&request.kind.group, &request.kind.kind) {
+                Some(fields) => status_write = Some(fields),
+                None => return Some(status_only_write(decision, request)),
+            }
         }
         let ctx = request_context(&decision.operation, request);
-        let (object, namespace_conflict) = with_request_namespace(object, namespace.as_deref());
+        let containing = containing_namespace(request, namespace.as_deref());
+        let (object, namespace_conflict) = with_request_namespace(object, containing);
         let request_id = ObjectIdentity {
             group: request.kind.group.clone(),
             version: request.kind.version.clone(),
@@ -264,9 +281,7 @@ impl Reviewer {
         let failures = if let Some(claimed) = &namespace_conflict {
             let reason = format!(
                 "object metadata.namespace {claimed:?} is not the request's namespace {}",
-                namespace
-                    .as_deref()
-                    .map_or("(none: cluster scope)".to_string(), |n| format!("{n:?}"))
+                containing.map_or("(none: cluster scope)".to_string(), |n| format!("{n:?}"))
             );
             vec![RuleFailure {
                 rule: matched[0],
@@ -275,7 +290,14 @@ impl Reviewer {
                 reason,
             }]
         } else {
-            self.verify(&matched, object, now, checks, &mut decision.signers)?
+            self.verify(
+                &matched,
+                object,
+                status_write.as_ref(),
+                now,
+                checks,
+                &mut decision.signers,
+            )?
         };
         Some(finish(decision, failures))
     }
@@ -312,6 +334,7 @@ impl Reviewer {
         &self,
         matched: &[&'a PolicyRule],
         object: Value,
+        status_write: Option<&IgnoreFields>,
         now: Option<jiff::Timestamp>,
         checks: Checks,
         signers: &mut Vec<String>,
@@ -342,7 +365,10 @@ impl Reviewer {
         let verifiers: Vec<_> = matched
             .iter()
             .map(|rule| {
-                let verifier = rule.verifier_for(&doc.identity);
+                let mut verifier = rule.verifier_for(&doc.identity);
+                if let Some(unverified) = status_write {
+                    verifier = for_status_write(verifier, unverified);
+                }
                 match now {
                     Some(now) => verifier.with_clock(now),
                     None => verifier,
@@ -420,31 +446,51 @@ fn unreachable_needs_check() -> Reviewed {
     unreachable!("a review that may check signatures always decides")
 }
 
-/// A `CREATE` or `UPDATE` through a subresource (`deployments/scale`,
+/// The verifier of a rule for a `status` write: the fields the kind's status strategy takes
+/// from the stored object, and `status` (a subresource of the kind: the request proves it),
+/// are not compared. Everything else the request sends is compared with the signed document
+/// under the rule's own ignore fields and tolerances.
+fn for_status_write(verifier: Verifier, unverified: &IgnoreFields) -> Verifier {
+    let mut ignore = verifier.ignore_fields().clone();
+    ignore.0.extend(unverified.0.iter().cloned());
+    verifier.with_ignore_fields(ignore)
+}
+
+/// A `status` write of a kind whose status strategy takes everything but `status` from the
+/// stored object ([`super::status_write::FromStored::AllButStatus`]): no signed content
+/// changes, allowed unverified.
+fn status_only_write(
+    mut decision: Decision,
+    request: &AdmissionRequest<DynamicObject>,
+) -> (Decision, Answer) {
+    let source = strategy_of(&request.kind.group, &request.kind.kind).map_or("", |s| s.source);
+    decision.outcome = Outcome::Skipped;
+    decision.message = format!(
+        "{}/status: the API server keeps only status from this write ({source}), and status \
+         is not signed",
+        request.resource.resource
+    );
+    (
+        decision,
+        Answer {
+            allowed: true,
+            message: None,
+            warnings: Vec::new(),
+        },
+    )
+}
+
+/// A `CREATE` or `UPDATE` through a subresource other than `status` (`deployments/scale`,
 /// `pods/ephemeralcontainers`, ...). It changes the object without sending it whole, so it
-/// cannot be compared with a signed document: denied, fail-closed. `status` is the exception:
-/// the API server keeps everything but `status` on such a write, and `status` is not signed.
-/// The webhook only receives subresources its rules list (deploy/ lists none), so a denial
-/// here means someone registered the subresource for checking.
+/// cannot be compared with a signed document: denied, fail-closed. The webhook only
+/// receives subresources its rules list (deploy/ lists none), so a denial here means
+/// someone registered the subresource for checking.
 fn subresource_write(
     mut decision: Decision,
     request: &AdmissionRequest<DynamicObject>,
     sub: &str,
 ) -> (Decision, Answer) {
     let resource = format!("{}/{sub}", request.resource.resource);
-    if sub == "status" {
-        decision.outcome = Outcome::Skipped;
-        decision.message =
-            format!("{resource}: a status write changes only status, which is not signed");
-        return (
-            decision,
-            Answer {
-                allowed: true,
-                message: None,
-                warnings: Vec::new(),
-            },
-        );
-    }
     let message = format!(
         "{resource}: a write through the {sub} subresource changes the object outside its \
          signed manifest and cannot be verified [subresource]; remove {resource} from the \
@@ -547,6 +593,25 @@ fn with_request_namespace(mut object: Value, namespace: Option<&str>) -> (Value,
         (None, None) => (object, None),
         (_, Some(c)) => (object, Some(c)),
     }
+}
+
+/// The namespace that contains the request's object: `request.namespace`, except for a
+/// `Namespace`, where the API server sends the Namespace's own name there
+/// (k8s.io/apiserver v0.34.4 `pkg/endpoints/handlers/create.go`, "if len(namespace) == 0 &&
+/// scope.Resource == namespaceGVR { namespace = name }"; for the other verbs
+/// `pkg/endpoints/request/requestinfo.go` reads it from `/namespaces/{name}`) while the
+/// object itself, cluster-scoped, has its `metadata.namespace` cleared
+/// (`pkg/registry/rest/meta.go` `EnsureObjectNamespaceMatchesRequestNamespace` with the
+/// empty namespace `ExpectedNamespaceForScope` gives a cluster-scoped resource). Every other
+/// cluster-scoped kind arrives with an empty `request.namespace`, so mansign needs to know no
+/// other kind's scope.
+fn containing_namespace<'a>(
+    request: &AdmissionRequest<DynamicObject>,
+    namespace: Option<&'a str>,
+) -> Option<&'a str> {
+    let is_namespace =
+        request.resource.group.is_empty() && request.resource.resource == "namespaces";
+    if is_namespace { None } else { namespace }
 }
 
 /// `group/version, Kind=Kind` (`Kind` only for the core group).

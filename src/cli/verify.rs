@@ -87,23 +87,24 @@ pub struct VerifyArgs {
     /// With `--ignore-profile argocd`: the Argo CD application the object belongs to, as
     /// Argo CD writes it (`<namespace>_<name>` for an application outside Argo CD's
     /// namespace). Repeatable. An added instance label or tracking-id must name a listed
-    /// application, and both the same one. Without it any application is accepted, and
-    /// the instance label is refused on Pods and Namespaces. Bind it in production.
+    /// application, and both the same one. Without it the instance label is not tolerated
+    /// on any kind (a label is a selector input), and a tracking-id may name any
+    /// application.
     #[arg(long = "argocd-application", value_name = "NAME",
           value_parser = |s: &str| check_argocd_application(s).map(|()| s.to_string()))]
     pub argocd_applications: Vec<String>,
 
     /// With `--ignore-profile argocd`: an accepted value of the
     /// `argocd.argoproj.io/installation-id` annotation (Argo CD's `installationID`).
-    /// Repeatable. Without it any value is accepted.
+    /// Repeatable. Without it the annotation is not tolerated.
     #[arg(long = "argocd-installation-id", value_name = "ID",
           value_parser = |s: &str| check_argocd_installation_id(s).map(|()| s.to_string()))]
     pub argocd_installation_ids: Vec<String>,
 
     /// With `--ignore-profile flux`: the Flux Kustomization (`namespace/name`) that may own
     /// the object. Repeatable. Added `kustomize.toolkit.fluxcd.io/name` and `/namespace`
-    /// labels must together name a listed one. Without it any Kustomization is accepted,
-    /// and the labels are refused on Pods and Namespaces. Bind it in production.
+    /// labels must together name a listed one. Without it the labels are not tolerated on
+    /// any kind (a label is a selector input).
     #[arg(long = "flux-kustomization", value_name = "NS/NAME",
           value_parser = |s: &str| FluxKustomization::parse(s))]
     pub flux_kustomizations: Vec<FluxKustomization>,
@@ -280,7 +281,7 @@ impl Check {
         let gitops = gitops_bindings(args)?;
         for key in unbound_gitops_keys(args.ignore_profile, &gitops) {
             eprintln!(
-                "note: {} is not bound; add {} to accept only yours",
+                "note: {} is not bound; add {} to accept yours",
                 key.what, key.flag
             );
         }

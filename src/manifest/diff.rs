@@ -307,11 +307,6 @@ impl FieldPattern {
         })
     }
 
-    /// How many path segments this pattern names.
-    pub(crate) fn depth(&self) -> usize {
-        self.segments.len()
-    }
-
     /// True if `path` is exactly this field (not below it).
     pub fn matches_exactly(&self, path: &FieldPath) -> bool {
         self.matches_steps_exactly(&path.steps())

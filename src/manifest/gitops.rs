@@ -27,8 +27,15 @@
 //! set, an added key is tolerated only with a listed value (exact string equality), the
 //! instance label and the tracking id's application must name the same application when
 //! both are added, and the two Flux labels must together name one listed Kustomization.
-//! Without a binding the profile accepts any value, except that the labels are never
-//! tolerated on a `Pod` or `Namespace` (objects selected by their own labels).
+//!
+//! **Without a binding no added label is tolerated, on any kind**, and no installation id:
+//! only the tracking id, which names the object itself. Labels are selector inputs on far
+//! more kinds than Pods and Namespaces: ClusterRole aggregation (`aggregationRule`
+//! selects ClusterRoles by label), Kyverno `selector`s in `match`/`exclude` and in
+//! PolicyException `match`, webhook `objectSelector`s, `nodeSelector`s, Service and
+//! NetworkPolicy selectors; an unbound label value is chosen by whoever applies the object.
+//! The CLI flags `--argocd-application`, `--argocd-installation-id` and
+//! `--flux-kustomization` (policy `spec.gitops`) bind them.
 
 use super::diff::{DiffKind, Difference, Step};
 use super::document::ObjectIdentity;
@@ -153,12 +160,6 @@ pub fn check_argocd_installation_id(id: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Kinds selected by their own labels (Services and NetworkPolicies select Pods,
-/// `namespaceSelector`s select Namespaces): an unbound label tolerance is refused there.
-fn selected_by_own_labels(id: &ObjectIdentity) -> bool {
-    id.group.is_empty() && matches!(id.kind.as_str(), "Pod" | "Namespace")
-}
-
 /// The string value of a key the live object adds: on `object`, absent from `signed`.
 fn added_value<'a>(signed: &Value, object: &'a Value, map: &str, key: &str) -> Option<&'a str> {
     let at = |v: &Value| v.get("metadata")?.get(map)?.get(key).cloned();
@@ -207,10 +208,10 @@ pub(super) fn argocd_tolerates(
     let value = d.actual.and_then(Value::as_str);
     match added_metadata_key(d) {
         Some(("labels", ARGOCD_INSTANCE_LABEL)) => {
-            if apps.is_empty() {
-                return !selected_by_own_labels(id);
-            }
-            let Some(app) = value else { return false };
+            // Unbound: a label whose value nobody chose (see the module docs).
+            let Some(app) = value.filter(|_| !apps.is_empty()) else {
+                return false;
+            };
             // One object, one application: an added tracking id must name the same one.
             let tracking =
                 added_value(signed, object, "annotations", ARGOCD_TRACKING_ID_ANNOTATION);
@@ -219,7 +220,7 @@ pub(super) fn argocd_tolerates(
         }
         Some(("annotations", ARGOCD_INSTALLATION_ID_ANNOTATION)) => {
             let ids = &bindings.argocd_installation_ids;
-            ids.is_empty() || value.is_some_and(|v| ids.iter().any(|i| i == v))
+            value.is_some_and(|v| ids.iter().any(|i| i == v))
         }
         Some(("annotations", ARGOCD_TRACKING_ID_ANNOTATION)) => {
             let Some(value) = value.filter(|v| tracking_id_names(v, id)) else {
@@ -237,10 +238,9 @@ pub(super) fn argocd_tolerates(
     }
 }
 
-/// True if the `flux` profile accepts difference `d` of object `id` (live object `object`)
-/// under `bindings`.
+/// True if the `flux` profile accepts difference `d` of live object `object` under
+/// `bindings`.
 pub(super) fn flux_tolerates(
-    id: &ObjectIdentity,
     object: &Value,
     d: &Difference<'_>,
     bindings: &GitopsBindings,
@@ -248,10 +248,8 @@ pub(super) fn flux_tolerates(
     if !matches!(added_metadata_key(d), Some(("labels", key)) if FLUX_LABELS.contains(&key)) {
         return false;
     }
+    // Unbound: no Kustomization is listed, so none is accepted.
     let bound = &bindings.flux_kustomizations;
-    if bound.is_empty() {
-        return !selected_by_own_labels(id);
-    }
     // Flux writes both labels: together they name the owner, and one alone names none.
     let [name_label, namespace_label] = FLUX_LABELS;
     match (label(object, name_label), label(object, namespace_label)) {

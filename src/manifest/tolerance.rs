@@ -10,12 +10,16 @@
 //! * `kubernetes` — a safe, anchored list: server-populated metadata is ignored; `status`
 //!   is ignored only for kinds with a status subresource (the built-in ones in
 //!   [`has_status_subresource`], and kinds the policy names), because for any other kind
-//!   `status` is user data the API server stores as written; server-assigned fields
-//!   (Service `clusterIP`...) are tolerated only when the signed document does not set them;
-//!   well-known defaults (Deployment `progressDeadlineSeconds: 600`, Service
-//!   `type: ClusterIP`...) are tolerated only when the signed document does not set them
-//!   **and** the live value is exactly the default. A default is never a licence for
-//!   another value: `spec.type: LoadBalancer` on a Service signed without `type` is a diff.
+//!   `status` is user data the API server stores as written; defaults (Deployment
+//!   `progressDeadlineSeconds: 600`, Service `type: ClusterIP`...) and values the API server
+//!   computes for the object (a Service's allocated `clusterIP` and its families, a
+//!   container's `imagePullPolicy` from its image's tag) are tolerated only when the signed
+//!   document does not set them **and** the live value is exactly the one the API server
+//!   sets for this object ([`Computed`]). A value the API server merely *might* set is not
+//!   enough: `clusterIP: None` (headless) is a client's choice, never an allocation,
+//!   `ipFamilyPolicy: RequireDualStack` is never the default of a Service with a selector,
+//!   and `imagePullPolicy: IfNotPresent` is not the default of a `:latest` image. The list,
+//!   with the defaulting rule each entry mirrors, is in docs/policy.md.
 //!   `kubectl.kubernetes.io/last-applied-configuration` is not tolerated here: it drives the
 //!   next `kubectl apply`'s deletions, so the verifier accepts it only when its content
 //!   verifies against the signed document ([`Tolerances::tolerates_last_applied`]).
@@ -201,10 +205,53 @@ impl std::fmt::Display for IgnoreProfiles {
 enum Rule {
     /// Any difference at or below the pattern.
     Ignore(FieldPattern),
-    /// A field the signed document does not have, whatever its value.
-    ServerSet(FieldPattern),
     /// A field the signed document does not have, holding exactly this value.
     Default(FieldPattern, Value),
+    /// A field the signed document does not have, holding exactly the value the API server
+    /// computes for this object ([`Computed`]).
+    Computed(FieldPattern, Computed),
+}
+
+/// A value the API server derives from the rest of the object. Each one is checked
+/// against the live object (which must itself match the signed document, field by field).
+/// Sources: k8s.io/kubernetes v1.34.4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Computed {
+    /// Service `spec.clusterIP`: an address the allocator chose — a canonical IPv4 or IPv6
+    /// address, never `None` (headless is the client's choice) nor empty, and none for an
+    /// `ExternalName` Service (`pkg/registry/core/service/storage/alloc.go`,
+    /// `allocateCreate`/`initIPFamilyFields` return early for `ExternalName`).
+    ServiceClusterIp,
+    /// Service `spec.clusterIPs`: the allocated `clusterIP` first, then one address per
+    /// further family in `ipFamilies` (each of its family); `[None]` for a headless one.
+    ServiceClusterIps,
+    /// Service `spec.ipFamilyPolicy`: `RequireDualStack` for a headless Service without a
+    /// selector, `SingleStack` for any other, none for `ExternalName`
+    /// (`alloc.go` `initIPFamilyFields`, "If the user didn't specify ipFamilyPolicy").
+    ServiceIpFamilyPolicy,
+    /// Service `spec.ipFamilies`: the families of the allocated `clusterIPs`, in order; for
+    /// a headless Service, one family under `SingleStack`, both (in either order: the
+    /// cluster's default first) under a dual-stack policy (`alloc.go` `initIPFamilyFields`).
+    ServiceIpFamilies,
+    /// Service `spec.internalTrafficPolicy: Cluster`, only for the types
+    /// `pkg/apis/core/v1/defaults.go` `SetDefaults_Service` defaults it for (`ClusterIP`,
+    /// `NodePort`, `LoadBalancer`).
+    ServiceInternalTrafficPolicy,
+    /// A container's `imagePullPolicy`: `Always` for an image tagged `latest` or without
+    /// tag and digest, `IfNotPresent` otherwise (`pkg/apis/core/v1/defaults.go`
+    /// `SetDefaults_Container`, `pkg/util/parsers/parsers.go` `ParseImageName`). An image
+    /// reference mansign cannot read exactly is given neither.
+    ImagePullPolicy,
+    /// Deployment `spec.strategy.rollingUpdate.maxSurge`/`maxUnavailable: 25%`, only under
+    /// `strategy.type: RollingUpdate` (`pkg/apis/apps/v1/defaults.go`
+    /// `SetDefaults_Deployment`).
+    RollingUpdate25Percent,
+    /// The object's own `metadata.name` (Namespace label `kubernetes.io/metadata.name`).
+    OwnName,
+    /// A generation or revision counter the API server or a controller writes as a
+    /// positive decimal integer (`deprecated.daemonset.template.generation`,
+    /// `deployment.kubernetes.io/revision`).
+    PositiveInteger,
 }
 
 /// A kind named by API group and kind (`PolicyException.kyverno.io`; the core group is
@@ -269,7 +316,10 @@ pub fn has_status_subresource(group: &str, kind: &str) -> bool {
             | ("autoscaling", "HorizontalPodAutoscaler")
             | ("policy", "PodDisruptionBudget")
             | ("networking.k8s.io", "Ingress" | "ServiceCIDR")
-            | ("certificates.k8s.io", "CertificateSigningRequest")
+            | (
+                "certificates.k8s.io",
+                "CertificateSigningRequest" | "PodCertificateRequest"
+            )
             | ("apiextensions.k8s.io", "CustomResourceDefinition")
             | ("apiregistration.k8s.io", "APIService")
             | ("storage.k8s.io", "VolumeAttachment")
@@ -325,6 +375,7 @@ fn pod_spec_prefix(kind: &str) -> Option<&'static str> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum KindRules {
     None,
+    Namespace,
     Service,
     Deployment,
     DaemonSet,
@@ -342,6 +393,7 @@ struct RulesKey {
 impl RulesKey {
     fn of(id: &ObjectIdentity) -> Self {
         let kind = match (id.group.as_str(), id.kind.as_str()) {
+            ("", "Namespace") => KindRules::Namespace,
             ("", "Service") => KindRules::Service,
             ("apps", "Deployment") => KindRules::Deployment,
             ("apps", "DaemonSet") => KindRules::DaemonSet,
@@ -355,11 +407,12 @@ impl RulesKey {
     }
 }
 
-/// The rules of every key, built once (immutable afterwards): 4 kinds x 7 pod-spec shapes.
+/// The rules of every key, built once (immutable afterwards): 5 kinds x 7 pod-spec shapes.
 fn kubernetes_rules(id: &ObjectIdentity) -> &'static [Rule] {
     static ALL: std::sync::LazyLock<Vec<(RulesKey, Vec<Rule>)>> = std::sync::LazyLock::new(|| {
         let kinds = [
             KindRules::None,
+            KindRules::Namespace,
             KindRules::Service,
             KindRules::Deployment,
             KindRules::DaemonSet,
@@ -409,38 +462,66 @@ fn build_kubernetes_rules(key: RulesKey) -> Vec<Rule> {
         Rule::Ignore(p("metadata.selfLink")),
     ];
     match key.kind {
-        KindRules::Service => {
+        KindRules::Namespace => {
+            // `pkg/apis/core/v1/defaults.go` `SetDefaults_Namespace` (the name label) and
+            // `pkg/registry/core/namespace/strategy.go` `PrepareForCreate` (the
+            // `kubernetes` finalizer, appended when missing).
             rules.extend([
-                Rule::ServerSet(p("spec.clusterIP")),
-                Rule::ServerSet(p("spec.clusterIPs")),
-                Rule::ServerSet(p("spec.ipFamilies")),
-                Rule::ServerSet(p("spec.ipFamilyPolicy")),
+                Rule::Computed(
+                    p("metadata.labels[\"kubernetes.io/metadata.name\"]"),
+                    Computed::OwnName,
+                ),
+                Rule::Default(p("spec.finalizers"), json!(["kubernetes"])),
+                Rule::Default(p("spec.finalizers[*]"), json!("kubernetes")),
+            ]);
+        }
+        KindRules::Service => {
+            // `pkg/apis/core/v1/defaults.go` `SetDefaults_Service` (type, sessionAffinity,
+            // ports' protocol) and `pkg/registry/core/service/storage/alloc.go` (addresses
+            // and families); each value is the one the API server sets for this Service.
+            rules.extend([
+                Rule::Computed(p("spec.clusterIP"), Computed::ServiceClusterIp),
+                Rule::Computed(p("spec.clusterIPs"), Computed::ServiceClusterIps),
+                Rule::Computed(p("spec.ipFamilies"), Computed::ServiceIpFamilies),
+                Rule::Computed(p("spec.ipFamilyPolicy"), Computed::ServiceIpFamilyPolicy),
                 Rule::Default(p("spec.type"), json!("ClusterIP")),
                 Rule::Default(p("spec.sessionAffinity"), json!("None")),
-                Rule::Default(p("spec.internalTrafficPolicy"), json!("Cluster")),
+                Rule::Computed(
+                    p("spec.internalTrafficPolicy"),
+                    Computed::ServiceInternalTrafficPolicy,
+                ),
                 Rule::Default(p("spec.ports[*].protocol"), json!("TCP")),
             ]);
         }
         KindRules::Deployment => {
+            // `pkg/apis/apps/v1/defaults.go` `SetDefaults_Deployment`; the revision
+            // annotation is the deployment controller's.
             rules.extend([
-                Rule::ServerSet(p(
-                    "metadata.annotations[\"deployment.kubernetes.io/revision\"]",
-                )),
+                Rule::Computed(
+                    p("metadata.annotations[\"deployment.kubernetes.io/revision\"]"),
+                    Computed::PositiveInteger,
+                ),
                 Rule::Default(p("spec.progressDeadlineSeconds"), json!(600)),
                 Rule::Default(p("spec.revisionHistoryLimit"), json!(10)),
                 Rule::Default(p("spec.replicas"), json!(1)),
                 Rule::Default(p("spec.strategy.type"), json!("RollingUpdate")),
-                Rule::Default(p("spec.strategy.rollingUpdate.maxSurge"), json!("25%")),
-                Rule::Default(
+                Rule::Computed(
+                    p("spec.strategy.rollingUpdate.maxSurge"),
+                    Computed::RollingUpdate25Percent,
+                ),
+                Rule::Computed(
                     p("spec.strategy.rollingUpdate.maxUnavailable"),
-                    json!("25%"),
+                    Computed::RollingUpdate25Percent,
                 ),
             ]);
         }
         KindRules::DaemonSet => {
-            rules.push(Rule::ServerSet(p(
-                "metadata.annotations[\"deprecated.daemonset.template.generation\"]",
-            )));
+            // `spec.templateGeneration` written back by the apps/v1 conversion
+            // (`pkg/apis/apps/v1/conversion.go`); the strategy starts it at 1.
+            rules.push(Rule::Computed(
+                p("metadata.annotations[\"deprecated.daemonset.template.generation\"]"),
+                Computed::PositiveInteger,
+            ));
         }
         KindRules::None => {}
     }
@@ -481,13 +562,9 @@ fn build_kubernetes_rules(key: RulesKey) -> Vec<Rule> {
                     at(&format!("{containers}[*].terminationMessagePolicy")),
                     json!("File"),
                 ),
-                Rule::Default(
+                Rule::Computed(
                     at(&format!("{containers}[*].imagePullPolicy")),
-                    json!("IfNotPresent"),
-                ),
-                Rule::Default(
-                    at(&format!("{containers}[*].imagePullPolicy")),
-                    json!("Always"),
+                    Computed::ImagePullPolicy,
                 ),
                 Rule::Default(
                     at(&format!("{containers}[*].ports[*].protocol")),
@@ -621,7 +698,7 @@ fn kyverno_regexes() -> &'static [(&'static [&'static str], Vec<regex::Regex>)] 
 /// `metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"]`.
 pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
-/// A GitOps key the profiles tolerate with any value because nothing binds it.
+/// A GitOps key the profiles do not tolerate because nothing binds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UnboundGitopsKey {
     /// What is unbound, in words.
@@ -632,8 +709,9 @@ pub struct UnboundGitopsKey {
     pub field: &'static str,
 }
 
-/// The keys `profiles` tolerate with any value under `bindings` (for a one-time note: in
-/// production, bind them; see `manifest::gitops`).
+/// The keys `profiles` name but do not tolerate under `bindings`, because no value is bound
+/// (for a one-time note: an object carrying them is denied until they are bound; see
+/// `manifest::gitops`).
 pub fn unbound_gitops_keys(
     profiles: IgnoreProfiles,
     bindings: &GitopsBindings,
@@ -642,15 +720,15 @@ pub fn unbound_gitops_keys(
     if profiles.contains(IgnoreProfile::Argocd) {
         if bindings.argocd_applications.is_empty() {
             keys.push(UnboundGitopsKey {
-                what: "the Argo CD application in the instance label and tracking-id (any \
-                       application; the label is refused on Pods and Namespaces)",
+                what: "the Argo CD instance label (not tolerated on any kind without a bound \
+                       application; the tracking-id annotation naming the object itself is)",
                 flag: "--argocd-application NAME",
                 field: "spec.gitops.argocd.applications",
             });
         }
         if bindings.argocd_installation_ids.is_empty() {
             keys.push(UnboundGitopsKey {
-                what: "the Argo CD installation-id annotation (any value)",
+                what: "the Argo CD installation-id annotation (not tolerated without a bound id)",
                 flag: "--argocd-installation-id ID",
                 field: "spec.gitops.argocd.installationIDs",
             });
@@ -658,8 +736,8 @@ pub fn unbound_gitops_keys(
     }
     if profiles.contains(IgnoreProfile::Flux) && bindings.flux_kustomizations.is_empty() {
         keys.push(UnboundGitopsKey {
-            what: "the Flux Kustomization in the kustomize.toolkit.fluxcd.io labels (any \
-                   Kustomization; refused on Pods and Namespaces)",
+            what: "the Flux kustomize.toolkit.fluxcd.io labels (not tolerated on any kind \
+                   without a bound Kustomization)",
             flag: "--flux-kustomization NS/NAME",
             field: "spec.gitops.flux.kustomizations",
         });
@@ -681,12 +759,11 @@ impl Tolerances {
         d: &Difference<'_>,
     ) -> bool {
         let profiles = self.profiles;
-        (profiles.contains(IgnoreProfile::Kubernetes) && self.kubernetes_tolerates(id, signed, d))
+        (profiles.contains(IgnoreProfile::Kubernetes) && self.kubernetes_tolerates(id, object, d))
             || (profiles.contains(IgnoreProfile::KyvernoCompat) && kyverno_tolerates(id, d))
             || (profiles.contains(IgnoreProfile::Argocd)
                 && argocd_tolerates(id, signed, object, d, &self.gitops))
-            || (profiles.contains(IgnoreProfile::Flux)
-                && flux_tolerates(id, object, d, &self.gitops))
+            || (profiles.contains(IgnoreProfile::Flux) && flux_tolerates(object, d, &self.gitops))
             || (self.digest_pinning && is_digest_pinning(d))
             || self.namespace_bound(signed, d)
     }
@@ -694,13 +771,13 @@ impl Tolerances {
     fn kubernetes_tolerates(
         &self,
         id: &ObjectIdentity,
-        signed: &Value,
+        object: &Value,
         d: &Difference<'_>,
     ) -> bool {
         (self.ignores_status(id) && matches!(d.path.first(), Some(Step::Key("status"))))
             || kubernetes_rules(id)
                 .iter()
-                .any(|r| rule_tolerates(r, signed, d))
+                .any(|r| rule_tolerates(r, object, d))
     }
 
     /// Whether `last-applied-configuration` may differ from the signed document when its
@@ -730,38 +807,285 @@ impl Tolerances {
     }
 }
 
-fn rule_tolerates(rule: &Rule, signed: &Value, d: &Difference<'_>) -> bool {
+fn rule_tolerates(rule: &Rule, object: &Value, d: &Difference<'_>) -> bool {
     match rule {
         Rule::Ignore(p) => p.matches_steps(d.path),
-        // The whole field must be unsigned, not just this leaf: a signed
-        // `clusterIPs: [A]` does not take a second address.
-        Rule::ServerSet(p) => {
-            d.kind == DiffKind::Added
-                && p.matches_steps(d.path)
-                && !signed_has(signed, &d.path[..p.depth()])
-        }
         Rule::Default(p, value) => {
             d.kind == DiffKind::Added && p.matches_steps_exactly(d.path) && d.actual == Some(value)
+        }
+        Rule::Computed(p, computed) => {
+            d.kind == DiffKind::Added
+                && p.matches_steps_exactly(d.path)
+                && d.actual
+                    .is_some_and(|actual| computed.accepts(object, d.path, actual))
         }
     }
 }
 
-/// True if the signed document has a value at `path` (any value: `null`, `{}` and `[]`
-/// are values).
-fn signed_has(signed: &Value, path: &[Step<'_>]) -> bool {
-    let mut v = signed;
-    for seg in path {
-        let next = match (seg, v) {
-            (Step::Key(k), Value::Object(m)) => m.get(*k),
-            (Step::Index(i), Value::Array(a)) => a.get(*i),
-            _ => None,
-        };
-        let Some(next) = next else {
-            return false;
-        };
-        v = next;
+impl Computed {
+    /// True if `actual`, found at `path` of the live `object`, is what the API server
+    /// computes there.
+    fn accepts(self, object: &Value, path: &[Step<'_>], actual: &Value) -> bool {
+        let spec = object.get("spec").unwrap_or(&NULL);
+        let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
+        match self {
+            Computed::ServiceClusterIp => {
+                !is_external_name(spec) && actual.as_str().is_some_and(|ip| ip_family(ip).is_some())
+            }
+            Computed::ServiceClusterIps => {
+                let (Some(ips), Some(first)) = (actual.as_array(), text(spec, "clusterIP")) else {
+                    return false;
+                };
+                if is_external_name(spec)
+                    || ips.first().and_then(Value::as_str) != Some(first.as_str())
+                {
+                    return false;
+                }
+                if first == "None" {
+                    return ips.len() == 1;
+                }
+                // One address per family, each of its family (the allocator's order); an
+                // object without families (an API server before 1.20) has one address.
+                let families = string_list(spec.get("ipFamilies"));
+                if families.is_empty() {
+                    return ips.len() == 1;
+                }
+                let single = text(spec, "ipFamilyPolicy").as_deref() == Some("SingleStack");
+                ips.len() == families.len()
+                    && !(single && ips.len() > 1)
+                    && ips.iter().zip(&families).all(|(ip, family)| {
+                        ip.as_str().and_then(ip_family) == Some(family.as_str())
+                    })
+            }
+            Computed::ServiceIpFamilyPolicy => {
+                let expected = if is_headless_without_selector(spec) {
+                    "RequireDualStack"
+                } else {
+                    "SingleStack"
+                };
+                !is_external_name(spec) && actual.as_str() == Some(expected)
+            }
+            Computed::ServiceIpFamilies => {
+                let Some(families) = actual.as_array() else {
+                    return false;
+                };
+                let families: Vec<&str> = families.iter().filter_map(Value::as_str).collect();
+                let known = families.iter().all(|f| matches!(*f, "IPv4" | "IPv6"));
+                let distinct = families.first() != families.get(1);
+                let policy = text(spec, "ipFamilyPolicy");
+                if is_external_name(spec)
+                    || !known
+                    || !distinct
+                    || families.is_empty()
+                    || families.len() > 2
+                {
+                    return false;
+                }
+                if text(spec, "clusterIP").as_deref() == Some("None") {
+                    return match policy.as_deref() {
+                        Some("SingleStack") => families.len() == 1,
+                        Some("RequireDualStack") => families.len() == 2,
+                        Some("PreferDualStack") => families.len() <= 2,
+                        _ => false,
+                    };
+                }
+                let ips = string_list(spec.get("clusterIPs"));
+                ips.len() == families.len()
+                    && ips
+                        .iter()
+                        .zip(&families)
+                        .all(|(ip, family)| ip_family(ip) == Some(*family))
+            }
+            Computed::ServiceInternalTrafficPolicy => {
+                let service_type = text(spec, "type");
+                matches!(
+                    service_type.as_deref(),
+                    Some("ClusterIP" | "NodePort" | "LoadBalancer")
+                ) && actual.as_str() == Some("Cluster")
+            }
+            Computed::ImagePullPolicy => {
+                let container = path
+                    .split_last()
+                    .and_then(|(_, container)| value_at(object, container));
+                let expected = container
+                    .and_then(|c| c.get("image"))
+                    .and_then(Value::as_str)
+                    .and_then(default_pull_policy);
+                expected.is_some() && actual.as_str() == expected
+            }
+            Computed::RollingUpdate25Percent => {
+                let strategy = spec.get("strategy").unwrap_or(&NULL);
+                text(strategy, "type").as_deref() == Some("RollingUpdate")
+                    && actual.as_str() == Some("25%")
+            }
+            Computed::OwnName => {
+                let name = object.get("metadata").and_then(|m| m.get("name"));
+                name.is_some_and(|name| name == actual)
+            }
+            Computed::PositiveInteger => actual.as_str().is_some_and(|n| {
+                !n.is_empty()
+                    && n.len() <= 19
+                    && n.bytes().all(|b| b.is_ascii_digit())
+                    && !n.starts_with('0')
+            }),
+        }
     }
-    true
+}
+
+/// The JSON `null` a missing field reads as.
+static NULL: Value = Value::Null;
+
+/// A Service of type `ExternalName` (no addresses, no families).
+fn is_external_name(spec: &Value) -> bool {
+    spec.get("type").and_then(Value::as_str) == Some("ExternalName")
+}
+
+/// `clusterIP: None` and no (or an empty) selector: the API server's special case.
+fn is_headless_without_selector(spec: &Value) -> bool {
+    let headless = spec.get("clusterIP").and_then(Value::as_str) == Some("None");
+    let selectorless = match spec.get("selector") {
+        None | Some(Value::Null) => true,
+        Some(Value::Object(m)) => m.is_empty(),
+        Some(_) => false,
+    };
+    headless && selectorless
+}
+
+/// The strings of a list (non-strings skipped: they then fail a length comparison).
+fn string_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `IPv4`/`IPv6` for an address written canonically, as the allocator writes it; `None`
+/// for anything else (`None`, empty, a non-canonical spelling).
+fn ip_family(text: &str) -> Option<&'static str> {
+    let ip: std::net::IpAddr = text.parse().ok()?;
+    if ip.to_string() != text {
+        return None;
+    }
+    Some(if ip.is_ipv4() { "IPv4" } else { "IPv6" })
+}
+
+/// The value at `path` of `v`.
+fn value_at<'v>(v: &'v Value, path: &[Step<'_>]) -> Option<&'v Value> {
+    path.iter().try_fold(v, |v, step| match (step, v) {
+        (Step::Key(k), Value::Object(m)) => m.get(*k),
+        (Step::Index(i), Value::Array(a)) => a.get(*i),
+        _ => None,
+    })
+}
+
+/// The `imagePullPolicy` the API server gives a container with image `image`
+/// (`SetDefaults_Container`): `Always` when `ParseImageName` yields the tag `latest` —
+/// written, or implied by a reference with neither tag nor digest — and `IfNotPresent`
+/// otherwise. `None` when the reference is not one mansign reads exactly as the
+/// distribution/reference grammar does (the API server then defaults `IfNotPresent`, but
+/// the kubelet cannot pull it either: nothing is tolerated).
+pub(crate) fn default_pull_policy(image: &str) -> Option<&'static str> {
+    let (named, digest) = match image.split_once('@') {
+        Some((named, digest)) => (named, Some(digest)),
+        None => (image, None),
+    };
+    if let Some(digest) = digest {
+        // go-digest `Validate`: an available algorithm and its exact length of lowercase
+        // hex (anything else fails the parse, and the API server then reads no tag).
+        let (algorithm, hex) = digest.split_once(':')?;
+        let length = match algorithm {
+            "sha256" => 64,
+            "sha384" => 96,
+            "sha512" => 128,
+            _ => return None,
+        };
+        let hex_ok = hex.len() == length
+            && hex
+                .chars()
+                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c));
+        if !hex_ok {
+            return None;
+        }
+    }
+    let last_slash = named.rfind('/');
+    let (name, tag) = match named.rfind(':') {
+        Some(colon) if last_slash.is_none_or(|slash| colon > slash) => {
+            (&named[..colon], Some(&named[colon + 1..]))
+        }
+        _ => (named, None),
+    };
+    if let Some(tag) = tag {
+        let tag_ok = (1..=128).contains(&tag.len())
+            && tag.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+            && tag
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+        if !tag_ok {
+            return None;
+        }
+    }
+    // distribution/reference `NameTotalLengthMax`.
+    if name.len() > 255 || !is_repository_name(name) {
+        return None;
+    }
+    match (tag, digest) {
+        (Some("latest"), _) | (None, None) => Some("Always"),
+        _ => Some("IfNotPresent"),
+    }
+}
+
+/// A repository name as distribution/reference reads it: an optional domain (with `.` or
+/// `:port`, or `localhost`) and lowercase path components joined by `.`, `_`, `__` or
+/// dashes. A bare 64-hex-digit name is refused there (it reads as an image id).
+fn is_repository_name(name: &str) -> bool {
+    let components: Vec<&str> = name.split('/').collect();
+    let path = match components.as_slice() {
+        [] => return false,
+        [first, rest @ ..]
+            if !rest.is_empty()
+                && (first.contains(['.', ':'])
+                    || *first == "localhost"
+                    || first.chars().any(|c| c.is_ascii_uppercase())) =>
+        {
+            let (host, port) = first.split_once(':').unwrap_or((*first, ""));
+            let host_ok = !host.is_empty()
+                && host.split('.').all(|label| {
+                    !label.is_empty()
+                        && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+                        && !label.starts_with('-')
+                        && !label.ends_with('-')
+                });
+            let port_ok = first
+                .contains(':')
+                .then_some(port)
+                .is_none_or(|port| !port.is_empty() && port.chars().all(|c| c.is_ascii_digit()));
+            if !host_ok || !port_ok {
+                return false;
+            }
+            rest
+        }
+        all => all,
+    };
+    fn alnum(ch: char) -> bool {
+        ch.is_ascii_lowercase() || ch.is_ascii_digit()
+    }
+    fn component_ok(c: &str) -> bool {
+        !c.is_empty()
+            && c.starts_with(alnum)
+            && c.ends_with(alnum)
+            && c.chars()
+                .all(|ch| alnum(ch) || matches!(ch, '.' | '_' | '-'))
+            && !["..", "._", "_.", "___", ".-", "-.", "_-", "-_"]
+                .iter()
+                .any(|bad| c.contains(bad))
+    }
+    let bare_id =
+        components.len() == 1 && name.len() == 64 && name.chars().all(|c| c.is_ascii_hexdigit());
+    !path.is_empty() && path.iter().all(|c| component_ok(c)) && !bare_id
 }
 
 fn kyverno_tolerates(id: &ObjectIdentity, d: &Difference<'_>) -> bool {
@@ -966,6 +1290,11 @@ mod tests {
         let flux: IgnoreProfiles = "flux".parse().unwrap();
         let t = |profiles| Tolerances {
             profiles,
+            gitops: GitopsBindings {
+                argocd_applications: vec!["app".into()],
+                argocd_installation_ids: vec!["one".into()],
+                flux_kustomizations: vec!["flux-system/apps".parse().unwrap()],
+            },
             ..Tolerances::default()
         };
         let deploy = id("apps", "Deployment");
@@ -998,6 +1327,231 @@ mod tests {
         let live = json!({"metadata": {"name": "x", "namespace": "ns",
             "annotations": {"argocd.argoproj.io/sync-options": "Prune=false"}}});
         assert_eq!(remaining(&t(argocd), &deploy, signed, live).len(), 1);
+    }
+
+    #[test]
+    fn unbound_gitops_profiles_tolerate_no_label_on_any_kind() {
+        let t = Tolerances {
+            profiles: "argocd,flux".parse().unwrap(),
+            ..Tolerances::default()
+        };
+        for (group, kind) in [
+            ("rbac.authorization.k8s.io", "ClusterRole"),
+            ("", "ConfigMap"),
+            ("apps", "Deployment"),
+            ("kyverno.io", "PolicyException"),
+            (
+                "admissionregistration.k8s.io",
+                "ValidatingWebhookConfiguration",
+            ),
+            ("", "Node"),
+        ] {
+            let object_id = id(group, kind);
+            let signed = json!({"metadata": {"name": "x", "namespace": "ns"}});
+            let live = json!({"metadata": {"name": "x", "namespace": "ns",
+                "labels": {"app.kubernetes.io/instance": "app",
+                           "kustomize.toolkit.fluxcd.io/name": "apps",
+                           "kustomize.toolkit.fluxcd.io/namespace": "flux-system"},
+                "annotations": {"argocd.argoproj.io/installation-id": "one",
+                                "argocd.argoproj.io/tracking-id":
+                                    format!("app:{group}/{kind}:ns/x")}}});
+            assert_eq!(
+                remaining(&t, &object_id, signed, live),
+                [
+                    "metadata.annotations[\"argocd.argoproj.io/installation-id\"]",
+                    "metadata.labels[\"app.kubernetes.io/instance\"]",
+                    "metadata.labels[\"kustomize.toolkit.fluxcd.io/name\"]",
+                    "metadata.labels[\"kustomize.toolkit.fluxcd.io/namespace\"]",
+                ],
+                "{kind}"
+            );
+        }
+    }
+
+    fn service(spec: Value) -> Value {
+        json!({"metadata": {"name": "x"}, "spec": spec})
+    }
+
+    #[test]
+    fn a_headless_cluster_ip_is_never_a_server_value() {
+        let signed = service(json!({"selector": {"app": "x"}, "ports": [{"port": 80}]}));
+        let live = service(json!({"selector": {"app": "x"}, "ports": [{"port": 80}],
+            "clusterIP": "None", "clusterIPs": ["None"], "ipFamilies": ["IPv4"],
+            "ipFamilyPolicy": "SingleStack"}));
+        // `clusterIPs`, families and policy follow the (refused) `None`.
+        assert_eq!(
+            remaining(&kube(), &id("", "Service"), signed, live),
+            ["spec.clusterIP"]
+        );
+    }
+
+    #[test]
+    fn dual_stack_policies_and_families_are_the_client_s_choice() {
+        let signed = service(json!({"selector": {"app": "x"}}));
+        let live = service(json!({"selector": {"app": "x"}, "clusterIP": "fd00::a",
+            "clusterIPs": ["fd00::a", "10.96.0.10"], "ipFamilies": ["IPv6", "IPv4"],
+            "ipFamilyPolicy": "RequireDualStack"}));
+        // Addresses and families follow the (refused) dual-stack policy.
+        assert_eq!(
+            remaining(&kube(), &id("", "Service"), signed.clone(), live),
+            ["spec.ipFamilyPolicy"]
+        );
+        let live = service(json!({"selector": {"app": "x"}, "clusterIP": "10.96.0.10",
+            "clusterIPs": ["10.96.0.10"], "ipFamilies": ["IPv4"],
+            "ipFamilyPolicy": "PreferDualStack"}));
+        assert_eq!(
+            remaining(&kube(), &id("", "Service"), signed, live),
+            ["spec.ipFamilyPolicy"]
+        );
+    }
+
+    #[test]
+    fn allocated_single_stack_addresses_are_tolerated() {
+        let signed = service(json!({"selector": {"app": "x"}}));
+        for (ip, family) in [("10.96.0.10", "IPv4"), ("fd00:10:96::a", "IPv6")] {
+            let live = service(json!({"selector": {"app": "x"}, "clusterIP": ip,
+                "clusterIPs": [ip], "ipFamilies": [family], "ipFamilyPolicy": "SingleStack",
+                "type": "ClusterIP", "internalTrafficPolicy": "Cluster"}));
+            assert!(remaining(&kube(), &id("", "Service"), signed.clone(), live).is_empty());
+        }
+        // A family that is not the address's, a second address, a non-canonical spelling.
+        let live = service(json!({"selector": {"app": "x"}, "clusterIP": "10.96.0.010",
+            "clusterIPs": ["10.96.0.10", "10.96.0.11"], "ipFamilies": ["IPv6"]}));
+        assert_eq!(
+            remaining(&kube(), &id("", "Service"), signed, live),
+            [
+                "spec.clusterIP",
+                "spec.clusterIPs[0]",
+                "spec.clusterIPs[1]",
+                "spec.ipFamilies[0]"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_signed_headless_service_gets_the_families_the_server_gives_it() {
+        let with_selector = service(json!({"clusterIP": "None", "selector": {"app": "x"}}));
+        let live = service(json!({"clusterIP": "None", "selector": {"app": "x"},
+            "clusterIPs": ["None"], "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack"}));
+        assert!(remaining(&kube(), &id("", "Service"), with_selector.clone(), live).is_empty());
+        let selectorless = service(json!({"clusterIP": "None"}));
+        let live = service(json!({"clusterIP": "None", "clusterIPs": ["None"],
+            "ipFamilies": ["IPv6", "IPv4"], "ipFamilyPolicy": "RequireDualStack"}));
+        assert!(remaining(&kube(), &id("", "Service"), selectorless.clone(), live).is_empty());
+        // The other way round is the client's choice.
+        let live = service(json!({"clusterIP": "None", "selector": {"app": "x"},
+            "clusterIPs": ["None"], "ipFamilies": ["IPv4", "IPv6"],
+            "ipFamilyPolicy": "RequireDualStack"}));
+        assert_eq!(
+            remaining(&kube(), &id("", "Service"), with_selector, live),
+            ["spec.ipFamilyPolicy"]
+        );
+        let live = service(json!({"clusterIP": "None", "clusterIPs": ["None"],
+            "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack"}));
+        assert_eq!(
+            remaining(&kube(), &id("", "Service"), selectorless, live),
+            ["spec.ipFamilyPolicy"]
+        );
+    }
+
+    #[test]
+    fn an_external_name_service_gets_no_address_family_or_traffic_policy() {
+        let signed = service(json!({"type": "ExternalName", "externalName": "db.example"}));
+        let live = service(json!({"type": "ExternalName", "externalName": "db.example",
+            "clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"], "ipFamilies": ["IPv4"],
+            "ipFamilyPolicy": "SingleStack", "internalTrafficPolicy": "Cluster"}));
+        assert_eq!(
+            remaining(&kube(), &id("", "Service"), signed, live),
+            [
+                "spec.clusterIP",
+                "spec.clusterIPs[0]",
+                "spec.internalTrafficPolicy",
+                "spec.ipFamilies[0]",
+                "spec.ipFamilyPolicy"
+            ]
+        );
+    }
+
+    #[test]
+    fn image_pull_policy_is_the_one_the_image_reference_gets() {
+        let cases = [
+            ("nginx", "Always", true),
+            ("nginx", "IfNotPresent", false),
+            ("nginx:latest", "Always", true),
+            ("nginx:latest", "IfNotPresent", false),
+            (
+                "registry.example:5000/team/app:latest",
+                "IfNotPresent",
+                false,
+            ),
+            ("nginx:1.25", "IfNotPresent", true),
+            ("nginx:1.25", "Always", false),
+            ("nginx:1.25", "Never", false),
+            (
+                "nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                "IfNotPresent",
+                true,
+            ),
+            (
+                "nginx:latest@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                "IfNotPresent",
+                false,
+            ),
+            ("localhost:5000/app", "Always", true),
+            ("Nginx:1.25", "IfNotPresent", false),
+            ("nginx:", "IfNotPresent", false),
+        ];
+        for (image, policy, tolerated) in cases {
+            let signed = json!({"spec": {"containers": [{"name": "c", "image": image}]}});
+            let live = json!({"spec": {"containers": [
+                {"name": "c", "image": image, "imagePullPolicy": policy}]}});
+            let left = remaining(&kube(), &id("", "Pod"), signed, live);
+            assert_eq!(left.is_empty(), tolerated, "{image} {policy}: {left:?}");
+        }
+    }
+
+    #[test]
+    fn rolling_update_defaults_only_under_rolling_update_and_counters_are_integers() {
+        let signed = json!({"metadata": {"name": "x"}, "spec": {"strategy": {"type": "Recreate"}}});
+        let live = json!({"metadata": {"name": "x", "annotations":
+                {"deployment.kubernetes.io/revision": "-1"}},
+            "spec": {"strategy": {"type": "Recreate",
+                "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}}});
+        assert_eq!(
+            remaining(&kube(), &id("apps", "Deployment"), signed, live),
+            [
+                "metadata.annotations[\"deployment.kubernetes.io/revision\"]",
+                "spec.strategy.rollingUpdate.maxSurge",
+                "spec.strategy.rollingUpdate.maxUnavailable"
+            ]
+        );
+        let signed = json!({"metadata": {"name": "x"}});
+        let live = json!({"metadata": {"name": "x", "annotations":
+            {"deprecated.daemonset.template.generation": "3"}}});
+        assert!(remaining(&kube(), &id("apps", "DaemonSet"), signed, live).is_empty());
+    }
+
+    #[test]
+    fn a_namespace_gets_its_name_label_and_the_kubernetes_finalizer_only() {
+        let signed = json!({"metadata": {"name": "team-a"}});
+        let live = json!({"metadata": {"name": "team-a",
+                "labels": {"kubernetes.io/metadata.name": "team-a"}},
+            "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+        assert!(remaining(&kube(), &id("", "Namespace"), signed.clone(), live).is_empty());
+        let live = json!({"metadata": {"name": "team-a",
+                "labels": {"kubernetes.io/metadata.name": "team-b"}},
+            "spec": {"finalizers": ["example.com/hold"]}});
+        assert_eq!(
+            remaining(&kube(), &id("", "Namespace"), signed, live),
+            [
+                "metadata.labels[\"kubernetes.io/metadata.name\"]",
+                "spec.finalizers[0]"
+            ]
+        );
+        let signed = json!({"metadata": {"name": "team-a"}, "spec": {"finalizers": ["x.io/a"]}});
+        let live = json!({"metadata": {"name": "team-a"},
+            "spec": {"finalizers": ["x.io/a", "kubernetes"]}});
+        assert!(remaining(&kube(), &id("", "Namespace"), signed, live).is_empty());
     }
 
     #[test]

@@ -594,24 +594,30 @@ fn profile_text(profile: IgnoreProfile, gitops: &GitopsBindings) -> String {
              list with its unanchored matching (migration only; hides more than its names say)"
             .to_string(),
         IgnoreProfile::Argocd => {
-            let apps = match gitops.argocd_applications.as_slice() {
-                [] => "any application (unbound; the label is refused on Pods and Namespaces)"
+            let tracked = match gitops.argocd_applications.as_slice() {
+                [] => "annotation argocd.argoproj.io/tracking-id naming the object itself may \
+                       be added with any application; label app.kubernetes.io/instance is not \
+                       tolerated (no application bound)"
                     .to_string(),
-                apps => format!("application {} only, the same in both", quoted(apps)),
+                apps => format!(
+                    "label app.kubernetes.io/instance and annotation \
+                     argocd.argoproj.io/tracking-id naming the object itself may be added \
+                     with application {} only, the same in both",
+                    quoted(apps)
+                ),
             };
             let ids = match gitops.argocd_installation_ids.as_slice() {
-                [] => "any value (unbound)".to_string(),
-                ids => format!("{} only", quoted(ids)),
+                [] => "is not tolerated (no installation id bound)".to_string(),
+                ids => format!("may be added with {} only", quoted(ids)),
             };
             format!(
-                "ignore profile argocd: Argo CD's label app.kubernetes.io/instance and \
-                 annotation argocd.argoproj.io/tracking-id naming the object itself may be \
-                 added with {apps}; annotation argocd.argoproj.io/installation-id with {ids}"
+                "ignore profile argocd: Argo CD's {tracked}; annotation \
+                 argocd.argoproj.io/installation-id {ids}"
             )
         }
         IgnoreProfile::Flux => {
             let owners = match gitops.flux_kustomizations.as_slice() {
-                [] => "any Kustomization (unbound; refused on Pods and Namespaces)".to_string(),
+                [] => "no Kustomization (none bound: the labels are not tolerated)".to_string(),
                 list => format!(
                     "Kustomization {} only, both labels together",
                     list.iter()

@@ -475,7 +475,7 @@ pub(crate) fn load(
     let gitops = gitops_bindings(spec.gitops.as_ref(), profiles, &at.at("gitops"))?;
     for key in unbound_gitops_keys(profiles, &gitops) {
         notes.push(format!(
-            "{}: {} is not bound; add {} to accept only yours",
+            "{}: {} is not bound; add {} to accept yours",
             at.at("ignoreProfile"),
             key.what,
             key.field

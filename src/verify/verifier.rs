@@ -106,6 +106,11 @@ impl Verifier {
         self
     }
 
+    /// The ignore fields set by [`with_ignore_fields`](Self::with_ignore_fields).
+    pub fn ignore_fields(&self) -> &IgnoreFields {
+        &self.ignore
+    }
+
     /// Differences tolerated for live objects: an ignore profile, digest pinning,
     /// namespace binding (see [`Tolerances`]).
     pub fn with_tolerances(mut self, tolerances: Tolerances) -> Self {
