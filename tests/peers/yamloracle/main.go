@@ -30,8 +30,8 @@
 //
 //	yamloracle FILE|-      print each object as canonical JSON (sorted keys), one a line;
 //	                       on an error print it on stderr and exit 1
-//	yamloracle -batch      read JSON lines from stdin, each a JSON string holding one file's
-//	                       text; answer one JSON line each: {"objects":[...]} or
+//	yamloracle -batch      read lines from stdin, each the base64 (standard alphabet) of one
+//	                       file's bytes; answer one JSON line each: {"objects":[...]} or
 //	                       {"error":"..."} (the file is written to a temporary path and read
 //	                       by the builder, as kubectl reads -f PATH)
 package main
@@ -39,6 +39,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -99,11 +100,11 @@ func batch(in io.Reader, out io.Writer) error {
 	w := bufio.NewWriter(out)
 	defer w.Flush()
 	for scanner.Scan() {
-		var text string
-		if err := json.Unmarshal(scanner.Bytes(), &text); err != nil {
-			return fmt.Errorf("yamloracle: input line is not a JSON string: %v", err)
+		text, err := base64.StdEncoding.DecodeString(scanner.Text())
+		if err != nil {
+			return fmt.Errorf("yamloracle: input line is not base64: %v", err)
 		}
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		if err := os.WriteFile(path, text, 0o600); err != nil {
 			return err
 		}
 		answer := map[string]interface{}{}
