@@ -431,3 +431,143 @@ fn stack_pems(stack: &stack::Stack, dir: &Path) -> (std::path::PathBuf, std::pat
     let rekor_pem = write(dir, "rekor.pub", &rekor);
     (root_pem, rekor_pem)
 }
+
+/// kubectl-sigstore's `sign` passes `--force` where the tlog switch goes and
+/// `--no-tlog-upload` where `--force` goes (cmd/kubectl-sigstore/cli/sign.go: `sign(...,
+/// allowInsecure, force, noTlogUpload, ...)` against `func sign(..., allowInsecure,
+/// noTlogUpload, force bool, ...)`). Pinned on the stack's Rekor: `--no-tlog-upload` logs
+/// the signature and writes a `bundle` annotation, `--force` does not. Both shapes verify in
+/// mansign with the key (the logged one against the stack's Rekor key) and in kubectl-sigstore.
+#[test]
+fn kubectl_sigstore_key_signatures_with_and_without_the_log_verify_in_mansign() {
+    let stack = stack::Stack::start();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (key, public) = key_pair(d, "cosign");
+    let home = d.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let (root_pem, rekor_pem) = stack_pems(&stack, d);
+    let input = write(d, "cm.yaml", CM);
+    let sign = |out: &Path, flag: &str| {
+        let mut cmd = common::peers::peer_command("kubectl-sigstore", &home);
+        cmd.env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .args(["sign", "-f"])
+            .arg(&input)
+            .arg("-k")
+            .arg(&key)
+            .arg("-o")
+            .arg(out)
+            .args(["--rekor-url", stack.rekor_url(), flag]);
+        let run = run_bounded(cmd, None);
+        assert!(run.success, "kubectl-sigstore sign {flag}: {run:?}");
+        std::fs::read_to_string(out).unwrap()
+    };
+    stack.reset();
+    case("kubectl-sigstore sign -k --no-tlog-upload: logged (the flag swap)");
+    let logged = d.join("logged.yaml");
+    let text = sign(&logged, "--no-tlog-upload");
+    assert_eq!(
+        stack.stat("rekor_entries_created"),
+        1,
+        "--no-tlog-upload logs"
+    );
+    assert!(text.contains("cosign.sigstore.dev/bundle"), "{text}");
+    case("kubectl-sigstore sign -k --force: not logged (the flag swap)");
+    let unlogged = d.join("unlogged.yaml");
+    let text = sign(&unlogged, "--force");
+    assert_eq!(
+        stack.stat("rekor_entries_created"),
+        1,
+        "--force does not log"
+    );
+    assert!(!text.contains("cosign.sigstore.dev/bundle"), "{text}");
+
+    for file in [&logged, &unlogged] {
+        let out = mansign()
+            .args(["verify", "-f"])
+            .arg(file)
+            .arg("--key")
+            .arg(&public)
+            .arg("--trusted-root")
+            .arg(stack.trusted_root())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "mansign verify {}: {}{}",
+            file.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut cmd = common::peers::peer_command("kubectl-sigstore", &home);
+        cmd.env("SIGSTORE_ROOT_FILE", &root_pem)
+            .env("SIGSTORE_REKOR_PUBLIC_KEY", &rekor_pem)
+            .env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .args(["verify", "-f"])
+            .arg(file)
+            .arg("-k")
+            .arg(&public)
+            .args(["--rekor-url", stack.rekor_url()]);
+        assert_ks_verified(&run_bounded(cmd, None), &file.display().to_string());
+    }
+}
+
+/// kubectl-sigstore's keyless signing cannot be pointed at a private Sigstore: its Fulcio
+/// URL is `fulcioapi.SigstorePublicServerURL`, fixed in code (k8s-manifest-sigstore
+/// pkg/cosign/sign.go, SignBlob), with no flag or variable. Pinned: given the stack's token
+/// (SIGSTORE_ID_TOKEN, which cosign reads) and the stack's Rekor, the first thing it does is
+/// reach out to the public instance (seen here as a CONNECT through a local proxy that
+/// refuses everything), and the stack's Fulcio is never asked. So keyless signatures
+/// *by kubectl-sigstore* are checked in mansign only through the recorded upstream fixtures
+/// (tests/interop_k8s_manifest_sigstore.rs).
+#[test]
+fn kubectl_sigstore_keyless_signing_goes_to_the_public_instance_only() {
+    use std::io::{BufRead, BufReader, Write};
+    let stack = stack::Stack::start();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = write(d, "cm.yaml", CM);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let mut line = String::new();
+            let _ = BufReader::new(&conn).read_line(&mut line);
+            let _ = (&conn).write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n");
+            if tx.send(line.trim().to_string()).is_err() {
+                return;
+            }
+        }
+    });
+    let mut cmd = common::peers::peer_command("kubectl-sigstore", d);
+    cmd.env("HTTPS_PROXY", &proxy)
+        .env("HTTP_PROXY", &proxy)
+        .env("NO_PROXY", "")
+        .env("SIGSTORE_ID_TOKEN", stack.id_token())
+        .env("REKOR_SERVER", stack.rekor_url())
+        .args(["sign", "-f"])
+        .arg(&input)
+        .arg("-o")
+        .arg(d.join("out.yaml"))
+        .args(["--rekor-url", stack.rekor_url()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    stack.reset();
+    let mut child = cmd.spawn().expect("start kubectl-sigstore");
+    let first = rx.recv_timeout(std::time::Duration::from_secs(90));
+    // Stop it (by its own id) whatever it does next.
+    let _ = child.kill();
+    let _ = child.wait();
+    let first = first.expect("kubectl-sigstore keyless signing reached out to no server");
+    println!("kubectl-sigstore keyless sign, first request: {first}");
+    assert!(
+        first.starts_with("CONNECT ") && first.contains(".sigstore.dev:443"),
+        "{first}"
+    );
+    assert!(!d.join("out.yaml").exists());
+    assert_eq!(stack.stat("fulcio_signing_cert_requests"), 0);
+}

@@ -419,6 +419,11 @@ mod tests {
                 json!({"data": {"a": "one two", "b": "three four"}}),
             ),
             ("s:\n- \"one\n  two\"\n", json!({"s": ["one two"]})),
+            // `...` followed by a quote is no document marker (for either parser).
+            (
+                "data:\n  a: \"one\n...\"\n",
+                json!({"data": {"a": "one ..."}}),
+            ),
         ];
         for (text, want) in cases {
             let docs = parse(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
@@ -428,7 +433,10 @@ mod tests {
 
     #[test]
     fn quoted_scalars_continued_on_a_document_marker_stay_refused() {
-        for text in ["data:\n  a: \"one\n...\"\n", "data:\n  a: \"one\n... x\"\n"] {
+        for text in [
+            "data:\n  a: \"one\n... x\"\n",
+            "data:\n  a: \"one\n...\n  b\"\n",
+        ] {
             assert!(
                 matches!(parse(text), Err(YamlError::Syntax { .. })),
                 "{text:?}: {:?}",
