@@ -408,8 +408,9 @@ impl Builder<'_> {
     /// refuses (`scalar::escape_kubectl_refuses`).
     fn check_escapes(&mut self, span: Span) -> Result<(), YamlError> {
         // Fail closed: a scalar that cannot be found in the text is not read.
+        let document = self.document;
         let not_found = || YamlError::Syntax {
-            document: self.document,
+            document,
             message: "cannot locate a double-quoted scalar in the text".into(),
         };
         let start = self.byte_offset(span.start.index()).ok_or_else(not_found)?;

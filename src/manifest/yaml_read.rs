@@ -99,6 +99,26 @@ fn read_chunk(
         max_depth: limits.max_depth,
     };
     let finding = |f: Finding| finding_error(f, chunk, limits);
+    // go-yaml refuses a document end marker with no document before it ("did not find
+    // expected node content"); saphyr-parser reads nothing there (issue 22, yaml_oracle).
+    let first = chunk
+        .text
+        .lines()
+        .map(str::trim_end)
+        .position(|l| !l.is_empty() && !l.trim_start().starts_with('#'));
+    if let Some(i) = first {
+        let line = chunk.text.lines().nth(i).unwrap_or_default();
+        if line == "..." || line.starts_with("... ") || line.starts_with("...\t") {
+            return Err(YamlError::Syntax {
+                document,
+                message: format!(
+                    "line {}: a document end marker `...` with no document before it; kubectl \
+                     refuses it, remove the line",
+                    chunk.first_line + i
+                ),
+            });
+        }
+    }
     let body = chunk.text.trim_start_matches([' ', '\t', '\n', '\r']);
     if body.starts_with(['{', '[']) {
         // kubectl reads this chunk as YAML 1.1, where these characters break lines.
