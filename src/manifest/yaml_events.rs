@@ -372,6 +372,9 @@ impl Builder<'_> {
         if style == ScalarStyle::DoubleQuoted {
             self.check_escapes(span)?;
         }
+        if matches!(style, ScalarStyle::Literal | ScalarStyle::Folded) {
+            self.check_block_tabs(span)?;
+        }
         let anchored = (anchor > 0).then(|| (text.to_string(), written, core));
         if self.at_key() {
             self.charge(1, span)?;
@@ -435,6 +438,54 @@ impl Builder<'_> {
                 })
             }
         }
+    }
+
+    /// Refuses a block scalar without an indentation indicator whose first content line has
+    /// a tab right after its leading spaces: go-yaml v2 (scannerc.go,
+    /// `yaml_parser_scan_block_scalar_breaks`) fails there ("found a tab character where an
+    /// indentation space is expected") while the indentation is not yet known, saphyr-parser
+    /// reads the tab as text (found by tests/yaml_oracle.rs, issue 22).
+    fn check_block_tabs(&mut self, span: Span) -> Result<(), YamlError> {
+        let document = self.document;
+        let start = self
+            .byte_offset(span.start.index())
+            .ok_or(YamlError::Syntax {
+                document,
+                message: "cannot locate a block scalar in the text".into(),
+            })?;
+        // The span starts at the indicator, or (depending on the parser's bookkeeping) after
+        // it: take the last indicator at or before the start of the span's line.
+        let line_end = self.source[start..]
+            .find('\n')
+            .map_or(self.source.len(), |i| start + i);
+        let Some(indicator) = self.source[..line_end].rfind(['|', '>']) else {
+            return Ok(());
+        };
+        let mut lines = self.source[indicator..].split('\n');
+        let header = lines.next().unwrap_or_default();
+        let header = header.split(" #").next().unwrap_or_default();
+        if header.chars().any(|c| c.is_ascii_digit()) {
+            return Ok(());
+        }
+        for (i, line) in lines.enumerate() {
+            let content = line.trim_start_matches(' ');
+            match content.chars().next() {
+                None | Some('\r') => continue,
+                Some('\t') => {
+                    let line_no = self.first_line + span.start.line() + i;
+                    return Err(YamlError::Syntax {
+                        document,
+                        message: format!(
+                            "line {line_no}: a tab right after the indentation of a block \
+                             scalar's first line; kubectl refuses it (found a tab character \
+                             where an indentation space is expected); indent with spaces"
+                        ),
+                    });
+                }
+                Some(_) => break,
+            }
+        }
+        Ok(())
     }
 
     /// The byte offset of character `index` of the source.
