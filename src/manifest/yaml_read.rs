@@ -105,9 +105,11 @@ fn read_chunk(
         .text
         .lines()
         .map(str::trim_end)
+        .map(|l| l.trim_start_matches('\u{feff}'))
         .position(|l| !l.is_empty() && !l.trim_start().starts_with('#'));
     if let Some(i) = first {
         let line = chunk.text.lines().nth(i).unwrap_or_default();
+        let line = line.trim_start_matches('\u{feff}').trim_end();
         if line == "..." || line.starts_with("... ") || line.starts_with("...\t") {
             return Err(YamlError::Syntax {
                 document,
