@@ -372,7 +372,7 @@ mod tests {
         // A JSON document kubectl reads as YAML: after a comment, or after `---`.
         let json = "{\"kind\": \"X\", \"a\": \"a\\/b\"}\n";
         assert_eq!(escape_of(&format!("# c\n{json}")).0, "\\/");
-        let (escape, at) = escape_of(&format!("kind: Y\n---\n{json}"));
+        let (escape, at) = escape_of(&format!("kind: Z\n---\n{json}"));
         assert_eq!(escape, "\\/");
         assert_eq!((at.document, at.line, at.column), (2, 3, 21));
         // Surrogates, as JSON writes characters beyond U+FFFF, and out-of-range code points.
