@@ -341,6 +341,9 @@ pub fn load_reader(
                     index: position,
                     item: Some(i),
                 };
+                if has_items(&item) {
+                    return Err(not_an_object(format!("items[{i}]: {ITEMS_REASON}")));
+                }
                 let doc = Document::new(origin, item)
                     .map_err(|reason| not_an_object(format!("items[{i}]: {reason}")))?;
                 documents.push(doc);
@@ -360,6 +363,9 @@ pub fn load_reader(
             index: position,
             item: None,
         };
+        if has_items(&value) {
+            return Err(not_an_object(ITEMS_REASON.into()));
+        }
         let doc = Document::new(origin, value).map_err(not_an_object)?;
         documents.push(doc);
     }
@@ -374,6 +380,19 @@ pub fn load_reader(
         documents,
     })
 }
+
+/// kubectl decodes any object with a top-level `items` field as a list
+/// (k8s.io/apimachinery v0.36.3, unstructured/helpers.go, `unstructuredJSONScheme.decode`)
+/// and `kubectl apply` then applies its items, not the object (cli-runtime
+/// `FlattenListVisitor`). Only a `v1 List` is read that way here too; any other object with
+/// `items` is refused, since what was signed would not be what kubectl sends (issue 22).
+fn has_items(value: &Value) -> bool {
+    value.as_object().is_some_and(|o| o.contains_key("items"))
+}
+
+const ITEMS_REASON: &str = "has a top-level `items` field, so kubectl reads it as a list and \
+     applies its items instead of this object; only `apiVersion: v1, kind: List` lists are \
+     signed (one signature per item)";
 
 /// A `v1 List` (what `kubectl get -o yaml` prints for several objects).
 fn is_list(value: &Value) -> bool {
@@ -417,6 +436,31 @@ mod tests {
             err.to_string(),
             "<stdin>: document 1: not a Kubernetes object: items[0]: missing field `kind`"
         );
+    }
+
+    // kubectl applies the items of any object with `items`, not the object (issue 22).
+    #[test]
+    fn objects_kubectl_reads_as_lists_are_refused() {
+        let load = |text: &str| {
+            load_reader(
+                Source::Stdin,
+                "x".into(),
+                text.as_bytes(),
+                &Limits::default(),
+            )
+        };
+        let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n";
+        for text in [
+            format!("{cm}items: []\n"),
+            format!("{cm}items:\n- {{apiVersion: v1, kind: ConfigMap, metadata: {{name: b}}}}\n"),
+            format!("{cm}items: null\n"),
+            "apiVersion: v1\nkind: ConfigMapList\nmetadata: {name: a}\nitems: []\n".into(),
+            "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: List\n  metadata: {name: a}\n  items: []\n".into(),
+        ] {
+            let err = load(&text).unwrap_err().to_string();
+            assert!(err.contains("kubectl reads it as a list"), "{text}: {err}");
+        }
+        assert!(load(&format!("{cm}data: {{items: x}}\n")).is_ok());
     }
 }
 

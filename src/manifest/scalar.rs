@@ -603,6 +603,52 @@ fn go_underscores_ok(s: &str) -> bool {
     saw != '_'
 }
 
+/// The first escape of a double-quoted scalar that kubectl's YAML parser refuses, as
+/// written (`\/`, `\uD800`), or `None`. `source` starts at the opening quote and may run past
+/// the closing one (the scan stops there).
+///
+/// kubectl decodes YAML with go-yaml v2 (go.yaml.in/yaml/v2 v2.4.4, scannerc.go,
+/// `yaml_parser_scan_flow_scalar`), which knows the escapes `\0 \a \b \t \<TAB> \n \v \f \r \e
+/// \<SPACE> \" \' \\ \N \_ \L \P \xXX \uXXXX \UXXXXXXXX` and an escaped line break, and refuses any
+/// code point in U+D800..U+DFFF or above U+10FFFF. YAML 1.2 (mansign's parser) also reads
+/// `\/` and `\<TAB>`, and a JSON document inside a YAML stream is JSON to mansign but YAML to
+/// kubectl: `"a\/b"` or a surrogate pair `"\ud83d\ude00"` is text for one and an error for
+/// the other, so mansign refuses them (issue 22).
+pub(crate) fn escape_kubectl_refuses(source: &str) -> Option<String> {
+    let mut chars = source.chars();
+    if chars.next() != Some('"') {
+        return None;
+    }
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return None,
+            '\\' => {
+                let Some(e) = chars.next() else {
+                    return None;
+                };
+                let digits = match e {
+                    '0' | 'a' | 'b' | 't' | '\t' | 'n' | 'v' | 'f' | 'r' | 'e' | ' ' | '"'
+                    | '\'' | '\\' | 'N' | '_' | 'L' | 'P' | '\n' | '\r' => continue,
+                    'x' => 2,
+                    'u' => 4,
+                    'U' => 8,
+                    other => return Some(format!("\\{other}")),
+                };
+                let hex: String = chars.by_ref().take(digits).collect();
+                let code = (hex.len() == digits && hex.chars().all(|h| h.is_ascii_hexdigit()))
+                    .then(|| u32::from_str_radix(&hex, 16).ok())
+                    .flatten();
+                match code {
+                    Some(v) if !(0xD800..=0xDFFF).contains(&v) && v <= 0x10FFFF => {}
+                    _ => return Some(format!("\\{e}{hex}")),
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

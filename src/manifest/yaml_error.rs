@@ -130,6 +130,15 @@ pub enum YamlError {
     #[error("{at}: `{text}` is not a finite number (JSON has no infinity or NaN); quote it")]
     NotFinite { at: Box<YamlLocation>, text: String },
     #[error(
+        "{at}: escape `{escape}` in a double-quoted string is not one kubectl reads (its YAML \
+         parser, go-yaml v2, refuses it); {fix}"
+    )]
+    UnknownEscape {
+        at: Box<YamlLocation>,
+        escape: String,
+        fix: String,
+    },
+    #[error(
         "{at}: the input starts with `{{`, so kubectl reads it as a stream of JSON objects, but \
          this is not JSON ({message}); write the whole file as JSON, or start it with a YAML \
          document"
@@ -174,6 +183,7 @@ impl YamlError {
             | YamlError::AmbiguousScalar { at, .. }
             | YamlError::IntegerOutOfRange { at, .. }
             | YamlError::NotFinite { at, .. }
+            | YamlError::UnknownEscape { at, .. }
             | YamlError::NotAJsonStream { at, .. } => Some(at.document),
         }
     }

@@ -28,6 +28,103 @@ pub(crate) fn parse_document(
     budget: &mut Budget,
     max_depth: usize,
 ) -> Result<Option<Value>, YamlError> {
+    let mut text = Cow::Borrowed(text);
+    let mut reindented = 0;
+    loop {
+        let before = budget.clone();
+        let (result, below_indent) = parse_once(&text, document, first_line, budget, max_depth);
+        let fixed = match (&result, below_indent) {
+            (Err(_), Some(index)) if reindented < MAX_REINDENTED => reindent_quoted(&text, index),
+            _ => None,
+        };
+        match fixed {
+            Some(fixed) => {
+                *budget = before;
+                text = Cow::Owned(fixed);
+                reindented += 1;
+            }
+            None => return result,
+        }
+    }
+}
+
+/// How many quoted scalars continued below their block's indentation one document may hold
+/// (each costs one more parse of the document); more are refused as the parser refuses them.
+const MAX_REINDENTED: usize = 64;
+
+/// A quoted scalar continued on lines indented less than its block (`a: "one\ntwo"` inside a
+/// mapping, the continuation at the key's column or left of it) is an error for
+/// saphyr-parser ("invalid indentation in quoted scalar") but text for kubectl: go-yaml v2
+/// (go.yaml.in/yaml/v2 v2.4.4, scannerc.go, `yaml_parser_scan_flow_scalar`) checks no
+/// indentation inside a quoted scalar. Both drop the leading blanks of every continuation
+/// line when they fold it (YAML 1.2.2 §7.3.1 and §7.3.2, libyaml alike), so indenting those
+/// lines further changes neither reading: the scalar starting at character `index` gets its
+/// continuation lines indented past its own column, and the document is parsed again. A
+/// continuation line that is a document marker (`---`, `...`) stays: both parsers refuse it.
+fn reindent_quoted(text: &str, index: usize) -> Option<String> {
+    let start = text.char_indices().nth(index)?.0;
+    let quote = text[start..].chars().next()?;
+    if quote != '"' && quote != '\'' {
+        return None;
+    }
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let pad = " ".repeat(text[line_start..start].chars().count() + 1);
+    let rest = &text[start + 1..];
+    let mut out = String::with_capacity(text.len() + 4 * pad.len());
+    out.push_str(&text[..=start]);
+    let mut end = rest.len();
+    let mut chars = rest.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' if quote == '"' => {
+                out.push(c);
+                // An escaped character is copied with its backslash; an escaped line break
+                // is a line break like any other below.
+                if let Some(&(_, next)) = chars.peek()
+                    && next != '\n'
+                {
+                    out.push(next);
+                    chars.next();
+                }
+            }
+            '\'' if quote == '\'' && matches!(chars.peek(), Some(&(_, '\''))) => {
+                out.push_str("''");
+                chars.next();
+            }
+            c if c == quote => {
+                out.push(c);
+                end = i + c.len_utf8();
+                break;
+            }
+            '\n' => {
+                out.push('\n');
+                let next = &rest[i + 1..];
+                let marker = (next.starts_with("---") || next.starts_with("..."))
+                    && matches!(
+                        next[3..].chars().next(),
+                        None | Some(' ' | '\t' | '\n' | '\r')
+                    );
+                if marker {
+                    return None;
+                }
+                out.push_str(&pad);
+            }
+            _ => out.push(c),
+        }
+    }
+    out.push_str(&rest[end..]);
+    Some(out)
+}
+
+/// One parse of a document. Also returns, when the parser refused a quoted scalar continued
+/// below its block's indentation, the character index where that scalar starts.
+fn parse_once(
+    text: &str,
+    document: usize,
+    first_line: usize,
+    budget: &mut Budget,
+    max_depth: usize,
+) -> (Result<Option<Value>, YamlError>, Option<usize>) {
     let mut builder = Builder {
         document,
         first_line,
@@ -36,20 +133,25 @@ pub(crate) fn parse_document(
         stack: Vec::new(),
         anchors: HashMap::new(),
         root: None,
+        source: text,
+        cursor: (0, 0),
+        quoted_below_indent: None,
     };
     // saphyr-parser is fuzzed upstream, but a parser bug must not take a webhook down: a
     // panic while reading untrusted input becomes an error for that document.
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         builder.run(&mut Parser::new_from_str(text))
     }));
-    match outcome {
+    let below_indent = builder.quoted_below_indent;
+    let result = match outcome {
         Ok(Ok(())) => Ok(builder.root),
         Ok(Err(e)) => Err(e),
         Err(_) => Err(YamlError::Syntax {
             document,
             message: "the YAML parser failed on this document".into(),
         }),
-    }
+    };
+    (result, below_indent)
 }
 
 /// A collection being built.
@@ -98,6 +200,14 @@ struct Builder<'b> {
     stack: Vec<Frame>,
     anchors: HashMap<usize, Anchored>,
     root: Option<Value>,
+    /// The document's text, for what the events do not carry (how a scalar was escaped).
+    source: &'b str,
+    /// The last (character index, byte offset) pair found in `source`: events come in
+    /// source order, so finding the next one starts here.
+    cursor: (usize, usize),
+    /// Where the quoted scalar the parser refused for its indentation starts (character
+    /// index), see `reindent_quoted`.
+    quoted_below_indent: Option<usize>,
 }
 
 /// A core tag, on a scalar or a collection.
@@ -114,14 +224,19 @@ impl Builder<'_> {
     ) -> Result<(), YamlError> {
         let mut documents = 0;
         while let Some(next) = parser.next_event() {
-            let (event, span) = next.map_err(|e| YamlError::Syntax {
-                document: self.document,
-                message: format!(
-                    "line {}, column {}: {}",
-                    self.first_line + e.marker().line().saturating_sub(1),
-                    e.marker().col() + 1,
-                    e.info()
-                ),
+            let (event, span) = next.map_err(|e| {
+                if e.info() == "invalid indentation in quoted scalar" {
+                    self.quoted_below_indent = Some(e.marker().index());
+                }
+                YamlError::Syntax {
+                    document: self.document,
+                    message: format!(
+                        "line {}, column {}: {}",
+                        self.first_line + e.marker().line().saturating_sub(1),
+                        e.marker().col() + 1,
+                        e.info()
+                    ),
+                }
             })?;
             match event {
                 Event::DocumentStart(_) => {
@@ -254,6 +369,12 @@ impl Builder<'_> {
                 });
             }
         };
+        if style == ScalarStyle::DoubleQuoted {
+            self.check_escapes(span)?;
+        }
+        if matches!(style, ScalarStyle::Literal | ScalarStyle::Folded) {
+            self.check_block_tabs(span)?;
+        }
         let anchored = (anchor > 0).then(|| (text.to_string(), written, core));
         if self.at_key() {
             self.charge(1, span)?;
@@ -284,6 +405,107 @@ impl Builder<'_> {
         }
         self.push(value, 1, bytes, 1);
         Ok(())
+    }
+
+    /// Refuses a double-quoted scalar (starting at `span`) with an escape kubectl's parser
+    /// refuses (`scalar::escape_kubectl_refuses`).
+    fn check_escapes(&mut self, span: Span) -> Result<(), YamlError> {
+        // Fail closed: a scalar that cannot be found in the text is not read.
+        let document = self.document;
+        let not_found = || YamlError::Syntax {
+            document,
+            message: "cannot locate a double-quoted scalar in the text".into(),
+        };
+        let start = self.byte_offset(span.start.index()).ok_or_else(not_found)?;
+        // The span may start at an anchor or tag written before the quote.
+        let quote = self.source[start..].find('"').ok_or_else(not_found)?;
+        match scalar::escape_kubectl_refuses(&self.source[start + quote..]) {
+            None => Ok(()),
+            Some(escape) => {
+                let fix = match escape.as_str() {
+                    "\\/" => "write `/` without the backslash".to_string(),
+                    e if e.starts_with("\\u") || e.starts_with("\\U") => {
+                        "write the character itself, or `\\U` and its code point (kubectl \
+                         reads no surrogate pairs)"
+                            .to_string()
+                    }
+                    _ => "remove the backslash or escape it as `\\\\`".to_string(),
+                };
+                Err(YamlError::UnknownEscape {
+                    at: self.at(span, None),
+                    escape,
+                    fix,
+                })
+            }
+        }
+    }
+
+    /// Refuses a block scalar without an indentation indicator whose first content line has
+    /// a tab right after its leading spaces: go-yaml v2 (scannerc.go,
+    /// `yaml_parser_scan_block_scalar_breaks`) fails there ("found a tab character where an
+    /// indentation space is expected") while the indentation is not yet known, saphyr-parser
+    /// reads the tab as text (found by tests/yaml_oracle.rs, issue 22).
+    fn check_block_tabs(&mut self, span: Span) -> Result<(), YamlError> {
+        let document = self.document;
+        let start = self
+            .byte_offset(span.start.index())
+            .ok_or(YamlError::Syntax {
+                document,
+                message: "cannot locate a block scalar in the text".into(),
+            })?;
+        // The span starts at the indicator, or (depending on the parser's bookkeeping) after
+        // it: take the last indicator at or before the start of the span's line.
+        let line_end = self.source[start..]
+            .find('\n')
+            .map_or(self.source.len(), |i| start + i);
+        let Some(indicator) = self.source[..line_end].rfind(['|', '>']) else {
+            return Ok(());
+        };
+        let mut lines = self.source[indicator..].split('\n');
+        let header = lines.next().unwrap_or_default();
+        let header = header.split(" #").next().unwrap_or_default();
+        if header.chars().any(|c| c.is_ascii_digit()) {
+            return Ok(());
+        }
+        for (i, line) in lines.enumerate() {
+            let content = line.trim_start_matches(' ');
+            match content.chars().next() {
+                None | Some('\r') => continue,
+                Some('\t') => {
+                    let line_no = self.first_line + span.start.line() + i;
+                    return Err(YamlError::Syntax {
+                        document,
+                        message: format!(
+                            "line {line_no}: a tab right after the indentation of a block \
+                             scalar's first line; kubectl refuses it (found a tab character \
+                             where an indentation space is expected); indent with spaces"
+                        ),
+                    });
+                }
+                Some(_) => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// The byte offset of character `index` of the source.
+    fn byte_offset(&mut self, index: usize) -> Option<usize> {
+        let (mut chars, mut bytes) = self.cursor;
+        if index < chars {
+            (chars, bytes) = (0, 0);
+        }
+        for c in self.source.get(bytes..)?.chars() {
+            if chars == index {
+                break;
+            }
+            chars += 1;
+            bytes += c.len_utf8();
+        }
+        if chars != index {
+            return None;
+        }
+        self.cursor = (chars, bytes);
+        Some(bytes)
     }
 
     fn set_key(&mut self, key: String, span: Span) -> Result<(), YamlError> {

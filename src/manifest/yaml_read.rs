@@ -15,6 +15,7 @@
 //! Documents that are empty or `null` are skipped (kubectl skips them too); positions still
 //! count them.
 
+use super::scalar;
 use super::yaml_budget::Budget;
 use super::yaml_error::{YamlError, YamlLocation};
 use super::yaml_events;
@@ -98,6 +99,28 @@ fn read_chunk(
         max_depth: limits.max_depth,
     };
     let finding = |f: Finding| finding_error(f, chunk, limits);
+    // go-yaml refuses a document end marker with no document before it ("did not find
+    // expected node content"); saphyr-parser reads nothing there (issue 22, yaml_oracle).
+    let first = chunk
+        .text
+        .lines()
+        .map(str::trim_end)
+        .map(|l| l.trim_start_matches('\u{feff}'))
+        .position(|l| !l.is_empty() && !l.trim_start().starts_with('#'));
+    if let Some(i) = first {
+        let line = chunk.text.lines().nth(i).unwrap_or_default();
+        let line = line.trim_start_matches('\u{feff}').trim_end();
+        if line == "..." || line.starts_with("... ") || line.starts_with("...\t") {
+            return Err(YamlError::Syntax {
+                document,
+                message: format!(
+                    "line {}: a document end marker `...` with no document before it; kubectl \
+                     refuses it, remove the line",
+                    chunk.first_line + i
+                ),
+            });
+        }
+    }
     let body = chunk.text.trim_start_matches([' ', '\t', '\n', '\r']);
     if body.starts_with(['{', '[']) {
         // kubectl reads this chunk as YAML 1.1, where these characters break lines.
@@ -110,7 +133,12 @@ fn read_chunk(
             budget,
             limits.max_depth,
         )? {
-            Parsed::Value(v) => return Ok(Some(v)),
+            Parsed::Value(v) => {
+                // ... and its strings as YAML double-quoted scalars, where `\/` and
+                // surrogate escapes are errors.
+                json_escapes_kubectl_reads(chunk)?;
+                return Ok(Some(v));
+            }
             Parsed::NotJson(_) => *budget = before,
         }
     }
@@ -122,6 +150,47 @@ fn read_chunk(
         budget,
         limits.max_depth,
     )
+}
+
+/// Refuses a JSON document of a YAML stream with a string escape kubectl's YAML parser
+/// refuses (`scalar::escape_kubectl_refuses`): kubectl reads such a document as YAML, so
+/// `"a\/b"` is an error for it, not `a/b` (issue 22).
+fn json_escapes_kubectl_reads(chunk: &Chunk) -> Result<(), YamlError> {
+    let text = &chunk.text;
+    let mut in_string = false;
+    let mut chars = text.char_indices();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '"' if !in_string => {
+                in_string = true;
+                if let Some(escape) = scalar::escape_kubectl_refuses(&text[at..]) {
+                    let line = text[..at].matches('\n').count() + 1;
+                    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+                    let fix = if escape == "\\/" {
+                        "write `/` without the backslash"
+                    } else {
+                        "write the character itself (kubectl reads no surrogate pairs)"
+                    };
+                    return Err(YamlError::UnknownEscape {
+                        at: Box::new(YamlLocation {
+                            document: chunk.position + 1,
+                            path: String::new(),
+                            line: chunk.first_line + line - 1,
+                            column: text[line_start..at].chars().count() + 1,
+                        }),
+                        escape,
+                        fix: fix.into(),
+                    });
+                }
+            }
+            '"' => in_string = false,
+            '\\' if in_string => {
+                chars.next();
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 fn finding_error(f: Finding, chunk: &Chunk, limits: &Limits) -> YamlError {
@@ -280,5 +349,130 @@ mod tests {
             }
             other => panic!("{other}"),
         }
+    }
+
+    fn escape_of(text: &str) -> (String, YamlLocation) {
+        match parse(text) {
+            Err(YamlError::UnknownEscape { at, escape, .. }) => (escape, *at),
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
+
+    // Issue 22: kubectl (go-yaml v2) refuses `\/` in a double-quoted scalar; YAML 1.2 reads
+    // `/`. mansign refuses it, wherever kubectl reads the text as YAML.
+    #[test]
+    fn escapes_kubectl_refuses_are_refused() {
+        let (escape, at) = escape_of("kind: X\ndata:\n  a: \"a\\/b\"\n");
+        assert_eq!(escape, "\\/");
+        assert_eq!((at.path.as_str(), at.line, at.column), ("data.a", 3, 6));
+        // As a key, after an anchor, in a flow collection.
+        assert_eq!(escape_of("\"k\\/\": 1\n").0, "\\/");
+        assert_eq!(escape_of("a: &x \"a\\/b\"\n").0, "\\/");
+        assert_eq!(escape_of("a: [\"x\", \"a\\/b\"]\n").0, "\\/");
+        // A JSON document kubectl reads as YAML: after a comment, or after `---`.
+        let json = "{\"kind\": \"X\", \"a\": \"a\\/b\"}\n";
+        assert_eq!(escape_of(&format!("# c\n{json}")).0, "\\/");
+        let (escape, at) = escape_of(&format!("kind: Z\n---\n{json}"));
+        assert_eq!(escape, "\\/");
+        assert_eq!((at.document, at.line, at.column), (2, 3, 20));
+        // Surrogates, as JSON writes characters beyond U+FFFF, and out-of-range code points.
+        let pair = "---\n{\"a\": \"\\ud83d\\ude00\"}\n";
+        assert_eq!(escape_of(pair).0, "\\ud83d");
+        // (saphyr-parser refuses these two itself.)
+        assert!(parse("a: \"\\uD800\"\n").is_err());
+        assert!(parse("a: \"\\U00110000\"\n").is_err());
+        // A JSON stream is read by Go's encoding/json, which reads both.
+        let docs = parse("{\"a\": \"a\\/b\", \"b\": \"\\ud83d\\ude00\"}\n").unwrap();
+        assert_eq!(docs[0].1, json!({"a": "a/b", "b": "\u{1F600}"}));
+    }
+
+    #[test]
+    fn escapes_kubectl_reads_are_read() {
+        let docs = parse(
+            "a: \"\\x41\\u00e9\\U0001F600\\N\\_\\L\\P\\e\\0\\ \\t\\\t\\\"\\\\\"\nb: 'a\\/b'\nc: a\\/b\n",
+        )
+        .unwrap();
+        assert_eq!(
+            docs[0].1,
+            json!({
+                "a": "A\u{e9}\u{1F600}\u{85}\u{a0}\u{2028}\u{2029}\u{1b}\u{0} \t\t\"\\",
+                "b": "a\\/b",
+                "c": "a\\/b",
+            })
+        );
+        // An escaped `"` or `\` does not end the scan early.
+        assert_eq!(escape_of("a: \"\\\"\\\\\\/\"\n").0, "\\/");
+    }
+
+    // Issue 22: a quoted scalar continued at (or left of) its key's column is text for
+    // kubectl (go-yaml checks no indentation there); mansign reads it the same way.
+    #[test]
+    fn quoted_scalars_continued_below_the_indentation_read_as_kubectl_reads_them() {
+        let cases = [
+            (
+                "data:\n  a: \"one\n  two\"\n",
+                json!({"data": {"a": "one two"}}),
+            ),
+            (
+                "data:\n  a: \"one\ntwo\"\n  b: x\n",
+                json!({"data": {"a": "one two", "b": "x"}}),
+            ),
+            (
+                "data:\n  a: 'one\n  two'\n",
+                json!({"data": {"a": "one two"}}),
+            ),
+            (
+                "data:\n  a: 'it''s\n  two'\n",
+                json!({"data": {"a": "it's two"}}),
+            ),
+            (
+                "data:\n  a: \"one\\\n  two\"\n",
+                json!({"data": {"a": "onetwo"}}),
+            ),
+            (
+                "data:\n  a: \"one\n\n  two\"\n",
+                json!({"data": {"a": "one\ntwo"}}),
+            ),
+            (
+                "data:\n  a: \"x\\\" y\n  z\"\n",
+                json!({"data": {"a": "x\" y z"}}),
+            ),
+            (
+                "data:\n  a: \"one\n  two\"\n  b: \"three\n  four\"\n",
+                json!({"data": {"a": "one two", "b": "three four"}}),
+            ),
+            ("s:\n- \"one\n  two\"\n", json!({"s": ["one two"]})),
+            // `...` followed by a quote is no document marker (for either parser).
+            (
+                "data:\n  a: \"one\n...\"\n",
+                json!({"data": {"a": "one ..."}}),
+            ),
+        ];
+        for (text, want) in cases {
+            let docs = parse(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+            assert_eq!(docs[0].1, want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn quoted_scalars_continued_on_a_document_marker_stay_refused() {
+        for text in [
+            "data:\n  a: \"one\n... x\"\n",
+            "data:\n  a: \"one\n...\n  b\"\n",
+        ] {
+            assert!(
+                matches!(parse(text), Err(YamlError::Syntax { .. })),
+                "{text:?}: {:?}",
+                parse(text)
+            );
+        }
+        // A bounded number of re-reads per document.
+        let many: String = (0..70).map(|i| format!("  k{i}: \"a\nb\"\n")).collect();
+        assert!(parse(&format!("data:\n{many}")).is_err());
+        let some: String = (0..60).map(|i| format!("  k{i}: \"a\nb\"\n")).collect();
+        assert_eq!(
+            parse(&format!("data:\n{some}")).unwrap()[0].1["data"]["k59"],
+            "a b"
+        );
     }
 }

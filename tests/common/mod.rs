@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod ops_tools;
+pub mod peers;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,592 @@
+//! The real kubectl-sigstore (k8s-manifest-sigstore v0.5.5-0.20251214123302-4152ec03ed3d,
+//! the version Kyverno v1.19.0 links; built by scripts/peers.sh) against mansign, both ways
+//! (issue 22): what mansign signs verifies in kubectl-sigstore, what kubectl-sigstore signs
+//! verifies in mansign, tampered copies fail in both and both name the changed field.
+//!
+//! kubectl-sigstore prints `verified: true` and exits 0, or `verified: false, error: ...`
+//! and exits 1 (cmd/kubectl-sigstore/cli/verify.go, log.Fatalf). Each check here needs
+//! both the exit status and that line.
+
+mod common;
+#[path = "common/stack.rs"]
+mod stack;
+
+use common::peers::{Run, run_bounded, run_peer};
+use common::{MULTI_DOC, key_pair, mansign, write};
+use std::ffi::OsStr;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: team-a\ndata:\n  mode: strict\n  level: \"3\"\n";
+
+static CASES: AtomicUsize = AtomicUsize::new(0);
+
+fn case(what: &str) {
+    let n = CASES.fetch_add(1, Ordering::SeqCst) + 1;
+    println!("case {n}: {what}");
+}
+
+fn ks(home: &Path, args: &[&OsStr]) -> Run {
+    run_peer("kubectl-sigstore", home, args)
+}
+
+fn os<S: AsRef<OsStr> + ?Sized>(s: &S) -> &OsStr {
+    s.as_ref()
+}
+
+/// kubectl-sigstore verify -f FILE -k KEY.
+fn ks_verify(home: &Path, file: &Path, key: &Path) -> Run {
+    ks(
+        home,
+        &[
+            os("verify"),
+            os("-f"),
+            file.as_os_str(),
+            os("-k"),
+            key.as_os_str(),
+        ],
+    )
+}
+
+fn assert_ks_verified(run: &Run, what: &str) {
+    assert!(
+        run.success && run.all().contains("verified: true"),
+        "kubectl-sigstore did not verify {what}: {run:?}"
+    );
+}
+
+fn assert_ks_refused(run: &Run, what: &str) -> String {
+    let all = run.all();
+    assert!(
+        !run.success && all.contains("verified: false"),
+        "kubectl-sigstore did not refuse {what}: {run:?}"
+    );
+    all
+}
+
+/// mansign sign -f IN -k KEY -o OUT [extra...].
+fn mansign_sign(input: &Path, key: &Path, out: &Path, extra: &[&str]) {
+    mansign()
+        .args(["sign", "-f"])
+        .arg(input)
+        .arg("-k")
+        .arg(key)
+        .arg("-o")
+        .arg(out)
+        .args(extra)
+        .assert()
+        .success();
+}
+
+fn mansign_verify(file: &Path, key: &Path) -> std::process::Output {
+    mansign()
+        .args(["verify", "-f"])
+        .arg(file)
+        .arg("--key")
+        .arg(key)
+        .output()
+        .expect("run mansign verify")
+}
+
+/// kubectl-sigstore sign -f IN -k KEY -o OUT --no-tlog-upload [extra...].
+fn ks_sign(home: &Path, input: &Path, key: &Path, out: &Path, extra: &[&str]) {
+    let mut args = vec![
+        os("sign"),
+        os("-f"),
+        input.as_os_str(),
+        os("-k"),
+        key.as_os_str(),
+        os("-o"),
+        out.as_os_str(),
+        os("--no-tlog-upload"),
+        os("--force"),
+    ];
+    args.extend(extra.iter().map(os));
+    let run = ks(home, &args);
+    assert!(run.success, "kubectl-sigstore sign failed: {run:?}");
+    assert!(out.is_file(), "kubectl-sigstore wrote no {}", out.display());
+}
+
+/// Replaces `from` by `to` once in the file, asserting it was there.
+fn tamper(file: &Path, from: &str, to: &str) {
+    let text = std::fs::read_to_string(file).unwrap();
+    assert!(text.contains(from), "{from:?} not in {text}");
+    std::fs::write(file, text.replacen(from, to, 1)).unwrap();
+}
+
+#[test]
+fn what_mansign_signs_with_a_key_verifies_in_kubectl_sigstore() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (key, public) = key_pair(d, "cosign");
+    let home = d.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+
+    // One document, both scopes.
+    for scope in ["document", "file"] {
+        case(&format!("one document, --scope {scope}"));
+        let input = write(d, &format!("one-{scope}.yaml"), CM);
+        let out = d.join(format!("one-{scope}.signed.yaml"));
+        mansign_sign(&input, &key, &out, &["--scope", scope]);
+        assert_ks_verified(&ks_verify(&home, &out, &public), "one document");
+    }
+
+    // A multi-document file, both scopes.
+    for scope in ["document", "file"] {
+        case(&format!("three documents in one file, --scope {scope}"));
+        let input = write(d, &format!("multi-{scope}.yaml"), MULTI_DOC);
+        let out = d.join(format!("multi-{scope}.signed.yaml"));
+        mansign_sign(&input, &key, &out, &["--scope", scope]);
+        assert_ks_verified(&ks_verify(&home, &out, &public), "a multi-document file");
+    }
+
+    // A directory: mansign signs each file; kubectl-sigstore verifies each one.
+    case("a directory of two files, each file verified");
+    let tree = d.join("tree");
+    write(&tree, "a.yaml", CM);
+    write(&tree, "sub/b.yaml", MULTI_DOC);
+    let signed = d.join("signed-tree");
+    mansign()
+        .args(["sign", "-f"])
+        .arg(&tree)
+        .arg("-k")
+        .arg(&key)
+        .arg("-o")
+        .arg(format!("{}/", signed.display()))
+        .assert()
+        .success();
+    for rel in ["a.yaml", "sub/b.yaml"] {
+        assert_ks_verified(&ks_verify(&home, &signed.join(rel), &public), rel);
+    }
+
+    // The wrong key: both refuse.
+    case("the wrong key");
+    let (_, other_public) = key_pair(d, "other");
+    let out = d.join("one-document.signed.yaml");
+    assert_ks_refused(&ks_verify(&home, &out, &other_public), "the wrong key");
+    assert_eq!(mansign_verify(&out, &other_public).status.code(), Some(1));
+    println!("{} cases", CASES.load(Ordering::SeqCst));
+}
+
+/// kubectl-sigstore `verify -f DIRECTORY` reads the path with os.ReadFile, prints the error
+/// and exits 0 (cmd/kubectl-sigstore/cli/verify.go: `fmt.Fprintln(os.Stderr, err); return
+/// nil`): it verifies nothing. Pinned so a change in the peer shows up; mansign verifies a
+/// directory file by file, and docs/compatibility.md tells kubectl-sigstore users to pass
+/// files.
+#[test]
+fn kubectl_sigstore_verify_of_a_directory_exits_zero_without_verifying() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (_, public) = key_pair(d, "cosign");
+    let tree = d.join("tree");
+    // Unsigned: a verifier must refuse it.
+    write(&tree, "a.yaml", CM);
+    let run = ks_verify(d, &tree, &public);
+    assert!(run.success, "{run:?}");
+    assert!(!run.all().contains("verified: true"), "{run:?}");
+    assert!(run.stderr.contains("is a directory"), "{run:?}");
+    let out = mansign_verify(&tree, &public);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "mansign refuses the unsigned directory"
+    );
+}
+
+#[test]
+fn several_signatures_and_appends_both_ways_verify_in_both() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (k1, p1) = key_pair(d, "one");
+    let (k2, p2) = key_pair(d, "two");
+    let (k3, p3) = key_pair(d, "three");
+    let home = d.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let input = write(d, "cm.yaml", CM);
+
+    // mansign signs, mansign appends (signature_1): kubectl-sigstore verifies either key.
+    case("mansign signs, mansign appends: signature_1");
+    let s1 = d.join("s1.yaml");
+    let s2 = d.join("s2.yaml");
+    mansign_sign(&input, &k1, &s1, &["--scope", "file"]);
+    mansign_sign(&s1, &k2, &s2, &["--scope", "file", "--append"]);
+    let text = std::fs::read_to_string(&s2).unwrap();
+    assert!(text.contains("cosign.sigstore.dev/signature_1"), "{text}");
+    for p in [&p1, &p2] {
+        assert_ks_verified(&ks_verify(&home, &s2, p), "mansign + mansign append");
+        assert!(mansign_verify(&s2, p).status.success());
+    }
+
+    // mansign signs, kubectl-sigstore appends.
+    case("mansign signs, kubectl-sigstore appends");
+    let s3 = d.join("s3.yaml");
+    ks_sign(&home, &s1, &k3, &s3, &["--append-signature"]);
+    for p in [&p1, &p3] {
+        assert_ks_verified(
+            &ks_verify(&home, &s3, p),
+            "mansign + kubectl-sigstore append",
+        );
+        let out = mansign_verify(&s3, p);
+        assert!(
+            out.status.success(),
+            "mansign + kubectl-sigstore append, key {}: {}{}",
+            p.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    // kubectl-sigstore signs, mansign appends.
+    case("kubectl-sigstore signs, mansign appends");
+    let s4 = d.join("s4.yaml");
+    let s5 = d.join("s5.yaml");
+    ks_sign(&home, &input, &k1, &s4, &[]);
+    mansign_sign(&s4, &k2, &s5, &["--scope", "file", "--append"]);
+    for p in [&p1, &p2] {
+        assert_ks_verified(
+            &ks_verify(&home, &s5, p),
+            "kubectl-sigstore + mansign append",
+        );
+        let out = mansign_verify(&s5, p);
+        assert!(
+            out.status.success(),
+            "kubectl-sigstore + mansign append, key {}: {}{}",
+            p.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    // A key that signed none of them: refused by both.
+    case("appended file, a key that signed none of the sets");
+    assert_ks_refused(&ks_verify(&home, &s5, &p3), "a key of no set");
+    assert_eq!(mansign_verify(&s5, &p3).status.code(), Some(1));
+    println!("{} cases", CASES.load(Ordering::SeqCst));
+}
+
+#[test]
+fn what_kubectl_sigstore_signs_with_a_key_verifies_in_mansign() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (key, public) = key_pair(d, "cosign");
+    let home = d.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut n = 0;
+    for (name, text) in [("one", CM), ("multi", MULTI_DOC)] {
+        // Both message formats kubectl-sigstore writes: gzipped YAML (default) and the
+        // deprecated gzipped tarball.
+        for tarball in ["no", "yes"] {
+            n += 1;
+            case(&format!(
+                "kubectl-sigstore signs {name}, --tarball {tarball}"
+            ));
+            let input = write(d, &format!("{name}-{tarball}.yaml"), text);
+            let out = d.join(format!("{name}-{tarball}.signed.yaml"));
+            ks_sign(&home, &input, &key, &out, &["--tarball", tarball]);
+            assert_ks_verified(&ks_verify(&home, &out, &public), "its own signature");
+            let verified = mansign_verify(&out, &public);
+            assert!(
+                verified.status.success(),
+                "mansign refuses kubectl-sigstore's {name} --tarball {tarball}: {}{}",
+                String::from_utf8_lossy(&verified.stdout),
+                String::from_utf8_lossy(&verified.stderr)
+            );
+        }
+    }
+    println!("{n} kubectl-sigstore signatures verified by mansign");
+}
+
+/// A changed field: both refuse, and both name `data.mode`.
+#[test]
+fn a_tampered_copy_fails_in_both_and_both_name_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (key, public) = key_pair(d, "cosign");
+    let home = d.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let input = write(d, "cm.yaml", CM);
+
+    for signer in ["mansign", "kubectl-sigstore"] {
+        case(&format!("signed by {signer}, data.mode changed"));
+        let out = d.join(format!("{signer}.signed.yaml"));
+        if signer == "mansign" {
+            mansign_sign(&input, &key, &out, &["--scope", "file"]);
+        } else {
+            ks_sign(&home, &input, &key, &out, &[]);
+        }
+        tamper(&out, "mode: strict", "mode: lax");
+        let peer = assert_ks_refused(&ks_verify(&home, &out, &public), "a tampered copy");
+        assert!(
+            peer.contains("Diff found in ConfigMap settings") && peer.contains("data.mode"),
+            "kubectl-sigstore names the field: {peer}"
+        );
+        let ours = mansign_verify(&out, &public);
+        assert_eq!(ours.status.code(), Some(1));
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&ours.stdout),
+            String::from_utf8_lossy(&ours.stderr)
+        );
+        assert!(
+            text.contains("data.mode"),
+            "mansign names the field: {text}"
+        );
+    }
+}
+
+/// Keyless: mansign signs on the loopback stack; kubectl-sigstore verifies the bundle
+/// offline, pointed at the stack through cosign's environment: SIGSTORE_ROOT_FILE (Fulcio
+/// root), SIGSTORE_REKOR_PUBLIC_KEY. (It sets IgnoreSCT, so the CT log key is not read:
+/// k8s-manifest-sigstore pkg/cosign/verify.go, createCosignCheckOpts.) The signer it
+/// reports is the certificate's subject.
+#[test]
+fn what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore() {
+    let stack = stack::Stack::start();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let home = d.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let (root_pem, rekor_pem) = stack_pems(&stack, d);
+    let input = write(d, "cm.yaml", CM);
+    let out = d.join("cm.signed.yaml");
+    let mut sign = mansign();
+    for v in stack::AMBIENT_VARS {
+        sign.env_remove(v);
+    }
+    sign.args(["sign", "--scope", "file", "-f"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&out)
+        .args([
+            "--fulcio-url",
+            stack.fulcio_url(),
+            "--rekor-url",
+            stack.rekor_url(),
+        ])
+        .arg("--trusted-root")
+        .arg(stack.trusted_root())
+        .arg("--identity-token")
+        .arg(stack.id_token_file())
+        .assert()
+        .success();
+
+    let verify = |file: &Path, issuer: &str| {
+        let mut cmd = common::peers::peer_command("kubectl-sigstore", &home);
+        cmd.env("SIGSTORE_ROOT_FILE", &root_pem)
+            .env("SIGSTORE_REKOR_PUBLIC_KEY", &rekor_pem)
+            // Any request to the public instance would go through this dead proxy.
+            .env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .env("REKOR_SERVER", stack.rekor_url())
+            .args(["verify", "-f"])
+            .arg(file)
+            .args(["--rekor-url", stack.rekor_url(), "--oidc-issuer", issuer]);
+        run_bounded(cmd, None)
+    };
+    case("keyless, mansign signs on the stack, kubectl-sigstore verifies");
+    let run = verify(&out, stack.issuer());
+    assert_ks_verified(&run, "a keyless signature from the stack");
+    assert!(
+        run.all().contains(stack.identity()),
+        "kubectl-sigstore names the signer {}: {run:?}",
+        stack.identity()
+    );
+    // Pinned peer weakness: on the bundle path kubectl-sigstore does not check
+    // `--oidc-issuer` (found here; docs/compatibility.md). mansign requires the issuer.
+    case("keyless, another issuer required: kubectl-sigstore still verifies");
+    assert_ks_verified(
+        &verify(&out, "https://issuer.invalid"),
+        "another issuer (pinned)",
+    );
+    let ours = mansign()
+        .args(["verify", "-f"])
+        .arg(&out)
+        .arg("--trusted-root")
+        .arg(stack.trusted_root())
+        .args(["--certificate-identity", stack.identity()])
+        .args(["--certificate-oidc-issuer", "https://issuer.invalid"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        ours.status.code(),
+        Some(1),
+        "mansign refuses another issuer"
+    );
+    case("keyless, tampered");
+    tamper(&out, "mode: strict", "mode: lax");
+    assert_ks_refused(&verify(&out, stack.issuer()), "a tampered keyless copy");
+}
+
+/// The stack's Fulcio root certificates and Rekor key as PEM files, from its
+/// trusted_root.json.
+fn stack_pems(stack: &stack::Stack, dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    use base64::Engine as _;
+    let root: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(stack.trusted_root()).unwrap()).unwrap();
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let pem = |label: &str, raw: &str| {
+        let der = b64.decode(raw).expect("base64 DER");
+        let body = b64.encode(der);
+        let lines: Vec<&str> = body
+            .as_bytes()
+            .chunks(64)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect();
+        format!(
+            "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+            lines.join("\n")
+        )
+    };
+    let mut certs = String::new();
+    for ca in root["certificateAuthorities"].as_array().expect("CAs") {
+        for c in ca["certChain"]["certificates"].as_array().expect("chain") {
+            certs.push_str(&pem("CERTIFICATE", c["rawBytes"].as_str().unwrap()));
+        }
+    }
+    let rekor = pem(
+        "PUBLIC KEY",
+        root["tlogs"][0]["publicKey"]["rawBytes"].as_str().unwrap(),
+    );
+    let root_pem = write(dir, "fulcio-root.pem", &certs);
+    let rekor_pem = write(dir, "rekor.pub", &rekor);
+    (root_pem, rekor_pem)
+}
+
+/// kubectl-sigstore's `sign` passes `--force` where the tlog switch goes and
+/// `--no-tlog-upload` where `--force` goes (cmd/kubectl-sigstore/cli/sign.go: `sign(...,
+/// allowInsecure, force, noTlogUpload, ...)` against `func sign(..., allowInsecure,
+/// noTlogUpload, force bool, ...)`). Pinned on the stack's Rekor: `--no-tlog-upload` logs
+/// the signature and writes a `bundle` annotation, `--force` does not. Both shapes verify in
+/// mansign with the key (the logged one against the stack's Rekor key) and in kubectl-sigstore.
+#[test]
+fn kubectl_sigstore_key_signatures_with_and_without_the_log_verify_in_mansign() {
+    let stack = stack::Stack::start();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (key, public) = key_pair(d, "cosign");
+    let home = d.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let (root_pem, rekor_pem) = stack_pems(&stack, d);
+    let input = write(d, "cm.yaml", CM);
+    let sign = |out: &Path, flag: &str| {
+        let mut cmd = common::peers::peer_command("kubectl-sigstore", &home);
+        cmd.env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .args(["sign", "-f"])
+            .arg(&input)
+            .arg("-k")
+            .arg(&key)
+            .arg("-o")
+            .arg(out)
+            .args(["--rekor-url", stack.rekor_url(), flag]);
+        let run = run_bounded(cmd, None);
+        assert!(run.success, "kubectl-sigstore sign {flag}: {run:?}");
+        std::fs::read_to_string(out).unwrap()
+    };
+    stack.reset();
+    case("kubectl-sigstore sign -k --no-tlog-upload: logged (the flag swap)");
+    let logged = d.join("logged.yaml");
+    let text = sign(&logged, "--no-tlog-upload");
+    assert_eq!(
+        stack.stat("rekor_entries_created"),
+        1,
+        "--no-tlog-upload logs"
+    );
+    assert!(text.contains("cosign.sigstore.dev/bundle"), "{text}");
+    case("kubectl-sigstore sign -k --force: not logged (the flag swap)");
+    let unlogged = d.join("unlogged.yaml");
+    let text = sign(&unlogged, "--force");
+    assert_eq!(
+        stack.stat("rekor_entries_created"),
+        1,
+        "--force does not log"
+    );
+    assert!(!text.contains("cosign.sigstore.dev/bundle"), "{text}");
+
+    for file in [&logged, &unlogged] {
+        let out = mansign()
+            .args(["verify", "-f"])
+            .arg(file)
+            .arg("--key")
+            .arg(&public)
+            .arg("--trusted-root")
+            .arg(stack.trusted_root())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "mansign verify {}: {}{}",
+            file.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut cmd = common::peers::peer_command("kubectl-sigstore", &home);
+        cmd.env("SIGSTORE_ROOT_FILE", &root_pem)
+            .env("SIGSTORE_REKOR_PUBLIC_KEY", &rekor_pem)
+            .env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .args(["verify", "-f"])
+            .arg(file)
+            .arg("-k")
+            .arg(&public)
+            .args(["--rekor-url", stack.rekor_url()]);
+        assert_ks_verified(&run_bounded(cmd, None), &file.display().to_string());
+    }
+}
+
+/// kubectl-sigstore's keyless signing cannot be pointed at a private Sigstore: its Fulcio
+/// URL is `fulcioapi.SigstorePublicServerURL`, fixed in code (k8s-manifest-sigstore
+/// pkg/cosign/sign.go, SignBlob), with no flag or variable. Pinned: given the stack's token
+/// (SIGSTORE_ID_TOKEN, which cosign reads) and the stack's Rekor, the first thing it does is
+/// reach out to the public instance (seen here as a CONNECT through a local proxy that
+/// refuses everything), and the stack's Fulcio is never asked. So keyless signatures
+/// *by kubectl-sigstore* are checked in mansign only through the recorded upstream fixtures
+/// (tests/interop_k8s_manifest_sigstore.rs).
+#[test]
+fn kubectl_sigstore_keyless_signing_goes_to_the_public_instance_only() {
+    use std::io::{BufRead, BufReader, Write};
+    let stack = stack::Stack::start();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = write(d, "cm.yaml", CM);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy = format!("http://{}", listener.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let mut line = String::new();
+            let _ = BufReader::new(&conn).read_line(&mut line);
+            let _ = (&conn).write_all(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n");
+            if tx.send(line.trim().to_string()).is_err() {
+                return;
+            }
+        }
+    });
+    let mut cmd = common::peers::peer_command("kubectl-sigstore", d);
+    cmd.env("HTTPS_PROXY", &proxy)
+        .env("HTTP_PROXY", &proxy)
+        .env("NO_PROXY", "")
+        .env("SIGSTORE_ID_TOKEN", stack.id_token())
+        .env("REKOR_SERVER", stack.rekor_url())
+        .args(["sign", "-f"])
+        .arg(&input)
+        .arg("-o")
+        .arg(d.join("out.yaml"))
+        .args(["--rekor-url", stack.rekor_url()])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    stack.reset();
+    let mut child = cmd.spawn().expect("start kubectl-sigstore");
+    let first = rx.recv_timeout(std::time::Duration::from_secs(90));
+    // Stop it (by its own id) whatever it does next.
+    let _ = child.kill();
+    let _ = child.wait();
+    let first = first.expect("kubectl-sigstore keyless signing reached out to no server");
+    println!("kubectl-sigstore keyless sign, first request: {first}");
+    assert!(
+        first.starts_with("CONNECT ") && first.contains(".sigstore.dev:443"),
+        "{first}"
+    );
+    assert!(!d.join("out.yaml").exists());
+    assert_eq!(stack.stat("fulcio_signing_cert_requests"), 0);
+}

@@ -1,0 +1,716 @@
+//! kubectl's reading of a manifest file as the oracle for mansign's reader (issue 22).
+//!
+//! `yamloracle` (tests/peers/yamloracle, built by scripts/peers.sh) runs the very code
+//! `kubectl apply -f FILE` runs to read a file (cli-runtime's resource builder:
+//! YAMLOrJSONDecoder, sigs.k8s.io/yaml, the unstructured decoder, list flattening) and prints
+//! the objects kubectl would send, or kubectl's error. For every input here — each manifest
+//! under testdata/, each fuzz seed, and more than 10,000 generated documents — mansign's
+//! reading (`load_reader`, what `mansign sign` and `verify` read) must equal kubectl's, or
+//! mansign must refuse the input. A file mansign accepts and reads differently from kubectl,
+//! or accepts where kubectl refuses, fails the test.
+
+mod common;
+
+use base64::Engine as _;
+use common::peers::{peer, run_bounded_for};
+use mansign::Limits;
+use mansign::manifest::{Source, load_reader};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// kubectl's answer for one input.
+#[derive(Debug)]
+enum Kubectl {
+    Objects(Vec<Value>),
+    Error(String),
+}
+
+/// Runs the oracle once over all `inputs` (batch mode: one process, one line each way).
+fn kubectl_readings(inputs: &[Vec<u8>]) -> Vec<Kubectl> {
+    let mut stdin = String::new();
+    for input in inputs {
+        stdin.push_str(&base64::engine::general_purpose::STANDARD.encode(input));
+        stdin.push('\n');
+    }
+    let mut cmd = Command::new(peer("yamloracle"));
+    cmd.arg("-batch");
+    let run = run_bounded_for(cmd, Some(stdin.as_bytes()), Duration::from_secs(600));
+    assert!(run.success, "yamloracle -batch failed: {}", run.stderr);
+    let answers: Vec<Kubectl> = run
+        .stdout
+        .lines()
+        .map(|line| {
+            let v: Value = serde_json::from_str(line).expect("oracle answers JSON");
+            match (v.get("objects"), v.get("error")) {
+                (Some(Value::Array(objects)), None) => Kubectl::Objects(objects.clone()),
+                (None, Some(Value::String(e))) => Kubectl::Error(e.clone()),
+                _ => panic!("unexpected oracle answer {line}"),
+            }
+        })
+        .collect();
+    assert_eq!(answers.len(), inputs.len(), "one answer per input");
+    answers
+}
+
+/// mansign's reading of one file: the documents' values, or the refusal.
+fn mansign_reading(input: &[u8]) -> Result<Vec<Value>, String> {
+    load_reader(
+        Source::Named("input.yaml".into()),
+        PathBuf::from("input.yaml"),
+        input,
+        &Limits::default(),
+    )
+    .map(|file| file.documents.into_iter().map(|d| d.value).collect())
+    .map_err(|e| e.to_string())
+}
+
+/// The same JSON value, numbers compared as kubectl holds them: an integer must be the same
+/// integer (kubectl reads integers as int64, larger ones as float64, which is not the same
+/// value), a float the same float.
+fn same(m: &Value, k: &Value) -> bool {
+    match (m, k) {
+        (Value::Number(a), Value::Number(b)) => {
+            if a.is_f64() || b.is_f64() {
+                // Go prints a float64 holding an integer without a fraction ("1"), so
+                // compare floats by value.
+                a.as_f64() == b.as_f64() && !(a.is_u64() && a.as_i64().is_none())
+            } else {
+                a.as_i64().is_some() && a.as_i64() == b.as_i64()
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(x, y)| same(x, y))
+        }
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .all(|(key, x)| b.get(key).is_some_and(|y| same(x, y)))
+        }
+        _ => m == k,
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    inputs: usize,
+    documents: usize,
+    same_reading: usize,
+    both_refuse: usize,
+    mansign_stricter: BTreeMap<String, usize>,
+    failures: Vec<String>,
+}
+
+impl Tally {
+    fn check(&mut self, name: &str, input: &[u8], kubectl: &Kubectl) {
+        self.inputs += 1;
+        let mansign = mansign_reading(input);
+        match (&mansign, kubectl) {
+            (Ok(m), Kubectl::Objects(k)) => {
+                self.documents += m.len();
+                if m.len() == k.len() && m.iter().zip(k).all(|(a, b)| same(a, b)) {
+                    self.same_reading += 1;
+                } else {
+                    self.fail(
+                        name,
+                        input,
+                        &format!("mansign read {m:?}\nkubectl read {k:?}"),
+                    );
+                }
+            }
+            (Ok(m), Kubectl::Error(e)) => {
+                self.fail(
+                    name,
+                    input,
+                    &format!("mansign accepts ({m:?}), kubectl refuses: {e}"),
+                );
+            }
+            (Err(_), Kubectl::Error(_)) => self.both_refuse += 1,
+            (Err(e), Kubectl::Objects(k)) => {
+                self.documents += k.len();
+                *self.mansign_stricter.entry(reason(e)).or_default() += 1;
+            }
+        }
+    }
+
+    fn fail(&mut self, name: &str, input: &[u8], what: &str) {
+        self.failures.push(format!(
+            "{name}: {what}\ninput: {:?}",
+            String::from_utf8_lossy(input)
+        ));
+    }
+
+    fn report(&self, what: &str) {
+        println!(
+            "{what}: {} inputs, {} documents: {} read the same, {} refused by both, {} refused \
+             only by mansign, {} disagreements",
+            self.inputs,
+            self.documents,
+            self.same_reading,
+            self.both_refuse,
+            self.mansign_stricter.values().sum::<usize>(),
+            self.failures.len()
+        );
+        for (reason, n) in &self.mansign_stricter {
+            println!("  refused only by mansign: {n:5} {reason}");
+        }
+        for f in self.failures.iter().take(15) {
+            println!("DISAGREEMENT {f}\n");
+        }
+        assert!(
+            self.failures.is_empty(),
+            "{} inputs mansign accepts and reads otherwise than kubectl (first ones above)",
+            self.failures.len()
+        );
+    }
+}
+
+/// A short class of a refusal, for the tally: the message without positions and values.
+fn reason(e: &str) -> String {
+    let e = e.split_once(": ").map_or(e, |(_, rest)| rest);
+    let words: Vec<&str> = e
+        .split_whitespace()
+        .filter(|w| !w.chars().any(|c| c.is_ascii_digit()) && !w.contains('`'))
+        .take(8)
+        .collect();
+    words.join(" ")
+}
+
+fn files_with_extensions(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files_with_extensions(&p, out);
+        } else if p
+            .extension()
+            .and_then(|x| x.to_str())
+            .is_some_and(|x| matches!(x, "yaml" | "yml" | "json"))
+        {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn kubectl_reads_every_testdata_manifest_and_fuzz_seed_as_mansign_does() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = Vec::new();
+    files_with_extensions(&root.join("testdata"), &mut paths);
+    // Fuzz seeds are JSON streams of any shape; replayed here as manifest files.
+    let mut seeds = Vec::new();
+    collect_all(&root.join("fuzz/seeds"), &mut seeds);
+    paths.extend(seeds);
+    paths.sort();
+    assert!(
+        paths.len() > 200,
+        "testdata/ has the manifests ({})",
+        paths.len()
+    );
+    let inputs: Vec<Vec<u8>> = paths
+        .iter()
+        .map(|p| std::fs::read(p).expect("read testdata file"))
+        .collect();
+    let answers = kubectl_readings(&inputs);
+    let mut tally = Tally::default();
+    for ((path, input), kubectl) in paths.iter().zip(&inputs).zip(&answers) {
+        let name = path
+            .strip_prefix(root)
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        tally.check(&name, input, kubectl);
+    }
+    tally.report("testdata/ and fuzz/seeds");
+}
+
+fn collect_all(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect_all(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+/// The known divergences of issue 22, one by one, so a failure names them.
+#[test]
+fn the_known_divergences_are_closed() {
+    let head = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n";
+    let cases: Vec<(&str, String)> = vec![
+        ("escaped slash", format!("{head}data:\n  a: \"a\\/b\"\n")),
+        (
+            "escaped slash in a JSON document after a comment",
+            "# a comment\n{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"c\"}, \"data\": {\"a\": \"a\\/b\"}}\n".to_string(),
+        ),
+        (
+            "escaped slash in a JSON stream",
+            "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"c\"}, \"data\": {\"a\": \"a\\/b\"}}\n".to_string(),
+        ),
+        (
+            "double-quoted scalar continued at the key's indentation",
+            format!("{head}data:\n  a: \"one\n  two\"\n"),
+        ),
+        (
+            "double-quoted scalar continued at the key's indentation, top level",
+            format!("{head}note: \"one\ntwo\"\n"),
+        ),
+        (
+            "double-quoted scalar continued at the key's indentation, escaped line break",
+            format!("{head}data:\n  a: \"one\\\n  two\"\n"),
+        ),
+    ];
+    let inputs: Vec<Vec<u8>> = cases.iter().map(|(_, t)| t.as_bytes().to_vec()).collect();
+    let answers = kubectl_readings(&inputs);
+    let mut tally = Tally::default();
+    for ((name, text), kubectl) in cases.iter().zip(&answers) {
+        println!(
+            "{name}: kubectl {kubectl:?}; mansign {:?}",
+            mansign_reading(text.as_bytes())
+        );
+        tally.check(name, text.as_bytes(), kubectl);
+    }
+    tally.report("known divergences");
+}
+
+#[test]
+fn kubectl_reads_ten_thousand_generated_documents_as_mansign_does() {
+    let mut g = Gen::new(0x6d61_6e73_6967_6e22);
+    let mut inputs = Vec::new();
+    let mut documents = 0;
+    while documents < 10_500 {
+        let (bytes, docs) = g.file();
+        documents += docs;
+        inputs.push(bytes);
+    }
+    let answers = kubectl_readings(&inputs);
+    let mut tally = Tally::default();
+    for (i, (input, kubectl)) in inputs.iter().zip(&answers).enumerate() {
+        tally.check(&format!("generated #{i}"), input, kubectl);
+    }
+    println!("generated {documents} documents in {} files", inputs.len());
+    tally.report("generated");
+}
+
+/// A deterministic generator of manifest files (splitmix64).
+struct Gen(u64);
+
+const WORDS: &[&str] = &[
+    "a",
+    "web",
+    "x y",
+    "true",
+    "false",
+    "yes",
+    "no",
+    "on",
+    "off",
+    "null",
+    "Null",
+    "~",
+    "",
+    "0",
+    "1",
+    "-1",
+    "+1",
+    "007",
+    "0755",
+    "0x1F",
+    "0o17",
+    "0b11",
+    "1_000",
+    "1e3",
+    "1E3",
+    "1.5",
+    ".5",
+    "-.5",
+    "1.",
+    "6.02e23",
+    "9223372036854775807",
+    "9223372036854775808",
+    "18446744073709551616",
+    "-9223372036854775809",
+    ".inf",
+    "-.Inf",
+    ".nan",
+    "NaN",
+    "12:30",
+    "1:20:30",
+    "2001-12-14",
+    "2001-12-14t21:59:43.10-05:00",
+    "=",
+    "<<",
+    "-",
+    "--",
+    "---",
+    "...",
+    "?",
+    ":",
+    "a:b",
+    "a: b",
+    "a #b",
+    "a#b",
+    "#",
+    "@x",
+    "`x",
+    "%x",
+    "!x",
+    "&x",
+    "*x",
+    "|",
+    ">",
+    "[a]",
+    "{a}",
+    "a,b",
+    "é",
+    "日本",
+    "😀",
+    "\\",
+    "\\n",
+    "'",
+    "\"",
+    "a'b",
+    "a\"b",
+    " a",
+    "a ",
+    "\t",
+    "a\tb",
+    "0.0",
+    "-0",
+    "+0",
+    "0e0",
+    "1_0",
+    "Y",
+    "n",
+    "NO",
+    "True",
+    "TRUE",
+    "0X1F",
+    "0O17",
+    "+.inf",
+    "1e",
+    "e1",
+    "0x",
+    "_1",
+    "1__0",
+    "190:20:30",
+    "1:2",
+    "-1:20",
+];
+
+const ESCAPES: &[&str] = &[
+    "\\n",
+    "\\t",
+    "\\\\",
+    "\\\"",
+    "\\/",
+    "\\0",
+    "\\a",
+    "\\b",
+    "\\e",
+    "\\f",
+    "\\r",
+    "\\v",
+    "\\N",
+    "\\_",
+    "\\L",
+    "\\P",
+    "\\x41",
+    "\\xe9",
+    "\\u00e9",
+    "\\u263A",
+    "\\U0001F600",
+    "\\ ",
+    "\\\t",
+    "\\q",
+    "\\x4",
+    "\\uD800",
+    "\\U00110000",
+    "\\'",
+    "\\%",
+    "\\u0000",
+    "\\x7f",
+];
+
+impl Gen {
+    fn new(seed: u64) -> Gen {
+        Gen(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len())]
+    }
+
+    fn word(&mut self) -> String {
+        let mut w = self.pick(WORDS).to_string();
+        if self.chance(20) {
+            w.push_str(self.pick(WORDS));
+        }
+        w
+    }
+
+    /// A scalar in some style, as written after `key: ` at indentation `indent`.
+    fn scalar(&mut self, indent: usize) -> String {
+        let pad = " ".repeat(indent);
+        match self.below(12) {
+            0..=3 => self.word(),
+            4 | 5 => format!("'{}'", self.word().replace('\'', "''")),
+            6 | 7 => {
+                let mut s = String::from("\"");
+                for _ in 0..self.below(4) + 1 {
+                    if self.chance(50) {
+                        s.push_str(self.pick(ESCAPES));
+                    } else {
+                        s.push_str(&self.word().replace('\\', "\\\\").replace('"', "\\\""));
+                    }
+                }
+                s.push('"');
+                s
+            }
+            8 => {
+                // A multi-line quoted scalar; continuation lines at various indentations
+                // (the key's own, deeper, none).
+                let quote = if self.chance(60) { '"' } else { '\'' };
+                let cont = match self.below(4) {
+                    0 => pad.clone(),
+                    1 => format!("{pad}  "),
+                    2 => String::new(),
+                    _ => format!("{pad} "),
+                };
+                let blank = if self.chance(30) { "\n" } else { "" };
+                let esc = if quote == '"' && self.chance(30) {
+                    "\\"
+                } else {
+                    ""
+                };
+                format!("{quote}one{esc}\n{blank}{cont}two  three{quote}")
+            }
+            9 | 10 => {
+                let ind = self.pick(&["|", "|-", "|+", ">", ">-", ">+", "|2", "|1-", ">2+"]);
+                let mut s = format!("{ind}\n");
+                let body_pad = format!("{pad}  ");
+                for _ in 0..self.below(4) + 1 {
+                    match self.below(6) {
+                        0 => s.push('\n'),
+                        1 => s.push_str(&format!("{body_pad}  {}\n", self.word())),
+                        2 => s.push_str(&format!("{body_pad}\t{}\n", self.word())),
+                        _ => s.push_str(&format!("{body_pad}{}\n", self.word())),
+                    }
+                }
+                if self.chance(30) {
+                    s.push_str("\n\n");
+                }
+                s.trim_end_matches('\n').to_string()
+            }
+            _ => {
+                // Flow collections.
+                let a = self.word();
+                let b = self.word();
+                match self.below(3) {
+                    0 => format!("[{a}, {b}]"),
+                    1 => format!("{{k: {a}, j: {b}}}"),
+                    _ => format!(
+                        "[\"{}\", '{}']",
+                        a.replace(['\\', '"'], ""),
+                        b.replace('\'', "")
+                    ),
+                }
+            }
+        }
+    }
+
+    fn key(&mut self) -> String {
+        match self.below(8) {
+            0 => format!(
+                "\"{}\"",
+                self.pick(&["k", "a b", "\\/", "x\\ty", "y", "on"])
+            ),
+            1 => format!("'{}'", self.pick(&["k", "a b", "y", "#", "1"])),
+            2 => self
+                .pick(&["y", "on", "1", "1.5", "null", "~", "true", "k", "<<"])
+                .to_string(),
+            _ => format!("k{}", self.below(6)),
+        }
+    }
+
+    /// A block mapping body at `indent`, `depth` levels deep.
+    fn mapping(&mut self, indent: usize, depth: usize) -> String {
+        let pad = " ".repeat(indent);
+        let mut out = String::new();
+        for _ in 0..self.below(4) + 1 {
+            let key = self.key();
+            if self.chance(8) {
+                out.push_str(&format!("{pad}# {}\n", self.word()));
+            }
+            match self.below(10) {
+                0 if depth < 3 => {
+                    out.push_str(&format!("{pad}{key}:\n"));
+                    out.push_str(&self.mapping(indent + 2, depth + 1));
+                }
+                1 if depth < 3 => {
+                    out.push_str(&format!("{pad}{key}:\n"));
+                    let seq_pad = if self.chance(50) {
+                        pad.clone()
+                    } else {
+                        format!("{pad}  ")
+                    };
+                    for _ in 0..self.below(3) + 1 {
+                        let v = self.scalar(seq_pad.len() + 2);
+                        out.push_str(&format!("{seq_pad}- {v}\n"));
+                    }
+                }
+                2 => {
+                    let v = self.scalar(indent);
+                    out.push_str(&format!("{pad}{key}: &a{} {v}\n", self.below(3)));
+                    out.push_str(&format!("{pad}{key}x: *a{}\n", self.below(3)));
+                }
+                3 => {
+                    let v = self.scalar(indent);
+                    let c = self.pick(&[" # c", "  #c", "#c", ""]);
+                    out.push_str(&format!("{pad}{key}: {v}{c}\n"));
+                }
+                _ => {
+                    let v = self.scalar(indent);
+                    out.push_str(&format!("{pad}{key}: {v}\n"));
+                }
+            }
+        }
+        out
+    }
+
+    fn yaml_document(&mut self, n: usize) -> String {
+        let mut s = String::new();
+        if self.chance(10) {
+            s.push_str("# leading comment\n");
+        }
+        let kind = self.pick(&["ConfigMap", "ConfigMap", "Secret", "List"]);
+        s.push_str(&format!(
+            "apiVersion: v1\nkind: {kind}\nmetadata:\n  name: doc-{n}\n"
+        ));
+        if kind == "List" {
+            s.push_str("items:\n");
+            for i in 0..self.below(3) {
+                s.push_str(&format!(
+                    "- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: item-{i}\n  data:\n"
+                ));
+                s.push_str(&self.mapping(4, 2));
+            }
+        } else {
+            s.push_str(if self.chance(85) {
+                "data:\n"
+            } else {
+                "spec:\n"
+            });
+            s.push_str(&self.mapping(2, 0));
+        }
+        s
+    }
+
+    fn json_document(&mut self, n: usize) -> String {
+        let mut data = String::new();
+        for i in 0..self.below(4) + 1 {
+            if i > 0 {
+                data.push_str(", ");
+            }
+            let mut v = String::new();
+            for _ in 0..self.below(3) + 1 {
+                if self.chance(40) {
+                    v.push_str(self.pick(&[
+                        "\\n",
+                        "\\\"",
+                        "\\\\",
+                        "\\/",
+                        "\\u00e9",
+                        "\\ud83d\\ude00",
+                        "\\t",
+                        "\\b",
+                    ]));
+                } else {
+                    v.push_str(&self.word().replace(['\\', '"', '\t'], ""));
+                }
+            }
+            let value = match self.below(6) {
+                0 => self
+                    .pick(&[
+                        "1",
+                        "1.5",
+                        "-0",
+                        "1e3",
+                        "true",
+                        "null",
+                        "9223372036854775808",
+                    ])
+                    .to_string(),
+                _ => format!("\"{v}\""),
+            };
+            data.push_str(&format!("\"k{i}\": {value}"));
+        }
+        format!(
+            "{{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {{\"name\": \"j{n}\"}}, \"data\": {{{data}}}}}"
+        )
+    }
+
+    /// One file and the number of documents in it.
+    fn file(&mut self) -> (Vec<u8>, usize) {
+        let docs = self.below(3) + 1;
+        let mut text = String::new();
+        if self.chance(15) {
+            // A JSON stream, or JSON documents after a comment (read as YAML).
+            if self.chance(30) {
+                text.push_str("# comment\n");
+            }
+            for i in 0..docs {
+                text.push_str(&self.json_document(i));
+                text.push_str(self.pick(&["\n", "", " ", "\n\n"]));
+            }
+        } else {
+            for i in 0..docs {
+                if i > 0 || self.chance(15) {
+                    text.push_str(self.pick(&["---\n", "--- \n", "---   # c\n", "...\n---\n"]));
+                }
+                if self.chance(5) {
+                    text.push_str("---\n");
+                }
+                text.push_str(&self.yaml_document(i));
+            }
+            if self.chance(5) {
+                text.push_str("...\n");
+            }
+        }
+        if self.chance(8) {
+            text = text.replace('\n', "\r\n");
+        }
+        let mut bytes = text.into_bytes();
+        if self.chance(5) {
+            let mut with_bom = "\u{feff}".as_bytes().to_vec();
+            with_bom.extend(bytes);
+            bytes = with_bom;
+        }
+        (bytes, docs)
+    }
+}
