@@ -19,7 +19,8 @@
 # link flags and `go version`: a changed pin or toolchain builds a new directory.
 # A missing `go` or a failed build exits non-zero: tests that need the cluster fail.
 #
-# Settings (environment): READY_TIMEOUT (s, default 60), KUBE_APISERVER_ARGS (extra flags).
+# Settings (environment): READY_TIMEOUT (s, default 60), KUBE_APISERVER_ARGS (extra flags),
+# CLUSTER_OWNER_PID (stop the cluster when that process exits).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MOD=$ROOT/tests/cluster
@@ -254,6 +255,14 @@ EOF
     sleep 0.2
   done
   trap - ERR
+  # CLUSTER_OWNER_PID: stop the cluster when that process ends (a test binary that holds a
+  # cluster in a static, or is killed, still leaves nothing running). The watcher also ends
+  # once the cluster is stopped (its pid file is gone).
+  if [[ "${CLUSTER_OWNER_PID:-}" =~ ^[0-9]+$ ]]; then
+    nohup bash -c 'while kill -0 "$1" 2>/dev/null && [ -f "$3/kube-apiserver.pid" ]; do sleep 1; done
+      [ -f "$3/kube-apiserver.pid" ] && exec "$2" stop "$3"' \
+      watch "$CLUSTER_OWNER_PID" "$ROOT/scripts/cluster.sh" "$dir" >/dev/null 2>&1 </dev/null &
+  fi
   printf 'cluster.sh: ready at %s in %.1f s (kubeconfig %s)\n' "$server" \
     "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')" "$dir/kubeconfig" >&2
   echo "KUBECONFIG=$dir/kubeconfig"

@@ -1,6 +1,8 @@
 //! Shared helpers for integration tests.
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use std::path::{Path, PathBuf};
 
 /// The `mansign` binary built for this test run.
