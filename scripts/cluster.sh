@@ -175,8 +175,9 @@ cmd_start() {
 
   # kube-apiserver: the flags envtest passes (controller-runtime
   # pkg/internal/testing/controlplane/apiserver.go, v0.22: secure serving on loopback, RBAC,
-  # a client CA, service-account keys, a service IP range) plus the admission plugins
-  # kubeadm enables on top of the defaults (the defaults already include
+  # a client CA, service-account keys, a service IP range) plus what kubeadm sets on top:
+  # authorization Node,RBAC and the admission plugins it enables beside the defaults (the
+  # defaults already include
   # NamespaceLifecycle, ServiceAccount, MutatingAdmissionWebhook,
   # ValidatingAdmissionPolicy and ValidatingAdmissionWebhook).
   local pki=$dir/pki
@@ -190,7 +191,7 @@ cmd_start() {
     --tls-cert-file="$pki/apiserver.crt" \
     --tls-private-key-file="$pki/apiserver.key" \
     --client-ca-file="$pki/ca.crt" \
-    --authorization-mode=RBAC \
+    --authorization-mode=Node,RBAC \
     --service-account-issuer="https://127.0.0.1:$api_port" \
     --service-account-key-file="$pki/sa.pub" \
     --service-account-signing-key-file="$pki/sa.key" \

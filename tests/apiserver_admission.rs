@@ -748,7 +748,7 @@ const PE_KINDS: &[(&str, &str, PeMaker)] = &[
 fn the_shipped_configuration_and_policy_gate_both_policy_exception_kinds() {
     let env = shared();
     let ns = SHIPPED_ONLY;
-    for (i, (label, resource, make)) in PE_KINDS.iter().enumerate() {
+    for (i, &(label, resource, make)) in PE_KINDS.iter().enumerate() {
         let name = format!("shipped-{i}");
         let out = env.kubectl_doc(
             &format!("{label} unsigned, shipped configuration only"),
@@ -788,7 +788,7 @@ fn the_shipped_configuration_and_policy_gate_both_policy_exception_kinds() {
 #[test]
 fn signed_policy_exceptions_are_admitted_by_apply_server_side_apply_create_and_replace() {
     let env = shared();
-    for (i, (label, resource, make)) in PE_KINDS.iter().enumerate() {
+    for (i, &(label, resource, make)) in PE_KINDS.iter().enumerate() {
         let ns = "pe";
         // client-side apply (and a second apply of the same file)
         let doc = env.sign(&make(&format!("csa-{i}"), ns, "nightly-backup-*"));
@@ -853,7 +853,7 @@ fn unsigned_tampered_wrong_signer_and_expired_policy_exceptions_are_denied_with_
 {
     let env = shared();
     let ns = "pe";
-    for (i, (label, resource, make)) in PE_KINDS.iter().enumerate() {
+    for (i, &(label, resource, make)) in PE_KINDS.iter().enumerate() {
         // unsigned
         let name = format!("unsigned-{i}");
         let out = env.kubectl_doc(
@@ -913,7 +913,7 @@ fn unsigned_tampered_wrong_signer_and_expired_policy_exceptions_are_denied_with_
 fn edit_patch_label_and_annotate_of_an_admitted_exception_are_denied_and_delete_is_allowed() {
     let env = shared();
     let ns = "pe";
-    for (i, (label, resource, make)) in PE_KINDS.iter().enumerate() {
+    for (i, &(label, resource, make)) in PE_KINDS.iter().enumerate() {
         let name = format!("edited-{i}");
         let doc = env.sign(&make(&name, ns, "nightly-backup-*"));
         assert_admitted(
@@ -951,7 +951,7 @@ fn edit_patch_label_and_annotate_of_an_admitted_exception_are_denied_and_delete_
         let out = env
             .cluster
             .kubectl_cmd()
-            .args(["edit", resource, &name, "-n", ns])
+            .args(["edit", resource, name.as_str(), "-n", ns])
             .env("KUBE_EDITOR", format!("sh {}", script.display()))
             .output()
             .unwrap();
@@ -981,7 +981,7 @@ fn edit_patch_label_and_annotate_of_an_admitted_exception_are_denied_and_delete_
 fn dry_run_server_is_verified_like_a_real_request() {
     let env = shared();
     let ns = "pe";
-    for (i, (label, resource, make)) in PE_KINDS.iter().enumerate() {
+    for (i, &(label, resource, make)) in PE_KINDS.iter().enumerate() {
         let name = format!("dryrun-{i}");
         let unsigned = make(&name, ns, "*");
         for args in [
@@ -1059,9 +1059,11 @@ fn every_kind_of_the_signed_set_is_admitted_and_verifies_as_stored() {
             failures.push(format!("{file}: kubectl apply denied: {}", stderr(&out).trim()));
             continue;
         }
-        let stored = env
-            .cluster
-            .kubectl_ok(&["get", resource, "-o", "yaml"].iter().copied().chain(ns.iter().flat_map(|n| ["-n", *n])).collect::<Vec<_>>());
+        let mut get = vec!["get", *resource, "-o", "yaml"];
+        if let Some(ns) = ns {
+            get.extend(["-n", *ns]);
+        }
+        let stored = env.cluster.kubectl_ok(&get);
         eprintln!("  stored {resource}:\n{stored}");
         let (ok, text) = env.verify_resource(resource, *ns, &[]);
         if !ok {
