@@ -260,6 +260,7 @@ EOF
   # cluster in a static, or is killed, still leaves nothing running). The watcher also ends
   # once the cluster is stopped (its pid file is gone).
   if [[ "${CLUSTER_OWNER_PID:-}" =~ ^[0-9]+$ ]]; then
+    # shellcheck disable=SC2016 # the watcher's own positional parameters
     nohup bash -c 'while kill -0 "$1" 2>/dev/null && [ -f "$3/kube-apiserver.pid" ]; do sleep 1; done
       [ -f "$3/kube-apiserver.pid" ] && exec "$2" stop "$3"' \
       watch "$CLUSTER_OWNER_PID" "$ROOT/scripts/cluster.sh" "$dir" >/dev/null 2>&1 </dev/null &
