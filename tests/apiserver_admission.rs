@@ -423,9 +423,9 @@ impl Env {
         let probe = pe_kyverno("probe", "pe", "probe-*");
         let start = Instant::now();
         loop {
-            let out =
-                self.cluster
-                    .kubectl_stdin(&["create", "--dry-run=server", "-f", "-"], &probe);
+            let out = self
+                .cluster
+                .kubectl_stdin(&["create", "--dry-run=server", "-f", "-"], &probe);
             if !out.status.success() && stderr(&out).contains("denied the request") {
                 eprintln!(
                     "webhooks active after {:.1} s",
@@ -498,7 +498,11 @@ impl Env {
         eprintln!(
             "  verify-resource {resource}{}: {} {}",
             ns.map(|n| format!(" -n {n}")).unwrap_or_default(),
-            if out.status.success() { "VERIFIED" } else { "NOT VERIFIED" },
+            if out.status.success() {
+                "VERIFIED"
+            } else {
+                "NOT VERIFIED"
+            },
             text.trim()
         );
         (out.status.success(), text)
@@ -764,7 +768,9 @@ fn the_shipped_configuration_and_policy_gate_both_policy_exception_kinds() {
             &signed,
         );
         assert_admitted(&out, "a signed exception under the shipped configuration");
-        let request = env.recorder.find(|r| r["name"] == name.as_str() && r["operation"] == "CREATE");
+        let request = env
+            .recorder
+            .find(|r| r["name"] == name.as_str() && r["operation"] == "CREATE");
         assert!(!request.is_empty());
     }
     // The CRD defaults `reportResult` of a policies.kyverno.io exception: one signed
@@ -810,7 +816,11 @@ fn signed_policy_exceptions_are_admitted_by_apply_server_side_apply_create_and_r
 
         // server-side apply
         let doc = env.sign(&make(&format!("ssa-{i}"), ns, "nightly-backup-*"));
-        let out = env.kubectl_doc(&format!("{label} signed"), &["apply", "--server-side"], &doc);
+        let out = env.kubectl_doc(
+            &format!("{label} signed"),
+            &["apply", "--server-side"],
+            &doc,
+        );
         assert_admitted(&out, "kubectl apply --server-side");
         let doc2 = env.sign(&make(&format!("ssa-{i}"), ns, "weekly-backup-*"));
         let out = env.kubectl_doc(
@@ -832,9 +842,11 @@ fn signed_policy_exceptions_are_admitted_by_apply_server_side_apply_create_and_r
 
         // what the cluster holds verifies
         for name in ["csa", "ssa", "create"] {
-            let (ok, text) =
-                env.verify_resource(&format!("{resource}/{name}-{i}"), Some(ns), &[]);
-            assert!(ok, "{resource}/{name}-{i} as stored does not verify: {text}");
+            let (ok, text) = env.verify_resource(&format!("{resource}/{name}-{i}"), Some(ns), &[]);
+            assert!(
+                ok,
+                "{resource}/{name}-{i} as stored does not verify: {text}"
+            );
         }
 
         // delete is allowed
@@ -849,8 +861,7 @@ fn signed_policy_exceptions_are_admitted_by_apply_server_side_apply_create_and_r
 }
 
 #[test]
-fn unsigned_tampered_wrong_signer_and_expired_policy_exceptions_are_denied_with_mansigns_reason()
-{
+fn unsigned_tampered_wrong_signer_and_expired_policy_exceptions_are_denied_with_mansigns_reason() {
     let env = shared();
     let ns = "pe";
     for (i, &(label, resource, make)) in PE_KINDS.iter().enumerate() {
@@ -929,7 +940,16 @@ fn edit_patch_label_and_annotate_of_an_admitted_exception_are_denied_and_delete_
         };
         let out = env.kubectl(
             &format!("{label} patch spec"),
-            &["patch", resource, &name, "-n", ns, "--type=merge", "-p", patch],
+            &[
+                "patch",
+                resource,
+                &name,
+                "-n",
+                ns,
+                "--type=merge",
+                "-p",
+                patch,
+            ],
         );
         assert_denied(&out, "modified");
         let out = env.kubectl(
@@ -959,7 +979,10 @@ fn edit_patch_label_and_annotate_of_an_admitted_exception_are_denied_and_delete_
         assert_denied(&out, "modified");
 
         let after = env.get(&format!("{resource}/{name}"), Some(ns)).unwrap();
-        assert_eq!(before["spec"], after["spec"], "the stored spec is unchanged");
+        assert_eq!(
+            before["spec"], after["spec"],
+            "the stored spec is unchanged"
+        );
         assert_eq!(
             before["metadata"]["resourceVersion"], after["metadata"]["resourceVersion"],
             "nothing was written"
@@ -1019,7 +1042,11 @@ const SIGNED_SET: &[(&str, &str, Option<&str>)] = &[
         "networkpolicy.networking.k8s.io/web-ingress",
         Some("stored"),
     ),
-    ("role.yaml", "role.rbac.authorization.k8s.io/web-reader", Some("stored")),
+    (
+        "role.yaml",
+        "role.rbac.authorization.k8s.io/web-reader",
+        Some("stored"),
+    ),
     (
         "rolebinding.yaml",
         "rolebinding.rbac.authorization.k8s.io/web-reader",
@@ -1056,7 +1083,10 @@ fn every_kind_of_the_signed_set_is_admitted_and_verifies_as_stored() {
         let signed = env.sign(&text);
         let out = env.kubectl_doc(&format!("signed-set/{file}"), &["apply"], &signed);
         if !out.status.success() {
-            failures.push(format!("{file}: kubectl apply denied: {}", stderr(&out).trim()));
+            failures.push(format!(
+                "{file}: kubectl apply denied: {}",
+                stderr(&out).trim()
+            ));
             continue;
         }
         let mut get = vec!["get", *resource, "-o", "yaml"];
@@ -1067,7 +1097,10 @@ fn every_kind_of_the_signed_set_is_admitted_and_verifies_as_stored() {
         eprintln!("  stored {resource}:\n{stored}");
         let (ok, text) = env.verify_resource(resource, *ns, &[]);
         if !ok {
-            failures.push(format!("{file}: as stored it does not verify: {}", text.trim()));
+            failures.push(format!(
+                "{file}: as stored it does not verify: {}",
+                text.trim()
+            ));
         }
     }
     assert!(
@@ -1116,13 +1149,24 @@ fn tolerated_defaults_cannot_be_used_by_a_client_to_change_behaviour() {
         ),
         (
             "Service spec.ipFamilyPolicy: PreferDualStack (not the default SingleStack)",
-            with_field(&service, &["spec", "ipFamilyPolicy"], json!("PreferDualStack")),
+            with_field(
+                &service,
+                &["spec", "ipFamilyPolicy"],
+                json!("PreferDualStack"),
+            ),
         ),
         (
             "Deployment imagePullPolicy: IfNotPresent for a :latest image (default Always)",
             with_field(
                 &deployment,
-                &["spec", "template", "spec", "containers", "0", "imagePullPolicy"],
+                &[
+                    "spec",
+                    "template",
+                    "spec",
+                    "containers",
+                    "0",
+                    "imagePullPolicy",
+                ],
                 json!("IfNotPresent"),
             ),
         ),
@@ -1130,7 +1174,14 @@ fn tolerated_defaults_cannot_be_used_by_a_client_to_change_behaviour() {
             "Deployment imagePullPolicy: Never",
             with_field(
                 &deployment,
-                &["spec", "template", "spec", "containers", "0", "imagePullPolicy"],
+                &[
+                    "spec",
+                    "template",
+                    "spec",
+                    "containers",
+                    "0",
+                    "imagePullPolicy",
+                ],
                 json!("Never"),
             ),
         ),
@@ -1154,7 +1205,11 @@ fn tolerated_defaults_cannot_be_used_by_a_client_to_change_behaviour() {
         "the signed Service",
     );
     assert_admitted(
-        &env.kubectl_doc("signed Deployment", &["create", "--dry-run=server"], &deployment),
+        &env.kubectl_doc(
+            "signed Deployment",
+            &["create", "--dry-run=server"],
+            &deployment,
+        ),
         "the signed Deployment",
     );
     assert!(
@@ -1172,8 +1227,16 @@ fn status_writes_cannot_change_what_was_signed() {
     let env = shared();
     let ns = "status";
     let objects = [
-        ("deployment.yaml", "deployment.apps/web", r#"{"status":{"observedGeneration":1}}"#),
-        ("service.yaml", "service/web", r#"{"status":{"loadBalancer":{"ingress":[{"ip":"192.0.2.10"}]}}}"#),
+        (
+            "deployment.yaml",
+            "deployment.apps/web",
+            r#"{"status":{"observedGeneration":1}}"#,
+        ),
+        (
+            "service.yaml",
+            "service/web",
+            r#"{"status":{"loadBalancer":{"ingress":[{"ip":"192.0.2.10"}]}}}"#,
+        ),
     ];
     let mut problems = Vec::new();
     for (file, resource, status_only) in objects {
@@ -1187,20 +1250,47 @@ fn status_writes_cannot_change_what_was_signed() {
         // A write of status alone is admitted.
         let out = env.kubectl(
             &format!("{resource} status only"),
-            &["patch", resource, "-n", ns, "--subresource=status", "--type=merge", "-p", status_only],
+            &[
+                "patch",
+                resource,
+                "-n",
+                ns,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                status_only,
+            ],
         );
         if !out.status.success() {
-            problems.push(format!("{resource}: a status-only write was denied: {}", stderr(&out).trim()));
+            problems.push(format!(
+                "{resource}: a status-only write was denied: {}",
+                stderr(&out).trim()
+            ));
         }
         // Writes through /status that also change labels, annotations or finalizers.
         for (what, patch) in [
             ("label", r#"{"metadata":{"labels":{"app":"intruder"}}}"#),
-            ("annotation", r#"{"metadata":{"annotations":{"prometheus.io/scrape":"true"}}}"#),
-            ("finalizer", r#"{"metadata":{"finalizers":["example.com/block-delete"]}}"#),
+            (
+                "annotation",
+                r#"{"metadata":{"annotations":{"prometheus.io/scrape":"true"}}}"#,
+            ),
+            (
+                "finalizer",
+                r#"{"metadata":{"finalizers":["example.com/block-delete"]}}"#,
+            ),
         ] {
             let out = env.kubectl(
                 &format!("{resource} status write changing a {what}"),
-                &["patch", resource, "-n", ns, "--subresource=status", "--type=merge", "-p", patch],
+                &[
+                    "patch",
+                    resource,
+                    "-n",
+                    ns,
+                    "--subresource=status",
+                    "--type=merge",
+                    "-p",
+                    patch,
+                ],
             );
             let (ok, text) = env.verify_resource(resource, Some(ns), &[]);
             if !ok {
@@ -1228,7 +1318,9 @@ fn gitops_server_side_apply_with_argo_cd_and_flux_field_managers() {
     let env = shared();
     let ns = "gitops";
     let cm = |name: &str| {
-        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\ndata:\n  mode: production\n")
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\ndata:\n  mode: production\n"
+        )
     };
     let with_meta = |signed: &str, labels: Value, annotations: Value| {
         let mut doc = yaml_docs(signed).remove(0);
@@ -1249,7 +1341,11 @@ fn gitops_server_side_apply_with_argo_cd_and_flux_field_managers() {
     );
     let out = env.kubectl_doc(
         "Argo CD tracking keys added",
-        &["apply", "--server-side", "--field-manager=argocd-controller"],
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=argocd-controller",
+        ],
         &doc,
     );
     assert_admitted(&out, "Argo CD server-side apply");
@@ -1265,7 +1361,12 @@ fn gitops_server_side_apply_with_argo_cd_and_flux_field_managers() {
     let (ok, text) = env.verify_resource(
         "configmap/argo-app",
         Some(ns),
-        &["--ignore-profile", "kubernetes,argocd", "--argocd-application", "shop"],
+        &[
+            "--ignore-profile",
+            "kubernetes,argocd",
+            "--argocd-application",
+            "shop",
+        ],
     );
     assert!(ok, "{text}");
 
@@ -1278,10 +1379,18 @@ fn gitops_server_side_apply_with_argo_cd_and_flux_field_managers() {
     );
     let out = env.kubectl_doc(
         "Argo CD tracking id naming another object",
-        &["apply", "--server-side", "--field-manager=argocd-controller"],
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=argocd-controller",
+        ],
         &doc,
     );
-    assert!(!out.status.success() && stderr(&out).contains("denied the request"), "{}", stderr(&out));
+    assert!(
+        !out.status.success() && stderr(&out).contains("denied the request"),
+        "{}",
+        stderr(&out)
+    );
     // An application the binding does not list.
     let doc = with_meta(
         &signed,
@@ -1290,10 +1399,18 @@ fn gitops_server_side_apply_with_argo_cd_and_flux_field_managers() {
     );
     let out = env.kubectl_doc(
         "Argo CD tracking for an unlisted application",
-        &["apply", "--server-side", "--field-manager=argocd-controller"],
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=argocd-controller",
+        ],
         &doc,
     );
-    assert!(!out.status.success() && stderr(&out).contains("denied the request"), "{}", stderr(&out));
+    assert!(
+        !out.status.success() && stderr(&out).contains("denied the request"),
+        "{}",
+        stderr(&out)
+    );
 
     // Flux kustomize-controller.
     let signed = env.sign(&cm("flux-app"));
@@ -1304,7 +1421,11 @@ fn gitops_server_side_apply_with_argo_cd_and_flux_field_managers() {
     );
     let out = env.kubectl_doc(
         "Flux labels added",
-        &["apply", "--server-side", "--field-manager=kustomize-controller"],
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=kustomize-controller",
+        ],
         &doc,
     );
     assert_admitted(&out, "Flux server-side apply");
@@ -1315,10 +1436,18 @@ fn gitops_server_side_apply_with_argo_cd_and_flux_field_managers() {
     );
     let out = env.kubectl_doc(
         "Flux labels of an unlisted Kustomization",
-        &["apply", "--server-side", "--field-manager=kustomize-controller"],
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager=kustomize-controller",
+        ],
         &doc,
     );
-    assert!(!out.status.success() && stderr(&out).contains("denied the request"), "{}", stderr(&out));
+    assert!(
+        !out.status.success() && stderr(&out).contains("denied the request"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1347,12 +1476,23 @@ fn a_namespace_create_is_sent_with_its_own_name_as_request_namespace_and_is_admi
     });
     assert!(!reviews.is_empty(), "the recorder saw the Namespace CREATE");
     let request = &reviews[0];
-    eprintln!("the API server sent: {}", serde_json::to_string_pretty(request).unwrap());
+    eprintln!(
+        "the API server sent: {}",
+        serde_json::to_string_pretty(request).unwrap()
+    );
     assert_eq!(
         request["namespace"], "recorded-ns",
         "kube-apiserver v1.34 sends a Namespace's own name as request.namespace"
     );
-    let body = env.recorder.bodies.lock().unwrap().iter().find(|b| b["request"]["uid"] == request["uid"]).cloned().unwrap();
+    let body = env
+        .recorder
+        .bodies
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|b| b["request"]["uid"] == request["uid"])
+        .cloned()
+        .unwrap();
     record("namespace-create", &body);
     if let Ok(dir) = std::env::var("MANSIGN_RECORD_DIR") {
         std::fs::copy(&env.pubkey, Path::new(&dir).join("namespace-create.pub")).unwrap();
@@ -1368,36 +1508,74 @@ fn status_updates_as_the_api_server_sends_them_are_recorded() {
     let ns = "recorded";
     // A Pod (no kubelet: it stays Pending); its status written as a kubelet would, with a
     // label changed in the same write.
-    env.cluster.kubectl_ok(&["run", "rec-pod", "-n", ns, "--image=registry.example/app:1.0", "--restart=Never"]);
+    env.cluster.kubectl_ok(&[
+        "run",
+        "rec-pod",
+        "-n",
+        ns,
+        "--image=registry.example/app:1.0",
+        "--restart=Never",
+    ]);
     env.kubectl(
         "pods/status write with a label",
-        &["patch", "pod", "rec-pod", "-n", ns, "--subresource=status", "--type=merge",
-          "-p", r#"{"metadata":{"labels":{"added-by-status":"yes"}},"status":{"message":"recorded"}}"#],
+        &[
+            "patch",
+            "pod",
+            "rec-pod",
+            "-n",
+            ns,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"metadata":{"labels":{"added-by-status":"yes"}},"status":{"message":"recorded"}}"#,
+        ],
     );
     let signed = env.sign(
         &std::fs::read_to_string(fixture("cluster/signed-set/service.yaml"))
             .unwrap()
             .replace("namespace: stored", &format!("namespace: {ns}")),
     );
-    assert_admitted(&env.kubectl_doc("signed Service", &["apply"], &signed), "signed Service");
+    assert_admitted(
+        &env.kubectl_doc("signed Service", &["apply"], &signed),
+        "signed Service",
+    );
     env.kubectl(
         "services/status write with a label",
         &["patch", "service", "web", "-n", ns, "--subresource=status", "--type=merge",
           "-p", r#"{"metadata":{"labels":{"added-by-status":"yes"}},"status":{"loadBalancer":{"ingress":[{"ip":"192.0.2.10"}]}}}"#],
     );
-    for (resource, name, file) in [("pods", "rec-pod", "pods-status-update"), ("services", "web", "services-status-update")] {
+    for (resource, name, file) in [
+        ("pods", "rec-pod", "pods-status-update"),
+        ("services", "web", "services-status-update"),
+    ] {
         let reviews = env.recorder.find(|r| {
-            r["resource"]["resource"] == resource && r["subResource"] == "status" && r["name"] == name && r["namespace"] == ns
+            r["resource"]["resource"] == resource
+                && r["subResource"] == "status"
+                && r["name"] == name
+                && r["namespace"] == ns
         });
-        assert!(!reviews.is_empty(), "the recorder saw the {resource}/status UPDATE");
+        assert!(
+            !reviews.is_empty(),
+            "the recorder saw the {resource}/status UPDATE"
+        );
         let request = &reviews[0];
         eprintln!(
             "{resource}/status UPDATE as sent: operation {}, object labels {}, oldObject labels {}",
-            request["operation"], request["object"]["metadata"]["labels"], request["oldObject"]["metadata"]["labels"]
+            request["operation"],
+            request["object"]["metadata"]["labels"],
+            request["oldObject"]["metadata"]["labels"]
         );
         assert_eq!(request["operation"], "UPDATE");
         assert!(request["object"].is_object() && request["oldObject"].is_object());
-        let body = env.recorder.bodies.lock().unwrap().iter().find(|b| b["request"]["uid"] == request["uid"]).cloned().unwrap();
+        let body = env
+            .recorder
+            .bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|b| b["request"]["uid"] == request["uid"])
+            .cloned()
+            .unwrap();
         record(file, &body);
     }
 }
@@ -1411,7 +1589,10 @@ fn fail_closed_when_the_webhook_is_down_and_no_failed_request_while_its_certific
     let env = Env::new();
     let ns = "failclosed";
     let signed = env.sign(&pe_kyverno("before", ns, "nightly-backup-*"));
-    assert_admitted(&env.kubectl_doc("signed, webhook up", &["apply"], &signed), "webhook up");
+    assert_admitted(
+        &env.kubectl_doc("signed, webhook up", &["apply"], &signed),
+        "webhook up",
+    );
 
     // Down: failurePolicy Fail refuses the request.
     let port = {
@@ -1427,9 +1608,16 @@ fn fail_closed_when_the_webhook_is_down_and_no_failed_request_while_its_certific
         "kubectl: {}",
         stderr(&out)
     );
-    assert!(env.get("policyexceptions.kyverno.io/while-down", Some(ns)).is_none());
+    assert!(
+        env.get("policyexceptions.kyverno.io/while-down", Some(ns))
+            .is_none()
+    );
     let unsigned = pe_kyverno("unsigned-while-down", ns, "*");
-    assert!(!env.kubectl_doc("unsigned, webhook down", &["apply"], &unsigned).status.success());
+    assert!(
+        !env.kubectl_doc("unsigned, webhook down", &["apply"], &unsigned)
+            .status
+            .success()
+    );
 
     // Restarted on the same port: admitted again.
     *env.webhook.lock().unwrap() = Webhook::start(env.dir(), &env.policies, port);
@@ -1439,10 +1627,17 @@ fn fail_closed_when_the_webhook_is_down_and_no_failed_request_while_its_certific
         if out.status.success() {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(30), "not admitted after restart: {}", stderr(&out));
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "not admitted after restart: {}",
+            stderr(&out)
+        );
         std::thread::sleep(Duration::from_millis(500));
     }
-    assert_denied(&env.kubectl_doc("unsigned, webhook restarted", &["apply"], &unsigned), "not-signed");
+    assert_denied(
+        &env.kubectl_doc("unsigned, webhook restarted", &["apply"], &unsigned),
+        "not-signed",
+    );
 
     // Rotation: a new serving certificate (same CA, as cert-manager renews it) while
     // requests run; every request is answered.
@@ -1462,7 +1657,12 @@ fn fail_closed_when_the_webhook_is_down_and_no_failed_request_while_its_certific
                     .stderr(Stdio::piped())
                     .spawn()
                     .unwrap();
-                child.stdin.take().unwrap().write_all(doc.as_bytes()).unwrap();
+                child
+                    .stdin
+                    .take()
+                    .unwrap()
+                    .write_all(doc.as_bytes())
+                    .unwrap();
                 let out = child.wait_with_output().unwrap();
                 results.push((out.status.success(), stderr(&out)));
             }
@@ -1471,14 +1671,26 @@ fn fail_closed_when_the_webhook_is_down_and_no_failed_request_while_its_certific
     };
     for round in 0..3 {
         std::thread::sleep(Duration::from_millis(1500));
-        env.pki.install(env.dir(), &format!("mansign-webhook-rotated-{round}"));
+        env.pki
+            .install(env.dir(), &format!("mansign-webhook-rotated-{round}"));
     }
     std::thread::sleep(Duration::from_millis(2500));
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     let results = runner.join().unwrap();
-    let failed: Vec<&String> = results.iter().filter(|(ok, _)| !ok).map(|(_, e)| e).collect();
-    eprintln!("certificate rotation: {} requests, {} failed", results.len(), failed.len());
-    assert!(failed.is_empty(), "requests failed while the certificate rotated: {failed:#?}");
+    let failed: Vec<&String> = results
+        .iter()
+        .filter(|(ok, _)| !ok)
+        .map(|(_, e)| e)
+        .collect();
+    eprintln!(
+        "certificate rotation: {} requests, {} failed",
+        results.len(),
+        failed.len()
+    );
+    assert!(
+        failed.is_empty(),
+        "requests failed while the certificate rotated: {failed:#?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------

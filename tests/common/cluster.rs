@@ -163,10 +163,7 @@ impl Cluster {
 
     /// Runs `kubectl ARGS` (30 s request timeout is kubectl's own business).
     pub fn kubectl(&self, args: &[&str]) -> Output {
-        self.kubectl_cmd()
-            .args(args)
-            .output()
-            .expect("run kubectl")
+        self.kubectl_cmd().args(args).output().expect("run kubectl")
     }
 
     /// Runs `kubectl ARGS` with `stdin` as its standard input (`-f -`).
