@@ -17,7 +17,7 @@ mod common;
 use common::cluster::Cluster;
 use common::{fixture, key_pair, mansign, write};
 use serde_json::{Value, json};
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{BufReader, Write as _};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -280,7 +280,7 @@ impl Recorder {
 }
 
 /// One HTTP/1.1 request's body (Content-Length framed); `None` at end of stream or on error.
-fn read_request(reader: &mut impl BufRead) -> Option<Vec<u8>> {
+fn read_request(reader: &mut impl std::io::BufRead) -> Option<Vec<u8>> {
     let mut length = None;
     let mut first = true;
     loop {
