@@ -269,7 +269,7 @@ impl Recorder {
                 .unwrap()
                 .iter()
                 .filter(|b| pick(&b["request"]))
-                .cloned()
+                .map(|b| b["request"].clone())
                 .collect();
             if !found.is_empty() || start.elapsed() > Duration::from_secs(10) {
                 return found;
@@ -729,7 +729,7 @@ fn pe_kyverno(name: &str, ns: &str, names: &str) -> String {
 /// stored (and reviewed) with a field it was not signed with.
 fn pe_policies(name: &str, ns: &str, policy: &str) -> String {
     format!(
-        "apiVersion: policies.kyverno.io/v1beta1\nkind: PolicyException\nmetadata:\n  name: {name}\n  namespace: {ns}\nspec:\n  policyRefs:\n  - name: {policy}\n    kind: ValidatingPolicy\n  reportResult: skip\n"
+        "apiVersion: policies.kyverno.io/v1\nkind: PolicyException\nmetadata:\n  name: {name}\n  namespace: {ns}\nspec:\n  policyRefs:\n  - name: \"{policy}\"\n    kind: ValidatingPolicy\n  reportResult: skip\n"
     )
 }
 
@@ -1235,7 +1235,7 @@ fn status_writes_cannot_change_what_was_signed() {
         (
             "service.yaml",
             "service/web",
-            r#"{"status":{"loadBalancer":{"ingress":[{"ip":"192.0.2.10"}]}}}"#,
+            r#"{"status":{"conditions":[{"type":"Ready","status":"True","reason":"Test","message":"","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}"#,
         ),
     ];
     let mut problems = Vec::new();
