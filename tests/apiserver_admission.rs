@@ -1349,7 +1349,17 @@ fn gitops_server_side_apply_with_argo_cd_and_flux_field_managers() {
         &doc,
     );
     assert_admitted(&out, "Argo CD server-side apply");
-    let stored = env.get("configmap/argo-app", Some(ns)).unwrap();
+    // kubectl hides managedFields unless asked
+    let stored: Value = serde_json::from_str(&env.cluster.kubectl_ok(&[
+        "get",
+        "configmap/argo-app",
+        "-n",
+        ns,
+        "-o",
+        "json",
+        "--show-managed-fields",
+    ]))
+    .unwrap();
     assert!(
         stored["metadata"]["managedFields"]
             .as_array()
