@@ -1,6 +1,7 @@
 //! Shared helpers for integration tests.
 #![allow(dead_code)]
 
+pub mod cluster;
 pub mod ops_tools;
 pub mod peers;
 
