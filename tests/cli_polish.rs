@@ -1371,7 +1371,9 @@ fn explain_names_the_subjects_of_an_exclusion_and_what_offline_verify_does() {
     );
     if out.status.code() == Some(0) {
         assert!(
-            text.contains("ServiceAccount kube-system/replicaset-controller"),
+            text.contains(
+                "service account system:serviceaccount:kube-system:replicaset-controller"
+            ),
             "{text}"
         );
         assert!(text.contains("offline `verify`"), "{text}");

@@ -268,7 +268,9 @@ fn sign_help_states_the_default_trust_root_of_the_self_check() {
     );
     assert!(
         text.contains(
-            "Default: the root cached by `mansign trust update`, else the embedded public-good root"
+            "Default: the file $MANSIGN_TRUSTED_ROOT names, else $SIGSTORE_TRUSTED_ROOT, else \
+             the root cached by `mansign trust update`, else the public-good root embedded in \
+             mansign"
         ),
         "{text}"
     );

@@ -266,7 +266,10 @@ fn signer_info_json_names_subject_issuer_and_rekor_entry() {
             "issuer": GOOGLE,
             "logIndex": 2_690_357,
             "logId": "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d",
-            "integratedTime": "2022-06-17T07:55:19Z"
+            "integratedTime": "2022-06-17T07:55:19Z",
+            // SHA-256 of the leaf's public key: the signer's identity for counting distinct
+            // signers (issue 21 item 5).
+            "keyFingerprint": "02759bbfb9bedd0b4aabdd6d5ea860c8dcff7215950ac8009dcc886e34e8689b"
         })
     );
 }

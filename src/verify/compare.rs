@@ -104,16 +104,34 @@ fn read_last_applied(text: &str, limits: &Limits) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::{IgnoreProfile, IgnoreProfiles};
+    use crate::manifest::{GitopsBindings, IgnoreProfile, IgnoreProfiles};
     use serde_json::json;
+
+    /// The Argo CD application the tracked objects below belong to.
+    fn bound_to_app() -> GitopsBindings {
+        GitopsBindings {
+            argocd_applications: vec!["app".into()],
+            ..GitopsBindings::default()
+        }
+    }
 
     fn id() -> ObjectIdentity {
         ObjectIdentity::of(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "ns"}})).unwrap()
     }
 
     fn run(signed: &Value, object: &Value, profile: impl Into<IgnoreProfiles>) -> Vec<String> {
+        run_bound(signed, object, profile, GitopsBindings::default())
+    }
+
+    fn run_bound(
+        signed: &Value,
+        object: &Value,
+        profile: impl Into<IgnoreProfiles>,
+        gitops: GitopsBindings,
+    ) -> Vec<String> {
         let tolerances = Tolerances {
             profiles: profile.into(),
+            gitops,
             ..Tolerances::default()
         };
         let rules = CompareRules {
@@ -210,7 +228,17 @@ mod tests {
         object["metadata"]["annotations"][LAST_APPLIED_ANNOTATION] =
             Value::String(format!("{applied}\n"));
         let both: IgnoreProfiles = "kubernetes,argocd".parse().unwrap();
-        assert!(run(&signed(), &object, both).is_empty());
+        assert!(run_bound(&signed(), &object, both, bound_to_app()).is_empty());
+        // Unbound, the instance label (a selector input) is tolerated nowhere, the
+        // last-applied annotation included (issue 21 item 6).
+        let diffs = run(&signed(), &object, both);
+        assert!(
+            diffs.contains(&"metadata.labels.app.kubernetes.io/instance".to_string())
+                || diffs
+                    .iter()
+                    .any(|d| d.contains("app.kubernetes.io/instance")),
+            "{diffs:?}"
+        );
         let diffs = run(&signed(), &object, IgnoreProfile::Kubernetes);
         assert!(diffs.contains(&LAST_APPLIED_PATH.to_string()), "{diffs:?}");
         // A tracking key the object does not carry is still judged inside the annotation:
@@ -221,7 +249,10 @@ mod tests {
         let mut object = argocd_tracked(signed());
         object["metadata"]["annotations"][LAST_APPLIED_ANNOTATION] =
             Value::String(applied.to_string());
-        assert_eq!(run(&signed(), &object, both), [LAST_APPLIED_PATH]);
+        assert_eq!(
+            run_bound(&signed(), &object, both, bound_to_app()),
+            [LAST_APPLIED_PATH]
+        );
     }
 
     #[test]
