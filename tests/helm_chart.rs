@@ -511,11 +511,11 @@ fn normalize(v: &mut Value) {
     match v {
         Value::Object(map) => {
             for (key, child) in map.iter_mut() {
-                if key == "labels" || key == "matchLabels" || key == "selector" {
-                    if let Value::Object(labels) = child {
-                        for l in HELM_LABELS {
-                            labels.remove(l);
-                        }
+                if (key == "labels" || key == "matchLabels" || key == "selector")
+                    && let Value::Object(labels) = child
+                {
+                    for l in HELM_LABELS {
+                        labels.remove(l);
                     }
                 }
                 normalize(child);

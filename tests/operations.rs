@@ -97,13 +97,16 @@ fn dashboard_expressions() -> Vec<(String, String)> {
     out
 }
 
+/// A label matcher of a selector: label, operator (`=`, `!=`, `=~`, `!~`), value.
+type Matcher = (String, String, String);
+
 /// What a PromQL expression names: metrics with their label matchers, and the labels of
 /// `by`/`without`/`on`/`ignoring` clauses. A small lexer: strings are skipped, identifiers
 /// read; enough for the expressions this repository writes (rulecheck parses them fully).
 #[derive(Debug, Default)]
 struct Names {
     /// metric -> [(label, operator, value)]
-    metrics: Vec<(String, Vec<(String, String, String)>)>,
+    metrics: Vec<(String, Vec<Matcher>)>,
     grouping: BTreeSet<String>,
 }
 
