@@ -195,7 +195,7 @@ pub struct Selection {
     pub namespaces: Vec<String>,
     #[serde(default)]
     pub subjects: Vec<Subject>,
-    /// Refused when loaded: mansign does not resolve roles (see [`load`]).
+    /// Refused when loaded: mansign does not resolve roles (see the loader in this module).
     #[serde(default)]
     pub roles: Vec<String>,
     /// Refused when loaded, as `roles`.

@@ -254,7 +254,7 @@ fn matching_refused(path: &EntryPath, required: usize, limit: MatchingLimit) -> 
 /// What an attestor set's signer assignment exceeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MatchingLimit {
-    /// More search steps than the budget ([`assignment`](super::assignment)).
+    /// More search steps than the budget (the search in `verify::assignment`).
     Steps { limit: usize },
     /// More distinct signers than the search handles.
     Signers { limit: usize },
