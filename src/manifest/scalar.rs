@@ -623,9 +623,7 @@ pub(crate) fn escape_kubectl_refuses(source: &str) -> Option<String> {
         match c {
             '"' => return None,
             '\\' => {
-                let Some(e) = chars.next() else {
-                    return None;
-                };
+                let e = chars.next()?;
                 let digits = match e {
                     '0' | 'a' | 'b' | 't' | '\t' | 'n' | 'v' | 'f' | 'r' | 'e' | ' ' | '"'
                     | '\'' | '\\' | 'N' | '_' | 'L' | 'P' | '\n' | '\r' => continue,
