@@ -276,6 +276,66 @@ fn append_adds_a_second_signature_set_that_verifies_alone() {
     }
 }
 
+/// Every signature set shares the one `message` annotation, so an appended set must sign the
+/// bytes already there. A file signed by kubectl-sigstore carries kubectl-sigstore's
+/// rendering (keys sorted), not mansign's: `--append` keeps and signs it (it was refused
+/// before), and both sets verify. A copy whose document changed is still refused.
+#[test]
+fn append_to_a_kubectl_sigstore_signed_file_signs_its_message() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/kubectl-sigstore-signed");
+    let signed = root.join("configmap.signed.yaml");
+    let signer = root.join("signer.pub");
+    let dir = tempfile::tempdir().unwrap();
+    let (key2, pub2) = key_pair(dir.path(), "second");
+    for scope in ["document", "file"] {
+        let out = dir.path().join(format!("appended-{scope}.yaml"));
+        mansign()
+            .args(["sign", "--append", "--scope", scope, "-f"])
+            .arg(&signed)
+            .arg("--key")
+            .arg(&key2)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .success();
+        let a = docs(&out)[0]["metadata"]["annotations"].clone();
+        assert_eq!(
+            a["cosign.sigstore.dev/message"],
+            docs(&signed)[0]["metadata"]["annotations"]["cosign.sigstore.dev/message"],
+            "the message is kept byte for byte"
+        );
+        assert!(a.get("cosign.sigstore.dev/signature_1").is_some(), "{a}");
+        for (k, set) in [(&signer, "signature set 0"), (&pub2, "signature set 1")] {
+            mansign()
+                .args(["verify", "-f"])
+                .arg(&out)
+                .arg("--key")
+                .arg(k)
+                .assert()
+                .success()
+                .stdout(predicate::str::contains(set));
+        }
+    }
+    // The document changed since kubectl-sigstore signed it: no append.
+    let text = std::fs::read_to_string(&signed).unwrap();
+    assert!(text.contains("mode: strict"));
+    let changed = write(
+        dir.path(),
+        "changed.yaml",
+        &text.replacen("mode: strict", "mode: lax", 1),
+    );
+    mansign()
+        .args(["sign", "--append", "-f"])
+        .arg(&changed)
+        .arg("--key")
+        .arg(&key2)
+        .arg("-o")
+        .arg(dir.path().join("changed.out.yaml"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("cannot append"));
+}
+
 #[test]
 fn resigning_without_append_removes_stale_signature_keys() {
     let (dir, signed, _pub1) = signed_fixture();

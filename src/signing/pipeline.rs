@@ -5,10 +5,37 @@
 use super::error::SignError;
 use super::signer::Signer;
 use crate::annotations::{
-    AnnotationDomain, AnnotationError, EmbedMode, embed, strip_signature_annotations,
+    AnnotationDomain, AnnotationError, EmbedMode, embed, extract, strip_signature_annotations,
 };
 use crate::limits::Limits;
-use crate::manifest::{ManifestFile, build_message, set_expiry, set_signed_at};
+use crate::manifest::{ManifestFile, build_message, parse_message, set_expiry, set_signed_at};
+
+/// For `--append`: the message already on `documents` when every one of them carries the
+/// same message and that message holds exactly the `wanted` documents (these documents with
+/// their signature annotations removed), in order. Signature sets share the one `message` annotation
+/// (k8s-manifest-sigstore pkg/k8smanifest/option.go, GetAllSignatureSets), so an appended
+/// set must sign the bytes already there, not mansign's own rendering of the same
+/// documents: another signer (kubectl-sigstore renders with sorted keys) writes other
+/// bytes for the same objects. A message that differs in any value is not reused, and the
+/// append is then refused as before (the document changed since it was signed).
+fn existing_message_of(
+    documents: &[crate::manifest::Document],
+    wanted: &[serde_json::Value],
+    options: &SignOptions,
+) -> Option<Vec<u8>> {
+    let mut found: Option<Vec<u8>> = None;
+    for d in documents {
+        let existing = extract(&d.value, &options.domain, &options.limits).ok()?;
+        match &found {
+            None => found = Some(existing.message),
+            Some(m) if *m == existing.message => {}
+            Some(_) => return None,
+        }
+    }
+    let message = found?;
+    let parsed = parse_message(&message, &options.limits).ok()?;
+    (parsed == wanted).then_some(message)
+}
 
 /// What one signature covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -123,15 +150,27 @@ pub fn sign_files(
         match options.scope {
             SignScope::Document => {
                 let mut idx = Vec::new();
-                for v in &stripped {
+                for (d, v) in file.documents.iter().zip(&stripped) {
                     idx.push(messages.len());
-                    messages.push(build_message([v]));
+                    let built = build_message([v]);
+                    let reused = options.append.then(|| {
+                        existing_message_of(
+                            std::slice::from_ref(d),
+                            std::slice::from_ref(v),
+                            options,
+                        )
+                    });
+                    messages.push(reused.flatten().unwrap_or(built));
                 }
                 message_of.push(idx);
             }
             SignScope::File => {
                 let i = messages.len();
-                messages.push(build_message(&stripped));
+                let built = build_message(&stripped);
+                let reused = options
+                    .append
+                    .then(|| existing_message_of(&file.documents, &stripped, options));
+                messages.push(reused.flatten().unwrap_or(built));
                 message_of.push(vec![i; stripped.len()]);
             }
         }
