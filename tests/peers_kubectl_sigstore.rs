@@ -218,7 +218,6 @@ fn kubectl_sigstore_verify_of_a_directory_exits_zero_without_verifying() {
 }
 
 #[test]
-#[ignore = "issue 22, open: after kubectl-sigstore --append-signature on a file mansign signed, kubectl-sigstore verifies neither set; not yet explained (docs/compatibility.md)"]
 fn several_signatures_and_appends_both_ways_verify_in_both() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -538,7 +537,6 @@ fn stack_pems(stack: &stack::Stack, dir: &Path) -> (std::path::PathBuf, std::pat
 /// the signature and writes a `bundle` annotation, `--force` does not. Both shapes verify in
 /// mansign with the key (the logged one against the stack's Rekor key) and in kubectl-sigstore.
 #[test]
-#[ignore = "issue 22, open: kubectl-sigstore exits 2 with --no-tlog-upload against the loopback stack; its flag handling is not yet pinned (docs/compatibility.md)"]
 fn kubectl_sigstore_key_signatures_with_and_without_the_log_verify_in_mansign() {
     let stack = stack::Stack::start();
     let dir = tempfile::tempdir().unwrap();
@@ -645,7 +643,6 @@ fn kubectl_sigstore_key_signatures_with_and_without_the_log_verify_in_mansign() 
 /// is never asked. So keyless signatures *by kubectl-sigstore* are checked in mansign only
 /// through the recorded upstream fixtures (tests/interop_k8s_manifest_sigstore.rs).
 #[test]
-#[ignore = "issue 22, open: the loopback proxy saw no request within its bound; the peer's hard-wired public Fulcio is not yet pinned (docs/compatibility.md)"]
 fn kubectl_sigstore_keyless_signing_goes_to_the_public_instance_only() {
     use std::io::{BufRead, BufReader, Write};
     let stack = stack::Stack::start();
