@@ -13,7 +13,6 @@
 //! does not become ready) FAILS the test with the reason; it is never skipped.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -38,31 +37,8 @@ pub fn tools() -> &'static Tools {
     static TOOLS: OnceLock<Tools> = OnceLock::new();
     TOOLS.get_or_init(|| {
         let start = Instant::now();
-        let out = Command::new("bash")
-            .arg(script())
-            .arg("build")
-            .stdin(Stdio::null())
-            .output()
-            .expect("run scripts/cluster.sh build");
-        assert!(
-            out.status.success(),
-            "the test cluster cannot be built (scripts/cluster.sh build): {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let lines: HashMap<String, PathBuf> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), PathBuf::from(v)))
-            .collect();
-        let get = |name: &str| {
-            let p = lines
-                .get(name)
-                .unwrap_or_else(|| panic!("cluster.sh build printed no {name}= line"))
-                .clone();
-            assert!(p.is_file(), "cluster.sh build: {} is missing", p.display());
-            p
-        };
+        let lines = super::go_tools("cluster.sh", &["build"]);
+        let get = |name: &str| super::go_tool(&lines, name);
         let tools = Tools {
             kube_apiserver: get("kube-apiserver"),
             kubectl: get("kubectl"),

@@ -181,3 +181,47 @@ pub fn ci_yaml(text: &str) -> serde_json::Value {
     }
     root
 }
+
+/// Runs one of the scripts that build the Go-built test tools (`scripts/peers.sh`,
+/// `scripts/cluster.sh build`, `scripts/ops-tools.sh`) and returns the `NAME=PATH` lines it
+/// prints, each checked to be a file. A failed build FAILS the calling test with the
+/// script's output: a missing tool is never a skip.
+pub fn go_tools(script: &str, args: &[&str]) -> std::collections::HashMap<String, PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(script);
+    let out = std::process::Command::new("bash")
+        .arg(&path)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("run scripts/{script}: {e}"));
+    assert!(
+        out.status.success(),
+        "the test tools cannot be built (scripts/{script} {}): {}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tools: std::collections::HashMap<String, PathBuf> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), PathBuf::from(v)))
+        .collect();
+    for (name, p) in &tools {
+        assert!(
+            p.is_file(),
+            "scripts/{script}: {name} ({}) is missing",
+            p.display()
+        );
+    }
+    tools
+}
+
+/// The path `go_tools` printed for `name`; a missing line fails the test.
+pub fn go_tool(tools: &std::collections::HashMap<String, PathBuf>, name: &str) -> PathBuf {
+    tools
+        .get(name)
+        .unwrap_or_else(|| panic!("the tool script printed no {name}= line"))
+        .clone()
+}

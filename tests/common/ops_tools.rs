@@ -7,9 +7,7 @@
 //! reason; it is never skipped.
 #![allow(dead_code)]
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Instant;
 
@@ -25,31 +23,8 @@ pub fn ops_tools() -> &'static OpsTools {
     static TOOLS: OnceLock<OpsTools> = OnceLock::new();
     TOOLS.get_or_init(|| {
         let start = Instant::now();
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ops-tools.sh");
-        let out = Command::new("bash")
-            .arg(&script)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run scripts/ops-tools.sh");
-        assert!(
-            out.status.success(),
-            "helm and rulecheck cannot be built (scripts/ops-tools.sh): {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let lines: HashMap<String, PathBuf> = String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .map(|(k, v)| (k.to_string(), PathBuf::from(v)))
-            .collect();
-        let get = |name: &str| {
-            let p = lines
-                .get(name)
-                .unwrap_or_else(|| panic!("ops-tools.sh printed no {name}= line"))
-                .clone();
-            assert!(p.is_file(), "ops-tools.sh: {} is missing", p.display());
-            p
-        };
+        let lines = super::go_tools("ops-tools.sh", &[]);
+        let get = |name: &str| super::go_tool(&lines, name);
         let tools = OpsTools {
             helm: get("helm"),
             rulecheck: get("rulecheck"),
