@@ -709,6 +709,28 @@ fn assert_denied(out: &Output, code: &str) {
     );
 }
 
+/// `kubectl apply --server-side` of `doc` as the controller named by `field_manager`.
+fn apply_as(env: &Env, what: &str, field_manager: &str, doc: &str) -> Output {
+    env.kubectl_doc(
+        what,
+        &[
+            "apply",
+            "--server-side",
+            &format!("--field-manager={field_manager}"),
+        ],
+        doc,
+    )
+}
+
+/// Fails unless a validating webhook refused the request, whatever its reason code.
+fn assert_denied_by_webhook(out: &Output) {
+    assert!(
+        !out.status.success() && stderr(out).contains("denied the request"),
+        "{}",
+        stderr(out)
+    );
+}
+
 fn assert_admitted(out: &Output, what: &str) {
     assert!(
         out.status.success(),
@@ -1339,13 +1361,10 @@ fn gitops_server_side_apply_with_argo_cd_and_flux_field_managers() {
         json!({"app.kubernetes.io/instance": "shop"}),
         json!({"argocd.argoproj.io/tracking-id": format!("shop:/ConfigMap:{ns}/argo-app")}),
     );
-    let out = env.kubectl_doc(
+    let out = apply_as(
+        env,
         "Argo CD tracking keys added",
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=argocd-controller",
-        ],
+        "argocd-controller",
         &doc,
     );
     assert_admitted(&out, "Argo CD server-side apply");
@@ -1387,40 +1406,26 @@ fn gitops_server_side_apply_with_argo_cd_and_flux_field_managers() {
         json!({"app.kubernetes.io/instance": "shop"}),
         json!({"argocd.argoproj.io/tracking-id": format!("shop:/ConfigMap:{ns}/argo-app")}),
     );
-    let out = env.kubectl_doc(
+    let out = apply_as(
+        env,
         "Argo CD tracking id naming another object",
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=argocd-controller",
-        ],
+        "argocd-controller",
         &doc,
     );
-    assert!(
-        !out.status.success() && stderr(&out).contains("denied the request"),
-        "{}",
-        stderr(&out)
-    );
+    assert_denied_by_webhook(&out);
     // An application the binding does not list.
     let doc = with_meta(
         &signed,
         json!({"app.kubernetes.io/instance": "other-app"}),
         json!({"argocd.argoproj.io/tracking-id": format!("other-app:/ConfigMap:{ns}/argo-other")}),
     );
-    let out = env.kubectl_doc(
+    let out = apply_as(
+        env,
         "Argo CD tracking for an unlisted application",
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=argocd-controller",
-        ],
+        "argocd-controller",
         &doc,
     );
-    assert!(
-        !out.status.success() && stderr(&out).contains("denied the request"),
-        "{}",
-        stderr(&out)
-    );
+    assert_denied_by_webhook(&out);
 
     // Flux kustomize-controller.
     let signed = env.sign(&cm("flux-app"));
@@ -1429,35 +1434,20 @@ fn gitops_server_side_apply_with_argo_cd_and_flux_field_managers() {
         json!({"kustomize.toolkit.fluxcd.io/name": "apps", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}),
         json!({}),
     );
-    let out = env.kubectl_doc(
-        "Flux labels added",
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=kustomize-controller",
-        ],
-        &doc,
-    );
+    let out = apply_as(env, "Flux labels added", "kustomize-controller", &doc);
     assert_admitted(&out, "Flux server-side apply");
     let doc = with_meta(
         &signed,
         json!({"kustomize.toolkit.fluxcd.io/name": "other", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}),
         json!({}),
     );
-    let out = env.kubectl_doc(
+    let out = apply_as(
+        env,
         "Flux labels of an unlisted Kustomization",
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=kustomize-controller",
-        ],
+        "kustomize-controller",
         &doc,
     );
-    assert!(
-        !out.status.success() && stderr(&out).contains("denied the request"),
-        "{}",
-        stderr(&out)
-    );
+    assert_denied_by_webhook(&out);
 }
 
 // ---------------------------------------------------------------------------------------
