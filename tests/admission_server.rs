@@ -293,6 +293,11 @@ impl Setup {
 
     /// A ConfigMap signed with the setup's key, as a JSON object.
     fn signed_configmap(&self, name: &str, data: &str) -> Value {
+        self.signed_configmap_with(name, data, &self.key)
+    }
+
+    /// A team-a ConfigMap signed through the CLI with `key`.
+    fn signed_configmap_with(&self, name: &str, data: &str, key: &Path) -> Value {
         let input = write(
             self.path(),
             &format!("{name}.yaml"),
@@ -304,7 +309,7 @@ impl Setup {
             .args(["sign", "-f"])
             .arg(&input)
             .arg("--key")
-            .arg(&self.key)
+            .arg(key)
             .assert()
             .success();
         let text =
@@ -1631,20 +1636,7 @@ async fn a_key_file_a_policy_names_is_reloaded_when_it_is_rotated() {
 
     // A new key pair; its public key is written over the file the policy names.
     let (new_key, new_pub) = key_pair(setup.path(), "rotated");
-    let input = write(
-        setup.path(),
-        "new.yaml",
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new\n  namespace: team-a\ndata:\n  value: \"2\"\n",
-    );
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&new_key)
-        .assert()
-        .success();
-    let new_signed =
-        yaml_to_json(&std::fs::read_to_string(setup.path().join("new.yaml.signed")).unwrap());
+    let new_signed = setup.signed_configmap_with("new", "2", &new_key);
     let answer = decide(&c, &webhook, &review("new-1", "CREATE", &new_signed)).await;
     assert_eq!(answer["response"]["allowed"], false, "{answer}");
 
@@ -1686,20 +1678,7 @@ async fn a_policy_naming_a_missing_key_file_loads_once_the_file_appears() {
     }
     // Signed with a key the policy will name; denied while the old policy is in use.
     let (key, pubkey) = key_pair(setup.path(), "later-pair");
-    let input = write(
-        setup.path(),
-        "later.yaml",
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: later\n  namespace: team-a\ndata:\n  value: \"3\"\n",
-    );
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .success();
-    let signed =
-        yaml_to_json(&std::fs::read_to_string(setup.path().join("later.yaml.signed")).unwrap());
+    let signed = setup.signed_configmap_with("later", "3", &key);
     let answer = decide(&c, &webhook, &review("later-1", "CREATE", &signed)).await;
     assert_eq!(answer["response"]["allowed"], false, "{answer}");
     // The file appears, no watched file changed: the retry loads it.
