@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::pki::Pki;
 use common::{key_pair, mansign, write};
 use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader};
@@ -22,51 +23,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 // ---------------------------------------------------------------------------------------
 
 /// A test CA that issues server certificates for 127.0.0.1.
-struct Pki {
-    ca_pem: String,
-    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
-}
-
 impl Pki {
-    fn new() -> Pki {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "mansign test CA");
-        let ca = params.self_signed(&key).unwrap();
-        Pki {
-            ca_pem: ca.pem(),
-            issuer: rcgen::Issuer::new(params, key),
-        }
-    }
-
-    /// A server certificate (PEM) and its key (PEM), named `cn`.
-    fn issue(&self, cn: &str) -> (String, String) {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params =
-            rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".into()])
-                .unwrap();
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, cn);
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        (cert.pem(), key.serialize_pem())
-    }
-
-    /// Writes a new certificate and key into `dir/tls.crt` and `dir/tls.key`, each replaced
-    /// atomically (as the kubelet swaps a Secret volume); returns the certificate's DER.
-    fn install(&self, dir: &Path, cn: &str) -> Vec<u8> {
-        let (cert, key) = self.issue(cn);
-        for (name, text) in [("tls.key", &key), ("tls.crt", &cert)] {
-            let tmp = dir.join(format!(".{name}.tmp"));
-            std::fs::write(&tmp, text).unwrap();
-            std::fs::rename(&tmp, dir.join(name)).unwrap();
-        }
-        pem_der(&cert)
-    }
-
     fn reqwest_ca(&self) -> reqwest::Certificate {
         reqwest::Certificate::from_pem(self.ca_pem.as_bytes()).unwrap()
     }

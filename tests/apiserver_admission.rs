@@ -15,6 +15,7 @@
 mod common;
 
 use common::cluster::Cluster;
+use common::pki::Pki;
 use common::{fixture, key_pair, mansign, write};
 use serde_json::{Value, json};
 use std::io::{BufReader, Write as _};
@@ -36,49 +37,7 @@ const GATED: &str = "mansign.dev/gated";
 // Certificates for the webhook and the recorder
 // ---------------------------------------------------------------------------------------
 
-struct Pki {
-    ca_pem: String,
-    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
-}
-
 impl Pki {
-    fn new() -> Pki {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "mansign webhook test CA");
-        let ca = params.self_signed(&key).unwrap();
-        Pki {
-            ca_pem: ca.pem(),
-            issuer: rcgen::Issuer::new(params, key),
-        }
-    }
-
-    /// A serving certificate for 127.0.0.1 (PEM) and its key (PEM).
-    fn issue(&self, cn: &str) -> (String, String) {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params =
-            rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".into()])
-                .unwrap();
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, cn);
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        (cert.pem(), key.serialize_pem())
-    }
-
-    /// Writes `dir/tls.crt` and `dir/tls.key`, each replaced atomically.
-    fn install(&self, dir: &Path, cn: &str) {
-        let (cert, key) = self.issue(cn);
-        for (name, text) in [("tls.key", &key), ("tls.crt", &cert)] {
-            let tmp = dir.join(format!(".{name}.tmp"));
-            std::fs::write(&tmp, text).unwrap();
-            std::fs::rename(&tmp, dir.join(name)).unwrap();
-        }
-    }
-
     fn ca_bundle(&self) -> String {
         use base64::Engine as _;
         base64::engine::general_purpose::STANDARD.encode(self.ca_pem.as_bytes())

@@ -4,6 +4,7 @@
 pub mod cluster;
 pub mod ops_tools;
 pub mod peers;
+pub mod pki;
 
 use std::path::{Path, PathBuf};
 
