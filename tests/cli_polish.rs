@@ -773,16 +773,14 @@ fn mansign_with_trust_env(dir: &Path, vars: &[(&str, &Path)]) -> assert_cmd::Com
     cmd
 }
 
-// ---- 1. one trust root everywhere ----
-
-#[test]
-fn verify_policy_admission_review_and_explain_use_the_trust_root_of_the_environment() {
-    let stack = Stack::start();
+/// MULTI_DOC signed keylessly on the loopback stack with its ID token, in a new temporary
+/// directory: `(dir, signed file)`.
+fn multi_doc_signed_keylessly(stack: &Stack) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "x.yaml", MULTI_DOC);
     let token = write(dir.path(), "token", &stack.id_token());
     let signed = dir.path().join("x.signed.yaml");
-    keyless_sign(&stack)
+    keyless_sign(stack)
         .arg("-f")
         .arg(&input)
         .arg("-o")
@@ -791,6 +789,15 @@ fn verify_policy_admission_review_and_explain_use_the_trust_root_of_the_environm
         .arg(&token)
         .assert()
         .success();
+    (dir, signed)
+}
+
+// ---- 1. one trust root everywhere ----
+
+#[test]
+fn verify_policy_admission_review_and_explain_use_the_trust_root_of_the_environment() {
+    let stack = Stack::start();
+    let (dir, signed) = multi_doc_signed_keylessly(&stack);
     let configmap = documents(&signed).remove(0);
     assert_eq!(configmap["kind"], "ConfigMap");
     let object = write(
@@ -993,19 +1000,7 @@ fn the_cli_reference_has_one_output_flag_table_listing_every_report_command() {
 #[test]
 fn an_exact_identity_that_looks_like_a_regex_names_the_regexp_flag() {
     let stack = Stack::start();
-    let dir = tempfile::tempdir().unwrap();
-    let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    let token = write(dir.path(), "token", &stack.id_token());
-    let signed = dir.path().join("x.signed.yaml");
-    keyless_sign(&stack)
-        .arg("-f")
-        .arg(&input)
-        .arg("-o")
-        .arg(&signed)
-        .arg("--identity-token")
-        .arg(&token)
-        .assert()
-        .success();
+    let (_dir, signed) = multi_doc_signed_keylessly(&stack);
     // The stack's identity is a GitHub workflow URI; a cosign user writes a pattern for it.
     let pattern = "https://github.com/.*";
     mansign()
