@@ -16,12 +16,13 @@ mod common;
 
 use common::cluster::Cluster;
 use common::pki::Pki;
+use common::webhook::Webhook;
 use common::{fixture, key_pair, mansign, write};
 use serde_json::{Value, json};
 use std::io::{BufReader, Write as _};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -32,117 +33,6 @@ const SHIPPED_ONLY: &str = "shipped";
 /// The label the test configuration's `namespaceSelector` selects (the shipped one selects
 /// every namespace but mansign-system and kube-system).
 const GATED: &str = "mansign.dev/gated";
-
-// ---------------------------------------------------------------------------------------
-// Certificates for the webhook and the recorder
-// ---------------------------------------------------------------------------------------
-
-impl Pki {
-    fn ca_bundle(&self) -> String {
-        use base64::Engine as _;
-        base64::engine::general_purpose::STANDARD.encode(self.ca_pem.as_bytes())
-    }
-}
-
-/// Kills `pid` once this test process has exited (a server kept in a `static` has no
-/// `Drop`); the watcher ends by itself when `pid` is gone first.
-fn kill_at_exit(pid: u32) {
-    let _ = Command::new("bash")
-        .arg("-c")
-        .arg(
-            "while kill -0 \"$1\" 2>/dev/null && kill -0 \"$2\" 2>/dev/null; do sleep 1; done; \
-             kill \"$2\" 2>/dev/null",
-        )
-        .arg("reaper")
-        .arg(std::process::id().to_string())
-        .arg(pid.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-}
-
-// ---------------------------------------------------------------------------------------
-// `mansign admission serve`
-// ---------------------------------------------------------------------------------------
-
-struct Webhook {
-    child: Child,
-    port: u16,
-    stderr: PathBuf,
-}
-
-impl Webhook {
-    /// Starts the real binary on `127.0.0.1:port` (0: any) with `dir/tls.{crt,key}`.
-    fn start(dir: &Path, policies: &[PathBuf], port: u16) -> Webhook {
-        let n = unique();
-        let stdout = dir.join(format!("webhook-{n}.stdout"));
-        let stderr = dir.join(format!("webhook-{n}.stderr"));
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_mansign"));
-        cmd.args(["admission", "serve", "--listen"])
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--tls-cert")
-            .arg(dir.join("tls.crt"))
-            .arg("--tls-key")
-            .arg(dir.join("tls.key"))
-            .args(["--reload-interval", "1s", "--shutdown-grace", "1s"]);
-        for p in policies {
-            cmd.arg("--policy").arg(p);
-        }
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&stdout).unwrap())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .expect("start mansign admission serve");
-        kill_at_exit(child.id());
-        let mut webhook = Webhook {
-            child,
-            port: 0,
-            stderr,
-        };
-        let start = Instant::now();
-        loop {
-            let text = std::fs::read_to_string(&webhook.stderr).unwrap_or_default();
-            if let Some(addr) = text
-                .lines()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .find(|e| e["event"] == "listening")
-                .and_then(|e| e["address"].as_str().map(str::to_string))
-            {
-                webhook.port = addr
-                    .rsplit(':')
-                    .next()
-                    .and_then(|p| p.parse().ok())
-                    .expect("listening address has a port");
-                return webhook;
-            }
-            if let Some(status) = webhook.child.try_wait().unwrap() {
-                panic!("mansign admission serve exited with {status}: {text}");
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "mansign admission serve did not listen within 30 s: {text}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("https://127.0.0.1:{}/validate", self.port)
-    }
-
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for Webhook {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
 
 // ---------------------------------------------------------------------------------------
 // The recorder: a second validating webhook that allows everything and keeps the bodies
@@ -1501,11 +1391,22 @@ fn status_updates_as_the_api_server_sends_them_are_recorded() {
     // A ClusterIP Service may not carry status.loadBalancer.ingress (the API server's
     // validation refuses it before any validating webhook is called), so the write sets a
     // condition.
-    env.kubectl(
+    // The Service status strategy keeps the request's labels: mansign (registered for
+    // services/status here) must deny the write, while the recorder sees it.
+    let out = env.kubectl(
         "services/status write with a label",
         &["patch", "service", "web", "-n", ns, "--subresource=status", "--type=merge",
           "-p", r#"{"metadata":{"labels":{"added-by-status":"yes"}},"status":{"conditions":[{"type":"Recorded","status":"True","lastTransitionTime":"2026-01-01T00:00:00Z","reason":"Recorded","message":"recorded by the test"}]}}"#],
     );
+    assert_denied(&out, "modified");
+    if let Ok(dir) = std::env::var("MANSIGN_RECORD_DIR") {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::copy(
+            &env.pubkey,
+            Path::new(&dir).join("services-status-update.pub"),
+        )
+        .unwrap();
+    }
     for (resource, name, file) in [
         ("pods", "rec-pod", "pods-status-update"),
         ("services", "web", "services-status-update"),
@@ -1690,4 +1591,82 @@ fn the_recorded_namespace_create_is_admitted_offline() {
         "the recorded signed Namespace CREATE is denied: {}",
         stderr(&out)
     );
+}
+
+/// The services/status UPDATE exactly as kube-apiserver v1.34.4 sent it
+/// (`testdata/cluster/recorded/services-status-update.json`): `kubectl patch
+/// --subresource=status` of a signed Service, adding a label and a status condition. The
+/// Service status strategy takes only `spec` from the stored object, so the server would
+/// store the label: `mansign admission review` must deny the write as it was sent, and
+/// admit the same write without the label (a status-only write).
+#[test]
+fn the_recorded_services_status_update_is_judged_by_the_service_status_strategy() {
+    let dir = tempfile::tempdir().unwrap();
+    let pubkey = fixture("cluster/recorded/services-status-update.pub");
+    let policy = write(
+        dir.path(),
+        "policy.yaml",
+        &format!(
+            "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata:\n  name: services\nspec:\n  match:\n    kinds: [v1/Service]\n  ignoreProfile: kubernetes\n  attestors:\n  - entries:\n    - keys:\n        path: {}\n",
+            pubkey.display()
+        ),
+    );
+    let recorded = fixture("cluster/recorded/services-status-update.json");
+    let body: Value = serde_json::from_str(&std::fs::read_to_string(&recorded).unwrap()).unwrap();
+    let request = &body["request"];
+    assert_eq!(request["subResource"], "status");
+    assert_eq!(request["operation"], "UPDATE");
+    assert_eq!(
+        request["object"]["metadata"]["labels"]["added-by-status"], "yes",
+        "the API server sends the request's labels in object (the strategy keeps them)"
+    );
+    assert!(request["oldObject"]["metadata"]["labels"]["added-by-status"].is_null());
+    assert_eq!(
+        request["object"]["status"]["conditions"][0]["type"],
+        "Recorded"
+    );
+
+    let review = |what: &str, file: &Path| {
+        let out = mansign()
+            .args(["admission", "review", "--policy"])
+            .arg(&policy)
+            .arg("-f")
+            .arg(file)
+            .output()
+            .unwrap();
+        eprintln!(
+            "{what}: {} {}",
+            if out.status.success() {
+                "ADMITTED"
+            } else {
+                "DENIED"
+            },
+            stderr(&out).trim()
+        );
+        out
+    };
+
+    // As sent: the label would be stored, so it is denied, naming the label.
+    let out = review("services/status UPDATE as recorded", &recorded);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["response"]["allowed"], false);
+    let message = answer["response"]["status"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("[modified]") && message.contains("added-by-status"),
+        "{message}"
+    );
+
+    // The same write without the label: only status differs from the signed Service.
+    let mut status_only = body.clone();
+    let metadata = status_only["request"]["object"]["metadata"]
+        .as_object_mut()
+        .unwrap();
+    match request["oldObject"]["metadata"].get("labels") {
+        Some(labels) => metadata.insert("labels".into(), labels.clone()),
+        None => metadata.remove("labels"),
+    };
+    let file = write(dir.path(), "status-only.json", &status_only.to_string());
+    let out = review("the same write without the label", &file);
+    assert!(out.status.success(), "{}", stderr(&out));
 }

@@ -5,6 +5,7 @@ pub mod cluster;
 pub mod ops_tools;
 pub mod peers;
 pub mod pki;
+pub mod webhook;
 
 use std::path::{Path, PathBuf};
 

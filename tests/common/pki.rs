@@ -24,6 +24,12 @@ impl Pki {
         }
     }
 
+    /// The CA as a webhook configuration's `caBundle` (base64 of the PEM).
+    pub fn ca_bundle(&self) -> String {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(self.ca_pem.as_bytes())
+    }
+
     /// A serving certificate for 127.0.0.1 and localhost (PEM) and its key (PEM), named `cn`.
     pub fn issue(&self, cn: &str) -> (String, String) {
         let key = rcgen::KeyPair::generate().unwrap();
