@@ -3,7 +3,10 @@
 //! values table against `values.schema.json`, and the one-source-of-truth check: the chart
 //! with default values renders the objects of `kubectl kustomize deploy/` (and with
 //! cert-manager those of `deploy/overlays/cert-manager`), with only the differences that
-//! charts/mansign/README.md lists.
+//! charts/mansign/README.md lists; and `helm install` into a real kube-apiserver
+//! (`scripts/cluster.sh`, tests/common/cluster.rs), where the chart's webhook configuration,
+//! pointed at the real `mansign admission serve` on loopback (`webhook.url`), admits signed
+//! PolicyExceptions and denies tampered ones, and `helm uninstall` removes it.
 //!
 //! helm is built from `helm.sh/helm/v3` (`scripts/ops-tools.sh`); kubectl must be on PATH as
 //! for tests/deploy.rs. A missing tool fails these tests.
@@ -13,7 +16,10 @@
 
 mod common;
 
+use common::cluster::Cluster;
 use common::ops_tools::ops_tools;
+use common::pki::Pki;
+use common::webhook::Webhook;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -296,6 +302,30 @@ fn the_policy_a_value_set_writes_loads_as_a_mansign_policy() {
     );
 }
 
+#[test]
+fn webhook_url_points_the_configuration_at_a_webhook_outside_the_cluster() {
+    let url = "https://webhook.example.com:8443/validate";
+    let objects = parse(&rendered_text(&[
+        "--set",
+        &format!("webhook.url={url}"),
+        "--set",
+        "tls.caBundle=QUJD",
+    ]));
+    let vwc = find(&objects, "ValidatingWebhookConfiguration");
+    let client = &vwc[0]["webhooks"][0]["clientConfig"];
+    assert_eq!(
+        client,
+        &serde_json::json!({"url": url, "caBundle": "QUJD"}),
+        "a URL replaces the service reference"
+    );
+    // Without it, the chart's Service (the default, as deploy/ does).
+    let objects = parse(&rendered_text(&[]));
+    let vwc = find(&objects, "ValidatingWebhookConfiguration");
+    let client = &vwc[0]["webhooks"][0]["clientConfig"];
+    assert!(client.get("url").is_none(), "{client}");
+    assert_eq!(client["service"]["name"], "mansign-webhook");
+}
+
 // ---------------------------------------------------------------------------------------
 // Bad values
 // ---------------------------------------------------------------------------------------
@@ -355,6 +385,22 @@ fn the_schema_refuses_bad_values() {
             "apiVersion",
         ),
         (&["--set", "serviceMonitor.interval=soon"], "interval"),
+        // The API server calls webhooks over https only, without query, fragment or user.
+        (
+            &["--set", "webhook.url=http://127.0.0.1:8443/validate"],
+            "url",
+        ),
+        (
+            &["--set", "webhook.url=https://127.0.0.1:8443/validate?x=1"],
+            "url",
+        ),
+        (
+            &[
+                "--set",
+                "webhook.url=https://user@webhook.example:8443/validate",
+            ],
+            "url",
+        ),
     ];
     for (set, word) in cases {
         let error = refused(set);
@@ -617,4 +663,338 @@ fn the_deploy_comparison_notices_a_changed_field() {
         differing.contains(&"Deployment mansign-system/mansign-webhook"),
         "{differing:?}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Installed into a real API server
+// ---------------------------------------------------------------------------------------
+
+/// `kubectl ARGS [-f -]` against `cluster`; prints what was applied and the verdict.
+fn kubectl_reported(cluster: &Cluster, what: &str, args: &[&str], stdin: Option<&str>) -> Output {
+    let out = match stdin {
+        Some(doc) => cluster.kubectl_stdin(args, doc),
+        None => cluster.kubectl(args),
+    };
+    let (verdict, detail) = if out.status.success() {
+        ("ADMITTED", &out.stdout)
+    } else {
+        ("DENIED/FAILED", &out.stderr)
+    };
+    eprintln!(
+        "{what}: kubectl {} -> {verdict}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(detail).trim()
+    );
+    out
+}
+
+/// Fails unless the chart's webhook refused `out` with mansign's `[code]`.
+fn assert_denied_by_chart_webhook(out: &Output, code: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err
+                .contains("admission webhook \"policyexceptions.mansign.dev\" denied the request")
+            && err.contains(&format!("[{code}]")),
+        "expected the chart's webhook to deny with [{code}]: {err}"
+    );
+}
+
+/// The chart installed with `helm install` into a real kube-apiserver (scripts/cluster.sh,
+/// issue 25 §1): no kubelet runs there, so the webhook runs outside the cluster
+/// (`webhook.url`), with TLS from an existing Secret (`tls.existingSecret`, `tls.caBundle`)
+/// and the policy the chart wrote into its ConfigMap, both read back from the API server.
+/// The chart's ValidatingWebhookConfiguration then admits signed PolicyExceptions of both
+/// kinds and denies tampered ones; `helm uninstall` removes the chart's objects.
+#[test]
+fn helm_install_into_a_real_api_server_admits_signed_and_denies_tampered_exceptions() {
+    let cluster = Cluster::start();
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("helm");
+    let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
+
+    cluster.kubectl_ok(&[
+        "create",
+        "-f",
+        common::fixture("cluster/kyverno-crds").to_str().unwrap(),
+    ]);
+    cluster.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/policyexceptions.kyverno.io",
+        "crd/policyexceptions.policies.kyverno.io",
+    ]);
+    cluster.kubectl_ok(&["create", "namespace", "team-a"]);
+
+    // The serving certificate in a Secret of the release namespace (tls.existingSecret).
+    let pki = Pki::new();
+    let (cert, key) = pki.issue("mansign-webhook");
+    let cert_file = common::write(dir.path(), "issued.crt", &cert);
+    let key_file = common::write(dir.path(), "issued.key", &key);
+    cluster.kubectl_ok(&["create", "namespace", NAMESPACE]);
+    cluster.kubectl_ok(&[
+        "create",
+        "secret",
+        "tls",
+        "webhook-serving-cert",
+        "-n",
+        NAMESPACE,
+        "--cert",
+        cert_file.to_str().unwrap(),
+        "--key",
+        key_file.to_str().unwrap(),
+    ]);
+
+    // The webhook will listen on this port (chosen now: the URL is a value of the chart).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("https://127.0.0.1:{port}/validate");
+    let (signing_key, public_key) = common::key_pair(dir.path(), "release");
+    let values = serde_json::json!({
+        "webhook": {"url": url},
+        "tls": {"existingSecret": "webhook-serving-cert", "caBundle": pki.ca_bundle()},
+        "policy": {"documents": [{
+            "apiVersion": "mansign.dev/v1alpha1",
+            "kind": "ManifestPolicy",
+            "metadata": {"name": "signed-policy-exceptions"},
+            "spec": {
+                "match": {"kinds": ["kyverno.io/*/PolicyException", "policies.kyverno.io/*/PolicyException"]},
+                "ignoreProfile": "kubernetes",
+                "attestors": [{"entries": [{"keys": {
+                    "publicKeys": std::fs::read_to_string(&public_key).unwrap()
+                }}]}],
+            },
+        }]},
+    });
+    let values_file = common::write(dir.path(), "values.json", &values.to_string());
+    let out = helm(&home)
+        .args(["install", "mansign"])
+        .arg(chart())
+        .args(["--namespace", NAMESPACE, "--kubeconfig", &kubeconfig, "-f"])
+        .arg(&values_file)
+        .output()
+        .unwrap();
+    eprintln!(
+        "helm install mansign charts/mansign -n {NAMESPACE} -f values.json (webhook.url {url}, tls.existingSecret webhook-serving-cert): {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "helm install failed");
+    let installed = cluster.kubectl_ok(&[
+        "get",
+        "deployment,service,serviceaccount,configmap,poddisruptionbudget,validatingwebhookconfiguration",
+        "-n",
+        NAMESPACE,
+        "-l",
+        "app.kubernetes.io/instance=mansign",
+        "-o",
+        "name",
+    ]);
+    eprintln!("installed by the chart:\n{installed}");
+    for object in [
+        "deployment.apps/mansign-webhook",
+        "service/mansign-webhook",
+        "serviceaccount/mansign-webhook",
+        "configmap/mansign-policy",
+        "poddisruptionbudget.policy/mansign-webhook",
+        "validatingwebhookconfiguration.admissionregistration.k8s.io/mansign-webhook",
+    ] {
+        assert!(
+            installed.lines().any(|l| l == object),
+            "{object} not installed"
+        );
+    }
+    let vwc: Value = serde_json::from_str(&cluster.kubectl_ok(&[
+        "get",
+        "validatingwebhookconfiguration",
+        "mansign-webhook",
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    assert_eq!(
+        vwc["webhooks"][0]["clientConfig"],
+        serde_json::json!({"url": url, "caBundle": pki.ca_bundle()})
+    );
+
+    // The webhook runs with what the API server now holds: the chart's policy ConfigMap and
+    // the Secret's certificate and key.
+    let serving = dir.path().join("serving");
+    std::fs::create_dir_all(&serving).unwrap();
+    let policy_text = cluster.kubectl_ok(&[
+        "get",
+        "configmap",
+        "mansign-policy",
+        "-n",
+        NAMESPACE,
+        "-o",
+        "jsonpath={.data.policy\\.yaml}",
+    ]);
+    eprintln!("the policy the chart rendered (ConfigMap mansign-policy):\n{policy_text}");
+    let policy = common::write(&serving, "policy.yaml", &policy_text);
+    let secret: Value = serde_json::from_str(&cluster.kubectl_ok(&[
+        "get",
+        "secret",
+        "webhook-serving-cert",
+        "-n",
+        NAMESPACE,
+        "-o",
+        "json",
+    ]))
+    .unwrap();
+    for name in ["tls.crt", "tls.key"] {
+        use base64::Engine as _;
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(secret["data"][name].as_str().unwrap())
+            .unwrap();
+        std::fs::write(serving.join(name), data).unwrap();
+    }
+    let webhook = Webhook::start(&serving, &[policy], port);
+
+    // Until the API server reaches the webhook, failurePolicy Fail refuses every write;
+    // an unsigned exception denied by mansign shows the path works.
+    let unsigned = std::fs::read_to_string(common::fixture(
+        "cluster/signed-set/policyexception-kyverno.yaml",
+    ))
+    .unwrap()
+    .replace("namespace: stored", "namespace: team-a");
+    let start = std::time::Instant::now();
+    loop {
+        let out = cluster.kubectl_stdin(&["create", "--dry-run=server", "-f", "-"], &unsigned);
+        if String::from_utf8_lossy(&out.stderr).contains("[not-signed]") {
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "the API server did not reach the chart's webhook: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            webhook.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+
+    for (file, resource) in [
+        (
+            "policyexception-kyverno.yaml",
+            "policyexceptions.kyverno.io/backup-host-path",
+        ),
+        (
+            "policyexception-policies.yaml",
+            "policyexceptions.policies.kyverno.io/backup-host-path-cel",
+        ),
+    ] {
+        let text = std::fs::read_to_string(common::fixture(&format!("cluster/signed-set/{file}")))
+            .unwrap()
+            .replace("namespace: stored", "namespace: team-a");
+        let out = kubectl_reported(
+            &cluster,
+            &format!("{file} unsigned"),
+            &["apply", "-f", "-"],
+            Some(&text),
+        );
+        assert_denied_by_chart_webhook(&out, "not-signed");
+
+        let input = common::write(dir.path(), file, &text);
+        let signed_file = dir.path().join(format!("signed-{file}"));
+        common::mansign()
+            .args(["sign", "-f"])
+            .arg(&input)
+            .arg("--key")
+            .arg(&signing_key)
+            .arg("-o")
+            .arg(&signed_file)
+            .assert()
+            .success();
+        let signed = std::fs::read_to_string(&signed_file).unwrap();
+        // The same signature over a widened exception: another policy is excepted.
+        let tampered = signed.replace("disallow-host-path", "require-signed-images");
+        assert_ne!(signed, tampered);
+        let out = kubectl_reported(
+            &cluster,
+            &format!("{file} tampered"),
+            &["apply", "-f", "-"],
+            Some(&tampered),
+        );
+        assert_denied_by_chart_webhook(&out, "modified");
+        let out = cluster.kubectl(&["get", resource, "-n", "team-a"]);
+        assert!(!out.status.success(), "{resource} stored after a denial");
+
+        let out = kubectl_reported(
+            &cluster,
+            &format!("{file} signed"),
+            &["apply", "-f", "-"],
+            Some(&signed),
+        );
+        assert!(
+            out.status.success(),
+            "the chart's webhook denied a signed exception: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let name = cluster.kubectl_ok(&[
+            "get",
+            resource,
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.metadata.name}",
+        ]);
+        assert_eq!(Some(name.as_str()), resource.split('/').nth(1), "stored");
+    }
+
+    // helm uninstall removes what the chart installed; the Secret (not the chart's) stays.
+    let out = helm(&home)
+        .args(["uninstall", "mansign", "--namespace", NAMESPACE])
+        .args(["--kubeconfig", &kubeconfig])
+        .output()
+        .unwrap();
+    eprintln!(
+        "helm uninstall mansign: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "helm uninstall failed");
+    let left = cluster.kubectl_ok(&[
+        "get",
+        "deployment,service,serviceaccount,configmap,poddisruptionbudget,validatingwebhookconfiguration,secret",
+        "-n",
+        NAMESPACE,
+        "-l",
+        "app.kubernetes.io/instance=mansign",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(left.trim(), "", "left behind by helm uninstall: {left}");
+    let releases = cluster.kubectl_ok(&["get", "secrets", "-n", NAMESPACE, "-o", "name"]);
+    assert_eq!(
+        releases.trim(),
+        "secret/webhook-serving-cert",
+        "only the Secret the chart did not create remains (no Helm release record)"
+    );
+    // No webhook left: the API server no longer asks mansign (its webhook list follows
+    // the configuration's deletion through a watch, so this may take a moment).
+    let unsigned = unsigned.replace("name: backup-host-path", "name: after-uninstall");
+    let start = std::time::Instant::now();
+    loop {
+        let out = cluster.kubectl_stdin(&["create", "--dry-run=server", "-f", "-"], &unsigned);
+        if out.status.success() {
+            kubectl_reported(
+                &cluster,
+                "unsigned after helm uninstall",
+                &["create", "--dry-run=server", "-f", "-"],
+                Some(&unsigned),
+            );
+            break;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(30),
+            "an exception is still refused after helm uninstall: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    drop(webhook);
 }
