@@ -158,13 +158,27 @@ quantiles() { # METRIC_TEXT NAME SELECTOR -> "p50 p99 count" from cumulative buc
 }
 api_metrics=$(k get --raw /metrics)
 hook_metrics=$(curl -s --cacert "$WORK/cluster/pki/ca.crt" "https://127.0.0.1:$port/metrics")
-read -r a50 a99 acount < <(quantiles "$api_metrics" apiserver_admission_webhook_admission_duration_seconds 'name="policyexceptions.mansign.dev",operation="CREATE",rejected="false"')
+api_sel='name="policyexceptions.mansign.dev",operation="CREATE",rejected="false"'
+read -r a50 a99 acount < <(quantiles "$api_metrics" apiserver_admission_webhook_admission_duration_seconds "$api_sel")
 read -r m50 m99 mcount < <(quantiles "$hook_metrics" mansign_admission_request_duration_seconds '')
+
+mean() { # METRIC_TEXT NAME SELECTOR -> mean in ms (_sum / _count of the selected series)
+  awk -v name="$2" -v sel="$3" '
+    index($0, name "_sum") == 1 && index($0, sel) { s = $NF + 0 }
+    index($0, name "_count") == 1 && index($0, sel) { c = $NF + 0 }
+    END { if (c > 0) printf "%.2f", 1000 * s / c; else print "-" }' <<<"$1"
+}
+a_mean=$(mean "$api_metrics" apiserver_admission_webhook_admission_duration_seconds "$api_sel")
+m_mean=$(mean "$hook_metrics" mansign_admission_request_duration_seconds '')
 
 echo "bench-apiserver.sh: $N signed PolicyExceptions, one kubectl apply; $admitted admitted"
 awk -v s="$start" -v e="$end" -v n="$N" 'BEGIN { printf "  kubectl apply wall time: %.1f s (%.1f ms per object, kubectl and API server included)\n", e - s, 1000 * (e - s) / n }'
-echo "  apiserver_admission_webhook_admission_duration_seconds (API server, CREATE admitted, $acount calls): p50 ${a50} s, p99 ${a99} s"
-echo "  mansign_admission_request_duration_seconds (webhook, $mcount requests incl. probes): p50 ${m50} s, p99 ${m99} s"
+echo "  apiserver_admission_webhook_admission_duration_seconds (API server, CREATE admitted, $acount calls): p50 ${a50} s, p99 ${a99} s, mean ${a_mean} ms"
+echo "  mansign_admission_request_duration_seconds (webhook, $mcount requests incl. probes): p50 ${m50} s, p99 ${m99} s, mean ${m_mean} ms"
+echo "  webhook buckets (le=count):"
+grep '^mansign_admission_request_duration_seconds_bucket{' <<<"$hook_metrics" |
+  sed -n 's/.*le="\([^"]*\)".* \([0-9]*\)$/    \1=\2/p'
+echo "  load: $(uptime)"
 echo "  API server buckets (le=count):"
 grep '^apiserver_admission_webhook_admission_duration_seconds_bucket{' <<<"$api_metrics" |
   grep 'name="policyexceptions.mansign.dev",operation="CREATE",rejected="false"' |
