@@ -1001,7 +1001,6 @@ fn with_field(signed: &str, path: &[&str], value: Value) -> String {
 #[test]
 fn tolerated_defaults_cannot_be_used_by_a_client_to_change_behaviour() {
     let env = shared();
-    let ns = "stored";
     let service = env.sign(
         &std::fs::read_to_string(fixture("cluster/signed-set/service.yaml"))
             .unwrap()
@@ -1057,9 +1056,132 @@ fn tolerated_defaults_cannot_be_used_by_a_client_to_change_behaviour() {
             ),
         ),
     ];
+    // Every other tolerance of the `kubernetes` profile (docs/policy.md, "Kyverno's default
+    // ignore lists"): a client writes a value other than the one the API server would set.
+    let namespace = env.sign(
+        &std::fs::read_to_string(fixture("cluster/signed-set/namespace.yaml"))
+            .unwrap()
+            .replace("name: stored-ns\n", "name: tolerance-ns\n"),
+    );
+    let at = |signed: &str, path: &str, value: Value| {
+        with_field(signed, &path.split('.').collect::<Vec<_>>(), value)
+    };
+    let pod = "spec.template.spec";
+    let container = "spec.template.spec.containers.0";
+    let more: Vec<(&str, String)> = vec![
+        (
+            "Service spec.type: NodePort (a port on every node)",
+            at(&service, "spec.type", json!("NodePort")),
+        ),
+        (
+            "Service spec.sessionAffinity: ClientIP",
+            at(&service, "spec.sessionAffinity", json!("ClientIP")),
+        ),
+        (
+            "Service spec.ports[0].protocol: UDP",
+            at(&service, "spec.ports.0.protocol", json!("UDP")),
+        ),
+        (
+            "Service spec.internalTrafficPolicy: Local",
+            at(&service, "spec.internalTrafficPolicy", json!("Local")),
+        ),
+        (
+            "Namespace spec.finalizers with a client's finalizer",
+            at(
+                &namespace,
+                "spec.finalizers",
+                json!(["kubernetes", "example.com/hold"]),
+            ),
+        ),
+        (
+            "Deployment spec.replicas: 5 (default 1)",
+            at(&deployment, "spec.replicas", json!(5)),
+        ),
+        (
+            "Deployment spec.progressDeadlineSeconds: 60",
+            at(&deployment, "spec.progressDeadlineSeconds", json!(60)),
+        ),
+        (
+            "Deployment spec.revisionHistoryLimit: 0",
+            at(&deployment, "spec.revisionHistoryLimit", json!(0)),
+        ),
+        (
+            "Deployment spec.strategy.type: Recreate",
+            at(&deployment, "spec.strategy", json!({"type": "Recreate"})),
+        ),
+        (
+            "Deployment spec.strategy.rollingUpdate 100%/100%",
+            at(
+                &deployment,
+                "spec.strategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "100%", "maxUnavailable": "100%"}}),
+            ),
+        ),
+        (
+            "pod spec dnsPolicy: Default (the node's resolver)",
+            at(&deployment, &format!("{pod}.dnsPolicy"), json!("Default")),
+        ),
+        (
+            "pod spec schedulerName: another scheduler",
+            at(
+                &deployment,
+                &format!("{pod}.schedulerName"),
+                json!("other-scheduler"),
+            ),
+        ),
+        (
+            "pod spec terminationGracePeriodSeconds: 0",
+            at(
+                &deployment,
+                &format!("{pod}.terminationGracePeriodSeconds"),
+                json!(0),
+            ),
+        ),
+        (
+            "pod spec securityContext.runAsUser: 0",
+            at(
+                &deployment,
+                &format!("{pod}.securityContext"),
+                json!({"runAsUser": 0}),
+            ),
+        ),
+        (
+            "container terminationMessagePath elsewhere",
+            at(
+                &deployment,
+                &format!("{container}.terminationMessagePath"),
+                json!("/tmp/termination-log"),
+            ),
+        ),
+        (
+            "container terminationMessagePolicy: FallbackToLogsOnError",
+            at(
+                &deployment,
+                &format!("{container}.terminationMessagePolicy"),
+                json!("FallbackToLogsOnError"),
+            ),
+        ),
+        (
+            "container ports[0].protocol: UDP",
+            at(
+                &deployment,
+                &format!("{container}.ports.0.protocol"),
+                json!("UDP"),
+            ),
+        ),
+        (
+            "container resources.requests.cpu: 8",
+            at(
+                &deployment,
+                &format!("{container}.resources"),
+                json!({"requests": {"cpu": "8"}}),
+            ),
+        ),
+    ];
+    let cases: Vec<(&str, String)> = cases.into_iter().chain(more).collect();
     let mut admitted = Vec::new();
     for (what, doc) in &cases {
-        let out = env.kubectl_doc(what, &["create", "--dry-run=server", "-n", ns], doc);
+        let out = env.kubectl_doc(what, &["create", "--dry-run=server"], doc);
         if out.status.success() {
             admitted.push(*what);
         } else {
@@ -1082,6 +1204,14 @@ fn tolerated_defaults_cannot_be_used_by_a_client_to_change_behaviour() {
             &deployment,
         ),
         "the signed Deployment",
+    );
+    assert_admitted(
+        &env.kubectl_doc(
+            "signed Namespace",
+            &["create", "--dry-run=server"],
+            &namespace,
+        ),
+        "the signed Namespace",
     );
     assert!(
         admitted.is_empty(),
