@@ -77,14 +77,14 @@ pub enum SuiteError {
         path: PathBuf,
         document: usize,
         #[source]
-        source: PolicyError,
+        source: Box<PolicyError>,
     },
     #[error("{path}: document {document}: resources: {source}")]
     Resources {
         path: PathBuf,
         document: usize,
         #[source]
-        source: ManifestError,
+        source: Box<ManifestError>,
     },
     #[error("no {file_name} under {}", .dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(", "))]
     NoSuites {
@@ -544,7 +544,7 @@ fn load_policies(
         let policy_error = |source| SuiteError::Policy {
             path: path.to_path_buf(),
             document,
-            source,
+            source: Box::new(source),
         };
         let origin = file.display().to_string();
         let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -591,9 +591,9 @@ fn policy_error_no_rules(path: &Path, document: usize) -> SuiteError {
     SuiteError::Policy {
         path: path.to_path_buf(),
         document,
-        source: PolicyError::NoRules {
+        source: Box::new(PolicyError::NoRules {
             origin: "the suite's policies".into(),
-        },
+        }),
     }
 }
 
@@ -717,7 +717,7 @@ fn run_document(
         SuiteError::Resources {
             path: path.to_path_buf(),
             document,
-            source,
+            source: Box::new(source),
         }
     })?;
     let documents: Vec<&Document> = files.iter().flat_map(|f| &f.documents).collect();
