@@ -28,7 +28,7 @@
 //! Everything is read within [`Limits`]; a bad suite is refused as a whole, naming the file,
 //! the document and the field.
 
-use super::{LoadOptions, PolicyError, PolicySet, load_str, typed};
+use super::{LoadOptions, PolicyError, PolicySet, load_str, typed, without_document};
 use crate::limits::Limits;
 use crate::manifest::{Document, ManifestError, ObjectIdentity, load_inputs, parse_documents};
 use crate::verify::{Attempt, EntryFailureReason, Rejection, SetFailure};
@@ -472,12 +472,14 @@ pub fn run_suites(paths: &[PathBuf], options: &SuiteOptions) -> Result<SuiteRepo
     let mut rows = 0;
     for file in files {
         let text = read_bounded(&file, &options.load.limits)?;
-        let documents =
-            parse_documents(&text, &options.load.limits).map_err(|e| SuiteError::Invalid {
+        let documents = parse_documents(&text, &options.load.limits).map_err(|e| {
+            let document = e.document().unwrap_or(1);
+            SuiteError::Invalid {
                 path: file.clone(),
-                document: e.document().unwrap_or(1),
-                reason: e.to_string(),
-            })?;
+                document,
+                reason: without_document(&e.to_string(), document),
+            }
+        })?;
         for (position, value) in documents {
             let run = run_document(&file, position + 1, &value, options, &mut report.notes)?;
             rows += run.rows.len();
@@ -540,7 +542,8 @@ fn load_policies(
         count: 0,
     };
     for file in files {
-        let text = read_bounded(&file, &options.load.limits)?;
+        let text = read_bounded(&file, &options.load.limits)
+            .map_err(|e| invalid(format!("policies: {e}")))?;
         let policy_error = |source| SuiteError::Policy {
             path: path.to_path_buf(),
             document,
@@ -550,10 +553,11 @@ fn load_policies(
         let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
         // The names as written, manifest rules or not.
         let raw = parse_documents(&text, &options.load.limits).map_err(|e| {
+            let document = e.document().unwrap_or(1);
             policy_error(PolicyError::Syntax {
                 origin: origin.clone(),
-                document: e.document().unwrap_or(1),
-                reason: e.to_string(),
+                document,
+                reason: without_document(&e.to_string(), document),
             })
         })?;
         for (_, value) in &raw {
