@@ -311,7 +311,10 @@ fn the_kyverno_1_20_walkthrough_runs_against_a_real_api_server() {
     let mut env: Vec<(String, String)> = vec![
         ("PATH".into(), path),
         ("HOME".into(), w.display().to_string()),
-        ("KUBECONFIG".into(), cluster.kubeconfig().display().to_string()),
+        (
+            "KUBECONFIG".into(),
+            cluster.kubeconfig().display().to_string(),
+        ),
     ];
     let mut webhook: Option<Webhook> = None;
     for step in &steps {
@@ -382,12 +385,8 @@ fn the_kyverno_1_20_walkthrough_runs_against_a_real_api_server() {
             let probe = w.join("exception-cel.yaml");
             let start = Instant::now();
             loop {
-                let out = cluster.kubectl(&[
-                    "create",
-                    "--dry-run=server",
-                    "-f",
-                    probe.to_str().unwrap(),
-                ]);
+                let out =
+                    cluster.kubectl(&["create", "--dry-run=server", "-f", probe.to_str().unwrap()]);
                 if !out.status.success()
                     && String::from_utf8_lossy(&out.stderr).contains("denied the request")
                 {
