@@ -58,7 +58,6 @@ struct Suite {
     _dir: tempfile::TempDir,
     root: PathBuf,
     home: PathBuf,
-    keys: Vec<(PathBuf, PathBuf)>,
 }
 
 fn sign(input: &Path, out: &Path, key: &Path, append: bool) {
@@ -115,7 +114,6 @@ fn suite() -> Suite {
         _dir: dir,
         root,
         home,
-        keys,
     }
 }
 
@@ -462,6 +460,17 @@ fn suites_are_found_recursively_and_by_file_name() {
             .unwrap()
             .ends_with("one/manifests-test.yaml")
     );
+    // A suite file named directly.
+    let out = mansign()
+        .args(["policy", "test"])
+        .arg(s.root.join("nested/deeper/two/kyverno-test.yaml"))
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.contains("Test Summary: 10 tests passed and 0 tests failed"),
+        "{text}"
+    );
     // A directory without suites is an error, not an empty success.
     let empty = tempfile::tempdir().unwrap();
     mansign()
@@ -749,5 +758,70 @@ fn bad_suites_are_refused_naming_file_and_field() {
     let (code, _, stderr) = run_mansign(&dir);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("larger than"), "{stderr}");
-    let _ = &s.keys;
+
+    // A path that does not exist.
+    let (code, _, stderr) = run_mansign(&s.root.join("nowhere"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("nowhere: cannot read"), "{stderr}");
+}
+
+/// The bounds of docs/policy.md ("Test suites"): suite files, directory levels, resource
+/// documents per suite, rows per run. Each is refused before the work it bounds.
+#[test]
+fn bounds_are_enforced() {
+    let s = suite();
+    let dir = tempfile::tempdir().unwrap();
+    // 1001 suite files.
+    let many = dir.path().join("many");
+    for i in 0..=1000 {
+        write(&many.join(format!("s{i:04}")), "kyverno-test.yaml", "");
+    }
+    let (code, _, stderr) = run_mansign(&many);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("suite files: more than 1000"), "{stderr}");
+    // 34 directory levels.
+    let mut deep = dir.path().join("deep");
+    for i in 0..34 {
+        deep = deep.join(format!("d{i}"));
+    }
+    write(&deep, "kyverno-test.yaml", "");
+    let (code, _, stderr) = run_mansign(&dir.path().join("deep"));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("directory levels: more than 32"),
+        "{stderr}"
+    );
+
+    // 1200 resource documents in one suite (two files of 600).
+    let unsigned: String = (0..600)
+        .map(|i| CM.replace("NAME", &format!("cm-{i}")))
+        .collect::<Vec<_>>()
+        .join("---\n");
+    let head = "apiVersion: cli.kyverno.io/v1alpha1\nkind: Test\nmetadata:\n  name: big\npolicies: [policies.yaml]\n";
+    let big = s.with_test(
+        "big",
+        &format!("{head}resources: [a.yaml, b.yaml]\nresults: []\n"),
+    );
+    write(&big, "a.yaml", &unsigned);
+    write(&big, "b.yaml", &unsigned.replace("cm-", "other-"));
+    let (code, _, stderr) = run_mansign(&big);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("document 1: resources: more than 1000"),
+        "{stderr}"
+    );
+
+    // 600 resources x 167 results naming none of them: 100,200 rows.
+    let results =
+        "- policy: signed-config\n  rule: by-release-key\n  kind: ConfigMap\n  result: fail\n"
+            .repeat(167);
+    let rows = s.with_test(
+        "rows",
+        &format!("{head}resources: [a.yaml]\nresults:\n{results}"),
+    );
+    write(&rows, "a.yaml", &unsigned);
+    let (code, _, stderr) = run_mansign(&rows);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("result rows"), "{stderr}");
+    assert!(stderr.contains("more than 100000"), "{stderr}");
 }

@@ -343,8 +343,9 @@ struct TestResult {
     #[serde(default)]
     rule: String,
     result: Option<String>,
-    #[serde(default)]
-    kind: String,
+    /// Read but not used to find resources, as in Kyverno.
+    #[serde(default, rename = "kind")]
+    _kind: String,
     #[serde(default)]
     resources: Vec<String>,
     operation: Option<String>,
@@ -481,14 +482,15 @@ pub fn run_suites(paths: &[PathBuf], options: &SuiteOptions) -> Result<SuiteRepo
             }
         })?;
         for (position, value) in documents {
-            let run = run_document(&file, position + 1, &value, options, &mut report.notes)?;
+            let run = run_document(
+                &file,
+                position + 1,
+                &value,
+                options,
+                rows,
+                &mut report.notes,
+            )?;
             rows += run.rows.len();
-            if rows > MAX_ROWS {
-                return Err(SuiteError::TooMany {
-                    what: "result rows (results x the resources they name)".into(),
-                    limit: MAX_ROWS,
-                });
-            }
             report.suites.push(run);
         }
     }
@@ -640,6 +642,7 @@ fn run_document(
     document: usize,
     value: &Value,
     options: &SuiteOptions,
+    rows_before: usize,
     notes: &mut Vec<String>,
 ) -> Result<SuiteRun, SuiteError> {
     let invalid = |reason: String| SuiteError::Invalid {
@@ -803,7 +806,6 @@ fn run_document(
                 )));
             }
         }
-        let _ = &result.kind; // Kyverno does not use `kind` to find resources either.
         // `namespace/name` of a namespaced Policy: Kyverno compares the name only.
         let policy_name = policy.rsplit('/').next().unwrap_or(policy);
         let known = policies.defined.contains_key(policy_name);
@@ -869,6 +871,10 @@ fn run_document(
         }
 
         for k in selected {
+            // Bounded as the rows are made (results x resources can be large).
+            if rows_before + rows.len() > MAX_ROWS {
+                return Err(too_many_rows());
+            }
             let verdict = &verdicts.objects[k];
             let resource = resource_name(&documents[k].identity);
             let mut push = |rule: &str, actual: Option<Outcome>, reason: String, message| {
@@ -924,6 +930,9 @@ fn run_document(
             }
         }
     }
+    if rows_before + rows.len() > MAX_ROWS {
+        return Err(too_many_rows());
+    }
     Ok(SuiteRun {
         path: path.to_path_buf(),
         document,
@@ -932,6 +941,13 @@ fn run_document(
         resources: documents.len(),
         rows,
     })
+}
+
+fn too_many_rows() -> SuiteError {
+    SuiteError::TooMany {
+        what: "result rows (results x the resources they name)".into(),
+        limit: MAX_ROWS,
+    }
 }
 
 /// Kyverno drops repeated paths.
