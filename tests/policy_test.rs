@@ -352,6 +352,11 @@ fn a_wrong_expectation_fails_under_both_with_the_reason() {
   kind: ConfigMap
   resources: [good]
   result: pass
+- policy: two-of-three
+  rule: two-signers
+  kind: ConfigMap
+  resources: [pair]
+  result: skip
 ",
     );
     let kyverno = s.kyverno(&dir);
@@ -390,6 +395,13 @@ fn a_wrong_expectation_fails_under_both_with_the_reason() {
             "Fail",
             "Not found",
         ),
+        row(
+            "two-of-three",
+            "two-signers",
+            "ConfigMap/team-a/pair",
+            "Fail",
+            "Want skip, got pass",
+        ),
     ]
     .concat();
     let mut want = want;
@@ -417,7 +429,7 @@ fn a_wrong_expectation_fails_under_both_with_the_reason() {
         .code(1);
     let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(
-        text.contains("Test Summary: 0 tests passed and 4 tests failed"),
+        text.contains("Test Summary: 0 tests passed and 5 tests failed"),
         "{text}"
     );
     assert!(
@@ -460,6 +472,26 @@ fn suites_are_found_recursively_and_by_file_name() {
             .unwrap()
             .ends_with("one/manifests-test.yaml")
     );
+    // Policies given as a directory.
+    let as_dir = s.with_results("policy-dir", RIGHT);
+    std::fs::create_dir_all(as_dir.join("policies")).unwrap();
+    std::fs::rename(
+        as_dir.join("policies.yaml"),
+        as_dir.join("policies/all.yaml"),
+    )
+    .unwrap();
+    let test = std::fs::read_to_string(as_dir.join("kyverno-test.yaml")).unwrap();
+    write(
+        &as_dir,
+        "kyverno-test.yaml",
+        &test.replace("- policies.yaml", "- policies"),
+    );
+    let kyverno = s.kyverno(&as_dir);
+    assert!(kyverno.success, "{kyverno:?}");
+    let (code, report, stderr) = run_mansign(&as_dir);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(mansign_rows(&report), kyverno_rows(&kyverno));
+
     // A suite file named directly.
     let out = mansign()
         .args(["policy", "test"])
@@ -627,6 +659,9 @@ fn suites_kyverno_refuses_are_refused() {
     }
 }
 
+/// A Kyverno policy without manifest rules (a pattern rule mansign does not run).
+const PATTERN_POLICY: &str = "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata:\n  name: require-labels\nspec:\n  rules:\n  - name: check\n    match:\n      any:\n      - resources:\n          kinds: [ConfigMap]\n    validate:\n      pattern:\n        metadata:\n          labels:\n            team: \"?*\"\n";
+
 /// Every refusal names the file, the document and the field, exits 2 and prints nothing on
 /// stdout.
 #[test]
@@ -701,6 +736,23 @@ fn bad_suites_are_refused_naming_file_and_field() {
             "kyverno-test.yaml: document 1:",
         ),
         (
+            "resource-url",
+            format!(
+                "{head}policies: [policies.yaml]\nresources: [https://example.com/r.yaml]\n{good_result}"
+            ),
+            "resources[0]: \"https://example.com/r.yaml\": only local files are read",
+        ),
+        (
+            "no-resources",
+            format!("{head}policies: [policies.yaml]\n{good_result}"),
+            "document 1: resources: no resource files listed",
+        ),
+        (
+            "only-pattern-policies",
+            format!("{head}policies: [pattern.yaml]\nresources: [resources.yaml]\n{good_result}"),
+            "no manifest verification rules",
+        ),
+        (
             "not-a-list",
             format!("{head}policies: policies.yaml\nresources: [resources.yaml]\n"),
             "document 1: policies: invalid type",
@@ -708,6 +760,7 @@ fn bad_suites_are_refused_naming_file_and_field() {
     ];
     for (name, test, want) in cases {
         let dir = s.with_test(name, &test);
+        write(&dir, "pattern.yaml", PATTERN_POLICY);
         let (code, report, stderr) = run_mansign(&dir);
         assert_eq!(code, Some(2), "{name}: {report}{stderr}");
         assert!(report.is_null(), "{name}: printed {report}");
@@ -725,17 +778,55 @@ fn bad_suites_are_refused_naming_file_and_field() {
             "{head}policies: [policies.yaml, pattern.yaml]\nresources: [resources.yaml]\nresults:\n- policy: require-labels\n  rule: check\n  kind: ConfigMap\n  resources: [good]\n  result: fail\n"
         ),
     );
-    write(
-        &dir,
-        "pattern.yaml",
-        "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata:\n  name: require-labels\nspec:\n  rules:\n  - name: check\n    match:\n      any:\n      - resources:\n          kinds: [ConfigMap]\n    validate:\n      pattern:\n        metadata:\n          labels:\n            team: \"?*\"\n",
-    );
+    write(&dir, "pattern.yaml", PATTERN_POLICY);
     let (code, _, stderr) = run_mansign(&dir);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(
         stderr.contains("results[0].policy: \"require-labels\" has no manifest verification rule"),
         "{stderr}"
     );
+
+    // A rule of another type in a policy that has a manifest rule too.
+    let dir = s.with_test(
+        "mixed-policy",
+        &format!(
+            "{head}policies: [mixed.yaml]\nresources: [resources.yaml]\nresults:\n- policy: require-labels\n  rule: check\n  kind: ConfigMap\n  resources: [good]\n  result: fail\n"
+        ),
+    );
+    let base = std::fs::read_to_string(dir.join("policies.yaml")).unwrap();
+    let manifest_rule = base
+        .split("\n---\n")
+        .next()
+        .unwrap()
+        .split("  rules:\n")
+        .nth(1)
+        .unwrap()
+        .to_string();
+    write(
+        &dir,
+        "mixed.yaml",
+        &format!("{PATTERN_POLICY}{manifest_rule}\n"),
+    );
+    let (code, _, stderr) = run_mansign(&dir);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("results[0].rule: policy \"require-labels\" has no manifest verification rule \"check\" (it is a rule of another type"),
+        "{stderr}"
+    );
+
+    // A policy directory with more files than the bound.
+    let dir = s.with_test(
+        "many-policies",
+        &format!(
+            "{head}policies: [policies.yaml, lots]\nresources: [resources.yaml]\n{good_result}"
+        ),
+    );
+    for i in 0..=1000 {
+        write(&dir.join("lots"), &format!("p{i:04}.yaml"), "");
+    }
+    let (code, _, stderr) = run_mansign(&dir);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("more than 1000 policy files"), "{stderr}");
 
     // Two resources with one identity.
     let dir = s.with_test("dup", &format!("{head}{std}{good_result}"));

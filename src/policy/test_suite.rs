@@ -529,13 +529,16 @@ fn load_policies(
         let full = dir.join(name);
         if full.is_dir() {
             let mut inside = Vec::new();
-            collect_yaml(&full, 0, &mut inside).map_err(|source| SuiteError::Read {
-                path: full.clone(),
-                source,
-            })?;
+            collect_yaml(&full, 0, &mut inside)
+                .map_err(|e| invalid(format!("policies[{i}]: {}: {e}", full.display())))?;
             files.extend(inside);
         } else {
             files.push(full);
+        }
+        if files.len() > MAX_SUITE_FILES {
+            return Err(invalid(format!(
+                "policies: more than {MAX_SUITE_FILES} policy files"
+            )));
         }
     }
     let mut out = SuitePolicies {
@@ -603,9 +606,13 @@ fn policy_error_no_rules(path: &Path, document: usize) -> SuiteError {
     }
 }
 
+/// The YAML and JSON files under a policy directory, in name order; at most
+/// [`MAX_SUITE_FILES`] files over [`MAX_WALK_DEPTH`] levels.
 fn collect_yaml(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    if depth > MAX_WALK_DEPTH || out.len() > MAX_SUITE_FILES {
-        return Err(std::io::Error::other("too many files or directory levels"));
+    if depth > MAX_WALK_DEPTH {
+        return Err(std::io::Error::other(format!(
+            "more than {MAX_WALK_DEPTH} directory levels"
+        )));
     }
     let mut entries = std::fs::read_dir(dir)?.collect::<Result<Vec<_>, _>>()?;
     entries.sort_by_key(|e| e.file_name());
@@ -618,6 +625,11 @@ fn collect_yaml(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> std::io::Re
             .extension()
             .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
         {
+            if out.len() >= MAX_SUITE_FILES {
+                return Err(std::io::Error::other(format!(
+                    "more than {MAX_SUITE_FILES} policy files"
+                )));
+            }
             out.push(path);
         }
     }
