@@ -503,6 +503,15 @@ fn suites_are_found_recursively_and_by_file_name() {
         text.contains("Test Summary: 10 tests passed and 0 tests failed"),
         "{text}"
     );
+    // --file-name is a file name.
+    mansign()
+        .args(["policy", "test", "--file-name", "sub/kyverno-test.yaml"])
+        .arg(&nested)
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "a file name, without directories",
+        ));
     // A directory without suites is an error, not an empty success.
     let empty = tempfile::tempdir().unwrap();
     mansign()
