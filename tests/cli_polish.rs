@@ -867,6 +867,7 @@ fn trusted_root_help_names_the_environment_variables_on_every_command() {
         &["admission", "review", "--help"][..],
         &["admission", "serve", "--help"][..],
         &["policy", "explain", "--help"][..],
+        &["policy", "test", "--help"][..],
         &["trust", "show", "--help"][..],
     ] {
         let out = mansign().args(args).assert().success();
@@ -981,6 +982,7 @@ fn the_cli_reference_has_one_output_flag_table_listing_every_report_command() {
         "`verify`, `verify-resource`",
         "`policy explain`",
         "`policy convert`",
+        "`policy test`",
         "`version`",
         "`trust show`",
         "`admission review`",

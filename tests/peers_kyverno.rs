@@ -6,7 +6,8 @@
 //! `mansign verify --policy`, `mansign admission review` of an AdmissionReview built from the
 //! same object, and `mansign verify --policy` of what `mansign policy convert` made of the
 //! policy. Then the whole matrix runs again as one `kubectl-kyverno test` suite whose
-//! expected results are mansign's verdicts.
+//! expected results are mansign's verdicts, and that suite passes under `mansign policy
+//! test` too.
 //!
 //! Where mansign is deliberately stricter the case says so and asserts both verdicts
 //! (docs/compatibility.md).
@@ -488,6 +489,24 @@ fn kyverno_and_mansign_give_the_same_verdicts_on_validate_manifests_policies() {
         run.all()
             .contains("Test Summary: 17 tests passed and 0 tests failed"),
         "{run:?}"
+    );
+    // The same suite under `mansign policy test`: Kyverno's `error`/`fail` split included.
+    let out = mansign()
+        .args(["policy", "test"])
+        .arg(&suite)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("mansign policy test of the matrix:\n{text}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("Test Summary: 17 tests passed and 0 tests failed"),
+        "{text}"
     );
 }
 

@@ -81,7 +81,7 @@ pub enum ReportFormat {
 }
 
 /// `-o, --output FORMAT` (also `--format FORMAT`) of the commands whose output is a report:
-/// `verify`, `verify-resource`, `policy explain`, `version`. `sign` has `--format` only:
+/// `verify`, `verify-resource`, `policy explain`, `policy test`, `version`. `sign` has `--format` only:
 /// its `-o` is where the signed manifests go.
 #[derive(Debug, Clone, Copy, Default, Args)]
 pub struct ReportFormatArg {

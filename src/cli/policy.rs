@@ -1,5 +1,5 @@
-//! `mansign policy`: convert Kyverno policies to mansign's format, and explain what a
-//! policy file enforces.
+//! `mansign policy`: convert Kyverno policies to mansign's format, explain what a policy
+//! file enforces, and run Kyverno CLI test suites for manifest rules.
 
 use super::Outcome;
 use super::args::{ReportFormat, ReportFormatArg, TrustRootArg, output_path};
@@ -8,6 +8,7 @@ use crate::limits::Limits;
 use crate::manifest::load_inputs;
 use crate::policy::convert::{ConvertOptions, convert_str};
 use crate::policy::explain::{explain_json, explain_text};
+use crate::policy::test_suite::{DEFAULT_FILE_NAME, SuiteOptions, run_suites};
 use crate::policy::{LoadOptions, load_file};
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -28,6 +29,27 @@ enum PolicyCommand {
     /// Say, rule by rule, what a policy file enforces and where mansign is stricter than
     /// Kyverno.
     Explain(ExplainArgs),
+    /// Run Kyverno CLI test suites (`kyverno-test.yaml`, `cli.kyverno.io/v1alpha1` `Test`)
+    /// for manifest rules, as `kyverno test DIR` runs them; exit 1 when an expectation is
+    /// not met (docs/policy.md, "Test suites").
+    Test(TestArgs),
+}
+
+#[derive(Debug, Args)]
+struct TestArgs {
+    /// Directories searched recursively for suite files (or suite files themselves).
+    #[arg(value_name = "DIR", required = true)]
+    dirs: Vec<PathBuf>,
+
+    /// The suite file name searched for in directories (as kyverno test's --file-name).
+    #[arg(short = 'f', long, value_name = "NAME", default_value = DEFAULT_FILE_NAME)]
+    file_name: String,
+
+    #[command(flatten)]
+    format: ReportFormatArg,
+
+    #[command(flatten)]
+    trust: TrustRootArg,
 }
 
 #[derive(Debug, Args)]
@@ -80,6 +102,7 @@ pub fn run(args: PolicyArgs) -> anyhow::Result<Outcome> {
     match args.command {
         PolicyCommand::Convert(a) => convert(a),
         PolicyCommand::Explain(a) => run_explain(a),
+        PolicyCommand::Test(a) => run_test(a),
     }
 }
 
@@ -131,4 +154,35 @@ fn run_explain(a: ExplainArgs) -> anyhow::Result<Outcome> {
     };
     print_report(&text)?;
     Ok(Outcome::Success)
+}
+
+fn run_test(a: TestArgs) -> anyhow::Result<Outcome> {
+    if a.file_name.is_empty() || a.file_name.contains('/') {
+        anyhow::bail!(
+            "--file-name {:?}: a file name, without directories",
+            a.file_name
+        );
+    }
+    let options = SuiteOptions {
+        file_name: a.file_name,
+        load: LoadOptions {
+            trust_root: Some(a.trust.load()?),
+            limits: Limits::default(),
+            insecure_any_issuer: false,
+        },
+    };
+    let report = run_suites(&a.dirs, &options)?;
+    for note in &report.notes {
+        eprintln!("note: {note}");
+    }
+    let text = match a.format.output {
+        ReportFormat::Json => serde_json::to_string_pretty(&report.to_json())? + "\n",
+        ReportFormat::Text => report.to_text(),
+    };
+    print_report(&text)?;
+    Ok(if report.is_success() {
+        Outcome::Success
+    } else {
+        Outcome::VerificationFailed
+    })
 }

@@ -36,6 +36,7 @@ mod fields;
 pub mod kyverno;
 pub mod mansign;
 mod selector;
+pub mod test_suite;
 mod typed;
 mod verdict;
 
