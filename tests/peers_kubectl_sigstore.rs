@@ -495,38 +495,11 @@ fn what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore() {
     assert_ks_refused(&verify(&out, stack.issuer()), "a tampered keyless copy");
 }
 
-/// The stack's Fulcio root certificates and Rekor key as PEM files, from its
-/// trusted_root.json.
+/// The stack's Fulcio root certificates and Rekor key as PEM files.
 fn stack_pems(stack: &stack::Stack, dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    use base64::Engine as _;
-    let root: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(stack.trusted_root()).unwrap()).unwrap();
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let pem = |label: &str, raw: &str| {
-        let der = b64.decode(raw).expect("base64 DER");
-        let body = b64.encode(der);
-        let lines: Vec<&str> = body
-            .as_bytes()
-            .chunks(64)
-            .map(|c| std::str::from_utf8(c).unwrap())
-            .collect();
-        format!(
-            "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
-            lines.join("\n")
-        )
-    };
-    let mut certs = String::new();
-    for ca in root["certificateAuthorities"].as_array().expect("CAs") {
-        for c in ca["certChain"]["certificates"].as_array().expect("chain") {
-            certs.push_str(&pem("CERTIFICATE", c["rawBytes"].as_str().unwrap()));
-        }
-    }
-    let rekor = pem(
-        "PUBLIC KEY",
-        root["tlogs"][0]["publicKey"]["rawBytes"].as_str().unwrap(),
-    );
-    let root_pem = write(dir, "fulcio-root.pem", &certs);
-    let rekor_pem = write(dir, "rekor.pub", &rekor);
+    let pems = stack.trust_pems();
+    let root_pem = write(dir, "fulcio-root.pem", &pems.fulcio);
+    let rekor_pem = write(dir, "rekor.pub", &pems.rekor);
     (root_pem, rekor_pem)
 }
 
