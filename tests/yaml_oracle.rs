@@ -277,6 +277,9 @@ fn collect_all(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Named inputs: (name, bytes).
+type Corpus = Vec<(String, Vec<u8>)>;
+
 /// The corpus of the reader's fuzz target, `message` (`parse_message`: a signed message, a
 /// YAML stream or a legacy tar.gz of YAML files), as scripts/fuzz.sh seeds it: the manifests
 /// under testdata/unsigned and testdata/k8s-manifest-sigstore, and the decoded `message`
@@ -284,15 +287,12 @@ fn collect_all(dir: &Path, out: &mut Vec<PathBuf>) {
 /// in fuzz/corpus/message and fuzz/artifacts/message (not committed). A gzip entry is
 /// replayed as the YAML files its tarball holds, which is what the reader reads of it.
 /// Returns (name, bytes) pairs and the count of each source.
-fn message_corpus(root: &Path) -> (Vec<(String, Vec<u8>)>, BTreeMap<&'static str, usize>) {
+fn message_corpus(root: &Path) -> (Corpus, BTreeMap<&'static str, usize>) {
     let b64 = base64::engine::general_purpose::STANDARD;
-    let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut entries: Corpus = Vec::new();
     let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
     let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
-    let mut push = |entries: &mut Vec<(String, Vec<u8>)>,
-                    source: &'static str,
-                    name: String,
-                    bytes: Vec<u8>| {
+    let mut push = |entries: &mut Corpus, source: &'static str, name: String, bytes: Vec<u8>| {
         *counts.entry(source).or_default() += 1;
         for (suffix, content) in expand(bytes) {
             if suffix.contains("(tar)") {
