@@ -21,9 +21,63 @@ const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n
 
 static CASES: AtomicUsize = AtomicUsize::new(0);
 
-fn case(what: &str) {
+/// Which way a case goes: who signs, who verifies.
+#[derive(Clone, Copy)]
+enum Dir {
+    /// mansign signs, kubectl-sigstore verifies (and mansign too).
+    ToPeer,
+    /// kubectl-sigstore signs, mansign verifies (and kubectl-sigstore too).
+    FromPeer,
+}
+
+/// Whether the two give the same answer, or differ in a way docs/compatibility.md lists.
+#[derive(Clone, Copy, PartialEq)]
+enum Outcome {
+    Same,
+    Documented,
+}
+use Dir::*;
+use Outcome::*;
+
+thread_local! {
+    /// This test's cases: [ToPeer same, ToPeer documented, FromPeer same, FromPeer documented].
+    static TALLY: std::cell::Cell<[usize; 4]> = const { std::cell::Cell::new([0; 4]) };
+}
+
+fn case(dir: Dir, outcome: Outcome, what: &str) {
     let n = CASES.fetch_add(1, Ordering::SeqCst) + 1;
-    println!("case {n}: {what}");
+    let (arrow, slot) = match dir {
+        ToPeer => ("mansign -> kubectl-sigstore", 0),
+        FromPeer => ("kubectl-sigstore -> mansign", 2),
+    };
+    let slot = slot + usize::from(outcome == Documented);
+    TALLY.with(|t| {
+        let mut v = t.get();
+        v[slot] += 1;
+        t.set(v);
+    });
+    let how = if outcome == Same {
+        "same answer"
+    } else {
+        "documented difference"
+    };
+    println!("case {n} [{arrow}, {how}]: {what}");
+}
+
+/// Prints this test's cases per direction (the test runs on its own thread).
+fn tally(test: &str) {
+    let v = TALLY.with(|t| t.get());
+    println!(
+        "{test}: mansign -> kubectl-sigstore {} cases ({} same answer, {} documented \
+         differences); kubectl-sigstore -> mansign {} cases ({} same answer, {} documented \
+         differences)",
+        v[0] + v[1],
+        v[0],
+        v[1],
+        v[2] + v[3],
+        v[2],
+        v[3]
+    );
 }
 
 fn ks(home: &Path, args: &[&OsStr]) -> Run {
@@ -148,7 +202,7 @@ fn what_mansign_signs_with_a_key_verifies_in_kubectl_sigstore() {
 
     // One document, both scopes.
     for scope in ["document", "file"] {
-        case(&format!("one document, --scope {scope}"));
+        case(ToPeer, Same, &format!("one document, --scope {scope}"));
         let input = write(d, &format!("one-{scope}.yaml"), CM);
         let out = d.join(format!("one-{scope}.signed.yaml"));
         mansign_sign(&input, &key, &out, &["--scope", scope]);
@@ -157,7 +211,11 @@ fn what_mansign_signs_with_a_key_verifies_in_kubectl_sigstore() {
 
     // A multi-document file, both scopes.
     for scope in ["document", "file"] {
-        case(&format!("three documents in one file, --scope {scope}"));
+        case(
+            ToPeer,
+            Same,
+            &format!("three documents in one file, --scope {scope}"),
+        );
         let input = write(d, &format!("multi-{scope}.yaml"), MULTI_DOC);
         let out = d.join(format!("multi-{scope}.signed.yaml"));
         mansign_sign(&input, &key, &out, &["--scope", scope]);
@@ -165,7 +223,7 @@ fn what_mansign_signs_with_a_key_verifies_in_kubectl_sigstore() {
     }
 
     // A directory: mansign signs each file; kubectl-sigstore verifies each one.
-    case("a directory of two files, each file verified");
+    case(ToPeer, Same, "a directory of two files, each file verified");
     let tree = d.join("tree");
     write(&tree, "a.yaml", CM);
     write(&tree, "sub/b.yaml", MULTI_DOC);
@@ -184,12 +242,12 @@ fn what_mansign_signs_with_a_key_verifies_in_kubectl_sigstore() {
     }
 
     // The wrong key: both refuse.
-    case("the wrong key");
+    case(ToPeer, Same, "the wrong key");
     let (_, other_public) = key_pair(d, "other");
     let out = d.join("one-document.signed.yaml");
     assert_ks_refused(&ks_verify(&home, &out, &other_public), "the wrong key");
     assert_eq!(mansign_verify(&out, &other_public).status.code(), Some(1));
-    println!("{} cases", CASES.load(Ordering::SeqCst));
+    tally("what_mansign_signs_with_a_key_verifies_in_kubectl_sigstore");
 }
 
 /// kubectl-sigstore `verify -f DIRECTORY` reads the path with os.ReadFile, prints the error
@@ -203,6 +261,11 @@ fn kubectl_sigstore_verify_of_a_directory_exits_zero_without_verifying() {
     let d = dir.path();
     let (_, public) = key_pair(d, "cosign");
     let tree = d.join("tree");
+    case(
+        ToPeer,
+        Documented,
+        "kubectl-sigstore verify of a directory exits 0 having verified nothing",
+    );
     // Unsigned: a verifier must refuse it.
     write(&tree, "a.yaml", CM);
     let run = ks_verify(d, &tree, &public);
@@ -215,6 +278,7 @@ fn kubectl_sigstore_verify_of_a_directory_exits_zero_without_verifying() {
         Some(1),
         "mansign refuses the unsigned directory"
     );
+    tally("kubectl_sigstore_verify_of_a_directory_exits_zero_without_verifying");
 }
 
 #[test]
@@ -229,7 +293,7 @@ fn several_signatures_and_appends_both_ways_verify_in_both() {
     let input = write(d, "cm.yaml", CM);
 
     // mansign signs, mansign appends (signature_1): kubectl-sigstore verifies either key.
-    case("mansign signs, mansign appends: signature_1");
+    case(ToPeer, Same, "mansign signs, mansign appends: signature_1");
     let s1 = d.join("s1.yaml");
     let s2 = d.join("s2.yaml");
     mansign_sign(&input, &k1, &s1, &["--scope", "file"]);
@@ -252,7 +316,11 @@ fn several_signatures_and_appends_both_ways_verify_in_both() {
     // written) and set 0, signed over mansign's bytes, no longer verifies in either tool;
     // only kubectl-sigstore's own set does (docs/compatibility.md). Version:
     // k8s-manifest-sigstore v0.5.5-0.20251214123302-4152ec03ed3d.
-    case("mansign signs, kubectl-sigstore appends: the shared message is rewritten");
+    case(
+        ToPeer,
+        Documented,
+        "mansign signs, kubectl-sigstore appends: the shared message is rewritten",
+    );
     let s3 = d.join("s3.yaml");
     ks_sign(&home, &s1, &k3, &s3, &["--append-signature"]);
     let before = std::fs::read_to_string(&s1).unwrap();
@@ -307,7 +375,11 @@ fn several_signatures_and_appends_both_ways_verify_in_both() {
     );
     // The cause is the message alone: put mansign's message back and set 0 verifies in
     // both again, while the appended set (signed over the peer's bytes) no longer does.
-    case("the same file with mansign's message restored");
+    case(
+        ToPeer,
+        Same,
+        "the same file with mansign's message restored",
+    );
     let restored = d.join("s3-restored.yaml");
     std::fs::write(&restored, after.replacen(&msg_after, &msg_before, 1)).unwrap();
     assert_ks_verified(&ks_verify(&home, &restored, &p1), "set 0, message restored");
@@ -316,7 +388,7 @@ fn several_signatures_and_appends_both_ways_verify_in_both() {
     assert_eq!(mansign_verify(&restored, &p3).status.code(), Some(1));
 
     // kubectl-sigstore signs, mansign appends.
-    case("kubectl-sigstore signs, mansign appends");
+    case(FromPeer, Same, "kubectl-sigstore signs, mansign appends");
     let s4 = d.join("s4.yaml");
     let s5 = d.join("s5.yaml");
     ks_sign(&home, &input, &k1, &s4, &[]);
@@ -336,10 +408,14 @@ fn several_signatures_and_appends_both_ways_verify_in_both() {
         );
     }
     // A key that signed none of them: refused by both.
-    case("appended file, a key that signed none of the sets");
+    case(
+        FromPeer,
+        Same,
+        "appended file, a key that signed none of the sets",
+    );
     assert_ks_refused(&ks_verify(&home, &s5, &p3), "a key of no set");
     assert_eq!(mansign_verify(&s5, &p3).status.code(), Some(1));
-    println!("{} cases", CASES.load(Ordering::SeqCst));
+    tally("several_signatures_and_appends_both_ways_verify_in_both");
 }
 
 #[test]
@@ -355,9 +431,11 @@ fn what_kubectl_sigstore_signs_with_a_key_verifies_in_mansign() {
         // deprecated gzipped tarball.
         for tarball in ["no", "yes"] {
             n += 1;
-            case(&format!(
-                "kubectl-sigstore signs {name}, --tarball {tarball}"
-            ));
+            case(
+                FromPeer,
+                Same,
+                &format!("kubectl-sigstore signs {name}, --tarball {tarball}"),
+            );
             let input = write(d, &format!("{name}-{tarball}.yaml"), text);
             let out = d.join(format!("{name}-{tarball}.signed.yaml"));
             ks_sign(&home, &input, &key, &out, &["--tarball", tarball]);
@@ -372,6 +450,7 @@ fn what_kubectl_sigstore_signs_with_a_key_verifies_in_mansign() {
         }
     }
     println!("{n} kubectl-sigstore signatures verified by mansign");
+    tally("what_kubectl_sigstore_signs_with_a_key_verifies_in_mansign");
 }
 
 /// A changed field: both refuse, and both name `data.mode`.
@@ -385,7 +464,12 @@ fn a_tampered_copy_fails_in_both_and_both_name_the_field() {
     let input = write(d, "cm.yaml", CM);
 
     for signer in ["mansign", "kubectl-sigstore"] {
-        case(&format!("signed by {signer}, data.mode changed"));
+        let dir = if signer == "mansign" {
+            ToPeer
+        } else {
+            FromPeer
+        };
+        case(dir, Same, &format!("signed by {signer}, data.mode changed"));
         let out = d.join(format!("{signer}.signed.yaml"));
         if signer == "mansign" {
             mansign_sign(&input, &key, &out, &["--scope", "file"]);
@@ -410,6 +494,7 @@ fn a_tampered_copy_fails_in_both_and_both_name_the_field() {
             "mansign names the field: {text}"
         );
     }
+    tally("a_tampered_copy_fails_in_both_and_both_name_the_field");
 }
 
 /// Keyless: mansign signs on the loopback stack; kubectl-sigstore verifies the bundle
@@ -461,7 +546,11 @@ fn what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore() {
             .args(["--rekor-url", stack.rekor_url(), "--oidc-issuer", issuer]);
         run_bounded(cmd, None)
     };
-    case("keyless, mansign signs on the stack, kubectl-sigstore verifies");
+    case(
+        ToPeer,
+        Same,
+        "keyless, mansign signs on the stack, kubectl-sigstore verifies",
+    );
     let run = verify(&out, stack.issuer());
     assert_ks_verified(&run, "a keyless signature from the stack");
     assert!(
@@ -471,7 +560,11 @@ fn what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore() {
     );
     // Pinned peer weakness: on the bundle path kubectl-sigstore does not check
     // `--oidc-issuer` (found here; docs/compatibility.md). mansign requires the issuer.
-    case("keyless, another issuer required: kubectl-sigstore still verifies");
+    case(
+        ToPeer,
+        Documented,
+        "keyless, another issuer required: kubectl-sigstore still verifies",
+    );
     assert_ks_verified(
         &verify(&out, "https://issuer.invalid"),
         "another issuer (pinned)",
@@ -490,9 +583,10 @@ fn what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore() {
         Some(1),
         "mansign refuses another issuer"
     );
-    case("keyless, tampered");
+    case(ToPeer, Same, "keyless, tampered");
     tamper(&out, "mode: strict", "mode: lax");
     assert_ks_refused(&verify(&out, stack.issuer()), "a tampered keyless copy");
+    tally("what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore");
 }
 
 /// The stack's Fulcio root certificates and Rekor key as PEM files.
@@ -537,7 +631,11 @@ fn kubectl_sigstore_key_signatures_with_and_without_the_log_verify_in_mansign() 
     // path then crashes in the peer: cosign v3.1.2 SignBlobCmd -> sigstore-go v1.3.0
     // sign.(*Rekor).getRekorV1TLE -> rekor v1.5.3 pkg/tle.GenerateTransparencyLogEntry
     // dereferences a nil entry (Go exits 2 on a panic). Pinned: no signed file is written.
-    case("kubectl-sigstore sign -k --no-tlog-upload: uploads (the swap), then panics");
+    case(
+        FromPeer,
+        Documented,
+        "kubectl-sigstore sign -k --no-tlog-upload: uploads (the swap), then panics",
+    );
     let logged = d.join("logged.yaml");
     let run = sign(&logged, "--no-tlog-upload");
     let all = run.all();
@@ -558,7 +656,11 @@ fn kubectl_sigstore_key_signatures_with_and_without_the_log_verify_in_mansign() 
     let uploads = stack.stat("rekor_entries_created");
     assert_eq!(uploads, 1, "--no-tlog-upload uploads");
 
-    case("kubectl-sigstore sign -k --force: not logged (the swap)");
+    case(
+        FromPeer,
+        Documented,
+        "kubectl-sigstore sign -k --force: not logged (the swap)",
+    );
     let unlogged = d.join("unlogged.yaml");
     let run = sign(&unlogged, "--force");
     assert!(run.success, "kubectl-sigstore sign --force: {run:?}");
@@ -602,6 +704,7 @@ fn kubectl_sigstore_key_signatures_with_and_without_the_log_verify_in_mansign() 
     // And a tampered copy of it fails in mansign.
     tamper(&unlogged, "mode: strict", "mode: lax");
     assert_eq!(mansign_verify(&unlogged, &public).status.code(), Some(1));
+    tally("kubectl_sigstore_key_signatures_with_and_without_the_log_verify_in_mansign");
 }
 
 /// kubectl-sigstore's keyless signing cannot be pointed at a private Sigstore: its Fulcio
@@ -651,13 +754,21 @@ fn kubectl_sigstore_keyless_signing_goes_to_the_public_instance_only() {
         run_bounded_for(cmd, None, std::time::Duration::from_secs(30))
     };
     stack.reset();
-    case("keyless kubectl-sigstore sign, no flag: declines at the prompt, asks nobody");
+    case(
+        FromPeer,
+        Documented,
+        "keyless kubectl-sigstore sign, no flag: declines at the prompt, asks nobody",
+    );
     let run = sign(&[]);
     assert_eq!(run.code, Some(1), "{run:?}");
     assert!(run.all().contains("user declined the prompt"), "{run:?}");
     assert!(rx.try_recv().is_err(), "no request before the prompt");
 
-    case("keyless kubectl-sigstore sign --no-tlog-upload: the public Fulcio only");
+    case(
+        FromPeer,
+        Documented,
+        "keyless kubectl-sigstore sign --no-tlog-upload: the public Fulcio only",
+    );
     let run = sign(&["--no-tlog-upload"]);
     assert_eq!(run.code, Some(1), "{run:?}");
     assert!(
@@ -672,4 +783,5 @@ fn kubectl_sigstore_keyless_signing_goes_to_the_public_instance_only() {
     assert!(!d.join("out.yaml").exists());
     assert_eq!(stack.stat("fulcio_signing_cert_requests"), 0);
     assert_eq!(stack.stat("rekor_entries_created"), 0);
+    tally("kubectl_sigstore_keyless_signing_goes_to_the_public_instance_only");
 }
