@@ -1,7 +1,11 @@
 //! The real kubectl-sigstore (k8s-manifest-sigstore v0.5.5-0.20251214123302-4152ec03ed3d,
 //! the version Kyverno v1.19.0 links; built by scripts/peers.sh) against mansign, both ways
 //! (issue 22): what mansign signs verifies in kubectl-sigstore, what kubectl-sigstore signs
-//! verifies in mansign, tampered copies fail in both and both name the changed field.
+//! verifies in mansign, tampered copies fail in both and both name the changed field. The
+//! cases where cosign's behaviour shows run against the last tag, v0.5.4, too.
+//!
+//! Each case says its direction and whether the two answer alike or differ as
+//! docs/compatibility.md lists; each test prints its tally.
 //!
 //! kubectl-sigstore prints `verified: true` and exits 0, or `verified: false, error: ...`
 //! and exits 1 (cmd/kubectl-sigstore/cli/verify.go, log.Fatalf). Each check here needs
@@ -784,4 +788,243 @@ fn kubectl_sigstore_keyless_signing_goes_to_the_public_instance_only() {
     assert_eq!(stack.stat("fulcio_signing_cert_requests"), 0);
     assert_eq!(stack.stat("rekor_entries_created"), 0);
     tally("kubectl_sigstore_keyless_signing_goes_to_the_public_instance_only");
+}
+
+/// kubectl-sigstore at its last tag, v0.5.4 (scripts/peers.sh builds it from the module
+/// tests/peers/ks054). Its own code differs from the pinned pseudo-version only in a tar
+/// path check and the cosign import (v2.2.1 there, v3 here: docs/compatibility.md lists the
+/// commits compared), so the matrix cases where cosign's behaviour shows run against it
+/// too: key signatures both ways, a tampered copy, keyless from the stack, the swapped
+/// `--no-tlog-upload` and a directory. Two differences from the pinned version are pinned
+/// here: cosign v2.2.1 loads the CT log keys to verify a key signature (from the public TUF
+/// repository unless SIGSTORE_CT_LOG_PUBLIC_KEY_FILE names one), and the swapped
+/// `--no-tlog-upload` fails after the upload with an error instead of a panic.
+#[test]
+fn kubectl_sigstore_v0_5_4_on_the_cases_where_cosign_shows() {
+    let stack = stack::Stack::start();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (key, public) = key_pair(d, "cosign");
+    let home = d.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let pems = stack.trust_pems();
+    let root_pem = write(d, "fulcio-root.pem", &pems.fulcio);
+    let rekor_pem = write(d, "rekor.pub", &pems.rekor);
+    let ctlog_pem = write(d, "ctlog.pub", &pems.ctlog);
+    let v054 = |env: &[(&str, &Path)], args: &[&OsStr]| -> Run {
+        let mut cmd = common::peers::peer_command("kubectl-sigstore-v0.5.4", &home);
+        // Any request to the public instance would go to this dead proxy.
+        cmd.env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("HTTP_PROXY", "http://127.0.0.1:9")
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .env("REKOR_SERVER", stack.rekor_url());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.args(args);
+        run_bounded_for(cmd, None, std::time::Duration::from_secs(60))
+    };
+    let offline: [(&str, &Path); 3] = [
+        ("SIGSTORE_CT_LOG_PUBLIC_KEY_FILE", &ctlog_pem),
+        ("SIGSTORE_REKOR_PUBLIC_KEY", &rekor_pem),
+        ("SIGSTORE_ROOT_FILE", &root_pem),
+    ];
+    let verify_key = |env: &[(&str, &Path)], file: &Path| {
+        v054(
+            env,
+            &[
+                os("verify"),
+                os("-f"),
+                file.as_os_str(),
+                os("-k"),
+                public.as_os_str(),
+            ],
+        )
+    };
+    let version = v054(&[], &[os("version")]);
+    assert!(
+        version.stdout.contains("\"GitVersion\":\"v0.5.4\""),
+        "{version:?}"
+    );
+
+    case(
+        ToPeer,
+        Documented,
+        "v0.5.4: a key signature, no CT log key given: asks the public TUF repository",
+    );
+    let input = write(d, "cm.yaml", CM);
+    let one = d.join("one.signed.yaml");
+    mansign_sign(&input, &key, &one, &[]);
+    let run = verify_key(&[], &one);
+    assert_ks_refused(&run, "a key signature without a CT log key (v0.5.4)");
+    assert!(
+        run.all().contains("getting ctlog public keys")
+            && run.all().contains("tuf-repo-cdn.sigstore.dev"),
+        "{run:?}"
+    );
+    for (name, text) in [("one", CM), ("multi", MULTI_DOC)] {
+        case(
+            ToPeer,
+            Same,
+            &format!("v0.5.4: mansign signs {name} with a key"),
+        );
+        let input = write(d, &format!("{name}.yaml"), text);
+        let out = d.join(format!("{name}.mansign.yaml"));
+        mansign_sign(&input, &key, &out, &[]);
+        assert_ks_verified(&verify_key(&offline, &out), "mansign's signature (v0.5.4)");
+    }
+    for tarball in ["no", "yes"] {
+        case(
+            FromPeer,
+            Same,
+            &format!("v0.5.4 signs with a key, --tarball {tarball}"),
+        );
+        let out = d.join(format!("v054-{tarball}.yaml"));
+        let run = v054(
+            &offline,
+            &[
+                os("sign"),
+                os("-f"),
+                input.as_os_str(),
+                os("-k"),
+                key.as_os_str(),
+                os("-o"),
+                out.as_os_str(),
+                os("--force"),
+                os("--tarball"),
+                os(tarball),
+            ],
+        );
+        assert!(run.success && out.is_file(), "v0.5.4 sign: {run:?}");
+        assert_ks_verified(&verify_key(&offline, &out), "its own signature (v0.5.4)");
+        let ours = mansign_verify(&out, &public);
+        assert!(
+            ours.status.success(),
+            "mansign refuses v0.5.4's --tarball {tarball}: {}",
+            String::from_utf8_lossy(&ours.stdout)
+        );
+    }
+    for (dir, signer) in [(ToPeer, "mansign"), (FromPeer, "v0.5.4")] {
+        case(
+            dir,
+            Same,
+            &format!("v0.5.4: signed by {signer}, data.mode changed"),
+        );
+        let file = if signer == "mansign" {
+            d.join("one.mansign.yaml")
+        } else {
+            d.join("v054-no.yaml")
+        };
+        tamper(&file, "mode: strict", "mode: lax");
+        let run = verify_key(&offline, &file);
+        assert!(
+            assert_ks_refused(&run, "a tampered copy (v0.5.4)").contains("data.mode"),
+            "{run:?}"
+        );
+        let ours = mansign_verify(&file, &public);
+        assert_eq!(ours.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&ours.stdout).contains("data.mode"));
+    }
+
+    case(
+        ToPeer,
+        Same,
+        "v0.5.4: mansign signs keylessly on the stack, v0.5.4 verifies",
+    );
+    let keyless = d.join("keyless.signed.yaml");
+    let mut sign = mansign();
+    for v in stack::AMBIENT_VARS {
+        sign.env_remove(v);
+    }
+    sign.args(["sign", "-f"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&keyless)
+        .args([
+            "--fulcio-url",
+            stack.fulcio_url(),
+            "--rekor-url",
+            stack.rekor_url(),
+        ])
+        .arg("--trusted-root")
+        .arg(stack.trusted_root())
+        .arg("--identity-token")
+        .arg(stack.id_token_file())
+        .assert()
+        .success();
+    let verify_keyless = |issuer: &str| {
+        v054(
+            &offline,
+            &[
+                os("verify"),
+                os("-f"),
+                keyless.as_os_str(),
+                os("--rekor-url"),
+                os(stack.rekor_url()),
+                os("--oidc-issuer"),
+                os(issuer),
+            ],
+        )
+    };
+    let run = verify_keyless(stack.issuer());
+    assert_ks_verified(&run, "a keyless signature from the stack (v0.5.4)");
+    assert!(run.all().contains(stack.identity()), "{run:?}");
+    case(
+        ToPeer,
+        Documented,
+        "v0.5.4: keyless, another issuer required: still verifies",
+    );
+    assert_ks_verified(
+        &verify_keyless("https://issuer.invalid"),
+        "another issuer (v0.5.4, pinned)",
+    );
+
+    case(
+        FromPeer,
+        Documented,
+        "v0.5.4 sign -k --no-tlog-upload: uploads (the swap), then fails",
+    );
+    stack.reset();
+    let logged = d.join("v054-logged.yaml");
+    let run = v054(
+        &offline,
+        &[
+            os("sign"),
+            os("-f"),
+            input.as_os_str(),
+            os("-k"),
+            key.as_os_str(),
+            os("-o"),
+            logged.as_os_str(),
+            os("--rekor-url"),
+            os(stack.rekor_url()),
+            os("--no-tlog-upload"),
+        ],
+    );
+    assert_eq!(run.code, Some(1), "an error, not a panic: {run:?}");
+    assert!(
+        run.all().contains("failed to find tlog entry") && !run.all().contains("panic:"),
+        "{run:?}"
+    );
+    assert!(!logged.exists(), "no signed file");
+    assert_eq!(
+        stack.stat("rekor_entries_created"),
+        1,
+        "--no-tlog-upload uploads"
+    );
+
+    case(
+        ToPeer,
+        Documented,
+        "v0.5.4: verify of a directory exits 0 having verified nothing",
+    );
+    let tree = d.join("tree");
+    write(&tree, "a.yaml", CM);
+    let run = verify_key(&offline, &tree);
+    assert!(
+        run.success && run.all().contains("is a directory"),
+        "{run:?}"
+    );
+    assert!(!run.all().contains("verified: true"), "{run:?}");
+    tally("kubectl_sigstore_v0_5_4_on_the_cases_where_cosign_shows");
 }
