@@ -590,6 +590,80 @@ fn what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore() {
     case(ToPeer, Same, "keyless, tampered");
     tamper(&out, "mode: strict", "mode: lax");
     assert_ks_refused(&verify(&out, stack.issuer()), "a tampered keyless copy");
+
+    // Pinned peer weakness: the certificate chain is not checked either. A signature made
+    // on another stack (its own Fulcio CA and Rekor), kubectl-sigstore given this stack's
+    // Fulcio root and the other stack's Rekor key: it verifies. mansign, given a trusted
+    // root of this stack's CA and the other stack's logs, refuses it.
+    case(
+        ToPeer,
+        Documented,
+        "keyless, a certificate from an untrusted Fulcio CA: kubectl-sigstore still verifies",
+    );
+    let other = stack::Stack::start();
+    let other_pems = other.trust_pems();
+    assert_ne!(
+        other_pems.fulcio,
+        stack.trust_pems().fulcio,
+        "two Fulcio CAs"
+    );
+    let foreign = d.join("foreign.signed.yaml");
+    let mut sign = mansign();
+    for v in stack::AMBIENT_VARS {
+        sign.env_remove(v);
+    }
+    sign.args(["sign", "-f"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&foreign)
+        .args([
+            "--fulcio-url",
+            other.fulcio_url(),
+            "--rekor-url",
+            other.rekor_url(),
+        ])
+        .arg("--trusted-root")
+        .arg(other.trusted_root())
+        .arg("--identity-token")
+        .arg(other.id_token_file())
+        .assert()
+        .success();
+    let mut cmd = common::peers::peer_command("kubectl-sigstore", &home);
+    cmd.env("SIGSTORE_ROOT_FILE", &root_pem)
+        .env(
+            "SIGSTORE_REKOR_PUBLIC_KEY",
+            write(d, "other-rekor.pub", &other_pems.rekor),
+        )
+        .env("HTTPS_PROXY", "http://127.0.0.1:9")
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .args(["verify", "-f"])
+        .arg(&foreign)
+        .args(["--rekor-url", other.rekor_url()]);
+    assert_ks_verified(
+        &run_bounded(cmd, None),
+        "a certificate from another CA (pinned)",
+    );
+    let mut mixed: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(stack.trusted_root()).unwrap()).unwrap();
+    let theirs: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(other.trusted_root()).unwrap()).unwrap();
+    mixed["tlogs"] = theirs["tlogs"].clone();
+    mixed["ctlogs"] = theirs["ctlogs"].clone();
+    let ours = mansign()
+        .args(["verify", "-f"])
+        .arg(&foreign)
+        .arg("--trusted-root")
+        .arg(write(d, "mixed-root.json", &mixed.to_string()))
+        .args(["--certificate-identity", other.identity()])
+        .args(["--certificate-oidc-issuer", other.issuer()])
+        .output()
+        .unwrap();
+    assert_eq!(ours.status.code(), Some(1), "{ours:?}");
+    assert!(
+        String::from_utf8_lossy(&ours.stdout)
+            .contains("certificate does not chain to a trusted Fulcio root"),
+        "{ours:?}"
+    );
     tally("what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore");
 }
 
