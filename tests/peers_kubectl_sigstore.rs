@@ -1,7 +1,11 @@
 //! The real kubectl-sigstore (k8s-manifest-sigstore v0.5.5-0.20251214123302-4152ec03ed3d,
 //! the version Kyverno v1.19.0 links; built by scripts/peers.sh) against mansign, both ways
 //! (issue 22): what mansign signs verifies in kubectl-sigstore, what kubectl-sigstore signs
-//! verifies in mansign, tampered copies fail in both and both name the changed field.
+//! verifies in mansign, tampered copies fail in both and both name the changed field. The
+//! cases where cosign's behaviour shows run against the last tag, v0.5.4, too.
+//!
+//! Each case says its direction and whether the two answer alike or differ as
+//! docs/compatibility.md lists; each test prints its tally.
 //!
 //! kubectl-sigstore prints `verified: true` and exits 0, or `verified: false, error: ...`
 //! and exits 1 (cmd/kubectl-sigstore/cli/verify.go, log.Fatalf). Each check here needs
@@ -21,9 +25,63 @@ const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n
 
 static CASES: AtomicUsize = AtomicUsize::new(0);
 
-fn case(what: &str) {
+/// Which way a case goes: who signs, who verifies.
+#[derive(Clone, Copy)]
+enum Dir {
+    /// mansign signs, kubectl-sigstore verifies (and mansign too).
+    ToPeer,
+    /// kubectl-sigstore signs, mansign verifies (and kubectl-sigstore too).
+    FromPeer,
+}
+
+/// Whether the two give the same answer, or differ in a way docs/compatibility.md lists.
+#[derive(Clone, Copy, PartialEq)]
+enum Outcome {
+    Same,
+    Documented,
+}
+use Dir::*;
+use Outcome::*;
+
+thread_local! {
+    /// This test's cases: [ToPeer same, ToPeer documented, FromPeer same, FromPeer documented].
+    static TALLY: std::cell::Cell<[usize; 4]> = const { std::cell::Cell::new([0; 4]) };
+}
+
+fn case(dir: Dir, outcome: Outcome, what: &str) {
     let n = CASES.fetch_add(1, Ordering::SeqCst) + 1;
-    println!("case {n}: {what}");
+    let (arrow, slot) = match dir {
+        ToPeer => ("mansign -> kubectl-sigstore", 0),
+        FromPeer => ("kubectl-sigstore -> mansign", 2),
+    };
+    let slot = slot + usize::from(outcome == Documented);
+    TALLY.with(|t| {
+        let mut v = t.get();
+        v[slot] += 1;
+        t.set(v);
+    });
+    let how = if outcome == Same {
+        "same answer"
+    } else {
+        "documented difference"
+    };
+    println!("case {n} [{arrow}, {how}]: {what}");
+}
+
+/// Prints this test's cases per direction (the test runs on its own thread).
+fn tally(test: &str) {
+    let v = TALLY.with(|t| t.get());
+    println!(
+        "{test}: mansign -> kubectl-sigstore {} cases ({} same answer, {} documented \
+         differences); kubectl-sigstore -> mansign {} cases ({} same answer, {} documented \
+         differences)",
+        v[0] + v[1],
+        v[0],
+        v[1],
+        v[2] + v[3],
+        v[2],
+        v[3]
+    );
 }
 
 fn ks(home: &Path, args: &[&OsStr]) -> Run {
@@ -148,7 +206,7 @@ fn what_mansign_signs_with_a_key_verifies_in_kubectl_sigstore() {
 
     // One document, both scopes.
     for scope in ["document", "file"] {
-        case(&format!("one document, --scope {scope}"));
+        case(ToPeer, Same, &format!("one document, --scope {scope}"));
         let input = write(d, &format!("one-{scope}.yaml"), CM);
         let out = d.join(format!("one-{scope}.signed.yaml"));
         mansign_sign(&input, &key, &out, &["--scope", scope]);
@@ -157,7 +215,11 @@ fn what_mansign_signs_with_a_key_verifies_in_kubectl_sigstore() {
 
     // A multi-document file, both scopes.
     for scope in ["document", "file"] {
-        case(&format!("three documents in one file, --scope {scope}"));
+        case(
+            ToPeer,
+            Same,
+            &format!("three documents in one file, --scope {scope}"),
+        );
         let input = write(d, &format!("multi-{scope}.yaml"), MULTI_DOC);
         let out = d.join(format!("multi-{scope}.signed.yaml"));
         mansign_sign(&input, &key, &out, &["--scope", scope]);
@@ -165,7 +227,7 @@ fn what_mansign_signs_with_a_key_verifies_in_kubectl_sigstore() {
     }
 
     // A directory: mansign signs each file; kubectl-sigstore verifies each one.
-    case("a directory of two files, each file verified");
+    case(ToPeer, Same, "a directory of two files, each file verified");
     let tree = d.join("tree");
     write(&tree, "a.yaml", CM);
     write(&tree, "sub/b.yaml", MULTI_DOC);
@@ -184,12 +246,12 @@ fn what_mansign_signs_with_a_key_verifies_in_kubectl_sigstore() {
     }
 
     // The wrong key: both refuse.
-    case("the wrong key");
+    case(ToPeer, Same, "the wrong key");
     let (_, other_public) = key_pair(d, "other");
     let out = d.join("one-document.signed.yaml");
     assert_ks_refused(&ks_verify(&home, &out, &other_public), "the wrong key");
     assert_eq!(mansign_verify(&out, &other_public).status.code(), Some(1));
-    println!("{} cases", CASES.load(Ordering::SeqCst));
+    tally("what_mansign_signs_with_a_key_verifies_in_kubectl_sigstore");
 }
 
 /// kubectl-sigstore `verify -f DIRECTORY` reads the path with os.ReadFile, prints the error
@@ -203,6 +265,11 @@ fn kubectl_sigstore_verify_of_a_directory_exits_zero_without_verifying() {
     let d = dir.path();
     let (_, public) = key_pair(d, "cosign");
     let tree = d.join("tree");
+    case(
+        ToPeer,
+        Documented,
+        "kubectl-sigstore verify of a directory exits 0 having verified nothing",
+    );
     // Unsigned: a verifier must refuse it.
     write(&tree, "a.yaml", CM);
     let run = ks_verify(d, &tree, &public);
@@ -215,6 +282,7 @@ fn kubectl_sigstore_verify_of_a_directory_exits_zero_without_verifying() {
         Some(1),
         "mansign refuses the unsigned directory"
     );
+    tally("kubectl_sigstore_verify_of_a_directory_exits_zero_without_verifying");
 }
 
 #[test]
@@ -229,7 +297,7 @@ fn several_signatures_and_appends_both_ways_verify_in_both() {
     let input = write(d, "cm.yaml", CM);
 
     // mansign signs, mansign appends (signature_1): kubectl-sigstore verifies either key.
-    case("mansign signs, mansign appends: signature_1");
+    case(ToPeer, Same, "mansign signs, mansign appends: signature_1");
     let s1 = d.join("s1.yaml");
     let s2 = d.join("s2.yaml");
     mansign_sign(&input, &k1, &s1, &["--scope", "file"]);
@@ -252,7 +320,11 @@ fn several_signatures_and_appends_both_ways_verify_in_both() {
     // written) and set 0, signed over mansign's bytes, no longer verifies in either tool;
     // only kubectl-sigstore's own set does (docs/compatibility.md). Version:
     // k8s-manifest-sigstore v0.5.5-0.20251214123302-4152ec03ed3d.
-    case("mansign signs, kubectl-sigstore appends: the shared message is rewritten");
+    case(
+        ToPeer,
+        Documented,
+        "mansign signs, kubectl-sigstore appends: the shared message is rewritten",
+    );
     let s3 = d.join("s3.yaml");
     ks_sign(&home, &s1, &k3, &s3, &["--append-signature"]);
     let before = std::fs::read_to_string(&s1).unwrap();
@@ -307,7 +379,11 @@ fn several_signatures_and_appends_both_ways_verify_in_both() {
     );
     // The cause is the message alone: put mansign's message back and set 0 verifies in
     // both again, while the appended set (signed over the peer's bytes) no longer does.
-    case("the same file with mansign's message restored");
+    case(
+        ToPeer,
+        Same,
+        "the same file with mansign's message restored",
+    );
     let restored = d.join("s3-restored.yaml");
     std::fs::write(&restored, after.replacen(&msg_after, &msg_before, 1)).unwrap();
     assert_ks_verified(&ks_verify(&home, &restored, &p1), "set 0, message restored");
@@ -316,7 +392,7 @@ fn several_signatures_and_appends_both_ways_verify_in_both() {
     assert_eq!(mansign_verify(&restored, &p3).status.code(), Some(1));
 
     // kubectl-sigstore signs, mansign appends.
-    case("kubectl-sigstore signs, mansign appends");
+    case(FromPeer, Same, "kubectl-sigstore signs, mansign appends");
     let s4 = d.join("s4.yaml");
     let s5 = d.join("s5.yaml");
     ks_sign(&home, &input, &k1, &s4, &[]);
@@ -336,10 +412,14 @@ fn several_signatures_and_appends_both_ways_verify_in_both() {
         );
     }
     // A key that signed none of them: refused by both.
-    case("appended file, a key that signed none of the sets");
+    case(
+        FromPeer,
+        Same,
+        "appended file, a key that signed none of the sets",
+    );
     assert_ks_refused(&ks_verify(&home, &s5, &p3), "a key of no set");
     assert_eq!(mansign_verify(&s5, &p3).status.code(), Some(1));
-    println!("{} cases", CASES.load(Ordering::SeqCst));
+    tally("several_signatures_and_appends_both_ways_verify_in_both");
 }
 
 #[test]
@@ -355,9 +435,11 @@ fn what_kubectl_sigstore_signs_with_a_key_verifies_in_mansign() {
         // deprecated gzipped tarball.
         for tarball in ["no", "yes"] {
             n += 1;
-            case(&format!(
-                "kubectl-sigstore signs {name}, --tarball {tarball}"
-            ));
+            case(
+                FromPeer,
+                Same,
+                &format!("kubectl-sigstore signs {name}, --tarball {tarball}"),
+            );
             let input = write(d, &format!("{name}-{tarball}.yaml"), text);
             let out = d.join(format!("{name}-{tarball}.signed.yaml"));
             ks_sign(&home, &input, &key, &out, &["--tarball", tarball]);
@@ -372,6 +454,7 @@ fn what_kubectl_sigstore_signs_with_a_key_verifies_in_mansign() {
         }
     }
     println!("{n} kubectl-sigstore signatures verified by mansign");
+    tally("what_kubectl_sigstore_signs_with_a_key_verifies_in_mansign");
 }
 
 /// A changed field: both refuse, and both name `data.mode`.
@@ -385,7 +468,12 @@ fn a_tampered_copy_fails_in_both_and_both_name_the_field() {
     let input = write(d, "cm.yaml", CM);
 
     for signer in ["mansign", "kubectl-sigstore"] {
-        case(&format!("signed by {signer}, data.mode changed"));
+        let dir = if signer == "mansign" {
+            ToPeer
+        } else {
+            FromPeer
+        };
+        case(dir, Same, &format!("signed by {signer}, data.mode changed"));
         let out = d.join(format!("{signer}.signed.yaml"));
         if signer == "mansign" {
             mansign_sign(&input, &key, &out, &["--scope", "file"]);
@@ -410,6 +498,7 @@ fn a_tampered_copy_fails_in_both_and_both_name_the_field() {
             "mansign names the field: {text}"
         );
     }
+    tally("a_tampered_copy_fails_in_both_and_both_name_the_field");
 }
 
 /// Keyless: mansign signs on the loopback stack; kubectl-sigstore verifies the bundle
@@ -461,7 +550,11 @@ fn what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore() {
             .args(["--rekor-url", stack.rekor_url(), "--oidc-issuer", issuer]);
         run_bounded(cmd, None)
     };
-    case("keyless, mansign signs on the stack, kubectl-sigstore verifies");
+    case(
+        ToPeer,
+        Same,
+        "keyless, mansign signs on the stack, kubectl-sigstore verifies",
+    );
     let run = verify(&out, stack.issuer());
     assert_ks_verified(&run, "a keyless signature from the stack");
     assert!(
@@ -471,7 +564,11 @@ fn what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore() {
     );
     // Pinned peer weakness: on the bundle path kubectl-sigstore does not check
     // `--oidc-issuer` (found here; docs/compatibility.md). mansign requires the issuer.
-    case("keyless, another issuer required: kubectl-sigstore still verifies");
+    case(
+        ToPeer,
+        Documented,
+        "keyless, another issuer required: kubectl-sigstore still verifies",
+    );
     assert_ks_verified(
         &verify(&out, "https://issuer.invalid"),
         "another issuer (pinned)",
@@ -490,43 +587,91 @@ fn what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore() {
         Some(1),
         "mansign refuses another issuer"
     );
-    case("keyless, tampered");
+    case(ToPeer, Same, "keyless, tampered");
     tamper(&out, "mode: strict", "mode: lax");
     assert_ks_refused(&verify(&out, stack.issuer()), "a tampered keyless copy");
+
+    // Pinned peer weakness: the certificate chain is not checked either. A signature made
+    // on another stack (its own Fulcio CA and Rekor), kubectl-sigstore given this stack's
+    // Fulcio root and the other stack's Rekor key: it verifies. mansign, given a trusted
+    // root of this stack's CA and the other stack's logs, refuses it.
+    case(
+        ToPeer,
+        Documented,
+        "keyless, a certificate from an untrusted Fulcio CA: kubectl-sigstore still verifies",
+    );
+    let other = stack::Stack::start();
+    let other_pems = other.trust_pems();
+    assert_ne!(
+        other_pems.fulcio,
+        stack.trust_pems().fulcio,
+        "two Fulcio CAs"
+    );
+    let foreign = d.join("foreign.signed.yaml");
+    let mut sign = mansign();
+    for v in stack::AMBIENT_VARS {
+        sign.env_remove(v);
+    }
+    sign.args(["sign", "-f"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&foreign)
+        .args([
+            "--fulcio-url",
+            other.fulcio_url(),
+            "--rekor-url",
+            other.rekor_url(),
+        ])
+        .arg("--trusted-root")
+        .arg(other.trusted_root())
+        .arg("--identity-token")
+        .arg(other.id_token_file())
+        .assert()
+        .success();
+    let mut cmd = common::peers::peer_command("kubectl-sigstore", &home);
+    cmd.env("SIGSTORE_ROOT_FILE", &root_pem)
+        .env(
+            "SIGSTORE_REKOR_PUBLIC_KEY",
+            write(d, "other-rekor.pub", &other_pems.rekor),
+        )
+        .env("HTTPS_PROXY", "http://127.0.0.1:9")
+        .env("NO_PROXY", "127.0.0.1,localhost")
+        .args(["verify", "-f"])
+        .arg(&foreign)
+        .args(["--rekor-url", other.rekor_url()]);
+    assert_ks_verified(
+        &run_bounded(cmd, None),
+        "a certificate from another CA (pinned)",
+    );
+    let mut mixed: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(stack.trusted_root()).unwrap()).unwrap();
+    let theirs: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(other.trusted_root()).unwrap()).unwrap();
+    mixed["tlogs"] = theirs["tlogs"].clone();
+    mixed["ctlogs"] = theirs["ctlogs"].clone();
+    let ours = mansign()
+        .args(["verify", "-f"])
+        .arg(&foreign)
+        .arg("--trusted-root")
+        .arg(write(d, "mixed-root.json", &mixed.to_string()))
+        .args(["--certificate-identity", other.identity()])
+        .args(["--certificate-oidc-issuer", other.issuer()])
+        .output()
+        .unwrap();
+    assert_eq!(ours.status.code(), Some(1), "{ours:?}");
+    assert!(
+        String::from_utf8_lossy(&ours.stdout)
+            .contains("certificate does not chain to a trusted Fulcio root"),
+        "{ours:?}"
+    );
+    tally("what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore");
 }
 
-/// The stack's Fulcio root certificates and Rekor key as PEM files, from its
-/// trusted_root.json.
+/// The stack's Fulcio root certificates and Rekor key as PEM files.
 fn stack_pems(stack: &stack::Stack, dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
-    use base64::Engine as _;
-    let root: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(stack.trusted_root()).unwrap()).unwrap();
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let pem = |label: &str, raw: &str| {
-        let der = b64.decode(raw).expect("base64 DER");
-        let body = b64.encode(der);
-        let lines: Vec<&str> = body
-            .as_bytes()
-            .chunks(64)
-            .map(|c| std::str::from_utf8(c).unwrap())
-            .collect();
-        format!(
-            "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
-            lines.join("\n")
-        )
-    };
-    let mut certs = String::new();
-    for ca in root["certificateAuthorities"].as_array().expect("CAs") {
-        for c in ca["certChain"]["certificates"].as_array().expect("chain") {
-            certs.push_str(&pem("CERTIFICATE", c["rawBytes"].as_str().unwrap()));
-        }
-    }
-    let rekor = pem(
-        "PUBLIC KEY",
-        root["tlogs"][0]["publicKey"]["rawBytes"].as_str().unwrap(),
-    );
-    let root_pem = write(dir, "fulcio-root.pem", &certs);
-    let rekor_pem = write(dir, "rekor.pub", &rekor);
+    let pems = stack.trust_pems();
+    let root_pem = write(dir, "fulcio-root.pem", &pems.fulcio);
+    let rekor_pem = write(dir, "rekor.pub", &pems.rekor);
     (root_pem, rekor_pem)
 }
 
@@ -564,7 +709,11 @@ fn kubectl_sigstore_key_signatures_with_and_without_the_log_verify_in_mansign() 
     // path then crashes in the peer: cosign v3.1.2 SignBlobCmd -> sigstore-go v1.3.0
     // sign.(*Rekor).getRekorV1TLE -> rekor v1.5.3 pkg/tle.GenerateTransparencyLogEntry
     // dereferences a nil entry (Go exits 2 on a panic). Pinned: no signed file is written.
-    case("kubectl-sigstore sign -k --no-tlog-upload: uploads (the swap), then panics");
+    case(
+        FromPeer,
+        Documented,
+        "kubectl-sigstore sign -k --no-tlog-upload: uploads (the swap), then panics",
+    );
     let logged = d.join("logged.yaml");
     let run = sign(&logged, "--no-tlog-upload");
     let all = run.all();
@@ -585,7 +734,11 @@ fn kubectl_sigstore_key_signatures_with_and_without_the_log_verify_in_mansign() 
     let uploads = stack.stat("rekor_entries_created");
     assert_eq!(uploads, 1, "--no-tlog-upload uploads");
 
-    case("kubectl-sigstore sign -k --force: not logged (the swap)");
+    case(
+        FromPeer,
+        Documented,
+        "kubectl-sigstore sign -k --force: not logged (the swap)",
+    );
     let unlogged = d.join("unlogged.yaml");
     let run = sign(&unlogged, "--force");
     assert!(run.success, "kubectl-sigstore sign --force: {run:?}");
@@ -629,6 +782,7 @@ fn kubectl_sigstore_key_signatures_with_and_without_the_log_verify_in_mansign() 
     // And a tampered copy of it fails in mansign.
     tamper(&unlogged, "mode: strict", "mode: lax");
     assert_eq!(mansign_verify(&unlogged, &public).status.code(), Some(1));
+    tally("kubectl_sigstore_key_signatures_with_and_without_the_log_verify_in_mansign");
 }
 
 /// kubectl-sigstore's keyless signing cannot be pointed at a private Sigstore: its Fulcio
@@ -678,13 +832,21 @@ fn kubectl_sigstore_keyless_signing_goes_to_the_public_instance_only() {
         run_bounded_for(cmd, None, std::time::Duration::from_secs(30))
     };
     stack.reset();
-    case("keyless kubectl-sigstore sign, no flag: declines at the prompt, asks nobody");
+    case(
+        FromPeer,
+        Documented,
+        "keyless kubectl-sigstore sign, no flag: declines at the prompt, asks nobody",
+    );
     let run = sign(&[]);
     assert_eq!(run.code, Some(1), "{run:?}");
     assert!(run.all().contains("user declined the prompt"), "{run:?}");
     assert!(rx.try_recv().is_err(), "no request before the prompt");
 
-    case("keyless kubectl-sigstore sign --no-tlog-upload: the public Fulcio only");
+    case(
+        FromPeer,
+        Documented,
+        "keyless kubectl-sigstore sign --no-tlog-upload: the public Fulcio only",
+    );
     let run = sign(&["--no-tlog-upload"]);
     assert_eq!(run.code, Some(1), "{run:?}");
     assert!(
@@ -699,4 +861,244 @@ fn kubectl_sigstore_keyless_signing_goes_to_the_public_instance_only() {
     assert!(!d.join("out.yaml").exists());
     assert_eq!(stack.stat("fulcio_signing_cert_requests"), 0);
     assert_eq!(stack.stat("rekor_entries_created"), 0);
+    tally("kubectl_sigstore_keyless_signing_goes_to_the_public_instance_only");
+}
+
+/// kubectl-sigstore at its last tag, v0.5.4 (scripts/peers.sh builds it from the module
+/// tests/peers/ks054). Its own code differs from the pinned pseudo-version only in a tar
+/// path check and the cosign import (v2.2.1 there, v3 here: docs/compatibility.md lists the
+/// commits compared), so the matrix cases where cosign's behaviour shows run against it
+/// too: key signatures both ways, a tampered copy, keyless from the stack, the swapped
+/// `--no-tlog-upload` and a directory. Two differences from the pinned version are pinned
+/// here: cosign v2.2.1 loads the CT log keys to verify a key signature (from the public TUF
+/// repository unless SIGSTORE_CT_LOG_PUBLIC_KEY_FILE names one), and the swapped
+/// `--no-tlog-upload` fails after the upload with an error instead of a panic.
+#[test]
+fn kubectl_sigstore_v0_5_4_on_the_cases_where_cosign_shows() {
+    let stack = stack::Stack::start();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (key, public) = key_pair(d, "cosign");
+    let home = d.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let pems = stack.trust_pems();
+    let root_pem = write(d, "fulcio-root.pem", &pems.fulcio);
+    let rekor_pem = write(d, "rekor.pub", &pems.rekor);
+    let ctlog_pem = write(d, "ctlog.pub", &pems.ctlog);
+    let v054 = |env: &[(&str, &Path)], args: &[&OsStr]| -> Run {
+        let mut cmd = common::peers::peer_command("kubectl-sigstore-v0.5.4", &home);
+        // Any request to the public instance would go to this dead proxy.
+        cmd.env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("HTTP_PROXY", "http://127.0.0.1:9")
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .env("REKOR_SERVER", stack.rekor_url());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.args(args);
+        run_bounded_for(cmd, None, std::time::Duration::from_secs(60))
+    };
+    let offline: [(&str, &Path); 3] = [
+        ("SIGSTORE_CT_LOG_PUBLIC_KEY_FILE", &ctlog_pem),
+        ("SIGSTORE_REKOR_PUBLIC_KEY", &rekor_pem),
+        ("SIGSTORE_ROOT_FILE", &root_pem),
+    ];
+    let verify_key = |env: &[(&str, &Path)], file: &Path| {
+        v054(
+            env,
+            &[
+                os("verify"),
+                os("-f"),
+                file.as_os_str(),
+                os("-k"),
+                public.as_os_str(),
+            ],
+        )
+    };
+    let version = v054(&[], &[os("version")]);
+    assert!(
+        version.stdout.contains("\"GitVersion\":\"v0.5.4\""),
+        "{version:?}"
+    );
+
+    case(
+        ToPeer,
+        Documented,
+        "v0.5.4: a key signature, no CT log key given: asks the public TUF repository",
+    );
+    let input = write(d, "cm.yaml", CM);
+    let one = d.join("one.signed.yaml");
+    mansign_sign(&input, &key, &one, &[]);
+    let run = verify_key(&[], &one);
+    assert_ks_refused(&run, "a key signature without a CT log key (v0.5.4)");
+    assert!(
+        run.all().contains("getting ctlog public keys")
+            && run.all().contains("tuf-repo-cdn.sigstore.dev"),
+        "{run:?}"
+    );
+    for (name, text) in [("one", CM), ("multi", MULTI_DOC)] {
+        case(
+            ToPeer,
+            Same,
+            &format!("v0.5.4: mansign signs {name} with a key"),
+        );
+        let input = write(d, &format!("{name}.yaml"), text);
+        let out = d.join(format!("{name}.mansign.yaml"));
+        mansign_sign(&input, &key, &out, &[]);
+        assert_ks_verified(&verify_key(&offline, &out), "mansign's signature (v0.5.4)");
+    }
+    for tarball in ["no", "yes"] {
+        case(
+            FromPeer,
+            Same,
+            &format!("v0.5.4 signs with a key, --tarball {tarball}"),
+        );
+        let out = d.join(format!("v054-{tarball}.yaml"));
+        let run = v054(
+            &offline,
+            &[
+                os("sign"),
+                os("-f"),
+                input.as_os_str(),
+                os("-k"),
+                key.as_os_str(),
+                os("-o"),
+                out.as_os_str(),
+                os("--force"),
+                os("--tarball"),
+                os(tarball),
+            ],
+        );
+        assert!(run.success && out.is_file(), "v0.5.4 sign: {run:?}");
+        assert_ks_verified(&verify_key(&offline, &out), "its own signature (v0.5.4)");
+        let ours = mansign_verify(&out, &public);
+        assert!(
+            ours.status.success(),
+            "mansign refuses v0.5.4's --tarball {tarball}: {}",
+            String::from_utf8_lossy(&ours.stdout)
+        );
+    }
+    for (dir, signer) in [(ToPeer, "mansign"), (FromPeer, "v0.5.4")] {
+        case(
+            dir,
+            Same,
+            &format!("v0.5.4: signed by {signer}, data.mode changed"),
+        );
+        let file = if signer == "mansign" {
+            d.join("one.mansign.yaml")
+        } else {
+            d.join("v054-no.yaml")
+        };
+        tamper(&file, "mode: strict", "mode: lax");
+        let run = verify_key(&offline, &file);
+        assert!(
+            assert_ks_refused(&run, "a tampered copy (v0.5.4)").contains("data.mode"),
+            "{run:?}"
+        );
+        let ours = mansign_verify(&file, &public);
+        assert_eq!(ours.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&ours.stdout).contains("data.mode"));
+    }
+
+    case(
+        ToPeer,
+        Same,
+        "v0.5.4: mansign signs keylessly on the stack, v0.5.4 verifies",
+    );
+    let keyless = d.join("keyless.signed.yaml");
+    let mut sign = mansign();
+    for v in stack::AMBIENT_VARS {
+        sign.env_remove(v);
+    }
+    sign.args(["sign", "-f"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&keyless)
+        .args([
+            "--fulcio-url",
+            stack.fulcio_url(),
+            "--rekor-url",
+            stack.rekor_url(),
+        ])
+        .arg("--trusted-root")
+        .arg(stack.trusted_root())
+        .arg("--identity-token")
+        .arg(stack.id_token_file())
+        .assert()
+        .success();
+    let verify_keyless = |issuer: &str| {
+        v054(
+            &offline,
+            &[
+                os("verify"),
+                os("-f"),
+                keyless.as_os_str(),
+                os("--rekor-url"),
+                os(stack.rekor_url()),
+                os("--oidc-issuer"),
+                os(issuer),
+            ],
+        )
+    };
+    let run = verify_keyless(stack.issuer());
+    assert_ks_verified(&run, "a keyless signature from the stack (v0.5.4)");
+    assert!(run.all().contains(stack.identity()), "{run:?}");
+    case(
+        ToPeer,
+        Documented,
+        "v0.5.4: keyless, another issuer required: still verifies",
+    );
+    assert_ks_verified(
+        &verify_keyless("https://issuer.invalid"),
+        "another issuer (v0.5.4, pinned)",
+    );
+
+    case(
+        FromPeer,
+        Documented,
+        "v0.5.4 sign -k --no-tlog-upload: uploads (the swap), then fails",
+    );
+    stack.reset();
+    let logged = d.join("v054-logged.yaml");
+    let run = v054(
+        &offline,
+        &[
+            os("sign"),
+            os("-f"),
+            input.as_os_str(),
+            os("-k"),
+            key.as_os_str(),
+            os("-o"),
+            logged.as_os_str(),
+            os("--rekor-url"),
+            os(stack.rekor_url()),
+            os("--no-tlog-upload"),
+        ],
+    );
+    assert_eq!(run.code, Some(1), "an error, not a panic: {run:?}");
+    assert!(
+        run.all().contains("failed to find tlog entry") && !run.all().contains("panic:"),
+        "{run:?}"
+    );
+    assert!(!logged.exists(), "no signed file");
+    assert_eq!(
+        stack.stat("rekor_entries_created"),
+        1,
+        "--no-tlog-upload uploads"
+    );
+
+    case(
+        ToPeer,
+        Documented,
+        "v0.5.4: verify of a directory exits 0 having verified nothing",
+    );
+    let tree = d.join("tree");
+    write(&tree, "a.yaml", CM);
+    let run = verify_key(&offline, &tree);
+    assert!(
+        run.success && run.all().contains("is a directory"),
+        "{run:?}"
+    );
+    assert!(!run.all().contains("verified: true"), "{run:?}");
+    tally("kubectl_sigstore_v0_5_4_on_the_cases_where_cosign_shows");
 }

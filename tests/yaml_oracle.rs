@@ -4,7 +4,10 @@
 //! `kubectl apply -f FILE` runs to read a file (cli-runtime's resource builder:
 //! YAMLOrJSONDecoder, sigs.k8s.io/yaml, the unstructured decoder, list flattening) and prints
 //! the objects kubectl would send, or kubectl's error. For every input here — each manifest
-//! under testdata/, each fuzz seed, and more than 10,000 generated documents — mansign's
+//! under testdata/, each fuzz seed, every entry of the reader fuzz target's corpus (`message`,
+//! as scripts/fuzz.sh seeds it, plus a local fuzzing run's corpus when there is one: the
+//! replay is how the oracle reaches the fuzzer, which takes no external oracle), and more
+//! than 10,000 generated documents — mansign's
 //! reading (`load_reader`, what `mansign sign` and `verify` read) must equal kubectl's, or
 //! mansign must refuse the input. A file mansign accepts and reads differently from kubectl,
 //! or accepts where kubectl refuses, fails the test.
@@ -272,6 +275,177 @@ fn collect_all(dir: &Path, out: &mut Vec<PathBuf>) {
             out.push(p);
         }
     }
+}
+
+/// Named inputs: (name, bytes).
+type Corpus = Vec<(String, Vec<u8>)>;
+
+/// The corpus of the reader's fuzz target, `message` (`parse_message`: a signed message, a
+/// YAML stream or a legacy tar.gz of YAML files), as scripts/fuzz.sh seeds it: the manifests
+/// under testdata/unsigned and testdata/k8s-manifest-sigstore, and the decoded `message`
+/// annotation of every signed fixture in testdata/; plus whatever a local fuzzing run left
+/// in fuzz/corpus/message and fuzz/artifacts/message (not committed). A gzip entry is
+/// replayed as the YAML files its tarball holds, which is what the reader reads of it.
+/// Returns (name, bytes) pairs and the count of each source.
+fn message_corpus(root: &Path) -> (Corpus, BTreeMap<&'static str, usize>) {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut entries: Corpus = Vec::new();
+    let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+    let rel = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+    let mut push = |entries: &mut Corpus, source: &'static str, name: String, bytes: Vec<u8>| {
+        *counts.entry(source).or_default() += 1;
+        for (suffix, content) in expand(bytes) {
+            if suffix.contains("(tar)") {
+                *counts
+                    .entry("files of legacy tarball messages")
+                    .or_default() += 1;
+            }
+            entries.push((format!("{name}{suffix}"), content));
+        }
+    };
+    let mut manifests = Vec::new();
+    for dir in ["testdata/unsigned", "testdata/k8s-manifest-sigstore"] {
+        files_with_extensions(&root.join(dir), &mut manifests);
+    }
+    manifests.retain(|p| p.extension().is_some_and(|x| x == "yaml"));
+    manifests.sort();
+    for p in manifests {
+        push(
+            &mut entries,
+            "manifest seeds",
+            rel(&p),
+            std::fs::read(&p).unwrap(),
+        );
+    }
+    let mut signed = Vec::new();
+    files_with_extensions(&root.join("testdata"), &mut signed);
+    signed.retain(|p| p.extension().is_some_and(|x| x == "yaml"));
+    signed.sort();
+    for p in signed {
+        let text = String::from_utf8_lossy(&std::fs::read(&p).unwrap()).into_owned();
+        if !text.contains("cosign.sigstore.dev/") {
+            continue;
+        }
+        for (n, line) in text
+            .lines()
+            .filter(|l| l.contains("cosign.sigstore.dev/message:"))
+            .enumerate()
+        {
+            let value = line
+                .split_once("message:")
+                .unwrap()
+                .1
+                .trim()
+                .replace('"', "");
+            // As scripts/fuzz.sh: a value that is not base64 seeds nothing.
+            if let Ok(bytes) = b64.decode(value.trim()) {
+                push(
+                    &mut entries,
+                    "decoded messages of signed fixtures",
+                    format!("{} message {n}", rel(&p)),
+                    bytes,
+                );
+            }
+        }
+    }
+    for dir in ["fuzz/corpus/message", "fuzz/artifacts/message"] {
+        let mut local = Vec::new();
+        collect_all(&root.join(dir), &mut local);
+        local.sort();
+        for p in local {
+            push(
+                &mut entries,
+                "local fuzzing corpus entries",
+                rel(&p),
+                std::fs::read(&p).unwrap(),
+            );
+        }
+    }
+    (entries, counts)
+}
+
+/// What the reader reads of a corpus entry: a gzip'd entry (a kubectl-sigstore `message`
+/// is base64 of gzip) decompressed, and a tarball (the legacy message format, a tar.gz
+/// inside) as the files it holds; anything else as it is. (suffix for the name, bytes).
+fn expand(bytes: Vec<u8>) -> Vec<(String, Vec<u8>)> {
+    let gunzip = |b: &[u8]| -> Option<Vec<u8>> {
+        let mut raw = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(b), &mut raw).ok()?;
+        Some(raw)
+    };
+    let mut current = bytes;
+    let mut suffix = String::new();
+    for _ in 0..2 {
+        if !current.starts_with(&[0x1f, 0x8b]) {
+            break;
+        }
+        match gunzip(&current) {
+            Some(raw) => {
+                current = raw;
+                suffix.push_str(" (gzip)");
+            }
+            None => break,
+        }
+    }
+    if suffix.contains("(gzip) (gzip)") || current.get(257..262) == Some(&b"ustar"[..]) {
+        let mut files = Vec::new();
+        let read = tar::Archive::new(&current[..]).entries().and_then(|list| {
+            for file in list {
+                let mut file = file?;
+                if !file.header().entry_type().is_file() {
+                    continue;
+                }
+                let path = file.path()?.display().to_string();
+                let mut content = Vec::new();
+                std::io::Read::read_to_end(&mut file, &mut content)?;
+                files.push((format!("{suffix} (tar) {path}"), content));
+            }
+            Ok(())
+        });
+        if read.is_ok() && !files.is_empty() {
+            return files;
+        }
+    }
+    vec![(suffix, current)]
+}
+
+/// The reader's fuzz corpus replayed through kubectl's reading (the fuzzer, libFuzzer via
+/// cargo-fuzz, takes no external oracle, so the oracle checks its corpus): for every entry,
+/// mansign's reading equals kubectl's or mansign refuses it, and where the fuzz target's
+/// own function (`parse_message`) and the file reader both accept an entry they read the
+/// same documents.
+#[test]
+fn kubectl_reads_every_fuzz_corpus_entry_of_the_reader_as_mansign_does() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (entries, counts) = message_corpus(root);
+    for (source, n) in &counts {
+        println!("fuzz corpus of `message`: {n} {source}");
+    }
+    assert!(
+        counts.get("decoded messages of signed fixtures").copied() >= Some(30),
+        "the signed fixtures' messages are in the corpus: {counts:?}"
+    );
+    assert!(
+        counts.get("manifest seeds").copied() >= Some(30),
+        "{counts:?}"
+    );
+    let inputs: Vec<Vec<u8>> = entries.iter().map(|(_, b)| b.clone()).collect();
+    let answers = kubectl_readings(&inputs);
+    let mut tally = Tally::default();
+    let mut both_readers = 0;
+    for ((name, input), kubectl) in entries.iter().zip(&answers) {
+        tally.check(name, input, kubectl);
+        let message = mansign::manifest::parse_message(input, &Limits::default());
+        if let (Ok(m), Ok(r)) = (&message, mansign_reading(input)) {
+            assert!(
+                m.len() == r.len() && m.iter().zip(&r).all(|(a, b)| same(a, b)),
+                "{name}: parse_message read {m:?}, the file reader {r:?}"
+            );
+            both_readers += 1;
+        }
+    }
+    println!("{both_readers} entries read alike by parse_message and the file reader");
+    tally.report("fuzz corpus of the reader (`message`)");
 }
 
 /// The known divergences of issue 22, one by one, so a failure names them.

@@ -161,6 +161,49 @@ impl Stack {
             .to_string()
     }
 
+    /// The stack's trust material as PEM text, from its trusted_root.json: the Fulcio
+    /// certificates (every chain, root last), the Rekor key and the CT log key. For peers
+    /// that take PEM files or policy fields instead of a trusted root.
+    pub fn trust_pems(&self) -> TrustPems {
+        use base64::Engine as _;
+        let root: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(self.trusted_root()).expect("trusted root"))
+                .expect("trusted root JSON");
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let pem = |label: &str, raw: &str| {
+            let der = b64.decode(raw).expect("base64 DER");
+            let body = b64.encode(der);
+            let lines: Vec<&str> = body
+                .as_bytes()
+                .chunks(64)
+                .map(|c| std::str::from_utf8(c).unwrap())
+                .collect();
+            format!(
+                "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+                lines.join("\n")
+            )
+        };
+        let mut fulcio = String::new();
+        for ca in root["certificateAuthorities"].as_array().expect("CAs") {
+            for c in ca["certChain"]["certificates"].as_array().expect("chain") {
+                fulcio.push_str(&pem("CERTIFICATE", c["rawBytes"].as_str().unwrap()));
+            }
+        }
+        let key = |log: &str| {
+            pem(
+                "PUBLIC KEY",
+                root[log][0]["publicKey"]["rawBytes"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("no {log} key in the trusted root")),
+            )
+        };
+        TrustPems {
+            fulcio,
+            rekor: key("tlogs"),
+            ctlog: key("ctlogs"),
+        }
+    }
+
     /// `GET /__stats`: the request counters.
     pub fn stats(&self) -> serde_json::Value {
         let (status, body) = http("GET", self.var("SIGSTORE_STATS_REKOR_URL"), None);
@@ -229,6 +272,16 @@ fn parse_env(text: &str) -> HashMap<String, String> {
             (k.to_string(), v.to_string())
         })
         .collect()
+}
+
+/// A stack's trust material as PEM text ([`Stack::trust_pems`]).
+pub struct TrustPems {
+    /// The Fulcio certificates, every chain, root last.
+    pub fulcio: String,
+    /// The Rekor log's public key.
+    pub rekor: String,
+    /// The CT log's public key.
+    pub ctlog: String,
 }
 
 /// A blocking HTTP request: `(status, body)`. Redirects are not followed.
