@@ -176,9 +176,9 @@ pub fn parse_data_variable(text: &str) -> Option<Result<(String, String), String
     }
     let unsupported = || {
         Err(format!(
-            "{:?}: only a whole value of the form \"{{{{ NAME.data.KEY }}}}\" (NAME a configMap \
-             context entry of the rule) is supported; other variables and JMESPath \
-             expressions are not",
+            "{:?}: variables and JMESPath expressions are not supported, except a whole value \
+             of the form \"{{{{ NAME.data.KEY }}}}\" (NAME a configMap context entry of the \
+             rule)",
             text.trim()
         ))
     };
