@@ -283,7 +283,9 @@ fn key_references_grant_read_access_to_exactly_the_named_objects() {
         .find(|(n, _)| n == "key-references")
         .expect("charts/mansign/ci/key-references-values.yaml");
     let objects = parse(&rendered_text(&args(&set.1)));
-    let mut roles: Vec<(String, Vec<(String, Vec<String>, Vec<String>)>)> = find(&objects, "Role")
+    // (namespace, [(resource, resourceNames, verbs)])
+    type Grant = (String, Vec<String>, Vec<String>);
+    let mut roles: Vec<(String, Vec<Grant>)> = find(&objects, "Role")
         .into_iter()
         .map(|r| {
             let rules = r["rules"]
