@@ -329,3 +329,53 @@ fn a_manifest_policy_names_secrets_and_config_maps() {
         assert!(err.to_string().contains(want), "{spec}: {err}");
     }
 }
+
+#[test]
+fn policy_convert_carries_the_references_and_explain_names_them() {
+    let text = kyverno(
+        CONTEXT,
+        "k8s://cosign-system/release\n          - keys:\n              publicKeys: \"{{ keys.data.production }}\"",
+        "Enforce",
+    );
+    let conversion = mansign::policy::convert::convert_str(
+        "keys-policy.yaml",
+        &text,
+        ".".as_ref(),
+        &mansign::policy::convert::ConvertOptions::default(),
+    )
+    .unwrap();
+    let yaml = conversion.to_yaml();
+    assert!(
+        yaml.contains("secretRef:") && yaml.contains("configMapRef:"),
+        "{yaml}"
+    );
+    // The converted policy names the same objects, and verifies with the same values.
+    let release = key();
+    let mut keys = ResolvedKeys::new();
+    keys.insert(secret_ref(), Ok(release.public_key_pem.clone()));
+    keys.insert(config_map_ref(), Ok(release.public_key_pem.clone()));
+    let original = load(&text, &keys).unwrap();
+    let converted = load(&yaml, &keys).unwrap();
+    assert_eq!(original.key_references, converted.key_references);
+    assert_eq!(
+        converted.key_references,
+        vec![secret_ref(), config_map_ref()]
+    );
+    assert!(verdict(&converted, &signed(&release)).0.is_err()); // two entries, one signer
+    // Explained offline: the references, no stand-in key fingerprint; the same every time.
+    let unread = load(&text, &ResolvedKeys::new()).unwrap();
+    let explained = mansign::policy::explain::explain_text(&unread);
+    assert!(
+        explained
+            .contains("(Secret cosign-system/release key \"cosign.pub\"), read from the cluster")
+            && explained.contains(
+                "(ConfigMap platform/signing-keys key \"production\"), read from the cluster"
+            )
+            && !explained.contains("sha256:"),
+        "{explained}"
+    );
+    assert_eq!(
+        explained,
+        mansign::policy::explain::explain_text(&load(&text, &ResolvedKeys::new()).unwrap())
+    );
+}

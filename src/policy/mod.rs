@@ -652,7 +652,7 @@ impl LoadContext<'_> {
                 let standin = p256::ecdsa::SigningKey::random(&mut rand_core::OsRng);
                 vec![
                     crate::verify::TrustedKey::new(
-                        format!("{named}: unresolved"),
+                        format!("{named}{UNRESOLVED_KEY}"),
                         *standin.verifying_key(),
                     )
                     .with_trust_root(trust),
@@ -690,6 +690,10 @@ impl LoadContext<'_> {
         full
     }
 }
+
+/// The end of the name of the stand-in key of an unresolved key reference (see
+/// `LoadContext::referenced_keys`): `policy explain` shows the reference, not the stand-in.
+pub(crate) const UNRESOLVED_KEY: &str = ": not read";
 
 /// Splits `publicKeys` into PEM public keys; anything that is not PEM is a key reference.
 pub(crate) fn parse_public_keys(

@@ -731,7 +731,7 @@ fn keyless_attestor(
 /// A rule's `context`: only `configMap` entries (`{name, configMap: {name, namespace}}`),
 /// by entry name; any other entry type is refused naming it. The ConfigMaps are read only
 /// through `publicKeys: "{{ NAME.data.KEY }}"`.
-fn config_map_context(
+pub(crate) fn config_map_context(
     context: &Option<serde_json::Value>,
     at: &Location,
 ) -> Result<std::collections::BTreeMap<String, (String, String)>, PolicyError> {
