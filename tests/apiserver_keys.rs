@@ -32,6 +32,7 @@ const EVENTUALLY: Duration = Duration::from_secs(60);
 struct Env {
     cluster: Cluster,
     dir: tempfile::TempDir,
+    ca_pem: String,
     ca_bundle: String,
 }
 
@@ -50,6 +51,7 @@ fn env() -> &'static Env {
         Env {
             cluster,
             dir,
+            ca_pem: pki.ca_pem.clone(),
             ca_bundle,
         }
     })
@@ -148,6 +150,29 @@ impl Webhook {
 
     fn log(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// `GET /readyz` (HTTPS, the test CA).
+    fn readyz(&self) -> Value {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let ca = reqwest::Certificate::from_pem(env().ca_pem.as_bytes()).unwrap();
+            let client = reqwest::Client::builder()
+                .tls_certs_only([ca])
+                .build()
+                .unwrap();
+            client
+                .get(format!("https://127.0.0.1:{}/readyz", self.port))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap()
+        })
     }
 
     fn still_running(&mut self) -> bool {
@@ -462,6 +487,15 @@ fn a_deleted_secret_denies_with_the_reason_and_no_stale_key_is_used() {
         }
     });
     let denied = case.assert_denied(&by_release, "after the deletion");
+    // /readyz says which reference is unresolved, and why.
+    let ready = case.webhook.readyz();
+    assert_eq!(
+        ready["policies"]["key_references"],
+        json!(["Secret deleted-keys/release key \"cosign.pub\""]),
+        "{ready}"
+    );
+    let unresolved = ready["policies"]["unresolved_keys"].to_string();
+    assert!(unresolved.contains("does not exist"), "{ready}");
     for part in [
         "a public key the policy names is not available",
         "Secret deleted-keys/release",

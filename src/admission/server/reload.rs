@@ -170,6 +170,14 @@ impl Live {
             "policies": {
                 "files": self.watched,
                 "named_files": reviewer.policies().named_files,
+                "key_references": reviewer
+                    .policies()
+                    .key_references
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>(),
+                // Rules naming one of these deny every object (docs/admission.md).
+                "unresolved_keys": reviewer.policies().unresolved_keys(),
                 "rules": reviewer.policies().rules.len(),
                 "status": policies,
             },
