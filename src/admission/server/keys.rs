@@ -301,3 +301,144 @@ async fn watch_object(client: KubeClient, key: ObjectKey, shared: Arc<Shared>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::Credentials;
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    /// A scripted API server on loopback (plain HTTP): answers list and watch requests in
+    /// order, records every request line.
+    async fn api_server(script: Vec<String>, seen: Arc<Mutex<Vec<String>>>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let script = Arc::new(Mutex::new(script.into_iter()));
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut conn, _)) = listener.accept().await else {
+                    return;
+                };
+                let (script, seen) = (script.clone(), seen.clone());
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") {
+                        if conn.read(&mut byte).await.unwrap_or(0) == 0 {
+                            // A connection closed without a request.
+                            return;
+                        }
+                        head.push(byte[0]);
+                    }
+                    let line = String::from_utf8_lossy(&head)
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .to_string();
+                    let answer = {
+                        lock(&seen).push(line);
+                        lock(&script).next()
+                    };
+                    let _ = conn
+                        .write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n",
+                        )
+                        .await;
+                    match answer {
+                        Some(body) => {
+                            let _ = conn.write_all(body.as_bytes()).await;
+                        }
+                        // Past the script: a watch that stays open.
+                        None => tokio::time::sleep(Duration::from_secs(600)).await,
+                    }
+                });
+            }
+        });
+        format!("http://{addr}")
+    }
+
+    fn secret(version: &str, pem: &str) -> Value {
+        use base64::Engine as _;
+        json!({"metadata": {"name": "s", "namespace": "ns", "resourceVersion": version},
+               "data": {"cosign.pub": base64::engine::general_purpose::STANDARD.encode(pem)}})
+    }
+
+    #[tokio::test]
+    async fn a_watch_resumes_from_its_version_and_lists_again_after_410() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let script = vec![
+            // list: the Secret at version 10
+            json!({"metadata": {"resourceVersion": "10"}, "items": [secret("10", "A")]})
+                .to_string(),
+            // watch from 10: modified, a bookmark, then the server ends the watch
+            format!(
+                "{}\n{}\n",
+                json!({"type": "MODIFIED", "object": secret("11", "B")}),
+                json!({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "12"}}})
+            ),
+            // resumed from 12: the version is gone
+            format!(
+                "{}\n",
+                json!({"type": "ERROR", "object": {"code": 410, "message": "too old"}})
+            ),
+            // listed again: deleted meanwhile
+            json!({"metadata": {"resourceVersion": "20"}, "items": []}).to_string(),
+        ];
+        let server = api_server(script, seen.clone()).await;
+        let config = ClusterConfig {
+            server,
+            ca_pem: None,
+            credentials: Credentials::None,
+            namespace: None,
+            origin: "test".into(),
+        };
+        let client = KubeClient::new(&config, &Limits::default()).unwrap();
+        let changed = Arc::new(Notify::new());
+        let shared = Arc::new(Shared {
+            objects: Mutex::new(BTreeMap::new()),
+            changed: changed.clone(),
+            log_format: LogFormat::Json,
+        });
+        let key: ObjectKey = (KeyObject::Secret, "ns".into(), "s".into());
+        let task = tokio::spawn(watch_object(client, key.clone(), shared.clone()));
+        let mut states = Vec::new();
+        // Every change wakes `changed`; record the states until the deletion is seen (a
+        // failing run ends at the test harness's limit, not at a timed assertion).
+        loop {
+            changed.notified().await;
+            let state = lock(&shared.objects).get(&key).cloned();
+            states.push(state.clone());
+            if state == Some(Ok(None)) {
+                break;
+            }
+        }
+        let data = |pem: &str| Some(Ok(Some(json!({"data": secret("0", pem)["data"].clone()}))));
+        assert_eq!(states, vec![data("A"), data("B"), Some(Ok(None))]);
+        let requests = lock(&seen).clone();
+        let want = [
+            ("fieldSelector=metadata.name%3Ds", None),
+            ("watch=1", Some("resourceVersion=10")),
+            ("watch=1", Some("resourceVersion=12")),
+            ("fieldSelector=metadata.name%3Ds", None),
+        ];
+        assert!(requests.len() >= want.len(), "{requests:?}");
+        for (request, (part, version)) in requests.iter().zip(want) {
+            assert!(
+                request.starts_with("GET /api/v1/namespaces/ns/secrets?") && request.contains(part),
+                "{request}"
+            );
+            match version {
+                Some(v) => assert!(request.contains(v), "{request}"),
+                None => assert!(!request.contains("watch=1"), "{request}"),
+            }
+        }
+        // The next watch starts from the new list's version.
+        let start = Instant::now();
+        while lock(&seen).len() < 5 && start.elapsed() < Duration::from_secs(10) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let fifth = lock(&seen).get(4).cloned().unwrap_or_default();
+        task.abort();
+        assert!(fifth.contains("resourceVersion=20"), "{:?}", lock(&seen));
+    }
+}
