@@ -379,3 +379,62 @@ fn policy_convert_carries_the_references_and_explain_names_them() {
         mansign::policy::explain::explain_text(&load(&text, &ResolvedKeys::new()).unwrap())
     );
 }
+
+#[test]
+fn variables_anywhere_else_in_a_manifests_rule_are_refused_naming_the_field() {
+    let none = ResolvedKeys::new();
+    let keyless = "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: vars}
+spec:
+  rules:
+  - name: signed
+    match: {any: [{resources: {kinds: [ConfigMap], names: [\"{{ request.object.metadata.name }}\"]}}]}
+    validate:
+      manifests:
+        attestors:
+        - entries:
+          - keyless: {issuer: https://token.actions.githubusercontent.com, subject: \"{{ keys.data.subject }}\"}
+";
+    let err = load(keyless, &none).unwrap_err().to_string();
+    assert!(
+        err.contains("spec.rules[0].match.any[0].resources.names[0]")
+            && err.contains("not supported"),
+        "{err}"
+    );
+    let err = load(
+        &keyless.replace(
+            "names: [\"{{ request.object.metadata.name }}\"]",
+            "names: [x]",
+        ),
+        &none,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("spec.rules[0].validate.manifests.attestors[0].entries[0].keyless.subject")
+            && err.contains("not supported"),
+        "{err}"
+    );
+    // A rule that is not a manifests rule is skipped, variables and all.
+    let other = "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata: {name: other}
+spec:
+  rules:
+  - name: labels
+    match: {any: [{resources: {kinds: [Pod]}}]}
+    validate:
+      message: \"{{ request.object.metadata.name }} needs a label\"
+      pattern: {metadata: {labels: {app: \"?*\"}}}
+  - name: signed
+    match: {any: [{resources: {kinds: [ConfigMap]}}]}
+    validate:
+      manifests:
+        attestors:
+        - entries:
+          - keys: {publicKeys: \"k8s://cosign-system/release\"}
+";
+    let set = load(other, &none).unwrap();
+    assert_eq!(set.rules.len(), 1);
+}

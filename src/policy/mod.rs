@@ -541,6 +541,7 @@ pub fn load_str_with_keys(
                 mansign::load(doc, &loc, &mut ctx)?
             }
             ("kyverno.io/v1" | "kyverno.io/v2beta1", "ClusterPolicy" | "Policy") => {
+                kyverno::refuse_variables(&value, &loc)?;
                 let doc: kyverno::KyvernoPolicyDocument =
                     typed::from_value(&value).map_err(syntax)?;
                 kyverno::load(doc, &loc, &mut ctx)?

@@ -728,6 +728,59 @@ fn keyless_attestor(
     Ok(KeylessAttestor::new(trust, identity))
 }
 
+/// Kyverno variables (`{{ ... }}`) anywhere in a `validate.manifests` rule but a key's
+/// `publicKeys` (whose one accepted form [`parse_data_variable`] checks) and the `context`
+/// itself: refused, naming the field. mansign substitutes no variables, and a value taken
+/// literally would silently mean something else.
+pub(crate) fn refuse_variables(
+    document: &serde_json::Value,
+    loc: &Location,
+) -> Result<(), PolicyError> {
+    fn walk(value: &serde_json::Value, path: &str, loc: &Location) -> Result<(), PolicyError> {
+        match value {
+            serde_json::Value::String(text) if text.contains("{{") => {
+                if path.ends_with(".publicKeys") {
+                    return Ok(());
+                }
+                Err(unsupported(
+                    &loc.at(path),
+                    format!(
+                        "{:?}: Kyverno variables and JMESPath are not supported here (mansign \
+                         substitutes none; only a key's publicKeys may read a configMap \
+                         context entry as \"{{{{ NAME.data.KEY }}}}\")",
+                        text.chars().take(80).collect::<String>()
+                    ),
+                ))
+            }
+            serde_json::Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, v)| walk(v, &format!("{path}[{i}]"), loc)),
+            serde_json::Value::Object(map) => map
+                .iter()
+                .try_for_each(|(k, v)| walk(v, &format!("{path}.{k}"), loc)),
+            _ => Ok(()),
+        }
+    }
+    let rules = document
+        .pointer("/spec/rules")
+        .and_then(serde_json::Value::as_array);
+    for (i, rule) in rules.into_iter().flatten().enumerate() {
+        let Some(fields) = rule.as_object() else {
+            continue;
+        };
+        if rule.pointer("/validate/manifests").is_none() {
+            continue; // skipped when loaded: not mansign's to read
+        }
+        for (key, value) in fields {
+            if key != "context" {
+                walk(value, &format!("spec.rules[{i}].{key}"), loc)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A rule's `context`: only `configMap` entries (`{name, configMap: {name, namespace}}`),
 /// by entry name; any other entry type is refused naming it. The ConfigMaps are read only
 /// through `publicKeys: "{{ NAME.data.KEY }}"`.
