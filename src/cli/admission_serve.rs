@@ -164,9 +164,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
                 keys.wait_first_read();
                 set = load(keys.resolved())?;
             }
-            for reason in set.unresolved_keys() {
-                eprintln!("warning: {reason}: the rules naming it deny every object");
-            }
+            // Unresolved references are logged by the watcher (`key-reference` events),
+            // listed by /readyz, and named in every denial they cause.
             Ok(Reviewer::new(set, ReviewOptions::default()))
         }),
         changed,
