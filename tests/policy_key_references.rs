@@ -438,3 +438,35 @@ spec:
     let set = load(other, &none).unwrap();
     assert_eq!(set.rules.len(), 1);
 }
+
+#[test]
+fn the_webhooks_review_denies_an_unresolved_reference_even_under_audit() {
+    use admission_fixture::decide;
+    use mansign::admission::{Outcome, ReviewOptions, Reviewer};
+    let release = key();
+    let text = kyverno("", "k8s://cosign-system/release", "Audit");
+    let object = signed(&release).value;
+    // Resolved: the signed object is allowed.
+    let mut keys = ResolvedKeys::new();
+    keys.insert(secret_ref(), Ok(release.public_key_pem.clone()));
+    let reviewer = Reviewer::new(load(&text, &keys).unwrap(), ReviewOptions::default());
+    let (outcome, _, message) = decide(&reviewer, &object, "CREATE", None);
+    assert_eq!(outcome, Outcome::Allowed, "{message}");
+    // Deleted: denied (not an Audit warning), with the code and the reason; the cached
+    // path answers the same.
+    let mut gone = ResolvedKeys::new();
+    gone.insert(
+        secret_ref(),
+        Err("Secret cosign-system/release: does not exist".into()),
+    );
+    let reviewer = Reviewer::new(load(&text, &gone).unwrap(), ReviewOptions::default());
+    let (outcome, code, message) = decide(&reviewer, &object, "CREATE", None);
+    assert_eq!(outcome, Outcome::Denied, "{message}");
+    assert_eq!(code.as_deref(), Some("key-unresolved"), "{message}");
+    assert!(message.contains("does not exist"), "{message}");
+    let body = admission_fixture::review_body(&object, "CREATE", None);
+    let cached = reviewer
+        .review_cached(&body)
+        .expect("decided without a signature check");
+    assert_eq!(cached.decision.outcome, Outcome::Denied);
+}
