@@ -96,6 +96,7 @@ pub mod annotations;
 pub mod cli;
 pub mod conformance;
 pub mod keys;
+pub mod kube;
 pub mod limits;
 pub mod manifest;
 pub mod parallel;

@@ -332,7 +332,10 @@ fn a_kubernetes_secret_key_reference_is_explained() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "k8s:// key references are not read by the mansign CLI",
+            "k8s:// key references are not read by --key",
+        ))
+        .stderr(predicate::str::contains(
+            "verify --policy FILE --kubeconfig",
         ))
         .stderr(predicate::str::contains("No such file").not());
     let dir = tempfile::tempdir().unwrap();

@@ -417,3 +417,39 @@ fn the_example_policy_in_the_configmap_loads() {
     let set = mansign::policy::load_file(&path, &mansign::policy::LoadOptions::default()).unwrap();
     assert_eq!(set.rules.len(), 1);
 }
+
+/// `deploy/overlays/key-references`: the base plus get/list/watch on exactly the named key
+/// sources (resourceNames) and the token mounted; the base itself has no Role and no token.
+#[test]
+fn the_key_references_overlay_grants_only_the_named_objects_and_mounts_the_token() {
+    let token = |objects: &[Value]| {
+        one(objects, "Deployment")["spec"]["template"]["spec"]["automountServiceAccountToken"]
+            .clone()
+    };
+    let base = render("deploy");
+    assert_eq!(token(&base), Value::Bool(false));
+    assert!(base.iter().all(|o| !matches!(
+        o["kind"].as_str(),
+        Some("Role" | "ClusterRole" | "RoleBinding")
+    )));
+    let objects = render("deploy/overlays/key-references");
+    assert_eq!(token(&objects), Value::Bool(true));
+    let role = one(&objects, "Role");
+    assert_eq!(
+        role["rules"],
+        serde_json::json!([{"apiGroups": [""], "resources": ["secrets"],
+                            "resourceNames": ["release"], "verbs": ["get", "list", "watch"]}])
+    );
+    let binding = one(&objects, "RoleBinding");
+    assert_eq!(
+        binding["metadata"]["namespace"],
+        role["metadata"]["namespace"]
+    );
+    assert_eq!(binding["roleRef"]["name"], role["metadata"]["name"]);
+    assert_eq!(
+        binding["subjects"],
+        serde_json::json!([{"kind": "ServiceAccount", "name": "mansign-webhook",
+                            "namespace": "mansign-system"}])
+    );
+    assert!(objects.iter().all(|o| o["kind"] != "ClusterRole"));
+}

@@ -258,7 +258,9 @@ fn every_value_set_gates_both_policyexception_kinds_in_every_namespace() {
         );
         let deployment = find(&objects, "Deployment")[0];
         let pod = &deployment["spec"]["template"]["spec"];
-        assert_eq!(pod["automountServiceAccountToken"], false, "{name}");
+        // The token only for policies that read keys from the cluster (keyReferences).
+        let reads_keys = name == "key-references";
+        assert_eq!(pod["automountServiceAccountToken"], reads_keys, "{name}");
         let container = &pod["containers"][0];
         let deadline = strings(&container["args"])
             .into_iter()
@@ -272,7 +274,87 @@ fn every_value_set_gates_both_policyexception_kinds_in_every_namespace() {
         for sa in find(&objects, "ServiceAccount") {
             assert_eq!(sa["automountServiceAccountToken"], false, "{name}");
         }
-        assert!(find(&objects, "Role").is_empty() && find(&objects, "ClusterRole").is_empty());
+        assert!(find(&objects, "ClusterRole").is_empty(), "{name}");
+        assert_eq!(find(&objects, "Role").is_empty(), !reads_keys, "{name}");
+    }
+}
+
+/// `keyReferences`: per namespace one Role granting get/list/watch on exactly the named
+/// Secrets and ConfigMaps (resourceNames), bound to the webhook's ServiceAccount; nothing
+/// else is readable.
+#[test]
+fn key_references_grant_read_access_to_exactly_the_named_objects() {
+    let set = value_sets()
+        .into_iter()
+        .find(|(n, _)| n == "key-references")
+        .expect("charts/mansign/ci/key-references-values.yaml");
+    let objects = parse(&rendered_text(&args(&set.1)));
+    // (namespace, [(resource, resourceNames, verbs)])
+    type Grant = (String, Vec<String>, Vec<String>);
+    let mut roles: Vec<(String, Vec<Grant>)> = find(&objects, "Role")
+        .into_iter()
+        .map(|r| {
+            let rules = r["rules"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|rule| {
+                    assert_eq!(strings(&rule["apiGroups"]), [""]);
+                    let resources = strings(&rule["resources"]);
+                    assert_eq!(resources.len(), 1);
+                    (
+                        resources[0].to_string(),
+                        strings(&rule["resourceNames"])
+                            .into_iter()
+                            .map(String::from)
+                            .collect(),
+                        strings(&rule["verbs"])
+                            .into_iter()
+                            .map(String::from)
+                            .collect(),
+                    )
+                })
+                .collect();
+            (
+                r["metadata"]["namespace"].as_str().unwrap().to_string(),
+                rules,
+            )
+        })
+        .collect();
+    roles.sort();
+    let verbs = || vec!["get".to_string(), "list".into(), "watch".into()];
+    assert_eq!(
+        roles,
+        vec![
+            (
+                "cosign-system".to_string(),
+                vec![
+                    ("secrets".to_string(), vec!["release".to_string()], verbs()),
+                    (
+                        "configmaps".to_string(),
+                        vec!["extra-keys".to_string()],
+                        verbs()
+                    ),
+                ]
+            ),
+            (
+                "platform".to_string(),
+                vec![(
+                    "configmaps".to_string(),
+                    vec!["signing-keys".to_string()],
+                    verbs()
+                )]
+            ),
+        ]
+    );
+    let sa = find(&objects, "ServiceAccount")[0]["metadata"]["name"].clone();
+    let bindings = find(&objects, "RoleBinding");
+    assert_eq!(bindings.len(), 2);
+    for b in bindings {
+        assert_eq!(b["roleRef"]["kind"], "Role");
+        assert_eq!(b["subjects"][0]["kind"], "ServiceAccount");
+        assert_eq!(b["subjects"][0]["name"], sa);
+        assert_eq!(b["subjects"][0]["namespace"], "mansign-system");
     }
 }
 

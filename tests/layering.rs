@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     &["limits", "parallel", "keys", "trust"],
     &["manifest", "annotations"],
-    &["verify"],
+    &["verify", "kube"],
     &["policy", "signing", "conformance"],
     &["admission"],
     &["cli"],

@@ -544,7 +544,7 @@ fn unknown_signature_algorithm_is_refused_naming_the_field() {
 }
 
 #[test]
-fn kubernetes_secret_key_reference_is_refused_naming_the_field() {
+fn kms_key_reference_is_refused_naming_the_field() {
     let text = "apiVersion: kyverno.io/v1
 kind: ClusterPolicy
 metadata: {name: p}
@@ -557,7 +557,7 @@ spec:
         attestors:
         - entries:
           - keys:
-              publicKeys: k8s://kyverno/release-key
+              publicKeys: gcpkms://projects/p/locations/l/keyRings/r/cryptoKeys/k
 ";
     let err = policy_text(text).unwrap_err();
     assert!(matches!(err, PolicyError::KeyReference { .. }), "{err}");
@@ -566,7 +566,7 @@ spec:
         msg.contains("attestors[0].entries[0].keys.publicKeys"),
         "{msg}"
     );
-    assert!(msg.contains("k8s://kyverno/release-key"), "{msg}");
+    assert!(msg.contains("gcpkms://projects/p"), "{msg}");
 }
 
 #[test]

@@ -400,9 +400,13 @@ impl Reviewer {
         };
         let mut failures = Vec::new();
         for (rule, verdict) in matched.iter().zip(verdicts) {
-            let action = rule
-                .failure_action
-                .for_namespace(doc.identity.namespace.as_deref());
+            let action = match &verdict {
+                // A key the rule names that cannot be read denies, even under Audit.
+                Err(Rejection::KeyUnresolved { .. }) => FailureAction::Enforce,
+                _ => rule
+                    .failure_action
+                    .for_namespace(doc.identity.namespace.as_deref()),
+            };
             match verdict {
                 Ok(verified) => {
                     let found = if verified.entries.is_empty() {

@@ -19,7 +19,7 @@ pub struct AdmissionArgs {
 #[derive(Debug, Subcommand)]
 enum AdmissionCommand {
     /// Run the validating admission webhook (HTTPS).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Answer one AdmissionReview offline and print the response JSON the server would send.
     Review(ReviewArgs),
 }
@@ -38,7 +38,7 @@ pub struct ReviewArgs {
 
 pub fn run(args: AdmissionArgs) -> anyhow::Result<Outcome> {
     match args.command {
-        AdmissionCommand::Serve(a) => admission_serve::run(a),
+        AdmissionCommand::Serve(a) => admission_serve::run(*a),
         AdmissionCommand::Review(a) => review(a),
     }
 }

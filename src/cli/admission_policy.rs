@@ -2,7 +2,7 @@
 
 use super::args::{TrustRootArg, TrustRootChoice};
 use crate::limits::Limits;
-use crate::policy::{LoadOptions, PolicySet, load_file as load_policy_file};
+use crate::policy::{LoadOptions, PolicySet, ResolvedKeys, load_file_with_keys};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -35,6 +35,16 @@ impl PolicyArgs {
     /// [`PolicyArgs::load`] with the trust root chosen once (the server chooses at start
     /// and re-reads that file when it changes).
     pub fn load_with(&self, trust: &TrustRootChoice) -> anyhow::Result<PolicySet> {
+        self.load_with_keys(trust, &ResolvedKeys::default())
+    }
+
+    /// [`PolicyArgs::load_with`] with the values of the policies' Kubernetes key
+    /// references (a reference without one leaves its rule denying).
+    pub fn load_with_keys(
+        &self,
+        trust: &TrustRootChoice,
+        keys: &ResolvedKeys,
+    ) -> anyhow::Result<PolicySet> {
         let options = LoadOptions {
             trust_root: Some(trust.load()?),
             limits: Limits::default(),
@@ -42,7 +52,7 @@ impl PolicyArgs {
         };
         let mut set = PolicySet::default();
         for path in &self.policies {
-            set.extend(load_policy_file(path, &options)?);
+            set.extend(load_file_with_keys(path, &options, keys)?);
         }
         for note in &set.notes {
             eprintln!("note: {note}");

@@ -2,6 +2,7 @@
 
 use super::Outcome;
 use super::admission_policy::PolicyArgs;
+use crate::admission::server::keys::{ClusterAccess, KeyWatcher};
 use crate::admission::server::{self, LogFormat, ReviewerSource, ServeOptions};
 use crate::admission::{ReviewOptions, Reviewer};
 use clap::{Args, ValueEnum};
@@ -69,6 +70,16 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "90s", value_parser = parse_duration)]
     pub idle_timeout: Duration,
 
+    /// kubeconfig for reading the Secrets and ConfigMaps policies name as key sources
+    /// (default: the pod's service account, else $KUBECONFIG or ~/.kube/config). Read only
+    /// when a policy names one.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// kubeconfig context for those reads (default: the current context).
+    #[arg(long, value_name = "CONTEXT")]
+    pub context: Option<String>,
+
     /// Log lines: one JSON object per line (decisions on stdout, server events on stderr),
     /// or key=value text.
     #[arg(long, value_name = "FORMAT", default_value = "json")]
@@ -128,14 +139,36 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
     let mut files = args.policy.policies.clone();
     files.extend(trust.file().map(PathBuf::from));
     let policy = args.policy;
+    let changed = Arc::new(tokio::sync::Notify::new());
+    // The Secrets and ConfigMaps the policies name are watched through the API server; each
+    // load takes their current values, and names the objects to watch from then on.
+    let keys = KeyWatcher::new(
+        ClusterAccess {
+            kubeconfig: args.kubeconfig,
+            context: args.context,
+        },
+        changed.clone(),
+        options.log_format,
+    );
     let source = ReviewerSource {
         files,
         load: Arc::new(move || {
-            policy
-                .load_with(&trust)
-                .map(|set| Reviewer::new(set, ReviewOptions::default()))
-                .map_err(|e| super::render_error(&e))
+            let load = |resolved| {
+                policy
+                    .load_with_keys(&trust, &resolved)
+                    .map_err(|e| super::render_error(&e))
+            };
+            let mut set = load(keys.resolved())?;
+            if keys.watch(&set.key_references) {
+                // A newly named object: wait for its first read, then load with it.
+                keys.wait_first_read();
+                set = load(keys.resolved())?;
+            }
+            // Unresolved references are logged by the watcher (`key-reference` events),
+            // listed by /readyz, and named in every denial they cause.
+            Ok(Reviewer::new(set, ReviewOptions::default()))
         }),
+        changed,
     };
     server::run(options, source)?;
     Ok(Outcome::Success)

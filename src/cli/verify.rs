@@ -4,13 +4,16 @@ use super::Outcome;
 use super::args::{ReportFormat, ReportFormatArg, TrustRootArg};
 use super::output::{print_report, print_stdout};
 use crate::annotations::AnnotationDomain;
+use crate::kube::KubeClient;
 use crate::limits::Limits;
 use crate::manifest::{
     FluxKustomization, GitopsBindings, GroupKind, IgnoreProfile, IgnoreProfiles, InputSelection,
     ManifestFile, Tolerances, check_argocd_application, check_argocd_installation_id,
     parse_duration, to_yaml, unbound_gitops_keys,
 };
-use crate::policy::{LoadOptions, RequestContext, load_file as load_policy_file};
+use crate::policy::{
+    LoadOptions, RequestContext, ResolvedKeys, load_file as load_policy_file, load_file_with_keys,
+};
 use crate::trust::TrustRoot;
 use crate::verify::{
     Attestor, Claim, IdentityPolicy, IdentityPolicyError, KeylessAttestor, TrustedKey, Verifier,
@@ -192,6 +195,17 @@ pub struct VerifyArgs {
     #[arg(long)]
     pub insecure_any_issuer: bool,
 
+    /// With --policy: the kubeconfig for reading the Secrets and ConfigMaps the policy
+    /// names as key sources (`k8s://NS/NAME`, Kyverno configMap context entries, a
+    /// ManifestPolicy's secretRef/configMapRef). Default: $KUBECONFIG, else
+    /// ~/.kube/config (in a pod: its service account). Read only when the policy names one.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// The kubeconfig context for reading the cluster (default: the current context).
+    #[arg(long, value_name = "CONTEXT")]
+    pub context: Option<String>,
+
     #[command(flatten)]
     pub trust: TrustRootArg,
 
@@ -365,6 +379,16 @@ fn load_policy(
         insecure_any_issuer: args.insecure_any_issuer,
     };
     let mut policy = load_policy_file(path, &options)?;
+    if !policy.key_references.is_empty() {
+        // Public keys named by reference are read from the cluster once, then the policy
+        // is loaded with them; any reference without a usable value is an error.
+        let keys = read_key_references(path, &policy.key_references, args)?;
+        policy = load_file_with_keys(path, &options, &keys)?;
+        let unresolved = policy.unresolved_keys();
+        if !unresolved.is_empty() {
+            bail!("{}", unresolved.join("\n"));
+        }
+    }
     if let Some(max_age) = max_age {
         // The flag can only tighten a policy's own maxAge, never loosen it.
         for rule in &mut policy.rules {
@@ -376,6 +400,63 @@ fn load_policy(
         eprintln!("note: {note}");
     }
     Ok(policy)
+}
+
+/// Reads the Secrets and ConfigMaps `references` name through `--kubeconfig`/`--context`
+/// (the library's API reader, as the webhook reads them: no kubectl needed). Without cluster
+/// access, an error naming the references; a missing object or data key is recorded as the
+/// reference's reason (reported by the load that follows, with the policy location).
+fn read_key_references(
+    path: &std::path::Path,
+    references: &[crate::policy::KeyReference],
+    args: &VerifyArgs,
+) -> anyhow::Result<ResolvedKeys> {
+    let limits = Limits::default();
+    let names = references
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    let access = crate::admission::server::keys::ClusterAccess {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+    };
+    let client = access
+        .config(&limits)
+        .and_then(|c| KubeClient::new(&c, &limits).map_err(|e| e.to_string()))
+        .map_err(|reason| {
+            anyhow::anyhow!(
+                "{}: the policy reads public keys from the cluster ({names}), but there is no \
+                 cluster access: {reason}; pass --kubeconfig FILE (and --context NAME)",
+                path.display()
+            )
+        })?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut keys = ResolvedKeys::new();
+    for reference in references {
+        let read = runtime.block_on(client.get(
+            &reference.namespace,
+            reference.object.resource(),
+            &reference.name,
+        ));
+        let value = match read {
+            Ok(Some(object)) => reference.value_in(&object),
+            Ok(None) => Err(format!(
+                "{reference}: the {} {}/{} does not exist",
+                reference.object.kind(),
+                reference.namespace,
+                reference.name
+            )),
+            Err(e) => Err(format!(
+                "{reference}: cannot read it ({}): {e}",
+                client.origin()
+            )),
+        };
+        keys.insert(reference.clone(), value);
+    }
+    Ok(keys)
 }
 
 /// Prints a verdict (one line per item and a count, or the JSON) and maps it to the

@@ -47,8 +47,9 @@ pub fn refuse_secret_reference(path: &Path) -> anyhow::Result<()> {
         && !path.exists()
     {
         anyhow::bail!(
-            "--key {text}: {scheme}:// key references are not read by the mansign CLI (it \
-             reads no Kubernetes secrets or KMS keys); export the public key to a PEM file \
+            "--key {text}: {scheme}:// key references are not read by --key (nor KMS keys); \
+             a policy can name a Secret (`keys: {{publicKeys: k8s://NS/NAME}}`, read with \
+             `verify --policy FILE --kubeconfig ...`), or export the public key to a PEM file \
              (e.g. `kubectl get secret -n NS NAME -o jsonpath='{{.data.cosign\\.pub}}' | \
              base64 -d > cosign.pub`) and pass that file"
         );

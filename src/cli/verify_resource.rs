@@ -39,10 +39,6 @@ pub struct VerifyResourceArgs {
     #[arg(short = 'A', long)]
     pub all_namespaces: bool,
 
-    /// kubeconfig context to read from.
-    #[arg(long, value_name = "CONTEXT")]
-    pub context: Option<String>,
-
     /// The kubectl program. Default: `kubectl` on PATH.
     #[arg(
         long,
@@ -95,11 +91,14 @@ fn kubectl_arguments(args: &VerifyResourceArgs) -> anyhow::Result<Vec<String>> {
         bail!("{resource:?}: not a KIND or KIND/NAME (letters, digits, `.`, `-`, `_`, `:`)");
     }
     let mut out = Vec::new();
-    if let Some(context) = &args.context {
+    if let Some(context) = &args.verify.context {
         if context.is_empty() || context.starts_with('-') || context.chars().any(char::is_control) {
             bail!("--context {context:?}: not a context name");
         }
         out.push(format!("--context={context}"));
+    }
+    if let Some(kubeconfig) = &args.verify.kubeconfig {
+        out.push(format!("--kubeconfig={}", kubeconfig.display()));
     }
     out.extend(["get".into(), resource.clone(), "-o".into(), "json".into()]);
     if let Some(ns) = &args.namespace {

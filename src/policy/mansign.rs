@@ -33,6 +33,9 @@
 //!   - count: 1
 //!     entries:
 //!     - keys: {path: release.pub}
+//!     - keys: {publicKeys: "k8s://cosign-system/release"}  # a Secret's cosign.pub
+//!     - keys: {secretRef: {namespace: cosign-system, name: release, key: cosign.pub}}
+//!     - keys: {configMapRef: {namespace: platform, name: keys, key: production}}
 //!     - keyless:
 //!         issuer: https://token.actions.githubusercontent.com
 //!         subjectRegExp: https://github.com/org/repo/\.github/workflows/.*
@@ -52,8 +55,8 @@ use super::selector::{
     MatchResources, ObjectReference, ResourceDescription, ResourceFilter, RuleSelector, Subject,
 };
 use super::{
-    IgnoreBinding, LoadContext, Location, NamespaceBinding, PolicyError, PolicyRule, PolicySet,
-    RuleSource, attestor_policy, certificate_attestor, parse_public_keys,
+    IgnoreBinding, KeyObject, KeyReference, LoadContext, Location, NamespaceBinding, PolicyError,
+    PolicyRule, PolicySet, RuleSource, attestor_policy, certificate_attestor, parse_public_keys,
 };
 use crate::annotations::AnnotationDomain;
 use crate::manifest::{
@@ -294,7 +297,9 @@ pub struct CertificatesSpec {
     pub cert_chain_path: Option<PathBuf>,
 }
 
-/// PEM text (one or more keys; each is its own entry) or a file.
+/// PEM text (one or more keys; each is its own entry; or `k8s://NAMESPACE/NAME[/KEY]`), a
+/// file, or a Secret or ConfigMap data key read from the cluster (a
+/// [`KeyReference`](super::KeyReference)).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct KeysSpec {
@@ -302,6 +307,21 @@ pub struct KeysSpec {
     pub public_keys: Option<String>,
     #[serde(default)]
     pub path: Option<PathBuf>,
+    #[serde(default)]
+    pub secret_ref: Option<DataKeyRef>,
+    #[serde(default)]
+    pub config_map_ref: Option<DataKeyRef>,
+}
+
+/// `secretRef` / `configMapRef`: one data key of one object (`key` defaults to `cosign.pub`
+/// for a Secret and is required for a ConfigMap).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataKeyRef {
+    pub namespace: String,
+    pub name: String,
+    #[serde(default)]
+    pub key: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -489,6 +509,19 @@ pub(crate) fn load(
             at.at("ignoreProfile")
         ));
     }
+    let verifier = {
+        let v = Verifier::for_policy(requirement)
+            .with_domain(domain)
+            .with_limits(ctx.limits());
+        match &spec.max_age {
+            Some(text) => v.with_max_age(
+                crate::manifest::parse_duration(text)
+                    .map_err(|reason| invalid(&at.at("maxAge"), reason))?,
+            ),
+            None => v,
+        }
+    };
+    let (verifier, unresolved_keys) = ctx.finish_rule(verifier);
     let rule = PolicyRule {
         policy: doc.metadata.name.clone(),
         rule: doc.metadata.name.clone(),
@@ -506,18 +539,8 @@ pub(crate) fn load(
                 .transpose()?,
         },
         namespace: None,
-        verifier: {
-            let v = Verifier::for_policy(requirement)
-                .with_domain(domain)
-                .with_limits(ctx.limits());
-            match &spec.max_age {
-                Some(text) => v.with_max_age(
-                    crate::manifest::parse_duration(text)
-                        .map_err(|reason| invalid(&at.at("maxAge"), reason))?,
-                ),
-                None => v,
-            }
-        },
+        verifier,
+        unresolved_keys,
         ignore,
         profiles,
         status_kinds,
@@ -670,12 +693,41 @@ fn keys_entry(
     ctx: &mut LoadContext<'_>,
 ) -> Result<Vec<TrustedKey>, PolicyError> {
     let trust = ctx.default_trust(at)?;
-    match (&keys.public_keys, &keys.path) {
-        (Some(pem), None) => {
-            let name = at.field.strip_prefix("spec.").unwrap_or(&at.field);
-            parse_public_keys(pem, &at.at("publicKeys"), name, trust)
+    let name = at
+        .field
+        .strip_prefix("spec.")
+        .unwrap_or(&at.field)
+        .to_string();
+    let reference = |object: KeyObject, r: &DataKeyRef, field: &str| {
+        let key = match (object, &r.key) {
+            (_, Some(key)) => key.as_str(),
+            (KeyObject::Secret, None) => super::COSIGN_PUB,
+            (KeyObject::ConfigMap, None) => {
+                return Err(invalid(
+                    &at.at(format!("{field}.key")),
+                    "a configMapRef needs the data key",
+                ));
+            }
+        };
+        KeyReference::new(object, &r.namespace, &r.name, key).map_err(|e| invalid(&at.at(field), e))
+    };
+    match (
+        &keys.public_keys,
+        &keys.path,
+        &keys.secret_ref,
+        &keys.config_map_ref,
+    ) {
+        (Some(pem), None, None, None) => {
+            let field = at.at("publicKeys");
+            match KeyReference::parse_k8s_uri(pem) {
+                Some(parsed) => {
+                    let r = parsed.map_err(|e| invalid(&field, e))?;
+                    Ok(ctx.referenced_keys(r, &field, &name, trust))
+                }
+                None => parse_public_keys(pem, &field, &name, trust),
+            }
         }
-        (None, Some(path)) => {
+        (None, Some(path), None, None) => {
             let full = ctx.resolve(path);
             let pem = std::fs::read_to_string(&full).map_err(|e| {
                 invalid(
@@ -685,7 +737,18 @@ fn keys_entry(
             })?;
             parse_public_keys(&pem, &at.at("path"), &path.display().to_string(), trust)
         }
-        _ => Err(invalid(at, "keys needs exactly one of publicKeys, path")),
+        (None, None, Some(r), None) => {
+            let r = reference(KeyObject::Secret, r, "secretRef")?;
+            Ok(ctx.referenced_keys(r, &at.at("secretRef"), &name, trust))
+        }
+        (None, None, None, Some(r)) => {
+            let r = reference(KeyObject::ConfigMap, r, "configMapRef")?;
+            Ok(ctx.referenced_keys(r, &at.at("configMapRef"), &name, trust))
+        }
+        _ => Err(invalid(
+            at,
+            "keys needs exactly one of publicKeys, path, secretRef, configMapRef",
+        )),
     }
 }
 

@@ -33,6 +33,7 @@ mod action;
 pub mod convert;
 pub mod explain;
 mod fields;
+mod key_ref;
 pub mod kyverno;
 pub mod mansign;
 mod selector;
@@ -42,6 +43,7 @@ mod verdict;
 
 pub use action::{ActionOverride, FailureAction, FailureActions};
 pub use fields::{mansign_field_pattern, translate_upstream_field};
+pub use key_ref::{COSIGN_PUB, KeyObject, KeyReference, ResolvedKeys, parse_data_variable};
 pub use selector::{
     KindSelector, MatchResources, ObjectReference, RequestContext, ResourceDescription,
     ResourceFilter, RuleSelector, Subject, UserInfo, glob_match,
@@ -134,9 +136,10 @@ pub enum PolicyError {
     #[error("{at}: signature algorithm {algorithm:?} is not supported (only sha256)")]
     SignatureAlgorithm { at: Location, algorithm: String },
     #[error(
-        "{at}: key reference {reference:?} is not supported (mansign does not read \
-         Kubernetes secrets, KMS keys, environment variables or files named by Kyverno \
-         policies); put the PEM public key in the policy"
+        "{at}: key reference {reference:?} is not supported (mansign reads Kubernetes \
+         Secrets named k8s://NAMESPACE/NAME and ConfigMap context entries, not KMS keys, \
+         environment variables or files named by Kyverno policies); put the PEM public key \
+         in the policy, or reference a Secret"
     )]
     KeyReference { at: Location, reference: String },
     /// A field mansign cannot honour; the reason says why and what to do instead.
@@ -240,6 +243,12 @@ pub struct PolicyRule {
     pub failure_action: FailureActions,
     /// Which format the rule came from, and what it said about enforcement.
     pub source: RuleSource,
+    /// The public keys this rule names by reference ([`KeyReference`]) whose value was not
+    /// available or not usable when it was loaded, each with the reason and the policy
+    /// location. Non-empty: the rule's verifier refuses every object
+    /// ([`Rejection::KeyUnresolved`](crate::verify::Rejection::KeyUnresolved)), and the
+    /// failure is enforced whatever the rule's failure action.
+    pub unresolved_keys: Vec<String>,
 }
 
 /// The format a rule was written in (for `policy explain`: what differs from the source).
@@ -307,6 +316,8 @@ pub struct PolicySet {
     /// `keyless.trustedRoot`, `certificates.certPath`, `certificates.certChainPath`), as
     /// resolved: the admission server watches them with the policy files.
     pub named_files: Vec<PathBuf>,
+    /// The Secrets and ConfigMaps the policies read public keys from, each once, in order.
+    pub key_references: Vec<KeyReference>,
 }
 
 impl PolicySet {
@@ -319,6 +330,23 @@ impl PolicySet {
                 self.named_files.push(file);
             }
         }
+        for reference in other.key_references {
+            if !self.key_references.contains(&reference) {
+                self.key_references.push(reference);
+            }
+        }
+    }
+
+    /// Every rule's unresolved key references with their reasons (see
+    /// [`PolicyRule::unresolved_keys`]).
+    pub fn unresolved_keys(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for reason in self.rules.iter().flat_map(|r| &r.unresolved_keys) {
+            if !out.contains(reason) {
+                out.push(reason.clone());
+            }
+        }
+        out
     }
 
     /// What offline verification (no admission request) makes of the rules' conditions on
@@ -408,6 +436,8 @@ impl PolicySet {
                 rule: r.rule.clone(),
                 verdict: r.verifier_for(&doc.identity).verify_document(doc),
                 action: match &doc.identity.namespace {
+                    // An unavailable key is never audited away.
+                    _ if !r.unresolved_keys.is_empty() => FailureAction::Enforce,
                     Some(ns) => r.failure_action.for_namespace(Some(ns)),
                     None => r.failure_action.strictest(),
                 },
@@ -423,12 +453,23 @@ impl PolicySet {
 
 /// Loads a policy file (several documents allowed, both formats may be mixed).
 pub fn load_file(path: &Path, options: &LoadOptions) -> Result<PolicySet, PolicyError> {
+    load_file_with_keys(path, options, &ResolvedKeys::default())
+}
+
+/// [`load_file`] with the values of the Kubernetes key references the policies name
+/// ([`PolicySet::key_references`]): a reference `keys` holds no usable value for leaves
+/// its rule unresolved ([`PolicyRule::unresolved_keys`]); the load itself succeeds.
+pub fn load_file_with_keys(
+    path: &Path,
+    options: &LoadOptions,
+    keys: &ResolvedKeys,
+) -> Result<PolicySet, PolicyError> {
     let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
         path: path.to_path_buf(),
         source,
     })?;
     let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    load_str(&path.display().to_string(), &text, &base, options)
+    load_str_with_keys(&path.display().to_string(), &text, &base, options, keys)
 }
 
 /// Loads policy documents held in memory. `origin` names them in errors; relative paths in
@@ -440,12 +481,28 @@ pub fn load_str(
     base_dir: &Path,
     options: &LoadOptions,
 ) -> Result<PolicySet, PolicyError> {
+    load_str_with_keys(origin, text, base_dir, options, &ResolvedKeys::default())
+}
+
+/// [`load_str`] with the values of the policies' key references (see
+/// [`load_file_with_keys`]).
+pub fn load_str_with_keys(
+    origin: &str,
+    text: &str,
+    base_dir: &Path,
+    options: &LoadOptions,
+    keys: &ResolvedKeys,
+) -> Result<PolicySet, PolicyError> {
     let mut ctx = LoadContext {
         options,
         base_dir,
         default_trust: options.trust_root.clone(),
         document_any_issuer: false,
         named_files: RefCell::new(Vec::new()),
+        keys,
+        key_references: Vec::new(),
+        unresolved: Vec::new(),
+        config_maps: Default::default(),
     };
     let mut set = PolicySet::default();
     // The manifest reader: kubectl's stream rules, both YAML readings, budgets. A policy is
@@ -485,6 +542,7 @@ pub fn load_str(
                 mansign::load(doc, &loc, &mut ctx)?
             }
             ("kyverno.io/v1" | "kyverno.io/v2beta1", "ClusterPolicy" | "Policy") => {
+                kyverno::refuse_variables(&value, &loc)?;
                 let doc: kyverno::KyvernoPolicyDocument =
                     typed::from_value(&value).map_err(syntax)?;
                 kyverno::load(doc, &loc, &mut ctx)?
@@ -507,6 +565,7 @@ pub fn load_str(
     }
     set.extend(PolicySet {
         named_files: ctx.named_files.into_inner(),
+        key_references: ctx.key_references,
         ..PolicySet::default()
     });
     Ok(set)
@@ -521,6 +580,15 @@ pub(crate) struct LoadContext<'a> {
     document_any_issuer: bool,
     /// Every file [`LoadContext::resolve`] named, in order.
     named_files: RefCell<Vec<PathBuf>>,
+    /// The values of the key references, as the caller read them.
+    keys: &'a ResolvedKeys,
+    /// Every key reference named, in order.
+    key_references: Vec<KeyReference>,
+    /// The unresolved references of the rule being loaded (taken by its loader).
+    unresolved: Vec<String>,
+    /// The `configMap` context entries of the Kyverno rule being loaded: entry name to
+    /// (namespace, ConfigMap name).
+    config_maps: std::collections::BTreeMap<String, (String, String)>,
 }
 
 impl LoadContext<'_> {
@@ -548,6 +616,67 @@ impl LoadContext<'_> {
         self.options.limits
     }
 
+    /// The public keys `reference` holds (each its own entry, as inline PEM), recorded as
+    /// a reference of the policy set. When the value is missing or not usable, the reason
+    /// (with `at`, the policy location) goes to the rule's unresolved list and one key
+    /// nobody holds stands in for the entry, so the rule keeps its shape; its verifier
+    /// then refuses every object (see [`PolicyRule::unresolved_keys`]).
+    fn referenced_keys(
+        &mut self,
+        reference: KeyReference,
+        at: &Location,
+        name: &str,
+        trust: Arc<TrustRoot>,
+    ) -> Vec<crate::verify::TrustedKey> {
+        if !self.key_references.contains(&reference) {
+            self.key_references.push(reference.clone());
+        }
+        let named = format!("{name} ({reference})");
+        let keys = self
+            .keys
+            .get(&reference)
+            .map_err(|reason| format!("{at}: {reason}"))
+            .and_then(|text| {
+                if !text.trim_start().starts_with("-----BEGIN") {
+                    return Err(format!(
+                        "{at}: the value of {reference} is not a PEM public key (it does not \
+                         start with -----BEGIN)"
+                    ));
+                }
+                parse_public_keys(text, at, &named, trust.clone())
+                    .map_err(|e| format!("{e} (the value of {reference})"))
+            });
+        match keys {
+            Ok(keys) => keys,
+            Err(reason) => {
+                self.unresolved.push(reason);
+                // A fresh key whose private half is dropped here: it verifies nothing.
+                let standin = p256::ecdsa::SigningKey::random(&mut rand_core::OsRng);
+                vec![
+                    crate::verify::TrustedKey::new(
+                        format!("{named}{UNRESOLVED_KEY}"),
+                        *standin.verifying_key(),
+                    )
+                    .with_trust_root(trust),
+                ]
+            }
+        }
+    }
+
+    /// The unresolved references of the rule just loaded, and its verifier refusing every
+    /// object when there are any.
+    fn finish_rule(&mut self, verifier: Verifier) -> (Verifier, Vec<String>) {
+        let unresolved = std::mem::take(&mut self.unresolved);
+        if unresolved.is_empty() {
+            (verifier, unresolved)
+        } else {
+            (
+                verifier.with_unresolved_keys(unresolved.join("; ")),
+                unresolved,
+            )
+        }
+    }
+
     /// The file a policy names, relative to the policy's directory; remembered as a file
     /// the policy set depends on ([`PolicySet::named_files`]).
     fn resolve(&self, path: &Path) -> PathBuf {
@@ -563,6 +692,10 @@ impl LoadContext<'_> {
         full
     }
 }
+
+/// The end of the name of the stand-in key of an unresolved key reference (see
+/// `LoadContext::referenced_keys`): `policy explain` shows the reference, not the stand-in.
+pub(crate) const UNRESOLVED_KEY: &str = ": not read";
 
 /// Splits `publicKeys` into PEM public keys; anything that is not PEM is a key reference.
 pub(crate) fn parse_public_keys(

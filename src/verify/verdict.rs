@@ -81,6 +81,11 @@ pub enum Rejection {
     /// malformed: fail closed.
     #[error("signed time annotation is invalid: {reason}")]
     InvalidSignedTime { reason: String },
+    /// A public key the policy names by reference (a Kubernetes Secret or ConfigMap) is not
+    /// available: deleted, unreadable, missing the data key, not a public key, or not read
+    /// yet. Fail closed: nothing is checked against the keys that are available.
+    #[error("a public key the policy names is not available: {reason}")]
+    KeyUnresolved { reason: String },
 }
 
 fn join<T: fmt::Display>(items: &[T]) -> String {
@@ -100,7 +105,7 @@ impl Rejection {
             Rejection::Annotations(AnnotationError::NoMessage { .. }) => "not-signed",
             Rejection::Annotations(AnnotationError::NoSignature { .. }) => "no-signature",
             Rejection::Annotations(_) => "annotations",
-            Rejection::NoAttestors => "configuration",
+            Rejection::NoAttestors | Rejection::KeyUnresolved { .. } => "configuration",
             Rejection::NoTrustedSignature { attempts } => {
                 if best_attempt(attempts).is_some_and(|a| a.failure.is_age()) {
                     "max-age"
@@ -141,6 +146,7 @@ impl Rejection {
             Rejection::Uncomparable(_) => "uncomparable",
             Rejection::Expired { .. } => "expired",
             Rejection::InvalidSignedTime { .. } => "invalid-signed-time",
+            Rejection::KeyUnresolved { .. } => "key-unresolved",
         }
     }
 }

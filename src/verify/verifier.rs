@@ -42,6 +42,9 @@ pub struct Verifier {
     cache: Arc<VerificationCache>,
     /// Threads [`Verifier::verify_documents`] may use.
     parallelism: usize,
+    /// Why a public key the requirement needs could not be read (a policy's Kubernetes key
+    /// reference): every document is then refused with it, before anything is checked.
+    unresolved: Option<Arc<str>>,
 }
 
 impl Verifier {
@@ -67,7 +70,20 @@ impl Verifier {
             max_age: None,
             cache: Arc::new(VerificationCache::default()),
             parallelism: default_parallelism(),
+            unresolved: None,
         }
+    }
+
+    /// Refuses every document with [`Rejection::KeyUnresolved`]: a key the requirement
+    /// names by reference could not be read (fail closed; never a stale or partial check).
+    pub fn with_unresolved_keys(mut self, reason: impl Into<String>) -> Self {
+        self.unresolved = Some(Arc::from(reason.into()));
+        self
+    }
+
+    /// Why the requirement's keys are not all available, if they are not.
+    pub fn unresolved_keys(&self) -> Option<&str> {
+        self.unresolved.as_deref()
     }
 
     /// Uses `cache` for signature acceptances (see [`VerificationCache`]); by default each
@@ -245,6 +261,15 @@ impl Verifier {
         doc: &Document,
         max_signed_bytes: usize,
     ) -> Option<DocumentVerdict> {
+        if let Some(reason) = &self.unresolved {
+            return Some(DocumentVerdict {
+                origin: Some(doc.origin.clone()),
+                object: doc.identity.clone(),
+                result: Err(Rejection::KeyUnresolved {
+                    reason: reason.to_string(),
+                }),
+            });
+        }
         let key = cache_key(&doc.value, &self.domain, &self.limits, self.max_age)?;
         let result = self.decided_by_cache(&key, &doc.identity, &doc.value, max_signed_bytes)?;
         Some(DocumentVerdict {
@@ -315,6 +340,11 @@ impl Verifier {
     }
 
     fn check(&self, identity: &ObjectIdentity, object: &Value) -> Result<Verified, Rejection> {
+        if let Some(reason) = &self.unresolved {
+            return Err(Rejection::KeyUnresolved {
+                reason: reason.to_string(),
+            });
+        }
         // 0. signature material accepted before (see `check_hit`); counted once decided
         let key = cache_key(object, &self.domain, &self.limits, self.max_age);
         if let Some(key) = &key {

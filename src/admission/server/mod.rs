@@ -29,6 +29,7 @@
 //!
 //! Every decision is logged as one line on stdout ([`Decision::log_json`] plus `latency_ms`).
 
+pub mod keys;
 mod listener;
 pub mod metrics;
 pub mod reload;

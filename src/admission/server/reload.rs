@@ -12,7 +12,9 @@
 //! kept for `/readyz` and counted in `/metrics`, and the next change is tried again. After a
 //! failed reload of the reviewer the load is retried at every poll (a repeat of the same
 //! error is not counted again): a policy edit may name a file that appears only later,
-//! which no watched file's change would announce.
+//! which no watched file's change would announce. The Secrets and ConfigMaps the policies
+//! read keys from are watched through the API server ([`super::keys`]); a change there
+//! wakes the reload at once.
 
 use super::metrics::{Metrics, Part, cache_stats, certificate_not_after};
 use super::tls::{LiveTls, MAX_PEM_BYTES, certified_key};
@@ -39,6 +41,10 @@ pub struct ReviewerSource {
     /// error is shown as is in `/readyz` and the log.
     #[allow(clippy::type_complexity)]
     pub load: Arc<dyn Fn() -> Result<Reviewer, String> + Send + Sync>,
+    /// Woken when something `load` reads that is not a file changed (the Secrets and
+    /// ConfigMaps the policies name, [`KeyWatcher`](super::keys::KeyWatcher)): the
+    /// reviewer is then loaded again at once, without waiting for the next poll.
+    pub changed: Arc<tokio::sync::Notify>,
 }
 
 impl std::fmt::Debug for ReviewerSource {
@@ -164,6 +170,14 @@ impl Live {
             "policies": {
                 "files": self.watched,
                 "named_files": reviewer.policies().named_files,
+                "key_references": reviewer
+                    .policies()
+                    .key_references
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>(),
+                // Rules naming one of these deny every object (docs/admission.md).
+                "unresolved_keys": reviewer.policies().unresolved_keys(),
                 "rules": reviewer.policies().rules.len(),
                 "status": policies,
             },
@@ -254,12 +268,13 @@ pub(super) async fn watch(
     let mut failed_with: Option<String> = None;
     let mut seen_tls = blocking(digest_tls.clone()).await;
     loop {
-        tokio::select! {
-            _ = tokio::time::sleep(interval) => {}
+        let woken = tokio::select! {
+            _ = tokio::time::sleep(interval) => false,
+            _ = source.changed.notified() => true,
             _ = stop.changed() => return,
-        }
+        };
         let now = digest_files(watched.clone()).await;
-        let changed = now.is_some() && now != seen_policies;
+        let changed = woken || (now.is_some() && now != seen_policies);
         if changed || failed_with.is_some() {
             if now.is_some() {
                 seen_policies = now;

@@ -25,6 +25,9 @@ pub struct Conversion {
     pub documents: Vec<Value>,
     /// What the user should know: issuers learned, fields dropped and why.
     pub notes: Vec<String>,
+    /// The `configMap` context entries of the Kyverno rule being converted (entry name to
+    /// namespace and ConfigMap name), for its `"{{ NAME.data.KEY }}"` keys.
+    pub(super) config_maps: std::collections::BTreeMap<String, (String, String)>,
 }
 
 impl Conversion {

@@ -9,7 +9,7 @@ use crate::policy::kyverno::{
     AttestorSetSpec, AttestorSpec, CtlogSpec, KeylessSpec, KyvernoPolicyDocument, Manifests,
     RekorSpec,
 };
-use crate::policy::{FailureAction, Location, PolicyError};
+use crate::policy::{FailureAction, KeyReference, Location, PolicyError, parse_data_variable};
 use serde_json::{Map, Value, json};
 
 pub(super) fn convert_document(
@@ -39,6 +39,8 @@ pub(super) fn convert_document(
                  namespace to the manifest"
             ));
         }
+        out.config_maps =
+            crate::policy::kyverno::config_map_context(&rule.context, &at.at("context"))?;
         let action = failure_action(doc, rule, &at, &mut out.notes)?;
         let exclude = exclude_selection(rule, &at, &mut out.notes)?;
         let spec = manifests_spec(manifests, &at.at("validate.manifests"), options, out)?;
@@ -139,8 +141,32 @@ pub(super) fn attestor_entries(
         ]);
     }
     if let Some(keys) = &entry.keys {
+        // A key read from the cluster stays a reference (the loader checked it).
+        let raw = text(&keys.public_keys).unwrap_or_default();
+        let field = at.at("keys.publicKeys");
+        let invalid = |reason: String| PolicyError::Invalid {
+            at: field.clone(),
+            reason,
+        };
+        if let Some(parsed) = KeyReference::parse_k8s_uri(raw) {
+            let r = parsed.map_err(invalid)?;
+            note_logs(&keys.rekor, &keys.ctlog, at, out);
+            return Ok(vec![json!({"keys": {"secretRef": {
+                "namespace": r.namespace, "name": r.name, "key": r.key}}})]);
+        }
+        if let Some(parsed) = parse_data_variable(raw) {
+            let (variable, key) = parsed.map_err(invalid)?;
+            let Some((namespace, name)) = out.config_maps.get(&variable).cloned() else {
+                return Err(invalid(format!(
+                    "{variable:?} is not a configMap entry of this rule's context"
+                )));
+            };
+            note_logs(&keys.rekor, &keys.ctlog, at, out);
+            return Ok(vec![json!({"keys": {"configMapRef": {
+                "namespace": namespace, "name": name, "key": key}}})]);
+        }
         // One entry per key, as the loader expands them, so `count` keeps its meaning.
-        let pem = text(&keys.public_keys).unwrap_or_default();
+        let pem = raw;
         let blocks = pem::parse_many(pem).map_err(|e| PolicyError::Invalid {
             at: at.at("keys.publicKeys"),
             reason: format!("not valid PEM: {e}"),

@@ -6,9 +6,15 @@
 //! * `attestors`: sets ANDed, `count` N-of-M (absent or 0: all entries), nested `attestor`
 //!   sets. A `publicKeys` holding several PEM keys becomes one entry per key before
 //!   counting, as Kyverno's `ExpandStaticKeys` does.
-//! * `keys.publicKeys`: PEM keys. Key references (`k8s://`, KMS URIs, `env://`, paths) are
-//!   refused; so are `keys.kms` and `keys.secret` (Kyverno ignores them for manifests and
-//!   then accepts any signer, research §2.10 F2).
+//! * `keys.publicKeys`: PEM keys; `k8s://NAMESPACE/NAME` (a Secret's `cosign.pub`, cosign's
+//!   convention; `k8s://NAMESPACE/NAME/KEY` for another data key); or exactly
+//!   `"{{ NAME.data.KEY }}"` where NAME is a `configMap` entry of the rule's `context`.
+//!   Both are [`KeyReference`](crate::policy::KeyReference)s, resolved by the caller
+//!   (webhook: a watch; CLI: one read). Other key references (KMS URIs, `env://`, paths),
+//!   other context entries (`apiCall`, `variable`, `imageRegistry`, `globalReference`) and
+//!   every other variable or JMESPath expression are refused; so are `keys.kms` and
+//!   `keys.secret` (Kyverno ignores them for manifests and then accepts any signer,
+//!   research §2.10 F2).
 //! * `keyless`: `issuer`/`subject` exact, `issuerRegExp`/`subjectRegExp` anchored regexes,
 //!   `additionalExtensions` GitHub claims; verified in full against the trust root (chain,
 //!   SCT, SET). An issuer constraint is required unless
@@ -57,8 +63,9 @@ pub use schema::{
 use super::action::{ActionOverride, FailureAction, FailureActions};
 use super::selector::{KindSelector, MatchResources, RuleSelector};
 use super::{
-    IgnoreBinding, LoadContext, Location, NamespaceBinding, PolicyError, PolicyRule, PolicySet,
-    RuleSource, attestor_policy, certificate_attestor, parse_public_keys, translate_upstream_field,
+    IgnoreBinding, KeyObject, KeyReference, LoadContext, Location, NamespaceBinding, PolicyError,
+    PolicyRule, PolicySet, RuleSource, attestor_policy, certificate_attestor, parse_data_variable,
+    parse_public_keys, translate_upstream_field,
 };
 use crate::annotations::AnnotationDomain;
 use crate::manifest::IgnoreProfile;
@@ -170,9 +177,9 @@ pub(crate) fn load(
                 "cannot be combined with validate.manifests in a rule mansign loads",
             ));
         }
+        ctx.config_maps = config_map_context(&rule.context, &rule_loc.at("context"))?;
         for (name, present) in [
             ("preconditions", rule.preconditions.is_some()),
-            ("context", rule.context.is_some()),
             ("celPreconditions", rule.cel_preconditions.is_some()),
         ] {
             if present {
@@ -450,15 +457,20 @@ fn load_manifests(
             fields,
         });
     }
+    let (verifier, unresolved_keys) = ctx.finish_rule(
+        Verifier::for_policy(requirement)
+            .with_domain(domain)
+            .with_limits(ctx.limits()),
+    );
+    ctx.config_maps.clear();
     Ok(PolicyRule {
         policy: policy.to_string(),
         rule: rule.to_string(),
         location: at.clone(),
         selector: RuleSelector::default(),
         namespace: None,
-        verifier: Verifier::for_policy(requirement)
-            .with_domain(domain)
-            .with_limits(ctx.limits()),
+        verifier,
+        unresolved_keys,
         ignore,
         profiles: IgnoreProfile::Kubernetes.into(),
         status_kinds: Vec::new(),
@@ -581,7 +593,31 @@ fn keys_entries(
         .rsplit_once("validate.manifests.")
         .map_or(at.field.as_str(), |(_, rest)| rest)
         .to_string();
-    let keys = parse_public_keys(text, &at.at("publicKeys"), &name, trust)?;
+    let field = at.at("publicKeys");
+    let reference = match (KeyReference::parse_k8s_uri(text), parse_data_variable(text)) {
+        (Some(parsed), _) => Some(parsed.map_err(|e| invalid(&field, e))?),
+        (None, Some(parsed)) => {
+            let (variable, key) = parsed.map_err(|e| unsupported(&field, e))?;
+            let Some((namespace, config_map)) = ctx.config_maps.get(&variable) else {
+                return Err(unsupported(
+                    &field,
+                    format!(
+                        "{variable:?} is not a configMap entry of this rule's context (only \
+                         configMap context entries are read, as \"{{{{ NAME.data.KEY }}}}\")"
+                    ),
+                ));
+            };
+            Some(
+                KeyReference::new(KeyObject::ConfigMap, namespace, config_map, &key)
+                    .map_err(|e| invalid(&field, e))?,
+            )
+        }
+        (None, None) => None,
+    };
+    let keys = match reference {
+        Some(reference) => ctx.referenced_keys(reference, &field, &name, trust),
+        None => parse_public_keys(text, &field, &name, trust)?,
+    };
     Ok(keys
         .into_iter()
         .map(|k| AttestorEntry::Keys(vec![k]))
@@ -690,6 +726,140 @@ fn keyless_attestor(
         notes.push(issuer_not_checked_warning(at, &identity));
     }
     Ok(KeylessAttestor::new(trust, identity))
+}
+
+/// Kyverno variables (`{{ ... }}`) anywhere in a `validate.manifests` rule but a key's
+/// `publicKeys` (whose one accepted form [`parse_data_variable`] checks) and the `context`
+/// itself: refused, naming the field. mansign substitutes no variables, and a value taken
+/// literally would silently mean something else.
+pub(crate) fn refuse_variables(
+    document: &serde_json::Value,
+    loc: &Location,
+) -> Result<(), PolicyError> {
+    fn walk(value: &serde_json::Value, path: &str, loc: &Location) -> Result<(), PolicyError> {
+        match value {
+            serde_json::Value::String(text) if text.contains("{{") => {
+                if path.ends_with(".publicKeys") {
+                    return Ok(());
+                }
+                Err(unsupported(
+                    &loc.at(path),
+                    format!(
+                        "{:?}: Kyverno variables and JMESPath are not supported here (mansign \
+                         substitutes none; only a key's publicKeys may read a configMap \
+                         context entry as \"{{{{ NAME.data.KEY }}}}\")",
+                        text.chars().take(80).collect::<String>()
+                    ),
+                ))
+            }
+            serde_json::Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, v)| walk(v, &format!("{path}[{i}]"), loc)),
+            serde_json::Value::Object(map) => map
+                .iter()
+                .try_for_each(|(k, v)| walk(v, &format!("{path}.{k}"), loc)),
+            _ => Ok(()),
+        }
+    }
+    let rules = document
+        .pointer("/spec/rules")
+        .and_then(serde_json::Value::as_array);
+    for (i, rule) in rules.into_iter().flatten().enumerate() {
+        let Some(fields) = rule.as_object() else {
+            continue;
+        };
+        if rule.pointer("/validate/manifests").is_none() {
+            continue; // skipped when loaded: not mansign's to read
+        }
+        for (key, value) in fields {
+            if key != "context" {
+                walk(value, &format!("spec.rules[{i}].{key}"), loc)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A rule's `context`: only `configMap` entries (`{name, configMap: {name, namespace}}`),
+/// by entry name; any other entry type is refused naming it. The ConfigMaps are read only
+/// through `publicKeys: "{{ NAME.data.KEY }}"`.
+pub(crate) fn config_map_context(
+    context: &Option<serde_json::Value>,
+    at: &Location,
+) -> Result<std::collections::BTreeMap<String, (String, String)>, PolicyError> {
+    let mut out = std::collections::BTreeMap::new();
+    let Some(context) = context else {
+        return Ok(out);
+    };
+    let Some(entries) = context.as_array() else {
+        return Err(invalid(at, "context must be a list of entries"));
+    };
+    for (i, entry) in entries.iter().enumerate() {
+        let entry_at = Location {
+            field: format!("{}[{i}]", at.field),
+            ..at.clone()
+        };
+        let Some(fields) = entry.as_object() else {
+            return Err(invalid(&entry_at, "a context entry must be a mapping"));
+        };
+        for key in fields.keys() {
+            if key != "name" && key != "configMap" {
+                return Err(unsupported(
+                    &entry_at.at(key),
+                    format!(
+                        "context entries of type {key:?} are not supported: mansign reads only \
+                         configMap entries, and only as public keys (publicKeys: \
+                         \"{{{{ NAME.data.KEY }}}}\"); remove it or put the value in the policy"
+                    ),
+                ));
+            }
+        }
+        let Some(name) = fields.get("name").and_then(|n| n.as_str()) else {
+            return Err(invalid(
+                &entry_at.at("name"),
+                "a context entry needs a name",
+            ));
+        };
+        let Some(config_map) = fields.get("configMap").and_then(|c| c.as_object()) else {
+            return Err(unsupported(
+                &entry_at,
+                "only configMap context entries are supported",
+            ));
+        };
+        let cm_at = entry_at.at("configMap");
+        for key in config_map.keys() {
+            if key != "name" && key != "namespace" {
+                return Err(invalid(&cm_at.at(key), "unknown field (name, namespace)"));
+            }
+        }
+        let field = |f: &str| -> Result<String, PolicyError> {
+            let Some(text) = config_map.get(f).and_then(|v| v.as_str()) else {
+                return Err(invalid(
+                    &cm_at.at(f),
+                    format!(
+                        "configMap.{f} is required (mansign reads exactly the named ConfigMap)"
+                    ),
+                ));
+            };
+            if text.contains("{{") {
+                return Err(unsupported(
+                    &cm_at.at(f),
+                    "variables are not supported here: name the ConfigMap",
+                ));
+            }
+            Ok(text.to_string())
+        };
+        let (cm_name, namespace) = (field("name")?, field("namespace")?);
+        // The names are checked when a key is read from it (KeyReference::new).
+        if out.insert(name.to_string(), (namespace, cm_name)).is_some() {
+            return Err(invalid(
+                &entry_at.at("name"),
+                format!("context entry {name:?} is defined twice"),
+            ));
+        }
+    }
+    Ok(out)
 }
 
 /// The refusal of a keyless entry without an issuer: what to do about it.
