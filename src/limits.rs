@@ -7,6 +7,7 @@
 
 /// Bounds applied while reading manifests, annotations and signed messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Limits {
     /// Largest decompressed signed message (M), in bytes. Default 4 MiB: far above what
     /// fits into 256 KiB of gzip-compressed annotations for real manifests, far below what
@@ -58,6 +59,86 @@ pub struct Limits {
     /// Default 256: a policy of 8 entries against the 32 sets an object may carry. Each
     /// check runs at most once per object; past the budget the object is refused.
     pub max_signature_checks: usize,
+}
+
+/// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
+/// so it is built from [`Limits::default()`] and these, never as a literal.
+impl Limits {
+    /// Sets `max_message_bytes`.
+    pub const fn with_max_message_bytes(mut self, value: usize) -> Self {
+        self.max_message_bytes = value;
+        self
+    }
+    /// Sets `max_annotation_bytes`.
+    pub const fn with_max_annotation_bytes(mut self, value: usize) -> Self {
+        self.max_annotation_bytes = value;
+        self
+    }
+    /// Sets `max_documents`.
+    pub const fn with_max_documents(mut self, value: usize) -> Self {
+        self.max_documents = value;
+        self
+    }
+    /// Sets `max_input_bytes`.
+    pub const fn with_max_input_bytes(mut self, value: usize) -> Self {
+        self.max_input_bytes = value;
+        self
+    }
+    /// Sets `max_document_bytes`.
+    pub const fn with_max_document_bytes(mut self, value: usize) -> Self {
+        self.max_document_bytes = value;
+        self
+    }
+    /// Sets `max_flow_collection_bytes`.
+    pub const fn with_max_flow_collection_bytes(mut self, value: usize) -> Self {
+        self.max_flow_collection_bytes = value;
+        self
+    }
+    /// Sets `max_document_nodes`.
+    pub const fn with_max_document_nodes(mut self, value: usize) -> Self {
+        self.max_document_nodes = value;
+        self
+    }
+    /// Sets `max_stream_nodes`.
+    pub const fn with_max_stream_nodes(mut self, value: usize) -> Self {
+        self.max_stream_nodes = value;
+        self
+    }
+    /// Sets `max_signature_sets`.
+    pub const fn with_max_signature_sets(mut self, value: usize) -> Self {
+        self.max_signature_sets = value;
+        self
+    }
+    /// Sets `max_tar_entries`.
+    pub const fn with_max_tar_entries(mut self, value: usize) -> Self {
+        self.max_tar_entries = value;
+        self
+    }
+    /// Sets `max_depth`.
+    pub const fn with_max_depth(mut self, value: usize) -> Self {
+        self.max_depth = value;
+        self
+    }
+    /// Sets `max_annotations_total_bytes`.
+    pub const fn with_max_annotations_total_bytes(mut self, value: usize) -> Self {
+        self.max_annotations_total_bytes = value;
+        self
+    }
+    /// Sets `max_signature_material_bytes`.
+    pub const fn with_max_signature_material_bytes(mut self, value: usize) -> Self {
+        self.max_signature_material_bytes = value;
+        self
+    }
+    /// Sets `max_signature_material_total_bytes`.
+    pub const fn with_max_signature_material_total_bytes(mut self, value: usize) -> Self {
+        self.max_signature_material_total_bytes = value;
+        self
+    }
+    /// Sets `max_signature_checks`.
+    pub const fn with_max_signature_checks(mut self, value: usize) -> Self {
+        self.max_signature_checks = value;
+        self
+    }
 }
 
 impl Limits {

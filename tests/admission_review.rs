@@ -140,12 +140,9 @@ fn signed() -> &'static Signed {
 }
 
 fn stack_options() -> LoadOptions {
-    LoadOptions {
-        trust_root: Some(Arc::new(
-            TrustRoot::from_json(&signed().trusted_root).unwrap(),
-        )),
-        ..LoadOptions::default()
-    }
+    LoadOptions::default().with_trust_root(Arc::new(
+        TrustRoot::from_json(&signed().trusted_root).unwrap(),
+    ))
 }
 
 /// A ManifestPolicy for PolicyExceptions signed by the platform workflow; `extra` adds
@@ -334,12 +331,9 @@ spec:
 
 /// The fixtures' public-good root (deterministic: not the developer's cached root).
 fn kyverno_options() -> LoadOptions {
-    LoadOptions {
-        trust_root: Some(Arc::new(
-            TrustRoot::from_file(kyverno_root_for_cli()).unwrap(),
-        )),
-        ..LoadOptions::default()
-    }
+    LoadOptions::default().with_trust_root(Arc::new(
+        TrustRoot::from_file(kyverno_root_for_cli()).unwrap(),
+    ))
 }
 
 #[test]
@@ -1317,9 +1311,7 @@ fn create_without_object_is_a_bad_review() {
 fn oversized_body_is_a_bad_review_before_it_is_read() {
     let r = Reviewer::new(
         kyverno_unit_policy(""),
-        ReviewOptions {
-            max_body_bytes: 1024,
-        },
+        ReviewOptions::default().with_max_body_bytes(1024),
     );
     let body = kyverno_review("signed");
     assert!(body.len() > 1024);
@@ -1434,12 +1426,9 @@ fn cli_prints_exactly_the_reviewer_response_and_exits_by_verdict() {
     let policy = kyverno_policy_file(dir.path(), "");
     let loaded = load_file(
         &policy,
-        &LoadOptions {
-            trust_root: Some(Arc::new(
-                TrustRoot::from_file(kyverno_root_for_cli()).unwrap(),
-            )),
-            ..LoadOptions::default()
-        },
+        &LoadOptions::default().with_trust_root(Arc::new(
+            TrustRoot::from_file(kyverno_root_for_cli()).unwrap(),
+        )),
     )
     .unwrap();
     let r = reviewer(loaded);

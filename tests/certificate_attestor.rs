@@ -565,10 +565,7 @@ fn rejects_chain_signer_that_is_not_the_pinned_certificate() {
 // --- policy files -----------------------------------------------------------------
 
 fn load_options() -> LoadOptions {
-    LoadOptions {
-        trust_root: Some(Arc::new(TrustRoot::public_good().unwrap())),
-        ..LoadOptions::default()
-    }
+    LoadOptions::default().with_trust_root(Arc::new(TrustRoot::public_good().unwrap()))
 }
 
 fn policy_verdict(policy: &Path, object: &Value) -> mansign::policy::ObjectVerdict {

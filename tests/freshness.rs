@@ -24,10 +24,7 @@ fn signed_with_expiry(at: &str) -> (Vec<mansign::manifest::Document>, Verifier) 
         )
         .unwrap(),
     ];
-    let options = SignOptions {
-        expires_at: Some(at.parse().unwrap()),
-        ..SignOptions::default()
-    };
+    let options = SignOptions::default().with_expires_at(at.parse().unwrap());
     sign_files(&mut files, &KeySigner::new(key), &options).unwrap();
     let verifier = Verifier::new(vec![Attestor::Key(
         TrustedKey::from_pem("k", &pair.public_key_pem).unwrap(),
@@ -138,10 +135,7 @@ fn cli_verify_rejects_an_expired_document() {
         )
         .unwrap(),
     ];
-    let options = SignOptions {
-        expires_at: Some("2026-06-01T12:00:00Z".parse().unwrap()),
-        ..SignOptions::default()
-    };
+    let options = SignOptions::default().with_expires_at("2026-06-01T12:00:00Z".parse().unwrap());
     sign_files(&mut files, &KeySigner::new(secret), &options).unwrap();
     let out: String = files[0]
         .documents
@@ -311,10 +305,7 @@ mod signed_time {
             )
             .unwrap(),
         ];
-        let options = SignOptions {
-            signed_at: Some(at.parse().unwrap()),
-            ..SignOptions::default()
-        };
+        let options = SignOptions::default().with_signed_at(at.parse().unwrap());
         sign_files(&mut files, &KeySigner::new(key), &options).unwrap();
         files.remove(0).documents
     }
@@ -425,10 +416,7 @@ mod logged_key_signatures {
         let signer = TlogUploadingSigner::new(
             KeySigner::new(key),
             pair.public_key_pem.clone(),
-            RekorOptions {
-                url: stack.rekor_url().to_string(),
-                ..RekorOptions::default()
-            },
+            RekorOptions::default().with_url(stack.rekor_url().to_string()),
         );
         let mut files = vec![
             load_reader(
@@ -439,10 +427,7 @@ mod logged_key_signatures {
             )
             .unwrap(),
         ];
-        let options = SignOptions {
-            signed_at: Some(signed_at),
-            ..SignOptions::default()
-        };
+        let options = SignOptions::default().with_signed_at(signed_at);
         sign_files(&mut files, &signer, &options).unwrap();
         let trust = Arc::new(TrustRoot::from_file(stack.trusted_root()).unwrap());
         let key = TrustedKey::from_pem("k", &pair.public_key_pem)

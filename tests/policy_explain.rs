@@ -88,11 +88,9 @@ fn every_wild_policy_that_loads_is_explained_as_its_golden_file_says() {
         Path::new(REPO).join("testdata/kyverno/trust-root/sigstore-public-trusted_root.json"),
     )
     .unwrap();
-    let options = LoadOptions {
-        trust_root: Some(Arc::new(TrustRoot::from_json(&root).unwrap())),
-        insecure_any_issuer: true,
-        ..LoadOptions::default()
-    };
+    let options = LoadOptions::default()
+        .with_trust_root(Arc::new(TrustRoot::from_json(&root).unwrap()))
+        .with_insecure_any_issuer(true);
     let explained = policies("testdata/policies/wild")
         .iter()
         .filter_map(|p| explain_file("testdata/policies/wild", p, &options, "wild-"))

@@ -36,10 +36,7 @@ fn fixture_trusted_root_json() -> String {
 /// cached root).
 fn options() -> LoadOptions {
     let root = TrustRoot::from_json(&fixture_trusted_root_json()).unwrap();
-    LoadOptions {
-        trust_root: Some(Arc::new(root)),
-        ..LoadOptions::default()
-    }
+    LoadOptions::default().with_trust_root(Arc::new(root))
 }
 
 fn policy_file(rel: &str) -> PolicySet {

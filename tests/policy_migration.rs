@@ -50,11 +50,9 @@ fn trust() -> Arc<TrustRoot> {
 }
 
 fn options(any_issuer: bool) -> LoadOptions {
-    LoadOptions {
-        trust_root: Some(trust()),
-        insecure_any_issuer: any_issuer,
-        ..LoadOptions::default()
-    }
+    LoadOptions::default()
+        .with_trust_root(trust())
+        .with_insecure_any_issuer(any_issuer)
 }
 
 fn load_text(origin: &str, text: &str, any_issuer: bool) -> Result<PolicySet, PolicyError> {
@@ -211,11 +209,9 @@ fn split_authorities(rel: &str) -> TrustRoot {
 
 fn load_under(name: &str, trust_root: Arc<TrustRoot>) -> PolicySet {
     let text = std::fs::read_to_string(wild(name)).unwrap();
-    let options = LoadOptions {
-        trust_root: Some(trust_root),
-        insecure_any_issuer: true,
-        ..LoadOptions::default()
-    };
+    let options = LoadOptions::default()
+        .with_trust_root(trust_root)
+        .with_insecure_any_issuer(true);
     load_str(name, &text, &path("testdata/policies/wild"), &options).unwrap()
 }
 
@@ -457,11 +453,10 @@ fn convert(
     from_signed: &[&str],
 ) -> Result<mansign::policy::convert::Conversion, PolicyError> {
     let text = std::fs::read_to_string(wild(name)).unwrap();
-    let options = ConvertOptions {
-        issuer: issuer.map(str::to_string),
-        from_signed: from_signed.iter().flat_map(|f| documents(f)).collect(),
-        load: options(false),
-    };
+    let mut options = ConvertOptions::default()
+        .with_from_signed(from_signed.iter().flat_map(|f| documents(f)).collect())
+        .with_load(options(false));
+    options.issuer = issuer.map(str::to_string);
     convert_str(name, &text, &path("testdata/policies/wild"), &options)
 }
 
@@ -572,11 +567,9 @@ fn convert_refuses_what_a_manifest_policy_cannot_say_naming_the_field() {
             // alternatives each exclude on their own (`any` converts, since issue 21).
             "    exclude:\n      all:\n      - resources: {names: [a]}\n      - resources: {names: [b]}\n    validate:\n",
         );
-    let options = ConvertOptions {
-        issuer: Some(GITHUB_OAUTH.into()),
-        load: options(false),
-        ..ConvertOptions::default()
-    };
+    let options = ConvertOptions::default()
+        .with_issuer(GITHUB_OAUTH.into())
+        .with_load(options(false));
     let err = convert_str("x.yaml", &text, Path::new(REPO), &options)
         .unwrap_err()
         .to_string();
@@ -751,11 +744,9 @@ spec:
 }
 
 fn convert_text(text: &str) -> Result<mansign::policy::convert::Conversion, PolicyError> {
-    let options = ConvertOptions {
-        issuer: Some(GITHUB_OAUTH.into()),
-        load: options(false),
-        ..ConvertOptions::default()
-    };
+    let options = ConvertOptions::default()
+        .with_issuer(GITHUB_OAUTH.into())
+        .with_load(options(false));
     convert_str("p.yaml", text, Path::new(REPO), &options)
 }
 
@@ -815,10 +806,7 @@ fn convert_round_trip_of_kyvernos_key_policies_gives_the_chainsaw_verdicts() {
     for dir in ["single-signature", "multi-signatures"] {
         let rel = format!("testdata/kyverno/chainsaw-verify-manifests/{dir}");
         let text = std::fs::read_to_string(path(&format!("{rel}/policy.yaml"))).unwrap();
-        let options = ConvertOptions {
-            load: options(false),
-            ..ConvertOptions::default()
-        };
+        let options = ConvertOptions::default().with_load(options(false));
         let conversion = convert_str("policy.yaml", &text, &path(&rel), &options).unwrap();
         let yaml = conversion.to_yaml();
         assert!(!yaml.contains('\r'), "{yaml}");
@@ -852,11 +840,10 @@ fn convert_config(
     issuer: Option<&str>,
     from_signed: &[&str],
 ) -> Result<String, PolicyError> {
-    let options = ConvertOptions {
-        issuer: issuer.map(str::to_string),
-        from_signed: from_signed.iter().flat_map(|f| documents(f)).collect(),
-        load: options(false),
-    };
+    let mut options = ConvertOptions::default()
+        .with_from_signed(from_signed.iter().flat_map(|f| documents(f)).collect())
+        .with_load(options(false));
+    options.issuer = issuer.map(str::to_string);
     convert_str("config.yaml", text, Path::new(REPO), &options).map(|c| c.to_yaml())
 }
 

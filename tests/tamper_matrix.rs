@@ -219,14 +219,9 @@ fn keyless_fixture(stack: &stack::Stack) -> Fixture {
     .unwrap();
     let signer = KeylessSigner::new(
         token,
-        KeylessOptions {
-            fulcio_url: stack.fulcio_url().to_string(),
-            rekor: RekorOptions {
-                url: stack.rekor_url().to_string(),
-                ..RekorOptions::default()
-            },
-            ..KeylessOptions::default()
-        },
+        KeylessOptions::default()
+            .with_fulcio_url(stack.fulcio_url().to_string())
+            .with_rekor(RekorOptions::default().with_url(stack.rekor_url().to_string())),
     );
     let objects = sign_all(&signer);
     let trust = Arc::new(TrustRoot::from_file(stack.trusted_root()).unwrap());

@@ -23,10 +23,8 @@ fn signed(at: Option<&str>) -> (Vec<Document>, String) {
         )
         .unwrap(),
     ];
-    let options = SignOptions {
-        signed_at: at.map(|t| t.parse().unwrap()),
-        ..SignOptions::default()
-    };
+    let mut options = SignOptions::default();
+    options.signed_at = at.map(|t| t.parse().unwrap());
     sign_files(&mut files, &KeySigner::new(key), &options).unwrap();
     (files.remove(0).documents, pair.public_key_pem.to_string())
 }

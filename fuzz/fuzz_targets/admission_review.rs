@@ -42,11 +42,9 @@ const KEYLESS: &str = include_str!(
 
 /// The fuzz policy over a trust root of its own (so no certificate is vouched for yet).
 fn policies() -> mansign::policy::PolicySet {
-    let options = LoadOptions {
-        trust_root: Some(Arc::new(TrustRoot::public_good().expect("embedded root"))),
-        limits: mansign::Limits::default(),
-        ..LoadOptions::default()
-    };
+    let options = LoadOptions::default()
+        .with_trust_root(Arc::new(TrustRoot::public_good().expect("embedded root")))
+        .with_limits(mansign::Limits::default());
     load_str("fuzz policy", POLICY, Path::new("/nonexistent"), &options)
         .expect("the fuzz policy loads")
 }

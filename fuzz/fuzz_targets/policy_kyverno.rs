@@ -11,10 +11,9 @@ use std::sync::{Arc, OnceLock};
 
 fn options() -> &'static LoadOptions {
     static OPTIONS: OnceLock<LoadOptions> = OnceLock::new();
-    OPTIONS.get_or_init(|| LoadOptions {
-        trust_root: Some(Arc::new(TrustRoot::public_good().expect("embedded root"))),
-        limits: mansign::Limits::default(),
-        ..LoadOptions::default()
+    OPTIONS.get_or_init(|| {
+        LoadOptions::default()
+            .with_trust_root(Arc::new(TrustRoot::public_good().expect("embedded root")))
     })
 }
 

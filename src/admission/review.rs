@@ -37,9 +37,20 @@ use serde_json::Value;
 
 /// Bounds and switches of the reviewer.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ReviewOptions {
     /// Largest request body answered (the API server sends at most 3 MiB objects).
     pub max_body_bytes: usize,
+}
+
+/// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
+/// so it is built from [`ReviewOptions::default()`] and these, never as a literal.
+impl ReviewOptions {
+    /// Sets `max_body_bytes`.
+    pub fn with_max_body_bytes(mut self, value: usize) -> Self {
+        self.max_body_bytes = value;
+        self
+    }
 }
 
 /// The request limit of the Kubernetes API server for one object, plus the review envelope.

@@ -10,6 +10,7 @@ use std::io::{Read, Write};
 
 /// Why an annotation value could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CodecError {
     #[error("value is {len} bytes, over the limit of {limit}")]
     TooLong { len: usize, limit: usize },

@@ -30,6 +30,7 @@ pub struct SignedAnnotations {
 
 /// Why signature annotations could not be read or written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AnnotationError {
     #[error("not signed: annotation {key} is missing")]
     NoMessage { key: String },

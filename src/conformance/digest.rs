@@ -7,6 +7,7 @@ use std::str::FromStr;
 
 /// Why a `sha256:<hex>` digest argument was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DigestError {
     #[error("a digest needs an algorithm prefix: expected sha256:<64 hex digits>")]
     MissingAlgorithm,

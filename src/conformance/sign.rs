@@ -11,6 +11,7 @@ use std::path::Path;
 
 /// Why a blob could not be signed into a bundle.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BundleSignError {
     #[error("identity token is not a JWT: {0}")]
     Token(String),

@@ -2,6 +2,7 @@
 
 /// Why a key (a cosign key file or a PEM public key) could not be read or written.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum KeyError {
     #[error("not valid PEM: {source}")]
     InvalidPem {

@@ -364,6 +364,7 @@ impl IgnoreFields {
 
 /// Why two documents could not be compared.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CompareError {
     #[error("nested deeper than {limit} levels at {path}")]
     TooDeep { limit: usize, path: String },

@@ -15,6 +15,7 @@ use std::io::Read;
 
 /// Why a legacy tar.gz message was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LegacyTarError {
     #[error("not a valid tar.gz: {0}")]
     Corrupt(String),

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 /// Why a signed message could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MessageError {
     #[error("signed message is not UTF-8 YAML")]
     NotText,

@@ -55,6 +55,7 @@ use std::path::PathBuf;
 /// Why a manifest could not be read. Every variant names the file, and where it applies
 /// the document (1-based, as a person counts) and the field.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ManifestError {
     #[error("{path}: cannot read: {source}")]
     Read {

@@ -98,6 +98,7 @@ impl fmt::Display for Location {
 /// Why a policy file cannot be used. Every variant names the file, and where it applies the
 /// document and the field.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PolicyError {
     #[error("{path}: cannot read policy: {source}")]
     Read {
@@ -181,6 +182,7 @@ fn without_document(reason: &str, document: usize) -> String {
 
 /// Settings for loading policies.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct LoadOptions {
     /// Trust root for keyless entries that name none, and for checking Rekor bundles on
     /// key-signed sets. `None`: the embedded public-good root (loaded on first use). The
@@ -193,6 +195,26 @@ pub struct LoadOptions {
     /// checked", and the loader adds one warning note per entry. A `ManifestPolicy` can
     /// opt in on its own with `spec.insecureAnyIssuer: true`.
     pub insecure_any_issuer: bool,
+}
+
+/// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
+/// so it is built from [`LoadOptions::default()`] and these, never as a literal.
+impl LoadOptions {
+    /// Sets `trust_root` to `Some(value)`.
+    pub fn with_trust_root(mut self, value: Arc<TrustRoot>) -> Self {
+        self.trust_root = Some(value);
+        self
+    }
+    /// Sets `limits`.
+    pub fn with_limits(mut self, value: Limits) -> Self {
+        self.limits = value;
+        self
+    }
+    /// Sets `insecure_any_issuer`.
+    pub fn with_insecure_any_issuer(mut self, value: bool) -> Self {
+        self.insecure_any_issuer = value;
+        self
+    }
 }
 
 /// Where a document signed without a namespace is accepted.

@@ -9,6 +9,7 @@ use crate::manifest::DocumentOrigin;
 
 /// Why signing failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SignError {
     #[error("{origin}: {source}")]
     Annotation {
@@ -60,6 +61,7 @@ impl SignError {
 
 /// Why keyless signing failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum KeylessError {
     #[error("cannot make the ephemeral signing key: {0}")]
     KeyGeneration(String),

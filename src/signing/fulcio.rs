@@ -25,6 +25,7 @@ const MAX_ERROR_BYTES: usize = 64 * 1024;
 
 /// Why no certificate was issued.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum FulcioError {
     #[error(
         "refusing to send the identity token to {url}: use https:// (plain http:// only to \

@@ -31,6 +31,7 @@ pub struct GitHubTokenRequest {
 
 /// Why the GitHub Actions token endpoint gave no token.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum GitHubTokenError {
     #[error(
         "refusing to send the GitHub Actions request token to {ACTIONS_ID_TOKEN_REQUEST_URL} \

@@ -65,6 +65,7 @@ pub(crate) async fn read_limited(
 
 /// Why a response body could not be read.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BodyError {
     #[error("reading the response failed: {0}")]
     Read(#[source] reqwest::Error),

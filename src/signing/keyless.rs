@@ -31,6 +31,7 @@ use std::time::Duration;
 
 /// Where to get certificates and log signatures.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct KeylessOptions {
     /// Fulcio base URL (`POST /api/v2/signingCert`).
     pub fulcio_url: String,
@@ -39,6 +40,31 @@ pub struct KeylessOptions {
     pub retry: RetryPolicy,
     /// Bound of the certificate request. Default 30 s.
     pub timeout: Duration,
+}
+
+/// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
+/// so it is built from [`KeylessOptions::default()`] and these, never as a literal.
+impl KeylessOptions {
+    /// Sets `fulcio_url`.
+    pub fn with_fulcio_url(mut self, value: String) -> Self {
+        self.fulcio_url = value;
+        self
+    }
+    /// Sets `rekor`.
+    pub fn with_rekor(mut self, value: RekorOptions) -> Self {
+        self.rekor = value;
+        self
+    }
+    /// Sets `retry`.
+    pub fn with_retry(mut self, value: RetryPolicy) -> Self {
+        self.retry = value;
+        self
+    }
+    /// Sets `timeout`.
+    pub fn with_timeout(mut self, value: Duration) -> Self {
+        self.timeout = value;
+        self
+    }
 }
 
 impl Default for KeylessOptions {

@@ -80,6 +80,7 @@ impl std::fmt::Display for SignScope {
 
 /// Options for [`sign_files`].
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct SignOptions {
     pub scope: SignScope,
     /// Add a further signature set instead of replacing existing ones.
@@ -92,6 +93,41 @@ pub struct SignOptions {
     /// signing, in whole seconds; `None`: now. Not written in append mode, where the message
     /// (and the signing time it holds) must stay as it is.
     pub signed_at: Option<jiff::Timestamp>,
+}
+
+/// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
+/// so it is built from [`SignOptions::default()`] and these, never as a literal.
+impl SignOptions {
+    /// Sets `scope`.
+    pub fn with_scope(mut self, value: SignScope) -> Self {
+        self.scope = value;
+        self
+    }
+    /// Sets `append`.
+    pub fn with_append(mut self, value: bool) -> Self {
+        self.append = value;
+        self
+    }
+    /// Sets `domain`.
+    pub fn with_domain(mut self, value: AnnotationDomain) -> Self {
+        self.domain = value;
+        self
+    }
+    /// Sets `limits`.
+    pub fn with_limits(mut self, value: Limits) -> Self {
+        self.limits = value;
+        self
+    }
+    /// Sets `expires_at` to `Some(value)`.
+    pub fn with_expires_at(mut self, value: jiff::Timestamp) -> Self {
+        self.expires_at = Some(value);
+        self
+    }
+    /// Sets `signed_at` to `Some(value)`.
+    pub fn with_signed_at(mut self, value: jiff::Timestamp) -> Self {
+        self.signed_at = Some(value);
+        self
+    }
 }
 
 /// What a signing run did.

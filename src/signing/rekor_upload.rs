@@ -32,6 +32,7 @@ const MAX_ENTRY_RESPONSE: usize = 1024 * 1024;
 
 /// Where and how entries are uploaded.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct RekorOptions {
     /// Rekor v1 base URL.
     pub url: String,
@@ -40,6 +41,31 @@ pub struct RekorOptions {
     pub retry: RetryPolicy,
     /// Bound of one request. Default 30 s.
     pub timeout: Duration,
+}
+
+/// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
+/// so it is built from [`RekorOptions::default()`] and these, never as a literal.
+impl RekorOptions {
+    /// Sets `url`.
+    pub fn with_url(mut self, value: String) -> Self {
+        self.url = value;
+        self
+    }
+    /// Sets `concurrency`.
+    pub fn with_concurrency(mut self, value: usize) -> Self {
+        self.concurrency = value;
+        self
+    }
+    /// Sets `retry`.
+    pub fn with_retry(mut self, value: RetryPolicy) -> Self {
+        self.retry = value;
+        self
+    }
+    /// Sets `timeout`.
+    pub fn with_timeout(mut self, value: Duration) -> Self {
+        self.timeout = value;
+        self
+    }
 }
 
 impl Default for RekorOptions {
@@ -55,6 +81,7 @@ impl Default for RekorOptions {
 
 /// Why an entry could not be logged.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum RekorError {
     #[error("Rekor at {url} is unreachable after {attempts}: {source}")]
     Connection {

@@ -90,6 +90,7 @@ impl AmbientEnvironment {
 
 /// Options for [`acquire_token`].
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct TokenOptions {
     /// `--identity-token`: the token itself, or `@FILE`.
     pub identity_token: Option<Secret>,
@@ -99,6 +100,31 @@ pub struct TokenOptions {
     pub sign_in: SignInOptions,
     /// Retries of the GitHub Actions token request.
     pub retry: RetryPolicy,
+}
+
+/// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
+/// so it is built from [`TokenOptions::default()`] and these, never as a literal.
+impl TokenOptions {
+    /// Sets `identity_token` to `Some(value)`.
+    pub fn with_identity_token(mut self, value: Secret) -> Self {
+        self.identity_token = Some(value);
+        self
+    }
+    /// Sets `audience`.
+    pub fn with_audience(mut self, value: String) -> Self {
+        self.audience = value;
+        self
+    }
+    /// Sets `sign_in`.
+    pub fn with_sign_in(mut self, value: SignInOptions) -> Self {
+        self.sign_in = value;
+        self
+    }
+    /// Sets `retry`.
+    pub fn with_retry(mut self, value: RetryPolicy) -> Self {
+        self.retry = value;
+        self
+    }
 }
 
 impl Default for TokenOptions {
@@ -200,6 +226,7 @@ fn check_claims(
 
 /// Why no usable identity token was obtained.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TokenError {
     #[error("cannot read the identity token file {}: {source}", path.display())]
     ReadFile {

@@ -34,6 +34,7 @@ use std::path::Path;
 
 /// Why a trust root could not be loaded. Every variant names where the root came from.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TrustRootError {
     #[error("{origin}: cannot read trusted root: {source}")]
     Read {
@@ -49,6 +50,7 @@ pub enum TrustRootError {
 
 /// Why a root could not be narrowed to a list of CA certificates.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RestrictError {
     #[error("no certificate given")]
     Empty,

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 /// Why a refresh failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TrustUpdateError {
     #[error("{path}: cannot read TUF root: {source}")]
     ReadRoot {

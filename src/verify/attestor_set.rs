@@ -77,6 +77,7 @@ pub struct AttestorPolicy {
 
 /// Why an attestor set cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AttestorSetError {
     #[error("an attestor set needs at least one entry")]
     NoEntries,

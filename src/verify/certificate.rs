@@ -56,6 +56,7 @@ const ID_KP_CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x
 
 /// Why a certificate attestor cannot be built from the given PEM.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CertificateAttestorError {
     #[error("a certificate attestor needs a certificate (cert), a CA chain (certChain), or both")]
     Empty,
@@ -78,6 +79,7 @@ pub enum CertificateAttestorError {
 
 /// Why a signature set did not verify under a certificate attestor.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CertificateCheckError {
     #[error(
         "signature set has no certificate annotation; a certChain attestor needs the signing \

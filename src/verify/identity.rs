@@ -27,6 +27,7 @@ const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
 /// Why an identity policy could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum IdentityPolicyError {
     #[error(
         "keyless verification needs an OIDC issuer constraint (exact or regex); refusing to \

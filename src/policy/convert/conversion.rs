@@ -7,6 +7,7 @@ use serde_json::Value;
 
 /// How keyless entries without an issuer get one.
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct ConvertOptions {
     /// `--issuer`: the issuer of every keyless entry that names none.
     pub issuer: Option<String>,
@@ -15,6 +16,26 @@ pub struct ConvertOptions {
     pub from_signed: Vec<Document>,
     /// Trust root and limits for checking the input (as `verify --policy` loads it).
     pub load: LoadOptions,
+}
+
+/// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
+/// so it is built from [`ConvertOptions::default()`] and these, never as a literal.
+impl ConvertOptions {
+    /// Sets `issuer` to `Some(value)`.
+    pub fn with_issuer(mut self, value: String) -> Self {
+        self.issuer = Some(value);
+        self
+    }
+    /// Sets `from_signed`.
+    pub fn with_from_signed(mut self, value: Vec<Document>) -> Self {
+        self.from_signed = value;
+        self
+    }
+    /// Sets `load`.
+    pub fn with_load(mut self, value: LoadOptions) -> Self {
+        self.load = value;
+        self
+    }
 }
 
 /// A converted policy file.

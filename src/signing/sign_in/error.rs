@@ -3,6 +3,7 @@
 /// Why an interactive sign-in failed. Whatever the reason, no token was handed on, so
 /// nothing was sent to Fulcio.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SignInError {
     #[error("{issuer} is not an issuer URL: {reason}")]
     IssuerUrl { issuer: String, reason: String },

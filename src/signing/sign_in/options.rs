@@ -10,6 +10,7 @@ pub const DEFAULT_OIDC_CLIENT_ID: &str = "sigstore";
 
 /// How to sign in interactively when no other source has a token.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SignInOptions {
     /// OIDC issuer; its endpoints come from `<issuer>/.well-known/openid-configuration`.
     pub issuer: String,
@@ -23,6 +24,36 @@ pub struct SignInOptions {
     pub terminal: bool,
     /// How long to wait for the person (browser redirect, device approval). Default 5 min.
     pub timeout: Duration,
+}
+
+/// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
+/// so it is built from [`SignInOptions::default()`] and these, never as a literal.
+impl SignInOptions {
+    /// Sets `issuer`.
+    pub fn with_issuer(mut self, value: String) -> Self {
+        self.issuer = value;
+        self
+    }
+    /// Sets `client_id`.
+    pub fn with_client_id(mut self, value: String) -> Self {
+        self.client_id = value;
+        self
+    }
+    /// Sets `open_browser`.
+    pub fn with_open_browser(mut self, value: bool) -> Self {
+        self.open_browser = value;
+        self
+    }
+    /// Sets `terminal`.
+    pub fn with_terminal(mut self, value: bool) -> Self {
+        self.terminal = value;
+        self
+    }
+    /// Sets `timeout`.
+    pub fn with_timeout(mut self, value: Duration) -> Self {
+        self.timeout = value;
+        self
+    }
 }
 
 impl Default for SignInOptions {
