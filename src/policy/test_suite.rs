@@ -56,6 +56,7 @@ pub const MAX_ROWS: usize = 100_000;
 /// Why suites cannot be run. Every variant names the file; documents and fields where
 /// they apply.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SuiteError {
     #[error("{path}: cannot read: {source}")]
     Read {
@@ -97,11 +98,26 @@ pub enum SuiteError {
 
 /// Settings for a run.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SuiteOptions {
     /// The suite file name searched for in directories (`--file-name`).
     pub file_name: String,
     /// How the suites' policies are loaded (trust root, limits).
     pub load: LoadOptions,
+}
+
+/// Setters for callers outside the crate (the struct is `#[non_exhaustive]`).
+impl SuiteOptions {
+    /// Sets `file_name`.
+    pub fn with_file_name(mut self, value: String) -> Self {
+        self.file_name = value;
+        self
+    }
+    /// Sets `load`.
+    pub fn with_load(mut self, value: LoadOptions) -> Self {
+        self.load = value;
+        self
+    }
 }
 
 impl Default for SuiteOptions {
