@@ -57,6 +57,17 @@ class Api:
         elif kind == "use":
             glob = "::*" if inner["is_glob"] else ""
             self.emit(f"pub use {path}::{inner['name']}{glob} = {inner['source']}{glob}")
+            # An item of this crate re-exported from a private module: its shape is API too,
+            # printed under the path callers name it by.
+            target_id = inner.get("id")
+            target = self.item(target_id) if target_id is not None else None
+            if target is not None and target["crate_id"] == 0:
+                if inner["is_glob"]:
+                    self.module(str(target_id), path)
+                elif ("use", target_id) not in self.visited:
+                    self.visited.add(("use", target_id))
+                    renamed = dict(target, name=inner["name"])
+                    self.public_item(str(target_id), renamed, path)
         elif kind == "struct":
             self.struct(item, inner, here)
         elif kind == "enum":

@@ -64,6 +64,9 @@ cargo test --locked --doc --no-default-features
 log "module layering (imports point down, no cycles, sigstore crates only in adapters)"
 cargo test --locked --test layering
 
+log "public API against its snapshot (tests/golden/public-api.txt)"
+bash scripts/public-api.sh
+
 log "cargo package (crate contents and size)"
 bash scripts/check-package.sh
 

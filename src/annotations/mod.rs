@@ -1,6 +1,6 @@
 //! The `cosign.sigstore.dev/*` annotation codec.
 //!
-//! Wire format (research/k8s-manifest-sigstore.md §0–§2), per object:
+//! Wire format (docs/design.md, "Signature annotations" and "The message M"), per object:
 //!
 //! | key | value |
 //! |---|---|

@@ -2,7 +2,7 @@
 //!
 //! M is the YAML of the signed documents (signature annotations removed), joined with
 //! `"\n---\n"` — the shape kubectl-sigstore's `--tarball=no` mode writes and that Kyverno and
-//! kubectl-sigstore parse (research/k8s-manifest-sigstore.md §1.4). The signature covers M
+//! kubectl-sigstore parse (docs/design.md, "The message M"). The signature covers M
 //! itself, not its gzip or base64 form.
 //!
 //! Reading also accepts the deprecated kubectl-sigstore tarball messages, where M is a

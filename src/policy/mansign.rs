@@ -299,7 +299,7 @@ pub struct CertificatesSpec {
 
 /// PEM text (one or more keys; each is its own entry; or `k8s://NAMESPACE/NAME[/KEY]`), a
 /// file, or a Secret or ConfigMap data key read from the cluster (a
-/// [`KeyReference`](super::KeyReference)).
+/// [`KeyReference`]).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct KeysSpec {

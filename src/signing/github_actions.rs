@@ -1,7 +1,8 @@
 //! The GitHub Actions identity token: `GET $ACTIONS_ID_TOKEN_REQUEST_URL&audience=<aud>`
 //! with `Authorization: bearer $ACTIONS_ID_TOKEN_REQUEST_TOKEN`, answered by
-//! `{"count": n, "value": "<JWT>"}` (research/sigstore-protocol.md §3). The job needs
-//! `permissions: id-token: write`; without it the two variables are not set.
+//! `{"count": n, "value": "<JWT>"}` (GitHub's "About security hardening with OpenID
+//! Connect"). The job needs `permissions: id-token: write`; without it the two variables are
+//! not set.
 //!
 //! Written here rather than through `ambient-id` so the audience is ours, the request is
 //! retried like every other (429 and 5xx honouring `Retry-After`, connection errors; never

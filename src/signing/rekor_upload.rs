@@ -1,7 +1,8 @@
 //! Rekor v1 uploads: one `hashedrekord` v0.0.1 entry per signed message, and the cosign
 //! `RekorBundle` (the `bundle` annotation) made from Rekor's answer.
 //!
-//! The entry is the one cosign writes (research/k8s-manifest-sigstore.md §2):
+//! The entry is the one cosign writes (cosign v3 `pkg/cosign/tlog.go`, as
+//! k8s-manifest-sigstore 4152ec03ed3d calls it; docs/design.md, "Signature annotations"):
 //! `spec.data.hash` = SHA-256(M) in hex, `spec.signature.content` = base64(DER signature),
 //! `spec.signature.publicKey.content` = base64(PEM) of the Fulcio leaf certificate
 //! (keyless) or of the PKIX public key (`--key` with `--tlog-upload`).

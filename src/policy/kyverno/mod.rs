@@ -9,7 +9,7 @@
 //! * `keys.publicKeys`: PEM keys; `k8s://NAMESPACE/NAME` (a Secret's `cosign.pub`, cosign's
 //!   convention; `k8s://NAMESPACE/NAME/KEY` for another data key); or exactly
 //!   `"{{ NAME.data.KEY }}"` where NAME is a `configMap` entry of the rule's `context`.
-//!   Both are [`KeyReference`](crate::policy::KeyReference)s, resolved by the caller
+//!   Both are [`KeyReference`]s, resolved by the caller
 //!   (webhook: a watch; CLI: one read). Other key references (KMS URIs, `env://`, paths),
 //!   other context entries (`apiCall`, `variable`, `imageRegistry`, `globalReference`) and
 //!   every other variable or JMESPath expression are refused; so are `keys.kms` and

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# public-api.sh [--update] -- the library's public API against its committed snapshot.
+#
+# Builds the rustdoc JSON of the `mansign` library (default features) with the pinned stable
+# toolchain (RUSTC_BOOTSTRAP=1 unlocks rustdoc's JSON output, which is unstable), renders it
+# as sorted text with scripts/public-api.py, and compares it with tests/golden/public-api.txt.
+# A difference fails with the diff: every change to the public API is a deliberate change of
+# the snapshot (`scripts/public-api.sh --update`, reviewed with the code that made it).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SNAPSHOT="$ROOT/tests/golden/public-api.txt"
+cd "$ROOT"
+RUSTC_BOOTSTRAP=1 cargo rustdoc --locked --lib --quiet -- -Z unstable-options --output-format json
+json=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/doc/mansign.json
+rendered=$(mktemp)
+trap 'rm -f "$rendered"' EXIT
+python3 "$ROOT/scripts/public-api.py" "$json" >"$rendered"
+if [ "${1:-}" = "--update" ]; then
+  mv "$rendered" "$SNAPSHOT"
+  trap - EXIT
+  echo "public-api.sh: wrote $SNAPSHOT ($(wc -l <"$SNAPSHOT") items)"
+  exit 0
+fi
+if ! diff -u "$SNAPSHOT" "$rendered"; then
+  echo "public-api.sh: the public API differs from tests/golden/public-api.txt (above)." >&2
+  echo "If the change is intended, run scripts/public-api.sh --update and commit the snapshot." >&2
+  exit 1
+fi
+echo "public-api.sh: the public API matches tests/golden/public-api.txt ($(wc -l <"$SNAPSHOT") items)"
