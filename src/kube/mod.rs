@@ -12,6 +12,7 @@ pub use config::{ClusterConfig, Credentials, Kubeconfig, SERVICE_ACCOUNT_DIR};
 
 /// Why the API server could not be read.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum KubeError {
     /// The configuration (kubeconfig, service account) is missing or not usable.
     #[error("{0}")]
