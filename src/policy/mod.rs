@@ -816,3 +816,15 @@ pub(crate) fn attestor_policy(
     }
     Ok(policy)
 }
+
+#[cfg(test)]
+mod tests {
+    fn assert_send_sync<T: Send + Sync + 'static>() {}
+
+    /// The webhook shares one policy set across its worker threads (and swaps it on reload).
+    #[test]
+    fn policy_sets_can_be_shared_across_threads() {
+        assert_send_sync::<super::PolicySet>();
+        assert_send_sync::<super::LoadOptions>();
+    }
+}

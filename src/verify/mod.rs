@@ -106,7 +106,6 @@ mod tests {
         assert_send_sync::<super::VerificationCache>();
         assert_send_sync::<super::BlockingVerifications>();
         assert_send_sync::<crate::trust::TrustRoot>();
-        assert_send_sync::<crate::policy::PolicySet>();
         assert_send_sync::<super::DocumentVerdict>();
     }
 }
