@@ -1219,6 +1219,113 @@ fn tolerated_defaults_cannot_be_used_by_a_client_to_change_behaviour() {
     );
 }
 
+/// A Service's addresses are tolerated as the allocator's only when no `managedFields` entry
+/// owns them: the API server's field manager attributes what the request sent before the
+/// registry allocates, so a client's own `clusterIP` is owned by its manager and denied,
+/// while the signed Service (no `clusterIP`) written by every kubectl path is admitted.
+#[test]
+fn a_client_chosen_cluster_ip_or_node_port_is_denied_and_allocated_ones_admitted() {
+    let env = shared();
+    let text = std::fs::read_to_string(fixture("cluster/signed-set/service.yaml")).unwrap();
+    let signed = |name: &str| env.sign(&text.replace("name: web\n", &format!("name: {name}\n")));
+    let service = signed("web-chosen");
+    let at = |path: &str, value: Value| {
+        with_field(&service, &path.split('.').collect::<Vec<_>>(), value)
+    };
+    let chosen = [
+        (
+            "clusterIP: 10.0.0.77 (a valid, free address of the cluster's range)",
+            at("spec.clusterIP", json!("10.0.0.77")),
+            "spec.clusterIP",
+        ),
+        (
+            "clusterIP: 10.0.0.78 with clusterIPs: [10.0.0.78]",
+            with_field(
+                &at("spec.clusterIP", json!("10.0.0.78")),
+                &["spec", "clusterIPs"],
+                json!(["10.0.0.78"]),
+            ),
+            "spec.clusterIPs",
+        ),
+        (
+            "ipFamilies: [IPv4]",
+            at("spec.ipFamilies", json!(["IPv4"])),
+            "spec.ipFamilies",
+        ),
+        (
+            "type: NodePort with nodePort: 30077",
+            with_field(
+                &at("spec.type", json!("NodePort")),
+                &["spec", "ports", "0", "nodePort"],
+                json!(30077),
+            ),
+            "spec.ports[0].nodePort",
+        ),
+    ];
+    for (what, doc, field) in &chosen {
+        for args in [
+            &["create", "--dry-run=server"][..],
+            &["apply", "--server-side", "--dry-run=server"],
+        ] {
+            let out = env.kubectl_doc(what, args, doc);
+            assert_denied(&out, "modified");
+            assert!(
+                stderr(&out).contains(field),
+                "{what} ({args:?}): the denial does not name {field}: {}",
+                stderr(&out)
+            );
+        }
+    }
+
+    // The signed Service, written by each kubectl path, then applied again (an update).
+    let ns = "stored";
+    let paths: [(&str, &[&[&str]]); 4] = [
+        ("web-alloc-apply", &[&["apply"]]),
+        ("web-alloc-ssa", &[&["apply", "--server-side"]]),
+        ("web-alloc-create", &[&["create"]]),
+        ("web-alloc-replace", &[&["create"], &["replace"]]),
+    ];
+    for (name, writes) in paths {
+        let doc = signed(name);
+        for args in writes.iter().copied().chain([&["apply"][..]]) {
+            assert_admitted(
+                &env.kubectl_doc(&format!("signed Service {name}"), args, &doc),
+                &format!("the signed Service {name} by kubectl {args:?}"),
+            );
+        }
+        // The allocated address is what the object holds, owned by no manager.
+        let out = env.kubectl(
+            "read back",
+            &[
+                "get",
+                "service",
+                name,
+                "-n",
+                ns,
+                "--show-managed-fields",
+                "-o",
+                "json",
+            ],
+        );
+        let live: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            live["spec"]["clusterIP"]
+                .as_str()
+                .is_some_and(|ip| ip.starts_with("10.0.0.")),
+            "{name}: {live}"
+        );
+        let managers = live["metadata"]["managedFields"].as_array().unwrap();
+        assert!(!managers.is_empty(), "{name}: {live}");
+        for entry in managers {
+            assert!(
+                entry["fieldsV1"]["f:spec"].get("f:clusterIP").is_none(),
+                "{name}: a manager owns the allocated address: {entry}"
+            );
+        }
+        env.kubectl("clean up", &["delete", "service", name, "-n", ns]);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // 4. Status writes
 // ---------------------------------------------------------------------------------------

@@ -1646,6 +1646,34 @@ spec: {size: 3}
             let (outcome, _, message) = decide(r, &v, "CREATE", None);
             c.reject(format!("Service {what}"), outcome, &message);
         }
+        // A valid address the client chose: its manager owns the field (the API server's
+        // field manager runs before the allocator), or the request has no managedFields
+        // to show the address allocated.
+        for (what, owned) in [
+            ("clusterIP", json!({"f:spec": {"f:clusterIP": {}}})),
+            ("clusterIPs", json!({"f:spec": {"f:clusterIPs": {}}})),
+            ("ipFamilies", json!({"f:spec": {"f:ipFamilies": {}}})),
+        ] {
+            let mut v = base.clone();
+            v["metadata"]["managedFields"][0]["fieldsV1"] = owned;
+            let (outcome, _, message) = decide(r, &v, "CREATE", None);
+            c.reject(
+                format!("Service {what} 10.96.0.10 owned by the client's manager"),
+                outcome,
+                &message,
+            );
+        }
+        let mut unattributed = base.clone();
+        unattributed["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        let (outcome, _, message) = decide(r, &unattributed, "CREATE", None);
+        c.reject(
+            "Service clusterIP without managedFields".into(),
+            outcome,
+            &message,
+        );
         let mut udp = base.clone();
         udp["spec"]["ports"][0]["protocol"] = json!("UDP");
         let (outcome, _, message) = decide(r, &udp, "CREATE", None);

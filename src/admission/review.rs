@@ -28,7 +28,7 @@ pub use super::request::BadReview;
 use super::request::{ParsedRequest, operation_name, parse};
 use super::response::{Answer, MAX_WARNING_CHARS, body as response_body, bounded};
 use super::status_write::{strategy_of, unverified_fields};
-use crate::manifest::{Document, DocumentOrigin, IgnoreFields, ObjectIdentity, Source};
+use crate::manifest::{Document, DocumentOrigin, IgnoreFields, ObjectIdentity, Source, Tolerances};
 use crate::policy::{FailureAction, PolicyRule, PolicySet, RequestContext, UserInfo};
 use crate::verify::{Rejection, SignerInfo, Verifier};
 use kube_core::admission::{AdmissionRequest, Operation};
@@ -377,6 +377,11 @@ impl Reviewer {
             .iter()
             .map(|rule| {
                 let mut verifier = rule.verifier_for(&doc.identity);
+                let tolerances = verifier.tolerances().clone();
+                verifier = verifier.with_tolerances(Tolerances {
+                    admission_request: true,
+                    ..tolerances
+                });
                 if let Some(unverified) = status_write {
                     verifier = for_status_write(verifier, unverified);
                 }

@@ -349,6 +349,12 @@ pub struct Tolerances {
     /// The values the `argocd` and `flux` profiles accept (empty: unbound; see
     /// `manifest::gitops`).
     pub gitops: GitopsBindings,
+    /// The object is an admission request's: an allocated value ([`Computed::is_allocated`])
+    /// is tolerated only when `metadata.managedFields` shows no manager set it, and an
+    /// object without `managedFields` gets none tolerated. Off for objects read back
+    /// (`kubectl get` strips `managedFields`): there a field a manager owns is still refused,
+    /// but an object without them is judged by its value alone (docs/policy.md).
+    pub admission_request: bool,
 }
 
 fn p(text: &str) -> FieldPattern {
@@ -777,7 +783,7 @@ impl Tolerances {
         (self.ignores_status(id) && matches!(d.path.first(), Some(Step::Key("status"))))
             || kubernetes_rules(id)
                 .iter()
-                .any(|r| rule_tolerates(r, object, d))
+                .any(|r| rule_tolerates(r, object, d, self.admission_request))
     }
 
     /// Whether `last-applied-configuration` may differ from the signed document when its
@@ -807,7 +813,12 @@ impl Tolerances {
     }
 }
 
-fn rule_tolerates(rule: &Rule, object: &Value, d: &Difference<'_>) -> bool {
+fn rule_tolerates(
+    rule: &Rule,
+    object: &Value,
+    d: &Difference<'_>,
+    admission_request: bool,
+) -> bool {
     match rule {
         Rule::Ignore(p) => p.matches_steps(d.path),
         Rule::Default(p, value) => {
@@ -818,11 +829,55 @@ fn rule_tolerates(rule: &Rule, object: &Value, d: &Difference<'_>) -> bool {
                 && p.matches_steps_exactly(d.path)
                 && d.actual
                     .is_some_and(|actual| computed.accepts(object, d.path, actual))
+                && (!computed.is_allocated()
+                    || match field_owned(object, d.path) {
+                        Some(owned) => !owned,
+                        None => !admission_request,
+                    })
         }
     }
 }
 
+/// Whether a manager in `object`'s `metadata.managedFields` owns the field at `path` (keys
+/// only) or anything below it: `None` when the object has no `managedFields` entry with
+/// `fieldsV1` to tell. The API server's field manager computes the entries from what the
+/// request sent, before the Service registry allocates addresses (k8s.io/apiserver v0.34.4
+/// `pkg/endpoints/handlers/create.go`/`update.go` run it before `rest.Create`/`Update`,
+/// whose `BeginCreate`/`BeginUpdate` allocate); an allocated value is owned by no manager,
+/// a value a client sent is owned by that client's manager.
+fn field_owned(object: &Value, path: &[Step<'_>]) -> Option<bool> {
+    let entries = object
+        .get("metadata")?
+        .get("managedFields")?
+        .as_array()?
+        .iter()
+        .filter_map(|e| e.get("fieldsV1"))
+        .collect::<Vec<_>>();
+    if entries.is_empty() {
+        return None;
+    }
+    Some(entries.iter().any(|fields| {
+        path.iter()
+            .try_fold(*fields, |v, step| match step {
+                Step::Key(k) => v.get(format!("f:{k}")),
+                Step::Index(_) => None,
+            })
+            .is_some()
+    }))
+}
+
 impl Computed {
+    /// A value the API server allocates but a client may also send (a Service's addresses
+    /// and, following them, its families): tolerated only when no manager owns the field.
+    /// The other computed values are the same whoever writes them (a client sending the
+    /// default gets the default's behaviour; the revision counters are the controllers').
+    fn is_allocated(self) -> bool {
+        matches!(
+            self,
+            Computed::ServiceClusterIp | Computed::ServiceClusterIps | Computed::ServiceIpFamilies
+        )
+    }
+
     /// True if `actual`, found at `path` of the live `object`, is what the API server
     /// computes there.
     fn accepts(self, object: &Value, path: &[Step<'_>], actual: &Value) -> bool {
@@ -1426,6 +1481,74 @@ mod tests {
                 "spec.ipFamilies[0]"
             ]
         );
+    }
+
+    /// A Service read back with the addresses the allocator gave it, and `managedFields`
+    /// entries whose `fieldsV1` are `owned` (none: no `managedFields` at all).
+    fn allocated_service(owned: Option<Vec<Value>>) -> Value {
+        let mut live = service(json!({"selector": {"app": "x"}, "clusterIP": "10.0.0.77",
+            "clusterIPs": ["10.0.0.77"], "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack"}));
+        if let Some(owned) = owned {
+            let entries: Vec<Value> = owned
+                .into_iter()
+                .map(|fields| {
+                    json!({"manager": "kubectl", "operation": "Update",
+                    "fieldsType": "FieldsV1", "fieldsV1": fields})
+                })
+                .collect();
+            live["metadata"]["managedFields"] = Value::Array(entries);
+        }
+        live
+    }
+
+    #[test]
+    fn an_address_a_manager_owns_is_the_client_s_choice_not_an_allocation() {
+        let signed = service(json!({"selector": {"app": "x"}}));
+        let admission = Tolerances {
+            admission_request: true,
+            ..kube()
+        };
+        let sent = json!({"f:spec": {"f:selector": {}, "f:ipFamilyPolicy": {}}});
+        // Not owned: what the allocator wrote, in an admission request and read back.
+        for t in [kube(), admission.clone()] {
+            let live = allocated_service(Some(vec![sent.clone()]));
+            assert!(remaining(&t, &id("", "Service"), signed.clone(), live).is_empty());
+        }
+        // Owned by the client that sent it (in one entry of several): refused either way.
+        let chose = json!({"f:spec": {"f:clusterIP": {}, "f:clusterIPs": {}, "f:ipFamilies": {}}});
+        for t in [kube(), admission.clone()] {
+            let live = allocated_service(Some(vec![sent.clone(), chose.clone()]));
+            assert_eq!(
+                remaining(&t, &id("", "Service"), signed.clone(), live),
+                ["spec.clusterIP", "spec.clusterIPs[0]", "spec.ipFamilies[0]"]
+            );
+        }
+        let only_ip = json!({"f:spec": {"f:clusterIP": {}}});
+        let live = allocated_service(Some(vec![only_ip]));
+        assert_eq!(
+            remaining(&admission, &id("", "Service"), signed.clone(), live),
+            ["spec.clusterIP"]
+        );
+        // No `managedFields` (or entries without `fieldsV1`): an admission request cannot
+        // show the address allocated, so it is refused; a live read (`kubectl get` strips
+        // them) is judged by the value.
+        for live in [allocated_service(None), allocated_service(Some(vec![])), {
+            let mut live = allocated_service(Some(vec![]));
+            live["metadata"]["managedFields"] = json!([{"manager": "x"}]);
+            live
+        }] {
+            assert_eq!(
+                remaining(&admission, &id("", "Service"), signed.clone(), live.clone()),
+                ["spec.clusterIP", "spec.clusterIPs[0]", "spec.ipFamilies[0]"]
+            );
+            assert!(remaining(&kube(), &id("", "Service"), signed.clone(), live).is_empty());
+        }
+        // The values that are the same whoever sends them stay tolerated without evidence.
+        let live = service(
+            json!({"selector": {"app": "x"}, "ipFamilyPolicy": "SingleStack",
+            "type": "ClusterIP", "internalTrafficPolicy": "Cluster"}),
+        );
+        assert!(remaining(&admission, &id("", "Service"), signed, live).is_empty());
     }
 
     #[test]
