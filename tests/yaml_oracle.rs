@@ -459,7 +459,8 @@ fn the_known_divergences_are_closed() {
 }
 
 /// The six inputs of the generated run that kubectl's scanner (go-yaml v2) refused and
-/// mansign read until issue 22 closed them: both must refuse each, mansign naming the line.
+/// mansign read until issue 22 closed them (and two found on the way): both must refuse
+/// each, mansign naming the document and line.
 #[test]
 fn kubectl_scanner_refusals_are_refused_by_mansign_too() {
     let head = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n";
@@ -493,6 +494,17 @@ fn kubectl_scanner_refusals_are_refused_by_mansign_too() {
             "a block scalar after a multi-line quoted scalar, a tab on its first line",
             format!("{head}data:\n  k4: \"one\n  two  three\"\n  k3: >\n    \t|\n  k5: x\n"),
             "line 9",
+        ),
+        // Found while closing the six (not in the generated run).
+        (
+            "a tab in the indentation of a comment line after a plain scalar",
+            format!("{head}data:\n  k: v\n\t# c\n"),
+            "line 7",
+        ),
+        (
+            "a tab on a blank line after a plain scalar",
+            format!("{head}data:\n  k: v\n  \t\n"),
+            "line 7",
         ),
     ];
     let inputs: Vec<Vec<u8>> = cases

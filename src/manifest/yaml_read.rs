@@ -275,6 +275,12 @@ mod tests {
             assert!(e.contains(&format!("line {line}")), "{text:?}: {e}");
             assert!(e.contains("document 1"), "{text:?}: {e}");
         }
+        // A tab on a line after a plain scalar: kubectl's scalar scan fails ("found a tab
+        // character that violates indentation").
+        for body in ["data:\n  k: v\n\t# c\n", "data:\n  k: v\n  \t\n"] {
+            let text = format!("{head}{body}");
+            assert!(parse(&text).is_err(), "{text:?}");
+        }
         // What kubectl reads stays read: tabs after a key's `:`, inside flow collections, in
         // comments and inside scalars; `? ` keys with content in flow mappings; `|` and `>`
         // inside flow plain scalars.

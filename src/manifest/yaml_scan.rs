@@ -447,7 +447,7 @@ impl Block<'_> {
                 _ => {
                     self.save_key();
                     self.key_allowed = false;
-                    self.plain();
+                    self.plain()?;
                 }
             }
             if self.c.i == start {
@@ -517,7 +517,7 @@ impl Block<'_> {
 
     /// `scan_plain_scalar` in block context: continues on lines indented more than the
     /// enclosing block, ends at `: `, at ` #`, or at a less indented line.
-    fn plain(&mut self) {
+    fn plain(&mut self) -> Result<(), Finding> {
         let min = self.indent + 1;
         let mut after_break = false;
         loop {
@@ -544,11 +544,15 @@ impl Block<'_> {
                     self.c.skip_break();
                     after_break = true;
                 } else if after_break && ch == '\t' && (self.c.col as isize) < min {
-                    // Tabs in indentation: the rest of the line, comment included, is skipped.
-                    self.c.skip_ws_to_eol();
-                    if !is_breakz(self.c.peek()) {
-                        return;
-                    }
+                    // A tab in the indentation of a line after a plain scalar: go-yaml v2
+                    // fails (`yaml_parser_scan_plain_scalar`), saphyr skips the line.
+                    return Err(Finding::KubectlRefuses {
+                        line: self.c.line,
+                        column: self.c.col + 1,
+                        what: "a tab in the indentation after a plain scalar",
+                        kubectl: "found a tab character that violates indentation",
+                        fix: "indent with spaces",
+                    });
                 } else {
                     self.c.bump();
                 }
@@ -560,6 +564,7 @@ impl Block<'_> {
         if after_break {
             self.key_allowed = true;
         }
+        Ok(())
     }
 
     /// `scan_block_scalar`: the header, then every line that belongs to the scalar.
