@@ -22,7 +22,10 @@
 //! The same pass refuses YAML directives (`%YAML`, `%TAG`: kubectl fails on them) and the
 //! characters U+0085, U+2028 and U+2029, which YAML 1.1 (kubectl) reads as line breaks and
 //! YAML 1.2 as text: `a: b # c<U+2028>evil: true` is one comment for one and a second key for
-//! the other.
+//! the other. It also refuses text go-yaml v2's scanner (kubectl) stops on and saphyr-parser
+//! reads (issue 22, held by tests/yaml_oracle.rs): a tab where a simple key may start in
+//! block context, a tab in the indentation after a plain scalar, and `|`, `>` or `?` starting
+//! a token in a flow collection where go-yaml fails or reads a key.
 
 /// What the pre-scan refuses. Lines are 1-based in the document, columns 1-based.
 #[derive(Debug, Clone, PartialEq, Eq)]
