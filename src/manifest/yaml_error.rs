@@ -56,6 +56,13 @@ pub enum YamlError {
          lines and fails on directives; remove it"
     )]
     Directive { at: Box<YamlLocation> },
+    #[error("{at}: {what}; kubectl refuses it ({kubectl}); {fix}")]
+    KubectlScannerRefuses {
+        at: Box<YamlLocation>,
+        what: &'static str,
+        kubectl: &'static str,
+        fix: &'static str,
+    },
     #[error(
         "{at}: character U+{:04X} is a line break for kubectl (YAML 1.1) but not in YAML 1.2, \
          so the two read different documents; remove it, or write it as \"\\u{:04x}\" inside a \
@@ -170,6 +177,7 @@ impl YamlError {
             YamlError::TooManyDocuments { .. } | YamlError::InvalidSeparator { .. } => None,
             YamlError::ContentAfterDocumentEnd { at }
             | YamlError::Directive { at }
+            | YamlError::KubectlScannerRefuses { at, .. }
             | YamlError::LineBreakCharacter { at, .. }
             | YamlError::FlowCollectionTooLarge { at, .. }
             | YamlError::TooDeep { at, .. }

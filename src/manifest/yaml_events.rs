@@ -453,12 +453,28 @@ impl Builder<'_> {
                 document,
                 message: "cannot locate a block scalar in the text".into(),
             })?;
-        // The span starts at the indicator, or (depending on the parser's bookkeeping) after
-        // it: take the last indicator at or before the start of the span's line.
-        let line_end = self.source[start..]
-            .find('\n')
-            .map_or(self.source.len(), |i| start + i);
-        let Some(indicator) = self.source[..line_end].rfind(['|', '>']) else {
+        // The span starts at the indicator (or an anchor or tag before it), or at the first
+        // content character, after the header's line: then the indicator is the last one
+        // before that line (the content may hold `|` and `>` too).
+        let line_start = self.source[..start].rfind('\n').map_or(0, |i| i + 1);
+        let rest = &self.source[start..];
+        let header_here = rest.starts_with(['|', '>']) && {
+            let after = rest[1..]
+                .trim_start_matches(|c: char| c.is_ascii_digit() || c == '+' || c == '-')
+                .trim_start_matches([' ', '\t']);
+            after.is_empty() || after.starts_with(['\n', '\r', '#'])
+        };
+        let on_content_line = line_start > 0
+            && self.source[line_start..start]
+                .chars()
+                .all(|c| c == ' ' || c == '\t')
+            && !header_here;
+        let search_end = if on_content_line {
+            line_start
+        } else {
+            rest.find('\n').map_or(self.source.len(), |i| start + i)
+        };
+        let Some(indicator) = self.source[..search_end].rfind(['|', '>']) else {
             return Ok(());
         };
         let mut lines = self.source[indicator..].split('\n');
@@ -472,7 +488,9 @@ impl Builder<'_> {
             match content.chars().next() {
                 None | Some('\r') => continue,
                 Some('\t') => {
-                    let line_no = self.first_line + span.start.line() + i;
+                    let header_line =
+                        self.first_line + self.source[..indicator].matches('\n').count();
+                    let line_no = header_line + 1 + i;
                     return Err(YamlError::Syntax {
                         document,
                         message: format!(

@@ -218,6 +218,18 @@ fn finding_error(f: Finding, chunk: &Chunk, limits: &Limits) -> YamlError {
             at: at(line, column),
             limit: limits.max_flow_collection_bytes,
         },
+        Finding::KubectlRefuses {
+            line,
+            column,
+            what,
+            kubectl,
+            fix,
+        } => YamlError::KubectlScannerRefuses {
+            at: at(line, column),
+            what,
+            kubectl,
+            fix,
+        },
         Finding::TooDeep { line, column } => YamlError::TooDeep {
             at: at(line, column),
             limit: limits.max_depth,
@@ -230,6 +242,60 @@ mod tests {
     use super::*;
     use crate::manifest::to_yaml;
     use serde_json::json;
+
+    /// Issue 22: what go-yaml v2's scanner (kubectl) refuses and saphyr-parser reads; each
+    /// refusal names the document and line.
+    #[test]
+    fn text_kubectl_scanner_refuses_is_refused() {
+        let head = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n";
+        let cases = [
+            ("data:\n  k: {k: >true, j: \t}\n", 6, "`|` or `>`"),
+            ("data:\n  k:\n    - \t\n", 7, "a tab where"),
+            ("data:\n  k: [|, x]\n", 6, "`|` or `>`"),
+            ("data:\n  k: [a, ?\"]\n", 6, "a `?`"),
+            ("data:\n  k:\n    - [-.5\\, ?]\n", 7, "a `?`"),
+            (
+                "data:\n  k4: \"one\n  two\"\n  k3: >\n    \t|\n",
+                9,
+                "a tab right after the indentation",
+            ),
+            (
+                "data:\n  k3: >\n    \t|\n",
+                7,
+                "a tab right after the indentation",
+            ),
+            ("data:\n  k: [?x]\n", 6, "a `?`"),
+            ("data:\n  k: {? , a: b}\n", 6, "a `?`"),
+            ("data:\n\t\n  k: v\n", 6, "a tab where"),
+        ];
+        for (body, line, what) in cases {
+            let text = format!("{head}{body}");
+            let e = parse(&text).expect_err(&text).to_string();
+            assert!(e.contains(what), "{text:?}: {e}");
+            assert!(e.contains(&format!("line {line}")), "{text:?}: {e}");
+            assert!(e.contains("document 1"), "{text:?}: {e}");
+        }
+        // A tab on a line after a plain scalar: kubectl's scalar scan fails ("found a tab
+        // character that violates indentation").
+        for body in ["data:\n  k: v\n\t# c\n", "data:\n  k: v\n  \t\n"] {
+            let text = format!("{head}{body}");
+            assert!(parse(&text).is_err(), "{text:?}");
+        }
+        // What kubectl reads stays read: tabs after a key's `:`, inside flow collections, in
+        // comments and inside scalars; `? ` keys with content in flow mappings; `|` and `>`
+        // inside flow plain scalars.
+        for body in [
+            "data:\n  k: \tv\n",
+            "data:\n  k: v\t# c\n",
+            "data:\n  k: [a,\tb]\n",
+            "data:\n  k: {? a : b}\n",
+            "data:\n  k: [a|b, c>d]\n",
+            "data:\n  k: |\n    a\tb\n",
+        ] {
+            let text = format!("{head}{body}");
+            parse(&text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        }
+    }
 
     fn parse(text: &str) -> Result<Vec<(usize, Value)>, YamlError> {
         parse_documents(text, &Limits::default())

@@ -22,7 +22,10 @@
 //! The same pass refuses YAML directives (`%YAML`, `%TAG`: kubectl fails on them) and the
 //! characters U+0085, U+2028 and U+2029, which YAML 1.1 (kubectl) reads as line breaks and
 //! YAML 1.2 as text: `a: b # c<U+2028>evil: true` is one comment for one and a second key for
-//! the other.
+//! the other. It also refuses text go-yaml v2's scanner (kubectl) stops on and saphyr-parser
+//! reads (issue 22, held by tests/yaml_oracle.rs): a tab where a simple key may start in
+//! block context, a tab in the indentation after a plain scalar, and `|`, `>` or `?` starting
+//! a token in a flow collection where go-yaml fails or reads a key.
 
 /// What the pre-scan refuses. Lines are 1-based in the document, columns 1-based.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +47,46 @@ pub(crate) enum Finding {
         line: usize,
         column: usize,
     },
+    /// Text kubectl's scanner (go-yaml v2, scannerc.go) stops on and the parser reads.
+    KubectlRefuses {
+        line: usize,
+        column: usize,
+        what: &'static str,
+        kubectl: &'static str,
+        fix: &'static str,
+    },
+}
+
+const CANNOT_START: &str = "found character that cannot start any token";
+
+/// go-yaml v2's `yaml_parser_fetch_next_token` takes `?` as a key indicator anywhere in a
+/// flow collection (YAML 1.2 starts a plain scalar when a non-blank follows), and its
+/// parser, after an empty key in a flow sequence, consumes the `,` or `]` that follows
+/// (`yaml_parser_parse_flow_sequence_entry_mapping_key`): such a `?` is refused.
+fn flow_question_mark(c: &Cursor) -> Option<Finding> {
+    let refuse = |kubectl| {
+        Some(Finding::KubectlRefuses {
+            line: c.line,
+            column: c.col + 1,
+            what: "a `?` inside a flow collection",
+            kubectl,
+            fix: "quote the text that starts with `?`",
+        })
+    };
+    let nc = c.peek_at(1);
+    if !is_blank_or_breakz(nc) {
+        return refuse(
+            "it starts a key there; found unexpected end of stream, or did not find expected ',' or ']'",
+        );
+    }
+    let mut n = 1;
+    while is_blank(c.peek_at(n)) || is_break(c.peek_at(n)) {
+        n += 1;
+    }
+    if matches!(c.peek_at(n), ',' | ']' | '}' | '\0') {
+        return refuse("an empty explicit key; did not find expected ',' or ']'");
+    }
+    None
 }
 
 /// Bounds the pre-scan applies.
@@ -60,7 +103,7 @@ pub(crate) fn prescan(text: &str, limits: ScanLimits) -> Result<Vec<(usize, usiz
     // Nothing to look for without brackets or a line starting with `%`.
     let directive_possible =
         ["\n%", "\r%", "\u{feff}%"].iter().any(|p| text.contains(p)) || text.starts_with('%');
-    if !directive_possible && !text.contains(['[', '{']) {
+    if !directive_possible && !text.contains(['[', '{', '\t']) {
         return Ok(Vec::new());
     }
     let mut lexer = Block {
@@ -311,7 +354,7 @@ struct Block<'a> {
 impl Block<'_> {
     fn run(&mut self) -> Result<(), Finding> {
         loop {
-            self.skip_to_next_token();
+            self.skip_to_next_token()?;
             self.stale_key();
             self.unroll(self.c.col as isize);
             if self.c.at_end() {
@@ -407,7 +450,7 @@ impl Block<'_> {
                 _ => {
                     self.save_key();
                     self.key_allowed = false;
-                    self.plain();
+                    self.plain()?;
                 }
             }
             if self.c.i == start {
@@ -416,17 +459,29 @@ impl Block<'_> {
         }
     }
 
-    /// Blanks, line breaks (each allows a simple key again) and comments.
-    fn skip_to_next_token(&mut self) {
+    /// Blanks, line breaks (each allows a simple key again) and comments. A tab where a
+    /// simple key may start (indentation, after `- `, `? `, or `: ` without a key) is where
+    /// go-yaml v2 stops (`yaml_parser_scan_to_next_token` skips tabs in block context only
+    /// when no simple key is allowed) and fails: no token starts with a tab.
+    fn skip_to_next_token(&mut self) -> Result<(), Finding> {
         loop {
             match self.c.peek() {
+                '\t' if self.key_allowed => {
+                    return Err(Finding::KubectlRefuses {
+                        line: self.c.line,
+                        column: self.c.col + 1,
+                        what: "a tab where indentation or a value starts",
+                        kubectl: CANNOT_START,
+                        fix: "use spaces, or quote a value that is a tab",
+                    });
+                }
                 ' ' | '\t' => self.c.bump(),
                 '\n' | '\r' => {
                     self.c.skip_break();
                     self.key_allowed = true;
                 }
                 '#' => self.c.skip_comment(),
-                _ => return,
+                _ => return Ok(()),
             }
         }
     }
@@ -465,7 +520,7 @@ impl Block<'_> {
 
     /// `scan_plain_scalar` in block context: continues on lines indented more than the
     /// enclosing block, ends at `: `, at ` #`, or at a less indented line.
-    fn plain(&mut self) {
+    fn plain(&mut self) -> Result<(), Finding> {
         let min = self.indent + 1;
         let mut after_break = false;
         loop {
@@ -492,11 +547,15 @@ impl Block<'_> {
                     self.c.skip_break();
                     after_break = true;
                 } else if after_break && ch == '\t' && (self.c.col as isize) < min {
-                    // Tabs in indentation: the rest of the line, comment included, is skipped.
-                    self.c.skip_ws_to_eol();
-                    if !is_breakz(self.c.peek()) {
-                        return;
-                    }
+                    // A tab in the indentation of a line after a plain scalar: go-yaml v2
+                    // fails (`yaml_parser_scan_plain_scalar`), saphyr skips the line.
+                    return Err(Finding::KubectlRefuses {
+                        line: self.c.line,
+                        column: self.c.col + 1,
+                        what: "a tab in the indentation after a plain scalar",
+                        kubectl: "found a tab character that violates indentation",
+                        fix: "indent with spaces",
+                    });
                 } else {
                     self.c.bump();
                 }
@@ -508,6 +567,7 @@ impl Block<'_> {
         if after_break {
             self.key_allowed = true;
         }
+        Ok(())
     }
 
     /// `scan_block_scalar`: the header, then every line that belongs to the scalar.
@@ -668,7 +728,24 @@ fn measure_flow(c: &mut Cursor, block_indent: isize, limits: ScanLimits) -> Resu
                 adjacent_value_at = Some(c.i);
             }
             ',' => c.bump(),
-            '?' | '-' if is_blank_or_breakz(nc) => c.bump(),
+            '?' => {
+                if let Some(finding) = flow_question_mark(c) {
+                    return Err(finding);
+                }
+                c.bump();
+            }
+            // go-yaml v2 starts a block scalar only in block context, and no plain scalar
+            // with `|` or `>` (`yaml_parser_fetch_next_token`).
+            '|' | '>' => {
+                return Err(Finding::KubectlRefuses {
+                    line: c.line,
+                    column: c.col + 1,
+                    what: "a `|` or `>` starting a value inside a flow collection",
+                    kubectl: CANNOT_START,
+                    fix: "quote the value",
+                });
+            }
+            '-' if is_blank_or_breakz(nc) => c.bump(),
             ':' if is_blank_or_breakz(nc) || is_flow(nc) || adjacent_value_at == Some(c.i) => {
                 c.bump()
             }
@@ -1028,8 +1105,9 @@ mod tests {
             };
             let found = match prescan(&doc, LIMITS) {
                 Ok(found) => found,
-                // Directives are refused before parsing; nothing to compare.
-                Err(Finding::Directive { .. }) => continue,
+                // Directives and what kubectl's scanner stops on are refused before parsing;
+                // nothing to compare.
+                Err(Finding::Directive { .. } | Finding::KubectlRefuses { .. }) => continue,
                 Err(other) => panic!("{other:?} for {doc:?}"),
             };
             let expected = parser_flows(&doc);
@@ -1044,8 +1122,10 @@ mod tests {
                 );
             }
         }
+        // About a quarter of the documents hold a tab kubectl's scanner stops on and are not
+        // compared.
         assert!(
-            checked > 50_000 && with_flows > 10_000,
+            checked > 40_000 && with_flows > 10_000,
             "{checked} {with_flows}"
         );
     }
