@@ -349,7 +349,7 @@ pub struct Tolerances {
     /// The values the `argocd` and `flux` profiles accept (empty: unbound; see
     /// `manifest::gitops`).
     pub gitops: GitopsBindings,
-    /// The object is an admission request's: an allocated value ([`Computed::is_allocated`])
+    /// The object is an admission request's: an allocated value (a Service address)
     /// is tolerated only when `metadata.managedFields` shows no manager set it, and an
     /// object without `managedFields` gets none tolerated. Off for objects read back
     /// (`kubectl get` strips `managedFields`): there a field a manager owns is still refused,
