@@ -48,10 +48,8 @@ use std::path::Path;
 /// use mansign::policy::convert::{ConvertOptions, convert_str};
 ///
 /// let text = std::fs::read_to_string("kyverno-policy.yaml")?;
-/// let options = ConvertOptions {
-///     issuer: Some("https://token.actions.githubusercontent.com".into()),
-///     ..ConvertOptions::default()
-/// };
+/// let options =
+///     ConvertOptions::default().with_issuer("https://token.actions.githubusercontent.com".into());
 /// let conversion = convert_str("kyverno-policy.yaml", &text, ".".as_ref(), &options)?;
 /// for note in &conversion.notes {
 ///     eprintln!("note: {note}");
