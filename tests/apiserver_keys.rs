@@ -75,23 +75,6 @@ fn cluster_ca(cluster: &Cluster) -> PathBuf {
         .expect("certificate-authority in the cluster's kubeconfig")
 }
 
-/// Kills `pid` once this test process has exited.
-fn kill_at_exit(pid: u32) {
-    let _ = Command::new("bash")
-        .arg("-c")
-        .arg(
-            "while kill -0 \"$1\" 2>/dev/null && kill -0 \"$2\" 2>/dev/null; do sleep 1; done; \
-             kill \"$2\" 2>/dev/null",
-        )
-        .arg("reaper")
-        .arg(std::process::id().to_string())
-        .arg(pid.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-}
-
 /// `mansign admission serve` on a free loopback port.
 struct Webhook {
     child: Child,
@@ -119,7 +102,7 @@ impl Webhook {
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
             .expect("start mansign admission serve");
-        kill_at_exit(child.id());
+        common::webhook::kill_at_exit(child.id());
         let mut webhook = Webhook {
             child,
             port: 0,

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 /// Kills `pid` once this test process has exited; the watcher ends by itself when `pid`
 /// is gone first.
-fn kill_at_exit(pid: u32) {
+pub fn kill_at_exit(pid: u32) {
     let _ = Command::new("bash")
         .arg("-c")
         .arg(
