@@ -628,20 +628,7 @@ fn sign_format_json_refuses_manifests_on_stdout() {
 // ---- keyless: 7, 11, 12, 20 on the loopback stack ----
 
 fn keyless_sign(stack: &Stack) -> assert_cmd::Command {
-    let mut cmd = mansign();
-    for v in stack::AMBIENT_VARS {
-        cmd.env_remove(v);
-    }
-    cmd.arg("sign")
-        .args([
-            "--fulcio-url",
-            stack.fulcio_url(),
-            "--rekor-url",
-            stack.rekor_url(),
-        ])
-        .arg("--trusted-root")
-        .arg(stack.trusted_root());
-    cmd
+    stack.keyless_sign(mansign())
 }
 
 #[test]
