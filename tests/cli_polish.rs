@@ -16,13 +16,7 @@ fn signed_fixture() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let (key, pubkey) = key_pair(dir.path(), "cosign");
     let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .success();
+    common::sign_with_key(&input, &key);
     (dir, dir_join(&input, "x.yaml.signed"), pubkey)
 }
 

@@ -27,13 +27,7 @@ fn signed_fixture() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBu
     let dir = tempfile::tempdir().unwrap();
     let (key, pubkey) = key_pair(dir.path(), "cosign");
     let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .success();
+    common::sign_with_key(&input, &key);
     let signed = dir.path().join("x.yaml.signed");
     assert!(signed.exists());
     (dir, signed, pubkey)

@@ -413,13 +413,7 @@ fn verify_refuses_a_signed_string_that_was_unquoted() {
         "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  enabled: \"on\"\n  mode: \"0755\"\n",
     );
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .success();
+    common::sign_with_key(&input, &key);
     let signed = dir.path().join("cm.yaml.signed");
     mansign()
         .args(["verify", "-f"])

@@ -57,6 +57,21 @@ pub fn key_pair(dir: &Path, prefix: &str) -> (PathBuf, PathBuf) {
     )
 }
 
+/// `mansign sign -f INPUT --key KEY` (must succeed); returns the signed file it writes,
+/// `INPUT.signed`.
+pub fn sign_with_key(input: &Path, key: &Path) -> PathBuf {
+    mansign()
+        .args(["sign", "-f"])
+        .arg(input)
+        .arg("--key")
+        .arg(key)
+        .assert()
+        .success();
+    let mut signed = input.as_os_str().to_owned();
+    signed.push(".signed");
+    PathBuf::from(signed)
+}
+
 /// Lists every file under `dir`, relative, sorted.
 pub fn files_under(dir: &Path) -> Vec<String> {
     fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
