@@ -188,12 +188,7 @@ fn live_object_without_profile_fails_with_a_hint_to_use_the_kubernetes_profile()
     let live: Vec<Value> = documents(&signed).into_iter().map(as_live_object).collect();
     let path = dir.path().join("live.yaml");
     write_json_documents(&path, &live);
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&path)
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
+    common::verify_with_key(&path, &pubkey)
         .code(1)
         .stderr(predicate::str::contains(
             "this looks like a live object (`kubectl get -o yaml`); try `--ignore-profile kubernetes`",
@@ -215,12 +210,7 @@ fn a_real_change_gets_no_live_object_hint() {
     live[2]["data"]["a"] = json!("2");
     let path = dir.path().join("live.yaml");
     write_json_documents(&path, &live);
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&path)
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
+    common::verify_with_key(&path, &pubkey)
         .code(1)
         .stderr(predicate::str::contains("looks like a live object").not());
 }

@@ -72,6 +72,16 @@ pub fn sign_with_key(input: &Path, key: &Path) -> PathBuf {
     PathBuf::from(signed)
 }
 
+/// `mansign verify -f PATH --key KEY`, run; the caller asserts the outcome.
+pub fn verify_with_key(path: &Path, key: &Path) -> assert_cmd::assert::Assert {
+    mansign()
+        .args(["verify", "-f"])
+        .arg(path)
+        .arg("--key")
+        .arg(key)
+        .assert()
+}
+
 /// Lists every file under `dir`, relative, sorted.
 pub fn files_under(dir: &Path) -> Vec<String> {
     fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
