@@ -98,24 +98,13 @@ fn sign(stack: &Stack, subject: &str, manifest: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let input = common::write(dir.path(), "in.yaml", manifest);
     let out = dir.path().join("out.yaml");
-    let mut cmd = common::mansign();
-    for v in stack::AMBIENT_VARS {
-        cmd.env_remove(v);
-    }
-    cmd.arg("sign")
+    stack
+        .keyless_sign(common::mansign())
         .arg("-f")
         .arg(&input)
         .arg("-o")
         .arg(&out)
         .args(["--identity-token", &github_token(stack, subject)])
-        .args([
-            "--fulcio-url",
-            stack.fulcio_url(),
-            "--rekor-url",
-            stack.rekor_url(),
-        ])
-        .arg("--trusted-root")
-        .arg(stack.trusted_root())
         .assert()
         .success();
     let files = mansign::manifest::load_inputs(&[out], &mansign::Limits::default()).unwrap();

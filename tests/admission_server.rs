@@ -8,7 +8,7 @@
 mod common;
 
 use common::pki::Pki;
-use common::{key_pair, mansign, write};
+use common::{key_pair, write};
 use serde_json::{Value, json};
 use std::io::{BufRead as _, BufReader};
 use std::net::SocketAddr;
@@ -262,13 +262,7 @@ impl Setup {
                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: team-a\ndata:\n  value: \"{data}\"\n"
             ),
         );
-        mansign()
-            .args(["sign", "-f"])
-            .arg(&input)
-            .arg("--key")
-            .arg(key)
-            .assert()
-            .success();
+        common::sign_with_key(&input, key);
         let text =
             std::fs::read_to_string(self.path().join(format!("{name}.yaml.signed"))).unwrap();
         yaml_to_json(&text)
@@ -1460,13 +1454,7 @@ async fn per_namespace_signers_over_https() {
                 "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {namespace}\ndata:\n  a: b\n"
             ),
         );
-        mansign()
-            .args(["sign", "-f"])
-            .arg(&input)
-            .arg("--key")
-            .arg(key)
-            .assert()
-            .success();
+        common::sign_with_key(&input, key);
         yaml_to_json(
             &std::fs::read_to_string(setup.path().join(format!("{name}.yaml.signed"))).unwrap(),
         )

@@ -188,12 +188,7 @@ fn verify_with_an_unusable_key_file_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "x.yaml", MULTI_DOC);
     let not_a_key = write(dir.path(), "k.pub", "hello");
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&not_a_key)
-        .assert()
+    common::verify_with_key(&input, &not_a_key)
         .code(2)
         .stderr(predicate::str::contains("k.pub: not a usable public key"));
 }
@@ -252,12 +247,7 @@ fn oversized_annotation_is_rejected_by_the_verifier() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    cosign.sigstore.dev/message: {huge}\n    cosign.sigstore.dev/signature: AAAA\n"
     );
     let f = write(dir.path(), "big.yaml", &doc);
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&f)
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
+    common::verify_with_key(&f, &pubkey)
         .code(1)
         .stdout(predicate::str::contains(
             "annotations total 307260 bytes, more than the 262144 bytes the Kubernetes API server accepts",

@@ -16,13 +16,7 @@ fn signed_fixture() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let (key, pubkey) = key_pair(dir.path(), "cosign");
     let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .success();
+    common::sign_with_key(&input, &key);
     (dir, dir_join(&input, "x.yaml.signed"), pubkey)
 }
 
@@ -194,12 +188,7 @@ fn live_object_without_profile_fails_with_a_hint_to_use_the_kubernetes_profile()
     let live: Vec<Value> = documents(&signed).into_iter().map(as_live_object).collect();
     let path = dir.path().join("live.yaml");
     write_json_documents(&path, &live);
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&path)
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
+    common::verify_with_key(&path, &pubkey)
         .code(1)
         .stderr(predicate::str::contains(
             "this looks like a live object (`kubectl get -o yaml`); try `--ignore-profile kubernetes`",
@@ -221,12 +210,7 @@ fn a_real_change_gets_no_live_object_hint() {
     live[2]["data"]["a"] = json!("2");
     let path = dir.path().join("live.yaml");
     write_json_documents(&path, &live);
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&path)
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
+    common::verify_with_key(&path, &pubkey)
         .code(1)
         .stderr(predicate::str::contains("looks like a live object").not());
 }
@@ -628,20 +612,7 @@ fn sign_format_json_refuses_manifests_on_stdout() {
 // ---- keyless: 7, 11, 12, 20 on the loopback stack ----
 
 fn keyless_sign(stack: &Stack) -> assert_cmd::Command {
-    let mut cmd = mansign();
-    for v in stack::AMBIENT_VARS {
-        cmd.env_remove(v);
-    }
-    cmd.arg("sign")
-        .args([
-            "--fulcio-url",
-            stack.fulcio_url(),
-            "--rekor-url",
-            stack.rekor_url(),
-        ])
-        .arg("--trusted-root")
-        .arg(stack.trusted_root());
-    cmd
+    stack.keyless_sign(mansign())
 }
 
 #[test]

@@ -74,24 +74,13 @@ fn sign(stack: &Stack, token: &str, manifest: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let input = common::write(dir.path(), "in.yaml", manifest);
     let out = dir.path().join("out.yaml");
-    let mut cmd = common::mansign();
-    for v in stack::AMBIENT_VARS {
-        cmd.env_remove(v);
-    }
-    cmd.arg("sign")
+    stack
+        .keyless_sign(common::mansign())
         .arg("-f")
         .arg(&input)
         .arg("-o")
         .arg(&out)
         .args(["--identity-token", token])
-        .args([
-            "--fulcio-url",
-            stack.fulcio_url(),
-            "--rekor-url",
-            stack.rekor_url(),
-        ])
-        .arg("--trusted-root")
-        .arg(stack.trusted_root())
         .assert()
         .success();
     read(&out)

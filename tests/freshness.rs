@@ -97,13 +97,7 @@ fn cli_signed_expiry_passes_before_and_fails_after_it() {
     let signed = dir.path().join("x.yaml.signed");
     let text = std::fs::read_to_string(&signed).unwrap();
     assert!(text.contains("mansign.dev/expires: \""), "{text}");
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
-        .success();
+    common::verify_with_key(&signed, &pubkey).success();
     let docs = mansign::manifest::load_inputs(&[signed], &Limits::default())
         .unwrap()
         .remove(0)
@@ -144,12 +138,7 @@ fn cli_verify_rejects_an_expired_document() {
         .collect::<Vec<_>>()
         .join("---\n");
     let signed = write(dir.path(), "expired.yaml", &out);
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
+    common::verify_with_key(&signed, &pubkey)
         .code(1)
         .stdout(predicate::str::contains(
             "[expired] signature expired: the signed document expires at 2026-06-01T12:00:00Z",

@@ -752,22 +752,12 @@ fn keyless_signed_manifests_follow_the_same_rules() {
         &format!("{DEPLOYMENT}---\n{EXCEPTION}"),
     );
     let output = dir.path().join("app.signed.yaml");
-    let mut sign = mansign();
-    for v in stack::AMBIENT_VARS {
-        sign.env_remove(v);
-    }
-    sign.args(["sign", "-f"])
+    stack
+        .keyless_sign(mansign())
+        .arg("-f")
         .arg(&input)
         .arg("-o")
         .arg(&output)
-        .args([
-            "--fulcio-url",
-            stack.fulcio_url(),
-            "--rekor-url",
-            stack.rekor_url(),
-        ])
-        .arg("--trusted-root")
-        .arg(stack.trusted_root())
         .arg("--identity-token")
         .arg(format!("@{}", stack.id_token_file().display()))
         .assert()

@@ -352,13 +352,7 @@ fn cli_verifies_kubectl_get_output_with_profile_and_namespace_binding() {
         "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  key: value\n",
     );
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .success();
+    common::sign_with_key(&input, &key);
     let signed_text = std::fs::read_to_string(dir.path().join("cm.yaml.signed")).unwrap();
     let mut live = parse_documents(&signed_text, &Limits::default())
         .unwrap()

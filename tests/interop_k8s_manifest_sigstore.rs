@@ -20,12 +20,7 @@ const K3: &str = "k8s-manifest-sigstore/example/verify-resource/cosign.pub";
 fn verify(file: &str, key: &str) -> assert_cmd::assert::Assert {
     let file = fixture(&format!("k8s-manifest-sigstore/{file}"));
     let key = fixture(key);
-    mansign()
-        .args(["verify", "-f"])
-        .arg(file)
-        .arg("--key")
-        .arg(key)
-        .assert()
+    common::verify_with_key(&file, &key)
 }
 
 #[test]

@@ -25,22 +25,12 @@ const DOC: &str = "apiVersion: kyverno.io/v2\nkind: PolicyException\nmetadata:\n
 /// Signs DOC keylessly against `stack`; returns the signed file.
 fn keyless_sign(stack: &Stack, dir: &Path) -> PathBuf {
     let input = write(dir, "x.yaml", DOC);
-    let mut cmd = mansign();
-    for v in AMBIENT_VARS {
-        cmd.env_remove(v);
-    }
-    cmd.args(["sign", "-f"])
+    stack
+        .keyless_sign(mansign())
+        .arg("-f")
         .arg(&input)
-        .args([
-            "--fulcio-url",
-            stack.fulcio_url(),
-            "--rekor-url",
-            stack.rekor_url(),
-        ])
         .arg("--identity-token")
         .arg(format!("@{}", stack.id_token_file().display()))
-        .arg("--trusted-root")
-        .arg(stack.trusted_root())
         .assert()
         .success();
     dir.join("x.yaml.signed")

@@ -77,16 +77,8 @@ fn bare_sign_cmd() -> assert_cmd::Command {
 
 /// `mansign sign` pointed at the stack, with no ambient credentials.
 fn sign_cmd(stack: &Stack) -> assert_cmd::Command {
-    let mut cmd = bare_sign_cmd();
-    cmd.args([
-        "--fulcio-url",
-        stack.fulcio_url(),
-        "--rekor-url",
-        stack.rekor_url(),
-    ]);
     // Every new signature is verified before it is written, against this stack's root.
-    cmd.arg("--trusted-root").arg(stack.trusted_root());
-    cmd
+    stack.keyless_sign(common::mansign())
 }
 
 /// The same, as a plain process (for tests that talk to it while it runs).

@@ -72,13 +72,7 @@ fn live_objects() -> (tempfile::TempDir, Vec<Value>, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let (key, pubkey) = key_pair(dir.path(), "cosign");
     let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .success();
+    common::sign_with_key(&input, &key);
     let text = std::fs::read_to_string(dir.path().join("x.yaml.signed")).unwrap();
     let objects = mansign::manifest::parse_documents(&text, &mansign::Limits::default())
         .unwrap()

@@ -8,7 +8,7 @@
 mod common;
 
 use common::ops_tools::ops_tools;
-use common::{key_pair, mansign, write};
+use common::{key_pair, write};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -267,13 +267,7 @@ fn start_server() -> (Server, Value, Value) {
     };
     let unsigned = write(dir.path(), "unsigned.yaml", &object("unsigned"));
     let to_sign = write(dir.path(), "app.yaml", &object("app"));
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&to_sign)
-        .arg("--key")
-        .arg(&signing_key)
-        .assert()
-        .success();
+    common::sign_with_key(&to_sign, &signing_key);
     let read = |p: &Path| {
         let text = std::fs::read_to_string(p).unwrap();
         mansign::manifest::parse_documents(&text, &mansign::limits::Limits::default())

@@ -516,22 +516,12 @@ fn what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore() {
     let (root_pem, rekor_pem) = stack_pems(&stack, d);
     let input = write(d, "cm.yaml", CM);
     let out = d.join("cm.signed.yaml");
-    let mut sign = mansign();
-    for v in stack::AMBIENT_VARS {
-        sign.env_remove(v);
-    }
-    sign.args(["sign", "--scope", "file", "-f"])
+    stack
+        .keyless_sign(mansign())
+        .args(["--scope", "file", "-f"])
         .arg(&input)
         .arg("-o")
         .arg(&out)
-        .args([
-            "--fulcio-url",
-            stack.fulcio_url(),
-            "--rekor-url",
-            stack.rekor_url(),
-        ])
-        .arg("--trusted-root")
-        .arg(stack.trusted_root())
         .arg("--identity-token")
         .arg(stack.id_token_file())
         .assert()
@@ -608,22 +598,12 @@ fn what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore() {
         "two Fulcio CAs"
     );
     let foreign = d.join("foreign.signed.yaml");
-    let mut sign = mansign();
-    for v in stack::AMBIENT_VARS {
-        sign.env_remove(v);
-    }
-    sign.args(["sign", "-f"])
+    other
+        .keyless_sign(mansign())
+        .arg("-f")
         .arg(&input)
         .arg("-o")
         .arg(&foreign)
-        .args([
-            "--fulcio-url",
-            other.fulcio_url(),
-            "--rekor-url",
-            other.rekor_url(),
-        ])
-        .arg("--trusted-root")
-        .arg(other.trusted_root())
         .arg("--identity-token")
         .arg(other.id_token_file())
         .assert()
@@ -1006,22 +986,12 @@ fn kubectl_sigstore_v0_5_4_on_the_cases_where_cosign_shows() {
         "v0.5.4: mansign signs keylessly on the stack, v0.5.4 verifies",
     );
     let keyless = d.join("keyless.signed.yaml");
-    let mut sign = mansign();
-    for v in stack::AMBIENT_VARS {
-        sign.env_remove(v);
-    }
-    sign.args(["sign", "-f"])
+    stack
+        .keyless_sign(mansign())
+        .arg("-f")
         .arg(&input)
         .arg("-o")
         .arg(&keyless)
-        .args([
-            "--fulcio-url",
-            stack.fulcio_url(),
-            "--rekor-url",
-            stack.rekor_url(),
-        ])
-        .arg("--trusted-root")
-        .arg(stack.trusted_root())
         .arg("--identity-token")
         .arg(stack.id_token_file())
         .assert()

@@ -755,26 +755,15 @@ fn keyless_entry(
 /// mansign signs `input` keylessly on `stack` into `out`, appending to signatures already
 /// there when `append`.
 fn sign_keyless(stack: &stack::Stack, input: &Path, out: &Path, append: bool) {
-    let mut cmd = mansign();
-    for v in AMBIENT_VARS {
-        cmd.env_remove(v);
-    }
-    cmd.args(["sign", "-f"]).arg(input).arg("-o").arg(out);
+    let mut cmd = stack.keyless_sign(mansign());
+    cmd.arg("-f").arg(input).arg("-o").arg(out);
     if append {
         cmd.arg("--append");
     }
-    cmd.args([
-        "--fulcio-url",
-        stack.fulcio_url(),
-        "--rekor-url",
-        stack.rekor_url(),
-    ])
-    .arg("--trusted-root")
-    .arg(stack.trusted_root())
-    .arg("--identity-token")
-    .arg(stack.id_token_file())
-    .assert()
-    .success();
+    cmd.arg("--identity-token")
+        .arg(stack.id_token_file())
+        .assert()
+        .success();
 }
 
 /// Keyless `validate.manifests` entries on the loopback Sigstore stack (mansign signs with

@@ -648,24 +648,13 @@ fn sign_on_stack(stack: &Stack, dir: &Path) -> PathBuf {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sample-cm\ndata:\n  key1: val1\n",
     );
     let out = dir.join("signed.yaml");
-    let mut cmd = common::mansign();
-    for v in stack::AMBIENT_VARS {
-        cmd.env_remove(v);
-    }
-    cmd.arg("sign")
+    stack
+        .keyless_sign(common::mansign())
         .arg("-f")
         .arg(&input)
         .arg("-o")
         .arg(&out)
         .args(["--identity-token", &token])
-        .args([
-            "--fulcio-url",
-            stack.fulcio_url(),
-            "--rekor-url",
-            stack.rekor_url(),
-        ])
-        .arg("--trusted-root")
-        .arg(stack.trusted_root())
         .assert()
         .success();
     out

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{key_pair, mansign, write};
+use common::{key_pair, write};
 use mansign::Limits;
 use mansign::manifest::{YamlError, parse_documents};
 use predicates::prelude::*;
@@ -198,12 +198,7 @@ fn verify_refuses_each_hostile_input_as_an_input_error() {
     ];
     for (name, text, reason) in cases {
         let path = write(dir.path(), name, &text);
-        mansign()
-            .args(["verify", "-f"])
-            .arg(&path)
-            .arg("--key")
-            .arg(&pubkey)
-            .assert()
+        common::verify_with_key(&path, &pubkey)
             .code(2)
             .stderr(predicate::str::contains(format!("{name}: document 1")))
             .stderr(predicate::str::contains(reason));

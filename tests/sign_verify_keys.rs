@@ -27,25 +27,14 @@ fn signed_fixture() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBu
     let dir = tempfile::tempdir().unwrap();
     let (key, pubkey) = key_pair(dir.path(), "cosign");
     let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .success();
+    common::sign_with_key(&input, &key);
     let signed = dir.path().join("x.yaml.signed");
     assert!(signed.exists());
     (dir, signed, pubkey)
 }
 
 fn verify_fails_naming(path: &Path, pubkey: &Path, needle: &str) {
-    mansign()
-        .args(["verify", "-f"])
-        .arg(path)
-        .arg("--key")
-        .arg(pubkey)
-        .assert()
+    common::verify_with_key(path, pubkey)
         .code(1)
         .stdout(predicate::str::contains(needle));
 }
@@ -53,12 +42,7 @@ fn verify_fails_naming(path: &Path, pubkey: &Path, needle: &str) {
 #[test]
 fn round_trip_of_a_multi_document_file_verifies() {
     let (_dir, signed, pubkey) = signed_fixture();
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
+    common::verify_with_key(&signed, &pubkey)
         .success()
         .stdout(predicate::str::contains("3 of 3 document(s) verified"));
     // default scope: each document carries its own message with only itself in it
@@ -234,13 +218,7 @@ fn file_scope_puts_one_message_with_all_documents_on_every_document() {
     let ann: Vec<&Value> = d.iter().map(|x| &x["metadata"]["annotations"]).collect();
     assert_eq!(ann[0], ann[1]);
     assert_eq!(ann[1], ann[2]);
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
-        .success();
+    common::verify_with_key(&signed, &pubkey).success();
 }
 
 #[test]
@@ -265,12 +243,7 @@ fn append_adds_a_second_signature_set_that_verifies_alone() {
         docs(&signed)[0]["metadata"]["annotations"]["cosign.sigstore.dev/message"]
     );
     for (k, set) in [(&pub1, "signature set 0"), (&pub2, "signature set 1")] {
-        mansign()
-            .args(["verify", "-f"])
-            .arg(&out)
-            .arg("--key")
-            .arg(k)
-            .assert()
+        common::verify_with_key(&out, k)
             .success()
             .stdout(predicate::str::contains(set));
     }
@@ -306,12 +279,7 @@ fn append_to_a_kubectl_sigstore_signed_file_signs_its_message() {
         );
         assert!(a.get("cosign.sigstore.dev/signature_1").is_some(), "{a}");
         for (k, set) in [(&signer, "signature set 0"), (&pub2, "signature set 1")] {
-            mansign()
-                .args(["verify", "-f"])
-                .arg(&out)
-                .arg("--key")
-                .arg(k)
-                .assert()
+            common::verify_with_key(&out, k)
                 .success()
                 .stdout(predicate::str::contains(set));
         }
@@ -369,13 +337,7 @@ fn resigning_without_append_removes_stale_signature_keys() {
             "cosign.sigstore.dev/signature"
         ]
     );
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&out)
-        .arg("--key")
-        .arg(&pub2)
-        .assert()
-        .success();
+    common::verify_with_key(&out, &pub2).success();
 }
 
 #[test]
@@ -420,12 +382,7 @@ fn directory_input_is_mirrored_into_output_directory_in_order() {
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("c.json")).unwrap()).unwrap();
     assert!(json["metadata"]["annotations"]["cosign.sigstore.dev/signature"].is_string());
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&out)
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
+    common::verify_with_key(&out, &pubkey)
         .success()
         .stdout(predicate::str::contains("8 of 8 document(s) verified"));
 }
@@ -467,12 +424,7 @@ fn verify_reads_the_json_and_hidden_files_kubectl_would_apply() {
         let pubkey = signed_tree(dir.path(), &tree, &out);
         // An unsigned manifest dropped beside the signed ones is verified, and fails.
         write(&out, name, text);
-        mansign()
-            .args(["verify", "-f"])
-            .arg(&out)
-            .arg("--key")
-            .arg(&pubkey)
-            .assert()
+        common::verify_with_key(&out, &pubkey)
             .code(1)
             .stdout(predicate::str::contains(name))
             .stdout(predicate::str::contains("[not-signed]"));
@@ -695,13 +647,7 @@ fn quoted_glob_patterns_select_files_and_skip_hidden_ones() {
         .assert()
         .success();
     assert_eq!(files_under(&out), ["a.yaml", "b.yaml"]);
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&out)
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
-        .success();
+    common::verify_with_key(&out, &pubkey).success();
 }
 
 #[test]

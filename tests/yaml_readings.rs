@@ -413,21 +413,9 @@ fn verify_refuses_a_signed_string_that_was_unquoted() {
         "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  enabled: \"on\"\n  mode: \"0755\"\n",
     );
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .success();
+    common::sign_with_key(&input, &key);
     let signed = dir.path().join("cm.yaml.signed");
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
-        .success();
+    common::verify_with_key(&signed, &pubkey).success();
     for (quoted, plain, path) in [
         ("enabled: \"on\"", "enabled: on", "data.enabled"),
         ("mode: \"0755\"", "mode: 0755", "data.mode"),
@@ -435,12 +423,7 @@ fn verify_refuses_a_signed_string_that_was_unquoted() {
         let text = std::fs::read_to_string(&signed).unwrap();
         assert!(text.contains(quoted), "{text}");
         let tampered = write(dir.path(), "tampered.yaml", &text.replace(quoted, plain));
-        mansign()
-            .args(["verify", "-f"])
-            .arg(&tampered)
-            .arg("--key")
-            .arg(&pubkey)
-            .assert()
+        common::verify_with_key(&tampered, &pubkey)
             .code(2)
             .stderr(predicate::str::contains(format!(
                 "tampered.yaml: document 1, {path}"

@@ -20,8 +20,6 @@ use std::time::{Duration, SystemTime};
 pub const DEFAULT_FULCIO_URL: &str = "https://fulcio.sigstore.dev";
 /// Largest Fulcio answer read, in bytes (a chain of three certificates is a few KiB).
 const MAX_RESPONSE_BYTES: usize = 256 * 1024;
-/// Largest error text kept from a refusal.
-const MAX_ERROR_BYTES: usize = 64 * 1024;
 
 /// Why no certificate was issued.
 #[derive(Debug, thiserror::Error)]
@@ -177,34 +175,13 @@ async fn post(
         let retry_after = super::retry::retry_after(response.headers(), SystemTime::now());
         return Err(Attempt::Status {
             status: status.as_u16(),
-            message: error_message(response).await,
+            message: http::error_message(response).await,
             retry_after,
         });
     }
     http::read_limited(response, MAX_RESPONSE_BYTES)
         .await
         .map_err(Attempt::Body)
-}
-
-/// Fulcio's error text (`{"code":..,"message":..}`), bounded.
-async fn error_message(response: reqwest::Response) -> String {
-    let body = http::read_limited(response, MAX_ERROR_BYTES)
-        .await
-        .unwrap_or_default();
-    let text = serde_json::from_slice::<serde_json::Value>(&body)
-        .ok()
-        .and_then(|v| {
-            v.get("message")
-                .and_then(|m| m.as_str())
-                .map(str::to_string)
-        })
-        .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
-    let text = text.trim();
-    if text.is_empty() {
-        "no message".to_string()
-    } else {
-        text.chars().take(300).collect()
-    }
 }
 
 #[derive(Deserialize)]

@@ -63,6 +63,32 @@ pub(crate) async fn read_limited(
     Ok(body)
 }
 
+/// The error text of a Sigstore service's answer (Fulcio and Rekor send
+/// `{"code":..,"message":..}`): its `message`, else the body as text; at most 300
+/// characters of the first 64 KiB, `no message` when empty.
+pub(crate) async fn error_message(response: reqwest::Response) -> String {
+    let body = read_limited(response, MAX_ERROR_BYTES)
+        .await
+        .unwrap_or_default();
+    let text = serde_json::from_slice::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| {
+            v.get("message")
+                .and_then(|m| m.as_str())
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
+    let text = text.trim();
+    if text.is_empty() {
+        "no message".to_string()
+    } else {
+        text.chars().take(300).collect()
+    }
+}
+
+/// The most of an error answer's body [`error_message`] reads.
+const MAX_ERROR_BYTES: usize = 64 * 1024;
+
 /// Why a response body could not be read.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -357,29 +357,8 @@ async fn failed(response: reqwest::Response) -> Attempt {
     let retry_after = super::retry::retry_after(response.headers(), SystemTime::now());
     Attempt::Status {
         status,
-        message: error_message(response).await,
+        message: http::error_message(response).await,
         retry_after,
-    }
-}
-
-/// Rekor's error text (`{"code":..,"message":..}`), bounded.
-async fn error_message(response: reqwest::Response) -> String {
-    let body = http::read_limited(response, 64 * 1024)
-        .await
-        .unwrap_or_default();
-    let text = serde_json::from_slice::<serde_json::Value>(&body)
-        .ok()
-        .and_then(|v| {
-            v.get("message")
-                .and_then(|m| m.as_str())
-                .map(str::to_string)
-        })
-        .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
-    let text = text.trim();
-    if text.is_empty() {
-        "no message".to_string()
-    } else {
-        text.chars().take(300).collect()
     }
 }
 

@@ -57,6 +57,31 @@ pub fn key_pair(dir: &Path, prefix: &str) -> (PathBuf, PathBuf) {
     )
 }
 
+/// `mansign sign -f INPUT --key KEY` (must succeed); returns the signed file it writes,
+/// `INPUT.signed`.
+pub fn sign_with_key(input: &Path, key: &Path) -> PathBuf {
+    mansign()
+        .args(["sign", "-f"])
+        .arg(input)
+        .arg("--key")
+        .arg(key)
+        .assert()
+        .success();
+    let mut signed = input.as_os_str().to_owned();
+    signed.push(".signed");
+    PathBuf::from(signed)
+}
+
+/// `mansign verify -f PATH --key KEY`, run; the caller asserts the outcome.
+pub fn verify_with_key(path: &Path, key: &Path) -> assert_cmd::assert::Assert {
+    mansign()
+        .args(["verify", "-f"])
+        .arg(path)
+        .arg("--key")
+        .arg(key)
+        .assert()
+}
+
 /// Lists every file under `dir`, relative, sorted.
 pub fn files_under(dir: &Path) -> Vec<String> {
     fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {

@@ -135,6 +135,20 @@ impl Stack {
             .to_string()
     }
 
+    /// `cmd` (the `mansign` binary) made a keyless `mansign sign` against this stack: the
+    /// [`AMBIENT_VARS`] removed, then `sign --fulcio-url … --rekor-url … --trusted-root …`.
+    /// The caller adds the input, the output and the identity token.
+    pub fn keyless_sign(&self, mut cmd: assert_cmd::Command) -> assert_cmd::Command {
+        for v in AMBIENT_VARS {
+            cmd.env_remove(v);
+        }
+        cmd.args(["sign", "--fulcio-url", self.fulcio_url()])
+            .args(["--rekor-url", self.rekor_url()])
+            .arg("--trusted-root")
+            .arg(self.trusted_root());
+        cmd
+    }
+
     pub fn trusted_root(&self) -> PathBuf {
         PathBuf::from(self.var("SIGSTORE_TRUSTED_ROOT"))
     }
