@@ -439,6 +439,8 @@ impl PolicySet {
                     // An unavailable key is never audited away.
                     _ if !r.unresolved_keys.is_empty() => FailureAction::Enforce,
                     Some(ns) => r.failure_action.for_namespace(Some(ns)),
+                    // The API server's namespace (admission): cluster-scoped.
+                    None if ctx.namespace_known => r.failure_action.for_namespace(None),
                     None => r.failure_action.strictest(),
                 },
             })
