@@ -527,6 +527,8 @@ fn webhook_and_verify_policy_agree_on_generated_objects_under_every_policy_kind(
 // The Kyverno unit-test AdmissionReviews and the recorded API server bodies
 
 /// The Kyverno fixtures' public-good root (the media type mansign requires added).
+// Default then fields: the form that stays valid once the option structs are non-exhaustive.
+#[allow(clippy::field_reassign_with_default)]
 fn kyverno_options() -> LoadOptions {
     let mut root: Value = serde_json::from_str(
         &std::fs::read_to_string(common::fixture(
