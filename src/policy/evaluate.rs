@@ -55,6 +55,15 @@ impl<'a> Evaluation<'a> {
 }
 
 impl PolicySet {
+    /// Verifies one document read from input under every rule that applies to it (the
+    /// full [`PolicySet::evaluate`]).
+    pub fn verify_document(&self, doc: &Document, ctx: &RequestContext) -> ObjectVerdict {
+        match self.evaluate(doc, &Evaluation::full(ctx)) {
+            Some(verdict) => verdict,
+            None => unreachable!("a full evaluation always decides"),
+        }
+    }
+
     /// The rules that select `object` under any of `identities`, in policy order.
     pub fn matching_rules(
         &self,

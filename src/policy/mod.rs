@@ -426,15 +426,6 @@ impl PolicySet {
         }
         Ok(verdict)
     }
-
-    /// Verifies one document read from input under every rule that applies to it (the
-    /// full [`PolicySet::evaluate`]).
-    pub fn verify_document(&self, doc: &Document, ctx: &RequestContext) -> ObjectVerdict {
-        match self.evaluate(doc, &Evaluation::full(ctx)) {
-            Some(verdict) => verdict,
-            None => unreachable!("a full evaluation always decides"),
-        }
-    }
 }
 
 /// Loads a policy file (several documents allowed, both formats may be mixed).
