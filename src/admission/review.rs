@@ -22,6 +22,11 @@
 //!    `UPDATE`; dry-run requests alike). A failed rule denies under `Enforce`, and warns
 //!    under `Audit`. A verification failure is always an answer (allowed or denied), never
 //!    an HTTP error.
+//!
+//! Steps 4 and 5 are the policy set's own evaluation ([`PolicySet::matching_rules`],
+//! [`evaluate_rules`]), the one `mansign verify --policy` runs, given the request's
+//! identities and context; [`Reviewer::review_cached`] is the same walk in its cache-only
+//! mode ([`CacheMode::CachedOnly`]).
 
 use super::decision::{Decision, Outcome, RequestKind};
 pub use super::request::BadReview;
