@@ -22,15 +22,23 @@
 //!    `UPDATE`; dry-run requests alike). A failed rule denies under `Enforce`, and warns
 //!    under `Audit`. A verification failure is always an answer (allowed or denied), never
 //!    an HTTP error.
+//!
+//! Steps 4 and 5 are the policy set's own evaluation ([`PolicySet::matching_rules`],
+//! [`evaluate_rules`]), the one `mansign verify --policy` runs, given the request's
+//! identities and context; [`Reviewer::review_cached`] is the same walk in its cache-only
+//! mode ([`CacheMode::CachedOnly`]).
 
 use super::decision::{Decision, Outcome, RequestKind};
 pub use super::request::BadReview;
 use super::request::{ParsedRequest, operation_name, parse};
 use super::response::{Answer, MAX_WARNING_CHARS, body as response_body, bounded};
 use super::status_write::{strategy_of, unverified_fields};
-use crate::manifest::{Document, DocumentOrigin, IgnoreFields, ObjectIdentity, Source, Tolerances};
-use crate::policy::{FailureAction, PolicyRule, PolicySet, RequestContext, UserInfo};
-use crate::verify::{Rejection, SignerInfo, Verifier};
+use crate::manifest::{Document, DocumentOrigin, ObjectIdentity, Source};
+use crate::policy::{
+    CacheMode, Evaluation, FailureAction, PolicySet, RequestContext, RuleVerdict, UserInfo,
+    evaluate_rules,
+};
+use crate::verify::{Rejection, SignerInfo};
 use kube_core::admission::{AdmissionRequest, Operation};
 use kube_core::dynamic::DynamicObject;
 use serde_json::Value;
@@ -94,19 +102,20 @@ pub struct Reviewer {
 }
 
 /// One failed rule.
-struct RuleFailure<'a> {
-    rule: &'a PolicyRule,
+struct RuleFailure {
+    policy: String,
+    rule: String,
     action: FailureAction,
     code: &'static str,
     reason: String,
 }
 
-impl RuleFailure<'_> {
+impl RuleFailure {
     /// `status.message` part: the reason first, then the code and the rule.
     fn message(&self) -> String {
         format!(
             "{} [{}] (policy {}, rule {})",
-            self.reason, self.code, self.rule.policy, self.rule.rule
+            self.reason, self.code, self.policy, self.rule
         )
     }
 
@@ -115,7 +124,7 @@ impl RuleFailure<'_> {
         bounded(
             &format!(
                 "mansign audit: policy {} rule {}: [{}] {}",
-                self.rule.policy, self.rule.rule, self.code, self.reason
+                self.policy, self.rule, self.code, self.reason
             ),
             MAX_WARNING_CHARS,
         )
@@ -137,14 +146,14 @@ impl Reviewer {
 
     /// Answers one request body. Never panics on input.
     pub fn review(&self, body: &[u8]) -> Reviewed {
-        self.review_with(body, None, Checks::Any)
+        self.review_with(body, None, FULL)
             .unwrap_or_else(unreachable_needs_check)
     }
 
     /// [`Reviewer::review`] at a fixed time (signature validity, expiry, maximum age):
     /// for tests and for replaying a request as it was answered.
     pub fn review_at(&self, body: &[u8], now: jiff::Timestamp) -> Reviewed {
-        self.review_with(body, Some(now), Checks::Any)
+        self.review_with(body, Some(now), FULL)
             .unwrap_or_else(unreachable_needs_check)
     }
 
@@ -170,14 +179,14 @@ impl Reviewer {
         if body.len() > CACHED_REVIEW_MAX_BYTES {
             return None;
         }
-        self.review_with(body, now, Checks::CachedOnly)
+        self.review_with(body, now, CACHED_ONLY)
     }
 
     fn review_with(
         &self,
         body: &[u8],
         now: Option<jiff::Timestamp>,
-        checks: Checks,
+        checks: CacheMode,
     ) -> Option<Reviewed> {
         let ParsedRequest { request, object } =
             match parse(body, self.options.max_body_bytes, MAX_REVIEW_DEPTH) {
@@ -209,14 +218,14 @@ impl Reviewer {
         })
     }
 
-    /// The decision; `None` only under [`Checks::CachedOnly`], when it needs a signature
+    /// The decision; `None` only under [`CACHED_ONLY`], when it needs a signature
     /// check.
     fn decide(
         &self,
         request: &AdmissionRequest<DynamicObject>,
         object: Option<Value>,
         now: Option<jiff::Timestamp>,
-        checks: Checks,
+        checks: CacheMode,
     ) -> Option<(Decision, Answer)> {
         let namespace = request.namespace.clone().filter(|ns| !ns.is_empty());
         let object_name = object
@@ -283,197 +292,119 @@ impl Reviewer {
             namespace: namespace.clone(),
             name: decision.name.clone(),
         };
-        let matched = self.matched_rules(&object, request_id, namespace_conflict.as_deref(), &ctx);
-        if matched.is_empty() {
+        // The rules apply under the object's own identity, the one the request gives, or
+        // the namespace the object claims: whichever selects more.
+        let mut identities = vec![request_id];
+        if let Ok(id) = ObjectIdentity::of(&object) {
+            identities.push(id);
+        }
+        if let Some(claimed) = &namespace_conflict {
+            let mut id = identities[0].clone();
+            id.namespace = Some(claimed.clone());
+            identities.push(id);
+        }
+        let matched = self.policies.matching_rules(&object, &identities, &ctx);
+        let Some(first) = matched.first() else {
             decision.outcome = Outcome::NotMatched;
             decision.message = "no policy rule applies to this object".into();
             return Some((decision, allow));
-        }
+        };
+        let enforced = |code: &'static str, reason: String| RuleFailure {
+            policy: first.policy.clone(),
+            rule: first.rule.clone(),
+            action: FailureAction::Enforce,
+            code,
+            reason,
+        };
         let failures = if let Some(claimed) = &namespace_conflict {
             let reason = format!(
                 "object metadata.namespace {claimed:?} is not the request's namespace {}",
                 containing.map_or("(none: cluster scope)".to_string(), |n| format!("{n:?}"))
             );
-            vec![RuleFailure {
-                rule: matched[0],
-                action: FailureAction::Enforce,
-                code: "namespace-mismatch",
-                reason,
-            }]
+            vec![enforced("namespace-mismatch", reason)]
         } else {
-            self.verify(
-                &matched,
-                object,
-                status_write.as_ref(),
-                now,
-                checks,
-                &mut decision.signers,
-            )?
+            let origin = DocumentOrigin {
+                source: Source::Named("request.object".into()),
+                index: 0,
+                item: None,
+            };
+            match Document::new(origin, object) {
+                Err(reason) => vec![enforced(
+                    "malformed-object",
+                    format!(
+                        "request.object is not a Kubernetes object mansign can verify: {reason}"
+                    ),
+                )],
+                Ok(doc) => {
+                    let eval = Evaluation {
+                        ctx: &ctx,
+                        identities,
+                        mode: checks,
+                        clock: now,
+                        unverified: status_write.as_ref(),
+                        admission_request: true,
+                    };
+                    let verdicts = evaluate_rules(&matched, &doc, &eval)?;
+                    failures_of(verdicts, &mut decision.signers)
+                }
+            }
         };
         Some(finish(decision, failures))
     }
+}
 
-    /// The rules that apply to the object under its own identity, the one the request
-    /// gives, or the namespace the object claims: whichever selects more (unknowns add
-    /// checks, never remove one).
-    fn matched_rules(
-        &self,
-        object: &Value,
-        request_id: ObjectIdentity,
-        claimed_namespace: Option<&str>,
-        ctx: &RequestContext,
-    ) -> Vec<&PolicyRule> {
-        let mut ids = vec![request_id];
-        if let Ok(id) = ObjectIdentity::of(object) {
-            ids.push(id);
-        }
-        if let Some(claimed) = claimed_namespace {
-            let mut id = ids[0].clone();
-            id.namespace = Some(claimed.to_string());
-            ids.push(id);
-        }
-        self.policies
-            .rules
-            .iter()
-            .filter(|r| ids.iter().any(|id| r.applies_to(object, id, ctx)))
-            .collect()
-    }
-
-    /// Verifies the object under every matched rule; the failures, in rule order. `None`
-    /// only under [`Checks::CachedOnly`], when a rule needs a signature check.
-    fn verify<'a>(
-        &self,
-        matched: &[&'a PolicyRule],
-        object: Value,
-        status_write: Option<&IgnoreFields>,
-        now: Option<jiff::Timestamp>,
-        checks: Checks,
-        signers: &mut Vec<String>,
-    ) -> Option<Vec<RuleFailure<'a>>> {
-        let origin = DocumentOrigin {
-            source: Source::Named("request.object".into()),
-            index: 0,
-            item: None,
-        };
-        let doc = match Document::new(origin, object) {
-            Ok(doc) => doc,
-            Err(reason) => {
-                return Some(vec![RuleFailure {
-                    rule: matched[0],
-                    action: FailureAction::Enforce,
-                    code: "malformed-object",
-                    reason: format!(
-                        "request.object is not a Kubernetes object mansign can verify: {reason}"
-                    ),
-                }]);
-            }
-        };
-        // Each rule answered from the cache is one hash and one comparison: a bounded
-        // number of them.
-        if checks == Checks::CachedOnly && matched.len() > CACHED_REVIEW_MAX_RULES {
-            return None;
-        }
-        let verifiers: Vec<_> = matched
-            .iter()
-            .map(|rule| {
-                let mut verifier = rule.verifier_for(&doc.identity);
-                let tolerances = verifier.tolerances().clone();
-                verifier = verifier.with_tolerances(Tolerances {
-                    admission_request: true,
-                    ..tolerances
-                });
-                if let Some(unverified) = status_write {
-                    verifier = for_status_write(verifier, unverified);
-                }
-                match now {
-                    Some(now) => verifier.with_clock(now),
-                    None => verifier,
-                }
-            })
-            .collect();
-        // Every rule's verdict before any is used: under `CachedOnly`, one rule that needs
-        // a signature check sends the whole request to the full path.
-        let verdicts = match checks {
-            Checks::Any => verifiers
-                .iter()
-                .map(|v| v.verify_document(&doc).result)
-                .collect::<Vec<_>>(),
-            Checks::CachedOnly => {
-                let verdicts = verifiers
-                    .iter()
-                    .map(|v| {
-                        v.cached_verdict(&doc, CACHED_REVIEW_MAX_BYTES)
-                            .map(|d| d.result)
-                    })
-                    .collect::<Option<Vec<_>>>()?;
-                // Counted only now: a rule answered from the cache while another needed the
-                // full path is counted by the full path.
-                for v in &verifiers {
-                    v.count_cache_hit();
-                }
-                verdicts
-            }
-        };
-        let mut failures = Vec::new();
-        for (rule, verdict) in matched.iter().zip(verdicts) {
-            let action = match &verdict {
-                // A key the rule names that cannot be read denies, even under Audit.
-                Err(Rejection::KeyUnresolved { .. }) => FailureAction::Enforce,
-                _ => rule
-                    .failure_action
-                    .for_namespace(doc.identity.namespace.as_deref()),
-            };
-            match verdict {
-                Ok(verified) => {
-                    let found = if verified.entries.is_empty() {
-                        vec![signer_label(&verified.signer)]
-                    } else {
-                        verified
-                            .entries
-                            .iter()
-                            .map(|e| signer_label(&e.signer))
-                            .collect()
-                    };
-                    for s in found {
-                        if !signers.contains(&s) {
-                            signers.push(s);
-                        }
+/// The failed rules of the verdicts, in rule order; the signers of the verified ones go to
+/// `signers` (each once).
+fn failures_of(verdicts: Vec<RuleVerdict>, signers: &mut Vec<String>) -> Vec<RuleFailure> {
+    let mut failures = Vec::new();
+    for RuleVerdict {
+        policy,
+        rule,
+        verdict,
+        action,
+    } in verdicts
+    {
+        match verdict.result {
+            Ok(verified) => {
+                let found = if verified.entries.is_empty() {
+                    vec![signer_label(&verified.signer)]
+                } else {
+                    verified
+                        .entries
+                        .iter()
+                        .map(|e| signer_label(&e.signer))
+                        .collect()
+                };
+                for s in found {
+                    if !signers.contains(&s) {
+                        signers.push(s);
                     }
                 }
-                Err(rejection) => failures.push(RuleFailure {
-                    rule,
-                    action,
-                    code: rejection.code(),
-                    reason: reason_text(&rejection),
-                }),
             }
+            Err(rejection) => failures.push(RuleFailure {
+                policy,
+                rule,
+                action,
+                code: rejection.code(),
+                reason: reason_text(&rejection),
+            }),
         }
-        Some(failures)
     }
+    failures
 }
 
-/// Which verifications a review may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Checks {
-    /// Any: the full verification.
-    Any,
-    /// Only cache hits: no signature check ([`Reviewer::review_cached`]).
-    CachedOnly,
-}
+/// The full review: every verification.
+const FULL: CacheMode = CacheMode::Full;
 
-/// Under [`Checks::Any`] every path decides.
+/// The cache-only review ([`Reviewer::review_cached`]).
+const CACHED_ONLY: CacheMode = CacheMode::CachedOnly {
+    max_signed_bytes: CACHED_REVIEW_MAX_BYTES,
+    max_rules: CACHED_REVIEW_MAX_RULES,
+};
+
+/// Under [`CacheMode::Full`] every path decides.
 fn unreachable_needs_check() -> Reviewed {
     unreachable!("a review that may check signatures always decides")
-}
-
-/// The verifier of a rule for a `status` write: the fields the kind's status strategy takes
-/// from the stored object, and `status` (a subresource of the kind: the request proves it),
-/// are not compared. Everything else the request sends is compared with the signed document
-/// under the rule's own ignore fields and tolerances.
-fn for_status_write(verifier: Verifier, unverified: &IgnoreFields) -> Verifier {
-    let mut ignore = verifier.ignore_fields().clone();
-    ignore.0.extend(unverified.0.iter().cloned());
-    verifier.with_ignore_fields(ignore)
 }
 
 /// A `status` write of a kind whose status strategy takes everything but `status` from the
@@ -545,7 +476,7 @@ fn request_context(operation: &str, request: &AdmissionRequest<DynamicObject>) -
 }
 
 /// The decision and the answer from the failed rules.
-fn finish(mut decision: Decision, failures: Vec<RuleFailure<'_>>) -> (Decision, Answer) {
+fn finish(mut decision: Decision, failures: Vec<RuleFailure>) -> (Decision, Answer) {
     let (enforced, audited): (Vec<_>, Vec<_>) = failures
         .iter()
         .partition(|f| f.action == FailureAction::Enforce);

@@ -31,6 +31,7 @@
 
 mod action;
 pub mod convert;
+mod evaluate;
 pub mod explain;
 mod fields;
 mod key_ref;
@@ -42,6 +43,7 @@ mod typed;
 mod verdict;
 
 pub use action::{ActionOverride, FailureAction, FailureActions};
+pub use evaluate::{CacheMode, Evaluation, evaluate_rules};
 pub use fields::{mansign_field_pattern, translate_upstream_field};
 pub use key_ref::{COSIGN_PUB, KeyObject, KeyReference, ResolvedKeys, parse_data_variable};
 pub use selector::{
@@ -446,31 +448,6 @@ impl PolicySet {
             r.verdict.origin = None;
         }
         Ok(verdict)
-    }
-
-    /// Verifies one document read from input under every rule that applies to it.
-    pub fn verify_document(&self, doc: &Document, ctx: &RequestContext) -> ObjectVerdict {
-        let rules = self
-            .rules
-            .iter()
-            .filter(|r| r.applies_to(&doc.value, &doc.identity, ctx))
-            .map(|r| RuleVerdict {
-                policy: r.policy.clone(),
-                rule: r.rule.clone(),
-                verdict: r.verifier_for(&doc.identity).verify_document(doc),
-                action: match &doc.identity.namespace {
-                    // An unavailable key is never audited away.
-                    _ if !r.unresolved_keys.is_empty() => FailureAction::Enforce,
-                    Some(ns) => r.failure_action.for_namespace(Some(ns)),
-                    None => r.failure_action.strictest(),
-                },
-            })
-            .collect();
-        ObjectVerdict {
-            origin: Some(doc.origin.clone()),
-            object: doc.identity.clone(),
-            rules,
-        }
     }
 }
 
