@@ -296,11 +296,7 @@ impl Env {
         let n = unique();
         let input = write(self.dir(), &format!("in-{n}.yaml"), text);
         let output = self.dir().join(format!("out-{n}.yaml"));
-        mansign()
-            .args(["sign", "-f"])
-            .arg(&input)
-            .arg("--key")
-            .arg(key)
+        common::sign_cmd(&[], &input, key)
             .arg("-o")
             .arg(&output)
             .args(extra)

@@ -15,16 +15,11 @@ fn not_yaml_names_file_and_document_and_exits_2() {
         "bad.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkey: [unclosed\n",
     );
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&bad)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "bad.yaml: document 2: not valid YAML",
-        ));
+    common::fails(
+        &mut common::sign_cmd(&[], &bad, &key),
+        2,
+        &["bad.yaml: document 2: not valid YAML"],
+    );
     assert!(!dir.path().join("bad.yaml.signed").exists());
 }
 
@@ -54,16 +49,11 @@ fn document_that_is_not_a_kubernetes_object_names_the_missing_field() {
         "noname.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n",
     );
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&no_name)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "document 1: not a Kubernetes object: missing field `metadata.name`",
-        ));
+    common::fails(
+        &mut common::sign_cmd(&[], &no_name, &key),
+        2,
+        &["document 1: not a Kubernetes object: missing field `metadata.name`"],
+    );
     assert_eq!(
         files_under(dir.path()),
         ["bad.yaml", "cosign.key", "cosign.pub", "noname.yaml"]
@@ -74,26 +64,18 @@ fn document_that_is_not_a_kubernetes_object_names_the_missing_field() {
 fn unreadable_input_names_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let (key, _) = key_pair(dir.path(), "cosign");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(dir.path().join("missing.yaml"))
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("missing.yaml: cannot read"));
+    common::fails(
+        &mut common::sign_cmd(&[], dir.path().join("missing.yaml"), &key),
+        2,
+        &["missing.yaml: cannot read"],
+    );
     let not_utf8 = dir.path().join("binary.yaml");
     std::fs::write(&not_utf8, [0xff, 0xfe, 0x00, 0x41]).unwrap();
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&not_utf8)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "binary.yaml: document 1: not valid YAML: not UTF-8",
-        ));
+    common::fails(
+        &mut common::sign_cmd(&[], &not_utf8, &key),
+        2,
+        &["binary.yaml: document 1: not valid YAML: not UTF-8"],
+    );
 }
 
 #[test]
@@ -107,16 +89,13 @@ fn unwritable_output_directory_leaves_no_partial_output() {
     // `out/sub` is a file, so `out/sub/b.yaml` cannot be written; `out/a.yaml` could be,
     // but must not be left behind.
     write(&out, "sub", "a file in the way");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&src)
-        .arg("--key")
-        .arg(&key)
-        .arg("-o")
-        .arg(format!("{}/", out.display()))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("out/sub"));
+    common::fails(
+        &mut common::sign_cmd(&[], &src, &key)
+            .arg("-o")
+            .arg(format!("{}/", out.display())),
+        2,
+        &["out/sub"],
+    );
     assert_eq!(files_under(&out), ["sub"]);
 }
 
@@ -131,16 +110,13 @@ fn output_path_taken_by_a_directory_leaves_no_partial_output() {
     // `out/b.yaml` is a directory: every temporary file can be written, but that one
     // cannot be renamed into place. `out/a.yaml` must not be left behind either.
     std::fs::create_dir_all(out.join("b.yaml")).unwrap();
-    mansign()
-        .args(["sign", "--remove-input", "-f"])
-        .arg(&src)
-        .arg("--key")
-        .arg(&key)
-        .arg("-o")
-        .arg(format!("{}/", out.display()))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("b.yaml"));
+    common::fails(
+        &mut common::sign_cmd(&["--remove-input"], &src, &key)
+            .arg("-o")
+            .arg(format!("{}/", out.display())),
+        2,
+        &["b.yaml"],
+    );
     assert_eq!(files_under(&out), Vec::<String>::new());
     assert!(a.is_file(), "input kept");
 }
@@ -226,16 +202,11 @@ fn empty_directory_is_an_error() {
     let (key, _) = key_pair(dir.path(), "cosign");
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&empty)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "no .yaml, .yml or .json files found",
-        ));
+    common::fails(
+        &mut common::sign_cmd(&[], &empty, &key),
+        2,
+        &["no .yaml, .yml or .json files found"],
+    );
 }
 
 #[test]
@@ -290,11 +261,7 @@ fn an_expiry_date_is_accepted_and_a_wrong_one_names_the_forms() {
         "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
     );
-    mansign()
-        .args(["sign", "--expires", "2099-12-31", "-f"])
-        .arg(&doc)
-        .arg("--key")
-        .arg(&key)
+    common::sign_cmd(&["--expires", "2099-12-31"], &doc, &key)
         .assert()
         .success();
     let signed = std::fs::read_to_string(dir.path().join("cm.yaml.signed")).unwrap();
@@ -302,12 +269,9 @@ fn an_expiry_date_is_accepted_and_a_wrong_one_names_the_forms() {
         signed.contains("mansign.dev/expires: \"2100-01-01T00:00:00Z\""),
         "{signed}"
     );
-    mansign()
-        .args(["sign", "--expires", "soon", "-f"])
-        .arg(&doc)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("RFC 3339 time"));
+    common::fails(
+        &mut common::sign_cmd(&["--expires", "soon"], &doc, &key),
+        2,
+        &["RFC 3339 time"],
+    );
 }

@@ -150,11 +150,7 @@ fn verify_bundle_help_names_no_missing_file_and_the_hidden_form_has_exit_codes()
 fn verify_accepts_dash_o_json_as_kubectl_does() {
     let (_dir, signed, pubkey) = signed_fixture();
     for flag in ["-o", "--output", "--format"] {
-        let out = mansign()
-            .args(["verify", "-f"])
-            .arg(&signed)
-            .arg("--key")
-            .arg(&pubkey)
+        let out = common::verify_cmd(&[], &signed, &pubkey)
             .args([flag, "json"])
             .assert()
             .success();
@@ -193,11 +189,7 @@ fn live_object_without_profile_fails_with_a_hint_to_use_the_kubernetes_profile()
         .stderr(predicate::str::contains(
             "this looks like a live object (`kubectl get -o yaml`); try `--ignore-profile kubernetes`",
         ));
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&path)
-        .arg("--key")
-        .arg(&pubkey)
+    common::verify_cmd(&[], &path, &pubkey)
         .args(["--ignore-profile", "kubernetes"])
         .assert()
         .success();
@@ -342,11 +334,7 @@ fn ignore_field_tolerates_that_field_only() {
     docs[0]["metadata"]["labels"] = json!({"argocd.argoproj.io/instance": "team-a"});
     let path = dir.path().join("labelled.yaml");
     write_json_documents(&path, &docs);
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&path)
-        .arg("--key")
-        .arg(&pubkey)
+    common::verify_cmd(&[], &path, &pubkey)
         .args([
             "--ignore-field",
             r#"metadata.labels["argocd.argoproj.io/instance"]"#,
@@ -356,11 +344,7 @@ fn ignore_field_tolerates_that_field_only() {
     // Another change is still one.
     docs[2]["data"]["a"] = json!("2");
     write_json_documents(&path, &docs);
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&path)
-        .arg("--key")
-        .arg(&pubkey)
+    common::verify_cmd(&[], &path, &pubkey)
         .args([
             "--ignore-field",
             r#"metadata.labels["argocd.argoproj.io/instance"]"#,
@@ -373,29 +357,20 @@ fn ignore_field_tolerates_that_field_only() {
 #[test]
 fn ignore_field_written_kyverno_style_is_refused_with_the_right_spelling() {
     let (_dir, signed, pubkey) = signed_fixture();
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(&pubkey)
-        .args([
+    common::fails(
+        &mut common::verify_cmd(&[], &signed, &pubkey).args([
             "--ignore-field",
             "metadata.labels.argocd.argoproj.io/instance",
-        ])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            r#"write `metadata.labels["argocd.argoproj.io/instance"]`"#,
-        ));
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(&pubkey)
-        .args(["--ignore-field", "spec.ports.0.port"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("write `spec.ports[0].port`"));
+        ]),
+        2,
+        &[r#"write `metadata.labels["argocd.argoproj.io/instance"]`"#],
+    );
+    common::fails(
+        &mut common::verify_cmd(&[], &signed, &pubkey)
+            .args(["--ignore-field", "spec.ports.0.port"]),
+        2,
+        &["write `spec.ports[0].port`"],
+    );
 }
 
 fn manifest_policy(dir: &Path, pubkey: &Path, field: &str) -> PathBuf {
@@ -485,11 +460,7 @@ fn list_items_are_numbered_in_text_and_json() {
     let list = json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items});
     let path = dir.path().join("list.json");
     std::fs::write(&path, serde_json::to_string_pretty(&list).unwrap()).unwrap();
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&path)
-        .arg("--key")
-        .arg(&pubkey)
+    common::verify_cmd(&[], &path, &pubkey)
         .args(["--ignore-profile", "kubernetes"])
         .assert()
         .success()
@@ -499,11 +470,7 @@ fn list_items_are_numbered_in_text_and_json() {
         .stdout(predicate::str::contains(
             "document 1, List item 3 (items[2]): ConfigMap",
         ));
-    let out = mansign()
-        .args(["verify", "-f"])
-        .arg(&path)
-        .arg("--key")
-        .arg(&pubkey)
+    let out = common::verify_cmd(&[], &path, &pubkey)
         .args(["--ignore-profile", "kubernetes", "-o", "json"])
         .assert()
         .success();
@@ -523,11 +490,7 @@ fn list_items_are_numbered_in_text_and_json() {
         ]
     );
     // A document that is not in a List has no `item`.
-    let out = mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(&pubkey)
+    let out = common::verify_cmd(&[], &signed, &pubkey)
         .args(["-o", "json"])
         .assert()
         .success();
@@ -544,11 +507,7 @@ fn a_rekor_failure_names_the_file_and_document() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", closed.local_addr().unwrap());
     drop(closed);
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
+    common::sign_cmd(&[], &input, &key)
         .args(["--tlog-upload", "--rekor-url", &url, "--timeout", "1"])
         .assert()
         .code(2)
@@ -1151,11 +1110,7 @@ fn signing_many_files_prints_a_count_and_the_directory() {
     }
     let out_dir = dir.path().join("signed");
     let sign = |extra: &[&str]| {
-        mansign()
-            .args(["sign", "-f"])
-            .arg(&unsigned)
-            .arg("--key")
-            .arg(&key)
+        common::sign_cmd(&[], &unsigned, &key)
             .arg("-o")
             .arg(format!("{}/", out_dir.display()))
             .args(extra)

@@ -4,7 +4,7 @@ mod common;
 #[path = "common/stack.rs"]
 mod stack;
 
-use common::{MULTI_DOC, key_pair, mansign, write};
+use common::{MULTI_DOC, key_pair, write};
 use mansign::Limits;
 use mansign::keys;
 use mansign::manifest::{EXPIRES_ANNOTATION, Source, load_reader};
@@ -87,11 +87,7 @@ fn cli_signed_expiry_passes_before_and_fails_after_it() {
     let dir = tempfile::tempdir().unwrap();
     let (key, pubkey) = key_pair(dir.path(), "cosign");
     let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    mansign()
-        .args(["sign", "--expires", "1h", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
+    common::sign_cmd(&["--expires", "1h"], &input, &key)
         .assert()
         .success();
     let signed = dir.path().join("x.yaml.signed");
@@ -150,14 +146,11 @@ fn cli_refuses_an_expiry_in_the_past() {
     let dir = tempfile::tempdir().unwrap();
     let (key, _) = key_pair(dir.path(), "cosign");
     let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    mansign()
-        .args(["sign", "--expires", "2020-01-01T00:00:00Z", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("not in the future"));
+    common::fails(
+        &mut common::sign_cmd(&["--expires", "2020-01-01T00:00:00Z"], &input, &key),
+        2,
+        &["not in the future"],
+    );
 }
 
 mod max_age {
@@ -270,7 +263,7 @@ mod max_age {
 /// `--max-age` / `maxAge` measure the signed signing time (`mansign.dev/signed-at`), never
 /// a transparency-log time alone for key signatures (anyone can log an old signature).
 mod signed_time {
-    use super::common::{MULTI_DOC, key_pair, mansign, write};
+    use super::common::{MULTI_DOC, key_pair, write};
     use mansign::Limits;
     use mansign::keys;
     use mansign::manifest::{SIGNED_AT_ANNOTATION, Source, load_reader, to_yaml};
@@ -374,11 +367,7 @@ mod signed_time {
         );
         let text: Vec<String> = docs.iter().map(|d| to_yaml(&d.value)).collect();
         let file = write(dir.path(), "old.yaml", &text.join("---\n"));
-        mansign()
-            .args(["verify", "--output", "json", "--max-age", "1d", "-f"])
-            .arg(&file)
-            .arg("--key")
-            .arg(&pubkey)
+        super::common::verify_cmd(&["--output", "json", "--max-age", "1d"], &file, &pubkey)
             .assert()
             .code(1)
             .stdout(predicate::str::contains(r#""check": "max-age""#))

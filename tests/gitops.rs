@@ -350,11 +350,7 @@ fn live(manifest: &Value, path: ApplyPath, op: Operation) -> Value {
 fn verify(pubkey: &Path, object: &Value, profiles: &str) -> (i32, String) {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "live.yaml", &to_yaml(object));
-    let out = mansign()
-        .args(["verify", "-f"])
-        .arg(&file)
-        .arg("--key")
-        .arg(pubkey)
+    let out = common::verify_cmd(&[], &file, pubkey)
         .args(["--ignore-profile", profiles])
         .args(binding_flags(profiles))
         .output()
@@ -884,11 +880,7 @@ fn print_verified_prints_the_documents_only_when_all_verified() {
         "good.yaml",
         &format!("{}---\n{}", to_yaml(&s.deployment), to_yaml(&s.exception)),
     );
-    let out = mansign()
-        .args(["verify", "--print-verified", "-f"])
-        .arg(&good)
-        .arg("--key")
-        .arg(&s.pubkey)
+    let out = common::verify_cmd(&["--print-verified"], &good, &s.pubkey)
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -904,11 +896,7 @@ fn print_verified_prints_the_documents_only_when_all_verified() {
         "bad.yaml",
         &format!("{}---\n{}", to_yaml(&s.deployment), to_yaml(&tampered)),
     );
-    let out = mansign()
-        .args(["verify", "--print-verified", "--output", "json", "-f"])
-        .arg(&bad)
-        .arg("--key")
-        .arg(&s.pubkey)
+    let out = common::verify_cmd(&["--print-verified", "--output", "json"], &bad, &s.pubkey)
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));

@@ -982,11 +982,7 @@ fn helm_install_into_a_real_api_server_admits_signed_and_denies_tampered_excepti
 
         let input = common::write(dir.path(), file, &text);
         let signed_file = dir.path().join(format!("signed-{file}"));
-        common::mansign()
-            .args(["sign", "-f"])
-            .arg(&input)
-            .arg("--key")
-            .arg(&signing_key)
+        common::sign_cmd(&[], &input, &signing_key)
             .arg("-o")
             .arg(&signed_file)
             .assert()

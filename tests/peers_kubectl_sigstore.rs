@@ -137,11 +137,7 @@ fn mansign_sign(input: &Path, key: &Path, out: &Path, extra: &[&str]) {
 }
 
 fn mansign_verify(file: &Path, key: &Path) -> std::process::Output {
-    mansign()
-        .args(["verify", "-f"])
-        .arg(file)
-        .arg("--key")
-        .arg(key)
+    common::verify_cmd(&[], file, key)
         .output()
         .expect("run mansign verify")
 }
@@ -732,11 +728,7 @@ fn kubectl_sigstore_key_signatures_with_and_without_the_log_verify_in_mansign() 
     assert!(!text.contains("cosign.sigstore.dev/bundle"), "{text}");
 
     // What kubectl-sigstore signs (unlogged) verifies in mansign and in kubectl-sigstore.
-    let out = mansign()
-        .args(["verify", "-f"])
-        .arg(&unlogged)
-        .arg("--key")
-        .arg(&public)
+    let out = common::verify_cmd(&[], &unlogged, &public)
         .arg("--trusted-root")
         .arg(stack.trusted_root())
         .output()

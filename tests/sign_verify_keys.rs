@@ -183,11 +183,7 @@ fn json_output_names_check_and_fields() {
     let mut d = docs(&signed);
     d[0]["data"]["mode"] = Value::String("permissive".into());
     write_docs(&signed, &d);
-    let out = mansign()
-        .args(["verify", "--output", "json", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(&pubkey)
+    let out = common::verify_cmd(&["--output", "json"], &signed, &pubkey)
         .assert()
         .code(1)
         .get_output()
@@ -206,11 +202,7 @@ fn file_scope_puts_one_message_with_all_documents_on_every_document() {
     let dir = tempfile::tempdir().unwrap();
     let (key, pubkey) = key_pair(dir.path(), "cosign");
     let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    mansign()
-        .args(["sign", "--scope", "file", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
+    common::sign_cmd(&["--scope", "file"], &input, &key)
         .assert()
         .success();
     let signed = dir.path().join("x.yaml.signed");
@@ -226,11 +218,7 @@ fn append_adds_a_second_signature_set_that_verifies_alone() {
     let (dir, signed, pub1) = signed_fixture();
     let (key2, pub2) = key_pair(dir.path(), "second");
     let out = dir.path().join("twice.yaml");
-    mansign()
-        .args(["sign", "--append", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(&key2)
+    common::sign_cmd(&["--append"], &signed, &key2)
         .arg("-o")
         .arg(&out)
         .assert()
@@ -292,16 +280,13 @@ fn append_to_a_kubectl_sigstore_signed_file_signs_its_message() {
         "changed.yaml",
         &text.replacen("mode: strict", "mode: lax", 1),
     );
-    mansign()
-        .args(["sign", "--append", "-f"])
-        .arg(&changed)
-        .arg("--key")
-        .arg(&key2)
-        .arg("-o")
-        .arg(dir.path().join("changed.out.yaml"))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("cannot append"));
+    common::fails(
+        &mut common::sign_cmd(&["--append"], &changed, &key2)
+            .arg("-o")
+            .arg(dir.path().join("changed.out.yaml")),
+        2,
+        &["cannot append"],
+    );
 }
 
 #[test]
@@ -314,11 +299,7 @@ fn resigning_without_append_removes_stale_signature_keys() {
     write_docs(&signed, &d);
     let (key2, pub2) = key_pair(dir.path(), "second");
     let out = dir.path().join("resigned.yaml");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(&key2)
+    common::sign_cmd(&[], &signed, &key2)
         .arg("-o")
         .arg(&out)
         .assert()
@@ -398,11 +379,7 @@ fn signed_tree(
     out: &std::path::Path,
 ) -> std::path::PathBuf {
     let (key, pubkey) = key_pair(dir, "cosign");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(tree)
-        .arg("--key")
-        .arg(&key)
+    common::sign_cmd(&[], tree, &key)
         .arg("-o")
         .arg(format!("{}/", out.display()))
         .assert()
@@ -463,11 +440,7 @@ fn exclude_leaves_out_whole_directories() {
     let pubkey = signed_tree(dir.path(), &tree, &out);
     write(&out, "docs/notes.md", "x");
     write(&out, "docs/example.yaml", "not a manifest: [");
-    mansign()
-        .args(["verify", "--exclude", "docs", "-f"])
-        .arg(&out)
-        .arg("--key")
-        .arg(&pubkey)
+    common::verify_cmd(&["--exclude", "docs"], &out, &pubkey)
         .assert()
         .success();
 }
@@ -482,17 +455,13 @@ fn a_symlink_loop_is_refused_naming_the_link() {
     std::os::unix::fs::symlink(&tree, tree.join("a/up")).unwrap();
     std::os::unix::fs::symlink(&tree, tree.join("a/up2")).unwrap();
     let (key, _) = key_pair(dir.path(), "cosign");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&tree)
-        .arg("--key")
-        .arg(&key)
-        .arg("-o")
-        .arg(format!("{}/", dir.path().join("out").display()))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("symbolic link loop"))
-        .stderr(predicate::str::contains("a/up"));
+    common::fails(
+        &mut common::sign_cmd(&[], &tree, &key)
+            .arg("-o")
+            .arg(format!("{}/", dir.path().join("out").display())),
+        2,
+        &["symbolic link loop", "a/up"],
+    );
     assert!(!dir.path().join("out").exists());
 }
 
@@ -588,13 +557,13 @@ fn several_files_signed_to_stdout_form_one_valid_stream() {
 fn several_keys_accept_a_signature_by_any_of_them() {
     let (dir, signed, pubkey) = signed_fixture();
     let (_k2, other) = key_pair(dir.path(), "other");
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(format!("{},{}", other.display(), pubkey.display()))
-        .assert()
-        .success();
+    common::verify_cmd(
+        &[],
+        &signed,
+        format!("{},{}", other.display(), pubkey.display()),
+    )
+    .assert()
+    .success();
 }
 
 #[test]

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{key_pair, mansign, write};
+use common::{key_pair, write};
 use mansign::Limits;
 use mansign::manifest::{YamlError, parse_documents};
 use predicates::prelude::*;
@@ -390,17 +390,14 @@ fn sign_refuses_an_ambiguous_manifest_naming_file_document_and_field() {
         "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  enabled: on\n",
     );
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
+    common::fails(
+        &mut common::sign_cmd(&[], &input, &key),
+        2,
+        &[
             "cm.yaml: document 1, data.enabled (line 6, column 12): plain scalar `on`",
-        ))
-        .stderr(predicate::str::contains("quote it: \"on\", or write true"));
+            "quote it: \"on\", or write true",
+        ],
+    );
     assert!(!dir.path().join("cm.yaml.signed").exists());
 }
 

@@ -57,29 +57,72 @@ pub fn key_pair(dir: &Path, prefix: &str) -> (PathBuf, PathBuf) {
     )
 }
 
-/// `mansign sign -f INPUT --key KEY` (must succeed); returns the signed file it writes,
-/// `INPUT.signed`.
-pub fn sign_with_key(input: &Path, key: &Path) -> PathBuf {
-    mansign()
-        .args(["sign", "-f"])
+/// `mansign sign FLAGS -f INPUT --key KEY`, not yet run: the caller adds what else it needs
+/// and asserts the outcome.
+pub fn sign_cmd(
+    flags: &[&str],
+    input: impl AsRef<std::ffi::OsStr>,
+    key: impl AsRef<std::ffi::OsStr>,
+) -> assert_cmd::Command {
+    let mut cmd = mansign();
+    cmd.arg("sign")
+        .args(flags)
+        .arg("-f")
         .arg(input)
         .arg("--key")
-        .arg(key)
-        .assert()
-        .success();
+        .arg(key);
+    cmd
+}
+
+/// `mansign verify FLAGS -f INPUT --key KEY`, not yet run: the caller adds what else it needs
+/// and asserts the outcome.
+pub fn verify_cmd(
+    flags: &[&str],
+    input: impl AsRef<std::ffi::OsStr>,
+    key: impl AsRef<std::ffi::OsStr>,
+) -> assert_cmd::Command {
+    let mut cmd = mansign();
+    cmd.arg("verify")
+        .args(flags)
+        .arg("-f")
+        .arg(input)
+        .arg("--key")
+        .arg(key);
+    cmd
+}
+
+/// `mansign sign FLAGS -f INPUT --key KEY` (must succeed); returns the signed file it
+/// writes, `INPUT.signed`.
+pub fn sign_with(flags: &[&str], input: &Path, key: &Path) -> PathBuf {
+    sign_cmd(flags, input, key).assert().success();
     let mut signed = input.as_os_str().to_owned();
     signed.push(".signed");
     PathBuf::from(signed)
 }
 
+/// `mansign sign -f INPUT --key KEY` (must succeed); returns the signed file it writes,
+/// `INPUT.signed`.
+pub fn sign_with_key(input: &Path, key: &Path) -> PathBuf {
+    sign_with(&[], input, key)
+}
+
 /// `mansign verify -f PATH --key KEY`, run; the caller asserts the outcome.
 pub fn verify_with_key(path: &Path, key: &Path) -> assert_cmd::assert::Assert {
-    mansign()
-        .args(["verify", "-f"])
-        .arg(path)
-        .arg("--key")
-        .arg(key)
-        .assert()
+    verify_cmd(&[], path, key).assert()
+}
+
+/// Runs `cmd` and asserts that it exits with `code` and that its stderr contains each of
+/// `words`; returns the outcome for further checks.
+pub fn fails(
+    cmd: &mut assert_cmd::Command,
+    code: i32,
+    words: &[&str],
+) -> assert_cmd::assert::Assert {
+    let mut out = cmd.assert().code(code);
+    for w in words {
+        out = out.stderr(predicates::str::contains(*w));
+    }
+    out
 }
 
 /// Lists every file under `dir`, relative, sorted.
