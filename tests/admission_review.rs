@@ -98,15 +98,8 @@ fn sign(stack: &Stack, subject: &str, manifest: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let input = common::write(dir.path(), "in.yaml", manifest);
     let out = dir.path().join("out.yaml");
-    stack
-        .keyless_sign(common::mansign())
-        .arg("-f")
-        .arg(&input)
-        .arg("-o")
-        .arg(&out)
-        .args(["--identity-token", &github_token(stack, subject)])
-        .assert()
-        .success();
+    let token = github_token(stack, subject);
+    stack.keyless_sign_to(common::mansign(), &[], &input, &out, token);
     let files = mansign::manifest::load_inputs(&[out], &mansign::Limits::default()).unwrap();
     files[0].documents[0].value.clone()
 }

@@ -74,15 +74,7 @@ fn sign(stack: &Stack, token: &str, manifest: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let input = common::write(dir.path(), "in.yaml", manifest);
     let out = dir.path().join("out.yaml");
-    stack
-        .keyless_sign(common::mansign())
-        .arg("-f")
-        .arg(&input)
-        .arg("-o")
-        .arg(&out)
-        .args(["--identity-token", token])
-        .assert()
-        .success();
+    stack.keyless_sign_to(common::mansign(), &[], &input, &out, token);
     read(&out)
 }
 

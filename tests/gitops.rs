@@ -748,16 +748,13 @@ fn keyless_signed_manifests_follow_the_same_rules() {
         &format!("{DEPLOYMENT}---\n{EXCEPTION}"),
     );
     let output = dir.path().join("app.signed.yaml");
-    stack
-        .keyless_sign(mansign())
-        .arg("-f")
-        .arg(&input)
-        .arg("-o")
-        .arg(&output)
-        .arg("--identity-token")
-        .arg(format!("@{}", stack.id_token_file().display()))
-        .assert()
-        .success();
+    stack.keyless_sign_to(
+        mansign(),
+        &[],
+        &input,
+        &output,
+        format!("@{}", stack.id_token_file().display()),
+    );
     let signed = read_stream(&std::fs::read_to_string(&output).unwrap());
     let run = |object: &Value, profiles: &str| {
         let file = write(dir.path(), "live.yaml", &to_yaml(object));

@@ -512,16 +512,13 @@ fn what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore() {
     let (root_pem, rekor_pem) = stack_pems(&stack, d);
     let input = write(d, "cm.yaml", CM);
     let out = d.join("cm.signed.yaml");
-    stack
-        .keyless_sign(mansign())
-        .args(["--scope", "file", "-f"])
-        .arg(&input)
-        .arg("-o")
-        .arg(&out)
-        .arg("--identity-token")
-        .arg(stack.id_token_file())
-        .assert()
-        .success();
+    stack.keyless_sign_to(
+        mansign(),
+        &["--scope", "file"],
+        &input,
+        &out,
+        stack.id_token_file(),
+    );
 
     let verify = |file: &Path, issuer: &str| {
         let mut cmd = common::peers::peer_command("kubectl-sigstore", &home);
@@ -594,16 +591,7 @@ fn what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore() {
         "two Fulcio CAs"
     );
     let foreign = d.join("foreign.signed.yaml");
-    other
-        .keyless_sign(mansign())
-        .arg("-f")
-        .arg(&input)
-        .arg("-o")
-        .arg(&foreign)
-        .arg("--identity-token")
-        .arg(other.id_token_file())
-        .assert()
-        .success();
+    other.keyless_sign_to(mansign(), &[], &input, &foreign, other.id_token_file());
     let mut cmd = common::peers::peer_command("kubectl-sigstore", &home);
     cmd.env("SIGSTORE_ROOT_FILE", &root_pem)
         .env(
@@ -978,16 +966,7 @@ fn kubectl_sigstore_v0_5_4_on_the_cases_where_cosign_shows() {
         "v0.5.4: mansign signs keylessly on the stack, v0.5.4 verifies",
     );
     let keyless = d.join("keyless.signed.yaml");
-    stack
-        .keyless_sign(mansign())
-        .arg("-f")
-        .arg(&input)
-        .arg("-o")
-        .arg(&keyless)
-        .arg("--identity-token")
-        .arg(stack.id_token_file())
-        .assert()
-        .success();
+    stack.keyless_sign_to(mansign(), &[], &input, &keyless, stack.id_token_file());
     let verify_keyless = |issuer: &str| {
         v054(
             &offline,

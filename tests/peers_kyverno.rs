@@ -755,15 +755,8 @@ fn keyless_entry(
 /// mansign signs `input` keylessly on `stack` into `out`, appending to signatures already
 /// there when `append`.
 fn sign_keyless(stack: &stack::Stack, input: &Path, out: &Path, append: bool) {
-    let mut cmd = stack.keyless_sign(mansign());
-    cmd.arg("-f").arg(input).arg("-o").arg(out);
-    if append {
-        cmd.arg("--append");
-    }
-    cmd.arg("--identity-token")
-        .arg(stack.id_token_file())
-        .assert()
-        .success();
+    let flags: &[&str] = if append { &["--append"] } else { &[] };
+    stack.keyless_sign_to(mansign(), flags, input, out, stack.id_token_file());
 }
 
 /// Keyless `validate.manifests` entries on the loopback Sigstore stack (mansign signs with

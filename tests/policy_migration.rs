@@ -648,15 +648,7 @@ fn sign_on_stack(stack: &Stack, dir: &Path) -> PathBuf {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sample-cm\ndata:\n  key1: val1\n",
     );
     let out = dir.join("signed.yaml");
-    stack
-        .keyless_sign(common::mansign())
-        .arg("-f")
-        .arg(&input)
-        .arg("-o")
-        .arg(&out)
-        .args(["--identity-token", &token])
-        .assert()
-        .success();
+    stack.keyless_sign_to(common::mansign(), &[], &input, &out, token);
     out
 }
 

@@ -57,15 +57,16 @@ pub fn key_pair(dir: &Path, prefix: &str) -> (PathBuf, PathBuf) {
     )
 }
 
-/// `mansign sign FLAGS -f INPUT --key KEY`, not yet run: the caller adds what else it needs
+/// `mansign VERB FLAGS -f INPUT --key KEY`, not yet run: the caller adds what else it needs
 /// and asserts the outcome.
-pub fn sign_cmd(
+fn key_cmd(
+    verb: &str,
     flags: &[&str],
     input: impl AsRef<std::ffi::OsStr>,
     key: impl AsRef<std::ffi::OsStr>,
 ) -> assert_cmd::Command {
     let mut cmd = mansign();
-    cmd.arg("sign")
+    cmd.arg(verb)
         .args(flags)
         .arg("-f")
         .arg(input)
@@ -74,21 +75,22 @@ pub fn sign_cmd(
     cmd
 }
 
-/// `mansign verify FLAGS -f INPUT --key KEY`, not yet run: the caller adds what else it needs
-/// and asserts the outcome.
+/// `mansign sign FLAGS -f INPUT --key KEY`, not yet run (see `key_cmd`).
+pub fn sign_cmd(
+    flags: &[&str],
+    input: impl AsRef<std::ffi::OsStr>,
+    key: impl AsRef<std::ffi::OsStr>,
+) -> assert_cmd::Command {
+    key_cmd("sign", flags, input, key)
+}
+
+/// `mansign verify FLAGS -f INPUT --key KEY`, not yet run (see `key_cmd`).
 pub fn verify_cmd(
     flags: &[&str],
     input: impl AsRef<std::ffi::OsStr>,
     key: impl AsRef<std::ffi::OsStr>,
 ) -> assert_cmd::Command {
-    let mut cmd = mansign();
-    cmd.arg("verify")
-        .args(flags)
-        .arg("-f")
-        .arg(input)
-        .arg("--key")
-        .arg(key);
-    cmd
+    key_cmd("verify", flags, input, key)
 }
 
 /// `mansign sign FLAGS -f INPUT --key KEY` (must succeed); returns the signed file it
