@@ -251,24 +251,23 @@ fn verify_without_any_input_is_a_usage_error() {
 
 #[test]
 fn sign_takes_positional_paths() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "cosign");
-    write(dir.path(), "in/a.yaml", MULTI_DOC);
-    let out = dir.path().join("out");
+    let kd = common::key_dir("cosign");
+    kd.write("in/a.yaml", MULTI_DOC);
+    let out = kd.path().join("out");
     mansign()
         .arg("sign")
-        .arg(dir.path().join("in"))
+        .arg(kd.path().join("in"))
         .arg("-o")
         .arg(format!("{}/", out.display()))
         .arg("--key")
-        .arg(&key)
+        .arg(&kd.key)
         .assert()
         .success();
     mansign()
         .arg("verify")
         .arg(out.join("a.yaml"))
         .arg("--key")
-        .arg(&pubkey)
+        .arg(&kd.pubkey)
         .assert()
         .success();
 }
@@ -500,14 +499,13 @@ fn list_items_are_numbered_in_text_and_json() {
 
 #[test]
 fn a_rekor_failure_names_the_file_and_document() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    let kd = common::key_dir("cosign");
+    let input = kd.write("x.yaml", MULTI_DOC);
     // A closed loopback port: every upload fails at once.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", closed.local_addr().unwrap());
     drop(closed);
-    common::sign_cmd(&[], &input, &key)
+    common::sign_cmd(&[], &input, &kd.key)
         .args(["--tlog-upload", "--rekor-url", &url, "--timeout", "1"])
         .assert()
         .code(2)
@@ -523,17 +521,16 @@ fn a_rekor_failure_names_the_file_and_document() {
 
 #[test]
 fn sign_format_json_reports_files_documents_and_signer() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    let output = dir.path().join("x.signed.yaml");
+    let kd = common::key_dir("cosign");
+    let input = kd.write("x.yaml", MULTI_DOC);
+    let output = kd.path().join("x.signed.yaml");
     let out = mansign()
         .args(["sign", "-f"])
         .arg(&input)
         .arg("-o")
         .arg(&output)
         .arg("--key")
-        .arg(&key)
+        .arg(&kd.key)
         .args(["--format", "json"])
         .assert()
         .success();
@@ -550,15 +547,14 @@ fn sign_format_json_reports_files_documents_and_signer() {
 
 #[test]
 fn sign_format_json_refuses_manifests_on_stdout() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    let kd = common::key_dir("cosign");
+    let input = kd.write("x.yaml", MULTI_DOC);
     mansign()
         .args(["sign", "-f"])
         .arg(&input)
         .args(["-o", "-"])
         .arg("--key")
-        .arg(&key)
+        .arg(&kd.key)
         .args(["--format", "json"])
         .assert()
         .code(2)
@@ -834,36 +830,35 @@ fn fixture_trusted_root() -> PathBuf {
 
 #[test]
 fn an_output_path_that_is_a_report_format_is_refused_with_a_pointer_to_format() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    let kd = common::key_dir("cosign");
+    let input = kd.write("x.yaml", MULTI_DOC);
     for format in ["json", "text", "yaml"] {
         mansign()
-            .current_dir(dir.path())
+            .current_dir(kd.path())
             .args(["sign", "-f"])
             .arg(&input)
             .arg("--key")
-            .arg(&key)
+            .arg(&kd.key)
             .args(["-o", format])
             .assert()
             .code(2)
             .stderr(predicate::str::contains("--format json"))
             .stderr(predicate::str::contains(format!("./{format}")));
-        assert!(!dir.path().join(format).exists(), "{format} was written");
+        assert!(!kd.path().join(format).exists(), "{format} was written");
     }
     // `./json` is a file of that name.
     mansign()
-        .current_dir(dir.path())
+        .current_dir(kd.path())
         .args(["sign", "-f"])
         .arg(&input)
         .arg("--key")
-        .arg(&key)
+        .arg(&kd.key)
         .args(["-o", "./json"])
         .assert()
         .success();
-    assert!(dir.path().join("json").is_file());
+    assert!(kd.path().join("json").is_file());
     mansign()
-        .current_dir(dir.path())
+        .current_dir(kd.path())
         .args(["policy", "convert", "p.yaml", "-o", "yaml"])
         .assert()
         .code(2)
@@ -1097,9 +1092,8 @@ fn completion_as_the_kubectl_plugin_completes_kubectl_mansign() {
 
 #[test]
 fn signing_many_files_prints_a_count_and_the_directory() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let unsigned = dir.path().join("unsigned");
+    let kd = common::key_dir("cosign");
+    let unsigned = kd.path().join("unsigned");
     let configmap = MULTI_DOC.split("---\n").next().unwrap();
     for i in 0..30 {
         write(
@@ -1108,9 +1102,9 @@ fn signing_many_files_prints_a_count_and_the_directory() {
             &configmap.replace("name: settings", &format!("name: settings-{i}")),
         );
     }
-    let out_dir = dir.path().join("signed");
+    let out_dir = kd.path().join("signed");
     let sign = |extra: &[&str]| {
-        common::sign_cmd(&[], &unsigned, &key)
+        common::sign_cmd(&[], &unsigned, &kd.key)
             .arg("-o")
             .arg(format!("{}/", out_dir.display()))
             .args(extra)

@@ -4,7 +4,7 @@ mod common;
 #[path = "common/stack.rs"]
 mod stack;
 
-use common::{MULTI_DOC, key_pair, write};
+use common::MULTI_DOC;
 use mansign::Limits;
 use mansign::keys;
 use mansign::manifest::{EXPIRES_ANNOTATION, Source, load_reader};
@@ -84,22 +84,21 @@ fn removing_the_expiry_annotation_is_detected() {
 fn cli_signed_expiry_passes_before_and_fails_after_it() {
     // No sleeps: the CLI signs with a one-hour window and verifies now; the passing of
     // time is simulated with the verifier's injected clock on the very file it wrote.
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "cosign");
-    let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    common::sign_cmd(&["--expires", "1h"], &input, &key)
+    let kd = common::key_dir("cosign");
+    let input = kd.write("x.yaml", MULTI_DOC);
+    common::sign_cmd(&["--expires", "1h"], &input, &kd.key)
         .assert()
         .success();
-    let signed = dir.path().join("x.yaml.signed");
+    let signed = kd.path().join("x.yaml.signed");
     let text = std::fs::read_to_string(&signed).unwrap();
     assert!(text.contains("mansign.dev/expires: \""), "{text}");
-    common::verify_with_key(&signed, &pubkey).success();
+    common::verify_with_key(&signed, &kd.pubkey).success();
     let docs = mansign::manifest::load_inputs(&[signed], &Limits::default())
         .unwrap()
         .remove(0)
         .documents;
     let verifier = Verifier::new(vec![Attestor::Key(
-        TrustedKey::from_pem("k", &std::fs::read_to_string(&pubkey).unwrap()).unwrap(),
+        TrustedKey::from_pem("k", &std::fs::read_to_string(&kd.pubkey).unwrap()).unwrap(),
     )]);
     let later = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(2);
     let verdict = verifier.with_clock(later).verify_documents(&docs);
@@ -112,9 +111,8 @@ fn cli_signed_expiry_passes_before_and_fails_after_it() {
 fn cli_verify_rejects_an_expired_document() {
     // Signed through the library with an expiry in the past (the CLI refuses to sign one),
     // with a key pair the CLI made; the CLI then checks it against the real clock.
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "cosign");
-    let pem = std::fs::read_to_string(&key).unwrap();
+    let kd = common::key_dir("cosign");
+    let pem = std::fs::read_to_string(&kd.key).unwrap();
     let secret = keys::decrypt_private_key(&pem, b"test-password").unwrap();
     let mut files = vec![
         load_reader(
@@ -133,8 +131,8 @@ fn cli_verify_rejects_an_expired_document() {
         .map(|d| mansign::manifest::to_yaml(&d.value))
         .collect::<Vec<_>>()
         .join("---\n");
-    let signed = write(dir.path(), "expired.yaml", &out);
-    common::verify_with_key(&signed, &pubkey)
+    let signed = kd.write("expired.yaml", &out);
+    common::verify_with_key(&signed, &kd.pubkey)
         .code(1)
         .stdout(predicate::str::contains(
             "[expired] signature expired: the signed document expires at 2026-06-01T12:00:00Z",
@@ -143,11 +141,10 @@ fn cli_verify_rejects_an_expired_document() {
 
 #[test]
 fn cli_refuses_an_expiry_in_the_past() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    let kd = common::key_dir("cosign");
+    let input = kd.write("x.yaml", MULTI_DOC);
     common::fails(
-        &mut common::sign_cmd(&["--expires", "2020-01-01T00:00:00Z"], &input, &key),
+        &mut common::sign_cmd(&["--expires", "2020-01-01T00:00:00Z"], &input, &kd.key),
         2,
         &["not in the future"],
     );

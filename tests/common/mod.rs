@@ -57,6 +57,32 @@ pub fn key_pair(dir: &Path, prefix: &str) -> (PathBuf, PathBuf) {
     )
 }
 
+/// A fresh temporary directory holding a key pair made by `mansign generate-key-pair`
+/// (`PREFIX.key`, `PREFIX.pub`).
+pub struct KeyDir {
+    pub dir: tempfile::TempDir,
+    pub key: PathBuf,
+    pub pubkey: PathBuf,
+}
+
+/// A [`KeyDir`] with the key pair `PREFIX.key`, `PREFIX.pub`.
+pub fn key_dir(prefix: &str) -> KeyDir {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, pubkey) = key_pair(dir.path(), prefix);
+    KeyDir { dir, key, pubkey }
+}
+
+impl KeyDir {
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes `text` to `name` in the directory (see [`write`]).
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        write(self.path(), name, text)
+    }
+}
+
 /// `mansign VERB FLAGS -f INPUT --key KEY`, not yet run: the caller adds what else it needs
 /// and asserts the outcome.
 fn key_cmd(
