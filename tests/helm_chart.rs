@@ -19,6 +19,7 @@ mod common;
 use common::cluster::Cluster;
 use common::ops_tools::ops_tools;
 use common::pki::Pki;
+use common::strings;
 use common::webhook::Webhook;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -66,12 +67,7 @@ fn rendered_text(args: &[&str]) -> String {
 }
 
 fn parse(text: &str) -> Vec<Value> {
-    mansign::manifest::parse_documents(text, &mansign::limits::Limits::default())
-        .unwrap()
-        .into_iter()
-        .map(|(_, v)| v)
-        .filter(|v| !v.is_null())
-        .collect()
+    common::parse_objects(text)
 }
 
 /// The value sets: the defaults, and each `charts/mansign/ci/NAME-values.yaml` (the
@@ -210,14 +206,6 @@ fn every_golden_file_belongs_to_a_value_set() {
 
 fn find<'a>(objects: &'a [Value], kind: &str) -> Vec<&'a Value> {
     objects.iter().filter(|o| o["kind"] == kind).collect()
-}
-
-fn strings(v: &Value) -> Vec<&str> {
-    v.as_array()
-        .unwrap_or_else(|| panic!("not a list: {v}"))
-        .iter()
-        .map(|s| s.as_str().unwrap())
-        .collect()
 }
 
 #[test]
@@ -612,17 +600,7 @@ fn the_readme_values_table_says_what_the_schema_says() {
 
 /// `kubectl kustomize DIR` (as tests/deploy.rs renders deploy/).
 fn kustomize(dir: &str) -> Vec<Value> {
-    let out = Command::new("kubectl")
-        .arg("kustomize")
-        .arg(Path::new(REPO).join(dir))
-        .output()
-        .expect("kubectl must be on PATH to render deploy/ (it is not optional)");
-    assert!(
-        out.status.success(),
-        "kubectl kustomize {dir} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    parse(&String::from_utf8(out.stdout).unwrap())
+    common::kustomize(dir)
 }
 
 /// Labels the chart adds on top of deploy/'s (charts/mansign/README.md, "Labels").

@@ -288,18 +288,15 @@ pub fn go_tools(script: &str, args: &[&str]) -> std::collections::HashMap<String
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scripts")
         .join(script);
-    let out = std::process::Command::new("bash")
-        .arg(&path)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("run scripts/{script}: {e}"));
-    assert!(
-        out.status.success(),
-        "the test tools cannot be built (scripts/{script} {}): {}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let out = output_ok(
+        std::process::Command::new("bash")
+            .arg(&path)
+            .args(args)
+            .stdin(std::process::Stdio::null()),
+        &format!(
+            "building the test tools (scripts/{script} {})",
+            args.join(" ")
+        ),
     );
     let tools: std::collections::HashMap<String, PathBuf> = String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -322,4 +319,51 @@ pub fn go_tool(tools: &std::collections::HashMap<String, PathBuf>, name: &str) -
         .get(name)
         .unwrap_or_else(|| panic!("the tool script printed no {name}= line"))
         .clone()
+}
+
+/// Runs `cmd` (a plain process: a build script, `kubectl`, ...) and fails the test, with its
+/// output, unless it runs and succeeds; `what` names it in the failure.
+pub fn output_ok(cmd: &mut std::process::Command, what: &str) -> std::process::Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The objects of a YAML stream (empty documents dropped), read as mansign reads manifests.
+pub fn parse_objects(text: &str) -> Vec<serde_json::Value> {
+    mansign::manifest::parse_documents(text, &mansign::limits::Limits::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+/// `kubectl kustomize DIR` (DIR relative to the repository; the real `kubectl`, which must be
+/// on PATH: it is not optional), parsed into objects.
+pub fn kustomize(dir: &str) -> Vec<serde_json::Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let out = output_ok(
+        std::process::Command::new("kubectl")
+            .arg("kustomize")
+            .arg(&path),
+        &format!("kubectl kustomize {dir}"),
+    );
+    parse_objects(&String::from_utf8(out.stdout).unwrap())
+}
+
+/// The strings of a JSON list; anything else fails the test.
+pub fn strings(v: &serde_json::Value) -> Vec<&str> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not a list: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect()
 }
