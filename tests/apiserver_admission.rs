@@ -296,7 +296,7 @@ impl Env {
         let n = unique();
         let input = write(self.dir(), &format!("in-{n}.yaml"), text);
         let output = self.dir().join(format!("out-{n}.yaml"));
-        common::sign_cmd(&[], &input, key)
+        common::with_key("sign", &[], &input, key)
             .arg("-o")
             .arg(&output)
             .args(extra)

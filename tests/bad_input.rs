@@ -14,7 +14,7 @@ fn not_yaml_names_file_and_document_and_exits_2() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkey: [unclosed\n",
     );
     common::fails(
-        &mut common::sign_cmd(&[], &bad, &kd.key),
+        &mut common::with_key("sign", &[], &bad, &kd.key),
         2,
         &["bad.yaml: document 2: not valid YAML"],
     );
@@ -44,7 +44,7 @@ fn document_that_is_not_a_kubernetes_object_names_the_missing_field() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n",
     );
     common::fails(
-        &mut common::sign_cmd(&[], &no_name, &kd.key),
+        &mut common::with_key("sign", &[], &no_name, &kd.key),
         2,
         &["document 1: not a Kubernetes object: missing field `metadata.name`"],
     );
@@ -58,14 +58,14 @@ fn document_that_is_not_a_kubernetes_object_names_the_missing_field() {
 fn unreadable_input_names_the_file() {
     let kd = common::key_dir("cosign");
     common::fails(
-        &mut common::sign_cmd(&[], kd.path().join("missing.yaml"), &kd.key),
+        &mut common::with_key("sign", &[], kd.path().join("missing.yaml"), &kd.key),
         2,
         &["missing.yaml: cannot read"],
     );
     let not_utf8 = kd.path().join("binary.yaml");
     std::fs::write(&not_utf8, [0xff, 0xfe, 0x00, 0x41]).unwrap();
     common::fails(
-        &mut common::sign_cmd(&[], &not_utf8, &kd.key),
+        &mut common::with_key("sign", &[], &not_utf8, &kd.key),
         2,
         &["binary.yaml: document 1: not valid YAML: not UTF-8"],
     );
@@ -82,7 +82,7 @@ fn unwritable_output_directory_leaves_no_partial_output() {
     // but must not be left behind.
     write(&out, "sub", "a file in the way");
     common::fails(
-        &mut common::sign_cmd(&[], &src, &kd.key)
+        &mut common::with_key("sign", &[], &src, &kd.key)
             .arg("-o")
             .arg(format!("{}/", out.display())),
         2,
@@ -102,7 +102,7 @@ fn output_path_taken_by_a_directory_leaves_no_partial_output() {
     // cannot be renamed into place. `out/a.yaml` must not be left behind either.
     std::fs::create_dir_all(out.join("b.yaml")).unwrap();
     common::fails(
-        &mut common::sign_cmd(&["--remove-input"], &src, &kd.key)
+        &mut common::with_key("sign", &["--remove-input"], &src, &kd.key)
             .arg("-o")
             .arg(format!("{}/", out.display())),
         2,
@@ -190,7 +190,7 @@ fn empty_directory_is_an_error() {
     let empty = kd.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     common::fails(
-        &mut common::sign_cmd(&[], &empty, &kd.key),
+        &mut common::with_key("sign", &[], &empty, &kd.key),
         2,
         &["no .yaml, .yml or .json files found"],
     );
@@ -245,7 +245,7 @@ fn an_expiry_date_is_accepted_and_a_wrong_one_names_the_forms() {
         "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
     );
-    common::sign_cmd(&["--expires", "2099-12-31"], &doc, &kd.key)
+    common::with_key("sign", &["--expires", "2099-12-31"], &doc, &kd.key)
         .assert()
         .success();
     let signed = std::fs::read_to_string(kd.path().join("cm.yaml.signed")).unwrap();
@@ -254,7 +254,7 @@ fn an_expiry_date_is_accepted_and_a_wrong_one_names_the_forms() {
         "{signed}"
     );
     common::fails(
-        &mut common::sign_cmd(&["--expires", "soon"], &doc, &kd.key),
+        &mut common::with_key("sign", &["--expires", "soon"], &doc, &kd.key),
         2,
         &["RFC 3339 time"],
     );

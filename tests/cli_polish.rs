@@ -150,7 +150,7 @@ fn verify_bundle_help_names_no_missing_file_and_the_hidden_form_has_exit_codes()
 fn verify_accepts_dash_o_json_as_kubectl_does() {
     let (_dir, signed, pubkey) = signed_fixture();
     for flag in ["-o", "--output", "--format"] {
-        let out = common::verify_cmd(&[], &signed, &pubkey)
+        let out = common::with_key("verify", &[], &signed, &pubkey)
             .args([flag, "json"])
             .assert()
             .success();
@@ -189,7 +189,7 @@ fn live_object_without_profile_fails_with_a_hint_to_use_the_kubernetes_profile()
         .stderr(predicate::str::contains(
             "this looks like a live object (`kubectl get -o yaml`); try `--ignore-profile kubernetes`",
         ));
-    common::verify_cmd(&[], &path, &pubkey)
+    common::with_key("verify", &[], &path, &pubkey)
         .args(["--ignore-profile", "kubernetes"])
         .assert()
         .success();
@@ -333,7 +333,7 @@ fn ignore_field_tolerates_that_field_only() {
     docs[0]["metadata"]["labels"] = json!({"argocd.argoproj.io/instance": "team-a"});
     let path = dir.path().join("labelled.yaml");
     write_json_documents(&path, &docs);
-    common::verify_cmd(&[], &path, &pubkey)
+    common::with_key("verify", &[], &path, &pubkey)
         .args([
             "--ignore-field",
             r#"metadata.labels["argocd.argoproj.io/instance"]"#,
@@ -343,7 +343,7 @@ fn ignore_field_tolerates_that_field_only() {
     // Another change is still one.
     docs[2]["data"]["a"] = json!("2");
     write_json_documents(&path, &docs);
-    common::verify_cmd(&[], &path, &pubkey)
+    common::with_key("verify", &[], &path, &pubkey)
         .args([
             "--ignore-field",
             r#"metadata.labels["argocd.argoproj.io/instance"]"#,
@@ -357,7 +357,7 @@ fn ignore_field_tolerates_that_field_only() {
 fn ignore_field_written_kyverno_style_is_refused_with_the_right_spelling() {
     let (_dir, signed, pubkey) = signed_fixture();
     common::fails(
-        &mut common::verify_cmd(&[], &signed, &pubkey).args([
+        &mut common::with_key("verify", &[], &signed, &pubkey).args([
             "--ignore-field",
             "metadata.labels.argocd.argoproj.io/instance",
         ]),
@@ -365,7 +365,7 @@ fn ignore_field_written_kyverno_style_is_refused_with_the_right_spelling() {
         &[r#"write `metadata.labels["argocd.argoproj.io/instance"]`"#],
     );
     common::fails(
-        &mut common::verify_cmd(&[], &signed, &pubkey)
+        &mut common::with_key("verify", &[], &signed, &pubkey)
             .args(["--ignore-field", "spec.ports.0.port"]),
         2,
         &["write `spec.ports[0].port`"],
@@ -459,7 +459,7 @@ fn list_items_are_numbered_in_text_and_json() {
     let list = json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items});
     let path = dir.path().join("list.json");
     std::fs::write(&path, serde_json::to_string_pretty(&list).unwrap()).unwrap();
-    common::verify_cmd(&[], &path, &pubkey)
+    common::with_key("verify", &[], &path, &pubkey)
         .args(["--ignore-profile", "kubernetes"])
         .assert()
         .success()
@@ -469,7 +469,7 @@ fn list_items_are_numbered_in_text_and_json() {
         .stdout(predicate::str::contains(
             "document 1, List item 3 (items[2]): ConfigMap",
         ));
-    let out = common::verify_cmd(&[], &path, &pubkey)
+    let out = common::with_key("verify", &[], &path, &pubkey)
         .args(["--ignore-profile", "kubernetes", "-o", "json"])
         .assert()
         .success();
@@ -489,7 +489,7 @@ fn list_items_are_numbered_in_text_and_json() {
         ]
     );
     // A document that is not in a List has no `item`.
-    let out = common::verify_cmd(&[], &signed, &pubkey)
+    let out = common::with_key("verify", &[], &signed, &pubkey)
         .args(["-o", "json"])
         .assert()
         .success();
@@ -505,7 +505,7 @@ fn a_rekor_failure_names_the_file_and_document() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", closed.local_addr().unwrap());
     drop(closed);
-    common::sign_cmd(&[], &input, &kd.key)
+    common::with_key("sign", &[], &input, &kd.key)
         .args(["--tlog-upload", "--rekor-url", &url, "--timeout", "1"])
         .assert()
         .code(2)
@@ -1104,7 +1104,7 @@ fn signing_many_files_prints_a_count_and_the_directory() {
     }
     let out_dir = kd.path().join("signed");
     let sign = |extra: &[&str]| {
-        common::sign_cmd(&[], &unsigned, &kd.key)
+        common::with_key("sign", &[], &unsigned, &kd.key)
             .arg("-o")
             .arg(format!("{}/", out_dir.display()))
             .args(extra)

@@ -86,7 +86,7 @@ fn cli_signed_expiry_passes_before_and_fails_after_it() {
     // time is simulated with the verifier's injected clock on the very file it wrote.
     let kd = common::key_dir("cosign");
     let input = kd.write("x.yaml", MULTI_DOC);
-    common::sign_cmd(&["--expires", "1h"], &input, &kd.key)
+    common::with_key("sign", &["--expires", "1h"], &input, &kd.key)
         .assert()
         .success();
     let signed = kd.path().join("x.yaml.signed");
@@ -144,7 +144,12 @@ fn cli_refuses_an_expiry_in_the_past() {
     let kd = common::key_dir("cosign");
     let input = kd.write("x.yaml", MULTI_DOC);
     common::fails(
-        &mut common::sign_cmd(&["--expires", "2020-01-01T00:00:00Z"], &input, &kd.key),
+        &mut common::with_key(
+            "sign",
+            &["--expires", "2020-01-01T00:00:00Z"],
+            &input,
+            &kd.key,
+        ),
         2,
         &["not in the future"],
     );
@@ -364,11 +369,16 @@ mod signed_time {
         );
         let text: Vec<String> = docs.iter().map(|d| to_yaml(&d.value)).collect();
         let file = write(dir.path(), "old.yaml", &text.join("---\n"));
-        super::common::verify_cmd(&["--output", "json", "--max-age", "1d"], &file, &pubkey)
-            .assert()
-            .code(1)
-            .stdout(predicate::str::contains(r#""check": "max-age""#))
-            .stdout(predicate::str::contains(r#""code": "too-old""#));
+        super::common::with_key(
+            "verify",
+            &["--output", "json", "--max-age", "1d"],
+            &file,
+            &pubkey,
+        )
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(r#""check": "max-age""#))
+        .stdout(predicate::str::contains(r#""code": "too-old""#));
     }
 }
 

@@ -350,7 +350,7 @@ fn live(manifest: &Value, path: ApplyPath, op: Operation) -> Value {
 fn verify(pubkey: &Path, object: &Value, profiles: &str) -> (i32, String) {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "live.yaml", &to_yaml(object));
-    let out = common::verify_cmd(&[], &file, pubkey)
+    let out = common::with_key("verify", &[], &file, pubkey)
         .args(["--ignore-profile", profiles])
         .args(binding_flags(profiles))
         .output()
@@ -877,7 +877,7 @@ fn print_verified_prints_the_documents_only_when_all_verified() {
         "good.yaml",
         &format!("{}---\n{}", to_yaml(&s.deployment), to_yaml(&s.exception)),
     );
-    let out = common::verify_cmd(&["--print-verified"], &good, &s.pubkey)
+    let out = common::with_key("verify", &["--print-verified"], &good, &s.pubkey)
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -893,9 +893,14 @@ fn print_verified_prints_the_documents_only_when_all_verified() {
         "bad.yaml",
         &format!("{}---\n{}", to_yaml(&s.deployment), to_yaml(&tampered)),
     );
-    let out = common::verify_cmd(&["--print-verified", "--output", "json"], &bad, &s.pubkey)
-        .output()
-        .unwrap();
+    let out = common::with_key(
+        "verify",
+        &["--print-verified", "--output", "json"],
+        &bad,
+        &s.pubkey,
+    )
+    .output()
+    .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
     let report: Value = serde_json::from_slice(&out.stderr).unwrap();

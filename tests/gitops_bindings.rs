@@ -107,7 +107,7 @@ fn tracking(app: &str, v: &Value) -> String {
 /// `mansign verify` of `object` with `args`: exit code, stdout, stderr.
 fn verify(s: &Signed, object: &Value, args: &[&str]) -> (i32, String, String) {
     let file = write(s.dir.path(), "live.yaml", &to_yaml(object));
-    let out = common::verify_cmd(&[], &file, &s.pubkey)
+    let out = common::with_key("verify", &[], &file, &s.pubkey)
         .args(args)
         .output()
         .unwrap();

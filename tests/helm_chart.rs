@@ -960,7 +960,7 @@ fn helm_install_into_a_real_api_server_admits_signed_and_denies_tampered_excepti
 
         let input = common::write(dir.path(), file, &text);
         let signed_file = dir.path().join(format!("signed-{file}"));
-        common::sign_cmd(&[], &input, &signing_key)
+        common::with_key("sign", &[], &input, &signing_key)
             .arg("-o")
             .arg(&signed_file)
             .assert()

@@ -137,7 +137,7 @@ fn mansign_sign(input: &Path, key: &Path, out: &Path, extra: &[&str]) {
 }
 
 fn mansign_verify(file: &Path, key: &Path) -> std::process::Output {
-    common::verify_cmd(&[], file, key)
+    common::with_key("verify", &[], file, key)
         .output()
         .expect("run mansign verify")
 }
@@ -716,7 +716,7 @@ fn kubectl_sigstore_key_signatures_with_and_without_the_log_verify_in_mansign() 
     assert!(!text.contains("cosign.sigstore.dev/bundle"), "{text}");
 
     // What kubectl-sigstore signs (unlogged) verifies in mansign and in kubectl-sigstore.
-    let out = common::verify_cmd(&[], &unlogged, &public)
+    let out = common::with_key("verify", &[], &unlogged, &public)
         .arg("--trusted-root")
         .arg(stack.trusted_root())
         .output()

@@ -182,7 +182,7 @@ fn json_output_names_check_and_fields() {
     let mut d = docs(&signed);
     d[0]["data"]["mode"] = Value::String("permissive".into());
     write_docs(&signed, &d);
-    let out = common::verify_cmd(&["--output", "json"], &signed, &pubkey)
+    let out = common::with_key("verify", &["--output", "json"], &signed, &pubkey)
         .assert()
         .code(1)
         .get_output()
@@ -200,7 +200,7 @@ fn json_output_names_check_and_fields() {
 fn file_scope_puts_one_message_with_all_documents_on_every_document() {
     let kd = common::key_dir("cosign");
     let input = kd.write("x.yaml", MULTI_DOC);
-    common::sign_cmd(&["--scope", "file"], &input, &kd.key)
+    common::with_key("sign", &["--scope", "file"], &input, &kd.key)
         .assert()
         .success();
     let signed = kd.path().join("x.yaml.signed");
@@ -216,7 +216,7 @@ fn append_adds_a_second_signature_set_that_verifies_alone() {
     let (dir, signed, pub1) = signed_fixture();
     let (key2, pub2) = key_pair(dir.path(), "second");
     let out = dir.path().join("twice.yaml");
-    common::sign_cmd(&["--append"], &signed, &key2)
+    common::with_key("sign", &["--append"], &signed, &key2)
         .arg("-o")
         .arg(&out)
         .assert()
@@ -280,7 +280,7 @@ fn append_to_a_kubectl_sigstore_signed_file_signs_its_message() {
         &text.replacen("mode: strict", "mode: lax", 1),
     );
     common::fails(
-        &mut common::sign_cmd(&["--append"], &changed, &kd.key)
+        &mut common::with_key("sign", &["--append"], &changed, &kd.key)
             .arg("-o")
             .arg(kd.path().join("changed.out.yaml")),
         2,
@@ -298,7 +298,7 @@ fn resigning_without_append_removes_stale_signature_keys() {
     write_docs(&signed, &d);
     let (key2, pub2) = key_pair(dir.path(), "second");
     let out = dir.path().join("resigned.yaml");
-    common::sign_cmd(&[], &signed, &key2)
+    common::with_key("sign", &[], &signed, &key2)
         .arg("-o")
         .arg(&out)
         .assert()
@@ -377,7 +377,7 @@ fn signed_tree(
     out: &std::path::Path,
 ) -> std::path::PathBuf {
     let (key, pubkey) = key_pair(dir, "cosign");
-    common::sign_cmd(&[], tree, &key)
+    common::with_key("sign", &[], tree, &key)
         .arg("-o")
         .arg(format!("{}/", out.display()))
         .assert()
@@ -438,7 +438,7 @@ fn exclude_leaves_out_whole_directories() {
     let pubkey = signed_tree(dir.path(), &tree, &out);
     write(&out, "docs/notes.md", "x");
     write(&out, "docs/example.yaml", "not a manifest: [");
-    common::verify_cmd(&["--exclude", "docs"], &out, &pubkey)
+    common::with_key("verify", &["--exclude", "docs"], &out, &pubkey)
         .assert()
         .success();
 }
@@ -454,7 +454,7 @@ fn a_symlink_loop_is_refused_naming_the_link() {
     std::os::unix::fs::symlink(&tree, tree.join("a/up2")).unwrap();
     let (key, _) = key_pair(dir.path(), "cosign");
     common::fails(
-        &mut common::sign_cmd(&[], &tree, &key)
+        &mut common::with_key("sign", &[], &tree, &key)
             .arg("-o")
             .arg(format!("{}/", dir.path().join("out").display())),
         2,
@@ -551,7 +551,8 @@ fn several_files_signed_to_stdout_form_one_valid_stream() {
 fn several_keys_accept_a_signature_by_any_of_them() {
     let (dir, signed, pubkey) = signed_fixture();
     let (_k2, other) = key_pair(dir.path(), "other");
-    common::verify_cmd(
+    common::with_key(
+        "verify",
         &[],
         &signed,
         format!("{},{}", other.display(), pubkey.display()),

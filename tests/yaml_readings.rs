@@ -388,7 +388,7 @@ fn sign_refuses_an_ambiguous_manifest_naming_file_document_and_field() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  enabled: on\n",
     );
     common::fails(
-        &mut common::sign_cmd(&[], &input, &kd.key),
+        &mut common::with_key("sign", &[], &input, &kd.key),
         2,
         &[
             "cm.yaml: document 1, data.enabled (line 6, column 12): plain scalar `on`",

@@ -83,9 +83,9 @@ impl KeyDir {
     }
 }
 
-/// `mansign VERB FLAGS -f INPUT --key KEY`, not yet run: the caller adds what else it needs
-/// and asserts the outcome.
-fn key_cmd(
+/// `mansign VERB FLAGS -f INPUT --key KEY` (VERB `sign` or `verify`), not yet run: the
+/// caller adds what else it needs and asserts the outcome.
+pub fn with_key(
     verb: &str,
     flags: &[&str],
     input: impl AsRef<std::ffi::OsStr>,
@@ -101,28 +101,10 @@ fn key_cmd(
     cmd
 }
 
-/// `mansign sign FLAGS -f INPUT --key KEY`, not yet run (see `key_cmd`).
-pub fn sign_cmd(
-    flags: &[&str],
-    input: impl AsRef<std::ffi::OsStr>,
-    key: impl AsRef<std::ffi::OsStr>,
-) -> assert_cmd::Command {
-    key_cmd("sign", flags, input, key)
-}
-
-/// `mansign verify FLAGS -f INPUT --key KEY`, not yet run (see `key_cmd`).
-pub fn verify_cmd(
-    flags: &[&str],
-    input: impl AsRef<std::ffi::OsStr>,
-    key: impl AsRef<std::ffi::OsStr>,
-) -> assert_cmd::Command {
-    key_cmd("verify", flags, input, key)
-}
-
 /// `mansign sign FLAGS -f INPUT --key KEY` (must succeed); returns the signed file it
 /// writes, `INPUT.signed`.
 pub fn sign_with(flags: &[&str], input: &Path, key: &Path) -> PathBuf {
-    sign_cmd(flags, input, key).assert().success();
+    with_key("sign", flags, input, key).assert().success();
     let mut signed = input.as_os_str().to_owned();
     signed.push(".signed");
     PathBuf::from(signed)
@@ -136,7 +118,7 @@ pub fn sign_with_key(input: &Path, key: &Path) -> PathBuf {
 
 /// `mansign verify -f PATH --key KEY`, run; the caller asserts the outcome.
 pub fn verify_with_key(path: &Path, key: &Path) -> assert_cmd::assert::Assert {
-    verify_cmd(&[], path, key).assert()
+    with_key("verify", &[], path, key).assert()
 }
 
 /// Runs `cmd` and asserts that it exits with `code` and that its stderr contains each of
