@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -298,28 +298,7 @@ fn start_server() -> (Server, Value, Value) {
         ca: reqwest::Certificate::from_pem(ca_cert.pem().as_bytes()).unwrap(),
         _dir: dir,
     };
-    let started = Instant::now();
-    while server.port == 0 {
-        let text = std::fs::read_to_string(&stderr).unwrap_or_default();
-        for line in text.lines() {
-            let Ok(event) = serde_json::from_str::<Value>(line) else {
-                continue;
-            };
-            if event["event"] == "listening" {
-                let address: std::net::SocketAddr =
-                    event["address"].as_str().unwrap().parse().unwrap();
-                server.port = address.port();
-            }
-        }
-        if let Some(status) = server.child.try_wait().unwrap() {
-            panic!("the server exited with {status}: {text}");
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the server did not listen within 30 s: {text}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    server.port = common::webhook::wait_listening(&mut server.child, &stderr, "the server");
     (server, signed, unsigned)
 }
 
