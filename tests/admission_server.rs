@@ -1651,26 +1651,6 @@ async fn a_policy_naming_a_missing_key_file_loads_once_the_file_appears() {
 // Serving-certificate expiry
 // ---------------------------------------------------------------------------------------
 
-impl Pki {
-    /// Like [`Pki::install`], with a certificate valid until `not_after` (UTC midnight).
-    fn install_until(&self, dir: &Path, cn: &str, (y, m, d): (i32, u8, u8)) {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params =
-            rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".into()])
-                .unwrap();
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, cn);
-        params.not_after = rcgen::date_time_ymd(y, m, d);
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        for (name, text) in [("tls.key", key.serialize_pem()), ("tls.crt", cert.pem())] {
-            let tmp = dir.join(format!(".{name}.tmp"));
-            std::fs::write(&tmp, text).unwrap();
-            std::fs::rename(&tmp, dir.join(name)).unwrap();
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_serving_certificates_not_after_is_exported_and_follows_a_rotation() {
     const SERIES: &str = "mansign_tls_certificate_not_after_timestamp_seconds";
@@ -1678,7 +1658,7 @@ async fn the_serving_certificates_not_after_is_exported_and_follows_a_rotation()
     // 2031-05-06T00:00:00Z and 2029-02-03T00:00:00Z in Unix seconds (`date -u -d ... +%s`).
     setup
         .pki
-        .install_until(setup.path(), "webhook-1", (2031, 5, 6));
+        .install_until(setup.path(), "webhook-1", Some((2031, 5, 6)));
     let webhook = setup.start(&["--reload-interval", "100ms"]);
     let c = client(&setup.pki);
     let text = metrics(&c, &webhook).await;
@@ -1689,7 +1669,7 @@ async fn the_serving_certificates_not_after_is_exported_and_follows_a_rotation()
     // reported once it serves.
     setup
         .pki
-        .install_until(setup.path(), "webhook-2", (2029, 2, 3));
+        .install_until(setup.path(), "webhook-2", Some((2029, 2, 3)));
     let started = Instant::now();
     loop {
         let text = metrics(&c, &webhook).await;
