@@ -282,32 +282,7 @@ fn kyverno_unit_policy(action: &str) -> PolicySet {
 /// The same, with `spec` fields (`action`) and `validate` fields (`validate_extra`, indented
 /// six spaces).
 fn kyverno_unit_policy_with(action: &str, validate_extra: &str) -> PolicySet {
-    let pem = std::fs::read_to_string(kyverno("keys/ecdsa-pub-1.pem")).unwrap();
-    let key: String = pem
-        .trim()
-        .lines()
-        .map(|l| format!("                  {l}\n"))
-        .collect();
-    let text = format!(
-        "apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: unit
-spec:
-{action}  rules:
-  - name: manifests
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap, Service]
-    validate:
-{validate_extra}      manifests:
-        attestors:
-        - entries:
-          - keys:
-              publicKeys: |-
-{key}"
-    );
+    let text = common::kyverno_unit_policy(action, "ConfigMap, Service", "", validate_extra);
     load_str("unit.yaml", &text, repo(), &kyverno_options()).unwrap()
 }
 
@@ -450,34 +425,11 @@ fn audit_rule_does_not_excuse_an_enforce_rule_that_fails_too() {
 fn roles_are_unknown_in_a_request_so_a_role_exclusion_does_not_skip_the_rule() {
     // A rule that excludes cluster-admins: the request carries no roles, so the exclusion
     // cannot be known to hold and the rule applies.
-    let pem = std::fs::read_to_string(kyverno("keys/ecdsa-pub-1.pem")).unwrap();
-    let key: String = pem
-        .trim()
-        .lines()
-        .map(|l| format!("                  {l}\n"))
-        .collect();
-    let text = format!(
-        "apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: unit
-spec:
-  rules:
-  - name: manifests
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap]
-    exclude:
-      any:
-      - clusterRoles: [cluster-admin]
-    validate:
-      manifests:
-        attestors:
-        - entries:
-          - keys:
-              publicKeys: |-
-{key}"
+    let text = common::kyverno_unit_policy(
+        "",
+        "ConfigMap",
+        "    exclude:\n      any:\n      - clusterRoles: [cluster-admin]\n",
+        "",
     );
     let policy = load_str("unit.yaml", &text, repo(), &kyverno_options()).unwrap();
     let (response, reviewed) = answer(&reviewer(policy), &kyverno_review("unsigned"));
@@ -489,36 +441,13 @@ fn the_requesting_user_decides_subject_exclusions() {
     // `kubernetes-admin` (the fixture's user) is excluded: not matched, allowed; another
     // user is not.
     let policy = |user: &str| {
-        let pem = std::fs::read_to_string(kyverno("keys/ecdsa-pub-1.pem")).unwrap();
-        let key: String = pem
-            .trim()
-            .lines()
-            .map(|l| format!("                  {l}\n"))
-            .collect();
-        let text = format!(
-            "apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: unit
-spec:
-  rules:
-  - name: manifests
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap]
-    exclude:
-      any:
-      - subjects:
-        - kind: User
-          name: {user}
-    validate:
-      manifests:
-        attestors:
-        - entries:
-          - keys:
-              publicKeys: |-
-{key}"
+        let text = common::kyverno_unit_policy(
+            "",
+            "ConfigMap",
+            &format!(
+                "    exclude:\n      any:\n      - subjects:\n        - kind: User\n          name: {user}\n"
+            ),
+            "",
         );
         load_str("unit.yaml", &text, repo(), &kyverno_options()).unwrap()
     };
@@ -1340,35 +1269,10 @@ fn nesting_at_the_object_limit_is_answered() {
 // `mansign admission review`
 
 fn kyverno_policy_file(dir: &Path, action: &str) -> PathBuf {
-    let pem = std::fs::read_to_string(kyverno("keys/ecdsa-pub-1.pem")).unwrap();
-    let key: String = pem
-        .trim()
-        .lines()
-        .map(|l| format!("                  {l}\n"))
-        .collect();
     common::write(
         dir,
         "policy.yaml",
-        &format!(
-            "apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: unit
-spec:
-{action}  rules:
-  - name: manifests
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap, Service]
-    validate:
-      manifests:
-        attestors:
-        - entries:
-          - keys:
-              publicKeys: |-
-{key}"
-        ),
+        &common::kyverno_unit_policy(action, "ConfigMap, Service", "", ""),
     )
 }
 

@@ -1199,18 +1199,10 @@ fn kyverno(rel: &str) -> PathBuf {
 /// `action` (e.g. `validationFailureAction: Audit`), and the public-good trust root of the
 /// fixtures (given the `mediaType` field its copy predates, see tests/policy_kyverno.rs).
 fn kyverno_policy(dir: &Path, name: &str, action: &str) -> (PathBuf, PathBuf) {
-    let pem = std::fs::read_to_string(kyverno("keys/ecdsa-pub-1.pem")).unwrap();
-    let key: String = pem
-        .trim()
-        .lines()
-        .map(|l| format!("                  {l}\n"))
-        .collect();
     let policy = write(
         dir,
         name,
-        &format!(
-            "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata:\n  name: unit\nspec:\n{action}  rules:\n  - name: manifests\n    match:\n      any:\n      - resources:\n          kinds: [ConfigMap, Service]\n    validate:\n      manifests:\n        attestors:\n        - entries:\n          - keys:\n              publicKeys: |-\n{key}"
-        ),
+        &common::kyverno_unit_policy(action, "ConfigMap, Service", "", ""),
     );
     let mut root: Value = serde_json::from_str(
         &std::fs::read_to_string(kyverno("trust-root/sigstore-public-trusted_root.json")).unwrap(),

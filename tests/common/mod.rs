@@ -349,3 +349,53 @@ pub fn strings(v: &serde_json::Value) -> Vec<&str> {
         .map(|s| s.as_str().unwrap())
         .collect()
 }
+
+/// Kyverno's unit-test ClusterPolicy (the shape of upstream kyverno's
+/// `validate_manifest_test.go`): policy `unit`, one rule `manifests` matching `kinds` (e.g.
+/// `ConfigMap, Service`). `spec_extra` is spec fields before `rules:` (indented two spaces),
+/// `rule_extra` rule fields after `match` (indented four), `validate_extra` validate fields
+/// before `manifests:` (indented six); `attestors` follows `attestors:` as it is.
+pub fn kyverno_unit_policy_with_attestors(
+    spec_extra: &str,
+    kinds: &str,
+    rule_extra: &str,
+    validate_extra: &str,
+    attestors: &str,
+) -> String {
+    format!(
+        "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: unit
+spec:
+{spec_extra}  rules:
+  - name: manifests
+    match:
+      any:
+      - resources:
+          kinds: [{kinds}]
+{rule_extra}    validate:
+{validate_extra}      manifests:
+        attestors:
+{attestors}"
+    )
+}
+
+/// [`kyverno_unit_policy_with_attestors`] whose one attestor is the fixtures' first test key
+/// (`testdata/kyverno/keys/ecdsa-pub-1.pem`, inline as `publicKeys`).
+pub fn kyverno_unit_policy(
+    spec_extra: &str,
+    kinds: &str,
+    rule_extra: &str,
+    validate_extra: &str,
+) -> String {
+    let pem = std::fs::read_to_string(fixture("kyverno/keys/ecdsa-pub-1.pem")).unwrap();
+    let key: String = pem
+        .trim()
+        .lines()
+        .map(|l| format!("                  {l}\n"))
+        .collect();
+    let attestors =
+        format!("        - entries:\n          - keys:\n              publicKeys: |-\n{key}");
+    kyverno_unit_policy_with_attestors(spec_extra, kinds, rule_extra, validate_extra, &attestors)
+}
