@@ -58,11 +58,7 @@ fn env() -> &'static Env {
 }
 
 fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    common::all_output(&out)
 }
 
 /// The CA file the cluster's admin kubeconfig names.

@@ -52,11 +52,7 @@ fn actionlint() -> Command {
 }
 
 fn log(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    common::all_output(&out)
 }
 
 fn files_in(dir: &Path, ext: &[&str]) -> Vec<PathBuf> {

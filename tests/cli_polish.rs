@@ -1284,11 +1284,7 @@ fn explain_names_the_subjects_of_an_exclusion_and_what_offline_verify_does() {
         .arg(&policy)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::all_output(&out);
     if out.status.code() == Some(0) {
         assert!(
             text.contains(

@@ -160,11 +160,7 @@ impl Workspace {
             cmd.env(k, v);
         }
         let out = cmd.output().expect("run bash");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = common::all_output(&out);
         (out.status.code().unwrap_or(-1), text)
     }
 }

@@ -540,10 +540,6 @@ fn policy_bindings_are_checked_when_loading() {
         .arg(policy(&s, "unbound.yaml", "  ignoreProfile: argocd\n"))
         .output()
         .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let all = common::all_output(&out);
     assert!(all.contains("spec.gitops.argocd.applications"), "{all}");
 }

@@ -108,17 +108,12 @@ fn args(v: &[String]) -> Vec<&str> {
 fn helm_lint_passes_strictly_for_every_value_set() {
     let home = tempfile::tempdir().unwrap();
     for (name, set) in value_sets() {
-        let out = helm(home.path())
-            .args(["lint", "--strict", "--namespace", NAMESPACE])
-            .arg(chart())
-            .args(&set)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "helm lint --strict ({name}) failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        common::output_ok(
+            helm(home.path())
+                .args(["lint", "--strict", "--namespace", NAMESPACE])
+                .arg(chart())
+                .args(&set),
+            &format!("helm lint --strict ({name})"),
         );
     }
 }

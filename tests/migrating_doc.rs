@@ -206,28 +206,11 @@ impl Webhook {
             .stderr(std::fs::File::create(&stderr_path).unwrap())
             .spawn()
             .expect("start mansign admission serve");
-        let start = Instant::now();
-        loop {
-            let text = std::fs::read_to_string(&stderr_path).unwrap_or_default();
-            if let Some(addr) = text
-                .lines()
-                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-                .find(|e| e["event"] == "listening")
-                .and_then(|e| e["address"].as_str().map(str::to_string))
-            {
-                return Webhook {
-                    child,
-                    url: format!("https://{addr}/validate"),
-                };
-            }
-            if let Some(status) = child.try_wait().unwrap() {
-                panic!("mansign admission serve exited with {status}: {text}");
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "the webhook did not listen within 30 s: {text}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
+        let port =
+            common::webhook::wait_listening(&mut child, &stderr_path, "mansign admission serve");
+        Webhook {
+            child,
+            url: format!("https://127.0.0.1:{port}/validate"),
         }
     }
 }
@@ -346,11 +329,7 @@ fn the_kyverno_1_20_walkthrough_runs_against_a_real_api_server() {
             cmd.env(k, v);
         }
         let out = cmd.output().expect("run bash");
-        let printed = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let printed = common::all_output(&out);
         println!("docs/migrating.md:{}:\n{printed}", step.line);
         assert_eq!(
             out.status.code(),

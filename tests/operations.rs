@@ -34,14 +34,7 @@ fn rulecheck(file: &Path) -> (bool, String) {
         .arg(file)
         .output()
         .unwrap();
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    (out.status.success(), common::all_output(&out))
 }
 
 // ---------------------------------------------------------------------------------------

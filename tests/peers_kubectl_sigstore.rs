@@ -484,11 +484,7 @@ fn a_tampered_copy_fails_in_both_and_both_name_the_field() {
         );
         let ours = mansign_verify(&out, &public);
         assert_eq!(ours.status.code(), Some(1));
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&ours.stdout),
-            String::from_utf8_lossy(&ours.stderr)
-        );
+        let text = common::all_output(&ours);
         assert!(
             text.contains("data.mode"),
             "mansign names the field: {text}"

@@ -533,11 +533,7 @@ fn run_matrix(d: &Path, home: &Path, tag: &str, cases: &[Case], setting: &Settin
                     String::from_utf8_lossy(&ours_out.stdout),
                     String::from_utf8_lossy(&ours_out.stderr)
                 );
-                let text = format!(
-                    "{}{}",
-                    String::from_utf8_lossy(&ours_out.stdout),
-                    String::from_utf8_lossy(&ours_out.stderr)
-                );
+                let text = common::all_output(&ours_out);
                 assert!(
                     text.contains(says),
                     "{}: mansign says {says:?}: {text}",

@@ -399,3 +399,12 @@ pub fn kyverno_unit_policy(
         format!("        - entries:\n          - keys:\n              publicKeys: |-\n{key}");
     kyverno_unit_policy_with_attestors(spec_extra, kinds, rule_extra, validate_extra, &attestors)
 }
+
+/// A finished process's stdout then stderr, as text.
+pub fn all_output(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
