@@ -193,7 +193,7 @@ impl Request {
             }
             None => ("kyverno.io".into(), "v2".into(), json!("PolicyException")),
         };
-        let mut request = json!({
+        let request = json!({
             "uid": "7f8a3c2e-1111-4a4a-9c9c-000000000001",
             "kind": {"group": group, "version": version, "kind": kind},
             "resource": {"group": group, "version": version, "resource": "policyexceptions"},
@@ -204,15 +204,7 @@ impl Request {
             "oldObject": self.old_object,
             "dryRun": self.dry_run,
         });
-        if let Some(ns) = self.namespace {
-            request["namespace"] = json!(ns);
-        }
-        serde_json::to_vec(&json!({
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": request,
-        }))
-        .unwrap()
+        common::admission_review_body(request, self.namespace)
     }
 }
 

@@ -194,15 +194,7 @@ impl Env {
             .unwrap();
 
         // Kyverno's two PolicyException CRDs, verbatim (testdata/README.md).
-        let crds = fixture("cluster/kyverno-crds");
-        cluster.kubectl_ok(&["create", "-f", crds.to_str().unwrap()]);
-        cluster.kubectl_ok(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/policyexceptions.kyverno.io",
-            "crd/policyexceptions.policies.kyverno.io",
-        ]);
+        cluster.create_kyverno_crds();
 
         // The test namespaces exist before any webhook is registered: a Namespace write
         // is itself gated once the configuration is in place.

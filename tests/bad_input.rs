@@ -28,16 +28,11 @@ fn document_that_is_not_a_kubernetes_object_names_the_missing_field() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nmetadata: {name: b}\n",
     );
     for (cmd, k) in [("sign", &kd.key), ("verify", &kd.pubkey)] {
-        mansign()
-            .args([cmd, "-f"])
-            .arg(&bad)
-            .arg("--key")
-            .arg(k)
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains(
-                "bad.yaml: document 2: not a Kubernetes object: missing field `kind`",
-            ));
+        common::fails(
+            &mut common::with_key(cmd, &[], &bad, k),
+            2,
+            &["bad.yaml: document 2: not a Kubernetes object: missing field `kind`"],
+        );
     }
     let no_name = kd.write(
         "noname.yaml",
@@ -117,13 +112,9 @@ fn one_bad_file_in_a_batch_writes_nothing() {
     let kd = common::key_dir("cosign");
     let good = kd.write("good.yaml", MULTI_DOC);
     let bad = kd.write("zbad.yaml", "kind: [");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&good)
+    common::with_key("sign", &[], &good, &kd.key)
         .arg("-f")
         .arg(&bad)
-        .arg("--key")
-        .arg(&kd.key)
         .assert()
         .code(2);
     assert!(!kd.path().join("good.yaml.signed").exists());
@@ -133,18 +124,11 @@ fn one_bad_file_in_a_batch_writes_nothing() {
 fn wrong_key_password_exits_2_without_output() {
     let kd = common::key_dir("cosign");
     let input = kd.write("x.yaml", MULTI_DOC);
-    mansign()
-        .env("COSIGN_PASSWORD", "not-the-password")
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&kd.key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "cosign.key: cannot load private key",
-        ))
-        .stderr(predicate::str::contains("password"));
+    common::fails(
+        common::with_key("sign", &[], &input, &kd.key).env("COSIGN_PASSWORD", "not-the-password"),
+        2,
+        &["cosign.key: cannot load private key", "password"],
+    );
     assert!(!kd.path().join("x.yaml.signed").exists());
 }
 
@@ -163,18 +147,15 @@ fn output_file_with_several_inputs_is_a_usage_error() {
     let kd = common::key_dir("cosign");
     let a = kd.write("a.yaml", MULTI_DOC);
     let b = kd.write("b.yaml", MULTI_DOC);
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&a)
-        .arg("-f")
-        .arg(&b)
-        .arg("--key")
-        .arg(&kd.key)
-        .args(["-o", "one.yaml"])
-        .current_dir(kd.path())
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("use a directory"));
+    common::fails(
+        common::with_key("sign", &[], &a, &kd.key)
+            .arg("-f")
+            .arg(&b)
+            .args(["-o", "one.yaml"])
+            .current_dir(kd.path()),
+        2,
+        &["use a directory"],
+    );
     assert!(!kd.path().join("one.yaml").exists());
 }
 
@@ -220,22 +201,22 @@ fn a_trusted_root_that_trusts_nothing_is_an_input_error() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
     );
     let root = write(dir.path(), "root.json", "{}");
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&doc)
-        .args([
-            "--certificate-identity",
-            "a@b",
-            "--certificate-oidc-issuer",
-            "https://i",
-        ])
-        .arg("--trusted-root")
-        .arg(&root)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "no certificate authority and no transparency log",
-        ));
+    let identity = [
+        "--certificate-identity",
+        "a@b",
+        "--certificate-oidc-issuer",
+        "https://i",
+    ];
+    common::fails(
+        mansign()
+            .args(["verify", "-f"])
+            .arg(&doc)
+            .args(identity)
+            .arg("--trusted-root")
+            .arg(&root),
+        2,
+        &["no certificate authority and no transparency log"],
+    );
 }
 
 #[test]

@@ -768,18 +768,7 @@ fn helm_install_into_a_real_api_server_admits_signed_and_denies_tampered_excepti
     let home = dir.path().join("helm");
     let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
 
-    cluster.kubectl_ok(&[
-        "create",
-        "-f",
-        common::fixture("cluster/kyverno-crds").to_str().unwrap(),
-    ]);
-    cluster.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd/policyexceptions.kyverno.io",
-        "crd/policyexceptions.policies.kyverno.io",
-    ]);
+    cluster.create_kyverno_crds();
     cluster.kubectl_ok(&["create", "namespace", "team-a"]);
 
     // The serving certificate in a Secret of the release namespace (tls.existingSecret).

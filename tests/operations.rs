@@ -109,10 +109,16 @@ fn names(expr: &str) -> Names {
     let mut i = 0;
     let ident_start = |c: char| c.is_ascii_alphabetic() || c == '_' || c == ':';
     let ident_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
-    let skip_ws = |i: &mut usize| {
-        while *i < chars.len() && chars[*i].is_whitespace() {
+    // Moves `i` past the characters that `keep` accepts; returns them.
+    let take = |i: &mut usize, keep: &dyn Fn(char) -> bool| -> String {
+        let start = *i;
+        while *i < chars.len() && keep(chars[*i]) {
             *i += 1;
         }
+        chars[start..*i].iter().collect()
+    };
+    let skip_ws = |i: &mut usize| {
+        take(i, &|c: char| c.is_whitespace());
     };
     let read_string = |i: &mut usize| -> String {
         let quote = chars[*i];
@@ -148,11 +154,7 @@ fn names(expr: &str) -> Names {
             i += 1;
             continue;
         }
-        let start = i;
-        while i < chars.len() && ident_char(chars[i]) {
-            i += 1;
-        }
-        let word: String = chars[start..i].iter().collect();
+        let word = take(&mut i, &ident_char);
         let mut j = i;
         skip_ws(&mut j);
         if matches!(word.as_str(), "by" | "without" | "on" | "ignoring")
@@ -179,17 +181,9 @@ fn names(expr: &str) -> Names {
                     j += 1;
                     break;
                 }
-                let ls = j;
-                while j < chars.len() && ident_char(chars[j]) {
-                    j += 1;
-                }
-                let label: String = chars[ls..j].iter().collect();
+                let label = take(&mut j, &ident_char);
                 skip_ws(&mut j);
-                let os = j;
-                while j < chars.len() && matches!(chars[j], '=' | '!' | '~') {
-                    j += 1;
-                }
-                let op: String = chars[os..j].iter().collect();
+                let op = take(&mut j, &|c: char| matches!(c, '=' | '!' | '~'));
                 skip_ws(&mut j);
                 assert!(
                     !label.is_empty() && matches!(chars.get(j), Some('"' | '\'' | '`')),

@@ -408,3 +408,17 @@ pub fn all_output(out: &std::process::Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// The `AdmissionReview` (admission.k8s.io/v1) the API server sends for `request`, with
+/// `request.namespace` set when `namespace` is given; serialized.
+pub fn admission_review_body(mut request: serde_json::Value, namespace: Option<&str>) -> Vec<u8> {
+    if let Some(ns) = namespace {
+        request["namespace"] = serde_json::json!(ns);
+    }
+    serde_json::to_vec(&serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": request,
+    }))
+    .unwrap()
+}
