@@ -25,12 +25,7 @@ fn dir_join(sibling: &Path, name: &str) -> PathBuf {
 }
 
 fn documents(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap();
-    mansign::manifest::parse_documents(&text, &mansign::Limits::default())
-        .unwrap()
-        .into_iter()
-        .map(|(_, v)| v)
-        .collect()
+    common::read_documents(path)
 }
 
 /// What `kubectl get -o yaml` adds to an applied object.

@@ -7,7 +7,7 @@ mod stack;
 use common::MULTI_DOC;
 use mansign::Limits;
 use mansign::keys;
-use mansign::manifest::{EXPIRES_ANNOTATION, Source, load_reader};
+use mansign::manifest::EXPIRES_ANNOTATION;
 use mansign::signing::{KeySigner, SignOptions, sign_files};
 use mansign::verify::{Attestor, Rejection, TrustedKey, Verifier};
 use predicates::prelude::*;
@@ -15,15 +15,7 @@ use predicates::prelude::*;
 fn signed_with_expiry(at: &str) -> (Vec<mansign::manifest::Document>, Verifier) {
     let pair = keys::generate_key_pair(b"").unwrap();
     let key = keys::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
-    let mut files = vec![
-        load_reader(
-            Source::Named("x".into()),
-            "x".into(),
-            MULTI_DOC.as_bytes(),
-            &Limits::default(),
-        )
-        .unwrap(),
-    ];
+    let mut files = vec![common::load_text("x", "x", &MULTI_DOC)];
     let options = SignOptions::default().with_expires_at(at.parse().unwrap());
     sign_files(&mut files, &KeySigner::new(key), &options).unwrap();
     let verifier = Verifier::new(vec![Attestor::Key(
@@ -114,15 +106,7 @@ fn cli_verify_rejects_an_expired_document() {
     let kd = common::key_dir("cosign");
     let pem = std::fs::read_to_string(&kd.key).unwrap();
     let secret = keys::decrypt_private_key(&pem, b"test-password").unwrap();
-    let mut files = vec![
-        load_reader(
-            Source::Named("x".into()),
-            "x".into(),
-            MULTI_DOC.as_bytes(),
-            &Limits::default(),
-        )
-        .unwrap(),
-    ];
+    let mut files = vec![common::load_text("x", "x", &MULTI_DOC)];
     let options = SignOptions::default().with_expires_at("2026-06-01T12:00:00Z".parse().unwrap());
     sign_files(&mut files, &KeySigner::new(secret), &options).unwrap();
     let out: String = files[0]
@@ -266,9 +250,8 @@ mod max_age {
 /// a transparency-log time alone for key signatures (anyone can log an old signature).
 mod signed_time {
     use super::common::{MULTI_DOC, key_pair, write};
-    use mansign::Limits;
     use mansign::keys;
-    use mansign::manifest::{SIGNED_AT_ANNOTATION, Source, load_reader, to_yaml};
+    use mansign::manifest::{SIGNED_AT_ANNOTATION, to_yaml};
     use mansign::signing::{KeySigner, SignOptions, sign_files};
     use mansign::verify::Attestor;
     use mansign::verify::{
@@ -280,15 +263,7 @@ mod signed_time {
 
     fn signed_at(at: &str, key_pem: &str, password: &[u8]) -> Vec<mansign::manifest::Document> {
         let key = keys::decrypt_private_key(key_pem, password).unwrap();
-        let mut files = vec![
-            load_reader(
-                Source::Named("x".into()),
-                "x".into(),
-                MULTI_DOC.as_bytes(),
-                &Limits::default(),
-            )
-            .unwrap(),
-        ];
+        let mut files = vec![super::common::load_text("x", "x", &MULTI_DOC)];
         let options = SignOptions::default().with_signed_at(at.parse().unwrap());
         sign_files(&mut files, &KeySigner::new(key), &options).unwrap();
         files.remove(0).documents
@@ -387,9 +362,8 @@ mod signed_time {
 mod logged_key_signatures {
     use super::common::MULTI_DOC;
     use super::stack;
-    use mansign::Limits;
     use mansign::keys;
-    use mansign::manifest::{Document, Source, load_reader};
+    use mansign::manifest::Document;
     use mansign::signing::{KeySigner, RekorOptions, SignOptions, TlogUploadingSigner, sign_files};
     use mansign::trust::TrustRoot;
     use mansign::verify::{Attestor, TrustedKey, Verifier};
@@ -403,15 +377,7 @@ mod logged_key_signatures {
             pair.public_key_pem.clone(),
             RekorOptions::default().with_url(stack.rekor_url().to_string()),
         );
-        let mut files = vec![
-            load_reader(
-                Source::Named("x".into()),
-                "x".into(),
-                MULTI_DOC.as_bytes(),
-                &Limits::default(),
-            )
-            .unwrap(),
-        ];
+        let mut files = vec![super::common::load_text("x", "x", &MULTI_DOC)];
         let options = SignOptions::default().with_signed_at(signed_at);
         sign_files(&mut files, &signer, &options).unwrap();
         let trust = Arc::new(TrustRoot::from_file(stack.trusted_root()).unwrap());

@@ -74,13 +74,7 @@ fn exit_verdict(out: &std::process::Output, what: &str) -> Verdict {
 
 /// A key's PEM, indented for a policy's `publicKeys: |-` block.
 fn key_block(public: &Path, indent: usize) -> String {
-    let pad = " ".repeat(indent);
-    std::fs::read_to_string(public)
-        .unwrap()
-        .trim()
-        .lines()
-        .map(|l| format!("{pad}{l}\n"))
-        .collect()
+    common::indented_pem(public, indent)
 }
 
 /// A key entry of an attestor set, at `indent` (the `- keys:` line).

@@ -9,12 +9,7 @@ use serde_json::Value;
 use std::path::Path;
 
 fn docs(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap();
-    mansign::manifest::parse_documents(&text, &mansign::Limits::default())
-        .unwrap()
-        .into_iter()
-        .map(|(_, v)| v)
-        .collect()
+    common::read_documents(path)
 }
 
 fn write_docs(path: &Path, docs: &[Value]) {

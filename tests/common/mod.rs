@@ -422,3 +422,37 @@ pub fn admission_review_body(mut request: serde_json::Value, namespace: Option<&
     }))
     .unwrap()
 }
+
+/// `text` read as one manifest file (`Source::Named(source)`, relative path `name`) with the
+/// default limits; it must load.
+pub fn load_text(source: &str, name: &str, text: &str) -> mansign::manifest::ManifestFile {
+    mansign::manifest::load_reader(
+        mansign::manifest::Source::Named(source.into()),
+        name.into(),
+        text.as_bytes(),
+        &mansign::Limits::default(),
+    )
+    .unwrap()
+}
+
+/// The documents of the YAML file at `path`, as mansign reads them.
+pub fn read_documents(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    mansign::manifest::parse_documents(&text, &mansign::Limits::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect()
+}
+
+/// The PEM file at `path`, each line indented by `indent` spaces and ended by a newline (for
+/// a policy's `publicKeys: |-` block).
+pub fn indented_pem(path: &Path, indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .lines()
+        .map(|l| format!("{pad}{l}\n"))
+        .collect()
+}
