@@ -23,7 +23,7 @@ mod common;
 #[path = "common/stack.rs"]
 mod stack;
 
-use common::{key_pair, mansign, write};
+use common::{mansign, write};
 use mansign::Limits;
 use mansign::manifest::{FieldPath, Segment, parse_documents, to_yaml};
 use serde_json::{Map, Value, json};
@@ -127,7 +127,7 @@ const ARGO_PATHS: [ApplyPath; 6] = [
 
 /// Signed documents and the public key that verifies them.
 struct Signed {
-    _dir: tempfile::TempDir,
+    _dir: common::KeyDir,
     pubkey: PathBuf,
     deployment: Value,
     exception: Value,
@@ -136,30 +136,17 @@ struct Signed {
 
 /// Signs the three documents with a fresh key pair through the CLI.
 fn sign_with_key() -> Signed {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "release");
-    let input = write(
-        dir.path(),
-        "app.yaml",
+    let (kd, docs) = common::signed_stream(
+        "release",
         &format!("{DEPLOYMENT}---\n{EXCEPTION}---\n{TRACKED_DEPLOYMENT}"),
     );
-    let output = dir.path().join("app.signed.yaml");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("-o")
-        .arg(&output)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .success();
-    let mut docs = read_stream(&std::fs::read_to_string(&output).unwrap()).into_iter();
+    let mut docs = docs.into_iter();
     Signed {
-        pubkey,
+        pubkey: kd.pubkey.clone(),
         deployment: docs.next().unwrap(),
         exception: docs.next().unwrap(),
         tracked: docs.next().unwrap(),
-        _dir: dir,
+        _dir: kd,
     }
 }
 

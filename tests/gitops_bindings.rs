@@ -6,9 +6,8 @@
 
 mod common;
 
-use common::{key_pair, mansign, write};
-use mansign::Limits;
-use mansign::manifest::{parse_documents, to_yaml};
+use common::{mansign, write};
+use mansign::manifest::to_yaml;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -43,7 +42,7 @@ metadata:
 "#;
 
 struct Signed {
-    dir: tempfile::TempDir,
+    dir: common::KeyDir,
     pubkey: PathBuf,
     config_map: Value,
     pod: Value,
@@ -51,30 +50,14 @@ struct Signed {
 }
 
 fn sign() -> Signed {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "release");
-    let input = write(dir.path(), "app.yaml", MANIFESTS);
-    let output = dir.path().join("app.signed.yaml");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("-o")
-        .arg(&output)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .success();
-    let text = std::fs::read_to_string(&output).unwrap();
-    let mut docs = parse_documents(&text, &Limits::default())
-        .unwrap()
-        .into_iter()
-        .map(|(_, v)| v);
+    let (kd, docs) = common::signed_stream("release", MANIFESTS);
+    let mut docs = docs.into_iter();
     Signed {
         config_map: docs.next().unwrap(),
         pod: docs.next().unwrap(),
         namespace: docs.next().unwrap(),
-        pubkey,
-        dir,
+        pubkey: kd.pubkey.clone(),
+        dir: kd,
     }
 }
 

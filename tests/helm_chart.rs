@@ -123,7 +123,7 @@ fn helm_lint_fails_on_a_broken_chart() {
     // The lint above can fail: a copy of the chart with a template error does not pass.
     let home = tempfile::tempdir().unwrap();
     let copy = home.path().join("mansign");
-    copy_dir(&chart(), &copy);
+    common::copy_dir(&chart(), &copy);
     let service = copy.join("templates/service.yaml");
     let text = std::fs::read_to_string(&service).unwrap();
     std::fs::write(
@@ -140,19 +140,6 @@ fn helm_lint_fails_on_a_broken_chart() {
         .output()
         .unwrap();
     assert!(!out.status.success(), "lint passed a broken template");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 fn golden_dir() -> PathBuf {

@@ -456,3 +456,53 @@ pub fn indented_pem(path: &Path, indent: usize) -> String {
         .map(|l| format!("{pad}{l}\n"))
         .collect()
 }
+
+/// Copies the tree `from` to `to` (created).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target: PathBuf = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The body of the Markdown fenced block whose opening fence `fence` must stand at
+/// `lines[start]`, and the index after its closing fence. A missing or unclosed fence fails
+/// the test, naming `file` and the line: a typo must not quietly turn an example off.
+pub fn fenced_block(lines: &[&str], start: usize, fence: &str, file: &str) -> (String, usize) {
+    assert_eq!(
+        lines.get(start).map(|l| l.trim_end()),
+        Some(fence),
+        "{file}:{}: a marker must be followed by {fence}",
+        start + 1
+    );
+    let mut body = String::new();
+    let mut j = start + 1;
+    while j < lines.len() && lines[j].trim_end() != "```" {
+        body.push_str(lines[j]);
+        body.push('\n');
+        j += 1;
+    }
+    assert!(j < lines.len(), "{file}:{}: unclosed fence", start + 1);
+    (body, j + 1)
+}
+
+/// `text` written to `app.yaml` in a fresh [`KeyDir`] (key pair `prefix`), signed through
+/// the CLI into `app.signed.yaml`; returns the directory and the signed documents, in order.
+pub fn signed_stream(prefix: &str, text: &str) -> (KeyDir, Vec<serde_json::Value>) {
+    let kd = key_dir(prefix);
+    let input = kd.write("app.yaml", text);
+    let output = kd.path().join("app.signed.yaml");
+    with_key("sign", &[], &input, &kd.key)
+        .arg("-o")
+        .arg(&output)
+        .assert()
+        .success();
+    let docs = read_documents(&output);
+    (kd, docs)
+}
