@@ -1803,13 +1803,7 @@ fn the_recorded_namespace_create_is_admitted_offline() {
     let review = fixture("cluster/recorded/namespace-create.json");
     let body: Value = serde_json::from_str(&std::fs::read_to_string(&review).unwrap()).unwrap();
     assert_eq!(body["request"]["namespace"], body["request"]["name"]);
-    let out = mansign()
-        .args(["admission", "review", "--policy"])
-        .arg(&policy)
-        .arg("-f")
-        .arg(&review)
-        .output()
-        .unwrap();
+    let out = common::admission_review_run(mansign(), &policy, &review);
     eprintln!("{}{}", stdout(&out), stderr(&out));
     assert!(
         out.status.success(),

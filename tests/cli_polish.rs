@@ -742,13 +742,11 @@ fn verify_policy_admission_review_and_explain_use_the_trust_root_of_the_environm
             .assert()
             .success()
             .stdout(predicate::str::contains("1 of 1 document(s) verified"));
-        let out = mansign_with_trust_env(dir.path(), &env)
-            .args(["admission", "review", "--policy"])
-            .arg(&policy)
-            .arg("-f")
-            .arg(&review)
-            .output()
-            .unwrap();
+        let out = common::admission_review_run(
+            mansign_with_trust_env(dir.path(), &env),
+            &policy,
+            &review,
+        );
         let response: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(
             (out.status.code(), &response["response"]["allowed"]),

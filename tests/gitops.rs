@@ -962,16 +962,7 @@ fn admission_review(manifest: &Value, path: ApplyPath, op: Operation) -> Value {
 /// `mansign admission review --policy P -f review.json`: exit code and `response.allowed`.
 fn review(dir: &Path, policy: &Path, request: &Value) -> (Option<i32>, Value) {
     let file = write(dir, "review.json", &serde_json::to_string(request).unwrap());
-    let out = mansign()
-        .args(["admission", "review", "--policy"])
-        .arg(policy)
-        .arg("-f")
-        .arg(&file)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let response: Value = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("{e}: {stdout}{}", String::from_utf8_lossy(&out.stderr)));
+    let (out, response) = common::admission_review_json(policy, &file);
     assert_eq!(response["response"]["uid"], request["request"]["uid"]);
     (out.status.code(), response)
 }

@@ -349,16 +349,7 @@ fn review(s: &Signed, policy: &Path, object: &Value) -> (bool, String) {
     let review =
         json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request});
     let file = write(s.dir.path(), "review.json", &review.to_string());
-    let out = mansign()
-        .args(["admission", "review", "--policy"])
-        .arg(policy)
-        .arg("-f")
-        .arg(&file)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let response: Value = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("{e}: {stdout}{}", String::from_utf8_lossy(&out.stderr)));
+    let (out, response) = common::admission_review_json(policy, &file);
     let allowed = response["response"]["allowed"] == json!(true);
     assert_eq!(out.status.code(), Some(if allowed { 0 } else { 1 }));
     let message = response["response"]["status"]["message"]

@@ -506,3 +506,31 @@ pub fn signed_stream(prefix: &str, text: &str) -> (KeyDir, Vec<serde_json::Value
     let docs = read_documents(&output);
     (kd, docs)
 }
+
+/// `CMD admission review --policy POLICY -f REVIEW`, run (CMD: the `mansign` binary as the
+/// caller set it up).
+pub fn admission_review_run(
+    mut cmd: assert_cmd::Command,
+    policy: &Path,
+    review: &Path,
+) -> std::process::Output {
+    cmd.args(["admission", "review", "--policy"])
+        .arg(policy)
+        .arg("-f")
+        .arg(review)
+        .output()
+        .unwrap()
+}
+
+/// [`admission_review_run`] with a plain `mansign`, and its stdout read as the response
+/// (stdout that is not JSON fails the test, showing stderr).
+pub fn admission_review_json(
+    policy: &Path,
+    review: &Path,
+) -> (std::process::Output, serde_json::Value) {
+    let out = admission_review_run(mansign(), policy, review);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let response: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout}{}", String::from_utf8_lossy(&out.stderr)));
+    (out, response)
+}
