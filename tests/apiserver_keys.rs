@@ -58,7 +58,7 @@ fn env() -> &'static Env {
 }
 
 fn text(out: &Output) -> String {
-    common::all_output(&out)
+    common::all_output(out)
 }
 
 /// The CA file the cluster's admin kubeconfig names.

@@ -77,7 +77,7 @@ fn unwritable_output_directory_leaves_no_partial_output() {
     // but must not be left behind.
     write(&out, "sub", "a file in the way");
     common::fails(
-        &mut common::with_key("sign", &[], &src, &kd.key)
+        common::with_key("sign", &[], &src, &kd.key)
             .arg("-o")
             .arg(format!("{}/", out.display())),
         2,
@@ -97,7 +97,7 @@ fn output_path_taken_by_a_directory_leaves_no_partial_output() {
     // cannot be renamed into place. `out/a.yaml` must not be left behind either.
     std::fs::create_dir_all(out.join("b.yaml")).unwrap();
     common::fails(
-        &mut common::with_key("sign", &["--remove-input"], &src, &kd.key)
+        common::with_key("sign", &["--remove-input"], &src, &kd.key)
             .arg("-o")
             .arg(format!("{}/", out.display())),
         2,

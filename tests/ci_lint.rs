@@ -52,7 +52,7 @@ fn actionlint() -> Command {
 }
 
 fn log(out: &Output) -> String {
-    common::all_output(&out)
+    common::all_output(out)
 }
 
 fn files_in(dir: &Path, ext: &[&str]) -> Vec<PathBuf> {

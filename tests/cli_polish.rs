@@ -352,7 +352,7 @@ fn ignore_field_tolerates_that_field_only() {
 fn ignore_field_written_kyverno_style_is_refused_with_the_right_spelling() {
     let (_dir, signed, pubkey) = signed_fixture();
     common::fails(
-        &mut common::with_key("verify", &[], &signed, &pubkey).args([
+        common::with_key("verify", &[], &signed, &pubkey).args([
             "--ignore-field",
             "metadata.labels.argocd.argoproj.io/instance",
         ]),
@@ -360,7 +360,7 @@ fn ignore_field_written_kyverno_style_is_refused_with_the_right_spelling() {
         &[r#"write `metadata.labels["argocd.argoproj.io/instance"]`"#],
     );
     common::fails(
-        &mut common::with_key("verify", &[], &signed, &pubkey)
+        common::with_key("verify", &[], &signed, &pubkey)
             .args(["--ignore-field", "spec.ports.0.port"]),
         2,
         &["write `spec.ports[0].port`"],

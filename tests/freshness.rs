@@ -15,7 +15,7 @@ use predicates::prelude::*;
 fn signed_with_expiry(at: &str) -> (Vec<mansign::manifest::Document>, Verifier) {
     let pair = keys::generate_key_pair(b"").unwrap();
     let key = keys::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
-    let mut files = vec![common::load_text("x", "x", &MULTI_DOC)];
+    let mut files = vec![common::load_text("x", "x", MULTI_DOC)];
     let options = SignOptions::default().with_expires_at(at.parse().unwrap());
     sign_files(&mut files, &KeySigner::new(key), &options).unwrap();
     let verifier = Verifier::new(vec![Attestor::Key(
@@ -106,7 +106,7 @@ fn cli_verify_rejects_an_expired_document() {
     let kd = common::key_dir("cosign");
     let pem = std::fs::read_to_string(&kd.key).unwrap();
     let secret = keys::decrypt_private_key(&pem, b"test-password").unwrap();
-    let mut files = vec![common::load_text("x", "x", &MULTI_DOC)];
+    let mut files = vec![common::load_text("x", "x", MULTI_DOC)];
     let options = SignOptions::default().with_expires_at("2026-06-01T12:00:00Z".parse().unwrap());
     sign_files(&mut files, &KeySigner::new(secret), &options).unwrap();
     let out: String = files[0]
@@ -263,7 +263,7 @@ mod signed_time {
 
     fn signed_at(at: &str, key_pem: &str, password: &[u8]) -> Vec<mansign::manifest::Document> {
         let key = keys::decrypt_private_key(key_pem, password).unwrap();
-        let mut files = vec![super::common::load_text("x", "x", &MULTI_DOC)];
+        let mut files = vec![super::common::load_text("x", "x", MULTI_DOC)];
         let options = SignOptions::default().with_signed_at(at.parse().unwrap());
         sign_files(&mut files, &KeySigner::new(key), &options).unwrap();
         files.remove(0).documents
@@ -377,7 +377,7 @@ mod logged_key_signatures {
             pair.public_key_pem.clone(),
             RekorOptions::default().with_url(stack.rekor_url().to_string()),
         );
-        let mut files = vec![super::common::load_text("x", "x", &MULTI_DOC)];
+        let mut files = vec![super::common::load_text("x", "x", MULTI_DOC)];
         let options = SignOptions::default().with_signed_at(signed_at);
         sign_files(&mut files, &signer, &options).unwrap();
         let trust = Arc::new(TrustRoot::from_file(stack.trusted_root()).unwrap());

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 fn signed(yaml: &str, profile: IgnoreProfile) -> (Value, Verifier) {
     let pair = keys::generate_key_pair(b"").unwrap();
     let key = keys::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
-    let mut files = vec![common::load_text("t", "t", &yaml)];
+    let mut files = vec![common::load_text("t", "t", yaml)];
     sign_files(&mut files, &KeySigner::new(key), &SignOptions::default()).unwrap();
     let verifier = Verifier::new(vec![Attestor::Key(
         TrustedKey::from_pem("k", &pair.public_key_pem).unwrap(),

@@ -75,7 +75,7 @@ fn run(cmd: &mut Command) -> Output {
 }
 
 fn log(out: &Output) -> String {
-    common::all_output(&out)
+    common::all_output(out)
 }
 
 /// Runs the release workflow's signing part on `dir` (release-checksums.sh, then

@@ -275,7 +275,7 @@ fn append_to_a_kubectl_sigstore_signed_file_signs_its_message() {
         &text.replacen("mode: strict", "mode: lax", 1),
     );
     common::fails(
-        &mut common::with_key("sign", &["--append"], &changed, &kd.key)
+        common::with_key("sign", &["--append"], &changed, &kd.key)
             .arg("-o")
             .arg(kd.path().join("changed.out.yaml")),
         2,
@@ -449,7 +449,7 @@ fn a_symlink_loop_is_refused_naming_the_link() {
     std::os::unix::fs::symlink(&tree, tree.join("a/up2")).unwrap();
     let (key, _) = key_pair(dir.path(), "cosign");
     common::fails(
-        &mut common::with_key("sign", &[], &tree, &key)
+        common::with_key("sign", &[], &tree, &key)
             .arg("-o")
             .arg(format!("{}/", dir.path().join("out").display())),
         2,

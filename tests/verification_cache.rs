@@ -14,7 +14,7 @@ use serde_json::json;
 fn signed(at: Option<&str>) -> (Vec<Document>, String) {
     let pair = keys::generate_key_pair(b"").unwrap();
     let key = keys::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
-    let mut files = vec![common::load_text("x", "x", &MULTI_DOC)];
+    let mut files = vec![common::load_text("x", "x", MULTI_DOC)];
     let mut options = SignOptions::default();
     options.signed_at = at.map(|t| t.parse().unwrap());
     sign_files(&mut files, &KeySigner::new(key), &options).unwrap();
