@@ -1,5 +1,5 @@
 //! A Rekor log made by the test and the 2022 keyless fixture it re-logs: shared by
-//! `tests/certificate_cache.rs` and `tests/warm_cold.rs`, which build tampered Rekor
+//! `tests/certificate_cache.rs`, `tests/warm_cold.rs` and `tests/keyless_verify.rs`, which build tampered Rekor
 //! bodies with a valid SET over them (a faulty or private log signs whatever it is sent).
 //!
 //! Fixtures: testdata/ (k8s-manifest-sigstore, sigstore-trust-roots; provenance in
@@ -98,9 +98,21 @@ impl TestLog {
     /// The set, its entry integrated at `time`, with a fresh SET by this log.
     pub fn at(&self, set: &SignatureSet, time: i64) -> SignatureSet {
         let mut set = set.clone();
+        set.bundle.as_mut().unwrap().payload.integrated_time = time;
+        self.resign(&mut set);
+        set
+    }
+
+    /// Re-points the set's bundle at this log and signs a fresh SET over it.
+    pub fn resign(&self, set: &mut SignatureSet) {
+        set.bundle.as_mut().unwrap().payload.log_id = self.log_id_hex.clone();
+        self.sign_as_is(set);
+    }
+
+    /// Signs a fresh SET over the set's payload as it stands, log id included: with another
+    /// log's id, a SET that log's key did not make.
+    pub fn sign_as_is(&self, set: &mut SignatureSet) {
         let bundle = set.bundle.as_mut().unwrap();
-        bundle.payload.integrated_time = time;
-        bundle.payload.log_id = self.log_id_hex.clone();
         let p = &bundle.payload;
         let payload = format!(
             r#"{{"body":"{}","integratedTime":{},"logID":"{}","logIndex":{}}}"#,
@@ -108,7 +120,6 @@ impl TestLog {
         );
         let sig: DerSignature = self.key.sign(payload.as_bytes());
         bundle.signed_entry_timestamp = STANDARD.encode(sig.as_bytes());
-        set
     }
 
     /// `set` with its body replaced by `body` (the exact bytes logged), integrated at `time`.
