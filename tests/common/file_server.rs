@@ -1,64 +1,41 @@
 //! A static file server on 127.0.0.1 for tests that download release assets: `GET /<path>`
 //! answers the file under the served directory (any size, streamed), 404 for anything else.
-//! Every requested path is recorded. Stops when dropped.
+//! Every requested path is recorded. Stops when dropped. Built on `stub_server.rs`'s accept
+//! loop and request reader: a test that includes this file includes that one as `stub_server`.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use crate::stub_server::{Listening, read_request};
+use std::io::Write;
+use std::net::TcpStream;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 pub struct FileServer {
     pub url: String,
     requests: Arc<Mutex<Vec<String>>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    _listening: Listening,
 }
 
 impl FileServer {
     /// Serves the files under `root`.
     pub fn start(root: &Path) -> FileServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind file server");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (requests, stop, root) = (requests.clone(), stop.clone(), root.to_path_buf());
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Ok(stream) = stream else { continue };
-                    if let Some(path) = serve(stream, &root) {
-                        requests.lock().unwrap().push(path);
-                    }
-                }
-            })
-        };
+        let (recorded, root) = (requests.clone(), root.to_path_buf());
+        let listening = Listening::start("file server", move |stream, _| {
+            if let Some(path) = serve(stream, &root) {
+                recorded.lock().unwrap().push(path);
+            }
+        });
         FileServer {
-            url,
+            url: listening.url.clone(),
             requests,
-            stop,
-            thread: Some(thread),
+            _listening: listening,
         }
     }
 
     /// The paths requested so far (e.g. `/v0.1.0/SHA256SUMS`).
     pub fn requests(&self) -> Vec<String> {
         self.requests.lock().unwrap().clone()
-    }
-}
-
-impl Drop for FileServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(self.url.trim_start_matches("http://"));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
@@ -73,21 +50,8 @@ fn file_for(root: &Path, path: &str) -> Option<PathBuf> {
 }
 
 fn serve(stream: TcpStream, root: &Path) -> Option<String> {
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .ok()?;
-    let mut reader = BufReader::new(stream.try_clone().ok()?);
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let mut parts = line.split_whitespace();
-    let method = parts.next()?.to_string();
-    let target = parts.next()?.to_string();
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h).ok()? == 0 || h.trim_end().is_empty() {
-            break;
-        }
-    }
+    let request = read_request(&stream)?;
+    let (method, target) = (request.method, request.target);
     let path = target.split('?').next().unwrap_or("").to_string();
     let mut stream = stream;
     match (method.as_str(), file_for(root, &path)) {

@@ -60,12 +60,56 @@ pub struct Reply {
 
 type Handler = dyn Fn(&Request, &str) -> Reply + Send + Sync;
 
+/// An accept loop on 127.0.0.1 on its own thread, handing each connection and the base URL
+/// to `serve`; stops (and joins) when dropped. Also under `file_server.rs`'s server.
+pub struct Listening {
+    pub url: String,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Listening {
+    pub fn start(what: &str, serve: impl Fn(TcpStream, &str) + Send + 'static) -> Listening {
+        let listener =
+            TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind {what}: {e}"));
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let (stop, url) = (stop.clone(), url.clone());
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let Ok(stream) = stream else { continue };
+                    serve(stream, &url);
+                }
+            })
+        };
+        Listening {
+            url,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wake the accept loop.
+        let _ = TcpStream::connect(self.url.trim_start_matches("http://"));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// The server; stops when dropped.
 pub struct StubServer {
     pub url: String,
     requests: Arc<Mutex<Vec<Request>>>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    _listening: Listening,
 }
 
 impl StubServer {
@@ -101,30 +145,18 @@ impl StubServer {
     pub fn start_with_headers(
         handler: impl Fn(&Request, &str) -> Reply + Send + Sync + 'static,
     ) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind stub server");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(AtomicBool::new(false));
         let handler: Arc<Handler> = Arc::new(handler);
-        let thread = {
-            let (requests, stop, url) = (requests.clone(), stop.clone(), url.clone());
-            std::thread::spawn(move || {
-                for stream in listener.incoming() {
-                    if stop.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let Ok(stream) = stream else { continue };
-                    if let Some(req) = serve(stream, &*handler, &url) {
-                        requests.lock().unwrap().push(req);
-                    }
-                }
-            })
-        };
+        let recorded = requests.clone();
+        let listening = Listening::start("stub server", move |stream, url| {
+            if let Some(req) = serve(stream, &*handler, url) {
+                recorded.lock().unwrap().push(req);
+            }
+        });
         StubServer {
-            url,
+            url: listening.url.clone(),
             requests,
-            stop,
-            thread: Some(thread),
+            _listening: listening,
         }
     }
 
@@ -134,18 +166,9 @@ impl StubServer {
     }
 }
 
-impl Drop for StubServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        // Wake the accept loop.
-        let _ = TcpStream::connect(self.url.trim_start_matches("http://"));
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn serve(stream: TcpStream, handler: &Handler, base: &str) -> Option<Request> {
+/// Reads one request (line, headers, `Content-Length` body) from `stream`; `None` if the
+/// client sent no well-formed request within ten seconds.
+pub fn read_request(stream: &TcpStream) -> Option<Request> {
     stream
         .set_read_timeout(Some(std::time::Duration::from_secs(10)))
         .ok()?;
@@ -177,13 +200,17 @@ fn serve(stream: TcpStream, handler: &Handler, base: &str) -> Option<Request> {
         .unwrap_or(0);
     let mut body = vec![0u8; len];
     reader.read_exact(&mut body).ok()?;
-    let req = Request {
+    Some(Request {
         method,
         target,
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
         received,
-    };
+    })
+}
+
+fn serve(stream: TcpStream, handler: &Handler, base: &str) -> Option<Request> {
+    let req = read_request(&stream)?;
     let Reply {
         status,
         headers: extra,
