@@ -11,6 +11,8 @@
 
 #[path = "common/admission_fixture.rs"]
 mod admission_fixture;
+#[path = "common/fixtures.rs"]
+mod fixtures;
 
 use admission_fixture::{Key, decide, key, reviewer, sign, with_server_metadata};
 use mansign::admission::Outcome;
@@ -47,25 +49,6 @@ spec:
     image: registry.example/api:1.4.2
 ";
 
-const DEPLOYMENT: &str = "apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: team-a
-  labels:
-    app: web
-spec:
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: web
-        image: registry.example/web:2.0.1
-";
-
 const FLOW_SCHEMA: &str = "apiVersion: flowcontrol.apiserver.k8s.io/v1
 kind: FlowSchema
 metadata:
@@ -93,6 +76,15 @@ struct Fixture {
     widget: Value,
 }
 
+/// The Deployment `web` in namespace `team-a`, labelled `app: web`.
+fn deployment() -> String {
+    fixtures::web_deployment(
+        "team-a",
+        "  labels:\n    app: web\n",
+        "registry.example/web:2.0.1",
+    )
+}
+
 fn fixture() -> Fixture {
     let key = key();
     let mut docs = sign(
@@ -101,7 +93,7 @@ fn fixture() -> Fixture {
             NAMESPACE,
             CLUSTER_ROLE,
             POD,
-            DEPLOYMENT,
+            &deployment(),
             FLOW_SCHEMA,
             WIDGET,
         ]

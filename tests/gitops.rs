@@ -34,22 +34,10 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 const TRACKING_ID: &str = "argocd.argoproj.io/tracking-id";
 const INSTANCE: &str = "app.kubernetes.io/instance";
 
-const DEPLOYMENT: &str = r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: team
-spec:
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: web
-        image: nginx:1.25
-"#;
+/// The Deployment `web` in namespace `team`.
+fn deployment() -> String {
+    common::fixtures::web_deployment("team", "", "nginx:1.25")
+}
 
 const EXCEPTION: &str = r#"apiVersion: kyverno.io/v2
 kind: PolicyException
@@ -138,7 +126,7 @@ struct Signed {
 fn sign_with_key() -> Signed {
     let (kd, docs) = common::signed_stream(
         "release",
-        &format!("{DEPLOYMENT}---\n{EXCEPTION}---\n{TRACKED_DEPLOYMENT}"),
+        &format!("{}---\n{EXCEPTION}---\n{TRACKED_DEPLOYMENT}", deployment()),
     );
     let mut docs = docs.into_iter();
     Signed {
@@ -732,7 +720,7 @@ fn keyless_signed_manifests_follow_the_same_rules() {
     let input = write(
         dir.path(),
         "app.yaml",
-        &format!("{DEPLOYMENT}---\n{EXCEPTION}"),
+        &format!("{}---\n{EXCEPTION}", deployment()),
     );
     let output = dir.path().join("app.signed.yaml");
     stack.keyless_sign_to(

@@ -40,22 +40,10 @@ fn rejected_paths(verifier: &Verifier, object: &Value) -> Vec<String> {
 
 const CONFIGMAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: ns\ndata:\n  key: value\n";
 
-const DEPLOYMENT: &str = r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: ns
-spec:
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-      - name: web
-        image: nginx:1.25
-"#;
+/// The Deployment `web` in namespace `ns`.
+fn deployment() -> String {
+    common::fixtures::web_deployment("ns", "", "nginx:1.25")
+}
 
 const POD: &str = r#"apiVersion: v1
 kind: Pod
@@ -101,7 +89,7 @@ fn kubernetes_profile_tolerates_server_metadata() {
 
 #[test]
 fn kubernetes_profile_tolerates_the_status_of_a_kind_with_a_status_subresource() {
-    let (obj, verifier) = signed(DEPLOYMENT, IgnoreProfile::Kubernetes);
+    let (obj, verifier) = signed(&deployment(), IgnoreProfile::Kubernetes);
     let live = with_server_metadata(obj);
     assert!(live.get("status").is_some());
     let verdict = verifier.verify_object(&live).unwrap();
@@ -146,7 +134,7 @@ fn f3_configmap_data_my_status_flag_is_detected() {
 
 #[test]
 fn f3_deployment_pod_security_context_run_as_root_is_detected() {
-    let (mut obj, verifier) = signed(DEPLOYMENT, IgnoreProfile::Kubernetes);
+    let (mut obj, verifier) = signed(&deployment(), IgnoreProfile::Kubernetes);
     obj["spec"]["template"]["spec"]["securityContext"] = json!({"runAsUser": 0});
     assert_eq!(
         rejected_paths(&verifier, &obj),
@@ -156,7 +144,7 @@ fn f3_deployment_pod_security_context_run_as_root_is_detected() {
 
 #[test]
 fn f3_deployment_container_resources_are_detected() {
-    let (mut obj, verifier) = signed(DEPLOYMENT, IgnoreProfile::Kubernetes);
+    let (mut obj, verifier) = signed(&deployment(), IgnoreProfile::Kubernetes);
     obj["spec"]["template"]["spec"]["containers"][0]["resources"] =
         json!({"limits": {"cpu": "64"}});
     assert_eq!(
@@ -224,7 +212,7 @@ fn kyverno_compat_profile_misses_the_f3_tampering_as_upstream_does() {
 
 #[test]
 fn deployment_defaults_are_tolerated_only_with_default_values() {
-    let (mut obj, verifier) = signed(DEPLOYMENT, IgnoreProfile::Kubernetes);
+    let (mut obj, verifier) = signed(&deployment(), IgnoreProfile::Kubernetes);
     obj["spec"]["progressDeadlineSeconds"] = json!(600);
     obj["spec"]["revisionHistoryLimit"] = json!(10);
     obj["spec"]["strategy"] = json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}});
@@ -291,7 +279,7 @@ fn deployed_fixture_without_namespace_binding_fails_on_the_namespace() {
 
 #[test]
 fn digest_pinned_image_verifies_only_with_the_tolerance() {
-    let (mut obj, verifier) = signed(DEPLOYMENT, IgnoreProfile::None);
+    let (mut obj, verifier) = signed(&deployment(), IgnoreProfile::None);
     let pinned = format!("nginx:1.25@sha256:{}", "0123456789abcdef".repeat(4));
     obj["spec"]["template"]["spec"]["containers"][0]["image"] = json!(pinned);
     assert_eq!(

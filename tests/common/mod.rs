@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod fixtures;
 pub mod ops_tools;
 pub mod peers;
 pub mod pki;
@@ -114,6 +115,16 @@ pub fn sign_with(flags: &[&str], input: &Path, key: &Path) -> PathBuf {
 /// `INPUT.signed`.
 pub fn sign_with_key(input: &Path, key: &Path) -> PathBuf {
     sign_with(&[], input, key)
+}
+
+/// `mansign sign -f INPUT --key KEY -o OUT EXTRA...` (must succeed).
+pub fn sign_to(input: &Path, key: &Path, out: &Path, extra: &[&str]) {
+    with_key("sign", &[], input, key)
+        .arg("-o")
+        .arg(out)
+        .args(extra)
+        .assert()
+        .success();
 }
 
 /// `mansign verify -f PATH --key KEY`, run; the caller asserts the outcome.
