@@ -122,20 +122,6 @@ fn assert_ks_refused(run: &Run, what: &str) -> String {
     all
 }
 
-/// mansign sign -f IN -k KEY -o OUT [extra...].
-fn mansign_sign(input: &Path, key: &Path, out: &Path, extra: &[&str]) {
-    mansign()
-        .args(["sign", "-f"])
-        .arg(input)
-        .arg("-k")
-        .arg(key)
-        .arg("-o")
-        .arg(out)
-        .args(extra)
-        .assert()
-        .success();
-}
-
 fn mansign_verify(file: &Path, key: &Path) -> std::process::Output {
     common::with_key("verify", &[], file, key)
         .output()
@@ -205,7 +191,7 @@ fn what_mansign_signs_with_a_key_verifies_in_kubectl_sigstore() {
         case(ToPeer, Same, &format!("one document, --scope {scope}"));
         let input = write(d, &format!("one-{scope}.yaml"), CM);
         let out = d.join(format!("one-{scope}.signed.yaml"));
-        mansign_sign(&input, &key, &out, &["--scope", scope]);
+        common::sign_to(&input, &key, &out, &["--scope", scope]);
         assert_ks_verified(&ks_verify(&home, &out, &public), "one document");
     }
 
@@ -218,7 +204,7 @@ fn what_mansign_signs_with_a_key_verifies_in_kubectl_sigstore() {
         );
         let input = write(d, &format!("multi-{scope}.yaml"), MULTI_DOC);
         let out = d.join(format!("multi-{scope}.signed.yaml"));
-        mansign_sign(&input, &key, &out, &["--scope", scope]);
+        common::sign_to(&input, &key, &out, &["--scope", scope]);
         assert_ks_verified(&ks_verify(&home, &out, &public), "a multi-document file");
     }
 
@@ -296,8 +282,8 @@ fn several_signatures_and_appends_both_ways_verify_in_both() {
     case(ToPeer, Same, "mansign signs, mansign appends: signature_1");
     let s1 = d.join("s1.yaml");
     let s2 = d.join("s2.yaml");
-    mansign_sign(&input, &k1, &s1, &["--scope", "file"]);
-    mansign_sign(&s1, &k2, &s2, &["--scope", "file", "--append"]);
+    common::sign_to(&input, &k1, &s1, &["--scope", "file"]);
+    common::sign_to(&s1, &k2, &s2, &["--scope", "file", "--append"]);
     let text = std::fs::read_to_string(&s2).unwrap();
     assert!(text.contains("cosign.sigstore.dev/signature_1"), "{text}");
     for p in [&p1, &p2] {
@@ -392,7 +378,7 @@ fn several_signatures_and_appends_both_ways_verify_in_both() {
     let s4 = d.join("s4.yaml");
     let s5 = d.join("s5.yaml");
     ks_sign(&home, &input, &k1, &s4, &[]);
-    mansign_sign(&s4, &k2, &s5, &["--scope", "file", "--append"]);
+    common::sign_to(&s4, &k2, &s5, &["--scope", "file", "--append"]);
     for p in [&p1, &p2] {
         assert_ks_verified(
             &ks_verify(&home, &s5, p),
@@ -472,7 +458,7 @@ fn a_tampered_copy_fails_in_both_and_both_name_the_field() {
         case(dir, Same, &format!("signed by {signer}, data.mode changed"));
         let out = d.join(format!("{signer}.signed.yaml"));
         if signer == "mansign" {
-            mansign_sign(&input, &key, &out, &["--scope", "file"]);
+            common::sign_to(&input, &key, &out, &["--scope", "file"]);
         } else {
             ks_sign(&home, &input, &key, &out, &[]);
         }
@@ -884,7 +870,7 @@ fn kubectl_sigstore_v0_5_4_on_the_cases_where_cosign_shows() {
     );
     let input = write(d, "cm.yaml", CM);
     let one = d.join("one.signed.yaml");
-    mansign_sign(&input, &key, &one, &[]);
+    common::sign_to(&input, &key, &one, &[]);
     let run = verify_key(&[], &one);
     assert_ks_refused(&run, "a key signature without a CT log key (v0.5.4)");
     assert!(
@@ -900,7 +886,7 @@ fn kubectl_sigstore_v0_5_4_on_the_cases_where_cosign_shows() {
         );
         let input = write(d, &format!("{name}.yaml"), text);
         let out = d.join(format!("{name}.mansign.yaml"));
-        mansign_sign(&input, &key, &out, &[]);
+        common::sign_to(&input, &key, &out, &[]);
         assert_ks_verified(&verify_key(&offline, &out), "mansign's signature (v0.5.4)");
     }
     for tarball in ["no", "yes"] {

@@ -126,17 +126,9 @@ struct Case {
     differs: Option<(Verdict, Verdict, &'static str, &'static str)>,
 }
 
+/// `mansign sign -f INPUT --key KEY -o OUT EXTRA...` (must succeed).
 fn sign(input: &Path, out: &Path, key: &Path, extra: &[&str]) {
-    mansign()
-        .args(["sign", "-f"])
-        .arg(input)
-        .arg("-k")
-        .arg(key)
-        .arg("-o")
-        .arg(out)
-        .args(extra)
-        .assert()
-        .success();
+    common::sign_to(input, key, out, extra);
 }
 
 /// The resources and policies of the matrix.
