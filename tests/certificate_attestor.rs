@@ -9,9 +9,7 @@ mod stack;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use common::write;
-use mansign::annotations::{
-    AnnotationDomain, EmbedMode, RekorBundle, RekorPayload, SignatureSet, embed,
-};
+use mansign::annotations::{RekorBundle, RekorPayload};
 use mansign::manifest::{build_message, parse_documents};
 use mansign::policy::{LoadOptions, PolicyError, RequestContext, load_file, load_str};
 use mansign::trust::TrustRoot;
@@ -166,21 +164,13 @@ fn signed_with(
     let mut value = document();
     let message = build_message([&value]);
     let signature: p256::ecdsa::DerSignature = key.sign(&message);
-    let set = SignatureSet {
-        index: 0,
-        signature: signature.as_bytes().to_vec(),
-        certificate_pem: certificate_pem.map(str::to_string),
-        bundle,
-    };
-    embed(
+    common::embed_one(
         &mut value,
-        &AnnotationDomain::default(),
         &message,
-        &[set],
-        EmbedMode::Replace,
-        &mansign::Limits::default(),
-    )
-    .unwrap();
+        signature.as_bytes(),
+        certificate_pem.map(str::to_string),
+        bundle,
+    );
     value
 }
 
@@ -824,36 +814,7 @@ fn log_signature(
     message: &[u8],
     signature: &[u8],
 ) -> RekorBundle {
-    let entry = json!({
-        "apiVersion": "0.0.1", "kind": "hashedrekord",
-        "spec": {
-            "data": {"hash": {"algorithm": "sha256", "value": hex::encode(Sha256::digest(message))}},
-            "signature": {
-                "content": STANDARD.encode(signature),
-                "publicKey": {"content": STANDARD.encode(signer.public_key_pem())},
-            },
-        }
-    });
-    let (status, body) = stack::http(
-        "POST",
-        &format!("{}/api/v1/log/entries", stack.rekor_url()),
-        Some(&entry.to_string()),
-    );
-    assert_eq!(status, 201, "{body}");
-    let response: Value = serde_json::from_str(&body).unwrap();
-    let (_, logged) = response.as_object().unwrap().iter().next().unwrap();
-    RekorBundle {
-        signed_entry_timestamp: logged["verification"]["signedEntryTimestamp"]
-            .as_str()
-            .unwrap()
-            .to_string(),
-        payload: RekorPayload {
-            body: logged["body"].as_str().unwrap().to_string(),
-            integrated_time: logged["integratedTime"].as_i64().unwrap(),
-            log_index: logged["logIndex"].as_i64().unwrap(),
-            log_id: logged["logID"].as_str().unwrap().to_string(),
-        },
-    }
+    stack.log_hashedrekord(message, signature, signer.public_key_pem().as_bytes())
 }
 
 #[test]
@@ -879,20 +840,13 @@ fn certificate_is_checked_at_the_rekor_integrated_time_when_the_set_has_a_bundle
     let bundle = log_signature(&stack, &signer, &message, signature.as_bytes());
     let trust = Arc::new(TrustRoot::from_file(stack.trusted_root()).unwrap());
     drop(stack);
-    embed(
+    common::embed_one(
         &mut value,
-        &AnnotationDomain::default(),
         &message,
-        &[SignatureSet {
-            index: 0,
-            signature: signature.as_bytes().to_vec(),
-            certificate_pem: Some(signer.cert_pem.clone()),
-            bundle: Some(bundle),
-        }],
-        EmbedMode::Replace,
-        &mansign::Limits::default(),
-    )
-    .unwrap();
+        signature.as_bytes(),
+        Some(signer.cert_pem.clone()),
+        Some(bundle),
+    );
     let later = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(96);
     let verifier = |object: &Value| {
         Verifier::new(vec![Attestor::Certificate(

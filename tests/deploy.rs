@@ -94,22 +94,13 @@ fn unsigned_exception(group: &str, version: &str, namespace: &str) -> Value {
 /// The AdmissionReview the API server sends for creating `object`.
 fn create_review(object: &Value) -> Vec<u8> {
     let api = object["apiVersion"].as_str().unwrap();
-    let (group, version) = api.split_once('/').unwrap();
-    serde_json::to_vec(&serde_json::json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "00000000-0000-4000-8000-000000000021",
-            "kind": {"group": group, "version": version, "kind": "PolicyException"},
-            "resource": {"group": group, "version": version, "resource": "policyexceptions"},
-            "name": object["metadata"]["name"],
-            "namespace": object["metadata"]["namespace"],
-            "operation": "CREATE",
-            "userInfo": {"username": "mallory", "groups": ["system:authenticated"]},
-            "object": object,
-        },
-    }))
-    .unwrap()
+    common::mallory_creates_exception(
+        "00000000-0000-4000-8000-000000000021",
+        object,
+        api.split_once('/').unwrap(),
+        &object["metadata"]["name"],
+        &object["metadata"]["namespace"],
+    )
 }
 
 /// A policy file covers every PolicyException: offline, a rule applies to an unsigned one of

@@ -6,17 +6,10 @@ mod common;
 #[path = "common/stack.rs"]
 mod stack;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use common::{mansign, write};
-use mansign::annotations::{
-    AnnotationDomain, EmbedMode, RekorBundle, RekorPayload, SignatureSet, embed,
-};
 use mansign::manifest::{build_message, parse_documents, to_yaml};
 use p256::ecdsa::signature::Signer as _;
 use predicates::prelude::*;
-use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use stack::{AMBIENT_VARS, Stack};
 use std::path::{Path, PathBuf};
 
@@ -163,50 +156,16 @@ fn self_signed_certificate_accepted_by_the_test_rekor_is_rejected() {
         .1;
     let message = build_message([&value]);
     let signature: p256::ecdsa::DerSignature = key.sign(&message);
-    let entry = json!({
-        "apiVersion": "0.0.1", "kind": "hashedrekord",
-        "spec": {
-            "data": {"hash": {"algorithm": "sha256", "value": hex::encode(Sha256::digest(&message))}},
-            "signature": {"content": STANDARD.encode(signature.as_bytes()), "publicKey": {"content": STANDARD.encode(&cert_pem)}},
-        }
-    });
-    let (status, body) = stack::http(
-        "POST",
-        &format!("{}/api/v1/log/entries", stack.rekor_url()),
-        Some(&entry.to_string()),
-    );
-    assert_eq!(status, 201, "{body}");
+    let bundle = stack.log_hashedrekord(&message, signature.as_bytes(), cert_pem.as_bytes());
     drop(stack);
-    let response: Value = serde_json::from_str(&body).unwrap();
-    let (_, logged) = response.as_object().unwrap().iter().next().unwrap();
-    let bundle = RekorBundle {
-        signed_entry_timestamp: logged["verification"]["signedEntryTimestamp"]
-            .as_str()
-            .unwrap()
-            .to_string(),
-        payload: RekorPayload {
-            body: logged["body"].as_str().unwrap().to_string(),
-            integrated_time: logged["integratedTime"].as_i64().unwrap(),
-            log_index: logged["logIndex"].as_i64().unwrap(),
-            log_id: logged["logID"].as_str().unwrap().to_string(),
-        },
-    };
     let mut forged = value.clone();
-    let set = SignatureSet {
-        index: 0,
-        signature: signature.as_bytes().to_vec(),
-        certificate_pem: Some(cert_pem),
-        bundle: Some(bundle),
-    };
-    embed(
+    common::embed_one(
         &mut forged,
-        &AnnotationDomain::default(),
         &message,
-        &[set],
-        EmbedMode::Replace,
-        &mansign::Limits::default(),
-    )
-    .unwrap();
+        signature.as_bytes(),
+        Some(cert_pem),
+        Some(bundle),
+    );
     let path = write(dir.path(), "forged.yaml", &to_yaml(&forged));
 
     // The SET is genuine, the signature is valid, the identity matches: only the chain

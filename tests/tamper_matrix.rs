@@ -1193,21 +1193,13 @@ mod kind_selector_forms {
     }
 
     fn review(object: &Value, group: &str, version: &str) -> Vec<u8> {
-        serde_json::to_vec(&json!({
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {
-                "uid": "00000000-0000-4000-8000-000000000001",
-                "kind": {"group": group, "version": version, "kind": "PolicyException"},
-                "resource": {"group": group, "version": version, "resource": "policyexceptions"},
-                "name": "let-me-in",
-                "namespace": "kube-system",
-                "operation": "CREATE",
-                "userInfo": {"username": "mallory", "groups": ["system:authenticated"]},
-                "object": object,
-            },
-        }))
-        .unwrap()
+        crate::common::mallory_creates_exception(
+            "00000000-0000-4000-8000-000000000001",
+            object,
+            (group, version),
+            &json!("let-me-in"),
+            &json!("kube-system"),
+        )
     }
 
     /// The selector forms that select a PolicyException of `group`/`version`.

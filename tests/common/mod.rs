@@ -420,6 +420,55 @@ pub fn all_output(out: &std::process::Output) -> String {
     )
 }
 
+/// Embeds one signature set (index 0: `signature`, with `certificate_pem` and `bundle` when
+/// given) over `message` in `value`'s annotations, replacing any there.
+pub fn embed_one(
+    value: &mut serde_json::Value,
+    message: &[u8],
+    signature: &[u8],
+    certificate_pem: Option<String>,
+    bundle: Option<mansign::annotations::RekorBundle>,
+) {
+    let set = mansign::annotations::SignatureSet {
+        index: 0,
+        signature: signature.to_vec(),
+        certificate_pem,
+        bundle,
+    };
+    mansign::annotations::embed(
+        value,
+        &mansign::annotations::AnnotationDomain::default(),
+        message,
+        &[set],
+        mansign::annotations::EmbedMode::Replace,
+        &mansign::Limits::default(),
+    )
+    .unwrap();
+}
+
+/// The AdmissionReview body an API server sends when user `mallory` (group
+/// `system:authenticated`) creates `object`, a PolicyException of `group`/`version` named
+/// `name` in `namespace`, under request id `uid`.
+pub fn mallory_creates_exception(
+    uid: &str,
+    object: &serde_json::Value,
+    (group, version): (&str, &str),
+    name: &serde_json::Value,
+    namespace: &serde_json::Value,
+) -> Vec<u8> {
+    let request = serde_json::json!({
+        "uid": uid,
+        "kind": {"group": group, "version": version, "kind": "PolicyException"},
+        "resource": {"group": group, "version": version, "resource": "policyexceptions"},
+        "name": name,
+        "namespace": namespace,
+        "operation": "CREATE",
+        "userInfo": {"username": "mallory", "groups": ["system:authenticated"]},
+        "object": object,
+    });
+    admission_review_body(request, None)
+}
+
 /// The `AdmissionReview` (admission.k8s.io/v1) the API server sends for `request`, with
 /// `request.namespace` set when `namespace` is given; serialized.
 pub fn admission_review_body(mut request: serde_json::Value, namespace: Option<&str>) -> Vec<u8> {

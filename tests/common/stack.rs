@@ -97,6 +97,48 @@ impl Stack {
         stack
     }
 
+    /// Logs a hashedrekord entry (the SHA-256 of `message`, `signature` by `public_key_pem`,
+    /// a key or certificate) in this stack's Rekor, which must answer 201; returns the logged
+    /// entry as the bundle cosign writes.
+    pub fn log_hashedrekord(
+        &self,
+        message: &[u8],
+        signature: &[u8],
+        public_key_pem: &[u8],
+    ) -> mansign::annotations::RekorBundle {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::STANDARD;
+        use sha2::{Digest as _, Sha256};
+        let entry = serde_json::json!({
+            "apiVersion": "0.0.1", "kind": "hashedrekord",
+            "spec": {
+                "data": {"hash": {"algorithm": "sha256", "value": hex::encode(Sha256::digest(message))}},
+                "signature": {
+                    "content": STANDARD.encode(signature),
+                    "publicKey": {"content": STANDARD.encode(public_key_pem)},
+                },
+            }
+        });
+        let (status, body) = http(
+            "POST",
+            &format!("{}/api/v1/log/entries", self.rekor_url()),
+            Some(&entry.to_string()),
+        );
+        assert_eq!(status, 201, "{body}");
+        let response: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let (_, logged) = response.as_object().unwrap().iter().next().unwrap();
+        let text = |v: &serde_json::Value| v.as_str().unwrap().to_string();
+        mansign::annotations::RekorBundle {
+            signed_entry_timestamp: text(&logged["verification"]["signedEntryTimestamp"]),
+            payload: mansign::annotations::RekorPayload {
+                body: text(&logged["body"]),
+                integrated_time: logged["integratedTime"].as_i64().unwrap(),
+                log_index: logged["logIndex"].as_i64().unwrap(),
+                log_id: text(&logged["logID"]),
+            },
+        }
+    }
+
     pub fn state_dir(&self) -> &Path {
         self.state.path()
     }
