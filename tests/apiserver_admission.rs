@@ -1795,9 +1795,11 @@ fn the_recorded_namespace_create_is_admitted_offline() {
     let policy = write(
         dir.path(),
         "policy.yaml",
-        &format!(
-            "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata:\n  name: namespaces\nspec:\n  match:\n    kinds: [v1/Namespace]\n  ignoreProfile: kubernetes\n  attestors:\n  - entries:\n    - keys:\n        path: {}\n",
-            pubkey.display()
+        &common::fixtures::key_policy(
+            "namespaces",
+            "v1/Namespace",
+            "  ignoreProfile: kubernetes\n",
+            &pubkey,
         ),
     );
     let review = fixture("cluster/recorded/namespace-create.json");
@@ -1825,9 +1827,11 @@ fn the_recorded_services_status_update_is_judged_by_the_service_status_strategy(
     let policy = write(
         dir.path(),
         "policy.yaml",
-        &format!(
-            "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata:\n  name: services\nspec:\n  match:\n    kinds: [v1/Service]\n  ignoreProfile: kubernetes\n  attestors:\n  - entries:\n    - keys:\n        path: {}\n",
-            pubkey.display()
+        &common::fixtures::key_policy(
+            "services",
+            "v1/Service",
+            "  ignoreProfile: kubernetes\n",
+            &pubkey,
         ),
     );
     let recorded = fixture("cluster/recorded/services-status-update.json");

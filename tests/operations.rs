@@ -242,10 +242,7 @@ fn start_server() -> (Server, Value, Value) {
     let policy = write(
         dir.path(),
         "policy.yaml",
-        &format!(
-            "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata:\n  name: configmaps\nspec:\n  match:\n    kinds: [ConfigMap]\n  attestors:\n  - entries:\n    - keys:\n        path: {}\n",
-            public_key.display()
-        ),
+        &common::fixtures::key_policy("configmaps", "ConfigMap", "", &public_key),
     );
     let object = |name: &str| {
         format!(

@@ -1,5 +1,5 @@
-//! Kubernetes documents that several tests write with other values, built from one text:
-//! the Deployment `web`. Included as `common::fixtures`, or on its own with `#[path]`.
+//! Documents that several tests write with other values, built from one text: the
+//! Deployment `web` and a one-key ManifestPolicy. Included as `common::fixtures`, or on its own with `#[path]`.
 #![allow(dead_code)]
 
 /// A one-container Deployment `web` in `namespace` running `image`, as YAML text;
@@ -23,5 +23,15 @@ metadata:
       - name: web
         image: {image}
 "
+    )
+}
+
+/// A ManifestPolicy `name` for `kinds` (a flow list's items, e.g. `v1/Service`) that
+/// trusts the public key file `key`; `spec_extra` (whole lines indented two spaces, e.g.
+/// `"  ignoreProfile: kubernetes\n"`) goes between its match and its attestors.
+pub fn key_policy(name: &str, kinds: &str, spec_extra: &str, key: &std::path::Path) -> String {
+    format!(
+        "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata:\n  name: {name}\nspec:\n  match:\n    kinds: [{kinds}]\n{spec_extra}  attestors:\n  - entries:\n    - keys:\n        path: {}\n",
+        key.display()
     )
 }
