@@ -53,6 +53,15 @@ impl FakeKubectl {
         cmd
     }
 
+    /// `mansign ARGS --key KEY` with this kubectl first on PATH, run.
+    fn verify_with_key(
+        &self,
+        args: impl IntoIterator<Item = impl AsRef<std::ffi::OsStr>>,
+        key: &Path,
+    ) -> assert_cmd::assert::Assert {
+        self.mansign().args(args).arg("--key").arg(key).assert()
+    }
+
     fn path_var(&self) -> String {
         format!(
             "{}:{}",
@@ -102,18 +111,17 @@ fn verify_resource_reads_objects_through_kubectl_and_prints_one_line_per_object(
     let (_dir, objects, pubkey) = live_objects();
     kubectl.serve(&list(&objects));
     let out = kubectl
-        .mansign()
-        .args([
-            "verify-resource",
-            "configmaps",
-            "-n",
-            "team-a",
-            "--context",
-            "prod",
-        ])
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
+        .verify_with_key(
+            [
+                "verify-resource",
+                "configmaps",
+                "-n",
+                "team-a",
+                "--context",
+                "prod",
+            ],
+            &pubkey,
+        )
         .success();
     let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     let lines: Vec<&str> = stdout.lines().collect();
@@ -148,11 +156,10 @@ fn verify_resource_fails_with_exit_1_on_a_changed_live_object() {
     objects[2]["data"]["a"] = json!("2");
     kubectl.serve(&list(&objects));
     kubectl
-        .mansign()
-        .args(["verify-resource", "configmaps", "-A", "-o", "json"])
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
+        .verify_with_key(
+            ["verify-resource", "configmaps", "-A", "-o", "json"],
+            &pubkey,
+        )
         .code(1)
         .stdout(predicate::str::contains(r#""check": "diff""#));
     assert_eq!(
@@ -167,11 +174,10 @@ fn verify_resource_reads_a_single_named_object() {
     let (_dir, objects, pubkey) = live_objects();
     kubectl.serve(&objects[0]);
     kubectl
-        .mansign()
-        .args(["verify-resource", "configmap/settings", "-n", "team-a"])
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
+        .verify_with_key(
+            ["verify-resource", "configmap/settings", "-n", "team-a"],
+            &pubkey,
+        )
         .success()
         .stdout(predicate::str::contains("1 of 1 document(s) verified"));
 }
@@ -183,67 +189,69 @@ fn verify_resource_without_the_profile_names_the_server_fields() {
     let (_dir, objects, pubkey) = live_objects();
     kubectl.serve(&list(&objects));
     kubectl
-        .mansign()
-        .args(["verify-resource", "configmaps", "--ignore-profile", "none"])
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
+        .verify_with_key(
+            ["verify-resource", "configmaps", "--ignore-profile", "none"],
+            &pubkey,
+        )
         .code(1)
         .stdout(predicate::str::contains("metadata.uid"));
 }
 
-#[test]
-fn kubectl_failure_is_an_input_error_with_its_message() {
-    let kubectl = FakeKubectl::new();
-    let (_dir, _objects, pubkey) = live_objects();
-    write(
-        kubectl.dir.path(),
-        "fail",
-        "Error from server (NotFound): configmaps \"nope\" not found\n",
-    );
-    kubectl
-        .mansign()
-        .args(["verify-resource", "configmap/nope"])
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
+/// What the fake kubectl does, the resource asked for, and the words of the input error
+/// (exit 2) mansign must give.
+struct InputError {
+    name: &'static str,
+    kubectl: fn(&FakeKubectl),
+    resource: &'static str,
+    words: &'static [&'static str],
+}
+
+const INPUT_ERRORS: &[InputError] = &[
+    InputError {
+        name: "kubectl fails: an input error with its message",
+        kubectl: |k| {
+            write(
+                k.dir.path(),
+                "fail",
+                "Error from server (NotFound): configmaps \"nope\" not found\n",
+            );
+        },
+        resource: "configmap/nope",
+        words: &[
             "kubectl get configmap/nope -o json: failed",
-        ))
-        .stderr(predicate::str::contains("configmaps \"nope\" not found"));
-}
+            "configmaps \"nope\" not found",
+        ],
+    },
+    InputError {
+        name: "an empty list",
+        kubectl: |k| k.serve(&list(&[])),
+        resource: "configmaps",
+        words: &["no objects found"],
+    },
+    InputError {
+        name: "kubectl output is read up to the input limit only",
+        kubectl: |k| {
+            write(k.dir.path(), "huge", "");
+        },
+        resource: "configmaps",
+        words: &["output larger than 33554432 bytes"],
+    },
+];
 
 #[test]
-fn an_empty_list_is_an_input_error() {
-    let kubectl = FakeKubectl::new();
-    let (_dir, _objects, pubkey) = live_objects();
-    kubectl.serve(&list(&[]));
-    kubectl
-        .mansign()
-        .args(["verify-resource", "configmaps"])
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("no objects found"));
-}
-
-#[test]
-fn kubectl_output_is_read_up_to_the_input_limit_only() {
-    let kubectl = FakeKubectl::new();
-    let (_dir, _objects, pubkey) = live_objects();
-    write(kubectl.dir.path(), "huge", "");
-    kubectl
-        .mansign()
-        .args(["verify-resource", "configmaps"])
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "output larger than 33554432 bytes",
-        ));
+fn kubectl_failures_and_empty_or_huge_output_are_input_errors() {
+    for case in INPUT_ERRORS {
+        let kubectl = FakeKubectl::new();
+        let (_dir, _objects, pubkey) = live_objects();
+        (case.kubectl)(&kubectl);
+        let out = kubectl.verify_with_key(["verify-resource", case.resource], &pubkey);
+        let out = out.get_output();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{}: {stderr}", case.name);
+        for w in case.words {
+            assert!(stderr.contains(w), "{}: no {w:?} in {stderr}", case.name);
+        }
+    }
 }
 
 #[test]
@@ -258,13 +266,7 @@ fn arguments_that_kubectl_would_read_as_flags_are_refused_before_running_it() {
         &["verify-resource", "configmaps", "--context=-v9"][..],
         &["verify-resource", "configmaps/a/b"][..],
     ] {
-        kubectl
-            .mansign()
-            .args(args)
-            .arg("--key")
-            .arg(&pubkey)
-            .assert()
-            .code(2);
+        kubectl.verify_with_key(args, &pubkey).code(2);
         assert_eq!(kubectl.argv(), None, "{args:?} ran kubectl");
     }
 }
