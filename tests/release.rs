@@ -78,6 +78,34 @@ fn log(out: &Output) -> String {
     common::all_output(out)
 }
 
+/// `cmd` as the release job's runner starts it: no ambient Sigstore settings, the runner's
+/// token service at `github`, the release workflow of tag `version`, the stack's trust.
+fn as_release_job<'a>(
+    cmd: &'a mut Command,
+    github: &StubServer,
+    stack: &Stack,
+    version: &str,
+) -> &'a mut Command {
+    for v in stack::AMBIENT_VARS {
+        cmd.env_remove(v);
+    }
+    cmd.env(
+        "ACTIONS_ID_TOKEN_REQUEST_URL",
+        format!("{}/_apis/token?api-version=2.0", github.url),
+    )
+    .env("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "runner-request-token")
+    .env("GITHUB_SERVER_URL", "https://github.com")
+    .env(
+        "GITHUB_WORKFLOW_REF",
+        format!("mansign/mansign/.github/workflows/release.yml@refs/tags/{version}"),
+    )
+    .env("RELEASE_TRUSTED_ROOT", stack.trusted_root())
+    .env(
+        "RELEASE_SIGNING_CONFIG",
+        stack.var("SIGSTORE_SIGNING_CONFIG"),
+    )
+}
+
 /// Runs the release workflow's signing part on `dir` (release-checksums.sh, then
 /// release-sign.sh with the runner's token service), as the `sign` job does.
 fn sign_release(stack: &Stack, dir: &Path, version: &str, token_subject: &str) -> Output {
@@ -88,26 +116,8 @@ fn sign_release(stack: &Stack, dir: &Path, version: &str, token_subject: &str) -
     let github = StubServer::token_endpoint(github_token(stack, token_subject));
     let mut cmd = Command::new("bash");
     cmd.arg(repo().join("scripts/release-sign.sh")).arg(dir);
-    for v in stack::AMBIENT_VARS {
-        cmd.env_remove(v);
-    }
-    run(cmd
-        .env("MANSIGN", assert_cmd::cargo::cargo_bin("mansign"))
-        .env(
-            "ACTIONS_ID_TOKEN_REQUEST_URL",
-            format!("{}/_apis/token?api-version=2.0", github.url),
-        )
-        .env("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "runner-request-token")
-        .env("GITHUB_SERVER_URL", "https://github.com")
-        .env(
-            "GITHUB_WORKFLOW_REF",
-            format!("mansign/mansign/.github/workflows/release.yml@refs/tags/{version}"),
-        )
-        .env("RELEASE_TRUSTED_ROOT", stack.trusted_root())
-        .env(
-            "RELEASE_SIGNING_CONFIG",
-            stack.var("SIGSTORE_SIGNING_CONFIG"),
-        ))
+    run(as_release_job(&mut cmd, &github, stack, version)
+        .env("MANSIGN", assert_cmd::cargo::cargo_bin("mansign")))
 }
 
 /// A release directory `<root>/<version>/` holding the asset: this run's mansign binary,
@@ -446,26 +456,7 @@ fn the_sign_job_packs_krew_archives_and_signs_every_asset_the_build_jobs_upload(
     let github = StubServer::token_endpoint(github_token(&stack, &release_identity(&version)));
     let mut cmd = Command::new("bash");
     cmd.arg("-c").arg(script).current_dir(checkout.path());
-    for v in stack::AMBIENT_VARS {
-        cmd.env_remove(v);
-    }
-    let out = run(cmd
-        .env("TAG", &version)
-        .env(
-            "ACTIONS_ID_TOKEN_REQUEST_URL",
-            format!("{}/_apis/token?api-version=2.0", github.url),
-        )
-        .env("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "runner-request-token")
-        .env("GITHUB_SERVER_URL", "https://github.com")
-        .env(
-            "GITHUB_WORKFLOW_REF",
-            format!("mansign/mansign/.github/workflows/release.yml@refs/tags/{version}"),
-        )
-        .env("RELEASE_TRUSTED_ROOT", stack.trusted_root())
-        .env(
-            "RELEASE_SIGNING_CONFIG",
-            stack.var("SIGSTORE_SIGNING_CONFIG"),
-        ));
+    let out = run(as_release_job(&mut cmd, &github, &stack, &version).env("TAG", &version));
     assert!(out.status.success(), "{}", log(&out));
 
     // What the publish job uploads: every asset, each with a bundle, all in SHA256SUMS.
