@@ -167,27 +167,25 @@ impl Reviewer {
     /// blocking thread). The work is bounded (parsing at most that many bytes twice and one
     /// comparison), so an async server can answer re-applied objects on its own threads.
     pub fn review_cached(&self, body: &[u8]) -> Option<Reviewed> {
-        self.review_cached_with(body, None)
+        self.review_with(body, None, CACHED_ONLY)
     }
 
     /// [`Reviewer::review_cached`] at a fixed time.
     pub fn review_cached_at(&self, body: &[u8], now: jiff::Timestamp) -> Option<Reviewed> {
-        self.review_cached_with(body, Some(now))
+        self.review_with(body, Some(now), CACHED_ONLY)
     }
 
-    fn review_cached_with(&self, body: &[u8], now: Option<jiff::Timestamp>) -> Option<Reviewed> {
-        if body.len() > CACHED_REVIEW_MAX_BYTES {
-            return None;
-        }
-        self.review_with(body, now, CACHED_ONLY)
-    }
-
+    /// The review in `checks`' mode; `None` only under [`CACHED_ONLY`], when it needs a
+    /// signature check or the body is larger than [`CACHED_REVIEW_MAX_BYTES`].
     fn review_with(
         &self,
         body: &[u8],
         now: Option<jiff::Timestamp>,
         checks: CacheMode,
     ) -> Option<Reviewed> {
+        if checks != FULL && body.len() > CACHED_REVIEW_MAX_BYTES {
+            return None;
+        }
         let ParsedRequest { request, object } =
             match parse(body, self.options.max_body_bytes, MAX_REVIEW_DEPTH) {
                 Ok(parsed) => parsed,

@@ -93,6 +93,7 @@ pub use keyless::verify_certificate_set;
 pub use signer::{SignerIdentity, SignerInfo, SignerName};
 pub use sigstore_error::SigstoreError;
 pub use verdict::{DocumentVerdict, MAX_LISTED_DOCUMENTS, Rejection, Verdict, Verified};
+pub(crate) use verifier::VerifyMode;
 pub use verifier::{Requirement, Verifier};
 
 #[cfg(test)]
