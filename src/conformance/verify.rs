@@ -52,7 +52,7 @@ use super::bundle::{
 use crate::limits::Limits;
 use crate::trust::TrustRoot;
 use crate::verify::SigstoreError;
-use crate::verify::sigstore::map_verify_error;
+use crate::verify::sigstore::adapter::map_verify_error;
 use sigstore_types::{DerPublicKey, Sha256Hash};
 use sigstore_verify::{PublicKeyVerificationPolicy, VerificationPolicy, VerificationResult};
 use std::fmt;

@@ -1,12 +1,12 @@
 //! The verification pipeline for one object (see the [module docs](super) for the steps).
 
-use super::attestor::Attestor;
-use super::attestor_set::AttestorPolicy;
+use super::attestors::attestor::Attestor;
+use super::attestors::attestor_set::AttestorPolicy;
+use super::attestors::checks::{BudgetExceeded, Leaf, SignatureChecks};
+use super::attestors::failure::{AgeFailure, Attempt, CheckFailure};
 use super::cache::{Accepted, CacheKey, VerificationCache, cache_key};
-use super::checks::{BudgetExceeded, Leaf, SignatureChecks};
 use super::compare::{CompareRules, compare_with_signed};
-use super::failure::{AgeFailure, Attempt, CheckFailure};
-use super::signer::{SignerInfo, Undated};
+use super::sigstore::signer::{SignerInfo, Undated};
 use super::verdict::{DocumentVerdict, MAX_LISTED_DOCUMENTS, Rejection, Verdict, Verified};
 use crate::annotations::{AnnotationDomain, extract};
 use crate::limits::Limits;

@@ -38,11 +38,11 @@ use super::assignment::{
     Node,
 };
 use super::attestor::{KeylessAttestor, TrustedKey};
-use super::certificate::CertificateAttestor;
 use super::checks::{BudgetExceeded, Leaf, SignatureChecks};
 use super::failure::{Attempt, best_attempt};
-use super::signer::{SignerIdentity, SignerInfo};
 use crate::annotations::SignatureSet;
+use crate::verify::sigstore::certificate::CertificateAttestor;
+use crate::verify::sigstore::signer::{SignerIdentity, SignerInfo};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -660,7 +660,7 @@ impl AttestorPolicy {
     }
 
     /// As [`evaluate`](Self::evaluate), with `now` as the time certificate entries check
-    /// sets without a Rekor bundle at (the [`Verifier`](super::Verifier)'s clock), and the
+    /// sets without a Rekor bundle at (the [`Verifier`](crate::verify::Verifier)'s clock), and the
     /// default checks budget. An exhausted budget is a failure of the set being evaluated.
     pub fn evaluate_at(
         &self,
@@ -686,7 +686,7 @@ impl AttestorPolicy {
     }
 
     /// Evaluates every set with shared, budgeted checks.
-    pub(super) fn evaluate_with(
+    pub(in crate::verify) fn evaluate_with(
         &self,
         checks: &mut SignatureChecks<'_>,
     ) -> Result<Result<Vec<EntryMatch>, SetFailure>, BudgetExceeded> {
@@ -754,7 +754,7 @@ pub struct EntryMatch {
     pub signer: SignerInfo,
     /// What the entry did not check, so the result is weaker than it reads (`issuer not
     /// checked` for a keyless entry built with
-    /// [`insecure_any_issuer`](super::IdentityPolicyBuilder::insecure_any_issuer)).
+    /// [`insecure_any_issuer`](crate::verify::IdentityPolicyBuilder::insecure_any_issuer)).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }

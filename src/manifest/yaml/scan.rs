@@ -16,7 +16,7 @@
 //! what decides token boundaries; where the parser would stop with an error the pre-scan
 //! goes on, which can only find more (never fewer) flow collections. An extent is measured
 //! to the matching bracket, or to the end of the document when there is none.
-//! `yaml_scan::tests::finds_every_flow_collection_the_parser_sees` holds the port to the
+//! `manifest::yaml::scan::tests::finds_every_flow_collection_the_parser_sees` holds the port to the
 //! parser on generated documents.
 //!
 //! The same pass refuses YAML directives (`%YAML`, `%TAG`: kubectl fails on them) and the
