@@ -485,7 +485,10 @@ impl Block<'_> {
             }
         }
     }
+}
 
+/// Simple keys and block indentation, as the parser's tokenizer keeps them.
+impl Block<'_> {
     /// A simple key cannot span lines or more than 1024 characters in block context.
     fn stale_key(&mut self) {
         if let Some(k) = self.key
@@ -517,7 +520,10 @@ impl Block<'_> {
             self.indent = self.indents.pop().unwrap_or(-1);
         }
     }
+}
 
+/// Scalars in block context: where a plain or block scalar ends.
+impl Block<'_> {
     /// `scan_plain_scalar` in block context: continues on lines indented more than the
     /// enclosing block, ends at `: `, at ` #`, or at a less indented line.
     fn plain(&mut self) -> Result<(), Finding> {

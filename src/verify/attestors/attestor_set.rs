@@ -366,7 +366,10 @@ impl Gathered {
             }
         }
     }
+}
 
+/// Signer groups: the gathered signers that count as one signer.
+impl Gathered {
     /// Groups the signers that are one signer: the same signature set (one signature is
     /// one signer, whichever entries accepted it), or the same signer by
     /// [`SignerIdentity::same_signer`] (the same key, keyless identity or PKI subject),
@@ -419,7 +422,10 @@ impl Gathered {
             }
         }
     }
+}
 
+/// The assignment search over the gathered tree, and its report.
+impl Gathered {
     /// The search's view of a set's entries (leaf ids are indices into `leaves`, which
     /// [`set`](Self::set) filled in the same order as this walk).
     fn nodes(&self, set: &GatheredSet, next_leaf: &mut usize) -> Vec<Node> {
