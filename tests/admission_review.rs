@@ -98,15 +98,8 @@ fn sign(stack: &Stack, subject: &str, manifest: &str) -> Value {
     let dir = tempfile::tempdir().unwrap();
     let input = common::write(dir.path(), "in.yaml", manifest);
     let out = dir.path().join("out.yaml");
-    stack
-        .keyless_sign(common::mansign())
-        .arg("-f")
-        .arg(&input)
-        .arg("-o")
-        .arg(&out)
-        .args(["--identity-token", &github_token(stack, subject)])
-        .assert()
-        .success();
+    let token = github_token(stack, subject);
+    stack.keyless_sign_to(common::mansign(), &[], &input, &out, token);
     let files = mansign::manifest::load_inputs(&[out], &mansign::Limits::default()).unwrap();
     files[0].documents[0].value.clone()
 }
@@ -200,7 +193,7 @@ impl Request {
             }
             None => ("kyverno.io".into(), "v2".into(), json!("PolicyException")),
         };
-        let mut request = json!({
+        let request = json!({
             "uid": "7f8a3c2e-1111-4a4a-9c9c-000000000001",
             "kind": {"group": group, "version": version, "kind": kind},
             "resource": {"group": group, "version": version, "resource": "policyexceptions"},
@@ -211,15 +204,7 @@ impl Request {
             "oldObject": self.old_object,
             "dryRun": self.dry_run,
         });
-        if let Some(ns) = self.namespace {
-            request["namespace"] = json!(ns);
-        }
-        serde_json::to_vec(&json!({
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": request,
-        }))
-        .unwrap()
+        common::admission_review_body(request, self.namespace)
     }
 }
 
@@ -289,32 +274,7 @@ fn kyverno_unit_policy(action: &str) -> PolicySet {
 /// The same, with `spec` fields (`action`) and `validate` fields (`validate_extra`, indented
 /// six spaces).
 fn kyverno_unit_policy_with(action: &str, validate_extra: &str) -> PolicySet {
-    let pem = std::fs::read_to_string(kyverno("keys/ecdsa-pub-1.pem")).unwrap();
-    let key: String = pem
-        .trim()
-        .lines()
-        .map(|l| format!("                  {l}\n"))
-        .collect();
-    let text = format!(
-        "apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: unit
-spec:
-{action}  rules:
-  - name: manifests
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap, Service]
-    validate:
-{validate_extra}      manifests:
-        attestors:
-        - entries:
-          - keys:
-              publicKeys: |-
-{key}"
-    );
+    let text = common::kyverno_unit_policy(action, "ConfigMap, Service", "", validate_extra);
     load_str("unit.yaml", &text, repo(), &kyverno_options()).unwrap()
 }
 
@@ -457,34 +417,11 @@ fn audit_rule_does_not_excuse_an_enforce_rule_that_fails_too() {
 fn roles_are_unknown_in_a_request_so_a_role_exclusion_does_not_skip_the_rule() {
     // A rule that excludes cluster-admins: the request carries no roles, so the exclusion
     // cannot be known to hold and the rule applies.
-    let pem = std::fs::read_to_string(kyverno("keys/ecdsa-pub-1.pem")).unwrap();
-    let key: String = pem
-        .trim()
-        .lines()
-        .map(|l| format!("                  {l}\n"))
-        .collect();
-    let text = format!(
-        "apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: unit
-spec:
-  rules:
-  - name: manifests
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap]
-    exclude:
-      any:
-      - clusterRoles: [cluster-admin]
-    validate:
-      manifests:
-        attestors:
-        - entries:
-          - keys:
-              publicKeys: |-
-{key}"
+    let text = common::kyverno_unit_policy(
+        "",
+        "ConfigMap",
+        "    exclude:\n      any:\n      - clusterRoles: [cluster-admin]\n",
+        "",
     );
     let policy = load_str("unit.yaml", &text, repo(), &kyverno_options()).unwrap();
     let (response, reviewed) = answer(&reviewer(policy), &kyverno_review("unsigned"));
@@ -496,36 +433,13 @@ fn the_requesting_user_decides_subject_exclusions() {
     // `kubernetes-admin` (the fixture's user) is excluded: not matched, allowed; another
     // user is not.
     let policy = |user: &str| {
-        let pem = std::fs::read_to_string(kyverno("keys/ecdsa-pub-1.pem")).unwrap();
-        let key: String = pem
-            .trim()
-            .lines()
-            .map(|l| format!("                  {l}\n"))
-            .collect();
-        let text = format!(
-            "apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: unit
-spec:
-  rules:
-  - name: manifests
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap]
-    exclude:
-      any:
-      - subjects:
-        - kind: User
-          name: {user}
-    validate:
-      manifests:
-        attestors:
-        - entries:
-          - keys:
-              publicKeys: |-
-{key}"
+        let text = common::kyverno_unit_policy(
+            "",
+            "ConfigMap",
+            &format!(
+                "    exclude:\n      any:\n      - subjects:\n        - kind: User\n          name: {user}\n"
+            ),
+            "",
         );
         load_str("unit.yaml", &text, repo(), &kyverno_options()).unwrap()
     };
@@ -1347,35 +1261,10 @@ fn nesting_at_the_object_limit_is_answered() {
 // `mansign admission review`
 
 fn kyverno_policy_file(dir: &Path, action: &str) -> PathBuf {
-    let pem = std::fs::read_to_string(kyverno("keys/ecdsa-pub-1.pem")).unwrap();
-    let key: String = pem
-        .trim()
-        .lines()
-        .map(|l| format!("                  {l}\n"))
-        .collect();
     common::write(
         dir,
         "policy.yaml",
-        &format!(
-            "apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: unit
-spec:
-{action}  rules:
-  - name: manifests
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap, Service]
-    validate:
-      manifests:
-        attestors:
-        - entries:
-          - keys:
-              publicKeys: |-
-{key}"
-        ),
+        &common::kyverno_unit_policy(action, "ConfigMap, Service", "", ""),
     )
 }
 

@@ -1199,18 +1199,10 @@ fn kyverno(rel: &str) -> PathBuf {
 /// `action` (e.g. `validationFailureAction: Audit`), and the public-good trust root of the
 /// fixtures (given the `mediaType` field its copy predates, see tests/policy_kyverno.rs).
 fn kyverno_policy(dir: &Path, name: &str, action: &str) -> (PathBuf, PathBuf) {
-    let pem = std::fs::read_to_string(kyverno("keys/ecdsa-pub-1.pem")).unwrap();
-    let key: String = pem
-        .trim()
-        .lines()
-        .map(|l| format!("                  {l}\n"))
-        .collect();
     let policy = write(
         dir,
         name,
-        &format!(
-            "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata:\n  name: unit\nspec:\n{action}  rules:\n  - name: manifests\n    match:\n      any:\n      - resources:\n          kinds: [ConfigMap, Service]\n    validate:\n      manifests:\n        attestors:\n        - entries:\n          - keys:\n              publicKeys: |-\n{key}"
-        ),
+        &common::kyverno_unit_policy(action, "ConfigMap, Service", "", ""),
     );
     let mut root: Value = serde_json::from_str(
         &std::fs::read_to_string(kyverno("trust-root/sigstore-public-trusted_root.json")).unwrap(),
@@ -1651,26 +1643,6 @@ async fn a_policy_naming_a_missing_key_file_loads_once_the_file_appears() {
 // Serving-certificate expiry
 // ---------------------------------------------------------------------------------------
 
-impl Pki {
-    /// Like [`Pki::install`], with a certificate valid until `not_after` (UTC midnight).
-    fn install_until(&self, dir: &Path, cn: &str, (y, m, d): (i32, u8, u8)) {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let mut params =
-            rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".into()])
-                .unwrap();
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, cn);
-        params.not_after = rcgen::date_time_ymd(y, m, d);
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        for (name, text) in [("tls.key", key.serialize_pem()), ("tls.crt", cert.pem())] {
-            let tmp = dir.join(format!(".{name}.tmp"));
-            std::fs::write(&tmp, text).unwrap();
-            std::fs::rename(&tmp, dir.join(name)).unwrap();
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_serving_certificates_not_after_is_exported_and_follows_a_rotation() {
     const SERIES: &str = "mansign_tls_certificate_not_after_timestamp_seconds";
@@ -1678,7 +1650,7 @@ async fn the_serving_certificates_not_after_is_exported_and_follows_a_rotation()
     // 2031-05-06T00:00:00Z and 2029-02-03T00:00:00Z in Unix seconds (`date -u -d ... +%s`).
     setup
         .pki
-        .install_until(setup.path(), "webhook-1", (2031, 5, 6));
+        .install_until(setup.path(), "webhook-1", Some((2031, 5, 6)));
     let webhook = setup.start(&["--reload-interval", "100ms"]);
     let c = client(&setup.pki);
     let text = metrics(&c, &webhook).await;
@@ -1689,7 +1661,7 @@ async fn the_serving_certificates_not_after_is_exported_and_follows_a_rotation()
     // reported once it serves.
     setup
         .pki
-        .install_until(setup.path(), "webhook-2", (2029, 2, 3));
+        .install_until(setup.path(), "webhook-2", Some((2029, 2, 3)));
     let started = Instant::now();
     loop {
         let text = metrics(&c, &webhook).await;

@@ -194,15 +194,7 @@ impl Env {
             .unwrap();
 
         // Kyverno's two PolicyException CRDs, verbatim (testdata/README.md).
-        let crds = fixture("cluster/kyverno-crds");
-        cluster.kubectl_ok(&["create", "-f", crds.to_str().unwrap()]);
-        cluster.kubectl_ok(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/policyexceptions.kyverno.io",
-            "crd/policyexceptions.policies.kyverno.io",
-        ]);
+        cluster.create_kyverno_crds();
 
         // The test namespaces exist before any webhook is registered: a Namespace write
         // is itself gated once the configuration is in place.
@@ -296,11 +288,7 @@ impl Env {
         let n = unique();
         let input = write(self.dir(), &format!("in-{n}.yaml"), text);
         let output = self.dir().join(format!("out-{n}.yaml"));
-        mansign()
-            .args(["sign", "-f"])
-            .arg(&input)
-            .arg("--key")
-            .arg(key)
+        common::with_key("sign", &[], &input, key)
             .arg("-o")
             .arg(&output)
             .args(extra)
@@ -1815,13 +1803,7 @@ fn the_recorded_namespace_create_is_admitted_offline() {
     let review = fixture("cluster/recorded/namespace-create.json");
     let body: Value = serde_json::from_str(&std::fs::read_to_string(&review).unwrap()).unwrap();
     assert_eq!(body["request"]["namespace"], body["request"]["name"]);
-    let out = mansign()
-        .args(["admission", "review", "--policy"])
-        .arg(&policy)
-        .arg("-f")
-        .arg(&review)
-        .output()
-        .unwrap();
+    let out = common::admission_review_run(mansign(), &policy, &review);
     eprintln!("{}{}", stdout(&out), stderr(&out));
     assert!(
         out.status.success(),

@@ -58,11 +58,7 @@ fn env() -> &'static Env {
 }
 
 fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    common::all_output(out)
 }
 
 /// The CA file the cluster's admin kubeconfig names.
@@ -108,27 +104,12 @@ impl Webhook {
             port: 0,
             stderr,
         };
-        let start = Instant::now();
-        loop {
-            let log = webhook.log();
-            if let Some(addr) = log
-                .lines()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .find(|e| e["event"] == "listening")
-                .and_then(|e| e["address"].as_str().map(str::to_string))
-            {
-                webhook.port = addr.rsplit(':').next().unwrap().parse().unwrap();
-                return webhook;
-            }
-            if let Some(status) = webhook.child.try_wait().unwrap() {
-                panic!("mansign admission serve exited with {status}: {log}");
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "mansign admission serve did not listen within 30 s: {log}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        webhook.port = common::webhook::wait_listening(
+            &mut webhook.child,
+            &webhook.stderr,
+            "mansign admission serve",
+        );
+        webhook
     }
 
     fn log(&self) -> String {

@@ -3,184 +3,133 @@
 
 mod common;
 
-use common::{MULTI_DOC, files_under, key_pair, mansign, write};
+use common::{MULTI_DOC, files_under, mansign, write};
 use predicates::prelude::*;
 
 #[test]
 fn not_yaml_names_file_and_document_and_exits_2() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let bad = write(
-        dir.path(),
+    let kd = common::key_dir("cosign");
+    let bad = kd.write(
         "bad.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkey: [unclosed\n",
     );
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&bad)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "bad.yaml: document 2: not valid YAML",
-        ));
-    assert!(!dir.path().join("bad.yaml.signed").exists());
+    common::fails(
+        &mut common::with_key("sign", &[], &bad, &kd.key),
+        2,
+        &["bad.yaml: document 2: not valid YAML"],
+    );
+    assert!(!kd.path().join("bad.yaml.signed").exists());
 }
 
 #[test]
 fn document_that_is_not_a_kubernetes_object_names_the_missing_field() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "cosign");
-    let bad = write(
-        dir.path(),
-        "bad.yaml",
+    let kd = common::key_dir("cosign");
+    let bad = kd.write("bad.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nmetadata: {name: b}\n",
     );
-    for (cmd, k) in [("sign", &key), ("verify", &pubkey)] {
-        mansign()
-            .args([cmd, "-f"])
-            .arg(&bad)
-            .arg("--key")
-            .arg(k)
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains(
-                "bad.yaml: document 2: not a Kubernetes object: missing field `kind`",
-            ));
+    for (cmd, k) in [("sign", &kd.key), ("verify", &kd.pubkey)] {
+        common::fails(
+            &mut common::with_key(cmd, &[], &bad, k),
+            2,
+            &["bad.yaml: document 2: not a Kubernetes object: missing field `kind`"],
+        );
     }
-    let no_name = write(
-        dir.path(),
+    let no_name = kd.write(
         "noname.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n",
     );
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&no_name)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "document 1: not a Kubernetes object: missing field `metadata.name`",
-        ));
+    common::fails(
+        &mut common::with_key("sign", &[], &no_name, &kd.key),
+        2,
+        &["document 1: not a Kubernetes object: missing field `metadata.name`"],
+    );
     assert_eq!(
-        files_under(dir.path()),
+        files_under(kd.path()),
         ["bad.yaml", "cosign.key", "cosign.pub", "noname.yaml"]
     );
 }
 
 #[test]
 fn unreadable_input_names_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(dir.path().join("missing.yaml"))
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("missing.yaml: cannot read"));
-    let not_utf8 = dir.path().join("binary.yaml");
+    let kd = common::key_dir("cosign");
+    common::fails(
+        &mut common::with_key("sign", &[], kd.path().join("missing.yaml"), &kd.key),
+        2,
+        &["missing.yaml: cannot read"],
+    );
+    let not_utf8 = kd.path().join("binary.yaml");
     std::fs::write(&not_utf8, [0xff, 0xfe, 0x00, 0x41]).unwrap();
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&not_utf8)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "binary.yaml: document 1: not valid YAML: not UTF-8",
-        ));
+    common::fails(
+        &mut common::with_key("sign", &[], &not_utf8, &kd.key),
+        2,
+        &["binary.yaml: document 1: not valid YAML: not UTF-8"],
+    );
 }
 
 #[test]
 fn unwritable_output_directory_leaves_no_partial_output() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let src = dir.path().join("in");
+    let kd = common::key_dir("cosign");
+    let src = kd.path().join("in");
     write(&src, "a.yaml", MULTI_DOC);
     write(&src, "sub/b.yaml", MULTI_DOC);
-    let out = dir.path().join("out");
+    let out = kd.path().join("out");
     // `out/sub` is a file, so `out/sub/b.yaml` cannot be written; `out/a.yaml` could be,
     // but must not be left behind.
     write(&out, "sub", "a file in the way");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&src)
-        .arg("--key")
-        .arg(&key)
-        .arg("-o")
-        .arg(format!("{}/", out.display()))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("out/sub"));
+    common::fails(
+        common::with_key("sign", &[], &src, &kd.key)
+            .arg("-o")
+            .arg(format!("{}/", out.display())),
+        2,
+        &["out/sub"],
+    );
     assert_eq!(files_under(&out), ["sub"]);
 }
 
 #[test]
 fn output_path_taken_by_a_directory_leaves_no_partial_output() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let src = dir.path().join("in");
+    let kd = common::key_dir("cosign");
+    let src = kd.path().join("in");
     let a = write(&src, "a.yaml", MULTI_DOC);
     write(&src, "b.yaml", MULTI_DOC);
-    let out = dir.path().join("out");
+    let out = kd.path().join("out");
     // `out/b.yaml` is a directory: every temporary file can be written, but that one
     // cannot be renamed into place. `out/a.yaml` must not be left behind either.
     std::fs::create_dir_all(out.join("b.yaml")).unwrap();
-    mansign()
-        .args(["sign", "--remove-input", "-f"])
-        .arg(&src)
-        .arg("--key")
-        .arg(&key)
-        .arg("-o")
-        .arg(format!("{}/", out.display()))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("b.yaml"));
+    common::fails(
+        common::with_key("sign", &["--remove-input"], &src, &kd.key)
+            .arg("-o")
+            .arg(format!("{}/", out.display())),
+        2,
+        &["b.yaml"],
+    );
     assert_eq!(files_under(&out), Vec::<String>::new());
     assert!(a.is_file(), "input kept");
 }
 
 #[test]
 fn one_bad_file_in_a_batch_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let good = write(dir.path(), "good.yaml", MULTI_DOC);
-    let bad = write(dir.path(), "zbad.yaml", "kind: [");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&good)
+    let kd = common::key_dir("cosign");
+    let good = kd.write("good.yaml", MULTI_DOC);
+    let bad = kd.write("zbad.yaml", "kind: [");
+    common::with_key("sign", &[], &good, &kd.key)
         .arg("-f")
         .arg(&bad)
-        .arg("--key")
-        .arg(&key)
         .assert()
         .code(2);
-    assert!(!dir.path().join("good.yaml.signed").exists());
+    assert!(!kd.path().join("good.yaml.signed").exists());
 }
 
 #[test]
 fn wrong_key_password_exits_2_without_output() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    mansign()
-        .env("COSIGN_PASSWORD", "not-the-password")
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "cosign.key: cannot load private key",
-        ))
-        .stderr(predicate::str::contains("password"));
-    assert!(!dir.path().join("x.yaml.signed").exists());
+    let kd = common::key_dir("cosign");
+    let input = kd.write("x.yaml", MULTI_DOC);
+    common::fails(
+        common::with_key("sign", &[], &input, &kd.key).env("COSIGN_PASSWORD", "not-the-password"),
+        2,
+        &["cosign.key: cannot load private key", "password"],
+    );
+    assert!(!kd.path().join("x.yaml.signed").exists());
 }
 
 #[test]
@@ -195,23 +144,19 @@ fn verify_with_an_unusable_key_file_exits_2() {
 
 #[test]
 fn output_file_with_several_inputs_is_a_usage_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let a = write(dir.path(), "a.yaml", MULTI_DOC);
-    let b = write(dir.path(), "b.yaml", MULTI_DOC);
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&a)
-        .arg("-f")
-        .arg(&b)
-        .arg("--key")
-        .arg(&key)
-        .args(["-o", "one.yaml"])
-        .current_dir(dir.path())
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("use a directory"));
-    assert!(!dir.path().join("one.yaml").exists());
+    let kd = common::key_dir("cosign");
+    let a = kd.write("a.yaml", MULTI_DOC);
+    let b = kd.write("b.yaml", MULTI_DOC);
+    common::fails(
+        common::with_key("sign", &[], &a, &kd.key)
+            .arg("-f")
+            .arg(&b)
+            .args(["-o", "one.yaml"])
+            .current_dir(kd.path()),
+        2,
+        &["use a directory"],
+    );
+    assert!(!kd.path().join("one.yaml").exists());
 }
 
 #[test]
@@ -222,32 +167,25 @@ fn unknown_flags_are_usage_errors_with_exit_2() {
 
 #[test]
 fn empty_directory_is_an_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let empty = dir.path().join("empty");
+    let kd = common::key_dir("cosign");
+    let empty = kd.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&empty)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "no .yaml, .yml or .json files found",
-        ));
+    common::fails(
+        &mut common::with_key("sign", &[], &empty, &kd.key),
+        2,
+        &["no .yaml, .yml or .json files found"],
+    );
 }
 
 #[test]
 fn oversized_annotation_is_rejected_by_the_verifier() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_key, pubkey) = key_pair(dir.path(), "cosign");
+    let kd = common::key_dir("cosign");
     let huge = "A".repeat(300 * 1024);
     let doc = format!(
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    cosign.sigstore.dev/message: {huge}\n    cosign.sigstore.dev/signature: AAAA\n"
     );
-    let f = write(dir.path(), "big.yaml", &doc);
-    common::verify_with_key(&f, &pubkey)
+    let f = kd.write("big.yaml", &doc);
+    common::verify_with_key(&f, &kd.pubkey)
         .code(1)
         .stdout(predicate::str::contains(
             "annotations total 307260 bytes, more than the 262144 bytes the Kubernetes API server accepts",
@@ -263,51 +201,42 @@ fn a_trusted_root_that_trusts_nothing_is_an_input_error() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
     );
     let root = write(dir.path(), "root.json", "{}");
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&doc)
-        .args([
-            "--certificate-identity",
-            "a@b",
-            "--certificate-oidc-issuer",
-            "https://i",
-        ])
-        .arg("--trusted-root")
-        .arg(&root)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "no certificate authority and no transparency log",
-        ));
+    let identity = [
+        "--certificate-identity",
+        "a@b",
+        "--certificate-oidc-issuer",
+        "https://i",
+    ];
+    common::fails(
+        mansign()
+            .args(["verify", "-f"])
+            .arg(&doc)
+            .args(identity)
+            .arg("--trusted-root")
+            .arg(&root),
+        2,
+        &["no certificate authority and no transparency log"],
+    );
 }
 
 #[test]
 fn an_expiry_date_is_accepted_and_a_wrong_one_names_the_forms() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let doc = write(
-        dir.path(),
+    let kd = common::key_dir("cosign");
+    let doc = kd.write(
         "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
     );
-    mansign()
-        .args(["sign", "--expires", "2099-12-31", "-f"])
-        .arg(&doc)
-        .arg("--key")
-        .arg(&key)
+    common::with_key("sign", &["--expires", "2099-12-31"], &doc, &kd.key)
         .assert()
         .success();
-    let signed = std::fs::read_to_string(dir.path().join("cm.yaml.signed")).unwrap();
+    let signed = std::fs::read_to_string(kd.path().join("cm.yaml.signed")).unwrap();
     assert!(
         signed.contains("mansign.dev/expires: \"2100-01-01T00:00:00Z\""),
         "{signed}"
     );
-    mansign()
-        .args(["sign", "--expires", "soon", "-f"])
-        .arg(&doc)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("RFC 3339 time"));
+    common::fails(
+        &mut common::with_key("sign", &["--expires", "soon"], &doc, &kd.key),
+        2,
+        &["RFC 3339 time"],
+    );
 }

@@ -52,11 +52,7 @@ fn actionlint() -> Command {
 }
 
 fn log(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    common::all_output(out)
 }
 
 fn files_in(dir: &Path, ext: &[&str]) -> Vec<PathBuf> {
@@ -149,32 +145,39 @@ fn example_workflows_pass_actionlint_against_this_actions_inputs_and_outputs() {
     assert!(out.status.success(), "{}", log(&out));
 }
 
-#[test]
-fn actionlint_rejects_an_input_that_action_yml_does_not_declare() {
+/// The example workflow with one `from` replaced by `to` (an input or output that
+/// action.yml does not declare): actionlint must reject it, naming `named`.
+fn actionlint_rejects(what: &str, from: &str, to: &str, named: &str) {
     let sign = with_local_action(&repo().join("examples/github/sign.yaml"));
-    let broken = sign.replace("remove-input: true", "remove-inputs: true");
-    assert_ne!(broken, sign);
+    let broken = sign.replace(from, to);
+    assert_ne!(broken, sign, "{what}: {from} is in the example");
     let dir = scratch_repo(&[("sign.yaml".into(), broken)]);
     let out = actionlint().current_dir(dir.path()).output().unwrap();
     assert!(
         !out.status.success(),
-        "actionlint accepted an unknown input"
+        "actionlint accepted an unknown {what}"
     );
-    assert!(log(&out).contains("remove-inputs"), "{}", log(&out));
+    assert!(log(&out).contains(named), "{what}: {}", log(&out));
+}
+
+#[test]
+fn actionlint_rejects_an_input_that_action_yml_does_not_declare() {
+    actionlint_rejects(
+        "input",
+        "remove-input: true",
+        "remove-inputs: true",
+        "remove-inputs",
+    );
 }
 
 #[test]
 fn actionlint_rejects_an_output_that_action_yml_does_not_declare() {
-    let sign = with_local_action(&repo().join("examples/github/sign.yaml"));
-    let broken = sign.replace("steps.sign.outputs.files", "steps.sign.outputs.written");
-    assert_ne!(broken, sign);
-    let dir = scratch_repo(&[("sign.yaml".into(), broken)]);
-    let out = actionlint().current_dir(dir.path()).output().unwrap();
-    assert!(
-        !out.status.success(),
-        "actionlint accepted an unknown output"
+    actionlint_rejects(
+        "output",
+        "steps.sign.outputs.files",
+        "steps.sign.outputs.written",
+        "written",
     );
-    assert!(log(&out).contains("written"), "{}", log(&out));
 }
 
 /// action.yml's composite steps as a reusable workflow whose inputs are the action's.

@@ -25,12 +25,7 @@ fn dir_join(sibling: &Path, name: &str) -> PathBuf {
 }
 
 fn documents(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap();
-    mansign::manifest::parse_documents(&text, &mansign::Limits::default())
-        .unwrap()
-        .into_iter()
-        .map(|(_, v)| v)
-        .collect()
+    common::read_documents(path)
 }
 
 /// What `kubectl get -o yaml` adds to an applied object.
@@ -150,11 +145,7 @@ fn verify_bundle_help_names_no_missing_file_and_the_hidden_form_has_exit_codes()
 fn verify_accepts_dash_o_json_as_kubectl_does() {
     let (_dir, signed, pubkey) = signed_fixture();
     for flag in ["-o", "--output", "--format"] {
-        let out = mansign()
-            .args(["verify", "-f"])
-            .arg(&signed)
-            .arg("--key")
-            .arg(&pubkey)
+        let out = common::with_key("verify", &[], &signed, &pubkey)
             .args([flag, "json"])
             .assert()
             .success();
@@ -193,11 +184,7 @@ fn live_object_without_profile_fails_with_a_hint_to_use_the_kubernetes_profile()
         .stderr(predicate::str::contains(
             "this looks like a live object (`kubectl get -o yaml`); try `--ignore-profile kubernetes`",
         ));
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&path)
-        .arg("--key")
-        .arg(&pubkey)
+    common::with_key("verify", &[], &path, &pubkey)
         .args(["--ignore-profile", "kubernetes"])
         .assert()
         .success();
@@ -259,24 +246,23 @@ fn verify_without_any_input_is_a_usage_error() {
 
 #[test]
 fn sign_takes_positional_paths() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "cosign");
-    write(dir.path(), "in/a.yaml", MULTI_DOC);
-    let out = dir.path().join("out");
+    let kd = common::key_dir("cosign");
+    kd.write("in/a.yaml", MULTI_DOC);
+    let out = kd.path().join("out");
     mansign()
         .arg("sign")
-        .arg(dir.path().join("in"))
+        .arg(kd.path().join("in"))
         .arg("-o")
         .arg(format!("{}/", out.display()))
         .arg("--key")
-        .arg(&key)
+        .arg(&kd.key)
         .assert()
         .success();
     mansign()
         .arg("verify")
         .arg(out.join("a.yaml"))
         .arg("--key")
-        .arg(&pubkey)
+        .arg(&kd.pubkey)
         .assert()
         .success();
 }
@@ -342,11 +328,7 @@ fn ignore_field_tolerates_that_field_only() {
     docs[0]["metadata"]["labels"] = json!({"argocd.argoproj.io/instance": "team-a"});
     let path = dir.path().join("labelled.yaml");
     write_json_documents(&path, &docs);
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&path)
-        .arg("--key")
-        .arg(&pubkey)
+    common::with_key("verify", &[], &path, &pubkey)
         .args([
             "--ignore-field",
             r#"metadata.labels["argocd.argoproj.io/instance"]"#,
@@ -356,11 +338,7 @@ fn ignore_field_tolerates_that_field_only() {
     // Another change is still one.
     docs[2]["data"]["a"] = json!("2");
     write_json_documents(&path, &docs);
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&path)
-        .arg("--key")
-        .arg(&pubkey)
+    common::with_key("verify", &[], &path, &pubkey)
         .args([
             "--ignore-field",
             r#"metadata.labels["argocd.argoproj.io/instance"]"#,
@@ -373,29 +351,20 @@ fn ignore_field_tolerates_that_field_only() {
 #[test]
 fn ignore_field_written_kyverno_style_is_refused_with_the_right_spelling() {
     let (_dir, signed, pubkey) = signed_fixture();
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(&pubkey)
-        .args([
+    common::fails(
+        common::with_key("verify", &[], &signed, &pubkey).args([
             "--ignore-field",
             "metadata.labels.argocd.argoproj.io/instance",
-        ])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            r#"write `metadata.labels["argocd.argoproj.io/instance"]`"#,
-        ));
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(&pubkey)
-        .args(["--ignore-field", "spec.ports.0.port"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("write `spec.ports[0].port`"));
+        ]),
+        2,
+        &[r#"write `metadata.labels["argocd.argoproj.io/instance"]`"#],
+    );
+    common::fails(
+        common::with_key("verify", &[], &signed, &pubkey)
+            .args(["--ignore-field", "spec.ports.0.port"]),
+        2,
+        &["write `spec.ports[0].port`"],
+    );
 }
 
 fn manifest_policy(dir: &Path, pubkey: &Path, field: &str) -> PathBuf {
@@ -485,11 +454,7 @@ fn list_items_are_numbered_in_text_and_json() {
     let list = json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items});
     let path = dir.path().join("list.json");
     std::fs::write(&path, serde_json::to_string_pretty(&list).unwrap()).unwrap();
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&path)
-        .arg("--key")
-        .arg(&pubkey)
+    common::with_key("verify", &[], &path, &pubkey)
         .args(["--ignore-profile", "kubernetes"])
         .assert()
         .success()
@@ -499,11 +464,7 @@ fn list_items_are_numbered_in_text_and_json() {
         .stdout(predicate::str::contains(
             "document 1, List item 3 (items[2]): ConfigMap",
         ));
-    let out = mansign()
-        .args(["verify", "-f"])
-        .arg(&path)
-        .arg("--key")
-        .arg(&pubkey)
+    let out = common::with_key("verify", &[], &path, &pubkey)
         .args(["--ignore-profile", "kubernetes", "-o", "json"])
         .assert()
         .success();
@@ -523,11 +484,7 @@ fn list_items_are_numbered_in_text_and_json() {
         ]
     );
     // A document that is not in a List has no `item`.
-    let out = mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(&pubkey)
+    let out = common::with_key("verify", &[], &signed, &pubkey)
         .args(["-o", "json"])
         .assert()
         .success();
@@ -537,18 +494,13 @@ fn list_items_are_numbered_in_text_and_json() {
 
 #[test]
 fn a_rekor_failure_names_the_file_and_document() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    let kd = common::key_dir("cosign");
+    let input = kd.write("x.yaml", MULTI_DOC);
     // A closed loopback port: every upload fails at once.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", closed.local_addr().unwrap());
     drop(closed);
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
+    common::with_key("sign", &[], &input, &kd.key)
         .args(["--tlog-upload", "--rekor-url", &url, "--timeout", "1"])
         .assert()
         .code(2)
@@ -564,17 +516,16 @@ fn a_rekor_failure_names_the_file_and_document() {
 
 #[test]
 fn sign_format_json_reports_files_documents_and_signer() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    let output = dir.path().join("x.signed.yaml");
+    let kd = common::key_dir("cosign");
+    let input = kd.write("x.yaml", MULTI_DOC);
+    let output = kd.path().join("x.signed.yaml");
     let out = mansign()
         .args(["sign", "-f"])
         .arg(&input)
         .arg("-o")
         .arg(&output)
         .arg("--key")
-        .arg(&key)
+        .arg(&kd.key)
         .args(["--format", "json"])
         .assert()
         .success();
@@ -591,15 +542,14 @@ fn sign_format_json_reports_files_documents_and_signer() {
 
 #[test]
 fn sign_format_json_refuses_manifests_on_stdout() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    let kd = common::key_dir("cosign");
+    let input = kd.write("x.yaml", MULTI_DOC);
     mansign()
         .args(["sign", "-f"])
         .arg(&input)
         .args(["-o", "-"])
         .arg("--key")
-        .arg(&key)
+        .arg(&kd.key)
         .args(["--format", "json"])
         .assert()
         .code(2)
@@ -792,13 +742,11 @@ fn verify_policy_admission_review_and_explain_use_the_trust_root_of_the_environm
             .assert()
             .success()
             .stdout(predicate::str::contains("1 of 1 document(s) verified"));
-        let out = mansign_with_trust_env(dir.path(), &env)
-            .args(["admission", "review", "--policy"])
-            .arg(&policy)
-            .arg("-f")
-            .arg(&review)
-            .output()
-            .unwrap();
+        let out = common::admission_review_run(
+            mansign_with_trust_env(dir.path(), &env),
+            &policy,
+            &review,
+        );
         let response: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(
             (out.status.code(), &response["response"]["allowed"]),
@@ -875,36 +823,35 @@ fn fixture_trusted_root() -> PathBuf {
 
 #[test]
 fn an_output_path_that_is_a_report_format_is_refused_with_a_pointer_to_format() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    let kd = common::key_dir("cosign");
+    let input = kd.write("x.yaml", MULTI_DOC);
     for format in ["json", "text", "yaml"] {
         mansign()
-            .current_dir(dir.path())
+            .current_dir(kd.path())
             .args(["sign", "-f"])
             .arg(&input)
             .arg("--key")
-            .arg(&key)
+            .arg(&kd.key)
             .args(["-o", format])
             .assert()
             .code(2)
             .stderr(predicate::str::contains("--format json"))
             .stderr(predicate::str::contains(format!("./{format}")));
-        assert!(!dir.path().join(format).exists(), "{format} was written");
+        assert!(!kd.path().join(format).exists(), "{format} was written");
     }
     // `./json` is a file of that name.
     mansign()
-        .current_dir(dir.path())
+        .current_dir(kd.path())
         .args(["sign", "-f"])
         .arg(&input)
         .arg("--key")
-        .arg(&key)
+        .arg(&kd.key)
         .args(["-o", "./json"])
         .assert()
         .success();
-    assert!(dir.path().join("json").is_file());
+    assert!(kd.path().join("json").is_file());
     mansign()
-        .current_dir(dir.path())
+        .current_dir(kd.path())
         .args(["policy", "convert", "p.yaml", "-o", "yaml"])
         .assert()
         .code(2)
@@ -1138,9 +1085,8 @@ fn completion_as_the_kubectl_plugin_completes_kubectl_mansign() {
 
 #[test]
 fn signing_many_files_prints_a_count_and_the_directory() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let unsigned = dir.path().join("unsigned");
+    let kd = common::key_dir("cosign");
+    let unsigned = kd.path().join("unsigned");
     let configmap = MULTI_DOC.split("---\n").next().unwrap();
     for i in 0..30 {
         write(
@@ -1149,13 +1095,9 @@ fn signing_many_files_prints_a_count_and_the_directory() {
             &configmap.replace("name: settings", &format!("name: settings-{i}")),
         );
     }
-    let out_dir = dir.path().join("signed");
+    let out_dir = kd.path().join("signed");
     let sign = |extra: &[&str]| {
-        mansign()
-            .args(["sign", "-f"])
-            .arg(&unsigned)
-            .arg("--key")
-            .arg(&key)
+        common::with_key("sign", &[], &unsigned, &kd.key)
             .arg("-o")
             .arg(format!("{}/", out_dir.display()))
             .args(extra)
@@ -1335,11 +1277,7 @@ fn explain_names_the_subjects_of_an_exclusion_and_what_offline_verify_does() {
         .arg(&policy)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = common::all_output(&out);
     if out.status.code() == Some(0) {
         assert!(
             text.contains(

@@ -240,21 +240,34 @@ fn verdict(succeeded: bool, reason: &str) -> String {
     }
 }
 
-/// `sign-bundle` writes its bundle to a new file only: an existing file is never
-/// overwritten (the suite checks that the bundle did not exist before).
-#[test]
-fn sign_bundle_refuses_to_overwrite_an_existing_bundle() {
+/// `mansign sign-bundle --identity-token TOKEN --bundle a.txt.sigstore.json a.txt` in a
+/// fresh directory holding `a.txt` (and the bundle file with `existing` in it, if given):
+/// the directory, the bundle's path and the run.
+fn sign_bundle_of_a(
+    token: &str,
+    existing: Option<&[u8]>,
+) -> (tempfile::TempDir, PathBuf, std::process::Output) {
     let dir = tempfile::tempdir().unwrap();
     let blob = dir.path().join("a.txt");
     let bundle = dir.path().join("a.txt.sigstore.json");
     std::fs::write(&blob, b"a").unwrap();
-    std::fs::write(&bundle, b"keep me").unwrap();
+    if let Some(bytes) = existing {
+        std::fs::write(&bundle, bytes).unwrap();
+    }
     let output = Command::new(env!("CARGO_BIN_EXE_mansign"))
-        .args(["sign-bundle", "--identity-token", "x.y.z", "--bundle"])
+        .args(["sign-bundle", "--identity-token", token, "--bundle"])
         .arg(&bundle)
         .arg(&blob)
         .output()
         .unwrap();
+    (dir, bundle, output)
+}
+
+/// `sign-bundle` writes its bundle to a new file only: an existing file is never
+/// overwritten (the suite checks that the bundle did not exist before).
+#[test]
+fn sign_bundle_refuses_to_overwrite_an_existing_bundle() {
+    let (_dir, bundle, output) = sign_bundle_of_a("x.y.z", Some(b"keep me"));
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(std::fs::read(&bundle).unwrap(), b"keep me");
 }
@@ -263,16 +276,7 @@ fn sign_bundle_refuses_to_overwrite_an_existing_bundle() {
 /// bundle file behind.
 #[test]
 fn sign_bundle_with_malformed_token_fails_and_leaves_no_bundle() {
-    let dir = tempfile::tempdir().unwrap();
-    let blob = dir.path().join("a.txt");
-    let bundle = dir.path().join("a.txt.sigstore.json");
-    std::fs::write(&blob, b"a").unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_mansign"))
-        .args(["sign-bundle", "--identity-token", "not-a-jwt", "--bundle"])
-        .arg(&bundle)
-        .arg(&blob)
-        .output()
-        .unwrap();
+    let (_dir, bundle, output) = sign_bundle_of_a("not-a-jwt", None);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("identity token is not a JWT"), "{stderr}");

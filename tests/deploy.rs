@@ -3,43 +3,21 @@
 //! calls the Service at `/validate`, the Service reaches the pods, the deadline is below the
 //! webhook timeout, the pods are locked down, the certificate lands where the pods read it.
 
+mod common;
+
+use common::strings;
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 
 /// `kubectl kustomize DIR`, parsed into objects.
 fn render(dir: &str) -> Vec<Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
-    let out = Command::new("kubectl")
-        .arg("kustomize")
-        .arg(&path)
-        .output()
-        .expect("kubectl must be on PATH to test deploy/ (it is not optional)");
-    assert!(
-        out.status.success(),
-        "kubectl kustomize {dir} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    mansign::manifest::parse_documents(&text, &mansign::limits::Limits::default())
-        .unwrap()
-        .into_iter()
-        .map(|(_, v)| v)
-        .collect()
+    common::kustomize(dir)
 }
 
 fn one<'a>(objects: &'a [Value], kind: &str) -> &'a Value {
     let found: Vec<&Value> = objects.iter().filter(|o| o["kind"] == kind).collect();
     assert_eq!(found.len(), 1, "exactly one {kind}");
     found[0]
-}
-
-fn strings(v: &Value) -> Vec<&str> {
-    v.as_array()
-        .unwrap_or_else(|| panic!("not a list: {v}"))
-        .iter()
-        .map(|s| s.as_str().unwrap())
-        .collect()
 }
 
 /// Every version each PolicyException kind is served in by Kyverno v1.19.0

@@ -10,7 +10,7 @@ mod common;
 mod stack;
 
 use stack::Stack;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// The identity the examples show: the sign workflow of `acme/policies` on main.
@@ -40,23 +40,8 @@ fn examples(markdown: &str) -> Vec<Example> {
     let mut out: Vec<Example> = Vec::new();
     let mut i = 0;
     // The block body after an opening fence at `start`; returns (body, index after close).
-    let fenced = |start: usize, fence: &str| -> (String, usize) {
-        assert_eq!(
-            lines.get(start).map(|l| l.trim_end()),
-            Some(fence),
-            "line {}: a marker must be followed by {fence}",
-            start + 1
-        );
-        let mut body = String::new();
-        let mut j = start + 1;
-        while j < lines.len() && lines[j].trim_end() != "```" {
-            body.push_str(lines[j]);
-            body.push('\n');
-            j += 1;
-        }
-        assert!(j < lines.len(), "line {}: unclosed fence", start + 1);
-        (body, j + 1)
-    };
+    let fenced =
+        |start: usize, fence: &str| common::fenced_block(&lines, start, fence, "the Markdown");
     while i < lines.len() {
         let line = lines[i].trim();
         if let Some(rest) = line
@@ -109,7 +94,7 @@ struct Workspace {
 impl Workspace {
     fn new(stack: &Stack) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        copy_dir(
+        common::copy_dir(
             &repo().join("testdata/unsigned"),
             &dir.path().join("unsigned"),
         );
@@ -160,25 +145,8 @@ impl Workspace {
             cmd.env(k, v);
         }
         let out = cmd.output().expect("run bash");
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let text = common::all_output(&out);
         (out.status.code().unwrap_or(-1), text)
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target: PathBuf = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
     }
 }
 

@@ -74,15 +74,7 @@ fn sign(stack: &Stack, token: &str, manifest: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let input = common::write(dir.path(), "in.yaml", manifest);
     let out = dir.path().join("out.yaml");
-    stack
-        .keyless_sign(common::mansign())
-        .arg("-f")
-        .arg(&input)
-        .arg("-o")
-        .arg(&out)
-        .args(["--identity-token", token])
-        .assert()
-        .success();
+    stack.keyless_sign_to(common::mansign(), &[], &input, &out, token);
     read(&out)
 }
 
@@ -260,25 +252,21 @@ fn policies_cover_no_other_kind_even_when_signed_by_the_workflow() {
 // ---- the GitHub workflows, run -----------------------------------------------------------
 
 fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .args([
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-        ])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::output_ok(
+        Command::new("git")
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .args([
+                "-c",
+                "init.defaultBranch=main",
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+            ])
+            .args(args),
+        &format!("git {args:?}"),
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -317,16 +305,6 @@ fn origin_with(root: &Path, workspace: &Path, files: &[(&str, &str)]) -> PathBuf
     origin
 }
 
-fn token_endpoint(token: String) -> StubServer {
-    StubServer::start(move |req, _| {
-        if req.path() == "/_apis/token" && req.query("audience").as_deref() == Some("sigstore") {
-            (200, serde_json::json!({"value": token}).to_string())
-        } else {
-            (404, "{}".to_string())
-        }
-    })
-}
-
 fn github_job(github: &StubServer) -> Runner {
     let mut job = Runner::new();
     job.set_env(
@@ -362,7 +340,7 @@ fn loopback_inputs(stack: &Stack, signing: bool) -> Map {
 #[test]
 fn sign_on_merge_example_signs_unsigned_into_signed_and_commits_back_to_main() {
     let stack = Stack::start();
-    let github = token_endpoint(github_token(&stack, WORKFLOW_IDENTITY, &[]));
+    let github = StubServer::token_endpoint(github_token(&stack, WORKFLOW_IDENTITY, &[]));
     let mut job = github_job(&github);
     let origin = origin_with(
         job.root(),
@@ -407,7 +385,7 @@ fn sign_on_merge_example_signs_unsigned_into_signed_and_commits_back_to_main() {
 /// A pull request's checkout: `signed/` signed by the workflow, `unsigned/` as given, and
 /// the policy where the workflow expects it.
 fn pull_request_job(stack: &Stack, unsigned: &[(&str, &str)]) -> (Runner, StubServer) {
-    let github = token_endpoint(String::new());
+    let github = StubServer::token_endpoint(String::new());
     let mut job = github_job(&github);
     job.github
         .insert("event_name".into(), "pull_request".into());

@@ -4,10 +4,10 @@ mod common;
 #[path = "common/stack.rs"]
 mod stack;
 
-use common::{MULTI_DOC, key_pair, mansign, write};
+use common::MULTI_DOC;
 use mansign::Limits;
 use mansign::keys;
-use mansign::manifest::{EXPIRES_ANNOTATION, Source, load_reader};
+use mansign::manifest::EXPIRES_ANNOTATION;
 use mansign::signing::{KeySigner, SignOptions, sign_files};
 use mansign::verify::{Attestor, Rejection, TrustedKey, Verifier};
 use predicates::prelude::*;
@@ -15,15 +15,7 @@ use predicates::prelude::*;
 fn signed_with_expiry(at: &str) -> (Vec<mansign::manifest::Document>, Verifier) {
     let pair = keys::generate_key_pair(b"").unwrap();
     let key = keys::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
-    let mut files = vec![
-        load_reader(
-            Source::Named("x".into()),
-            "x".into(),
-            MULTI_DOC.as_bytes(),
-            &Limits::default(),
-        )
-        .unwrap(),
-    ];
+    let mut files = vec![common::load_text("x", "x", MULTI_DOC)];
     let options = SignOptions::default().with_expires_at(at.parse().unwrap());
     sign_files(&mut files, &KeySigner::new(key), &options).unwrap();
     let verifier = Verifier::new(vec![Attestor::Key(
@@ -84,26 +76,21 @@ fn removing_the_expiry_annotation_is_detected() {
 fn cli_signed_expiry_passes_before_and_fails_after_it() {
     // No sleeps: the CLI signs with a one-hour window and verifies now; the passing of
     // time is simulated with the verifier's injected clock on the very file it wrote.
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "cosign");
-    let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    mansign()
-        .args(["sign", "--expires", "1h", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
+    let kd = common::key_dir("cosign");
+    let input = kd.write("x.yaml", MULTI_DOC);
+    common::with_key("sign", &["--expires", "1h"], &input, &kd.key)
         .assert()
         .success();
-    let signed = dir.path().join("x.yaml.signed");
+    let signed = kd.path().join("x.yaml.signed");
     let text = std::fs::read_to_string(&signed).unwrap();
     assert!(text.contains("mansign.dev/expires: \""), "{text}");
-    common::verify_with_key(&signed, &pubkey).success();
+    common::verify_with_key(&signed, &kd.pubkey).success();
     let docs = mansign::manifest::load_inputs(&[signed], &Limits::default())
         .unwrap()
         .remove(0)
         .documents;
     let verifier = Verifier::new(vec![Attestor::Key(
-        TrustedKey::from_pem("k", &std::fs::read_to_string(&pubkey).unwrap()).unwrap(),
+        TrustedKey::from_pem("k", &std::fs::read_to_string(&kd.pubkey).unwrap()).unwrap(),
     )]);
     let later = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(2);
     let verdict = verifier.with_clock(later).verify_documents(&docs);
@@ -116,19 +103,10 @@ fn cli_signed_expiry_passes_before_and_fails_after_it() {
 fn cli_verify_rejects_an_expired_document() {
     // Signed through the library with an expiry in the past (the CLI refuses to sign one),
     // with a key pair the CLI made; the CLI then checks it against the real clock.
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "cosign");
-    let pem = std::fs::read_to_string(&key).unwrap();
+    let kd = common::key_dir("cosign");
+    let pem = std::fs::read_to_string(&kd.key).unwrap();
     let secret = keys::decrypt_private_key(&pem, b"test-password").unwrap();
-    let mut files = vec![
-        load_reader(
-            Source::Named("x".into()),
-            "x".into(),
-            MULTI_DOC.as_bytes(),
-            &Limits::default(),
-        )
-        .unwrap(),
-    ];
+    let mut files = vec![common::load_text("x", "x", MULTI_DOC)];
     let options = SignOptions::default().with_expires_at("2026-06-01T12:00:00Z".parse().unwrap());
     sign_files(&mut files, &KeySigner::new(secret), &options).unwrap();
     let out: String = files[0]
@@ -137,8 +115,8 @@ fn cli_verify_rejects_an_expired_document() {
         .map(|d| mansign::manifest::to_yaml(&d.value))
         .collect::<Vec<_>>()
         .join("---\n");
-    let signed = write(dir.path(), "expired.yaml", &out);
-    common::verify_with_key(&signed, &pubkey)
+    let signed = kd.write("expired.yaml", &out);
+    common::verify_with_key(&signed, &kd.pubkey)
         .code(1)
         .stdout(predicate::str::contains(
             "[expired] signature expired: the signed document expires at 2026-06-01T12:00:00Z",
@@ -147,17 +125,18 @@ fn cli_verify_rejects_an_expired_document() {
 
 #[test]
 fn cli_refuses_an_expiry_in_the_past() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    mansign()
-        .args(["sign", "--expires", "2020-01-01T00:00:00Z", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("not in the future"));
+    let kd = common::key_dir("cosign");
+    let input = kd.write("x.yaml", MULTI_DOC);
+    common::fails(
+        &mut common::with_key(
+            "sign",
+            &["--expires", "2020-01-01T00:00:00Z"],
+            &input,
+            &kd.key,
+        ),
+        2,
+        &["not in the future"],
+    );
 }
 
 mod max_age {
@@ -270,10 +249,9 @@ mod max_age {
 /// `--max-age` / `maxAge` measure the signed signing time (`mansign.dev/signed-at`), never
 /// a transparency-log time alone for key signatures (anyone can log an old signature).
 mod signed_time {
-    use super::common::{MULTI_DOC, key_pair, mansign, write};
-    use mansign::Limits;
+    use super::common::{MULTI_DOC, key_pair, write};
     use mansign::keys;
-    use mansign::manifest::{SIGNED_AT_ANNOTATION, Source, load_reader, to_yaml};
+    use mansign::manifest::{SIGNED_AT_ANNOTATION, to_yaml};
     use mansign::signing::{KeySigner, SignOptions, sign_files};
     use mansign::verify::Attestor;
     use mansign::verify::{
@@ -285,15 +263,7 @@ mod signed_time {
 
     fn signed_at(at: &str, key_pem: &str, password: &[u8]) -> Vec<mansign::manifest::Document> {
         let key = keys::decrypt_private_key(key_pem, password).unwrap();
-        let mut files = vec![
-            load_reader(
-                Source::Named("x".into()),
-                "x".into(),
-                MULTI_DOC.as_bytes(),
-                &Limits::default(),
-            )
-            .unwrap(),
-        ];
+        let mut files = vec![super::common::load_text("x", "x", MULTI_DOC)];
         let options = SignOptions::default().with_signed_at(at.parse().unwrap());
         sign_files(&mut files, &KeySigner::new(key), &options).unwrap();
         files.remove(0).documents
@@ -374,15 +344,16 @@ mod signed_time {
         );
         let text: Vec<String> = docs.iter().map(|d| to_yaml(&d.value)).collect();
         let file = write(dir.path(), "old.yaml", &text.join("---\n"));
-        mansign()
-            .args(["verify", "--output", "json", "--max-age", "1d", "-f"])
-            .arg(&file)
-            .arg("--key")
-            .arg(&pubkey)
-            .assert()
-            .code(1)
-            .stdout(predicate::str::contains(r#""check": "max-age""#))
-            .stdout(predicate::str::contains(r#""code": "too-old""#));
+        super::common::with_key(
+            "verify",
+            &["--output", "json", "--max-age", "1d"],
+            &file,
+            &pubkey,
+        )
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains(r#""check": "max-age""#))
+        .stdout(predicate::str::contains(r#""code": "too-old""#));
     }
 }
 
@@ -391,9 +362,8 @@ mod signed_time {
 mod logged_key_signatures {
     use super::common::MULTI_DOC;
     use super::stack;
-    use mansign::Limits;
     use mansign::keys;
-    use mansign::manifest::{Document, Source, load_reader};
+    use mansign::manifest::Document;
     use mansign::signing::{KeySigner, RekorOptions, SignOptions, TlogUploadingSigner, sign_files};
     use mansign::trust::TrustRoot;
     use mansign::verify::{Attestor, TrustedKey, Verifier};
@@ -407,15 +377,7 @@ mod logged_key_signatures {
             pair.public_key_pem.clone(),
             RekorOptions::default().with_url(stack.rekor_url().to_string()),
         );
-        let mut files = vec![
-            load_reader(
-                Source::Named("x".into()),
-                "x".into(),
-                MULTI_DOC.as_bytes(),
-                &Limits::default(),
-            )
-            .unwrap(),
-        ];
+        let mut files = vec![super::common::load_text("x", "x", MULTI_DOC)];
         let options = SignOptions::default().with_signed_at(signed_at);
         sign_files(&mut files, &signer, &options).unwrap();
         let trust = Arc::new(TrustRoot::from_file(stack.trusted_root()).unwrap());

@@ -96,15 +96,11 @@ impl Release {
         if std::fs::hard_link(mansign_bin(), &target).is_err() {
             std::fs::copy(mansign_bin(), &target).unwrap();
         }
-        let out = std::process::Command::new("bash")
-            .arg(repo().join("scripts/release-checksums.sh"))
-            .arg(&version_dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        common::output_ok(
+            std::process::Command::new("bash")
+                .arg(repo().join("scripts/release-checksums.sh"))
+                .arg(&version_dir),
+            "scripts/release-checksums.sh",
         );
         let server = FileServer::start(dir.path());
         Release { dir, server, asset }

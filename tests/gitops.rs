@@ -23,7 +23,7 @@ mod common;
 #[path = "common/stack.rs"]
 mod stack;
 
-use common::{key_pair, mansign, write};
+use common::{mansign, write};
 use mansign::Limits;
 use mansign::manifest::{FieldPath, Segment, parse_documents, to_yaml};
 use serde_json::{Map, Value, json};
@@ -127,7 +127,7 @@ const ARGO_PATHS: [ApplyPath; 6] = [
 
 /// Signed documents and the public key that verifies them.
 struct Signed {
-    _dir: tempfile::TempDir,
+    _dir: common::KeyDir,
     pubkey: PathBuf,
     deployment: Value,
     exception: Value,
@@ -136,30 +136,17 @@ struct Signed {
 
 /// Signs the three documents with a fresh key pair through the CLI.
 fn sign_with_key() -> Signed {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "release");
-    let input = write(
-        dir.path(),
-        "app.yaml",
+    let (kd, docs) = common::signed_stream(
+        "release",
         &format!("{DEPLOYMENT}---\n{EXCEPTION}---\n{TRACKED_DEPLOYMENT}"),
     );
-    let output = dir.path().join("app.signed.yaml");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("-o")
-        .arg(&output)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .success();
-    let mut docs = read_stream(&std::fs::read_to_string(&output).unwrap()).into_iter();
+    let mut docs = docs.into_iter();
     Signed {
-        pubkey,
+        pubkey: kd.pubkey.clone(),
         deployment: docs.next().unwrap(),
         exception: docs.next().unwrap(),
         tracked: docs.next().unwrap(),
-        _dir: dir,
+        _dir: kd,
     }
 }
 
@@ -350,11 +337,7 @@ fn live(manifest: &Value, path: ApplyPath, op: Operation) -> Value {
 fn verify(pubkey: &Path, object: &Value, profiles: &str) -> (i32, String) {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "live.yaml", &to_yaml(object));
-    let out = mansign()
-        .args(["verify", "-f"])
-        .arg(&file)
-        .arg("--key")
-        .arg(pubkey)
+    let out = common::with_key("verify", &[], &file, pubkey)
         .args(["--ignore-profile", profiles])
         .args(binding_flags(profiles))
         .output()
@@ -752,16 +735,13 @@ fn keyless_signed_manifests_follow_the_same_rules() {
         &format!("{DEPLOYMENT}---\n{EXCEPTION}"),
     );
     let output = dir.path().join("app.signed.yaml");
-    stack
-        .keyless_sign(mansign())
-        .arg("-f")
-        .arg(&input)
-        .arg("-o")
-        .arg(&output)
-        .arg("--identity-token")
-        .arg(format!("@{}", stack.id_token_file().display()))
-        .assert()
-        .success();
+    stack.keyless_sign_to(
+        mansign(),
+        &[],
+        &input,
+        &output,
+        format!("@{}", stack.id_token_file().display()),
+    );
     let signed = read_stream(&std::fs::read_to_string(&output).unwrap());
     let run = |object: &Value, profiles: &str| {
         let file = write(dir.path(), "live.yaml", &to_yaml(object));
@@ -884,11 +864,7 @@ fn print_verified_prints_the_documents_only_when_all_verified() {
         "good.yaml",
         &format!("{}---\n{}", to_yaml(&s.deployment), to_yaml(&s.exception)),
     );
-    let out = mansign()
-        .args(["verify", "--print-verified", "-f"])
-        .arg(&good)
-        .arg("--key")
-        .arg(&s.pubkey)
+    let out = common::with_key("verify", &["--print-verified"], &good, &s.pubkey)
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -904,13 +880,14 @@ fn print_verified_prints_the_documents_only_when_all_verified() {
         "bad.yaml",
         &format!("{}---\n{}", to_yaml(&s.deployment), to_yaml(&tampered)),
     );
-    let out = mansign()
-        .args(["verify", "--print-verified", "--output", "json", "-f"])
-        .arg(&bad)
-        .arg("--key")
-        .arg(&s.pubkey)
-        .output()
-        .unwrap();
+    let out = common::with_key(
+        "verify",
+        &["--print-verified", "--output", "json"],
+        &bad,
+        &s.pubkey,
+    )
+    .output()
+    .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
     let report: Value = serde_json::from_slice(&out.stderr).unwrap();
@@ -985,16 +962,7 @@ fn admission_review(manifest: &Value, path: ApplyPath, op: Operation) -> Value {
 /// `mansign admission review --policy P -f review.json`: exit code and `response.allowed`.
 fn review(dir: &Path, policy: &Path, request: &Value) -> (Option<i32>, Value) {
     let file = write(dir, "review.json", &serde_json::to_string(request).unwrap());
-    let out = mansign()
-        .args(["admission", "review", "--policy"])
-        .arg(policy)
-        .arg("-f")
-        .arg(&file)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let response: Value = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("{e}: {stdout}{}", String::from_utf8_lossy(&out.stderr)));
+    let (out, response) = common::admission_review_json(policy, &file);
     assert_eq!(response["response"]["uid"], request["request"]["uid"]);
     (out.status.code(), response)
 }

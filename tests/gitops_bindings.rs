@@ -6,9 +6,8 @@
 
 mod common;
 
-use common::{key_pair, mansign, write};
-use mansign::Limits;
-use mansign::manifest::{parse_documents, to_yaml};
+use common::{mansign, write};
+use mansign::manifest::to_yaml;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -43,7 +42,7 @@ metadata:
 "#;
 
 struct Signed {
-    dir: tempfile::TempDir,
+    dir: common::KeyDir,
     pubkey: PathBuf,
     config_map: Value,
     pod: Value,
@@ -51,30 +50,14 @@ struct Signed {
 }
 
 fn sign() -> Signed {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "release");
-    let input = write(dir.path(), "app.yaml", MANIFESTS);
-    let output = dir.path().join("app.signed.yaml");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("-o")
-        .arg(&output)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .success();
-    let text = std::fs::read_to_string(&output).unwrap();
-    let mut docs = parse_documents(&text, &Limits::default())
-        .unwrap()
-        .into_iter()
-        .map(|(_, v)| v);
+    let (kd, docs) = common::signed_stream("release", MANIFESTS);
+    let mut docs = docs.into_iter();
     Signed {
         config_map: docs.next().unwrap(),
         pod: docs.next().unwrap(),
         namespace: docs.next().unwrap(),
-        pubkey,
-        dir,
+        pubkey: kd.pubkey.clone(),
+        dir: kd,
     }
 }
 
@@ -107,11 +90,7 @@ fn tracking(app: &str, v: &Value) -> String {
 /// `mansign verify` of `object` with `args`: exit code, stdout, stderr.
 fn verify(s: &Signed, object: &Value, args: &[&str]) -> (i32, String, String) {
     let file = write(s.dir.path(), "live.yaml", &to_yaml(object));
-    let out = mansign()
-        .args(["verify", "-f"])
-        .arg(&file)
-        .arg("--key")
-        .arg(&s.pubkey)
+    let out = common::with_key("verify", &[], &file, &s.pubkey)
         .args(args)
         .output()
         .unwrap();
@@ -370,16 +349,7 @@ fn review(s: &Signed, policy: &Path, object: &Value) -> (bool, String) {
     let review =
         json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request});
     let file = write(s.dir.path(), "review.json", &review.to_string());
-    let out = mansign()
-        .args(["admission", "review", "--policy"])
-        .arg(policy)
-        .arg("-f")
-        .arg(&file)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let response: Value = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("{e}: {stdout}{}", String::from_utf8_lossy(&out.stderr)));
+    let (out, response) = common::admission_review_json(policy, &file);
     let allowed = response["response"]["allowed"] == json!(true);
     assert_eq!(out.status.code(), Some(if allowed { 0 } else { 1 }));
     let message = response["response"]["status"]["message"]
@@ -544,10 +514,6 @@ fn policy_bindings_are_checked_when_loading() {
         .arg(policy(&s, "unbound.yaml", "  ignoreProfile: argocd\n"))
         .output()
         .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let all = common::all_output(&out);
     assert!(all.contains("spec.gitops.argocd.applications"), "{all}");
 }

@@ -19,6 +19,7 @@ mod common;
 use common::cluster::Cluster;
 use common::ops_tools::ops_tools;
 use common::pki::Pki;
+use common::strings;
 use common::webhook::Webhook;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -66,12 +67,7 @@ fn rendered_text(args: &[&str]) -> String {
 }
 
 fn parse(text: &str) -> Vec<Value> {
-    mansign::manifest::parse_documents(text, &mansign::limits::Limits::default())
-        .unwrap()
-        .into_iter()
-        .map(|(_, v)| v)
-        .filter(|v| !v.is_null())
-        .collect()
+    common::parse_objects(text)
 }
 
 /// The value sets: the defaults, and each `charts/mansign/ci/NAME-values.yaml` (the
@@ -112,17 +108,12 @@ fn args(v: &[String]) -> Vec<&str> {
 fn helm_lint_passes_strictly_for_every_value_set() {
     let home = tempfile::tempdir().unwrap();
     for (name, set) in value_sets() {
-        let out = helm(home.path())
-            .args(["lint", "--strict", "--namespace", NAMESPACE])
-            .arg(chart())
-            .args(&set)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "helm lint --strict ({name}) failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        common::output_ok(
+            helm(home.path())
+                .args(["lint", "--strict", "--namespace", NAMESPACE])
+                .arg(chart())
+                .args(&set),
+            &format!("helm lint --strict ({name})"),
         );
     }
 }
@@ -132,7 +123,7 @@ fn helm_lint_fails_on_a_broken_chart() {
     // The lint above can fail: a copy of the chart with a template error does not pass.
     let home = tempfile::tempdir().unwrap();
     let copy = home.path().join("mansign");
-    copy_dir(&chart(), &copy);
+    common::copy_dir(&chart(), &copy);
     let service = copy.join("templates/service.yaml");
     let text = std::fs::read_to_string(&service).unwrap();
     std::fs::write(
@@ -149,19 +140,6 @@ fn helm_lint_fails_on_a_broken_chart() {
         .output()
         .unwrap();
     assert!(!out.status.success(), "lint passed a broken template");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 fn golden_dir() -> PathBuf {
@@ -210,14 +188,6 @@ fn every_golden_file_belongs_to_a_value_set() {
 
 fn find<'a>(objects: &'a [Value], kind: &str) -> Vec<&'a Value> {
     objects.iter().filter(|o| o["kind"] == kind).collect()
-}
-
-fn strings(v: &Value) -> Vec<&str> {
-    v.as_array()
-        .unwrap_or_else(|| panic!("not a list: {v}"))
-        .iter()
-        .map(|s| s.as_str().unwrap())
-        .collect()
 }
 
 #[test]
@@ -612,17 +582,7 @@ fn the_readme_values_table_says_what_the_schema_says() {
 
 /// `kubectl kustomize DIR` (as tests/deploy.rs renders deploy/).
 fn kustomize(dir: &str) -> Vec<Value> {
-    let out = Command::new("kubectl")
-        .arg("kustomize")
-        .arg(Path::new(REPO).join(dir))
-        .output()
-        .expect("kubectl must be on PATH to render deploy/ (it is not optional)");
-    assert!(
-        out.status.success(),
-        "kubectl kustomize {dir} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    parse(&String::from_utf8(out.stdout).unwrap())
+    common::kustomize(dir)
 }
 
 /// Labels the chart adds on top of deploy/'s (charts/mansign/README.md, "Labels").
@@ -795,18 +755,7 @@ fn helm_install_into_a_real_api_server_admits_signed_and_denies_tampered_excepti
     let home = dir.path().join("helm");
     let kubeconfig = cluster.kubeconfig().to_str().unwrap().to_string();
 
-    cluster.kubectl_ok(&[
-        "create",
-        "-f",
-        common::fixture("cluster/kyverno-crds").to_str().unwrap(),
-    ]);
-    cluster.kubectl_ok(&[
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd/policyexceptions.kyverno.io",
-        "crd/policyexceptions.policies.kyverno.io",
-    ]);
+    cluster.create_kyverno_crds();
     cluster.kubectl_ok(&["create", "namespace", "team-a"]);
 
     // The serving certificate in a Secret of the release namespace (tls.existingSecret).
@@ -982,11 +931,7 @@ fn helm_install_into_a_real_api_server_admits_signed_and_denies_tampered_excepti
 
         let input = common::write(dir.path(), file, &text);
         let signed_file = dir.path().join(format!("signed-{file}"));
-        common::mansign()
-            .args(["sign", "-f"])
-            .arg(&input)
-            .arg("--key")
-            .arg(&signing_key)
+        common::with_key("sign", &[], &input, &signing_key)
             .arg("-o")
             .arg(&signed_file)
             .assert()

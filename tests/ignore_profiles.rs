@@ -6,9 +6,7 @@ mod common;
 use common::fixture;
 use mansign::Limits;
 use mansign::keys;
-use mansign::manifest::{
-    IgnoreProfile, Source, Tolerances, load_inputs, load_reader, parse_documents,
-};
+use mansign::manifest::{IgnoreProfile, Tolerances, load_inputs, parse_documents};
 use mansign::signing::{KeySigner, SignOptions, sign_files};
 use mansign::verify::{Attestor, Rejection, TrustedKey, Verifier};
 use serde_json::{Value, json};
@@ -17,16 +15,7 @@ use serde_json::{Value, json};
 fn signed(yaml: &str, profile: IgnoreProfile) -> (Value, Verifier) {
     let pair = keys::generate_key_pair(b"").unwrap();
     let key = keys::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
-    let limits = Limits::default();
-    let mut files = vec![
-        load_reader(
-            Source::Named("t".into()),
-            "t".into(),
-            yaml.as_bytes(),
-            &limits,
-        )
-        .unwrap(),
-    ];
+    let mut files = vec![common::load_text("t", "t", yaml)];
     sign_files(&mut files, &KeySigner::new(key), &SignOptions::default()).unwrap();
     let verifier = Verifier::new(vec![Attestor::Key(
         TrustedKey::from_pem("k", &pair.public_key_pem).unwrap(),
@@ -328,13 +317,7 @@ fn kubectl_get_list_output_verifies_item_by_item() {
     let list = json!({"apiVersion": "v1", "kind": "List", "items": [with_server_metadata(obj)]});
     let text = mansign::manifest::to_yaml(&list);
     assert_eq!(parse_documents(&text, &Limits::default()).unwrap().len(), 1);
-    let file = load_reader(
-        Source::Named("kubectl get".into()),
-        "x".into(),
-        text.as_bytes(),
-        &Limits::default(),
-    )
-    .unwrap();
+    let file = common::load_text("kubectl get", "x", &text);
     let verdict = verifier.verify_documents(&file.documents);
     assert_eq!(verdict.documents.len(), 1);
     assert!(verdict.is_verified(), "{}", verdict.documents[0]);

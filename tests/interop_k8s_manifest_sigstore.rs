@@ -217,11 +217,7 @@ fn file_scope_message_has_the_shape_upstream_parses() {
     let dir = tempfile::tempdir().unwrap();
     let (key, _) = key_pair(dir.path(), "cosign");
     let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    mansign()
-        .args(["sign", "--scope", "file", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
+    common::with_key("sign", &["--scope", "file"], &input, &key)
         .assert()
         .success();
     let text = std::fs::read_to_string(dir.path().join("x.yaml.signed")).unwrap();
@@ -307,11 +303,7 @@ fn signs_with_the_upstream_cosign_private_key_and_empty_password() {
         .arg(&private)
         .assert()
         .success();
-    mansign()
-        .args(["verify", "-f"])
-        .arg(dir.path().join("x.yaml.signed"))
-        .arg("--key")
-        .arg(&public)
+    common::with_key("verify", &[], dir.path().join("x.yaml.signed"), &public)
         .assert()
         .success();
 }

@@ -68,13 +68,20 @@ fn keep(stack: &Stack, dir: &Path) -> (PathBuf, String, String) {
     )
 }
 
-#[test]
-fn keyless_signature_verifies_offline_with_the_stack_stopped() {
+/// A document signed keylessly on a fresh stack, with what [`keep`] keeps, once the stack
+/// is stopped (every service of it is gone).
+fn signed_offline() -> (tempfile::TempDir, PathBuf, (PathBuf, String, String)) {
     let dir = tempfile::tempdir().unwrap();
     let stack = Stack::start();
     let signed = keyless_sign(&stack, dir.path());
-    let (root, identity, issuer) = keep(&stack, dir.path());
-    drop(stack); // every service of the stack is gone from here on
+    let kept = keep(&stack, dir.path());
+    drop(stack);
+    (dir, signed, kept)
+}
+
+#[test]
+fn keyless_signature_verifies_offline_with_the_stack_stopped() {
+    let (_dir, signed, (root, identity, issuer)) = signed_offline();
     verify(&signed, &root, &identity, &issuer)
         .success()
         .stdout(predicate::str::contains(format!("subject {identity}")));
@@ -99,11 +106,7 @@ fn certificate_from_stack_a_is_rejected_against_stack_b_root() {
 
 #[test]
 fn wrong_identity_or_issuer_is_rejected_for_a_stack_signature() {
-    let dir = tempfile::tempdir().unwrap();
-    let stack = Stack::start();
-    let signed = keyless_sign(&stack, dir.path());
-    let (root, identity, issuer) = keep(&stack, dir.path());
-    drop(stack);
+    let (_dir, signed, (root, identity, issuer)) = signed_offline();
     verify(
         &signed,
         &root,

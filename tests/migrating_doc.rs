@@ -13,7 +13,7 @@ mod common;
 use common::cluster::{Cluster, tools};
 use common::peers::run_peer;
 use common::pki::Pki;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -119,23 +119,8 @@ struct Step {
 /// followed by a ```text block) fails: a typo must not turn a step off.
 fn steps(markdown: &str) -> Vec<Step> {
     let lines: Vec<&str> = markdown.lines().collect();
-    let fenced = |start: usize, fence: &str| -> (String, usize) {
-        assert_eq!(
-            lines.get(start).map(|l| l.trim_end()),
-            Some(fence),
-            "docs/migrating.md:{}: a marker must be followed by {fence}",
-            start + 1
-        );
-        let mut body = String::new();
-        let mut j = start + 1;
-        while j < lines.len() && lines[j].trim_end() != "```" {
-            body.push_str(lines[j]);
-            body.push('\n');
-            j += 1;
-        }
-        assert!(j < lines.len(), "docs/migrating.md:{}: unclosed", start + 1);
-        (body, j + 1)
-    };
+    let fenced =
+        |start: usize, fence: &str| common::fenced_block(&lines, start, fence, "docs/migrating.md");
     let mut out: Vec<Step> = Vec::new();
     let mut i = 0;
     while i < lines.len() {
@@ -206,28 +191,11 @@ impl Webhook {
             .stderr(std::fs::File::create(&stderr_path).unwrap())
             .spawn()
             .expect("start mansign admission serve");
-        let start = Instant::now();
-        loop {
-            let text = std::fs::read_to_string(&stderr_path).unwrap_or_default();
-            if let Some(addr) = text
-                .lines()
-                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-                .find(|e| e["event"] == "listening")
-                .and_then(|e| e["address"].as_str().map(str::to_string))
-            {
-                return Webhook {
-                    child,
-                    url: format!("https://{addr}/validate"),
-                };
-            }
-            if let Some(status) = child.try_wait().unwrap() {
-                panic!("mansign admission serve exited with {status}: {text}");
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "the webhook did not listen within 30 s: {text}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
+        let port =
+            common::webhook::wait_listening(&mut child, &stderr_path, "mansign admission serve");
+        Webhook {
+            child,
+            url: format!("https://127.0.0.1:{port}/validate"),
         }
     }
 }
@@ -236,19 +204,6 @@ impl Drop for Webhook {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target: PathBuf = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
     }
 }
 
@@ -299,7 +254,7 @@ fn the_kyverno_1_20_walkthrough_runs_against_a_real_api_server() {
     let work = tempfile::tempdir().unwrap();
     let w = work.path();
     // A checkout's deploy/, as the webhook step names it.
-    copy_dir(&Path::new(REPO).join("deploy"), &w.join("deploy"));
+    common::copy_dir(&Path::new(REPO).join("deploy"), &w.join("deploy"));
     let bin_dir = |p: &Path| p.parent().unwrap().display().to_string();
     let path = format!(
         "{}:{}:{}",
@@ -346,11 +301,7 @@ fn the_kyverno_1_20_walkthrough_runs_against_a_real_api_server() {
             cmd.env(k, v);
         }
         let out = cmd.output().expect("run bash");
-        let printed = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let printed = common::all_output(&out);
         println!("docs/migrating.md:{}:\n{printed}", step.line);
         assert_eq!(
             out.status.code(),

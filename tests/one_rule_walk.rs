@@ -146,21 +146,18 @@ fn expected(verdict: &ObjectVerdict) -> Decided {
             .collect::<Vec<_>>()
             .join("; ")
     };
-    if let Some((code, _)) = enforced.first() {
-        return Decided {
-            outcome: Outcome::Denied,
-            reason_code: Some(code.to_string()),
-            message: joined(&enforced),
-            signers,
-        };
-    }
-    if let Some((code, _)) = audited.first() {
-        return Decided {
-            outcome: Outcome::AuditWarned,
-            reason_code: Some(code.to_string()),
-            message: joined(&audited),
-            signers,
-        };
+    for (failures, outcome) in [
+        (&enforced, Outcome::Denied),
+        (&audited, Outcome::AuditWarned),
+    ] {
+        if let Some((code, _)) = failures.first() {
+            return Decided {
+                outcome,
+                reason_code: Some(code.to_string()),
+                message: joined(failures),
+                signers,
+            };
+        }
     }
     Decided {
         outcome: Outcome::Allowed,

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -34,14 +34,7 @@ fn rulecheck(file: &Path) -> (bool, String) {
         .arg(file)
         .output()
         .unwrap();
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    (out.status.success(), common::all_output(&out))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -116,10 +109,16 @@ fn names(expr: &str) -> Names {
     let mut i = 0;
     let ident_start = |c: char| c.is_ascii_alphabetic() || c == '_' || c == ':';
     let ident_char = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
-    let skip_ws = |i: &mut usize| {
-        while *i < chars.len() && chars[*i].is_whitespace() {
+    // Moves `i` past the characters that `keep` accepts; returns them.
+    let take = |i: &mut usize, keep: &dyn Fn(char) -> bool| -> String {
+        let start = *i;
+        while *i < chars.len() && keep(chars[*i]) {
             *i += 1;
         }
+        chars[start..*i].iter().collect()
+    };
+    let skip_ws = |i: &mut usize| {
+        take(i, &|c: char| c.is_whitespace());
     };
     let read_string = |i: &mut usize| -> String {
         let quote = chars[*i];
@@ -155,11 +154,7 @@ fn names(expr: &str) -> Names {
             i += 1;
             continue;
         }
-        let start = i;
-        while i < chars.len() && ident_char(chars[i]) {
-            i += 1;
-        }
-        let word: String = chars[start..i].iter().collect();
+        let word = take(&mut i, &ident_char);
         let mut j = i;
         skip_ws(&mut j);
         if matches!(word.as_str(), "by" | "without" | "on" | "ignoring")
@@ -186,17 +181,9 @@ fn names(expr: &str) -> Names {
                     j += 1;
                     break;
                 }
-                let ls = j;
-                while j < chars.len() && ident_char(chars[j]) {
-                    j += 1;
-                }
-                let label: String = chars[ls..j].iter().collect();
+                let label = take(&mut j, &ident_char);
                 skip_ws(&mut j);
-                let os = j;
-                while j < chars.len() && matches!(chars[j], '=' | '!' | '~') {
-                    j += 1;
-                }
-                let op: String = chars[os..j].iter().collect();
+                let op = take(&mut j, &|c: char| matches!(c, '=' | '!' | '~'));
                 skip_ws(&mut j);
                 assert!(
                     !label.is_empty() && matches!(chars.get(j), Some('"' | '\'' | '`')),
@@ -298,28 +285,7 @@ fn start_server() -> (Server, Value, Value) {
         ca: reqwest::Certificate::from_pem(ca_cert.pem().as_bytes()).unwrap(),
         _dir: dir,
     };
-    let started = Instant::now();
-    while server.port == 0 {
-        let text = std::fs::read_to_string(&stderr).unwrap_or_default();
-        for line in text.lines() {
-            let Ok(event) = serde_json::from_str::<Value>(line) else {
-                continue;
-            };
-            if event["event"] == "listening" {
-                let address: std::net::SocketAddr =
-                    event["address"].as_str().unwrap().parse().unwrap();
-                server.port = address.port();
-            }
-        }
-        if let Some(status) = server.child.try_wait().unwrap() {
-            panic!("the server exited with {status}: {text}");
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "the server did not listen within 30 s: {text}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    server.port = common::webhook::wait_listening(&mut server.child, &stderr, "the server");
     (server, signed, unsigned)
 }
 

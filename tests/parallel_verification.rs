@@ -4,9 +4,7 @@
 
 mod common;
 
-use mansign::Limits;
 use mansign::keys;
-use mansign::manifest::{Source, load_reader};
 use mansign::signing::{KeySigner, SignOptions, sign_files};
 use mansign::verify::{Attestor, TrustedKey, Verifier};
 use serde_json::json;
@@ -27,15 +25,7 @@ fn parallel_verdicts_equal_sequential_verdicts_in_input_order() {
     let pair = keys::generate_key_pair(b"").unwrap();
     let key = keys::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
     let text = configmaps(60);
-    let mut files = vec![
-        load_reader(
-            Source::Named("batch.yaml".into()),
-            "batch.yaml".into(),
-            text.as_bytes(),
-            &Limits::default(),
-        )
-        .unwrap(),
-    ];
+    let mut files = vec![common::load_text("batch.yaml", "batch.yaml", &text)];
     sign_files(&mut files, &KeySigner::new(key), &SignOptions::default()).unwrap();
     let mut docs = files.remove(0).documents;
     for i in [7, 31, 59] {

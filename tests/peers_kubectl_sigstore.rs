@@ -137,11 +137,7 @@ fn mansign_sign(input: &Path, key: &Path, out: &Path, extra: &[&str]) {
 }
 
 fn mansign_verify(file: &Path, key: &Path) -> std::process::Output {
-    mansign()
-        .args(["verify", "-f"])
-        .arg(file)
-        .arg("--key")
-        .arg(key)
+    common::with_key("verify", &[], file, key)
         .output()
         .expect("run mansign verify")
 }
@@ -488,11 +484,7 @@ fn a_tampered_copy_fails_in_both_and_both_name_the_field() {
         );
         let ours = mansign_verify(&out, &public);
         assert_eq!(ours.status.code(), Some(1));
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&ours.stdout),
-            String::from_utf8_lossy(&ours.stderr)
-        );
+        let text = common::all_output(&ours);
         assert!(
             text.contains("data.mode"),
             "mansign names the field: {text}"
@@ -516,16 +508,13 @@ fn what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore() {
     let (root_pem, rekor_pem) = stack_pems(&stack, d);
     let input = write(d, "cm.yaml", CM);
     let out = d.join("cm.signed.yaml");
-    stack
-        .keyless_sign(mansign())
-        .args(["--scope", "file", "-f"])
-        .arg(&input)
-        .arg("-o")
-        .arg(&out)
-        .arg("--identity-token")
-        .arg(stack.id_token_file())
-        .assert()
-        .success();
+    stack.keyless_sign_to(
+        mansign(),
+        &["--scope", "file"],
+        &input,
+        &out,
+        stack.id_token_file(),
+    );
 
     let verify = |file: &Path, issuer: &str| {
         let mut cmd = common::peers::peer_command("kubectl-sigstore", &home);
@@ -598,16 +587,7 @@ fn what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore() {
         "two Fulcio CAs"
     );
     let foreign = d.join("foreign.signed.yaml");
-    other
-        .keyless_sign(mansign())
-        .arg("-f")
-        .arg(&input)
-        .arg("-o")
-        .arg(&foreign)
-        .arg("--identity-token")
-        .arg(other.id_token_file())
-        .assert()
-        .success();
+    other.keyless_sign_to(mansign(), &[], &input, &foreign, other.id_token_file());
     let mut cmd = common::peers::peer_command("kubectl-sigstore", &home);
     cmd.env("SIGSTORE_ROOT_FILE", &root_pem)
         .env(
@@ -732,11 +712,7 @@ fn kubectl_sigstore_key_signatures_with_and_without_the_log_verify_in_mansign() 
     assert!(!text.contains("cosign.sigstore.dev/bundle"), "{text}");
 
     // What kubectl-sigstore signs (unlogged) verifies in mansign and in kubectl-sigstore.
-    let out = mansign()
-        .args(["verify", "-f"])
-        .arg(&unlogged)
-        .arg("--key")
-        .arg(&public)
+    let out = common::with_key("verify", &[], &unlogged, &public)
         .arg("--trusted-root")
         .arg(stack.trusted_root())
         .output()
@@ -986,16 +962,7 @@ fn kubectl_sigstore_v0_5_4_on_the_cases_where_cosign_shows() {
         "v0.5.4: mansign signs keylessly on the stack, v0.5.4 verifies",
     );
     let keyless = d.join("keyless.signed.yaml");
-    stack
-        .keyless_sign(mansign())
-        .arg("-f")
-        .arg(&input)
-        .arg("-o")
-        .arg(&keyless)
-        .arg("--identity-token")
-        .arg(stack.id_token_file())
-        .assert()
-        .success();
+    stack.keyless_sign_to(mansign(), &[], &input, &keyless, stack.id_token_file());
     let verify_keyless = |issuer: &str| {
         v054(
             &offline,

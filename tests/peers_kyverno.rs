@@ -74,13 +74,7 @@ fn exit_verdict(out: &std::process::Output, what: &str) -> Verdict {
 
 /// A key's PEM, indented for a policy's `publicKeys: |-` block.
 fn key_block(public: &Path, indent: usize) -> String {
-    let pad = " ".repeat(indent);
-    std::fs::read_to_string(public)
-        .unwrap()
-        .trim()
-        .lines()
-        .map(|l| format!("{pad}{l}\n"))
-        .collect()
+    common::indented_pem(public, indent)
 }
 
 /// A key entry of an attestor set, at `indent` (the `- keys:` line).
@@ -533,11 +527,7 @@ fn run_matrix(d: &Path, home: &Path, tag: &str, cases: &[Case], setting: &Settin
                     String::from_utf8_lossy(&ours_out.stdout),
                     String::from_utf8_lossy(&ours_out.stderr)
                 );
-                let text = format!(
-                    "{}{}",
-                    String::from_utf8_lossy(&ours_out.stdout),
-                    String::from_utf8_lossy(&ours_out.stderr)
-                );
+                let text = common::all_output(&ours_out);
                 assert!(
                     text.contains(says),
                     "{}: mansign says {says:?}: {text}",
@@ -755,15 +745,8 @@ fn keyless_entry(
 /// mansign signs `input` keylessly on `stack` into `out`, appending to signatures already
 /// there when `append`.
 fn sign_keyless(stack: &stack::Stack, input: &Path, out: &Path, append: bool) {
-    let mut cmd = stack.keyless_sign(mansign());
-    cmd.arg("-f").arg(input).arg("-o").arg(out);
-    if append {
-        cmd.arg("--append");
-    }
-    cmd.arg("--identity-token")
-        .arg(stack.id_token_file())
-        .assert()
-        .success();
+    let flags: &[&str] = if append { &["--append"] } else { &[] };
+    stack.keyless_sign_to(mansign(), flags, input, out, stack.id_token_file());
 }
 
 /// Keyless `validate.manifests` entries on the loopback Sigstore stack (mansign signs with

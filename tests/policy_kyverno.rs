@@ -4,6 +4,8 @@
 //!
 //! Fixtures: testdata/kyverno (provenance in testdata/README.md); a missing one fails.
 
+mod common;
+
 use mansign::manifest::{Document, load_inputs};
 use mansign::policy::{
     LoadOptions, ObjectVerdict, PolicyError, PolicySet, RequestContext, load_file, load_str,
@@ -249,23 +251,12 @@ fn objects_no_rule_applies_to_are_not_verified() {
 
 /// A ClusterPolicy for ConfigMaps and Services in the Kyverno unit-test shape.
 fn unit_policy(attestors: &str) -> PolicySet {
-    let text = format!(
-        "apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: unit
-spec:
-  rules:
-  - name: manifests
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap, Service]
-    validate:
-      manifests:
-        attestors:
-{attestors}
-"
+    let text = common::kyverno_unit_policy_with_attestors(
+        "",
+        "ConfigMap, Service",
+        "",
+        "",
+        &format!("{attestors}\n"),
     );
     policy_text(&text).unwrap()
 }

@@ -648,15 +648,7 @@ fn sign_on_stack(stack: &Stack, dir: &Path) -> PathBuf {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: sample-cm\ndata:\n  key1: val1\n",
     );
     let out = dir.join("signed.yaml");
-    stack
-        .keyless_sign(common::mansign())
-        .arg("-f")
-        .arg(&input)
-        .arg("-o")
-        .arg(&out)
-        .args(["--identity-token", &token])
-        .assert()
-        .success();
+    stack.keyless_sign_to(common::mansign(), &[], &input, &out, token);
     out
 }
 
@@ -667,7 +659,7 @@ fn converted_policy_with_a_learned_issuer_rejects_the_subject_from_another_issue
     let dir = tempfile::tempdir().unwrap();
     let signed = sign_on_stack(&stack, dir.path());
     let converted = dir.path().join("converted.yaml");
-    let run = common::mansign()
+    common::mansign()
         .args(["policy", "convert"])
         .arg(wild("subject-only.yaml"))
         .arg("--trusted-root")
@@ -676,13 +668,8 @@ fn converted_policy_with_a_learned_issuer_rejects_the_subject_from_another_issue
         .arg(path(MULTI))
         .arg("-o")
         .arg(&converted)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+        .assert()
+        .success();
     let verify = |policy: &Path, flag: bool| {
         let mut cmd = common::mansign();
         cmd.args(["verify", "--policy"])

@@ -3,6 +3,8 @@
 //! in `ManifestPolicy`, the failure action in any of Kyverno's spellings — each the same in
 //! the loader, the webhook, offline `verify`, `policy convert` and `policy explain`.
 
+mod common;
+
 use mansign::admission::{Outcome, ReviewOptions, Reviewer};
 use mansign::policy::convert::{ConvertOptions, convert_str};
 use mansign::policy::explain::{explain_json, explain_text};
@@ -71,7 +73,7 @@ fn pod(name: &str) -> Value {
 fn review(object: &Value, resource: &str, user: &str, groups: &[&str]) -> Vec<u8> {
     let api = object["apiVersion"].as_str().unwrap();
     let (group, version) = api.split_once('/').unwrap_or(("", api));
-    let mut request = json!({
+    let request = json!({
         "uid": "00000000-0000-4000-8000-000000000010",
         "kind": {"group": group, "version": version, "kind": object["kind"]},
         "resource": {"group": group, "version": version, "resource": resource},
@@ -80,15 +82,7 @@ fn review(object: &Value, resource: &str, user: &str, groups: &[&str]) -> Vec<u8
         "userInfo": {"username": user, "groups": groups},
         "object": object,
     });
-    if let Some(ns) = object["metadata"]["namespace"].as_str() {
-        request["namespace"] = json!(ns);
-    }
-    serde_json::to_vec(&json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": request,
-    }))
-    .unwrap()
+    common::admission_review_body(request, object["metadata"]["namespace"].as_str())
 }
 
 fn webhook(set: &PolicySet, object: &Value, resource: &str, user: &str) -> Outcome {

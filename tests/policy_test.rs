@@ -18,13 +18,7 @@ const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: NAME\n  na
 
 /// A key's PEM, indented.
 fn pem(public: &Path, indent: usize) -> String {
-    let pad = " ".repeat(indent);
-    std::fs::read_to_string(public)
-        .unwrap()
-        .trim()
-        .lines()
-        .map(|l| format!("{pad}{l}\n"))
-        .collect()
+    common::indented_pem(public, indent)
 }
 
 fn key_entry(public: &Path) -> String {

@@ -61,17 +61,6 @@ fn release_identity(version: &str) -> String {
     format!("https://github.com/mansign/mansign/.github/workflows/release.yml@refs/tags/{version}")
 }
 
-/// GitHub's token service handing out `token` for audience sigstore.
-fn token_endpoint(token: String) -> StubServer {
-    StubServer::start(move |req, _| {
-        if req.path() == "/_apis/token" && req.query("audience").as_deref() == Some("sigstore") {
-            (200, serde_json::json!({"value": token}).to_string())
-        } else {
-            (404, "{}".to_string())
-        }
-    })
-}
-
 fn github_token(stack: &Stack, subject: &str) -> String {
     stack.mint_token(&[
         &format!("iss={GITHUB_ISSUER}"),
@@ -86,11 +75,7 @@ fn run(cmd: &mut Command) -> Output {
 }
 
 fn log(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    common::all_output(out)
 }
 
 /// Runs the release workflow's signing part on `dir` (release-checksums.sh, then
@@ -100,7 +85,7 @@ fn sign_release(stack: &Stack, dir: &Path, version: &str, token_subject: &str) -
         .arg(repo().join("scripts/release-checksums.sh"))
         .arg(dir));
     assert!(out.status.success(), "{}", log(&out));
-    let github = token_endpoint(github_token(stack, token_subject));
+    let github = StubServer::token_endpoint(github_token(stack, token_subject));
     let mut cmd = Command::new("bash");
     cmd.arg(repo().join("scripts/release-sign.sh")).arg(dir);
     for v in stack::AMBIENT_VARS {
@@ -301,7 +286,7 @@ fn release_signing_refuses_assets_that_differ_from_sha256sums() {
     assert!(out.status.success());
     std::fs::remove_file(dir.join(ASSET)).unwrap();
     std::fs::write(dir.join(ASSET), b"not the binary that was summed").unwrap();
-    let github = token_endpoint(github_token(&stack, &release_identity(&version)));
+    let github = StubServer::token_endpoint(github_token(&stack, &release_identity(&version)));
     let out = run(Command::new("bash")
         .arg(repo().join("scripts/release-sign.sh"))
         .arg(&dir)
@@ -458,7 +443,7 @@ fn the_sign_job_packs_krew_archives_and_signs_every_asset_the_build_jobs_upload(
         )
         .unwrap();
     }
-    let github = token_endpoint(github_token(&stack, &release_identity(&version)));
+    let github = StubServer::token_endpoint(github_token(&stack, &release_identity(&version)));
     let mut cmd = Command::new("bash");
     cmd.arg("-c").arg(script).current_dir(checkout.path());
     for v in stack::AMBIENT_VARS {

@@ -9,12 +9,7 @@ use serde_json::Value;
 use std::path::Path;
 
 fn docs(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap();
-    mansign::manifest::parse_documents(&text, &mansign::Limits::default())
-        .unwrap()
-        .into_iter()
-        .map(|(_, v)| v)
-        .collect()
+    common::read_documents(path)
 }
 
 fn write_docs(path: &Path, docs: &[Value]) {
@@ -164,10 +159,9 @@ fn truncated_signature_is_rejected() {
 
 #[test]
 fn unsigned_document_is_rejected_as_not_signed() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_key, pubkey) = key_pair(dir.path(), "cosign");
-    let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    verify_fails_naming(&input, &pubkey, "[not-signed]");
+    let kd = common::key_dir("cosign");
+    let input = kd.write("x.yaml", MULTI_DOC);
+    verify_fails_naming(&input, &kd.pubkey, "[not-signed]");
 }
 
 #[test]
@@ -183,11 +177,7 @@ fn json_output_names_check_and_fields() {
     let mut d = docs(&signed);
     d[0]["data"]["mode"] = Value::String("permissive".into());
     write_docs(&signed, &d);
-    let out = mansign()
-        .args(["verify", "--output", "json", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(&pubkey)
+    let out = common::with_key("verify", &["--output", "json"], &signed, &pubkey)
         .assert()
         .code(1)
         .get_output()
@@ -203,22 +193,17 @@ fn json_output_names_check_and_fields() {
 
 #[test]
 fn file_scope_puts_one_message_with_all_documents_on_every_document() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "cosign");
-    let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    mansign()
-        .args(["sign", "--scope", "file", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
+    let kd = common::key_dir("cosign");
+    let input = kd.write("x.yaml", MULTI_DOC);
+    common::with_key("sign", &["--scope", "file"], &input, &kd.key)
         .assert()
         .success();
-    let signed = dir.path().join("x.yaml.signed");
+    let signed = kd.path().join("x.yaml.signed");
     let d = docs(&signed);
     let ann: Vec<&Value> = d.iter().map(|x| &x["metadata"]["annotations"]).collect();
     assert_eq!(ann[0], ann[1]);
     assert_eq!(ann[1], ann[2]);
-    common::verify_with_key(&signed, &pubkey).success();
+    common::verify_with_key(&signed, &kd.pubkey).success();
 }
 
 #[test]
@@ -226,11 +211,7 @@ fn append_adds_a_second_signature_set_that_verifies_alone() {
     let (dir, signed, pub1) = signed_fixture();
     let (key2, pub2) = key_pair(dir.path(), "second");
     let out = dir.path().join("twice.yaml");
-    mansign()
-        .args(["sign", "--append", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(&key2)
+    common::with_key("sign", &["--append"], &signed, &key2)
         .arg("-o")
         .arg(&out)
         .assert()
@@ -258,15 +239,14 @@ fn append_to_a_kubectl_sigstore_signed_file_signs_its_message() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/kubectl-sigstore-signed");
     let signed = root.join("configmap.signed.yaml");
     let signer = root.join("signer.pub");
-    let dir = tempfile::tempdir().unwrap();
-    let (key2, pub2) = key_pair(dir.path(), "second");
+    let kd = common::key_dir("second");
     for scope in ["document", "file"] {
-        let out = dir.path().join(format!("appended-{scope}.yaml"));
+        let out = kd.path().join(format!("appended-{scope}.yaml"));
         mansign()
             .args(["sign", "--append", "--scope", scope, "-f"])
             .arg(&signed)
             .arg("--key")
-            .arg(&key2)
+            .arg(&kd.key)
             .arg("-o")
             .arg(&out)
             .assert()
@@ -278,7 +258,10 @@ fn append_to_a_kubectl_sigstore_signed_file_signs_its_message() {
             "the message is kept byte for byte"
         );
         assert!(a.get("cosign.sigstore.dev/signature_1").is_some(), "{a}");
-        for (k, set) in [(&signer, "signature set 0"), (&pub2, "signature set 1")] {
+        for (k, set) in [
+            (&signer, "signature set 0"),
+            (&kd.pubkey, "signature set 1"),
+        ] {
             common::verify_with_key(&out, k)
                 .success()
                 .stdout(predicate::str::contains(set));
@@ -287,21 +270,17 @@ fn append_to_a_kubectl_sigstore_signed_file_signs_its_message() {
     // The document changed since kubectl-sigstore signed it: no append.
     let text = std::fs::read_to_string(&signed).unwrap();
     assert!(text.contains("mode: strict"));
-    let changed = write(
-        dir.path(),
+    let changed = kd.write(
         "changed.yaml",
         &text.replacen("mode: strict", "mode: lax", 1),
     );
-    mansign()
-        .args(["sign", "--append", "-f"])
-        .arg(&changed)
-        .arg("--key")
-        .arg(&key2)
-        .arg("-o")
-        .arg(dir.path().join("changed.out.yaml"))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("cannot append"));
+    common::fails(
+        common::with_key("sign", &["--append"], &changed, &kd.key)
+            .arg("-o")
+            .arg(kd.path().join("changed.out.yaml")),
+        2,
+        &["cannot append"],
+    );
 }
 
 #[test]
@@ -314,11 +293,7 @@ fn resigning_without_append_removes_stale_signature_keys() {
     write_docs(&signed, &d);
     let (key2, pub2) = key_pair(dir.path(), "second");
     let out = dir.path().join("resigned.yaml");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(&key2)
+    common::with_key("sign", &[], &signed, &key2)
         .arg("-o")
         .arg(&out)
         .assert()
@@ -342,21 +317,20 @@ fn resigning_without_append_removes_stale_signature_keys() {
 
 #[test]
 fn directory_input_is_mirrored_into_output_directory_in_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "cosign");
-    let src = dir.path().join("unsigned");
+    let kd = common::key_dir("cosign");
+    let src = kd.path().join("unsigned");
     write(&src, "b.yaml", MULTI_DOC);
     write(&src, "nested/a.yml", MULTI_DOC);
     write(&src, ".hidden.yaml", CONFIGMAP_HIDDEN);
     write(&src, "c.json", CONFIGMAP_JSON);
     write(&src, "README.md", "not a manifest");
-    let out = dir.path().join("signed");
+    let out = kd.path().join("signed");
     let sign = |extra: &[&str]| {
         let mut cmd = mansign();
         cmd.args(["sign", "-f"])
             .arg(&src)
             .arg("--key")
-            .arg(&key)
+            .arg(&kd.key)
             .arg("-o")
             .arg(format!("{}/", out.display()))
             .args(extra);
@@ -382,7 +356,7 @@ fn directory_input_is_mirrored_into_output_directory_in_order() {
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("c.json")).unwrap()).unwrap();
     assert!(json["metadata"]["annotations"]["cosign.sigstore.dev/signature"].is_string());
-    common::verify_with_key(&out, &pubkey)
+    common::verify_with_key(&out, &kd.pubkey)
         .success()
         .stdout(predicate::str::contains("8 of 8 document(s) verified"));
 }
@@ -398,11 +372,7 @@ fn signed_tree(
     out: &std::path::Path,
 ) -> std::path::PathBuf {
     let (key, pubkey) = key_pair(dir, "cosign");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(tree)
-        .arg("--key")
-        .arg(&key)
+    common::with_key("sign", &[], tree, &key)
         .arg("-o")
         .arg(format!("{}/", out.display()))
         .assert()
@@ -463,11 +433,7 @@ fn exclude_leaves_out_whole_directories() {
     let pubkey = signed_tree(dir.path(), &tree, &out);
     write(&out, "docs/notes.md", "x");
     write(&out, "docs/example.yaml", "not a manifest: [");
-    mansign()
-        .args(["verify", "--exclude", "docs", "-f"])
-        .arg(&out)
-        .arg("--key")
-        .arg(&pubkey)
+    common::with_key("verify", &["--exclude", "docs"], &out, &pubkey)
         .assert()
         .success();
 }
@@ -482,17 +448,13 @@ fn a_symlink_loop_is_refused_naming_the_link() {
     std::os::unix::fs::symlink(&tree, tree.join("a/up")).unwrap();
     std::os::unix::fs::symlink(&tree, tree.join("a/up2")).unwrap();
     let (key, _) = key_pair(dir.path(), "cosign");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&tree)
-        .arg("--key")
-        .arg(&key)
-        .arg("-o")
-        .arg(format!("{}/", dir.path().join("out").display()))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("symbolic link loop"))
-        .stderr(predicate::str::contains("a/up"));
+    common::fails(
+        common::with_key("sign", &[], &tree, &key)
+            .arg("-o")
+            .arg(format!("{}/", dir.path().join("out").display())),
+        2,
+        &["symbolic link loop", "a/up"],
+    );
     assert!(!dir.path().join("out").exists());
 }
 
@@ -512,29 +474,27 @@ fn symlinked_files_and_directories_are_followed() {
 
 #[test]
 fn glob_inputs_keep_their_path_below_the_pattern_prefix() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
-    write(dir.path(), "unsigned/team-a/ex.yaml", MULTI_DOC);
-    write(dir.path(), "unsigned/team-b/ex.yaml", MULTI_DOC);
+    let kd = common::key_dir("cosign");
+    kd.write("unsigned/team-a/ex.yaml", MULTI_DOC);
+    kd.write("unsigned/team-b/ex.yaml", MULTI_DOC);
     mansign()
-        .current_dir(dir.path())
+        .current_dir(kd.path())
         .args(["sign", "-f", "unsigned/*/ex.yaml", "-o", "out/", "--key"])
-        .arg(&key)
+        .arg(&kd.key)
         .assert()
         .success();
     assert_eq!(
-        files_under(&dir.path().join("out")),
+        files_under(&kd.path().join("out")),
         ["team-a/ex.yaml", "team-b/ex.yaml"]
     );
 }
 
 #[test]
 fn stdin_is_signed_to_stdout_and_verifies_from_stdin() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "cosign");
+    let kd = common::key_dir("cosign");
     let out = mansign()
         .args(["sign", "-f", "-", "--key"])
-        .arg(&key)
+        .arg(&kd.key)
         .write_stdin(MULTI_DOC)
         .assert()
         .success()
@@ -543,7 +503,7 @@ fn stdin_is_signed_to_stdout_and_verifies_from_stdin() {
         .clone();
     mansign()
         .args(["verify", "-f", "-", "--key"])
-        .arg(&pubkey)
+        .arg(&kd.pubkey)
         .write_stdin(out)
         .assert()
         .success();
@@ -551,17 +511,15 @@ fn stdin_is_signed_to_stdout_and_verifies_from_stdin() {
 
 #[test]
 fn several_files_signed_to_stdout_form_one_valid_stream() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "cosign");
-    let a = write(dir.path(), "a.yaml", MULTI_DOC);
-    let b = write(
-        dir.path(),
+    let kd = common::key_dir("cosign");
+    let a = kd.write("a.yaml", MULTI_DOC);
+    let b = kd.write(
         "b.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\ndata:\n  k: v\n",
     );
     let out = mansign()
         .args(["sign", "-o", "-", "--key"])
-        .arg(&key)
+        .arg(&kd.key)
         .arg("-f")
         .arg(&a)
         .arg("-f")
@@ -577,7 +535,7 @@ fn several_files_signed_to_stdout_form_one_valid_stream() {
     assert_eq!(docs.len(), 4, "{text}");
     mansign()
         .args(["verify", "-f", "-", "--key"])
-        .arg(&pubkey)
+        .arg(&kd.pubkey)
         .write_stdin(out)
         .assert()
         .success()
@@ -588,13 +546,14 @@ fn several_files_signed_to_stdout_form_one_valid_stream() {
 fn several_keys_accept_a_signature_by_any_of_them() {
     let (dir, signed, pubkey) = signed_fixture();
     let (_k2, other) = key_pair(dir.path(), "other");
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--key")
-        .arg(format!("{},{}", other.display(), pubkey.display()))
-        .assert()
-        .success();
+    common::with_key(
+        "verify",
+        &[],
+        &signed,
+        format!("{},{}", other.display(), pubkey.display()),
+    )
+    .assert()
+    .success();
 }
 
 #[test]
@@ -616,48 +575,45 @@ fn generate_key_pair_refuses_to_overwrite() {
 /// left (it would hold the encrypted private key).
 #[test]
 fn generate_key_pair_with_force_changes_nothing_when_the_public_key_cannot_be_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "cosign");
-    let old_key = std::fs::read_to_string(&key).unwrap();
-    std::fs::remove_file(&pubkey).unwrap();
-    std::fs::create_dir(&pubkey).unwrap();
+    let kd = common::key_dir("cosign");
+    let old_key = std::fs::read_to_string(&kd.key).unwrap();
+    std::fs::remove_file(&kd.pubkey).unwrap();
+    std::fs::create_dir(&kd.pubkey).unwrap();
     mansign()
-        .current_dir(dir.path())
+        .current_dir(kd.path())
         .args(["generate-key-pair", "--force"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains("cosign.pub"));
-    assert_eq!(std::fs::read_to_string(&key).unwrap(), old_key);
-    assert_eq!(files_under(dir.path()), vec!["cosign.key".to_string()]);
+    assert_eq!(std::fs::read_to_string(&kd.key).unwrap(), old_key);
+    assert_eq!(files_under(kd.path()), vec!["cosign.key".to_string()]);
 }
 
 #[test]
 fn quoted_glob_patterns_select_files_and_skip_hidden_ones() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "cosign");
-    write(dir.path(), "in/a.yaml", MULTI_DOC);
-    write(dir.path(), "in/b.yaml", MULTI_DOC);
-    write(dir.path(), "in/.hidden.yaml", "not: [valid");
-    write(dir.path(), "in/c.txt", "not yaml at all: [");
-    let out = dir.path().join("out");
+    let kd = common::key_dir("cosign");
+    kd.write("in/a.yaml", MULTI_DOC);
+    kd.write("in/b.yaml", MULTI_DOC);
+    kd.write("in/.hidden.yaml", "not: [valid");
+    kd.write("in/c.txt", "not yaml at all: [");
+    let out = kd.path().join("out");
     mansign()
-        .current_dir(dir.path())
+        .current_dir(kd.path())
         .args(["sign", "-f", "in/*.yaml", "-o", "out/", "--key"])
-        .arg(&key)
+        .arg(&kd.key)
         .assert()
         .success();
     assert_eq!(files_under(&out), ["a.yaml", "b.yaml"]);
-    common::verify_with_key(&out, &pubkey).success();
+    common::verify_with_key(&out, &kd.pubkey).success();
 }
 
 #[test]
 fn glob_pattern_matching_nothing_is_an_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "cosign");
+    let kd = common::key_dir("cosign");
     mansign()
-        .current_dir(dir.path())
+        .current_dir(kd.path())
         .args(["sign", "-f", "nothing/*.yaml", "--key"])
-        .arg(&key)
+        .arg(&kd.key)
         .assert()
         .code(2)
         .stderr(predicate::str::contains(

@@ -22,22 +22,31 @@ fn log_ids(root: &Value) -> Vec<String> {
     ids
 }
 
+/// `mansign trust update` from `repository`'s TUF repository, bootstrapped with `root`'s
+/// TUF root, into `target`.
+fn trust_update(
+    repository: &stack::Stack,
+    root: &stack::Stack,
+    target: &std::path::Path,
+) -> assert_cmd::Command {
+    let mut cmd = mansign();
+    cmd.args([
+        "trust",
+        "update",
+        "--tuf-url",
+        repository.var("SIGSTORE_TUF_URL"),
+    ])
+    .args(["--tuf-root", root.var("SIGSTORE_TUF_ROOT"), "-o"])
+    .arg(target);
+    cmd
+}
+
 #[test]
 fn update_fetches_the_stack_trusted_root_over_tuf() {
     let stack = stack::Stack::start_with(&[("WITH_TUF", "1")]);
     let out = tempfile::tempdir().unwrap();
     let target = out.path().join("cache/trusted_root.json");
-    mansign()
-        .args([
-            "trust",
-            "update",
-            "--tuf-url",
-            stack.var("SIGSTORE_TUF_URL"),
-            "--tuf-root",
-            stack.var("SIGSTORE_TUF_ROOT"),
-            "-o",
-        ])
-        .arg(&target)
+    trust_update(&stack, &stack, &target)
         .assert()
         .success()
         .stderr(predicate::str::contains("1 transparency log(s)"));
@@ -68,17 +77,7 @@ fn update_refuses_a_repository_signed_by_another_root() {
     let out = tempfile::tempdir().unwrap();
     let target = out.path().join("trusted_root.json");
     // Repository A, bootstrap root of B: A's metadata is not signed by B's keys.
-    mansign()
-        .args([
-            "trust",
-            "update",
-            "--tuf-url",
-            a.var("SIGSTORE_TUF_URL"),
-            "--tuf-root",
-            b.var("SIGSTORE_TUF_ROOT"),
-            "-o",
-        ])
-        .arg(&target)
+    trust_update(&a, &b, &target)
         .assert()
         .code(2)
         .stderr(predicate::str::contains("TUF update from"));

@@ -6,7 +6,7 @@ mod common;
 use common::MULTI_DOC;
 use mansign::Limits;
 use mansign::keys;
-use mansign::manifest::{Document, DocumentOrigin, Source, load_reader};
+use mansign::manifest::{Document, DocumentOrigin, Source};
 use mansign::signing::{KeySigner, SignOptions, sign_files};
 use mansign::verify::{Attestor, TrustedKey, Verifier};
 use serde_json::json;
@@ -14,15 +14,7 @@ use serde_json::json;
 fn signed(at: Option<&str>) -> (Vec<Document>, String) {
     let pair = keys::generate_key_pair(b"").unwrap();
     let key = keys::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
-    let mut files = vec![
-        load_reader(
-            Source::Named("x".into()),
-            "x".into(),
-            MULTI_DOC.as_bytes(),
-            &Limits::default(),
-        )
-        .unwrap(),
-    ];
+    let mut files = vec![common::load_text("x", "x", MULTI_DOC)];
     let mut options = SignOptions::default();
     options.signed_at = at.map(|t| t.parse().unwrap());
     sign_files(&mut files, &KeySigner::new(key), &options).unwrap();

@@ -183,22 +183,33 @@ fn reason(e: &str) -> String {
     words.join(" ")
 }
 
-fn files_with_extensions(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The files under `dir` (recursively) that `keep` accepts, appended to `out`; a missing
+/// directory adds none.
+fn files_where(dir: &Path, keep: fn(&Path) -> bool, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
         let p = e.path();
         if p.is_dir() {
-            files_with_extensions(&p, out);
-        } else if p
-            .extension()
-            .and_then(|x| x.to_str())
-            .is_some_and(|x| matches!(x, "yaml" | "yml" | "json"))
-        {
+            files_where(&p, keep, out);
+        } else if keep(&p) {
             out.push(p);
         }
     }
+}
+
+/// The `.yaml`, `.yml` and `.json` files under `dir`.
+fn files_with_extensions(dir: &Path, out: &mut Vec<PathBuf>) {
+    files_where(
+        dir,
+        |p| {
+            p.extension()
+                .and_then(|x| x.to_str())
+                .is_some_and(|x| matches!(x, "yaml" | "yml" | "json"))
+        },
+        out,
+    );
 }
 
 #[test]
@@ -234,17 +245,7 @@ fn kubectl_reads_every_testdata_manifest_and_fuzz_seed_as_mansign_does() {
 }
 
 fn collect_all(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            collect_all(&p, out);
-        } else {
-            out.push(p);
-        }
-    }
+    files_where(dir, |_| true, out);
 }
 
 /// Named inputs: (name, bytes).

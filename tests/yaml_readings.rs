@@ -6,7 +6,6 @@
 
 mod common;
 
-use common::{key_pair, mansign, write};
 use mansign::Limits;
 use mansign::manifest::{YamlError, parse_documents};
 use predicates::prelude::*;
@@ -383,47 +382,39 @@ fn yaml_1_1_line_break_characters_are_refused() {
 
 #[test]
 fn sign_refuses_an_ambiguous_manifest_naming_file_document_and_field() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, _) = key_pair(dir.path(), "k");
-    let input = write(
-        dir.path(),
+    let kd = common::key_dir("k");
+    let input = kd.write(
         "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  enabled: on\n",
     );
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&key)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
+    common::fails(
+        &mut common::with_key("sign", &[], &input, &kd.key),
+        2,
+        &[
             "cm.yaml: document 1, data.enabled (line 6, column 12): plain scalar `on`",
-        ))
-        .stderr(predicate::str::contains("quote it: \"on\", or write true"));
-    assert!(!dir.path().join("cm.yaml.signed").exists());
+            "quote it: \"on\", or write true",
+        ],
+    );
+    assert!(!kd.path().join("cm.yaml.signed").exists());
 }
 
 #[test]
 fn verify_refuses_a_signed_string_that_was_unquoted() {
-    let dir = tempfile::tempdir().unwrap();
-    let (key, pubkey) = key_pair(dir.path(), "k");
-    let input = write(
-        dir.path(),
-        "cm.yaml",
+    let kd = common::key_dir("k");
+    let input = kd.write("cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  enabled: \"on\"\n  mode: \"0755\"\n",
     );
-    common::sign_with_key(&input, &key);
-    let signed = dir.path().join("cm.yaml.signed");
-    common::verify_with_key(&signed, &pubkey).success();
+    common::sign_with_key(&input, &kd.key);
+    let signed = kd.path().join("cm.yaml.signed");
+    common::verify_with_key(&signed, &kd.pubkey).success();
     for (quoted, plain, path) in [
         ("enabled: \"on\"", "enabled: on", "data.enabled"),
         ("mode: \"0755\"", "mode: 0755", "data.mode"),
     ] {
         let text = std::fs::read_to_string(&signed).unwrap();
         assert!(text.contains(quoted), "{text}");
-        let tampered = write(dir.path(), "tampered.yaml", &text.replace(quoted, plain));
-        common::verify_with_key(&tampered, &pubkey)
+        let tampered = kd.write("tampered.yaml", &text.replace(quoted, plain));
+        common::verify_with_key(&tampered, &kd.pubkey)
             .code(2)
             .stderr(predicate::str::contains(format!(
                 "tampered.yaml: document 1, {path}"

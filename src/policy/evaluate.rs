@@ -60,6 +60,36 @@ impl<'a> Evaluation<'a> {
             admission_request: false,
         }
     }
+
+    /// More identities a rule may select the object by.
+    pub fn with_identities(mut self, identities: Vec<ObjectIdentity>) -> Self {
+        self.identities = identities;
+        self
+    }
+
+    /// Which verifications the evaluation may do.
+    pub fn with_mode(mut self, mode: CacheMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Judge freshness at this time instead of now.
+    pub fn with_clock(mut self, now: jiff::Timestamp) -> Self {
+        self.clock = Some(now);
+        self
+    }
+
+    /// Fields no rule compares.
+    pub fn with_unverified(mut self, unverified: &'a IgnoreFields) -> Self {
+        self.unverified = Some(unverified);
+        self
+    }
+
+    /// The document is an admission request's object.
+    pub fn with_admission_request(mut self, admission_request: bool) -> Self {
+        self.admission_request = admission_request;
+        self
+    }
 }
 
 impl PolicySet {

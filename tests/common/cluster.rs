@@ -161,6 +161,20 @@ impl Cluster {
         child.wait_with_output().expect("kubectl output")
     }
 
+    /// Creates Kyverno's two PolicyException CRDs, verbatim (testdata/cluster/kyverno-crds,
+    /// provenance in testdata/README.md), and waits until both are established.
+    pub fn create_kyverno_crds(&self) {
+        let crds = super::fixture("cluster/kyverno-crds");
+        self.kubectl_ok(&["create", "-f", crds.to_str().unwrap()]);
+        self.kubectl_ok(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/policyexceptions.kyverno.io",
+            "crd/policyexceptions.policies.kyverno.io",
+        ]);
+    }
+
     /// Runs `kubectl ARGS`, fails the test unless it succeeds; returns stdout.
     pub fn kubectl_ok(&self, args: &[&str]) -> String {
         let out = self.kubectl(args);

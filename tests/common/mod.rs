@@ -57,29 +57,82 @@ pub fn key_pair(dir: &Path, prefix: &str) -> (PathBuf, PathBuf) {
     )
 }
 
-/// `mansign sign -f INPUT --key KEY` (must succeed); returns the signed file it writes,
-/// `INPUT.signed`.
-pub fn sign_with_key(input: &Path, key: &Path) -> PathBuf {
-    mansign()
-        .args(["sign", "-f"])
+/// A fresh temporary directory holding a key pair made by `mansign generate-key-pair`
+/// (`PREFIX.key`, `PREFIX.pub`).
+pub struct KeyDir {
+    pub dir: tempfile::TempDir,
+    pub key: PathBuf,
+    pub pubkey: PathBuf,
+}
+
+/// A [`KeyDir`] with the key pair `PREFIX.key`, `PREFIX.pub`.
+pub fn key_dir(prefix: &str) -> KeyDir {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, pubkey) = key_pair(dir.path(), prefix);
+    KeyDir { dir, key, pubkey }
+}
+
+impl KeyDir {
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes `text` to `name` in the directory (see [`write`]).
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        write(self.path(), name, text)
+    }
+}
+
+/// `mansign VERB FLAGS -f INPUT --key KEY` (VERB `sign` or `verify`), not yet run: the
+/// caller adds what else it needs and asserts the outcome.
+pub fn with_key(
+    verb: &str,
+    flags: &[&str],
+    input: impl AsRef<std::ffi::OsStr>,
+    key: impl AsRef<std::ffi::OsStr>,
+) -> assert_cmd::Command {
+    let mut cmd = mansign();
+    cmd.arg(verb)
+        .args(flags)
+        .arg("-f")
         .arg(input)
         .arg("--key")
-        .arg(key)
-        .assert()
-        .success();
+        .arg(key);
+    cmd
+}
+
+/// `mansign sign FLAGS -f INPUT --key KEY` (must succeed); returns the signed file it
+/// writes, `INPUT.signed`.
+pub fn sign_with(flags: &[&str], input: &Path, key: &Path) -> PathBuf {
+    with_key("sign", flags, input, key).assert().success();
     let mut signed = input.as_os_str().to_owned();
     signed.push(".signed");
     PathBuf::from(signed)
 }
 
+/// `mansign sign -f INPUT --key KEY` (must succeed); returns the signed file it writes,
+/// `INPUT.signed`.
+pub fn sign_with_key(input: &Path, key: &Path) -> PathBuf {
+    sign_with(&[], input, key)
+}
+
 /// `mansign verify -f PATH --key KEY`, run; the caller asserts the outcome.
 pub fn verify_with_key(path: &Path, key: &Path) -> assert_cmd::assert::Assert {
-    mansign()
-        .args(["verify", "-f"])
-        .arg(path)
-        .arg("--key")
-        .arg(key)
-        .assert()
+    with_key("verify", &[], path, key).assert()
+}
+
+/// Runs `cmd` and asserts that it exits with `code` and that its stderr contains each of
+/// `words`; returns the outcome for further checks.
+pub fn fails(
+    cmd: &mut assert_cmd::Command,
+    code: i32,
+    words: &[&str],
+) -> assert_cmd::assert::Assert {
+    let mut out = cmd.assert().code(code);
+    for w in words {
+        out = out.stderr(predicates::str::contains(*w));
+    }
+    out
 }
 
 /// Lists every file under `dir`, relative, sorted.
@@ -217,18 +270,15 @@ pub fn go_tools(script: &str, args: &[&str]) -> std::collections::HashMap<String
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scripts")
         .join(script);
-    let out = std::process::Command::new("bash")
-        .arg(&path)
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("run scripts/{script}: {e}"));
-    assert!(
-        out.status.success(),
-        "the test tools cannot be built (scripts/{script} {}): {}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let out = output_ok(
+        std::process::Command::new("bash")
+            .arg(&path)
+            .args(args)
+            .stdin(std::process::Stdio::null()),
+        &format!(
+            "building the test tools (scripts/{script} {})",
+            args.join(" ")
+        ),
     );
     let tools: std::collections::HashMap<String, PathBuf> = String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -251,4 +301,236 @@ pub fn go_tool(tools: &std::collections::HashMap<String, PathBuf>, name: &str) -
         .get(name)
         .unwrap_or_else(|| panic!("the tool script printed no {name}= line"))
         .clone()
+}
+
+/// Runs `cmd` (a plain process: a build script, `kubectl`, ...) and fails the test, with its
+/// output, unless it runs and succeeds; `what` names it in the failure.
+pub fn output_ok(cmd: &mut std::process::Command, what: &str) -> std::process::Output {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run: {e}"));
+    assert!(
+        out.status.success(),
+        "{what} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The objects of a YAML stream (empty documents dropped), read as mansign reads manifests.
+pub fn parse_objects(text: &str) -> Vec<serde_json::Value> {
+    mansign::manifest::parse_documents(text, &mansign::limits::Limits::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+/// `kubectl kustomize DIR` (DIR relative to the repository; the real `kubectl`, which must be
+/// on PATH: it is not optional), parsed into objects.
+pub fn kustomize(dir: &str) -> Vec<serde_json::Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+    let out = output_ok(
+        std::process::Command::new("kubectl")
+            .arg("kustomize")
+            .arg(&path),
+        &format!("kubectl kustomize {dir}"),
+    );
+    parse_objects(&String::from_utf8(out.stdout).unwrap())
+}
+
+/// The strings of a JSON list; anything else fails the test.
+pub fn strings(v: &serde_json::Value) -> Vec<&str> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not a list: {v}"))
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect()
+}
+
+/// Kyverno's unit-test ClusterPolicy (the shape of upstream kyverno's
+/// `validate_manifest_test.go`): policy `unit`, one rule `manifests` matching `kinds` (e.g.
+/// `ConfigMap, Service`). `spec_extra` is spec fields before `rules:` (indented two spaces),
+/// `rule_extra` rule fields after `match` (indented four), `validate_extra` validate fields
+/// before `manifests:` (indented six); `attestors` follows `attestors:` as it is.
+pub fn kyverno_unit_policy_with_attestors(
+    spec_extra: &str,
+    kinds: &str,
+    rule_extra: &str,
+    validate_extra: &str,
+    attestors: &str,
+) -> String {
+    format!(
+        "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: unit
+spec:
+{spec_extra}  rules:
+  - name: manifests
+    match:
+      any:
+      - resources:
+          kinds: [{kinds}]
+{rule_extra}    validate:
+{validate_extra}      manifests:
+        attestors:
+{attestors}"
+    )
+}
+
+/// [`kyverno_unit_policy_with_attestors`] whose one attestor is the fixtures' first test key
+/// (`testdata/kyverno/keys/ecdsa-pub-1.pem`, inline as `publicKeys`).
+pub fn kyverno_unit_policy(
+    spec_extra: &str,
+    kinds: &str,
+    rule_extra: &str,
+    validate_extra: &str,
+) -> String {
+    let pem = std::fs::read_to_string(fixture("kyverno/keys/ecdsa-pub-1.pem")).unwrap();
+    let key: String = pem
+        .trim()
+        .lines()
+        .map(|l| format!("                  {l}\n"))
+        .collect();
+    let attestors =
+        format!("        - entries:\n          - keys:\n              publicKeys: |-\n{key}");
+    kyverno_unit_policy_with_attestors(spec_extra, kinds, rule_extra, validate_extra, &attestors)
+}
+
+/// A finished process's stdout then stderr, as text.
+pub fn all_output(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The `AdmissionReview` (admission.k8s.io/v1) the API server sends for `request`, with
+/// `request.namespace` set when `namespace` is given; serialized.
+pub fn admission_review_body(mut request: serde_json::Value, namespace: Option<&str>) -> Vec<u8> {
+    if let Some(ns) = namespace {
+        request["namespace"] = serde_json::json!(ns);
+    }
+    serde_json::to_vec(&serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": request,
+    }))
+    .unwrap()
+}
+
+/// `text` read as one manifest file (`Source::Named(source)`, relative path `name`) with the
+/// default limits; it must load.
+pub fn load_text(source: &str, name: &str, text: &str) -> mansign::manifest::ManifestFile {
+    mansign::manifest::load_reader(
+        mansign::manifest::Source::Named(source.into()),
+        name.into(),
+        text.as_bytes(),
+        &mansign::Limits::default(),
+    )
+    .unwrap()
+}
+
+/// The documents of the YAML file at `path`, as mansign reads them.
+pub fn read_documents(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    mansign::manifest::parse_documents(&text, &mansign::Limits::default())
+        .unwrap()
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect()
+}
+
+/// The PEM file at `path`, each line indented by `indent` spaces and ended by a newline (for
+/// a policy's `publicKeys: |-` block).
+pub fn indented_pem(path: &Path, indent: usize) -> String {
+    let pad = " ".repeat(indent);
+    std::fs::read_to_string(path)
+        .unwrap()
+        .trim()
+        .lines()
+        .map(|l| format!("{pad}{l}\n"))
+        .collect()
+}
+
+/// Copies the tree `from` to `to` (created).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target: PathBuf = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The body of the Markdown fenced block whose opening fence `fence` must stand at
+/// `lines[start]`, and the index after its closing fence. A missing or unclosed fence fails
+/// the test, naming `file` and the line: a typo must not quietly turn an example off.
+pub fn fenced_block(lines: &[&str], start: usize, fence: &str, file: &str) -> (String, usize) {
+    assert_eq!(
+        lines.get(start).map(|l| l.trim_end()),
+        Some(fence),
+        "{file}:{}: a marker must be followed by {fence}",
+        start + 1
+    );
+    let mut body = String::new();
+    let mut j = start + 1;
+    while j < lines.len() && lines[j].trim_end() != "```" {
+        body.push_str(lines[j]);
+        body.push('\n');
+        j += 1;
+    }
+    assert!(j < lines.len(), "{file}:{}: unclosed fence", start + 1);
+    (body, j + 1)
+}
+
+/// `text` written to `app.yaml` in a fresh [`KeyDir`] (key pair `prefix`), signed through
+/// the CLI into `app.signed.yaml`; returns the directory and the signed documents, in order.
+pub fn signed_stream(prefix: &str, text: &str) -> (KeyDir, Vec<serde_json::Value>) {
+    let kd = key_dir(prefix);
+    let input = kd.write("app.yaml", text);
+    let output = kd.path().join("app.signed.yaml");
+    with_key("sign", &[], &input, &kd.key)
+        .arg("-o")
+        .arg(&output)
+        .assert()
+        .success();
+    let docs = read_documents(&output);
+    (kd, docs)
+}
+
+/// `CMD admission review --policy POLICY -f REVIEW`, run (CMD: the `mansign` binary as the
+/// caller set it up).
+pub fn admission_review_run(
+    mut cmd: assert_cmd::Command,
+    policy: &Path,
+    review: &Path,
+) -> std::process::Output {
+    cmd.args(["admission", "review", "--policy"])
+        .arg(policy)
+        .arg("-f")
+        .arg(review)
+        .output()
+        .unwrap()
+}
+
+/// [`admission_review_run`] with a plain `mansign`, and its stdout read as the response
+/// (stdout that is not JSON fails the test, showing stderr).
+pub fn admission_review_json(
+    policy: &Path,
+    review: &Path,
+) -> (std::process::Output, serde_json::Value) {
+    let out = admission_review_run(mansign(), policy, review);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let response: serde_json::Value = serde_json::from_str(&stdout)
+        .unwrap_or_else(|e| panic!("{e}: {stdout}{}", String::from_utf8_lossy(&out.stderr)));
+    (out, response)
 }

@@ -32,6 +32,11 @@ impl Pki {
 
     /// A serving certificate for 127.0.0.1 and localhost (PEM) and its key (PEM), named `cn`.
     pub fn issue(&self, cn: &str) -> (String, String) {
+        self.issue_until(cn, None)
+    }
+
+    /// The same, valid until `not_after` (UTC midnight) when given.
+    pub fn issue_until(&self, cn: &str, not_after: Option<(i32, u8, u8)>) -> (String, String) {
         let key = rcgen::KeyPair::generate().unwrap();
         let mut params =
             rcgen::CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".into()])
@@ -39,6 +44,9 @@ impl Pki {
         params
             .distinguished_name
             .push(rcgen::DnType::CommonName, cn);
+        if let Some((y, m, d)) = not_after {
+            params.not_after = rcgen::date_time_ymd(y, m, d);
+        }
         let cert = params.signed_by(&key, &self.issuer).unwrap();
         (cert.pem(), key.serialize_pem())
     }
@@ -46,8 +54,13 @@ impl Pki {
     /// Writes a new certificate and key into `dir/tls.crt` and `dir/tls.key`, each replaced
     /// atomically (as the kubelet swaps a Secret volume); returns the certificate's DER.
     pub fn install(&self, dir: &Path, cn: &str) -> Vec<u8> {
+        self.install_until(dir, cn, None)
+    }
+
+    /// [`Pki::install`] with a certificate valid until `not_after` (UTC midnight) when given.
+    pub fn install_until(&self, dir: &Path, cn: &str, not_after: Option<(i32, u8, u8)>) -> Vec<u8> {
         use rustls_pki_types::pem::PemObject as _;
-        let (cert, key) = self.issue(cn);
+        let (cert, key) = self.issue_until(cn, not_after);
         for (name, text) in [("tls.key", &key), ("tls.crt", &cert)] {
             let tmp = dir.join(format!(".{name}.tmp"));
             std::fs::write(&tmp, text).unwrap();

@@ -149,6 +149,28 @@ impl Stack {
         cmd
     }
 
+    /// `mansign sign FLAGS -f INPUT -o OUT --identity-token TOKEN` made keyless against this
+    /// stack (see [`Stack::keyless_sign`]) with `cmd` (the `mansign` binary); must succeed.
+    pub fn keyless_sign_to(
+        &self,
+        cmd: assert_cmd::Command,
+        flags: &[&str],
+        input: &Path,
+        out: &Path,
+        token: impl AsRef<std::ffi::OsStr>,
+    ) {
+        self.keyless_sign(cmd)
+            .args(flags)
+            .arg("-f")
+            .arg(input)
+            .arg("-o")
+            .arg(out)
+            .arg("--identity-token")
+            .arg(token)
+            .assert()
+            .success();
+    }
+
     pub fn trusted_root(&self) -> PathBuf {
         PathBuf::from(self.var("SIGSTORE_TRUSTED_ROOT"))
     }

@@ -69,6 +69,19 @@ pub struct StubServer {
 }
 
 impl StubServer {
+    /// GitHub's token service (`/_apis/token`) handing out `token` for audience sigstore;
+    /// anything else is a 404.
+    pub fn token_endpoint(token: String) -> StubServer {
+        StubServer::start(move |req, _| {
+            if req.path() == "/_apis/token" && req.query("audience").as_deref() == Some("sigstore")
+            {
+                (200, serde_json::json!({"value": token}).to_string())
+            } else {
+                (404, "{}".to_string())
+            }
+        })
+    }
+
     /// Serves `handler(request, base_url) -> (status, JSON body)` until dropped.
     pub fn start(
         handler: impl Fn(&Request, &str) -> (u16, String) + Send + Sync + 'static,

@@ -30,6 +30,35 @@ pub fn kill_at_exit(pid: u32) {
         .spawn();
 }
 
+/// Waits until `child` (`what`, for the messages) logs its `listening` event to the file
+/// `log` (JSON lines) and returns the port; fails the test if it exits first or takes 30 s.
+pub fn wait_listening(child: &mut Child, log: &Path, what: &str) -> u16 {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(addr) = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| e["event"] == "listening")
+            .and_then(|e| e["address"].as_str().map(str::to_string))
+        {
+            return addr
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .expect("listening address has a port");
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("{what} exited with {status}: {text}");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{what} did not listen within 30 s: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 pub struct Webhook {
     child: Child,
     pub port: u16,
@@ -67,31 +96,12 @@ impl Webhook {
             port: 0,
             stderr,
         };
-        let start = Instant::now();
-        loop {
-            let text = std::fs::read_to_string(&webhook.stderr).unwrap_or_default();
-            if let Some(addr) = text
-                .lines()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .find(|e| e["event"] == "listening")
-                .and_then(|e| e["address"].as_str().map(str::to_string))
-            {
-                webhook.port = addr
-                    .rsplit(':')
-                    .next()
-                    .and_then(|p| p.parse().ok())
-                    .expect("listening address has a port");
-                return webhook;
-            }
-            if let Some(status) = webhook.child.try_wait().unwrap() {
-                panic!("mansign admission serve exited with {status}: {text}");
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "mansign admission serve did not listen within 30 s: {text}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        webhook.port = wait_listening(
+            &mut webhook.child,
+            &webhook.stderr,
+            "mansign admission serve",
+        );
+        webhook
     }
 
     /// `https://127.0.0.1:PORT/validate`.
