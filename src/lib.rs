@@ -101,6 +101,7 @@ pub mod limits;
 pub mod manifest;
 pub mod parallel;
 pub mod policy;
+mod setters;
 pub mod signing;
 pub mod trust;
 pub mod verify;

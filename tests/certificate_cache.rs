@@ -4,7 +4,7 @@
 //! for its own fault — after the certificate expired, at a time its Fulcio authority no
 //! longer covers, with a bad SET, a signature over another message, a body about another
 //! signature, certificate or hash, a body with a duplicate key — and that the cache is the
-//! root's own. The checks of a vouched set are mansign's own (`verify/hashedrekord.rs`), so
+//! root's own. The checks of a vouched set are mansign's own (`verify/sigstore/hashedrekord.rs`), so
 //! these tests are what shows them refusing.
 //!
 //! Fixtures and the test's own Rekor log: tests/common/rekor_log.rs.

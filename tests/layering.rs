@@ -8,7 +8,13 @@
 //!   `crate::`, `super::` and `self::` paths, re-exports followed to the file that defines the
 //!   item) has no cycle. A parent `mod.rs` declaring and re-exporting its children is not an
 //!   import; its own code using a re-exported name is.
-//! * **Adapters**: the sigstore crates are named only by the adapter files.
+//! * **Rooms** (sub-folders of a module, docs/design.md "Module map"): the files of a room
+//!   import, of their module's other files, only what the room's rule allows: the Sigstore
+//!   evidence room (`verify/sigstore/`) and the YAML reader (`manifest/yaml/`) nothing, the
+//!   attestor logic (`verify/attestors/`) only the Sigstore room, the difference engine
+//!   (`manifest/compare/`) only the document types.
+//! * **Adapters**: the sigstore crates are named only by the adapter files (in `verify/`,
+//!   only by the files of its `sigstore/` room).
 //! * **Stand-alone repository**: no source, test or script reads the shared reference
 //!   folder next to the checkout.
 //!
@@ -20,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 /// Layers, lowest first. A module may import modules of strictly lower layers only.
 const LAYERS: &[&[&str]] = &[
-    &["limits", "parallel", "keys", "trust"],
+    &["limits", "parallel", "setters", "keys", "trust"],
     &["manifest", "annotations"],
     &["verify", "kube"],
     &["policy", "signing", "conformance"],
@@ -31,7 +37,7 @@ const LAYERS: &[&[&str]] = &[
 /// Files allowed to name the sigstore crates.
 const SIGSTORE_ADAPTERS: &[&str] = &[
     "src/trust/",
-    "src/verify/sigstore.rs",
+    "src/verify/sigstore/",
     "src/signing/sigstore.rs",
     "src/signing/sigstore/",
     "src/conformance/",
@@ -48,6 +54,28 @@ const SIGSTORE_CRATES: &[&str] = &[
     "sigstore_fulcio",
     "sigstore_oidc",
     "sigstore_tuf",
+];
+
+/// Rooms: (room, its module, what of the module's other files it may import). Each entry
+/// is a folder (ending in `/`) or a file.
+const ROOMS: &[(&str, &str, &[&str])] = &[
+    // Sigstore/Rekor/certificate mechanics and what a signature proves: the pipeline and
+    // the attestor logic build on it, never the other way.
+    ("src/verify/sigstore/", "src/verify/", &[]),
+    // Who must have signed: uses the signature checks, not the pipeline or its cache.
+    (
+        "src/verify/attestors/",
+        "src/verify/",
+        &["src/verify/sigstore/"],
+    ),
+    // The YAML reader and writer: nothing of documents, files, messages or comparison.
+    ("src/manifest/yaml/", "src/manifest/", &[]),
+    // The difference engine: documents' identities, not the YAML reader or file loading.
+    (
+        "src/manifest/compare/",
+        "src/manifest/",
+        &["src/manifest/document.rs"],
+    ),
 ];
 
 fn root() -> PathBuf {
@@ -73,7 +101,7 @@ fn source_files() -> Vec<PathBuf> {
     out
 }
 
-/// The module path of a file: `src/verify/keyless.rs` -> `["verify", "keyless"]`,
+/// The module path of a file: `src/verify/sigstore/keyless.rs` -> `["verify", "sigstore", "keyless"]`,
 /// `src/verify/mod.rs` -> `["verify"]`, `src/lib.rs` -> `[]`.
 fn module_of(file: &Path) -> Vec<String> {
     let rel = file.strip_prefix("src").unwrap();
@@ -221,6 +249,11 @@ fn referenced_paths(code: &str) -> Vec<Vec<String>> {
             let at = from + p;
             from = at + start.len();
             if at > 0 && (bytes[at - 1].is_ascii_alphanumeric() || bytes[at - 1] == b'_') {
+                continue;
+            }
+            // A visibility (`pub(in crate::verify)`) names where an item is seen, not an
+            // import.
+            if code[..at].ends_with("(in ") {
                 continue;
             }
             let path: String = code[at..]
@@ -562,6 +595,48 @@ fn no_import_cycle_between_files() {
     );
 }
 
+/// The imports that leave a room for a file of its module it may not import.
+fn room_violations(edges: &BTreeMap<PathBuf, BTreeSet<PathBuf>>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (from, targets) in edges {
+        let from_shown = from.display().to_string();
+        for (room, module, allowed) in ROOMS {
+            if !from_shown.starts_with(room) {
+                continue;
+            }
+            for to in targets {
+                let to_shown = to.display().to_string();
+                if to_shown.starts_with(module)
+                    && !to_shown.starts_with(room)
+                    && !allowed.iter().any(|a| to_shown.starts_with(a))
+                {
+                    out.push(format!("{from_shown} (room {room}) imports {to_shown}"));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn rooms_import_only_what_their_rule_allows() {
+    let graph = import_graph();
+    // Every room exists (a renamed folder must not pass by checking nothing).
+    for (room, _, _) in ROOMS {
+        assert!(root().join(room).is_dir(), "{room} is not a folder");
+        assert!(
+            graph.edges.keys().any(|f| f.starts_with(room)),
+            "no file of {room} imports anything: is the graph read?"
+        );
+    }
+    let violations = room_violations(&graph.edges);
+    assert!(
+        violations.is_empty(),
+        "imports across room boundaries (see docs/design.md, Module map, and ROOMS):\n{}",
+        violations.join("\n")
+    );
+}
+
 #[test]
 fn sigstore_crates_are_named_only_by_the_adapters() {
     let mut offenders = Vec::new();
@@ -631,11 +706,39 @@ fn nothing_in_the_repository_reads_the_shared_folder() {
 fn the_checker_sees_a_known_edge_and_a_planted_cycle() {
     // The check must be able to fail: a known import is found...
     let graph = import_graph();
-    let keyless = PathBuf::from("src/verify/keyless.rs");
+    let keyless = PathBuf::from("src/verify/sigstore/keyless.rs");
     assert!(
-        graph.edges[&keyless].contains(&PathBuf::from("src/verify/rekor_entry.rs")),
+        graph.edges[&keyless].contains(&PathBuf::from("src/verify/sigstore/rekor_entry.rs")),
         "{:?}",
         graph.edges[&keyless]
+    );
+    // ... an import out of a room is reported, one within the rule is not ...
+    let mut planted = BTreeMap::new();
+    planted.insert(
+        PathBuf::from("src/manifest/yaml/read.rs"),
+        BTreeSet::from([
+            PathBuf::from("src/manifest/compare/diff.rs"),
+            PathBuf::from("src/manifest/yaml/error.rs"),
+            PathBuf::from("src/limits.rs"),
+        ]),
+    );
+    planted.insert(
+        PathBuf::from("src/verify/attestors/attestor.rs"),
+        BTreeSet::from([
+            PathBuf::from("src/verify/sigstore/keyless.rs"),
+            PathBuf::from("src/verify/verifier.rs"),
+        ]),
+    );
+    assert_eq!(
+        room_violations(&planted),
+        vec![
+            "src/manifest/yaml/read.rs (room src/manifest/yaml/) imports \
+             src/manifest/compare/diff.rs"
+                .to_string(),
+            "src/verify/attestors/attestor.rs (room src/verify/attestors/) imports \
+             src/verify/verifier.rs"
+                .to_string(),
+        ]
     );
     // ... and `use` trees expand to full paths.
     let mut out = Vec::new();
@@ -648,6 +751,7 @@ fn the_checker_sees_a_known_edge_and_a_planted_cycle() {
             vec!["super".to_string(), "c".into(), "D".into()],
         ]
     );
+    assert!(referenced_paths("pub(in crate::verify) fn f() {}").is_empty());
     assert_eq!(
         code_only("let s = \"crate::cli\"; // crate::cli"),
         "let s = \"\"; "

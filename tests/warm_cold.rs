@@ -1,7 +1,7 @@
 //! One judgement of a Rekor entry, warm or cold (issue 28): a signature set is judged the
 //! same by a verifier that sees its certificate for the first time (the full check through
-//! sigstore-verify, `verify/sigstore.rs`) and by one whose trust root already vouched for
-//! that certificate (mansign's own per-set checks, `verify/hashedrekord.rs`). The cache
+//! sigstore-verify, `verify/sigstore/adapter.rs`) and by one whose trust root already vouched for
+//! that certificate (mansign's own per-set checks, `verify/sigstore/hashedrekord.rs`). The cache
 //! may save work, never change a verdict, so an admission answer never depends on which
 //! objects the webhook saw before.
 //!

@@ -167,27 +167,25 @@ impl Reviewer {
     /// blocking thread). The work is bounded (parsing at most that many bytes twice and one
     /// comparison), so an async server can answer re-applied objects on its own threads.
     pub fn review_cached(&self, body: &[u8]) -> Option<Reviewed> {
-        self.review_cached_with(body, None)
+        self.review_with(body, None, CACHED_ONLY)
     }
 
     /// [`Reviewer::review_cached`] at a fixed time.
     pub fn review_cached_at(&self, body: &[u8], now: jiff::Timestamp) -> Option<Reviewed> {
-        self.review_cached_with(body, Some(now))
+        self.review_with(body, Some(now), CACHED_ONLY)
     }
 
-    fn review_cached_with(&self, body: &[u8], now: Option<jiff::Timestamp>) -> Option<Reviewed> {
-        if body.len() > CACHED_REVIEW_MAX_BYTES {
-            return None;
-        }
-        self.review_with(body, now, CACHED_ONLY)
-    }
-
+    /// The review in `checks`' mode; `None` only under [`CACHED_ONLY`], when it needs a
+    /// signature check or the body is larger than [`CACHED_REVIEW_MAX_BYTES`].
     fn review_with(
         &self,
         body: &[u8],
         now: Option<jiff::Timestamp>,
         checks: CacheMode,
     ) -> Option<Reviewed> {
+        if checks != FULL && body.len() > CACHED_REVIEW_MAX_BYTES {
+            return None;
+        }
         let ParsedRequest { request, object } =
             match parse(body, self.options.max_body_bytes, MAX_REVIEW_DEPTH) {
                 Ok(parsed) => parsed,
@@ -217,7 +215,11 @@ impl Reviewer {
             decision,
         })
     }
+}
 
+/// The decision on one parsed request: skipped, refused before verifying, or the one
+/// rule walk's verdicts.
+impl Reviewer {
     /// The decision; `None` only under [`CACHED_ONLY`], when it needs a signature
     /// check.
     fn decide(
@@ -228,36 +230,7 @@ impl Reviewer {
         checks: CacheMode,
     ) -> Option<(Decision, Answer)> {
         let namespace = request.namespace.clone().filter(|ns| !ns.is_empty());
-        let object_name = object
-            .as_ref()
-            .and_then(|o| o.get("metadata")?.get("name")?.as_str())
-            .map(str::to_string);
-        let mut decision = Decision {
-            uid: request.uid.clone(),
-            outcome: Outcome::Allowed,
-            kind: kind_label(
-                &request.kind.group,
-                &request.kind.version,
-                &request.kind.kind,
-            ),
-            request_kind: RequestKind {
-                group: request.kind.group.clone(),
-                version: request.kind.version.clone(),
-                kind: request.kind.kind.clone(),
-            },
-            namespace: namespace.clone(),
-            name: if request.name.is_empty() {
-                object_name.unwrap_or_default()
-            } else {
-                request.name.clone()
-            },
-            operation: operation_name(&request.operation).into(),
-            user: request.user_info.username.clone().unwrap_or_default(),
-            dry_run: request.dry_run,
-            signers: Vec::new(),
-            reason_code: None,
-            message: String::new(),
-        };
+        let mut decision = undecided(request, object.as_ref());
         let allow = Answer {
             allowed: true,
             message: None,
@@ -285,24 +258,7 @@ impl Reviewer {
         let ctx = request_context(&decision.operation, request);
         let containing = containing_namespace(request, namespace.as_deref());
         let (object, namespace_conflict) = with_request_namespace(object, containing);
-        let request_id = ObjectIdentity {
-            group: request.kind.group.clone(),
-            version: request.kind.version.clone(),
-            kind: request.kind.kind.clone(),
-            namespace: namespace.clone(),
-            name: decision.name.clone(),
-        };
-        // The rules apply under the object's own identity, the one the request gives, or
-        // the namespace the object claims: whichever selects more.
-        let mut identities = vec![request_id];
-        if let Ok(id) = ObjectIdentity::of(&object) {
-            identities.push(id);
-        }
-        if let Some(claimed) = &namespace_conflict {
-            let mut id = identities[0].clone();
-            id.namespace = Some(claimed.clone());
-            identities.push(id);
-        }
+        let identities = identities_of(request, &decision.name, &object, &namespace_conflict);
         let matched = self.policies.matching_rules(&object, &identities, &ctx);
         let Some(first) = matched.first() else {
             decision.outcome = Outcome::NotMatched;
@@ -351,6 +307,70 @@ impl Reviewer {
         };
         Some(finish(decision, failures))
     }
+}
+
+/// The decision record of a request before anything is decided: what it asks (kind,
+/// namespace, name, operation, user), allowed until a check says otherwise.
+fn undecided(request: &AdmissionRequest<DynamicObject>, object: Option<&Value>) -> Decision {
+    let namespace = request.namespace.clone().filter(|ns| !ns.is_empty());
+    let object_name = object
+        .and_then(|o| o.get("metadata")?.get("name")?.as_str())
+        .map(str::to_string);
+    Decision {
+        uid: request.uid.clone(),
+        outcome: Outcome::Allowed,
+        kind: kind_label(
+            &request.kind.group,
+            &request.kind.version,
+            &request.kind.kind,
+        ),
+        request_kind: RequestKind {
+            group: request.kind.group.clone(),
+            version: request.kind.version.clone(),
+            kind: request.kind.kind.clone(),
+        },
+        namespace,
+        name: if request.name.is_empty() {
+            object_name.unwrap_or_default()
+        } else {
+            request.name.clone()
+        },
+        operation: operation_name(&request.operation).into(),
+        user: request.user_info.username.clone().unwrap_or_default(),
+        dry_run: request.dry_run,
+        signers: Vec::new(),
+        reason_code: None,
+        message: String::new(),
+    }
+}
+
+/// The identities the rules may select the object by: the one the request gives, the
+/// object's own, and the namespace the object claims when it is not the request's.
+fn identities_of(
+    request: &AdmissionRequest<DynamicObject>,
+    name: &str,
+    object: &Value,
+    namespace_conflict: &Option<String>,
+) -> Vec<ObjectIdentity> {
+    let request_id = ObjectIdentity {
+        group: request.kind.group.clone(),
+        version: request.kind.version.clone(),
+        kind: request.kind.kind.clone(),
+        namespace: request.namespace.clone().filter(|ns| !ns.is_empty()),
+        name: name.to_string(),
+    };
+    // The rules apply under the object's own identity, the one the request gives, or
+    // the namespace the object claims: whichever selects more.
+    let mut identities = vec![request_id];
+    if let Ok(id) = ObjectIdentity::of(object) {
+        identities.push(id);
+    }
+    if let Some(claimed) = namespace_conflict {
+        let mut id = identities[0].clone();
+        id.namespace = Some(claimed.clone());
+        identities.push(id);
+    }
+    identities
 }
 
 /// The failed rules of the verdicts, in rule order; the signers of the verified ones go to

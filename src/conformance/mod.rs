@@ -4,7 +4,7 @@
 //! Sigstore project's own acceptance suite can run against mansign's verifier, and for any
 //! Rust caller holding a `.sigstore.json` bundle.
 //!
-//! Like `trust/`, `verify/sigstore.rs` and `signing/sigstore.rs`, this module is an adapter
+//! Like `trust/`, `verify/sigstore/adapter.rs` and `signing/sigstore.rs`, this module is an adapter
 //! over the sigstore crates: bundles are their types. A failed check is a
 //! [`SigstoreError`](crate::verify::SigstoreError), mapped by the same function as for
 //! signed manifests.

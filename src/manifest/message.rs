@@ -9,9 +9,9 @@
 //! `.tar.gz` of the signed files (§1.5).
 
 use super::legacy_tar::{self, LegacyTarError};
-use super::yaml_error::YamlError;
-use super::yaml_read::parse_documents;
-use super::yaml_write::to_yaml;
+use super::yaml::error::YamlError;
+use super::yaml::read::parse_documents;
+use super::yaml::write::to_yaml;
 use crate::limits::Limits;
 use serde_json::Value;
 

@@ -5,50 +5,40 @@
 //! what the API server, Kyverno and kubectl-sigstore compare: YAML comments and styles carry
 //! no meaning for admission.
 
-mod diff;
+mod compare;
 mod document;
 mod expiry;
-mod gitops;
 mod legacy_tar;
 mod load;
 mod message;
-mod scalar;
-mod tolerance;
-mod yaml_budget;
-mod yaml_error;
-mod yaml_events;
-mod yaml_json;
-mod yaml_read;
-mod yaml_scan;
-mod yaml_stream;
-mod yaml_write;
+mod yaml;
 
-pub use diff::{
+pub use compare::diff::{
     CompareError, Comparison, DiffKind, Difference, FieldDiff, FieldPath, FieldPattern,
     IgnoreFields, MAX_REPORTED_DIFFS, Segment, Step, compare, diff_documents, write_path,
+};
+pub use compare::gitops::{
+    ARGOCD_INSTALLATION_ID_ANNOTATION, ARGOCD_INSTANCE_LABEL, ARGOCD_TRACKING_ID_ANNOTATION,
+    FLUX_LABELS, FluxKustomization, GitopsBindings, check_argocd_application,
+    check_argocd_installation_id, tracking_id_names,
+};
+pub use compare::tolerance::{
+    GroupKind, IgnoreProfile, IgnoreProfiles, LAST_APPLIED_ANNOTATION, Tolerances,
+    UnboundGitopsKey, has_status_subresource, unbound_gitops_keys, upstream_dotted,
 };
 pub use document::{Document, DocumentOrigin, ObjectIdentity, Source};
 pub use expiry::{
     EXPIRES_ANNOTATION, SIGNED_AT_ANNOTATION, expiry_of, parse_duration, parse_expires, set_expiry,
     set_signed_at, signed_at_of,
 };
-pub use gitops::{
-    ARGOCD_INSTALLATION_ID_ANNOTATION, ARGOCD_INSTANCE_LABEL, ARGOCD_TRACKING_ID_ANNOTATION,
-    FLUX_LABELS, FluxKustomization, GitopsBindings, check_argocd_application,
-    check_argocd_installation_id, tracking_id_names,
-};
 pub use legacy_tar::LegacyTarError;
 pub use load::{
     InputSelection, MANIFEST_EXTENSIONS, ManifestFile, load_inputs, load_inputs_with, load_reader,
 };
 pub use message::{MessageError, build_message, parse_message};
-pub use tolerance::{
-    GroupKind, IgnoreProfile, IgnoreProfiles, LAST_APPLIED_ANNOTATION, Tolerances,
-    UnboundGitopsKey, has_status_subresource, unbound_gitops_keys, upstream_dotted,
-};
-pub use yaml_error::{ScalarReadings, YamlError, YamlLocation};
-pub use yaml_read::parse_documents;
-pub use yaml_write::to_yaml;
+pub use yaml::error::{ScalarReadings, YamlError, YamlLocation};
+pub use yaml::read::parse_documents;
+pub use yaml::write::to_yaml;
 
 use std::path::PathBuf;
 

@@ -8,6 +8,7 @@ use super::selector::RequestContext;
 use super::verdict::{ObjectVerdict, RuleVerdict};
 use super::{PolicyRule, PolicySet};
 use crate::manifest::{Document, IgnoreFields, ObjectIdentity, Tolerances};
+use crate::verify::VerifyMode;
 use serde_json::Value;
 
 /// Which verifications an evaluation may do.
@@ -175,7 +176,13 @@ pub fn evaluate_rules(
         } => {
             let verdicts = verifiers
                 .iter()
-                .map(|v| v.cached_verdict(doc, max_signed_bytes))
+                .map(|v| {
+                    let mode = VerifyMode::CachedOnly {
+                        max_signed_bytes,
+                        count_hit: false,
+                    };
+                    v.verify_document_with(doc, mode)
+                })
                 .collect::<Option<Vec<_>>>()?;
             // Counted only now: a rule answered from the cache while another needed the
             // full path is counted by the full path.

@@ -693,6 +693,28 @@ impl LoadContext<'_> {
     }
 }
 
+/// A string field's text, trimmed; `None` when absent or blank (both loaders read optional
+/// fields this way).
+pub(crate) fn non_empty(v: &Option<String>) -> Option<&str> {
+    v.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// [`PolicyError::Unsupported`] at `at`.
+pub(crate) fn unsupported(at: &Location, reason: impl Into<String>) -> PolicyError {
+    PolicyError::Unsupported {
+        at: at.clone(),
+        reason: reason.into(),
+    }
+}
+
+/// [`PolicyError::Invalid`] at `at`.
+pub(crate) fn invalid(at: &Location, reason: impl Into<String>) -> PolicyError {
+    PolicyError::Invalid {
+        at: at.clone(),
+        reason: reason.into(),
+    }
+}
+
 /// The end of the name of the stand-in key of an unresolved key reference (see
 /// `LoadContext::referenced_keys`): `policy explain` shows the reference, not the stand-in.
 pub(crate) const UNRESOLVED_KEY: &str = ": not read";

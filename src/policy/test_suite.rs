@@ -106,17 +106,13 @@ pub struct SuiteOptions {
     pub load: LoadOptions,
 }
 
-/// Setters for callers outside the crate (the struct is `#[non_exhaustive]`).
-impl SuiteOptions {
-    /// Sets `file_name`.
-    pub fn with_file_name(mut self, value: String) -> Self {
-        self.file_name = value;
-        self
-    }
-    /// Sets `load`.
-    pub fn with_load(mut self, value: LoadOptions) -> Self {
-        self.load = value;
-        self
+crate::setters::setters! {
+    /// Setters for callers outside the crate (the struct is `#[non_exhaustive]`).
+    SuiteOptions {
+        /// Sets `file_name`.
+        with_file_name => file_name: String,
+        /// Sets `load`.
+        with_load => load: LoadOptions,
     }
 }
 

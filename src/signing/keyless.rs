@@ -42,28 +42,18 @@ pub struct KeylessOptions {
     pub timeout: Duration,
 }
 
-/// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
-/// so it is built from [`KeylessOptions::default()`] and these, never as a literal.
-impl KeylessOptions {
-    /// Sets `fulcio_url`.
-    pub fn with_fulcio_url(mut self, value: String) -> Self {
-        self.fulcio_url = value;
-        self
-    }
-    /// Sets `rekor`.
-    pub fn with_rekor(mut self, value: RekorOptions) -> Self {
-        self.rekor = value;
-        self
-    }
-    /// Sets `retry`.
-    pub fn with_retry(mut self, value: RetryPolicy) -> Self {
-        self.retry = value;
-        self
-    }
-    /// Sets `timeout`.
-    pub fn with_timeout(mut self, value: Duration) -> Self {
-        self.timeout = value;
-        self
+crate::setters::setters! {
+    /// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
+    /// so it is built from [`KeylessOptions::default()`] and these, never as a literal.
+    KeylessOptions {
+        /// Sets `fulcio_url`.
+        with_fulcio_url => fulcio_url: String,
+        /// Sets `rekor`.
+        with_rekor => rekor: RekorOptions,
+        /// Sets `retry`.
+        with_retry => retry: RetryPolicy,
+        /// Sets `timeout`.
+        with_timeout => timeout: Duration,
     }
 }
 

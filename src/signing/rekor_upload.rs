@@ -44,28 +44,18 @@ pub struct RekorOptions {
     pub timeout: Duration,
 }
 
-/// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
-/// so it is built from [`RekorOptions::default()`] and these, never as a literal.
-impl RekorOptions {
-    /// Sets `url`.
-    pub fn with_url(mut self, value: String) -> Self {
-        self.url = value;
-        self
-    }
-    /// Sets `concurrency`.
-    pub fn with_concurrency(mut self, value: usize) -> Self {
-        self.concurrency = value;
-        self
-    }
-    /// Sets `retry`.
-    pub fn with_retry(mut self, value: RetryPolicy) -> Self {
-        self.retry = value;
-        self
-    }
-    /// Sets `timeout`.
-    pub fn with_timeout(mut self, value: Duration) -> Self {
-        self.timeout = value;
-        self
+crate::setters::setters! {
+    /// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
+    /// so it is built from [`RekorOptions::default()`] and these, never as a literal.
+    RekorOptions {
+        /// Sets `url`.
+        with_url => url: String,
+        /// Sets `concurrency`.
+        with_concurrency => concurrency: usize,
+        /// Sets `retry`.
+        with_retry => retry: RetryPolicy,
+        /// Sets `timeout`.
+        with_timeout => timeout: Duration,
     }
 }
 

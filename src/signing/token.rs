@@ -102,27 +102,23 @@ pub struct TokenOptions {
     pub retry: RetryPolicy,
 }
 
-/// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
-/// so it is built from [`TokenOptions::default()`] and these, never as a literal.
+crate::setters::setters! {
+    /// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
+    /// so it is built from [`TokenOptions::default()`] and these, never as a literal.
+    TokenOptions {
+        /// Sets `audience`.
+        with_audience => audience: String,
+        /// Sets `sign_in`.
+        with_sign_in => sign_in: SignInOptions,
+        /// Sets `retry`.
+        with_retry => retry: RetryPolicy,
+    }
+}
+
 impl TokenOptions {
     /// Sets `identity_token` to `Some(value)`.
     pub fn with_identity_token(mut self, value: Secret) -> Self {
         self.identity_token = Some(value);
-        self
-    }
-    /// Sets `audience`.
-    pub fn with_audience(mut self, value: String) -> Self {
-        self.audience = value;
-        self
-    }
-    /// Sets `sign_in`.
-    pub fn with_sign_in(mut self, value: SignInOptions) -> Self {
-        self.sign_in = value;
-        self
-    }
-    /// Sets `retry`.
-    pub fn with_retry(mut self, value: RetryPolicy) -> Self {
-        self.retry = value;
         self
     }
 }

@@ -14,7 +14,7 @@
 //! * [`TrustRoot::from_file`] / [`TrustRoot::from_json`]: any `trusted_root.json`, such as a
 //!   private Sigstore deployment's or the local test stack's.
 //!
-//! This module is one of the adapters over the sigstore crates (with `verify/sigstore.rs`,
+//! This module is one of the adapters over the sigstore crates (with `verify/sigstore/adapter.rs`,
 //! `signing/sigstore.rs` and `conformance/`, see `docs/design.md`); the crates' types do
 //! not appear in its public API.
 

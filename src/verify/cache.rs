@@ -26,7 +26,7 @@
 //! * the size is bounded, in entries and in the memory of the kept documents (oldest
 //!   entries leave first): hostile input can churn it but not grow it.
 
-use super::signer::SignerInfo;
+use super::sigstore::signer::SignerInfo;
 use super::verdict::Verified;
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;

@@ -42,57 +42,42 @@
 //! # }
 //! ```
 
-mod assignment;
-mod attestor;
-mod attestor_set;
+mod attestors;
 mod blocking;
 mod cache;
-mod certificate;
-mod checks;
 mod compare;
-mod evidence;
-mod failure;
-mod hashedrekord;
-mod identity;
-mod key_bundle;
-mod keyless;
-mod legacy_rekord;
-mod logged_entry;
-mod pem;
-mod rekor_entry;
-mod signer;
 pub(crate) mod sigstore;
-mod sigstore_error;
 mod verdict;
 mod verifier;
 
 pub use crate::parallel::{MAX_VERIFICATION_THREADS, default_parallelism, map_in_order};
-pub use assignment::{
+pub use attestors::assignment::{
     MAX_DEPTH as MAX_ATTESTOR_SET_DEPTH, MAX_TREE_ENTRIES as MAX_ATTESTOR_SET_ENTRIES,
 };
-pub use attestor::{Attestor, KeylessAttestor, TrustedKey};
-pub use attestor_set::{
+pub use attestors::attestor::{Attestor, KeylessAttestor, TrustedKey};
+pub use attestors::attestor_set::{
     AttestorEntry, AttestorPolicy, AttestorSet, AttestorSetError, EntryFailure, EntryFailureReason,
     EntryMatch, EntryPath, ISSUER_NOT_CHECKED, MatchingLimit, SetFailure,
 };
-pub use blocking::{BlockingError, BlockingVerifications};
-pub use cache::{CacheStats, DEFAULT_CACHE_ENTRIES, VerificationCache};
-pub use certificate::{
-    CertificateAttestor, CertificateAttestorError, CertificateCheckError, SigningTime,
-};
-pub use evidence::{
-    CertificateSubject, RekorEvidence, SigstoreEvidence, WorkflowClaims, format_unix_time,
-};
-pub use failure::{AgeFailure, Attempt, CheckFailure, best_attempt};
-pub use identity::{
+pub use attestors::failure::{AgeFailure, Attempt, CheckFailure, best_attempt};
+pub use attestors::identity::{
     AnchoredRegex, Claim, ClaimMatcher, IdentityMismatch, IdentityPolicy, IdentityPolicyBuilder,
     IdentityPolicyError, ValueMatcher,
 };
-pub use key_bundle::verify_key_set_with_bundle;
-pub use keyless::verify_certificate_set;
-pub use signer::{SignerIdentity, SignerInfo, SignerName};
-pub use sigstore_error::SigstoreError;
+pub use blocking::{BlockingError, BlockingVerifications};
+pub use cache::{CacheStats, DEFAULT_CACHE_ENTRIES, VerificationCache};
+pub use sigstore::certificate::{
+    CertificateAttestor, CertificateAttestorError, CertificateCheckError, SigningTime,
+};
+pub use sigstore::error::SigstoreError;
+pub use sigstore::evidence::{
+    CertificateSubject, RekorEvidence, SigstoreEvidence, WorkflowClaims, format_unix_time,
+};
+pub use sigstore::key_bundle::verify_key_set_with_bundle;
+pub use sigstore::keyless::verify_certificate_set;
+pub use sigstore::signer::{SignerIdentity, SignerInfo, SignerName};
 pub use verdict::{DocumentVerdict, MAX_LISTED_DOCUMENTS, Rejection, Verdict, Verified};
+pub(crate) use verifier::VerifyMode;
 pub use verifier::{Requirement, Verifier};
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! Verification results that explain themselves.
 
-use super::attestor_set::{EntryMatch, SetFailure};
-use super::failure::{Attempt, best_attempt};
-use super::signer::SignerInfo;
+use super::attestors::attestor_set::{EntryMatch, SetFailure};
+use super::attestors::failure::{Attempt, best_attempt};
+use super::sigstore::signer::SignerInfo;
 use crate::annotations::AnnotationError;
 use crate::manifest::{CompareError, DocumentOrigin, FieldDiff, MessageError, ObjectIdentity};
 use serde_json::{Value, json};

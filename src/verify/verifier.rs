@@ -1,12 +1,12 @@
 //! The verification pipeline for one object (see the [module docs](super) for the steps).
 
-use super::attestor::Attestor;
-use super::attestor_set::AttestorPolicy;
+use super::attestors::attestor::Attestor;
+use super::attestors::attestor_set::AttestorPolicy;
+use super::attestors::checks::{BudgetExceeded, Leaf, SignatureChecks};
+use super::attestors::failure::{AgeFailure, Attempt, CheckFailure};
 use super::cache::{Accepted, CacheKey, VerificationCache, cache_key};
-use super::checks::{BudgetExceeded, Leaf, SignatureChecks};
 use super::compare::{CompareRules, compare_with_signed};
-use super::failure::{AgeFailure, Attempt, CheckFailure};
-use super::signer::{SignerInfo, Undated};
+use super::sigstore::signer::{SignerInfo, Undated};
 use super::verdict::{DocumentVerdict, MAX_LISTED_DOCUMENTS, Rejection, Verdict, Verified};
 use crate::annotations::{AnnotationDomain, extract};
 use crate::limits::Limits;
@@ -24,6 +24,20 @@ pub enum Requirement {
     AnyOf(Vec<Attestor>),
     /// Attestor sets, all required, each N-of-M (policy files; see [`AttestorPolicy`]).
     Policy(AttestorPolicy),
+}
+
+/// Which checks one verification may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum VerifyMode {
+    /// The full verification (signature checks when the cache does not answer).
+    Full,
+    /// No signature check: the verdict from the cache, or none. Signed documents of at most
+    /// `max_signed_bytes` (their JSON text); a hit is counted when `count_hit` (else the
+    /// caller counts it with [`Verifier::count_cache_hit`]).
+    CachedOnly {
+        max_signed_bytes: usize,
+        count_hit: bool,
+    },
 }
 
 /// Checks documents against a set of trusted attestors.
@@ -218,21 +232,20 @@ impl Verifier {
 
     /// Verifies one document read from input.
     pub fn verify_document(&self, doc: &Document) -> DocumentVerdict {
-        DocumentVerdict {
-            origin: Some(doc.origin.clone()),
-            object: doc.identity.clone(),
-            result: self.check(&doc.identity, &doc.value),
+        match self.verify_document_with(doc, VerifyMode::Full) {
+            Some(verdict) => verdict,
+            None => unreachable!("a full verification always decides"),
         }
     }
 
     /// Verifies an object that did not come from a file (library callers, the webhook).
     pub fn verify_object(&self, object: &Value) -> Result<DocumentVerdict, String> {
         let identity = ObjectIdentity::of(object)?;
-        let result = self.check(&identity, object);
+        let result = self.check(&identity, object, VerifyMode::Full);
         Ok(DocumentVerdict {
             origin: None,
             object: identity,
-            result,
+            result: result.unwrap_or_else(|| unreachable!("a full verification always decides")),
         })
     }
 
@@ -249,52 +262,32 @@ impl Verifier {
         doc: &Document,
         max_signed_bytes: usize,
     ) -> Option<DocumentVerdict> {
-        let verdict = self.cached_verdict(doc, max_signed_bytes)?;
-        self.count_cache_hit();
-        Some(verdict)
+        let mode = VerifyMode::CachedOnly {
+            max_signed_bytes,
+            count_hit: true,
+        };
+        self.verify_document_with(doc, mode)
     }
 
-    /// [`Verifier::verify_document_cached`] counting nothing: for a caller that uses the
-    /// verdict only if other verifiers answer too ([`Verifier::count_cache_hit`] then).
-    pub(crate) fn cached_verdict(
+    /// Verifies one document in `mode`: `None` only under [`VerifyMode::CachedOnly`], when
+    /// the verdict needs a signature check.
+    pub(crate) fn verify_document_with(
         &self,
         doc: &Document,
-        max_signed_bytes: usize,
+        mode: VerifyMode,
     ) -> Option<DocumentVerdict> {
-        if let Some(reason) = &self.unresolved {
-            return Some(DocumentVerdict {
-                origin: Some(doc.origin.clone()),
-                object: doc.identity.clone(),
-                result: Err(Rejection::KeyUnresolved {
-                    reason: reason.to_string(),
-                }),
-            });
-        }
-        let key = cache_key(&doc.value, &self.domain, &self.limits, self.max_age)?;
-        let result = self.decided_by_cache(&key, &doc.identity, &doc.value, max_signed_bytes)?;
         Some(DocumentVerdict {
             origin: Some(doc.origin.clone()),
             object: doc.identity.clone(),
-            result,
+            result: self.check(&doc.identity, &doc.value, mode)?,
         })
     }
 
-    /// Counts a verification answered from the cache.
+    /// Counts a verification answered from the cache (for a caller of
+    /// [`VerifyMode::CachedOnly`] that did not count it: it used the verdict only once other
+    /// verifiers answered too).
     pub(crate) fn count_cache_hit(&self) {
         self.cache.record(true);
-    }
-
-    /// The verdict from the acceptance remembered for `key`, if there is one and it can
-    /// decide (see [`check_hit`](Self::check_hit)). Counts nothing.
-    fn decided_by_cache(
-        &self,
-        key: &CacheKey,
-        identity: &ObjectIdentity,
-        object: &Value,
-        max_signed_bytes: usize,
-    ) -> Option<Result<Verified, Rejection>> {
-        let hit = self.cache.find(key, self.now())?;
-        self.check_hit(&hit, identity, object, max_signed_bytes)
     }
 
     /// Step 0: signature material accepted before for this requirement. No decoding,
@@ -339,21 +332,62 @@ impl Verifier {
         Some(self.check_signed(identity, object, &signed_doc, hit.verified.clone()))
     }
 
-    fn check(&self, identity: &ObjectIdentity, object: &Value) -> Result<Verified, Rejection> {
+    /// The verdict in `mode`: `None` only under [`VerifyMode::CachedOnly`], when it needs
+    /// a signature check.
+    fn check(
+        &self,
+        identity: &ObjectIdentity,
+        object: &Value,
+        mode: VerifyMode,
+    ) -> Option<Result<Verified, Rejection>> {
         if let Some(reason) = &self.unresolved {
-            return Err(Rejection::KeyUnresolved {
+            // Answered without a check: a cache-only answer, counted as one.
+            if let VerifyMode::CachedOnly {
+                count_hit: true, ..
+            } = mode
+            {
+                self.count_cache_hit();
+            }
+            return Some(Err(Rejection::KeyUnresolved {
                 reason: reason.to_string(),
-            });
+            }));
         }
-        // 0. signature material accepted before (see `check_hit`); counted once decided
+        // 0. signature material accepted before (see `check_hit`)
         let key = cache_key(object, &self.domain, &self.limits, self.max_age);
-        if let Some(key) = &key {
-            let decided = self.decided_by_cache(key, identity, object, usize::MAX);
-            self.cache.record(decided.is_some());
-            if let Some(result) = decided {
-                return result;
+        let max_signed_bytes = match mode {
+            VerifyMode::Full => usize::MAX,
+            VerifyMode::CachedOnly {
+                max_signed_bytes, ..
+            } => max_signed_bytes,
+        };
+        let decided = key.as_ref().and_then(|key| {
+            let hit = self.cache.find(key, self.now())?;
+            self.check_hit(&hit, identity, object, max_signed_bytes)
+        });
+        match mode {
+            // counted once decided
+            VerifyMode::Full if key.is_some() => self.cache.record(decided.is_some()),
+            VerifyMode::Full => {}
+            VerifyMode::CachedOnly { count_hit, .. } => {
+                if count_hit && decided.is_some() {
+                    self.count_cache_hit();
+                }
+                return decided;
             }
         }
+        if let Some(result) = decided {
+            return Some(result);
+        }
+        Some(self.check_signatures(identity, object, key))
+    }
+
+    /// Steps 1 to 5, when the cache did not decide.
+    fn check_signatures(
+        &self,
+        identity: &ObjectIdentity,
+        object: &Value,
+        key: Option<CacheKey>,
+    ) -> Result<Verified, Rejection> {
         // 1. annotations
         let signed = extract(object, &self.domain, &self.limits).map_err(Rejection::Annotations)?;
         // 2. the signed document for this object (its signed time dates the signatures)

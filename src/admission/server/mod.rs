@@ -81,83 +81,40 @@ pub struct ServeOptions {
     pub log_format: LogFormat,
 }
 
-/// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
-/// so it is built from [`ServeOptions::new`] and these, never as a literal.
-impl ServeOptions {
-    /// Sets `listen`.
-    pub fn with_listen(mut self, value: SocketAddr) -> Self {
-        self.listen = value;
-        self
-    }
-    /// Sets `tls_cert`.
-    pub fn with_tls_cert(mut self, value: PathBuf) -> Self {
-        self.tls_cert = value;
-        self
-    }
-    /// Sets `tls_key`.
-    pub fn with_tls_key(mut self, value: PathBuf) -> Self {
-        self.tls_key = value;
-        self
-    }
-    /// Sets `deadline`.
-    pub fn with_deadline(mut self, value: Duration) -> Self {
-        self.deadline = value;
-        self
-    }
-    /// Sets `body_timeout`.
-    pub fn with_body_timeout(mut self, value: Duration) -> Self {
-        self.body_timeout = value;
-        self
-    }
-    /// Sets `header_timeout`.
-    pub fn with_header_timeout(mut self, value: Duration) -> Self {
-        self.header_timeout = value;
-        self
-    }
-    /// Sets `handshake_timeout`.
-    pub fn with_handshake_timeout(mut self, value: Duration) -> Self {
-        self.handshake_timeout = value;
-        self
-    }
-    /// Sets `idle_timeout`.
-    pub fn with_idle_timeout(mut self, value: Duration) -> Self {
-        self.idle_timeout = value;
-        self
-    }
-    /// Sets `max_connections`.
-    pub fn with_max_connections(mut self, value: usize) -> Self {
-        self.max_connections = value;
-        self
-    }
-    /// Sets `max_streams_per_connection`.
-    pub fn with_max_streams_per_connection(mut self, value: u32) -> Self {
-        self.max_streams_per_connection = value;
-        self
-    }
-    /// Sets `max_concurrent_reviews`.
-    pub fn with_max_concurrent_reviews(mut self, value: usize) -> Self {
-        self.max_concurrent_reviews = value;
-        self
-    }
-    /// Sets `max_body_bytes`.
-    pub fn with_max_body_bytes(mut self, value: usize) -> Self {
-        self.max_body_bytes = value;
-        self
-    }
-    /// Sets `shutdown_grace`.
-    pub fn with_shutdown_grace(mut self, value: Duration) -> Self {
-        self.shutdown_grace = value;
-        self
-    }
-    /// Sets `reload_interval`.
-    pub fn with_reload_interval(mut self, value: Duration) -> Self {
-        self.reload_interval = value;
-        self
-    }
-    /// Sets `log_format`.
-    pub fn with_log_format(mut self, value: LogFormat) -> Self {
-        self.log_format = value;
-        self
+crate::setters::setters! {
+    /// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
+    /// so it is built from [`ServeOptions::new`] and these, never as a literal.
+    ServeOptions {
+        /// Sets `listen`.
+        with_listen => listen: SocketAddr,
+        /// Sets `tls_cert`.
+        with_tls_cert => tls_cert: PathBuf,
+        /// Sets `tls_key`.
+        with_tls_key => tls_key: PathBuf,
+        /// Sets `deadline`.
+        with_deadline => deadline: Duration,
+        /// Sets `body_timeout`.
+        with_body_timeout => body_timeout: Duration,
+        /// Sets `header_timeout`.
+        with_header_timeout => header_timeout: Duration,
+        /// Sets `handshake_timeout`.
+        with_handshake_timeout => handshake_timeout: Duration,
+        /// Sets `idle_timeout`.
+        with_idle_timeout => idle_timeout: Duration,
+        /// Sets `max_connections`.
+        with_max_connections => max_connections: usize,
+        /// Sets `max_streams_per_connection`.
+        with_max_streams_per_connection => max_streams_per_connection: u32,
+        /// Sets `max_concurrent_reviews`.
+        with_max_concurrent_reviews => max_concurrent_reviews: usize,
+        /// Sets `max_body_bytes`.
+        with_max_body_bytes => max_body_bytes: usize,
+        /// Sets `shutdown_grace`.
+        with_shutdown_grace => shutdown_grace: Duration,
+        /// Sets `reload_interval`.
+        with_reload_interval => reload_interval: Duration,
+        /// Sets `log_format`.
+        with_log_format => log_format: LogFormat,
     }
 }
 

@@ -64,8 +64,8 @@ use super::action::{ActionOverride, FailureAction, FailureActions};
 use super::selector::{KindSelector, MatchResources, RuleSelector};
 use super::{
     IgnoreBinding, KeyObject, KeyReference, LoadContext, Location, NamespaceBinding, PolicyError,
-    PolicyRule, PolicySet, RuleSource, attestor_policy, certificate_attestor, parse_data_variable,
-    parse_public_keys, translate_upstream_field,
+    PolicyRule, PolicySet, RuleSource, attestor_policy, certificate_attestor, invalid, non_empty,
+    parse_data_variable, parse_public_keys, translate_upstream_field, unsupported,
 };
 use crate::annotations::AnnotationDomain;
 use crate::manifest::IgnoreProfile;
@@ -74,24 +74,6 @@ use crate::verify::{
     KeylessAttestor, Verifier,
 };
 use std::sync::Arc;
-fn non_empty(v: &Option<String>) -> Option<&str> {
-    v.as_deref().map(str::trim).filter(|s| !s.is_empty())
-}
-
-fn unsupported(at: &Location, reason: impl Into<String>) -> PolicyError {
-    PolicyError::Unsupported {
-        at: at.clone(),
-        reason: reason.into(),
-    }
-}
-
-fn invalid(at: &Location, reason: impl Into<String>) -> PolicyError {
-    PolicyError::Invalid {
-        at: at.clone(),
-        reason: reason.into(),
-    }
-}
-
 /// Only sha256 (the default) is what mansign verifies.
 pub(crate) fn check_algorithm(
     algorithm: &Option<String>,

@@ -4,26 +4,8 @@
 //! other keys and every validity window.
 
 use super::schema::{CtlogSpec, RekorSpec};
-use crate::policy::{Location, PolicyError};
+use crate::policy::{Location, PolicyError, invalid, non_empty, unsupported};
 use crate::trust::{RestrictError, TrustRoot};
-
-fn non_empty(v: &Option<String>) -> Option<&str> {
-    v.as_deref().map(str::trim).filter(|s| !s.is_empty())
-}
-
-fn unsupported(at: &Location, reason: impl Into<String>) -> PolicyError {
-    PolicyError::Unsupported {
-        at: at.clone(),
-        reason: reason.into(),
-    }
-}
-
-fn invalid(at: &Location, reason: impl Into<String>) -> PolicyError {
-    PolicyError::Invalid {
-        at: at.clone(),
-        reason: reason.into(),
-    }
-}
 
 /// DER blocks of a PEM text with the given tag (`CERTIFICATE`, `PUBLIC KEY`), at most
 /// [`MAX_PEM_BLOCKS`]; anything else is invalid.

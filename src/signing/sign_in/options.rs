@@ -26,33 +26,20 @@ pub struct SignInOptions {
     pub timeout: Duration,
 }
 
-/// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
-/// so it is built from [`SignInOptions::default()`] and these, never as a literal.
-impl SignInOptions {
-    /// Sets `issuer`.
-    pub fn with_issuer(mut self, value: String) -> Self {
-        self.issuer = value;
-        self
-    }
-    /// Sets `client_id`.
-    pub fn with_client_id(mut self, value: String) -> Self {
-        self.client_id = value;
-        self
-    }
-    /// Sets `open_browser`.
-    pub fn with_open_browser(mut self, value: bool) -> Self {
-        self.open_browser = value;
-        self
-    }
-    /// Sets `terminal`.
-    pub fn with_terminal(mut self, value: bool) -> Self {
-        self.terminal = value;
-        self
-    }
-    /// Sets `timeout`.
-    pub fn with_timeout(mut self, value: Duration) -> Self {
-        self.timeout = value;
-        self
+crate::setters::setters! {
+    /// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
+    /// so it is built from [`SignInOptions::default()`] and these, never as a literal.
+    SignInOptions {
+        /// Sets `issuer`.
+        with_issuer => issuer: String,
+        /// Sets `client_id`.
+        with_client_id => client_id: String,
+        /// Sets `open_browser`.
+        with_open_browser => open_browser: bool,
+        /// Sets `terminal`.
+        with_terminal => terminal: bool,
+        /// Sets `timeout`.
+        with_timeout => timeout: Duration,
     }
 }
 

@@ -35,8 +35,8 @@
 //! document without a namespace is accepted in the namespaces listed, and only there).
 
 use super::diff::{DiffKind, Difference, FieldPattern, Step};
-use super::document::ObjectIdentity;
 use super::gitops::{GitopsBindings, argocd_tolerates, flux_tolerates};
+use crate::manifest::document::ObjectIdentity;
 use serde_json::{Value, json};
 
 /// One built-in list of tolerated differences.
@@ -1183,7 +1183,7 @@ fn is_digest_pinning(d: &Difference<'_>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::manifest::diff::compare;
+    use crate::manifest::compare::diff::compare;
 
     fn id(group: &str, kind: &str) -> ObjectIdentity {
         ObjectIdentity {

@@ -25,10 +25,10 @@
 //! The leaf's validity at the integrated time and its chain and SCT are what the trust
 //! root vouched for; [`vouched`] is the only way in.
 
+use super::adapter::{self as sigstore, SigningMaterial};
+use super::error::SigstoreError;
 use super::logged_entry::{LoggedSignature, verify_set};
 use super::rekor_entry::RekorEntry;
-use super::sigstore::{self, SigningMaterial};
-use super::sigstore_error::SigstoreError;
 use crate::trust::{TrustRoot, VouchedCertificates};
 
 /// A set whose certificate `trust` vouched for at a time covering this entry: proof that

@@ -5,9 +5,9 @@
 //! ([`map_verify_error`]), which the conformance front end uses too, so an expired
 //! certificate has the same name on every path.
 
+use super::error::SigstoreError;
 use super::evidence::{CertificateSubject, WorkflowClaims};
 use super::rekor_entry::RekorEntry;
-use super::sigstore_error::SigstoreError;
 use crate::trust::{TrustRoot, VouchedCertificate, VouchedCertificates};
 use rustls_pki_types::SignatureVerificationAlgorithm;
 use sigstore_types::bundle::{
@@ -172,7 +172,7 @@ fn verify_certificate_bundle(
 
 /// Checks an ECDSA (or other sigstore-supported) signature over `message` with a public key
 /// (SubjectPublicKeyInfo DER), in the key's default signing scheme.
-pub(super) fn verify_signature(
+pub(in crate::verify) fn verify_signature(
     public_key_der: &[u8],
     message: &[u8],
     signature: &[u8],

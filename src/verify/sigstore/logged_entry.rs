@@ -5,9 +5,9 @@
 //! through sigstore-verify included, so that a body is judged the same whether or not its
 //! certificate was seen before (issue 28).
 
+use super::adapter::SigningMaterial;
+use super::error::SigstoreError;
 use super::rekor_entry::RekorEntry;
-use super::sigstore::SigningMaterial;
-use super::sigstore_error::SigstoreError;
 use crate::trust::{RekorSetError, TrustRoot};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;

@@ -38,7 +38,7 @@
 //! `--flux-kustomization` (policy `spec.gitops`) bind them.
 
 use super::diff::{DiffKind, Difference, Step};
-use super::document::ObjectIdentity;
+use crate::manifest::document::ObjectIdentity;
 use serde_json::Value;
 use std::fmt;
 

@@ -22,7 +22,7 @@
 //! Quoted and block scalars are strings in both readings, unless a core tag says otherwise
 //! (`!!int "0755"` is 493 for kubectl and 755 in YAML 1.2: refused).
 
-use super::yaml_error::shorten;
+use super::error::shorten;
 use serde_json::Value;
 use std::fmt;
 

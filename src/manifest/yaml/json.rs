@@ -7,8 +7,8 @@
 //! differently: duplicate keys (Go's `encoding/json` keeps the last silently) and integers
 //! beyond 64 bits (kubectl's unstructured decoder turns them into rounded float64s).
 
-use super::yaml_budget::{Budget, Exceeded, exact};
-use super::yaml_error::{Step, YamlError, YamlLocation, render_path, shorten};
+use super::budget::{Budget, Exceeded, exact};
+use super::error::{Step, YamlError, YamlLocation, render_path, shorten};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;

@@ -14,15 +14,15 @@
 //! A set of the other kind is refused with a reason, never passed: a key attestor does not
 //! accept certificate sets, a keyless attestor does not accept sets without a certificate.
 
-use super::certificate::CertificateAttestor;
 use super::failure::CheckFailure;
 use super::identity::IdentityPolicy;
-use super::key_bundle::verify_key_set_with_bundle;
-use super::keyless::verify_certificate_set;
-use super::signer::SignerInfo;
-use super::sigstore::verify_signature;
 use crate::annotations::SignatureSet;
 use crate::trust::TrustRoot;
+use crate::verify::sigstore::adapter::verify_signature;
+use crate::verify::sigstore::certificate::CertificateAttestor;
+use crate::verify::sigstore::key_bundle::verify_key_set_with_bundle;
+use crate::verify::sigstore::keyless::verify_certificate_set;
+use crate::verify::sigstore::signer::SignerInfo;
 use p256::ecdsa::{DerSignature, VerifyingKey};
 use p256::pkcs8::EncodePublicKey as _;
 use std::sync::Arc;
@@ -154,7 +154,7 @@ impl Attestor {
     }
 
     /// Checks one signature set over `message`; `now` is the time certificate attestors
-    /// check sets without a Rekor bundle at (the [`Verifier`](super::Verifier)'s clock).
+    /// check sets without a Rekor bundle at (the [`Verifier`](crate::verify::Verifier)'s clock).
     /// Keys need no time, keyless certificates are always checked at the integrated time.
     pub fn check_at(
         &self,

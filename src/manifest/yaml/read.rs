@@ -2,26 +2,26 @@
 //!
 //! The pipeline, each step bounded before the next one spends memory:
 //!
-//! 1. **Stream** (`yaml_stream`): a JSON stream when the input starts with `{`, otherwise
+//! 1. **Stream** (`stream`): a JSON stream when the input starts with `{`, otherwise
 //!    YAML cut into documents at `---` lines, exactly as kubectl's `YAMLOrJSONDecoder` does.
 //!    A document larger than `Limits::max_document_bytes` is refused before it is read.
-//! 2. **JSON documents** (`yaml_json`): parsed by `serde_json` through a budgeted seed. A
+//! 2. **JSON documents** (`json`): parsed by `serde_json` through a budgeted seed. A
 //!    YAML document that is JSON as a whole is read this way too.
-//! 3. **YAML documents**: pre-scanned (`yaml_scan`: flow collection size, flow nesting,
+//! 3. **YAML documents**: pre-scanned (`scan`: flow collection size, flow nesting,
 //!    directives, YAML 1.1 line-break characters), then parsed by saphyr-parser and built
-//!    from its events (`yaml_events`), every scalar read in both YAML 1.2 and kubectl's
+//!    from its events (`events`), every scalar read in both YAML 1.2 and kubectl's
 //!    YAML 1.1 (`scalar`), refused where they differ.
 //!
 //! Documents that are empty or `null` are skipped (kubectl skips them too); positions still
 //! count them.
 
+use super::budget::Budget;
+use super::error::{YamlError, YamlLocation};
+use super::events;
+use super::json::{self, JsonStream, Parsed};
 use super::scalar;
-use super::yaml_budget::Budget;
-use super::yaml_error::{YamlError, YamlLocation};
-use super::yaml_events;
-use super::yaml_json::{self, JsonStream, Parsed};
-use super::yaml_scan::{self, Finding, ScanLimits};
-use super::yaml_stream::{Chunk, Chunks, is_json_stream};
+use super::scan::{self, Finding, ScanLimits};
+use super::stream::{Chunk, Chunks, is_json_stream};
 use crate::limits::Limits;
 use serde_json::Value;
 
@@ -54,7 +54,7 @@ pub fn parse_documents(text: &str, limits: &Limits) -> Result<Vec<(usize, Value)
             let doc = doc?;
             budget.start_document();
             let document = doc.position + 1;
-            let value = match yaml_json::parse_document(
+            let value = match json::parse_document(
                 doc.text,
                 document,
                 doc.first_line,
@@ -124,9 +124,9 @@ fn read_chunk(
     let body = chunk.text.trim_start_matches([' ', '\t', '\n', '\r']);
     if body.starts_with(['{', '[']) {
         // kubectl reads this chunk as YAML 1.1, where these characters break lines.
-        yaml_scan::line_break_characters(&chunk.text).map_err(finding)?;
+        scan::line_break_characters(&chunk.text).map_err(finding)?;
         let before = budget.clone();
-        match yaml_json::parse_document(
+        match json::parse_document(
             &chunk.text,
             document,
             chunk.first_line,
@@ -142,8 +142,8 @@ fn read_chunk(
             Parsed::NotJson(_) => *budget = before,
         }
     }
-    yaml_scan::prescan(&chunk.text, scan_limits).map_err(finding)?;
-    yaml_events::parse_document(
+    scan::prescan(&chunk.text, scan_limits).map_err(finding)?;
+    events::parse_document(
         &chunk.text,
         document,
         chunk.first_line,

@@ -5,12 +5,12 @@
 //! costs what it expands to, and strings it copies count one node per 16 bytes, so "billion
 //! laughs" fails after a few thousand nodes), keys (strings in both readings, no duplicates,
 //! no merge key `<<`), tags (core tags only) and every scalar's two readings
-//! (`manifest::scalar`). Field paths for messages are built only when an error is reported,
+//! (`manifest::yaml::scalar`). Field paths for messages are built only when an error is reported,
 //! from the stack of open collections.
 
+use super::budget::{Budget, Exceeded, exact};
+use super::error::{ScalarReadings, Step, YamlError, YamlLocation, render_path, shorten};
 use super::scalar::{self, CoreTag, Refusal, Written};
-use super::yaml_budget::{Budget, Exceeded, exact};
-use super::yaml_error::{ScalarReadings, Step, YamlError, YamlLocation, render_path, shorten};
 use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
 use serde_json::{Map, Value};
 use std::borrow::Cow;

@@ -17,7 +17,7 @@
 //!   asks for [`IdentityPolicyBuilder::insecure_any_identity`] (cosign's rule: any Fulcio
 //!   certificate for any account of any issuer would otherwise pass).
 
-use super::evidence::SigstoreEvidence;
+use crate::verify::sigstore::evidence::SigstoreEvidence;
 use regex::{Regex, RegexBuilder};
 use std::fmt;
 
@@ -413,7 +413,7 @@ impl IdentityPolicyBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::evidence::{CertificateSubject, RekorEvidence, WorkflowClaims};
+    use crate::verify::sigstore::evidence::{CertificateSubject, RekorEvidence, WorkflowClaims};
 
     const GHA: &str = "https://token.actions.githubusercontent.com";
     const WORKFLOW: &str =

@@ -5,11 +5,11 @@
 //! with the trusted key, and that the entry body holds this key, this signature and
 //! SHA-256(M).
 
+use super::adapter::SigningMaterial;
+use super::error::SigstoreError;
 use super::evidence::RekorEvidence;
 use super::keyless::verify_logged_signature;
 use super::rekor_entry::RekorEntry;
-use super::sigstore::SigningMaterial;
-use super::sigstore_error::SigstoreError;
 use crate::annotations::SignatureSet;
 use crate::trust::TrustRoot;
 

@@ -33,13 +33,13 @@
 //! Upstream kubectl-sigstore and Kyverno check only the SET and the body (research
 //! `kyverno-manifests.md` §2.10 F1); mansign always runs every step above.
 
+use super::adapter::{self as sigstore, SigningMaterial};
+use super::error::SigstoreError;
 use super::evidence::SigstoreEvidence;
 use super::hashedrekord;
 use super::legacy_rekord;
 use super::logged_entry::LoggedSignature;
 use super::rekor_entry::RekorEntry;
-use super::sigstore::{self, SigningMaterial};
-use super::sigstore_error::SigstoreError;
 use crate::annotations::SignatureSet;
 use crate::trust::TrustRoot;
 

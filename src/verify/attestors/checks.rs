@@ -8,22 +8,22 @@
 //! is refused (fail closed) rather than costing seconds of CPU.
 
 use super::attestor::{Attestor, KeylessAttestor, TrustedKey};
-use super::certificate::CertificateAttestor;
 use super::failure::CheckFailure;
-use super::signer::SignerInfo;
 use crate::annotations::SignatureSet;
+use crate::verify::sigstore::certificate::CertificateAttestor;
+use crate::verify::sigstore::signer::SignerInfo;
 use std::collections::HashMap;
 
 /// A leaf attestor, borrowed from a requirement for the duration of one verification.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Leaf<'a> {
+pub(in crate::verify) enum Leaf<'a> {
     Key(&'a TrustedKey),
     Keyless(&'a KeylessAttestor),
     Certificate(&'a CertificateAttestor),
 }
 
 impl<'a> Leaf<'a> {
-    pub(super) fn of(attestor: &'a Attestor) -> Self {
+    pub(in crate::verify) fn of(attestor: &'a Attestor) -> Self {
         match attestor {
             Attestor::Key(k) => Leaf::Key(k),
             Attestor::Keyless(k) => Leaf::Keyless(k),
@@ -41,7 +41,7 @@ impl<'a> Leaf<'a> {
         }
     }
 
-    pub(super) fn describe(self) -> String {
+    pub(in crate::verify) fn describe(self) -> String {
         match self {
             Leaf::Key(k) => format!("key {}", k.name),
             Leaf::Keyless(k) => format!("keyless identity [{}]", k.identity),
@@ -61,19 +61,19 @@ impl<'a> Leaf<'a> {
 }
 
 /// Who signed, or why the set was not accepted.
-pub(super) type CheckResult = Result<SignerInfo, CheckFailure>;
+pub(in crate::verify) type CheckResult = Result<SignerInfo, CheckFailure>;
 
 /// The checks budget of one object was used up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct BudgetExceeded {
+pub(in crate::verify) struct BudgetExceeded {
     pub limit: usize,
 }
 
 /// The age rule applied to every accepted signer (`--max-age`): `Err` refuses it.
-pub(super) type Freshness<'f> = &'f dyn Fn(&SignerInfo) -> Result<(), CheckFailure>;
+pub(in crate::verify) type Freshness<'f> = &'f dyn Fn(&SignerInfo) -> Result<(), CheckFailure>;
 
 /// Memoised, budgeted signature checks over one message and its signature sets.
-pub(super) struct SignatureChecks<'m> {
+pub(in crate::verify) struct SignatureChecks<'m> {
     message: &'m [u8],
     sets: &'m [SignatureSet],
     now: jiff::Timestamp,
@@ -84,7 +84,7 @@ pub(super) struct SignatureChecks<'m> {
 }
 
 impl<'m> SignatureChecks<'m> {
-    pub(super) fn new(
+    pub(in crate::verify) fn new(
         message: &'m [u8],
         sets: &'m [SignatureSet],
         now: jiff::Timestamp,
@@ -102,12 +102,12 @@ impl<'m> SignatureChecks<'m> {
         }
     }
 
-    pub(super) fn sets(&self) -> &'m [SignatureSet] {
+    pub(in crate::verify) fn sets(&self) -> &'m [SignatureSet] {
         self.sets
     }
 
     /// The result of checking signature set `position` (index into the sets) with `leaf`.
-    pub(super) fn check(
+    pub(in crate::verify) fn check(
         &mut self,
         position: usize,
         leaf: Leaf<'_>,

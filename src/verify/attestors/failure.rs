@@ -6,9 +6,9 @@
 //! each set was refused, and [`best_attempt`] picks the one that got furthest (a signature
 //! that verified but was made by the wrong identity says more than a set of another kind).
 
-use super::certificate::CertificateCheckError;
 use super::identity::IdentityMismatch;
-use super::sigstore_error::SigstoreError;
+use crate::verify::sigstore::certificate::CertificateCheckError;
+use crate::verify::sigstore::error::SigstoreError;
 use serde::{Serialize, Serializer};
 use std::fmt;
 
@@ -125,7 +125,7 @@ impl CheckFailure {
 pub struct Attempt {
     /// The set's index (0 = `signature`, N = `signature_N`).
     pub signature_set: usize,
-    /// The attestor, as [`Attestor::describe`](super::Attestor::describe) writes it.
+    /// The attestor, as [`Attestor::describe`](crate::verify::Attestor::describe) writes it.
     pub attestor: String,
     pub failure: CheckFailure,
 }

@@ -16,7 +16,7 @@
 //! what decides token boundaries; where the parser would stop with an error the pre-scan
 //! goes on, which can only find more (never fewer) flow collections. An extent is measured
 //! to the matching bracket, or to the end of the document when there is none.
-//! `yaml_scan::tests::finds_every_flow_collection_the_parser_sees` holds the port to the
+//! `manifest::yaml::scan::tests::finds_every_flow_collection_the_parser_sees` holds the port to the
 //! parser on generated documents.
 //!
 //! The same pass refuses YAML directives (`%YAML`, `%TAG`: kubectl fails on them) and the
@@ -485,7 +485,10 @@ impl Block<'_> {
             }
         }
     }
+}
 
+/// Simple keys and block indentation, as the parser's tokenizer keeps them.
+impl Block<'_> {
     /// A simple key cannot span lines or more than 1024 characters in block context.
     fn stale_key(&mut self) {
         if let Some(k) = self.key
@@ -517,7 +520,10 @@ impl Block<'_> {
             self.indent = self.indents.pop().unwrap_or(-1);
         }
     }
+}
 
+/// Scalars in block context: where a plain or block scalar ends.
+impl Block<'_> {
     /// `scan_plain_scalar` in block context: continues on lines indented more than the
     /// enclosing block, ends at `: `, at ` #`, or at a less indented line.
     fn plain(&mut self) -> Result<(), Finding> {

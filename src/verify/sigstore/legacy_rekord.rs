@@ -27,10 +27,10 @@
 //! refused here rather than accepted unchecked (it would be a 2022+ certificate, which
 //! never needs this path).
 
+use super::adapter::{self as sigstore, SigningMaterial};
+use super::error::SigstoreError;
 use super::logged_entry::{LoggedSignature, verify_set};
 use super::rekor_entry::RekorEntry;
-use super::sigstore::{self, SigningMaterial};
-use super::sigstore_error::SigstoreError;
 use crate::trust::TrustRoot;
 use rustls_pki_types::{CertificateDer, UnixTime};
 use x509_cert::Certificate;

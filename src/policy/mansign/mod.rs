@@ -56,7 +56,8 @@ use super::selector::{
 };
 use super::{
     IgnoreBinding, KeyObject, KeyReference, LoadContext, Location, NamespaceBinding, PolicyError,
-    PolicyRule, PolicySet, RuleSource, attestor_policy, certificate_attestor, parse_public_keys,
+    PolicyRule, PolicySet, RuleSource, attestor_policy, certificate_attestor, invalid,
+    parse_public_keys,
 };
 use crate::annotations::AnnotationDomain;
 use crate::manifest::{
@@ -360,13 +361,6 @@ pub struct GithubSpec {
     pub sha: Option<String>,
     #[serde(default)]
     pub name: Option<String>,
-}
-
-fn invalid(at: &Location, reason: impl Into<String>) -> PolicyError {
-    PolicyError::Invalid {
-        at: at.clone(),
-        reason: reason.into(),
-    }
 }
 
 /// `match` / `exclude` as the selector both formats share (one `any` filter per

@@ -33,9 +33,9 @@
 //! Kyverno accepts any signer the SET vouches for (research `kyverno-manifests.md` §2.5).
 //! mansign always runs every step above.
 
+use super::error::SigstoreError;
 use super::key_bundle::verify_key_set_with_bundle;
 use super::signer::SignerInfo;
-use super::sigstore_error::SigstoreError;
 use crate::annotations::SignatureSet;
 use crate::trust::TrustRoot;
 use p256::ecdsa::{DerSignature, VerifyingKey, signature::Verifier as _};
@@ -537,7 +537,7 @@ fn verify_chain(
         .map_err(|e| CertificateCheckError::MalformedCertificate(format!("{e:?}")))?;
     end_entity
         .verify_for_usage(
-            super::sigstore::webpki_algorithms(),
+            super::adapter::webpki_algorithms(),
             &[anchor],
             &intermediates,
             UnixTime::since_unix_epoch(std::time::Duration::from_secs(seconds)),

@@ -2,8 +2,8 @@
 //! the canonicalized body and the fields the SET covers. Parsing checks shape only; the
 //! SET and the body are verified by the keyless and key-bundle paths.
 
+use super::error::SigstoreError;
 use super::evidence::RekorEvidence;
-use super::sigstore_error::SigstoreError;
 use crate::annotations::RekorBundle;
 use crate::trust::TrustRoot;
 use base64::Engine as _;

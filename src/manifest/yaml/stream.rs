@@ -16,7 +16,7 @@
 //! Splitting on lines (not on YAML tokens) is what kubectl does, so a `---` line inside a
 //! block scalar splits there too: mansign sees the same documents kubectl does.
 
-use super::yaml_error::YamlError;
+use super::error::YamlError;
 
 /// How kubectl's decoder looks at the first bytes.
 const JSON_SNIFF_BYTES: usize = 4096;
@@ -124,7 +124,7 @@ impl Iterator for Chunks<'_> {
                 Some(Err(text)) => {
                     let e = YamlError::InvalidSeparator {
                         line: self.line,
-                        text: super::yaml_error::shorten(text),
+                        text: super::error::shorten(text),
                     };
                     return self.fail(e);
                 }

@@ -106,7 +106,7 @@ impl fmt::Display for SignerIdentity {
 
 /// Why a signer has no credible signing time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Undated {
+pub(in crate::verify) enum Undated {
     /// No signed time, and the log time (if any) is not a signing time for this signer.
     NoSignedTime,
     /// The signed time is later than the log entry, beyond the tolerated skew.
@@ -125,7 +125,7 @@ impl SignerInfo {
     /// (`signed_at`), bounded by the transparency-log time (the earlier counts). Without a
     /// signed time, only a keyless signature is dated, by its log time (its certificate
     /// lived minutes and must be valid then); a key's log time is not a signing time.
-    pub(super) fn signing_time(
+    pub(in crate::verify) fn signing_time(
         &self,
         signed_at: Option<jiff::Timestamp>,
     ) -> Result<jiff::Timestamp, Undated> {

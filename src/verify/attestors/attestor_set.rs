@@ -38,11 +38,11 @@ use super::assignment::{
     Node,
 };
 use super::attestor::{KeylessAttestor, TrustedKey};
-use super::certificate::CertificateAttestor;
 use super::checks::{BudgetExceeded, Leaf, SignatureChecks};
 use super::failure::{Attempt, best_attempt};
-use super::signer::{SignerIdentity, SignerInfo};
 use crate::annotations::SignatureSet;
+use crate::verify::sigstore::certificate::CertificateAttestor;
+use crate::verify::sigstore::signer::{SignerIdentity, SignerInfo};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -366,7 +366,10 @@ impl Gathered {
             }
         }
     }
+}
 
+/// Signer groups: the gathered signers that count as one signer.
+impl Gathered {
     /// Groups the signers that are one signer: the same signature set (one signature is
     /// one signer, whichever entries accepted it), or the same signer by
     /// [`SignerIdentity::same_signer`] (the same key, keyless identity or PKI subject),
@@ -419,7 +422,10 @@ impl Gathered {
             }
         }
     }
+}
 
+/// The assignment search over the gathered tree, and its report.
+impl Gathered {
     /// The search's view of a set's entries (leaf ids are indices into `leaves`, which
     /// [`set`](Self::set) filled in the same order as this walk).
     fn nodes(&self, set: &GatheredSet, next_leaf: &mut usize) -> Vec<Node> {
@@ -660,7 +666,7 @@ impl AttestorPolicy {
     }
 
     /// As [`evaluate`](Self::evaluate), with `now` as the time certificate entries check
-    /// sets without a Rekor bundle at (the [`Verifier`](super::Verifier)'s clock), and the
+    /// sets without a Rekor bundle at (the [`Verifier`](crate::verify::Verifier)'s clock), and the
     /// default checks budget. An exhausted budget is a failure of the set being evaluated.
     pub fn evaluate_at(
         &self,
@@ -686,7 +692,7 @@ impl AttestorPolicy {
     }
 
     /// Evaluates every set with shared, budgeted checks.
-    pub(super) fn evaluate_with(
+    pub(in crate::verify) fn evaluate_with(
         &self,
         checks: &mut SignatureChecks<'_>,
     ) -> Result<Result<Vec<EntryMatch>, SetFailure>, BudgetExceeded> {
@@ -754,7 +760,7 @@ pub struct EntryMatch {
     pub signer: SignerInfo,
     /// What the entry did not check, so the result is weaker than it reads (`issuer not
     /// checked` for a keyless entry built with
-    /// [`insecure_any_issuer`](super::IdentityPolicyBuilder::insecure_any_issuer)).
+    /// [`insecure_any_issuer`](crate::verify::IdentityPolicyBuilder::insecure_any_issuer)).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
