@@ -270,6 +270,9 @@ impl Verifier {
                 }),
             });
         }
+        if !self.cache.remembers() {
+            return None;
+        }
         let key = cache_key(&doc.value, &self.domain, &self.limits, self.max_age)?;
         let result = self.decided_by_cache(&key, &doc.identity, &doc.value, max_signed_bytes)?;
         Some(DocumentVerdict {
@@ -345,8 +348,13 @@ impl Verifier {
                 reason: reason.to_string(),
             });
         }
-        // 0. signature material accepted before (see `check_hit`); counted once decided
-        let key = cache_key(object, &self.domain, &self.limits, self.max_age);
+        // 0. signature material accepted before (see `check_hit`); counted once decided. A
+        // cache that remembers nothing is not consulted (nor counted).
+        let key = self
+            .cache
+            .remembers()
+            .then(|| cache_key(object, &self.domain, &self.limits, self.max_age))
+            .flatten();
         if let Some(key) = &key {
             let decided = self.decided_by_cache(key, identity, object, usize::MAX);
             self.cache.record(decided.is_some());
