@@ -306,3 +306,57 @@ fn a_certificate_is_remembered_only_once_its_whole_set_verified() {
     prime(&trust, &ann);
     assert_eq!(trust.certificate_cache_stats().entries, 1);
 }
+
+#[test]
+fn a_first_sight_refuses_each_set_fault_with_one_set_check() {
+    // Issue 26: on a certificate's first sight sigstore-verify checks the SET once (its
+    // second, duplicate log pass is skipped). Each fault is still refused cold, and nothing
+    // is remembered.
+    let log = TestLog::new();
+    let ann = signed();
+    let root = log.added_to(pgi_json()).to_string();
+    let cold = || TrustRoot::from_json(&root).unwrap();
+    let mut tampered = ann.sets[0].clone();
+    tampered.bundle.as_mut().unwrap().payload.integrated_time += 1;
+    let future = jiff::Timestamp::now().as_second() + 3600;
+    let mut other_message = ann.message.clone();
+    other_message.extend_from_slice(b"  key5: injected\n");
+    let cases: Vec<(&str, Vec<u8>, mansign::annotations::SignatureSet, &str)> = vec![
+        ("a tampered SET", ann.message.clone(), tampered, "SET"),
+        (
+            "integrated in the future",
+            ann.message.clone(),
+            log.at(&ann.sets[0], future),
+            "time",
+        ),
+        (
+            "integrated after the certificate expired",
+            ann.message.clone(),
+            log.at(&ann.sets[0], NOT_BEFORE + 601),
+            "validity",
+        ),
+        (
+            "integrated before the certificate was issued",
+            ann.message.clone(),
+            log.at(&ann.sets[0], NOT_BEFORE - 1),
+            "validity",
+        ),
+        ("another message", other_message, ann.sets[0].clone(), "any"),
+    ];
+    for (name, message, set, kind) in cases {
+        let trust = cold();
+        let err = verify_certificate_set(&trust, &message, &set).unwrap_err();
+        let expected = match kind {
+            "SET" => matches!(err, SigstoreError::SignedEntryTimestamp(_)),
+            "time" => matches!(err, SigstoreError::IntegratedTime(_)),
+            "validity" => matches!(err, SigstoreError::CertificateNotValidAt { .. }),
+            _ => true,
+        };
+        assert!(expected, "{name}: {err}");
+        assert_eq!(trust.certificate_cache_stats().entries, 0, "{name}");
+    }
+    // Control: the same set re-logged inside the certificate's validity verifies cold.
+    let trust = cold();
+    verify_certificate_set(&trust, &ann.message, &log.at(&ann.sets[0], NOT_BEFORE + 61)).unwrap();
+    assert_eq!(trust.certificate_cache_stats().entries, 1);
+}
