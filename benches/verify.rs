@@ -8,7 +8,9 @@
 //!   by the root (`cached_certificate`), and with the whole set remembered (`set_cache_hit`);
 //! * `key/fresh`: a Deployment signed with a cosign key (one P-256 check, no log), through
 //!   the verifier without its cache; `key/p256_signature_only`: that one check alone (the
-//!   machine's ECDSA floor);
+//!   machine's ECDSA floor); `floor/p384_signature_only`: one P-384 ECDSA check through
+//!   aws-lc-rs, the Fulcio intermediate's signature over the keyless fixture's leaf
+//!   certificate (the chain check a fresh certificate needs once);
 //! * `bundle/production_v0.3`: sigstore-conformance's happy-path v0.3 bundle, the one
 //!   `scripts/bench.sh` verifies with sigstore-python and sigstore-js too;
 //! * `message/build/N`, `message/parse/N`: the signed message of N Deployments;
@@ -188,6 +190,73 @@ fn key(c: &mut Criterion) {
     });
 }
 
+/// The keyless fixture's leaf certificate (DER) and the Fulcio CA certificate of the
+/// fixture's trust root that signed it: (to-be-signed bytes, signature, issuer key point).
+fn leaf_and_issuer() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    use base64::Engine as _;
+    use x509_cert::Certificate;
+    use x509_cert::der::{Decode as _, Encode as _};
+    let signed = extract(
+        &keyless_object(),
+        &AnnotationDomain::default(),
+        &Limits::default(),
+    )
+    .unwrap();
+    let leaf_pem = signed.sets[0].certificate_pem.as_deref().unwrap();
+    let leaf = Certificate::from_der(pem::parse(leaf_pem).unwrap().contents()).unwrap();
+    // ecdsa-with-SHA384 (RFC 5758): the sigstore-intermediate signs leaves with P-384.
+    assert_eq!(
+        leaf.signature_algorithm.oid.to_string(),
+        "1.2.840.10045.4.3.3"
+    );
+    let tbs = leaf.tbs_certificate.to_der().unwrap();
+    let signature = leaf.signature.raw_bytes().to_vec();
+    let root: Value =
+        serde_json::from_str(&std::fs::read_to_string(testdata(PGI_ROOT)).unwrap()).unwrap();
+    let issuers: Vec<Vec<u8>> = root["certificateAuthorities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|ca| ca["certChain"]["certificates"].as_array().unwrap())
+        .map(|c| {
+            let der = base64::engine::general_purpose::STANDARD
+                .decode(c["rawBytes"].as_str().unwrap())
+                .unwrap();
+            let cert = Certificate::from_der(&der).unwrap();
+            cert.tbs_certificate
+                .subject_public_key_info
+                .subject_public_key
+                .raw_bytes()
+                .to_vec()
+        })
+        .filter(|point| p384_verifies(point, &tbs, &signature))
+        .collect();
+    assert_eq!(issuers.len(), 1, "exactly one Fulcio CA signed the leaf");
+    (tbs, signature, issuers.into_iter().next().unwrap())
+}
+
+fn p384_verifies(point: &[u8], message: &[u8], signature: &[u8]) -> bool {
+    use aws_lc_rs::signature::{ECDSA_P384_SHA384_ASN1, UnparsedPublicKey};
+    UnparsedPublicKey::new(&ECDSA_P384_SHA384_ASN1, point)
+        .verify(message, signature)
+        .is_ok()
+}
+
+fn floor(c: &mut Criterion) {
+    // The other fixed point of a fresh keyless certificate: the chain check, one P-384
+    // ECDSA signature (aws-lc-rs, as rustls-webpki runs it for sigstore-verify).
+    let (tbs, signature, issuer) = leaf_and_issuer();
+    c.bench_function("floor/p384_signature_only", |b| {
+        b.iter(|| {
+            assert!(p384_verifies(
+                black_box(&issuer),
+                black_box(&tbs),
+                black_box(&signature)
+            ))
+        })
+    });
+}
+
 fn bundle(c: &mut Criterion) {
     let trust = TrustRoot::public_good().unwrap();
     let limits = Limits::default();
@@ -288,6 +357,6 @@ criterion_group! {
         .sample_size(30)
         .warm_up_time(std::time::Duration::from_millis(500))
         .measurement_time(std::time::Duration::from_secs(2));
-    targets = keyless, key, bundle, message, diff, annotations, trust_root
+    targets = keyless, key, floor, bundle, message, diff, annotations, trust_root
 }
 criterion_main!(benches);

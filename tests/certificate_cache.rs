@@ -250,3 +250,113 @@ fn a_cached_certificate_in_a_body_with_a_duplicate_key_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn a_vouched_certificate_is_judged_by_its_own_facts() {
+    // Issue 26: the root keeps what was read from each certificate (identity, issuer,
+    // claims, key) and a vouched set is not parsed again. Two certificates vouched for: each
+    // set, verified again from the cache, names its own signer, exactly as the first time.
+    let (trust, ann) = (TrustRoot::from_file(fixture(PGI_ROOT)).unwrap(), signed());
+    let first: Vec<_> = ann
+        .sets
+        .iter()
+        .map(|set| verify_certificate_set(&trust, &ann.message, set).unwrap())
+        .collect();
+    assert_ne!(first[0].key_fingerprint, first[1].key_fingerprint);
+    for (set, first) in ann.sets.iter().zip(&first) {
+        assert_eq!(
+            &verify_certificate_set(&trust, &ann.message, set).unwrap(),
+            first
+        );
+    }
+    assert_eq!(
+        trust.certificate_cache_stats(),
+        VouchedStats {
+            hits: 2,
+            misses: 2,
+            entries: 2
+        }
+    );
+    // Set 0's signature and entry with set 1's (vouched) certificate: checked with that
+    // certificate's cached key, and refused.
+    let mut swapped = ann.sets[0].clone();
+    swapped.certificate_pem = ann.sets[1].certificate_pem.clone();
+    let err = verify_certificate_set(&trust, &ann.message, &swapped).unwrap_err();
+    assert!(matches!(err, SigstoreError::BadSignature(_)), "{err}");
+    assert_eq!(
+        trust.certificate_cache_stats().hits,
+        3,
+        "the cache was used"
+    );
+}
+
+#[test]
+fn a_certificate_is_remembered_only_once_its_whole_set_verified() {
+    // A first sight whose chain and SCT verify but whose log entry is about another
+    // signature: refused, and the certificate is not vouched for on its strength.
+    let log = TestLog::new();
+    let (trust, ann) = (log.trusted_by(pgi_json()), signed());
+    let other = STANDARD.encode(&ann.sets[1].signature);
+    let set = with_body(&log, &ann.sets[0], |body| {
+        body["spec"]["signature"]["content"] = json!(other);
+    });
+    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+    assert!(matches!(err, SigstoreError::EntryMismatch(_)), "{err}");
+    assert_eq!(trust.certificate_cache_stats().entries, 0);
+    prime(&trust, &ann);
+    assert_eq!(trust.certificate_cache_stats().entries, 1);
+}
+
+#[test]
+fn a_first_sight_refuses_each_set_fault_with_one_set_check() {
+    // Issue 26: on a certificate's first sight sigstore-verify checks the SET once (its
+    // second, duplicate log pass is skipped). Each fault is still refused cold, and nothing
+    // is remembered.
+    let log = TestLog::new();
+    let ann = signed();
+    let root = log.added_to(pgi_json()).to_string();
+    let cold = || TrustRoot::from_json(&root).unwrap();
+    let mut tampered = ann.sets[0].clone();
+    tampered.bundle.as_mut().unwrap().payload.integrated_time += 1;
+    let future = jiff::Timestamp::now().as_second() + 3600;
+    let mut other_message = ann.message.clone();
+    other_message.extend_from_slice(b"  key5: injected\n");
+    let cases: Vec<(&str, Vec<u8>, mansign::annotations::SignatureSet, &str)> = vec![
+        ("a tampered SET", ann.message.clone(), tampered, "SET"),
+        (
+            "integrated in the future",
+            ann.message.clone(),
+            log.at(&ann.sets[0], future),
+            "time",
+        ),
+        (
+            "integrated after the certificate expired",
+            ann.message.clone(),
+            log.at(&ann.sets[0], NOT_BEFORE + 601),
+            "validity",
+        ),
+        (
+            "integrated before the certificate was issued",
+            ann.message.clone(),
+            log.at(&ann.sets[0], NOT_BEFORE - 1),
+            "validity",
+        ),
+        ("another message", other_message, ann.sets[0].clone(), "any"),
+    ];
+    for (name, message, set, kind) in cases {
+        let trust = cold();
+        let err = verify_certificate_set(&trust, &message, &set).unwrap_err();
+        let expected = match kind {
+            "SET" => matches!(err, SigstoreError::SignedEntryTimestamp(_)),
+            "time" => matches!(err, SigstoreError::IntegratedTime(_)),
+            "validity" => matches!(err, SigstoreError::CertificateNotValidAt { .. }),
+            _ => true,
+        };
+        assert!(expected, "{name}: {err}");
+        assert_eq!(trust.certificate_cache_stats().entries, 0, "{name}");
+    }
+    // Control: the same set re-logged inside the certificate's validity verifies cold.
+    let trust = cold();
+    verify_certificate_set(&trust, &ann.message, &log.at(&ann.sets[0], NOT_BEFORE + 61)).unwrap();
+    assert_eq!(trust.certificate_cache_stats().entries, 1);
+}

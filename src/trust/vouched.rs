@@ -9,7 +9,9 @@
 //!
 //! * **key**: SHA-256 of the leaf certificate's DER;
 //! * **value**: the leaf's validity window and the Fulcio authorities of the root that were
-//!   valid at the time the chain was checked ([`FulcioAuthorities`]).
+//!   valid at the time the chain was checked ([`FulcioAuthorities`]), and what the verifier
+//!   read from the certificate ([`KeptFacts`]: its identity, issuer, claims and key),
+//!   so a later set with the same certificate does not parse it again.
 //!
 //! A later set with the same certificate at time `t` may skip the chain and SCT only if
 //! [`VouchedCertificate::covers`] `t`: the leaf is valid at `t` **and** the root's Fulcio
@@ -28,8 +30,9 @@
 //! update).
 
 use sha2::{Digest as _, Sha256};
+use std::any::Any;
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Default number of certificates remembered per trust root. A batch signing uses one
 /// certificate; a cluster's GitOps repositories a handful per day of signing.
@@ -43,6 +46,11 @@ pub(crate) type CertificateKey = [u8; 32];
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct FulcioAuthorities(pub(crate) Vec<usize>);
 
+/// What the verifier read from a certificate (a function of its DER alone, judged by
+/// nothing): kept with the entry and handed back on a hit. Opaque here, because trust/ sits
+/// below verify/, which owns the type.
+pub(crate) type KeptFacts = Arc<dyn Any + Send + Sync>;
+
 /// What the first full check of a certificate established.
 #[derive(Debug, Clone)]
 pub(crate) struct VouchedCertificate {
@@ -51,6 +59,8 @@ pub(crate) struct VouchedCertificate {
     pub not_after: jiff::Timestamp,
     /// The authorities valid when the chain was checked.
     pub authorities: FulcioAuthorities,
+    /// What the verifier read from this certificate.
+    pub facts: KeptFacts,
 }
 
 impl VouchedCertificate {
@@ -102,17 +112,21 @@ impl VouchedCertificates {
         Sha256::digest(leaf_der).into()
     }
 
-    /// Whether the certificate `key` was vouched for under conditions that still hold at
-    /// `time` with `authorities` valid then. Counts a hit or a miss.
+    /// The facts of the certificate `key` if it was vouched for under conditions that
+    /// still hold at `time` with `authorities` valid then. Counts a hit or a miss.
     pub(crate) fn covers(
         &self,
         key: &CertificateKey,
         time: jiff::Timestamp,
         authorities: &FulcioAuthorities,
-    ) -> bool {
+    ) -> Option<KeptFacts> {
         let mut e = self.lock();
-        let hit = e.map.get(key).is_some_and(|v| v.covers(time, authorities));
-        if hit {
+        let hit = e
+            .map
+            .get(key)
+            .filter(|v| v.covers(time, authorities))
+            .map(|v| v.facts.clone());
+        if hit.is_some() {
             e.hits += 1;
         } else {
             e.misses += 1;
@@ -165,6 +179,7 @@ mod tests {
             not_before: t("2022-06-17T07:55:18Z"),
             not_after: t("2022-06-17T08:05:18Z"),
             authorities: FulcioAuthorities(authorities),
+            facts: Arc::new(()),
         }
     }
 
@@ -197,12 +212,15 @@ mod tests {
         let keys: Vec<_> = (0..3u8).map(|i| VouchedCertificates::key(&[i])).collect();
         let time = t("2022-06-17T08:00:00Z");
         let a = FulcioAuthorities(vec![1]);
-        assert!(!cache.covers(&keys[0], time, &a));
+        assert!(cache.covers(&keys[0], time, &a).is_none());
         for k in &keys {
             cache.remember(*k, vouched(vec![1]));
         }
-        assert!(!cache.covers(&keys[0], time, &a), "the oldest left first");
-        assert!(cache.covers(&keys[2], time, &a));
+        assert!(
+            cache.covers(&keys[0], time, &a).is_none(),
+            "the oldest left first"
+        );
+        assert!(cache.covers(&keys[2], time, &a).is_some());
         assert_eq!(
             cache.stats(),
             VouchedStats {
@@ -210,6 +228,30 @@ mod tests {
                 misses: 2,
                 entries: 2
             }
+        );
+    }
+
+    #[test]
+    fn a_hit_hands_back_the_facts_kept_with_the_certificate() {
+        let cache = VouchedCertificates::new(4);
+        let key = VouchedCertificates::key(b"leaf");
+        let time = t("2022-06-17T08:00:00Z");
+        cache.remember(
+            key,
+            VouchedCertificate {
+                facts: Arc::new("facts of leaf"),
+                ..vouched(vec![1])
+            },
+        );
+        let facts = cache
+            .covers(&key, time, &FulcioAuthorities(vec![1]))
+            .unwrap();
+        assert_eq!(facts.downcast_ref::<&str>(), Some(&"facts of leaf"));
+        // not at a time the check does not cover
+        assert!(
+            cache
+                .covers(&key, time, &FulcioAuthorities(vec![0]))
+                .is_none()
         );
     }
 

@@ -104,6 +104,12 @@ impl VerificationCache {
         }
     }
 
+    /// Whether the cache can remember anything (a capacity of 0 cannot: its key is not
+    /// worth computing).
+    pub(super) fn remembers(&self) -> bool {
+        self.capacity > 0
+    }
+
     pub fn stats(&self) -> CacheStats {
         let e = self.lock();
         CacheStats {

@@ -352,8 +352,13 @@ impl Verifier {
                 reason: reason.to_string(),
             }));
         }
-        // 0. signature material accepted before (see `check_hit`)
-        let key = cache_key(object, &self.domain, &self.limits, self.max_age);
+        // 0. signature material accepted before (see `check_hit`). A cache that remembers
+        // nothing is not consulted (nor counted).
+        let key = self
+            .cache
+            .remembers()
+            .then(|| cache_key(object, &self.domain, &self.limits, self.max_age))
+            .flatten();
         let max_signed_bytes = match mode {
             VerifyMode::Full => usize::MAX,
             VerifyMode::CachedOnly {

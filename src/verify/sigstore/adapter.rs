@@ -8,7 +8,7 @@
 use super::error::SigstoreError;
 use super::evidence::{CertificateSubject, WorkflowClaims};
 use super::rekor_entry::RekorEntry;
-use crate::trust::{TrustRoot, VouchedCertificate, VouchedCertificates};
+use crate::trust::{FulcioAuthorities, TrustRoot};
 use rustls_pki_types::SignatureVerificationAlgorithm;
 use sigstore_types::bundle::{
     InclusionPromise, MessageDigest, MessageSignature, PublicKeyIdentifier, SignatureContent,
@@ -38,6 +38,8 @@ pub(super) struct CertificateFacts {
     pub claims: WorkflowClaims,
     /// The subject public key, SubjectPublicKeyInfo DER.
     pub public_key_der: Vec<u8>,
+    /// [`crate::keys::spki_fingerprint`] of `public_key_der`.
+    pub key_fingerprint: String,
 }
 
 /// Reads subject, issuer, CI claims and public key of a certificate.
@@ -49,11 +51,13 @@ pub(super) fn certificate_facts(der: &[u8]) -> Result<CertificateFacts, Sigstore
         Some(sigstore_crypto::SubjectAltName::Uri(u)) => Some(CertificateSubject::Uri(u)),
         _ => None,
     };
+    let public_key_der = info.public_key.as_bytes().to_vec();
     Ok(CertificateFacts {
         subject,
         issuer: info.issuer,
         claims: workflow_claims(&info.ci_claims),
-        public_key_der: info.public_key.as_bytes().to_vec(),
+        key_fingerprint: crate::keys::spki_fingerprint(&public_key_der),
+        public_key_der,
     })
 }
 
@@ -82,19 +86,31 @@ fn workflow_claims(c: &sigstore_crypto::FulcioCiClaims) -> WorkflowClaims {
     }
 }
 
+/// A certificate whose chain and SCT sigstore-verify checked at exactly one time, the
+/// integrated time: what the trust root may remember once the whole set verified
+/// ([`crate::trust::VouchedCertificate`]).
+#[derive(Debug)]
+pub(super) struct ChainVerified {
+    pub not_before: jiff::Timestamp,
+    pub not_after: jiff::Timestamp,
+    /// The root's Fulcio authorities valid at that time.
+    pub authorities: FulcioAuthorities,
+}
+
 /// Verifies a `hashedrekord` 0.0.1 entry and the signature it logs through sigstore-verify:
 /// the cosign triple becomes a Sigstore bundle v0.1 whose only time evidence is the
 /// SET-backed integrated time. With a certificate every check runs (chain at the integrated
 /// time, SCT, SET, body consistency, signature) and any identity is accepted (the identity
 /// policy judges afterwards); with a public key the SET, body and signature are checked
-/// against that key.
+/// against that key. For a certificate, says what the check established about its chain
+/// ([`ChainVerified`], `None` if the chain was not checked at exactly one time).
 pub(super) fn verify_hashedrekord(
     trust: &TrustRoot,
     message: &[u8],
     signature: &[u8],
     material: SigningMaterial<'_>,
     entry: &RekorEntry,
-) -> Result<(), SigstoreError> {
+) -> Result<Option<ChainVerified>, SigstoreError> {
     let bundle = bundle_v01(entry, material, signature, message);
     // For a manifest signature the artifact is M itself, logged by its hash: a hash that
     // is not SHA-256(M) means the log entry is about another signature.
@@ -103,45 +119,64 @@ pub(super) fn verify_hashedrekord(
         other => other,
     };
     let verifier = trust.verifier();
-    let result = match material {
-        SigningMaterial::Certificate(leaf) => {
-            verify_certificate_bundle(trust, message, &bundle, leaf, entry, map)?
+    let (result, chain) = match material {
+        SigningMaterial::Certificate(_) => {
+            verify_certificate_bundle(trust, message, &bundle, entry, map)?
         }
         SigningMaterial::PublicKey(spki) => {
             let policy =
                 sigstore_verify::PublicKeyVerificationPolicy::new(DerPublicKey::new(spki.to_vec()));
-            verifier.verify(message, &bundle, &policy).map_err(map)?
+            (
+                verifier.verify(message, &bundle, &policy).map_err(map)?,
+                None,
+            )
         }
     };
-    if !result.tlog_verified() {
+    // The SET must have been verified, and the integrated time be the one it covers: for a
+    // key, by sigstore-verify's log pass; for a certificate (whose policy skips the second,
+    // duplicate pass, see `verify_certificate_bundle`), by the verified times, which for
+    // these bundles can come only from the SET-checked entry.
+    let set_checked = match material {
+        SigningMaterial::PublicKey(_) => {
+            result.tlog_verified()
+                && result.integrated_time().map(|t| t.as_second()) == Some(entry.integrated_time)
+        }
+        SigningMaterial::Certificate(_) => result
+            .verified_timestamps()
+            .iter()
+            .map(|t| t.as_second())
+            .eq([entry.integrated_time]),
+    };
+    if !set_checked {
         return Err(SigstoreError::SkippedCheck(
-            "the transparency log entry must be verified",
+            "the transparency log entry's SET must be verified, at the integrated time it covers",
         ));
     }
-    if result.integrated_time().map(|t| t.as_second()) != Some(entry.integrated_time) {
-        return Err(SigstoreError::SkippedCheck(
-            "the integrated time must be the one the SET covers",
-        ));
-    }
-    Ok(())
+    Ok(chain)
 }
 
-/// The certificate path of [`verify_hashedrekord`]: every check. A certificate whose chain
-/// and SCT verified is remembered by the trust root, for the sets after it
-/// ([`super::hashedrekord`]).
+/// The certificate path of [`verify_hashedrekord`]: every check, and what it established
+/// about the chain, for the trust root to remember ([`super::hashedrekord`]).
 fn verify_certificate_bundle(
     trust: &TrustRoot,
     message: &[u8],
     bundle: &Bundle,
-    leaf: &[u8],
     entry: &RekorEntry,
     map: impl Fn(sigstore_verify::Error) -> SigstoreError,
-) -> Result<sigstore_verify::VerificationResult, SigstoreError> {
+) -> Result<(sigstore_verify::VerificationResult, Option<ChainVerified>), SigstoreError> {
     // The only verified time of a cosign triple is the SET-backed integrated time (no
     // RFC 3161 timestamps): the chain is checked at it.
     let time = jiff::Timestamp::from_second(entry.integrated_time).ok();
     let authorities = time.map(|t| trust.fulcio_authorities_at(t));
-    let policy = sigstore_verify::VerificationPolicy::any_identity();
+    // sigstore-verify 0.15.1 checks a v1 entry's SET twice: once to establish the verified
+    // times (`determine_validation_times`, with the not-in-the-future check), once in its
+    // log pass (`verify_tlog_entries`). For the bundles built here (v0.1, one
+    // `hashedrekord` entry with a SET, no inclusion proof, no RFC 3161 timestamp) that
+    // pass adds only the second SET check and the integrated time inside the
+    // certificate's validity, which the certificate check at that same verified time
+    // already requires. So it is skipped; the caller requires the verified times to be
+    // exactly the integrated time (the proof that the SET was checked).
+    let policy = sigstore_verify::VerificationPolicy::any_identity().skip_tlog_unsafe();
     let result = trust
         .verifier()
         .verify(message, bundle, &policy)
@@ -153,21 +188,19 @@ fn verify_certificate_bundle(
             "certificate chain and SCT must be verified",
         ));
     }
-    // Remember the certificate only when the chain was checked at exactly the one time
-    // the authorities were computed for.
-    if let (Some(t), Some(authorities), Some(info)) = (time, authorities, result.certificate())
-        && result.verified_timestamps() == [t]
-    {
-        trust.vouched_certificates().remember(
-            VouchedCertificates::key(leaf),
-            VouchedCertificate {
+    // The certificate may be remembered only when the chain was checked at exactly the one
+    // time the authorities were computed for.
+    let chain = match (time, authorities, result.certificate()) {
+        (Some(t), Some(authorities), Some(info)) if result.verified_timestamps() == [t] => {
+            Some(ChainVerified {
                 not_before: info.not_before,
                 not_after: info.not_after,
                 authorities,
-            },
-        );
-    }
-    Ok(result)
+            })
+        }
+        _ => None,
+    };
+    Ok((result, chain))
 }
 
 /// Checks an ECDSA (or other sigstore-supported) signature over `message` with a public key

@@ -23,18 +23,23 @@
 //!    ([`LoggedSignature::describes`]).
 //!
 //! The leaf's validity at the integrated time and its chain and SCT are what the trust
-//! root vouched for; [`vouched`] is the only way in.
+//! root vouched for; [`vouched`] is the only way in. The root also hands back what was read
+//! from the certificate when it was first checked ([`CertificateFacts`]: identity, issuer,
+//! claims, key), so a vouched certificate is not parsed again: its DER is the same bytes
+//! (the entry is found by their SHA-256), so its facts are too.
 
-use super::adapter::{self as sigstore, SigningMaterial};
+use super::adapter::{self as sigstore, CertificateFacts, SigningMaterial};
 use super::error::SigstoreError;
 use super::logged_entry::{LoggedSignature, verify_set};
 use super::rekor_entry::RekorEntry;
 use crate::trust::{TrustRoot, VouchedCertificates};
+use std::sync::Arc;
 
 /// A set whose certificate `trust` vouched for at a time covering this entry: proof that
-/// [`verify_vouched`] may skip the chain and the SCT.
+/// [`verify_vouched`] may skip the chain and the SCT, with the certificate's facts.
 pub(super) struct Vouched<'a> {
     leaf: &'a [u8],
+    pub facts: Arc<CertificateFacts>,
 }
 
 /// Whether `trust` already verified the chain and SCT of `leaf` under conditions that
@@ -50,20 +55,21 @@ pub(super) fn vouched<'a>(
     }
     let time = jiff::Timestamp::from_second(entry.integrated_time).ok()?;
     let authorities = trust.fulcio_authorities_at(time);
-    trust
-        .vouched_certificates()
-        .covers(&VouchedCertificates::key(leaf), time, &authorities)
-        .then_some(Vouched { leaf })
+    let facts =
+        trust
+            .vouched_certificates()
+            .covers(&VouchedCertificates::key(leaf), time, &authorities)?;
+    // Only this module's callers remember certificates, always with these facts.
+    let facts = facts.downcast::<CertificateFacts>().ok()?;
+    Some(Vouched { leaf, facts })
 }
 
-/// The checks of the module docs for a vouched certificate; `public_key_der` is the leaf's
-/// SubjectPublicKeyInfo.
+/// The checks of the module docs for a vouched certificate.
 pub(super) fn verify_vouched(
     trust: &TrustRoot,
     message: &[u8],
     signature: &[u8],
-    vouched: Vouched<'_>,
-    public_key_der: &[u8],
+    vouched: &Vouched<'_>,
     entry: &RekorEntry,
 ) -> Result<(), SigstoreError> {
     // 1. body shape: the one reading of a logged body, as on the first sight
@@ -77,7 +83,7 @@ pub(super) fn verify_vouched(
         )));
     }
     // 4. signature over M, in the scheme sigstore-verify would use
-    sigstore::verify_message_signature_sha256(public_key_der, message, signature)?;
+    sigstore::verify_message_signature_sha256(&vouched.facts.public_key_der, message, signature)?;
     // 5. the entry describes this signature
     logged.describes(
         message,

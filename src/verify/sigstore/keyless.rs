@@ -23,8 +23,9 @@
 //! triple becomes a Sigstore bundle v0.1 whose only time evidence is the SET-backed
 //! integrated time (cosign annotations carry no inclusion proof; the SET is the log's
 //! promise, as in cosign's own offline bundle check). Once the trust root vouched for a
-//! certificate's chain and SCT, later sets with it skip those two checks and the rest is
-//! run by [`hashedrekord`](super::hashedrekord) (steps 2, 5 and 6, every time). Legacy `rekord` entries (2021
+//! certificate's chain and SCT (the whole set verified), later sets with it skip those two
+//! checks and the certificate's parse, and the rest is run by
+//! [`hashedrekord`](super::hashedrekord) (steps 2, 5 and 6, every time). Legacy `rekord` entries (2021
 //! kubectl-sigstore signatures) are checked by [`legacy_rekord`](super::legacy_rekord),
 //! which documents its differences.
 //!
@@ -33,7 +34,7 @@
 //! Upstream kubectl-sigstore and Kyverno check only the SET and the body (research
 //! `kyverno-manifests.md` §2.10 F1); mansign always runs every step above.
 
-use super::adapter::{self as sigstore, SigningMaterial};
+use super::adapter::{self as sigstore, ChainVerified, SigningMaterial};
 use super::error::SigstoreError;
 use super::evidence::SigstoreEvidence;
 use super::hashedrekord;
@@ -41,7 +42,8 @@ use super::legacy_rekord;
 use super::logged_entry::LoggedSignature;
 use super::rekor_entry::RekorEntry;
 use crate::annotations::SignatureSet;
-use crate::trust::TrustRoot;
+use crate::trust::{TrustRoot, VouchedCertificate, VouchedCertificates};
+use std::sync::Arc;
 
 /// Full keyless verification of one signature set over `message` (see the module docs
 /// for the checks and their order). Does not judge the identity.
@@ -56,55 +58,76 @@ pub fn verify_certificate_set(
         .ok_or(SigstoreError::NoCertificate)?;
     let bundle = set.bundle.as_ref().ok_or(SigstoreError::NoBundle)?;
     let leaf = leaf_certificate(pem)?;
-    let facts = sigstore::certificate_facts(&leaf)?;
-    let entry = RekorEntry::parse(bundle)?;
-    entry.require_known_log(trust)?;
-    match hashedrekord::vouched(trust, &leaf, &entry) {
-        Some(vouched) => hashedrekord::verify_vouched(
-            trust,
-            message,
-            &set.signature,
-            vouched,
-            &facts.public_key_der,
-            &entry,
-        )?,
-        None => verify_logged_signature(
-            trust,
-            message,
-            &set.signature,
-            SigningMaterial::Certificate(&leaf),
-            &entry,
-        )?,
-    }
+    let entry = match RekorEntry::parse(bundle).and_then(|e| e.require_known_log(trust).map(|()| e))
+    {
+        Ok(entry) => entry,
+        Err(e) => {
+            // The certificate's own fault is named first, as when it was read first.
+            sigstore::certificate_facts(&leaf)?;
+            return Err(e);
+        }
+    };
+    let facts = match hashedrekord::vouched(trust, &leaf, &entry) {
+        Some(vouched) => {
+            hashedrekord::verify_vouched(trust, message, &set.signature, &vouched, &entry)?;
+            vouched.facts
+        }
+        None => {
+            let facts = Arc::new(sigstore::certificate_facts(&leaf)?);
+            let chain = verify_logged_signature(
+                trust,
+                message,
+                &set.signature,
+                SigningMaterial::Certificate(&leaf),
+                &entry,
+            )?;
+            // Every check passed: the root remembers the chain and SCT, with the facts.
+            if let Some(chain) = chain {
+                trust.vouched_certificates().remember(
+                    VouchedCertificates::key(&leaf),
+                    VouchedCertificate {
+                        not_before: chain.not_before,
+                        not_after: chain.not_after,
+                        authorities: chain.authorities,
+                        facts: facts.clone(),
+                    },
+                );
+            }
+            facts
+        }
+    };
     Ok(SigstoreEvidence {
-        subject: facts.subject.ok_or(SigstoreError::NoSubject)?,
-        issuer: facts.issuer,
-        claims: facts.claims,
+        subject: facts.subject.clone().ok_or(SigstoreError::NoSubject)?,
+        issuer: facts.issuer.clone(),
+        claims: facts.claims.clone(),
         rekor: entry.evidence(),
-        key_fingerprint: crate::keys::spki_fingerprint(&facts.public_key_der),
+        key_fingerprint: facts.key_fingerprint.clone(),
     })
 }
 
 /// Verifies a signature and the log entry that records it, by the entry's kind:
 /// `hashedrekord` 0.0.1 through sigstore-verify, legacy `rekord` 0.0.1 by
 /// [`legacy_rekord`]; any other kind is refused. Shared by keyless and key-bundle sets.
+/// For a `hashedrekord` certificate, says what was established about its chain, for the
+/// trust root to remember ([`ChainVerified`]).
 pub(super) fn verify_logged_signature(
     trust: &TrustRoot,
     message: &[u8],
     signature: &[u8],
     material: SigningMaterial<'_>,
     entry: &RekorEntry,
-) -> Result<(), SigstoreError> {
+) -> Result<Option<ChainVerified>, SigstoreError> {
     if entry.is("hashedrekord", "0.0.1") {
         // mansign's reading and consistency check of the body run on this path too, so the
         // first sight refuses every body the vouched path ([`hashedrekord`]) refuses:
         // sigstore-verify reads a body more loosely (any hash algorithm name, base64 of
         // either alphabet, padded or not; see [`LoggedSignature::read`]).
         let logged = LoggedSignature::read(entry)?;
-        sigstore::verify_hashedrekord(trust, message, signature, material, entry)?;
-        logged.describes(message, signature, material)
+        let chain = sigstore::verify_hashedrekord(trust, message, signature, material, entry)?;
+        logged.describes(message, signature, material)?;
+        Ok(chain)
     } else if entry.is("rekord", "0.0.1") {
-        legacy_rekord::verify(trust, message, signature, material, entry)
+        legacy_rekord::verify(trust, message, signature, material, entry).map(|()| None)
     } else {
         Err(entry.unsupported())
     }
