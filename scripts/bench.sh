@@ -212,6 +212,7 @@ for meta in root.glob("**/new/benchmark.json"):
 for var in names.values():
     print(f"{var}={found[var]:.2f}" if var in found else f"{var}=")
 PY
+c_cached='' c_fresh='' c_p256='' c_p384='' c_bundle=''
 # shellcheck disable=SC1091
 . "$WORK/criterion.env"
 [ -n "$c_bundle" ] || { echo "bundle/production_v0.3 was not measured" >&2; exit 1; }
