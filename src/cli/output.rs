@@ -106,6 +106,28 @@ pub fn print_stdout_bytes(bytes: &[u8]) -> anyhow::Result<()> {
         })
 }
 
+/// [`print_stdout`] of what `reader` yields, copied in pieces.
+pub fn copy_stdout(mut reader: impl std::io::Read) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    std::io::copy(&mut reader, &mut out)
+        .and_then(|_| out.flush())
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::BrokenPipe => {
+                anyhow::anyhow!("stdout was closed before the output was written")
+            }
+            _ => anyhow::Error::new(e).context("cannot write to stdout"),
+        })
+}
+
+/// [`print_report`] of what `reader` yields, copied in pieces.
+pub fn copy_report(mut reader: impl std::io::Read) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match std::io::copy(&mut reader, &mut out).and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.map(|_| ()).context("cannot write to stdout"),
+    }
+}
+
 /// Prints a report on stdout (a verdict, an explanation, a completion script, the
 /// version). A reader that stopped reading (`mansign completion zsh | head -1`) is not an
 /// error: the rest is dropped and the command ends with its own outcome (a failed

@@ -38,6 +38,8 @@ pub use gitops::{
     check_argocd_installation_id, tracking_id_names,
 };
 pub use legacy_tar::LegacyTarError;
+#[cfg(feature = "cli")]
+pub(crate) use load::{INPUT_WINDOW, visit_inputs_with};
 pub use load::{
     InputSelection, MANIFEST_EXTENSIONS, ManifestFile, load_inputs, load_inputs_with, load_reader,
 };
