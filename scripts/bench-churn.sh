@@ -146,6 +146,7 @@ MISSES='mansign_verification_cache_lookups_total{result="miss"}'
 ENTRIES='mansign_verification_cache_entries'
 rss() { awk '/^VmRSS/ { r = $2 } /^VmHWM/ { h = $2 } END { printf "%.1f MiB (peak %.1f MiB)", r / 1024, h / 1024 }' "/proc/$SERVER_PID/status"; }
 load() { cut -d' ' -f1 /proc/loadavg; }
+thousands() { python3 -c "print(f'{int(\"$1\" or 0):,}')"; }
 
 # Sends every body of a file once, on 4 connections; prints "<requests> <denied or failed> <seconds>".
 send() {
@@ -214,15 +215,15 @@ PY
 }
 
 LOAD_BEFORE=$(load)
-rss_rows=("| server started | – | – | $(metric "$ENTRIES") | $(rss) | $(load) |")
+rss_rows=("| server started | – | – | $(thousands "$(metric "$ENTRIES")") | $(rss) | $(load) |")
 hit_rows=("$(hit_path "before the churn")")
-rss_rows+=("| hot set ($HOT objects) and ${SECONDS_PER_RUN} s of hits | – | – | $(metric "$ENTRIES") | $(rss) | $(load) |")
+rss_rows+=("| hot set ($HOT objects) and ${SECONDS_PER_RUN} s of hits | – | – | $(thousands "$(metric "$ENTRIES")") | $(rss) | $(load) |")
 for i in "${!PHASES[@]}"; do
   n=${PHASES[$i]}
   read -r sent bad secs < <(send "$WORK/phase$i.jsonl")
   [ "$bad" -eq 0 ] || { echo "bench-churn.sh: $bad of $sent reviews were not allowed" >&2; exit 1; }
-  rss_rows+=("| $(printf "%'d" "$n") distinct signed objects, each sent once | ${secs} s | $(python3 -c "print(f'{$sent / $secs:,.0f}')") | $(metric "$ENTRIES") | $(rss) | $(load) |")
-  hit_rows+=("$(hit_path "after $(printf "%'d" "$n") distinct objects")")
+  rss_rows+=("| $(thousands "$n") distinct signed objects, each sent once | ${secs} s | $(python3 -c "print(f'{$sent / $secs:,.0f}')") | $(thousands "$(metric "$ENTRIES")") | $(rss) | $(load) |")
+  hit_rows+=("$(hit_path "after $(thousands "$n") distinct objects")")
 done
 
 # GitOps re-sync: the same RESYNC objects, ROUNDS times, in the same order.
@@ -232,9 +233,9 @@ for round in $(seq "$ROUNDS"); do
   read -r sent bad secs < <(send "$WORK/resync.jsonl")
   [ "$bad" -eq 0 ] || { echo "bench-churn.sh: $bad of $sent re-sync reviews were not allowed" >&2; exit 1; }
   h1=$(metric "$HITS"); m1=$(metric "$MISSES")
-  resync_rows+=("| $round | $sent | $((h1 - h0)) | $((m1 - m0)) | $(python3 -c "print(f'{100 * ($h1 - $h0) / max(1, $h1 - $h0 + $m1 - $m0):.1f} %')") | ${secs} s | $(load) |")
+  resync_rows+=("| $round | $(thousands "$sent") | $(thousands $((h1 - h0))) | $(thousands $((m1 - m0))) | $(python3 -c "print(f'{100 * ($h1 - $h0) / max(1, $h1 - $h0 + $m1 - $m0):.1f} %')") | ${secs} s | $(load) |")
 done
-rss_rows+=("| after $ROUNDS re-sync rounds of $(printf "%'d" "$RESYNC") objects | – | – | $(metric "$ENTRIES") | $(rss) | $(load) |")
+rss_rows+=("| after $ROUNDS re-sync rounds of $(thousands "$RESYNC") objects | – | – | $(thousands "$(metric "$ENTRIES")") | $(rss) | $(load) |")
 
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 echo "Webhook churn: $(nproc) cores, $(date -u '+%F %H:%M') UTC, mansign at $COMMIT, load before: $LOAD_BEFORE."
@@ -248,7 +249,7 @@ echo "| hit path ($HOT hot objects, wrk ${SECONDS_PER_RUN} s, $CONNECTIONS conne
 echo "|---|---:|---:|---:|---:|---:|---:|---|---|"
 printf '%s\n' "${hit_rows[@]}"
 echo
-echo "| GitOps re-sync round ($(printf "%'d" "$RESYNC") objects, same order) | reviews | cache hits | misses | hit ratio | time | load |"
+echo "| GitOps re-sync round ($(thousands "$RESYNC") objects, same order) | reviews | cache hits | misses | hit ratio | time | load |"
 echo "|---|---:|---:|---:|---:|---:|---|"
 printf '%s\n' "${resync_rows[@]}"
 if [ -s "$WORK/wrk.err" ]; then echo; echo "wrk stderr (first lines):"; head -5 "$WORK/wrk.err"; fi
