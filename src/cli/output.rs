@@ -45,7 +45,9 @@ pub fn write_all(outputs: Vec<(Target, String)>) -> anyhow::Result<()> {
                 std::fs::create_dir_all(&dir).with_context(|| {
                     format!("{}: cannot create output directory", dir.display())
                 })?;
-                staged.push((stage(&path, &text, false)?, path));
+                // Closed once written (the path is kept, and removed if the run fails):
+                // a batch of 100,000 outputs must not hold 100,000 open files.
+                staged.push((stage(&path, &text, false)?.into_temp_path(), path));
             }
         }
     }
