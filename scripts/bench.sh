@@ -12,7 +12,11 @@
 # 4. side by side with sigstore-python (the stack's venv) and sigstore-js (installed into
 #    target/bench-peers/ with npm on first use) verifying the *same* production bundle
 #    (sigstore-conformance happy-path v0.3, offline, the same trusted root): whole process,
-#    and in-process per verification (mansign's from `cargo bench --bench verify`).
+#    and in-process per verification (mansign's from `cargo bench --bench verify`);
+# 5. the targets of issue 26 as ratios to the ECDSA floor measured in the same run
+#    (`cargo bench --bench verify`: one P-256 check, one P-384 check), each next to its
+#    target, with the start of a minimal Rust binary built with the same release profile
+#    (scripts/bench-minimal/).
 #
 #   scripts/bench.sh [N]
 set -euo pipefail
@@ -24,6 +28,9 @@ ROOT_DIR=$PWD
 bash scripts/sigstore-stack/install.sh >/dev/null
 cargo build --locked --release --quiet
 MANSIGN="$PWD/target/release/mansign"
+cargo build --release --quiet --manifest-path scripts/bench-minimal/Cargo.toml \
+  --target-dir target/bench-minimal
+MINIMAL="$PWD/target/bench-minimal/release/bench-minimal"
 PY="$PWD/scripts/sigstore-stack/.venv/bin/python"
 PEERS="$PWD/target/bench-peers"
 if [ ! -d "$PEERS/node_modules/sigstore" ]; then
@@ -115,6 +122,7 @@ first=$(find "$WORK/batch" -name '*.yaml' | sort | sed -n 1p)
 p_load=$(load)
 p_verify=$(median_ms 31 "$MANSIGN" verify -f "$first" "${identity[@]}")
 p_version=$(median_ms 31 "$MANSIGN" --version)
+p_minimal=$(median_ms 31 "$MINIMAL")
 
 # 4. peers on the same production bundle, offline, the same trusted root
 CASE="$ROOT_DIR/testdata/sigstore-conformance/bundle-verify/happy-path-v0.3"
@@ -178,13 +186,37 @@ w_pycli=n/a
 i_load=$(load)
 i_py=$("$PY" "$WORK/peer.py" "$BUNDLE" "$ARTIFACT" "$PROD_ROOT" "$BEACON" "$GHA" 200)
 i_js=$(node "$WORK/peer.js" "$BUNDLE" "$ARTIFACT" "$PROD_ROOT" "$BEACON" "$GHA" 100)
-# criterion's estimate line: "bundle/production_v0.3  time:   [a µs b µs c µs]" -> b in µs
-i_m=$(cargo bench --locked --quiet --bench verify -- --noplot 'bundle/production' 2>/dev/null |
-  python3 -c "
-import re, sys
-m = re.search(r'time:\s*\[\S+ \S+ (\S+) (\S+)', sys.stdin.read())
-v, unit = float(m.group(1)), m.group(2)
-print(f'{v * {\"ns\": 1e-3, \"µs\": 1, \"us\": 1, \"ms\": 1e3}[unit]:.0f}')")
+# In process (criterion, one thread): the ECDSA floor and the paths it bounds, in one run.
+# Each figure is criterion's median point estimate (target/criterion/<id>/new/estimates.json)
+# of a benchmark measured by this run; one that benches/verify.rs lacks is "not measured".
+BENCHES='keyless/cached_certificate|keyless/fresh_certificate|key/p256_signature_only|floor/p384_signature_only|bundle/production_v0.3'
+c_load=$(load)
+touch "$WORK/criterion-start"
+cargo bench --locked --quiet --bench verify -- --noplot "$BENCHES" >"$WORK/criterion.log" 2>&1 ||
+  { echo "cargo bench --bench verify failed:" >&2; tail -20 "$WORK/criterion.log" >&2; exit 1; }
+python3 - "$ROOT_DIR/target/criterion" "$WORK/criterion-start" >"$WORK/criterion.env" <<'PY'
+import json, os, sys
+from pathlib import Path
+root, since = Path(sys.argv[1]), os.path.getmtime(sys.argv[2])
+names = {"keyless/cached_certificate": "c_cached", "keyless/fresh_certificate": "c_fresh",
+         "key/p256_signature_only": "c_p256", "floor/p384_signature_only": "c_p384",
+         "bundle/production_v0.3": "c_bundle"}
+found = {}
+for meta in root.glob("**/new/benchmark.json"):
+    if meta.stat().st_mtime < since:
+        continue  # left by an earlier run: not measured now
+    full_id = json.loads(meta.read_text()).get("full_id")
+    if full_id in names:
+        est = json.loads((meta.parent / "estimates.json").read_text())
+        found[names[full_id]] = est["median"]["point_estimate"] / 1000  # ns -> µs
+for var in names.values():
+    print(f"{var}={found[var]:.2f}" if var in found else f"{var}=")
+PY
+c_cached='' c_fresh='' c_p256='' c_p384='' c_bundle=''
+# shellcheck disable=SC1091
+. "$WORK/criterion.env"
+[ -n "$c_bundle" ] || { echo "bundle/production_v0.3 was not measured" >&2; exit 1; }
+i_m=$(python3 -c "print(f'{$c_bundle:.0f}')")
 r() { python3 -c "print(f'{$1 / $2:.1f}')"; }
 
 cat <<TABLE
@@ -209,6 +241,63 @@ Load average (1 min) next to each figure.
 | in-process, per verification | ${i_m} µs | ${i_py} µs ($(r "$i_py" "$i_m")×) | ${i_js} µs ($(r "$i_js" "$i_m")×) | $i_load |
 | whole process, ratio to mansign | 1 | $(r "$w_py" "$w_m")× | $(r "$w_js" "$w_m")× | |
 TABLE
+
+# 5. The targets of issue 26: ratios to the ECDSA floor of this run, each next to its target.
+echo
+python3 - "$(nproc)" "$N" "$c_p256" "$c_p384" "$c_cached" "$c_fresh" "$v_all" "$p_verify" \
+  "$p_version" "$p_minimal" "$i_m" "$i_py" "$c_load" "$v_all_load" "$p_load" "$i_load" <<'PY'
+import sys
+a = sys.argv[1:]
+def num(s):
+    return float(s) if s.strip() else None
+cores, n = int(a[0]), int(a[1])
+p256, p384, cached, fresh = (num(x) for x in a[2:6])
+v_all, p_verify, p_version, p_minimal, i_m, i_py = (float(x) for x in a[6:12])
+c_load, v_load, p_load, i_load = a[12:16]
+
+def us(x):
+    return "not measured" if x is None else (f"{x:,.0f} µs" if x >= 100 else f"{x:.1f} µs")
+def ms(x):
+    return f"{x:,.1f} ms"
+def row(workload, measured, floor, ratio, target, limit, load, at_most=True):
+    if ratio is None:
+        verdict, shown = "not measured", "–"
+    else:
+        verdict = "met" if (ratio <= limit if at_most else ratio >= limit) else "**missed**"
+        shown = f"{ratio:.2f}×"
+    print(f"| {workload} | {measured} | {floor} | {shown} | {target} | {verdict} | {load} |")
+
+print("| workload | measured | floor (measured this run) | ratio | target | | load (1 min) |")
+print("|---|---|---|---|---|---|---|")
+f_cached = None if p256 is None else 2 * p256
+row("keyless manifest, certificate already vouched for, in process", us(cached),
+    f"2 × P-256 = {us(f_cached)}", None if None in (cached, f_cached) else cached / f_cached,
+    "≤ 1.25 × floor", 1.25, c_load)
+if p256 is None or p384 is None:
+    f_fresh = None
+    f_text = "4 × P-256 + 1 × P-384 (floor P-384: not measured)"
+else:
+    f_fresh = 4 * p256 + p384
+    f_text = f"4 × P-256 + 1 × P-384 = 4 × {us(p256)} + {us(p384)} = {us(f_fresh)}"
+row("keyless manifest, fresh certificate, in process", us(fresh), f_text,
+    None if None in (fresh, f_fresh) else fresh / f_fresh, "≤ 1.25 × floor", 1.25, c_load)
+f_batch = None if p256 is None else n * 2 * p256 / cores / 1000
+row(f"{n:,} batch-signed files, `verify -f dir/`, {cores} cores, whole process", ms(v_all),
+    f"{n:,} × 2 × P-256 / {cores} cores = "
+    + ("not measured" if f_batch is None else ms(f_batch)),
+    None if f_batch is None else v_all / f_batch, "≤ 1.5 × floor", 1.5, v_load)
+row("one keyless manifest, whole process: start (`mansign --version`)", ms(p_version),
+    f"minimal Rust binary, same release profile: {ms(p_minimal)}", p_version / p_minimal,
+    "≤ 2 × minimal binary", 2.0, p_load)
+added = p_verify - p_version
+row("one keyless manifest, whole process: what `verify` adds to the start",
+    f"{ms(p_verify)} − {ms(p_version)} = {ms(added)}",
+    f"fresh keyless in process: {us(fresh)}",
+    None if fresh is None else added * 1000 / fresh, "≤ 1.3 × fresh in process", 1.3, p_load)
+row("production bundle (happy-path v0.3), in process: sigstore-python ÷ mansign",
+    f"mansign {us(i_m)}, sigstore-python {us(i_py)}", "–", i_py / i_m, "≥ 4×", 4.0, i_load,
+    at_most=False)
+PY
 
 # The manifest reader's resource bounds (hostile inputs of issue 7): a second table.
 echo

@@ -1,6 +1,7 @@
 //! Verifying many documents on several threads gives the verdicts of verifying them one by
 //! one, in input order: a tampered document in the middle of a batch is refused in its
-//! place, and the run fails.
+//! place, and the run fails; `verify -f DIR` of a tree read window by window reports what
+//! one verification of every document reports.
 
 mod common;
 
@@ -49,4 +50,159 @@ fn parallel_verdicts_equal_sequential_verdicts_in_input_order() {
         );
         assert_eq!(d.is_verified(), ![7, 31, 59].contains(&i), "{d}");
     }
+}
+
+/// Signs `n` files (ConfigMaps, one or two documents each; every seventh file JSON) into
+/// `dir` with a new key, and returns the public key's path.
+fn signed_directory(dir: &std::path::Path, n: usize) -> std::path::PathBuf {
+    let pair = keys::generate_key_pair(b"").unwrap();
+    let key = keys::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
+    let mut files = Vec::new();
+    for i in 0..n {
+        let json = i % 7 == 3;
+        let name = format!(
+            "team-{}/cm-{i:04}.{}",
+            i / 50,
+            if json { "json" } else { "yaml" }
+        );
+        let text = if json {
+            format!(
+                r#"{{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {{"name": "cm-{i}", "namespace": "team-a"}}, "data": {{"index": "{i}"}}}}"#
+            )
+        } else {
+            configmaps(1 + i % 2).replace("cm-", &format!("cm-{i}-"))
+        };
+        files.push(
+            load_reader(
+                Source::File(dir.join(&name)),
+                name.into(),
+                text.as_bytes(),
+                &Limits::default(),
+            )
+            .unwrap(),
+        );
+    }
+    sign_files(&mut files, &KeySigner::new(key), &SignOptions::default()).unwrap();
+    for f in &files {
+        let path = dir.join(&f.relative_path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let text = if f.is_json() {
+            f.documents
+                .iter()
+                .map(|d| serde_json::to_string_pretty(&d.value).unwrap() + "\n")
+                .collect::<String>()
+        } else {
+            f.documents
+                .iter()
+                .map(|d| mansign::manifest::to_yaml(&d.value))
+                .collect::<Vec<_>>()
+                .join("---\n")
+        };
+        std::fs::write(path, text).unwrap();
+    }
+    let public = dir.join("../cosign.pub");
+    std::fs::write(&public, &pair.public_key_pem).unwrap();
+    public
+}
+
+/// `verify -f DIR` reads a large tree a window of files at a time; its report must be the
+/// one a single verification of every document gives (the library's verdict, printed as
+/// the command always printed it), in text and JSON, over several windows, with failures
+/// in later windows; `--print-verified` prints every document, in order.
+#[test]
+fn a_directory_of_many_files_verifies_with_the_report_of_one_whole_verification() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("signed");
+    let public = signed_directory(&dir, 400);
+    let pem = std::fs::read_to_string(&public).unwrap();
+    let verifier = || {
+        Verifier::new(vec![Attestor::Key(
+            TrustedKey::from_pem(public.display().to_string(), &pem).unwrap(),
+        )])
+    };
+    let expect = |dir: &std::path::Path| {
+        let files =
+            mansign::manifest::load_inputs(&[dir.to_path_buf()], &Limits::default()).unwrap();
+        let verdict = verifier().verify_documents(files.iter().flat_map(|f| &f.documents));
+        let mut text: String = verdict.documents.iter().map(|d| format!("{d}\n")).collect();
+        let ok = verdict.documents.iter().filter(|d| d.is_verified()).count();
+        text.push_str(&format!(
+            "{ok} of {} document(s) verified\n",
+            verdict.documents.len()
+        ));
+        let json = serde_json::to_string_pretty(&verdict.to_json()).unwrap() + "\n";
+        let stream = files
+            .iter()
+            .flat_map(|f| &f.documents)
+            .map(|d| mansign::manifest::to_yaml(&d.value))
+            .collect::<Vec<_>>()
+            .join("---\n");
+        (text, json, stream, verdict.is_verified())
+    };
+    let run = |dir: &std::path::Path, extra: &[&str]| {
+        common::mansign()
+            .args(["verify", "-f"])
+            .arg(dir)
+            .arg("--key")
+            .arg(&public)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+
+    let (text, json, stream, verified) = expect(&dir);
+    assert!(verified);
+    assert!(
+        text.ends_with("571 of 571 document(s) verified\n"),
+        "{text}"
+    );
+    let out = run(&dir, &[]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
+    let out = run(&dir, &["-o", "json"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), json);
+    let out = run(&dir, &["--print-verified"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), stream);
+    assert_eq!(String::from_utf8(out.stderr).unwrap(), text);
+
+    // Tampered documents in the first, a middle and the last window.
+    for (file, from, to) in [
+        ("team-0/cm-0002.yaml", "index: \"0\"", "index: \"x\""),
+        ("team-5/cm-0271.yaml", "index: \"1\"", "index: \"y\""),
+        ("team-7/cm-0399.yaml", "index: \"0\"", "index: \"z\""),
+    ] {
+        let path = dir.join(file);
+        let before = std::fs::read_to_string(&path).unwrap();
+        assert!(before.contains(from), "{file}: {before}");
+        std::fs::write(&path, before.replacen(from, to, 1)).unwrap();
+    }
+    let (text, json, _, verified) = expect(&dir);
+    assert!(!verified);
+    assert!(
+        text.ends_with("568 of 571 document(s) verified\n"),
+        "{text}"
+    );
+    let out = run(&dir, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), text);
+    let out = run(&dir, &["-o", "json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), json);
+    let out = run(&dir, &["--print-verified"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        out.stdout.is_empty(),
+        "nothing on stdout when a document failed"
+    );
+    assert_eq!(String::from_utf8(out.stderr).unwrap(), text);
+
+    // A file that cannot be read, in the last window: its error, and no report at all.
+    std::fs::write(dir.join("team-7/cm-0398.yaml"), "kind: [unclosed\n").unwrap();
+    let out = run(&dir, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "no partial report");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("cm-0398.yaml"), "{err}");
 }

@@ -620,3 +620,45 @@ fn glob_pattern_matching_nothing_is_an_error() {
             "nothing/*.yaml: cannot read: pattern matches no files",
         ));
 }
+
+/// The outputs of a batch are staged as temporary files and renamed at the end; they must
+/// not stay open until then: a tree of more files than the process may open at once
+/// (here 300 under `ulimit -n 64`; 100,000 failed at 20,000 open files) is signed whole.
+#[test]
+fn a_batch_of_more_outputs_than_open_files_allowed_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key, pubkey) = key_pair(dir.path(), "cosign");
+    let src = dir.path().join("unsigned");
+    for i in 0..300 {
+        write(
+            &src,
+            &format!("team-{}/cm-{i:03}.yaml", i / 100),
+            &format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i}\n  namespace: team-a\n"
+            ),
+        );
+    }
+    let out = dir.path().join("signed");
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -n 64 && exec \"$0\" \"$@\"")
+        .arg(assert_cmd::cargo::cargo_bin("mansign"))
+        .args(["sign", "-f"])
+        .arg(&src)
+        .arg("--key")
+        .arg(&key)
+        .arg("-o")
+        .arg(format!("{}/", out.display()))
+        .env("COSIGN_PASSWORD", "test-password")
+        .output()
+        .unwrap();
+    assert!(
+        status.status.success(),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    assert_eq!(files_under(&out).len(), 300);
+    common::verify_with_key(&out, &pubkey)
+        .success()
+        .stdout(predicate::str::contains("300 of 300 document(s) verified"));
+}

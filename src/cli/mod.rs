@@ -18,6 +18,7 @@ mod sign_report;
 mod trust;
 mod verify;
 mod verify_hints;
+mod verify_report;
 mod verify_resource;
 mod version;
 

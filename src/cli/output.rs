@@ -45,7 +45,9 @@ pub fn write_all(outputs: Vec<(Target, String)>) -> anyhow::Result<()> {
                 std::fs::create_dir_all(&dir).with_context(|| {
                     format!("{}: cannot create output directory", dir.display())
                 })?;
-                staged.push((stage(&path, &text, false)?, path));
+                // Closed once written (the path is kept, and removed if the run fails):
+                // a batch of 100,000 outputs must not hold 100,000 open files.
+                staged.push((stage(&path, &text, false)?.into_temp_path(), path));
             }
         }
     }
@@ -104,6 +106,28 @@ pub fn print_stdout_bytes(bytes: &[u8]) -> anyhow::Result<()> {
             }
             _ => anyhow::Error::new(e).context("cannot write to stdout"),
         })
+}
+
+/// [`print_stdout`] of what `reader` yields, copied in pieces.
+pub fn copy_stdout(mut reader: impl std::io::Read) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    std::io::copy(&mut reader, &mut out)
+        .and_then(|_| out.flush())
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::BrokenPipe => {
+                anyhow::anyhow!("stdout was closed before the output was written")
+            }
+            _ => anyhow::Error::new(e).context("cannot write to stdout"),
+        })
+}
+
+/// [`print_report`] of what `reader` yields, copied in pieces.
+pub fn copy_report(mut reader: impl std::io::Read) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match std::io::copy(&mut reader, &mut out).and_then(|_| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.map(|_| ()).context("cannot write to stdout"),
+    }
 }
 
 /// Prints a report on stdout (a verdict, an explanation, a completion script, the

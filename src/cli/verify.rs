@@ -1,15 +1,16 @@
 //! `mansign verify`
 
 use super::Outcome;
-use super::args::{ReportFormat, ReportFormatArg, TrustRootArg};
-use super::output::{print_report, print_stdout};
+use super::args::{ReportFormatArg, TrustRootArg};
+use super::verify_hints::LiveObjectHint;
+use super::verify_report::StreamedReport;
 use crate::annotations::AnnotationDomain;
 use crate::kube::KubeClient;
 use crate::limits::Limits;
 use crate::manifest::{
     FluxKustomization, GitopsBindings, GroupKind, IgnoreProfile, IgnoreProfiles, InputSelection,
-    ManifestFile, Tolerances, check_argocd_application, check_argocd_installation_id,
-    parse_duration, to_yaml, unbound_gitops_keys,
+    Tolerances, check_argocd_application, check_argocd_installation_id, parse_duration,
+    unbound_gitops_keys,
 };
 use crate::policy::{
     LoadOptions, RequestContext, ResolvedKeys, load_file as load_policy_file, load_file_with_keys,
@@ -318,51 +319,56 @@ impl Check {
     }
 
     /// Reads the inputs (`-f`, the paths, or the objects `verify-resource` read) and
-    /// verifies them.
+    /// verifies them, a window of files at a time (each window's documents on every core),
+    /// so that memory does not grow with the number of files; the report is printed at
+    /// the end, as one, and not at all when an input cannot be read.
     pub fn run(&self, args: &VerifyArgs) -> anyhow::Result<Outcome> {
         let limits = Limits::default();
         let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
-        let files = super::verify_hints::load(
+        let mut report = StreamedReport::new(args.format.output, args.print_verified);
+        let mut hint = LiveObjectHint::default();
+        super::verify_hints::visit(
             args.preloaded.as_ref(),
             &args.inputs,
             &args.paths,
             &selection,
             &limits,
-        )?;
-        match self {
-            Check::Policy(policy) => {
-                let verdict = policy.verify_documents(
-                    files.iter().flat_map(|f| &f.documents),
-                    &RequestContext::default(),
-                );
-                report(
-                    args,
-                    &files,
-                    || verdict.to_json(),
-                    verdict
-                        .objects
-                        .iter()
-                        .map(|o| (o.to_string(), o.is_verified())),
-                    verdict.is_verified(),
-                )
-            }
-            Check::Flags(verifier) => {
-                let verdict = verifier.verify_documents(files.iter().flat_map(|f| &f.documents));
-                if args.ignore_profile.is_none() {
-                    super::verify_hints::live_object_hint(verifier, &files, &verdict);
+            |files| match self {
+                Check::Policy(policy) => {
+                    let verdict = policy.verify_documents(
+                        files.iter().flat_map(|f| &f.documents),
+                        &RequestContext::default(),
+                    );
+                    report.add(
+                        &files,
+                        &verdict.objects,
+                        ToString::to_string,
+                        |o| o.is_verified(),
+                        |o| o.to_json(),
+                    )
                 }
-                report(
-                    args,
-                    &files,
-                    || verdict.to_json(),
-                    verdict
-                        .documents
-                        .iter()
-                        .map(|d| (d.to_string(), d.is_verified())),
-                    verdict.is_verified(),
-                )
-            }
-        }
+                Check::Flags(verifier) => {
+                    let verdict =
+                        verifier.verify_documents(files.iter().flat_map(|f| &f.documents));
+                    if args.ignore_profile.is_none() {
+                        hint.add(verifier, &files, &verdict);
+                    }
+                    report.add(
+                        &files,
+                        &verdict.documents,
+                        ToString::to_string,
+                        |d| d.is_verified(),
+                        |d| d.to_json(),
+                    )
+                }
+            },
+        )?;
+        hint.print();
+        Ok(if report.finish()? {
+            Outcome::Success
+        } else {
+            Outcome::VerificationFailed
+        })
     }
 }
 
@@ -458,57 +464,6 @@ fn read_key_references(
         keys.insert(reference.clone(), value);
     }
     Ok(keys)
-}
-
-/// Prints a verdict (one line per item and a count, or the JSON) and maps it to the
-/// outcome. Printing is the same for key, keyless and policy runs; the verdict types
-/// carry their own wording. With `--print-verified` the verdict goes to stderr and, only
-/// when everything verified, the documents to stdout.
-fn report(
-    args: &VerifyArgs,
-    files: &[ManifestFile],
-    json: impl FnOnce() -> serde_json::Value,
-    lines: impl Iterator<Item = (String, bool)>,
-    verified: bool,
-) -> anyhow::Result<Outcome> {
-    let text = match args.format.output {
-        ReportFormat::Json => serde_json::to_string_pretty(&json())? + "\n",
-        ReportFormat::Text => {
-            let (mut text, mut ok, mut total) = (String::new(), 0, 0);
-            for (line, line_ok) in lines {
-                text.push_str(&line);
-                text.push('\n');
-                total += 1;
-                ok += usize::from(line_ok);
-            }
-            text.push_str(&format!("{ok} of {total} document(s) verified\n"));
-            text
-        }
-    };
-    if args.print_verified {
-        eprint!("{text}");
-        if verified {
-            print_stdout(&verified_stream(files))?;
-        }
-    } else {
-        print_report(&text)?;
-    }
-    Ok(if verified {
-        Outcome::Success
-    } else {
-        Outcome::VerificationFailed
-    })
-}
-
-/// Every document of `files`, as verified (signature annotations included), as one YAML
-/// stream in input order.
-fn verified_stream(files: &[ManifestFile]) -> String {
-    files
-        .iter()
-        .flat_map(|f| &f.documents)
-        .map(|d| to_yaml(&d.value))
-        .collect::<Vec<_>>()
-        .join("---\n")
 }
 
 /// The cosign-style identity flags as a policy; refuses a policy without an issuer or

@@ -4,29 +4,34 @@
 
 use crate::limits::Limits;
 use crate::manifest::{
-    IgnoreFields, IgnoreProfile, InputSelection, ManifestFile, Tolerances, load_inputs_with,
+    INPUT_WINDOW, IgnoreFields, IgnoreProfile, InputSelection, ManifestFile, Tolerances,
+    visit_inputs_with,
 };
 use crate::policy::mansign_field_pattern;
 use crate::verify::{Verdict, Verifier};
 use std::path::{Path, PathBuf};
 
-/// The files to verify: what `verify-resource` read, else every input (the `-f` values,
-/// then the positional paths); none at all is a usage error.
-pub fn load(
+/// The files to verify, handed to `visit` a window at a time (at most
+/// [`INPUT_WINDOW`] files, in input order; see `manifest::visit_inputs_with`): what
+/// `verify-resource` read (one window), else every input (the `-f` values, then the
+/// positional paths); none at all is a usage error.
+pub fn visit(
     preloaded: Option<&Vec<ManifestFile>>,
     flagged: &[PathBuf],
     positional: &[PathBuf],
     selection: &InputSelection,
     limits: &Limits,
-) -> anyhow::Result<Vec<ManifestFile>> {
+    visit: impl FnMut(Vec<ManifestFile>) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    let mut visit = visit;
     if let Some(files) = preloaded {
-        return Ok(files.clone());
+        return visit(files.clone());
     }
     let inputs: Vec<PathBuf> = flagged.iter().chain(positional).cloned().collect();
     if inputs.is_empty() {
         anyhow::bail!("nothing to verify: give -f PATH (or paths) of the signed manifests");
     }
-    Ok(load_inputs_with(&inputs, selection, limits)?)
+    visit_inputs_with(&inputs, selection, limits, INPUT_WINDOW, visit)
 }
 
 /// `--ignore-field` values as patterns, in the syntax of a `ManifestPolicy`. A path written
@@ -59,35 +64,62 @@ pub fn refuse_secret_reference(path: &Path) -> anyhow::Result<()> {
 
 /// When documents failed only because of differences that `--ignore-profile kubernetes`
 /// tolerates (server-populated fields), they are most likely live objects read with
-/// `kubectl get`: say so on stderr, once. Only the tolerances change for the second look,
-/// never the signers.
-pub fn live_object_hint(verifier: &Verifier, files: &[ManifestFile], verdict: &Verdict) {
-    let failed_on_diff: Vec<_> = verdict
-        .documents
-        .iter()
-        .filter(|d| matches!(&d.result, Err(r) if r.check() == "diff"))
-        .collect();
-    if failed_on_diff.is_empty() {
-        return;
+/// `kubectl get`: say so on stderr, once, at the end of the run. Only the tolerances change
+/// for the second look, never the signers. Fed window by window ([`LiveObjectHint::add`]).
+pub struct LiveObjectHint {
+    /// Documents that failed on their differences so far.
+    failed_on_diff: usize,
+    /// Whether every one of them verifies with the kubernetes profile.
+    all_live: bool,
+}
+
+impl Default for LiveObjectHint {
+    fn default() -> Self {
+        LiveObjectHint {
+            failed_on_diff: 0,
+            all_live: true,
+        }
     }
-    let tolerant = verifier.clone().with_tolerances(Tolerances {
-        profiles: IgnoreProfile::Kubernetes.into(),
-        ..verifier.tolerances().clone()
-    });
-    let all_live = files
-        .iter()
-        .flat_map(|f| &f.documents)
-        .filter(|doc| {
-            failed_on_diff
-                .iter()
-                .any(|d| d.origin.as_ref() == Some(&doc.origin))
-        })
-        .all(|doc| tolerant.verify_document(doc).is_verified());
-    if all_live {
-        eprintln!(
-            "hint: every difference of the failed document(s) is a field the API server \
-             populates: this looks like a live object (`kubectl get -o yaml`); try \
-             `--ignore-profile kubernetes`"
-        );
+}
+
+impl LiveObjectHint {
+    /// Looks at the documents of one window (`files`) and their verdict.
+    pub fn add(&mut self, verifier: &Verifier, files: &[ManifestFile], verdict: &Verdict) {
+        let failed_on_diff: Vec<_> = verdict
+            .documents
+            .iter()
+            .filter(|d| matches!(&d.result, Err(r) if r.check() == "diff"))
+            .collect();
+        if failed_on_diff.is_empty() {
+            return;
+        }
+        self.failed_on_diff += failed_on_diff.len();
+        if !self.all_live {
+            return;
+        }
+        let tolerant = verifier.clone().with_tolerances(Tolerances {
+            profiles: IgnoreProfile::Kubernetes.into(),
+            ..verifier.tolerances().clone()
+        });
+        self.all_live = files
+            .iter()
+            .flat_map(|f| &f.documents)
+            .filter(|doc| {
+                failed_on_diff
+                    .iter()
+                    .any(|d| d.origin.as_ref() == Some(&doc.origin))
+            })
+            .all(|doc| tolerant.verify_document(doc).is_verified());
+    }
+
+    /// Prints the hint if it applies.
+    pub fn print(&self) {
+        if self.failed_on_diff > 0 && self.all_live {
+            eprintln!(
+                "hint: every difference of the failed document(s) is a field the API server \
+                 populates: this looks like a live object (`kubectl get -o yaml`); try \
+                 `--ignore-profile kubernetes`"
+            );
+        }
     }
 }

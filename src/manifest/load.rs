@@ -92,15 +92,40 @@ pub fn load_inputs_with(
     limits: &Limits,
 ) -> Result<Vec<ManifestFile>, ManifestError> {
     let mut files = Vec::new();
+    visit_inputs_with(inputs, selection, limits, usize::MAX, |loaded| {
+        files.extend(loaded);
+        Ok::<(), ManifestError>(())
+    })?;
+    Ok(files)
+}
+
+/// Files read at once by a streaming caller of [`visit_inputs_with`]: enough to keep the
+/// reading threads busy, few enough that memory does not grow with the size of a tree.
+#[cfg(feature = "cli")]
+pub(crate) const INPUT_WINDOW: usize = 128;
+
+/// Reads the inputs as [`load_inputs_with`] does, in the same order and with the same
+/// first error, but hands them to `visit` at most `window` files at a time, and drops each
+/// window once `visit` returned: a tree of 100,000 files is never in memory at once (its
+/// list of paths is). No file after a failed one is read, and nothing after an error of
+/// `visit` either.
+pub(crate) fn visit_inputs_with<E: From<ManifestError>>(
+    inputs: &[PathBuf],
+    selection: &InputSelection,
+    limits: &Limits,
+    window: usize,
+    mut visit: impl FnMut(Vec<ManifestFile>) -> Result<(), E>,
+) -> Result<(), E> {
+    let window = window.max(1);
     for input in inputs {
         if input.as_os_str() == "-" {
             let stdin = std::io::stdin();
-            files.push(load_reader(
+            visit(vec![load_reader(
                 Source::Stdin,
                 PathBuf::from("stdin.yaml"),
                 stdin.lock(),
                 limits,
-            )?);
+            )?])?;
             continue;
         }
         if !input.exists() && is_glob(input) {
@@ -108,7 +133,9 @@ pub fn load_inputs_with(
                 .into_iter()
                 .filter(|(_, relative)| !selection.excludes(relative))
                 .collect();
-            files.extend(load_files(found, limits)?);
+            for part in found.chunks(window) {
+                visit(load_files(part, limits)?)?;
+            }
             continue;
         }
         let meta = std::fs::metadata(input).map_err(|source| ManifestError::Read {
@@ -120,18 +147,21 @@ pub fn load_inputs_with(
             if found.is_empty() {
                 return Err(ManifestError::EmptyDirectory {
                     path: input.clone(),
-                });
+                }
+                .into());
             }
-            files.extend(load_files(found, limits)?);
+            for part in found.chunks(window) {
+                visit(load_files(part, limits)?)?;
+            }
         } else {
             let relative = input
                 .file_name()
                 .map(PathBuf::from)
                 .unwrap_or_else(|| PathBuf::from("manifest.yaml"));
-            files.push(load_file(input, relative, limits)?);
+            visit(vec![load_file(input, relative, limits)?])?;
         }
     }
-    Ok(files)
+    Ok(())
 }
 
 /// An argument with `*`, `?` or `[` that names no existing file is a glob pattern (for
@@ -244,11 +274,11 @@ const MAX_LOADER_THREADS: usize = 4;
 /// bounds); the files in the given order, or the error of the first one that failed, as a
 /// sequential read would report it. Once a file failed, no file after it is started.
 fn load_files(
-    found: Vec<(PathBuf, PathBuf)>,
+    found: &[(PathBuf, PathBuf)],
     limits: &Limits,
 ) -> Result<Vec<ManifestFile>, ManifestError> {
     let first_failed = AtomicUsize::new(usize::MAX);
-    let numbered: Vec<(usize, (PathBuf, PathBuf))> = found.into_iter().enumerate().collect();
+    let numbered: Vec<(usize, &(PathBuf, PathBuf))> = found.iter().enumerate().collect();
     let results = map_in_order(
         &numbered,
         default_parallelism().min(MAX_LOADER_THREADS),

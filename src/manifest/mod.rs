@@ -32,6 +32,8 @@ pub use expiry::{
     set_signed_at, signed_at_of,
 };
 pub use legacy_tar::LegacyTarError;
+#[cfg(feature = "cli")]
+pub(crate) use load::{INPUT_WINDOW, visit_inputs_with};
 pub use load::{
     InputSelection, MANIFEST_EXTENSIONS, ManifestFile, load_inputs, load_inputs_with, load_reader,
 };
