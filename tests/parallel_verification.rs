@@ -5,7 +5,9 @@
 
 mod common;
 
+use mansign::Limits;
 use mansign::keys;
+use mansign::manifest::{Source, load_reader};
 use mansign::signing::{KeySigner, SignOptions, sign_files};
 use mansign::verify::{Attestor, TrustedKey, Verifier};
 use serde_json::json;
