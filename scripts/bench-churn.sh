@@ -6,7 +6,7 @@
 # Markdown tables:
 #
 # * the server's RSS (VmRSS, and the peak VmHWM) after each phase, next to the verification
-#   cache's bounds (src/verify/cache.rs: 4,096 entries, 8 MiB of signed documents) and its
+#   cache's bounds (src/verify/cache.rs: 16,384 entries, 8 MiB of signed documents) and its
 #   entry count (`mansign_verification_cache_entries`);
 # * the hit path's p50/p99 (wrk, a hot set of 100 objects re-sent for SECONDS) before the
 #   churn, after 20,000 and after 200,000 objects;
@@ -239,7 +239,7 @@ rss_rows+=("| after $ROUNDS re-sync rounds of $(thousands "$RESYNC") objects | â
 
 COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 echo "Webhook churn: $(nproc) cores, $(date -u '+%F %H:%M') UTC, mansign at $COMMIT, load before: $LOAD_BEFORE."
-echo "Verification cache bounds (src/verify/cache.rs): 4,096 entries, 8 MiB of signed documents; FIFO eviction."
+echo "Verification cache bounds (src/verify/cache.rs): 16,384 entries, 8 MiB of signed documents; FIFO eviction."
 echo
 echo "| phase | time | reviews/s (python client, 4 connections) | cache entries | server RSS | load |"
 echo "|---|---:|---:|---:|---|---|"
