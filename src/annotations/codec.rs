@@ -89,6 +89,10 @@ thread_local! {
     static INFLATER: RefCell<DecompressorOxide> = RefCell::new(DecompressorOxide::new());
 }
 
+/// The most bytes deflate produces from one byte of input (a 258-byte match from about two
+/// bits: 1,032 to 1).
+const MAX_DEFLATE_RATIO: usize = 1032;
+
 /// Every member of a gzip stream (RFC 1952), concatenated, at most `limit` bytes: what
 /// flate2's `MultiGzDecoder` reads (the header's reserved flags, header CRC, CRC-32 and
 /// size of each member are checked; bytes after a member must be another member), with
@@ -106,7 +110,10 @@ fn gunzip(data: &[u8], limit: usize) -> Result<Vec<u8>, CodecError> {
         .and_then(|at| data.get(at..))
         .and_then(|b| <[u8; 4]>::try_from(b).ok())
         .map_or(0, |b| u32::from_le_bytes(b) as usize);
-    let mut out = vec![0u8; size_hint.min(limit).saturating_add(1)];
+    // The size field is the sender's word: never more than deflate can produce from this
+    // input (1,032 bytes per byte at most) nor than the limit.
+    let most = data.len().saturating_mul(MAX_DEFLATE_RATIO);
+    let mut out = vec![0u8; size_hint.min(limit).min(most).saturating_add(1)];
     let mut pos = 0;
     let mut written = 0;
     while pos < data.len() {
