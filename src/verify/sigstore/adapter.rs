@@ -176,6 +176,15 @@ fn verify_certificate_bundle(
     // certificate's validity, which the certificate check at that same verified time
     // already requires. So it is skipped; the caller requires the verified times to be
     // exactly the integrated time (the proof that the SET was checked).
+    // That argument holds only for that shape (and for sigstore-verify =0.15.1, pinned in
+    // Cargo.toml): a bundle of any other shape is refused here, never verified without
+    // the log pass (an inclusion proof or a second entry would go unchecked).
+    if !is_set_only_v01(bundle) {
+        return Err(SigstoreError::SkippedCheck(
+            "the certificate path verifies only a v0.1 bundle of one hashedrekord entry with \
+             a SET and an integrated time, no inclusion proof and no RFC 3161 timestamp",
+        ));
+    }
     let policy = sigstore_verify::VerificationPolicy::any_identity().skip_tlog_unsafe();
     let result = trust
         .verifier()
@@ -201,6 +210,24 @@ fn verify_certificate_bundle(
         _ => None,
     };
     Ok((result, chain))
+}
+
+/// Whether `bundle` has exactly the shape [`bundle_v01`] builds, the one for which
+/// sigstore-verify's log pass repeats checks already made (see
+/// [`verify_certificate_bundle`]): v0.1, one `hashedrekord` 0.0.1 entry with a SET and an
+/// integrated time, no inclusion proof, no RFC 3161 timestamp.
+fn is_set_only_v01(bundle: &Bundle) -> bool {
+    let material = &bundle.verification_material;
+    bundle.media_type == MediaType::Bundle0_1
+        && material
+            .timestamp_verification_data
+            .rfc3161_timestamps
+            .is_empty()
+        && matches!(material.tlog_entries.as_slice(), [entry]
+            if entry.kind_version == KindVersion::HashedRekordV001
+                && entry.inclusion_promise.is_some()
+                && entry.integrated_time.is_some()
+                && entry.inclusion_proof.is_none())
 }
 
 /// Checks an ECDSA (or other sigstore-supported) signature over `message` with a public key
@@ -389,7 +416,60 @@ fn log_id_hex(id: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::log_id_hex;
+    use super::{KindVersion, MediaType};
+    use super::{SigningMaterial, bundle_v01, is_set_only_v01, log_id_hex};
+    use crate::verify::sigstore::rekor_entry::RekorEntry;
+
+    fn entry(integrated_time: i64) -> RekorEntry {
+        RekorEntry {
+            set: vec![1; 70],
+            body: b"{}".to_vec(),
+            kind: "hashedrekord".into(),
+            api_version: "0.0.1".into(),
+            integrated_time,
+            log_index: 7,
+            log_id: [3; 32],
+        }
+    }
+
+    /// The certificate path skips sigstore-verify's log pass only for the shape
+    /// `bundle_v01` builds: if that shape changes (an inclusion proof, a second entry, a
+    /// TSA timestamp), the guard refuses instead of leaving a check out.
+    #[test]
+    fn only_the_bundles_built_here_skip_the_log_pass() {
+        let material = SigningMaterial::Certificate(b"not read here");
+        let built = bundle_v01(&entry(1_700_000_000), material, b"sig", b"message");
+        assert!(is_set_only_v01(&built), "the shape bundle_v01 builds");
+
+        let mut two = built.clone();
+        let first = two.verification_material.tlog_entries[0].clone();
+        two.verification_material.tlog_entries.push(first);
+        assert!(!is_set_only_v01(&two), "two log entries");
+
+        let mut none = built.clone();
+        none.verification_material.tlog_entries.clear();
+        assert!(!is_set_only_v01(&none), "no log entry");
+
+        let mut no_promise = built.clone();
+        no_promise.verification_material.tlog_entries[0].inclusion_promise = None;
+        assert!(!is_set_only_v01(&no_promise), "no SET");
+
+        let mut no_time = built.clone();
+        no_time.verification_material.tlog_entries[0].integrated_time = None;
+        assert!(!is_set_only_v01(&no_time), "no integrated time");
+        // An integrated time jiff cannot represent is left out by bundle_v01: refused.
+        let far = bundle_v01(&entry(i64::MAX), material, b"sig", b"message");
+        assert!(!is_set_only_v01(&far), "an integrated time out of range");
+
+        let mut other_kind = built.clone();
+        other_kind.verification_material.tlog_entries[0].kind_version =
+            KindVersion::HashedRekordV002;
+        assert!(!is_set_only_v01(&other_kind), "another entry kind");
+
+        let mut other_version = built.clone();
+        other_version.media_type = MediaType::Bundle0_3;
+        assert!(!is_set_only_v01(&other_version), "another bundle version");
+    }
 
     #[test]
     fn log_ids_are_shown_in_hex_whatever_encoding_they_came_in() {
