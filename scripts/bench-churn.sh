@@ -21,44 +21,15 @@
 # the sizes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT_DIR=$PWD
 SECONDS_PER_RUN=${1:-10}
 CONNECTIONS=${2:-8}
 read -r -a PHASES <<<"${PHASES:-20000 200000}"
 RESYNC=${RESYNC:-5000}
 ROUNDS=${ROUNDS:-5}
 HOT=100
-if ! command -v wrk >/dev/null; then
-  echo "bench-churn.sh: installing wrk (Debian package)" >&2
-  { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; } || { echo "wrk is missing and could not be installed: apt-get install -y wrk" >&2; exit 2; }
-fi
-command -v openssl >/dev/null || { echo "openssl (the command) is missing" >&2; exit 2; }
-if [ -z "${MANSIGN:-}" ]; then
-  cargo build --locked --release --quiet
-  MANSIGN="$ROOT_DIR/target/release/mansign"
-fi
-WORK=$(mktemp -d)
-SERVER_PID=
-cleanup() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$WORK"; }
-trap cleanup EXIT
-
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
-  -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
-  -keyout "$WORK/tls.key" -out "$WORK/tls.crt" 2>/dev/null
-(cd "$WORK" && COSIGN_PASSWORD=bench "$MANSIGN" generate-key-pair --output-key-prefix release >/dev/null 2>&1)
-cat > "$WORK/policy.yaml" <<YAML
-apiVersion: mansign.dev/v1alpha1
-kind: ManifestPolicy
-metadata:
-  name: exceptions
-spec:
-  match:
-    kinds: [PolicyException]
-  attestors:
-  - entries:
-    - keys:
-        path: release.pub
-YAML
+# shellcheck source=scripts/bench-webhook-lib.sh
+. scripts/bench-webhook-lib.sh
+webhook_bench_setup bench-churn.sh
 
 # Distinct objects: the hot set and the re-sync set, then one set per phase. JSON streams
 # of at most 1,000 objects a file (Limits::max_documents), signed into JSON streams.
