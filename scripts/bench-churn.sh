@@ -27,8 +27,8 @@ read -r -a PHASES <<<"${PHASES:-20000 200000}"
 RESYNC=${RESYNC:-5000}
 ROUNDS=${ROUNDS:-5}
 HOT=100
-# shellcheck source=scripts/bench-webhook-lib.sh
-. scripts/bench-webhook-lib.sh
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
 webhook_bench_setup bench-churn.sh
 
 # Distinct objects: the hot set and the re-sync set, then one set per phase. JSON streams
@@ -101,19 +101,7 @@ for out in outs.values():
 PY
 rm -rf "$WORK/signed"
 
-"$MANSIGN" admission serve --policy "$WORK/policy.yaml" --tls-cert "$WORK/tls.crt" \
-  --tls-key "$WORK/tls.key" --listen 127.0.0.1:0 --deadline 8s \
-  >/dev/null 2>"$WORK/events.log" &
-SERVER_PID=$!
-for _ in $(seq 100); do
-  grep -q '"listening"' "$WORK/events.log" 2>/dev/null && break
-  sleep 0.1
-done
-PORT=$(python3 -c "import json,sys; [print(json.loads(l)['address'].rsplit(':',1)[1]) for l in open(sys.argv[1]) if '\"listening\"' in l]" "$WORK/events.log")
-URL="https://127.0.0.1:$PORT"
-metric() { curl -sk "$URL/metrics" | awk -v s="$1" '$1 == s { print $2 }'; }
-HITS='mansign_verification_cache_lookups_total{result="hit"}'
-MISSES='mansign_verification_cache_lookups_total{result="miss"}'
+webhook_bench_serve /dev/null
 ENTRIES='mansign_verification_cache_entries'
 rss() { awk '/^VmRSS/ { r = $2 } /^VmHWM/ { h = $2 } END { printf "%.1f MiB (peak %.1f MiB)", r / 1024, h / 1024 }' "/proc/$SERVER_PID/status"; }
 load() { cut -d' ' -f1 /proc/loadavg; }

@@ -23,14 +23,9 @@ if [ -z "${MANSIGN:-}" ]; then
   MANSIGN="$ROOT_DIR/target/release/mansign"
 fi
 
-WORK=$(mktemp -d)
-STATE="$WORK/stack"
-cleanup() { bash scripts/sigstore-stack/stop.sh "$STATE" >/dev/null 2>&1 || true; rm -rf "$WORK"; }
-trap cleanup EXIT
-bash scripts/sigstore-stack/start.sh "$STATE" >/dev/null
-# shellcheck disable=SC1091
-. "$STATE/env"
-unset SIGSTORE_ID_TOKEN ACTIONS_ID_TOKEN_REQUEST_URL ACTIONS_ID_TOKEN_REQUEST_TOKEN
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
+bench_stack_start
 
 sign_flags=(--fulcio-url "$SIGSTORE_FULCIO_URL" --rekor-url "$SIGSTORE_REKOR_URL"
             --identity-token "@$SIGSTORE_ID_TOKEN_FILE" --trusted-root "$SIGSTORE_TRUSTED_ROOT")

@@ -14,8 +14,8 @@ cd "$(dirname "$0")/.."
 SECONDS_PER_RUN=${1:-10}
 CONNECTIONS=${2:-8}
 THREADS=2
-# shellcheck source=scripts/bench-webhook-lib.sh
-. scripts/bench-webhook-lib.sh
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
 webhook_bench_setup bench-webhook.sh
 
 # Distinct signed objects: enough that the fresh run never sends one twice.
@@ -76,19 +76,7 @@ def review(i, obj):
 (work / "fresh.jsonl").write_text("".join(review(i, d) + "\n" for i, d in enumerate(docs)))
 PY
 
-"$MANSIGN" admission serve --policy "$WORK/policy.yaml" --tls-cert "$WORK/tls.crt" \
-  --tls-key "$WORK/tls.key" --listen 127.0.0.1:0 --deadline 8s \
-  >"$WORK/decisions.log" 2>"$WORK/events.log" &
-SERVER_PID=$!
-for _ in $(seq 100); do
-  grep -q '"listening"' "$WORK/events.log" 2>/dev/null && break
-  sleep 0.1
-done
-PORT=$(python3 -c "import json,sys; [print(json.loads(l)['address'].rsplit(':',1)[1]) for l in open(sys.argv[1]) if '\"listening\"' in l]" "$WORK/events.log")
-URL="https://127.0.0.1:$PORT"
-metric() { curl -sk "$URL/metrics" | awk -v s="$1" '$1 == s { print $2 }'; }
-HITS='mansign_verification_cache_lookups_total{result="hit"}'
-MISSES='mansign_verification_cache_lookups_total{result="miss"}'
+webhook_bench_serve "$WORK/decisions.log"
 
 run() { # name bodies-file -> one JSON line
   wrk -t"$THREADS" -c"$CONNECTIONS" -d"${SECONDS_PER_RUN}s" --timeout 10s \

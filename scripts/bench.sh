@@ -37,14 +37,9 @@ if [ ! -d "$PEERS/node_modules/sigstore" ]; then
   npm install --silent --prefix "$PEERS" sigstore@5.0.1 >/dev/null
 fi
 
-WORK=$(mktemp -d)
-STATE="$WORK/stack"
-cleanup() { bash scripts/sigstore-stack/stop.sh "$STATE" >/dev/null 2>&1 || true; rm -rf "$WORK"; }
-trap cleanup EXIT
-bash scripts/sigstore-stack/start.sh "$STATE" >/dev/null
-# shellcheck disable=SC1091
-. "$STATE/env"
-unset SIGSTORE_ID_TOKEN ACTIONS_ID_TOKEN_REQUEST_URL ACTIONS_ID_TOKEN_REQUEST_TOKEN
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
+bench_stack_start
 
 load() { uptime | sed 's/.*load average: //; s/,.*//'; }
 # median wall time in ms of RUNS runs of a command (output discarded)
