@@ -14,6 +14,8 @@ mod output;
 mod password;
 mod policy;
 mod sign;
+mod sign_batch;
+mod sign_plan;
 mod sign_report;
 mod trust;
 mod verify;

@@ -19,46 +19,103 @@ pub fn write_all(outputs: Vec<(Target, String)>) -> anyhow::Result<()> {
     // A directory in a target's place would only fail at its rename, after the targets
     // before it were replaced.
     for (target, _) in &outputs {
-        if let Target::File(path) = target
-            && path.is_dir()
-        {
-            bail!("{}: cannot write: is a directory", path.display());
+        refuse_directory(target)?;
+    }
+    let mut staging = Staging::new();
+    for (target, text) in outputs {
+        staging.add(&target, &text)?;
+    }
+    staging.commit()
+}
+
+/// An output target that is a directory: refused before anything is written.
+pub fn refuse_directory(target: &Target) -> anyhow::Result<()> {
+    if let Target::File(path) = target
+        && path.is_dir()
+    {
+        bail!("{}: cannot write: is a directory", path.display());
+    }
+    Ok(())
+}
+
+/// Outputs written so far, each to a closed temporary file beside its target (stdout's
+/// text kept as a report is, in memory up to a bound and then in an anonymous temporary
+/// file). [`Staging::commit`] renames them into place and prints stdout's text; dropped
+/// without it, the temporary files are removed and no target is touched. A run that
+/// writes window by window stages every window first, so a failure in the last one still
+/// leaves no output.
+pub struct Staging {
+    /// Closed once written (the path is kept, and removed on drop): a batch of 100,000
+    /// outputs must not hold 100,000 open files.
+    files: Vec<(tempfile::TempPath, PathBuf)>,
+    stdout: super::verify_report::Spill,
+    /// Whether stdout has text, and whether that text ends in a line break.
+    stdout_used: bool,
+    stdout_line_ended: bool,
+}
+
+impl Staging {
+    pub fn new() -> Self {
+        Staging {
+            files: Vec::new(),
+            stdout: super::verify_report::Spill::new(super::verify_report::SPILL_AT),
+            stdout_used: false,
+            stdout_line_ended: true,
         }
     }
-    let mut staged = Vec::new();
-    let mut stdout_text = String::new();
-    for (target, text) in outputs {
+
+    /// Stages `text` for `target`: a synced temporary file beside a file target (its
+    /// directory created), or more of stdout's text.
+    pub fn add(&mut self, target: &Target, text: &str) -> anyhow::Result<()> {
+        refuse_directory(target)?;
         match target {
             Target::Stdout => {
                 // Several files on stdout are one YAML stream: without a separator the
                 // last document of one file would merge with the first of the next.
-                if !stdout_text.is_empty() {
-                    if !stdout_text.ends_with('\n') {
-                        stdout_text.push('\n');
+                let mut piece = String::new();
+                if self.stdout_used {
+                    if !self.stdout_line_ended {
+                        piece.push('\n');
                     }
-                    stdout_text.push_str("---\n");
+                    piece.push_str("---\n");
                 }
-                stdout_text.push_str(&text);
+                piece.push_str(text);
+                self.stdout
+                    .write_all(piece.as_bytes())
+                    .context("cannot keep the output for stdout")?;
+                if !piece.is_empty() {
+                    self.stdout_used = true;
+                    self.stdout_line_ended = piece.ends_with('\n');
+                }
             }
             Target::File(path) => {
-                let dir = parent_dir(&path);
+                let dir = parent_dir(path);
                 std::fs::create_dir_all(&dir).with_context(|| {
                     format!("{}: cannot create output directory", dir.display())
                 })?;
-                // Closed once written (the path is kept, and removed if the run fails):
-                // a batch of 100,000 outputs must not hold 100,000 open files.
-                staged.push((stage(&path, &text, false)?.into_temp_path(), path));
+                self.files
+                    .push((stage(path, text, false)?.into_temp_path(), path.clone()));
             }
         }
+        Ok(())
     }
-    for (tmp, path) in staged {
-        tmp.persist(&path)
-            .with_context(|| format!("{}: cannot write", path.display()))?;
+
+    /// Renames every staged file into place, in the order staged, then prints stdout's
+    /// text.
+    pub fn commit(self) -> anyhow::Result<()> {
+        for (tmp, path) in self.files {
+            tmp.persist(&path)
+                .with_context(|| format!("{}: cannot write", path.display()))?;
+        }
+        if self.stdout_used {
+            let text = self
+                .stdout
+                .into_reader()
+                .context("cannot read back the output for stdout")?;
+            copy_stdout(text)?;
+        }
+        Ok(())
     }
-    if !stdout_text.is_empty() {
-        print_stdout(&stdout_text)?;
-    }
-    Ok(())
 }
 
 /// The directory a file is written in (`.` for a bare file name).
@@ -87,28 +144,15 @@ fn stage(path: &Path, text: &str, secret: bool) -> anyhow::Result<tempfile::Name
     Ok(tmp)
 }
 
-/// Prints data on stdout (signed manifests, verified documents, a response body): a
-/// closed stdout (`... | head -1`) is an error, so that nothing after it (`sign
-/// --remove-input`) acts as if the data had been delivered. Never a panic, as `println!`
-/// would be.
-pub fn print_stdout(text: &str) -> anyhow::Result<()> {
-    print_stdout_bytes(text.as_bytes())
-}
-
-/// Writes bytes to stdout as they are ([`print_stdout`]).
+/// Writes bytes to stdout as they are ([`copy_stdout`]).
 pub fn print_stdout_bytes(bytes: &[u8]) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(bytes)
-        .and_then(|()| out.flush())
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::BrokenPipe => {
-                anyhow::anyhow!("stdout was closed before the output was written")
-            }
-            _ => anyhow::Error::new(e).context("cannot write to stdout"),
-        })
+    copy_stdout(bytes)
 }
 
-/// [`print_stdout`] of what `reader` yields, copied in pieces.
+/// Prints data on stdout (signed manifests, verified documents, a response body), copied
+/// in pieces from `reader`: a closed stdout (`... | head -1`) is an error, so that nothing
+/// after it (`sign --remove-input`) acts as if the data had been delivered. Never a panic,
+/// as `println!` would be.
 pub fn copy_stdout(mut reader: impl std::io::Read) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     std::io::copy(&mut reader, &mut out)

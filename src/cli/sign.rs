@@ -5,19 +5,25 @@
 //! signature is logged in Rekor. Nothing is written until every signature exists (and,
 //! with a trust root, verified); inputs are removed (`--remove-input`) only after every
 //! output was written.
+//!
+//! Two passes: `sign_plan.rs` reads every input and decides the outputs before a token is
+//! spent; `sign_batch.rs` signs, verifies and stages them window by window, so a tree of
+//! 100,000 files is never in memory at once.
 
 use super::Outcome;
 use super::args::{ReportFormat, TrustRootArg, output_path};
-use super::output::{Target, write_all};
-use crate::annotations::{AnnotationDomain, extract};
+use super::sign_batch::{RunSigner, SignRun, SignedRun};
+use super::sign_plan::{Plan, remove_inputs, show_target, where_written};
+use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
-use crate::manifest::{InputSelection, ManifestFile, Source, load_inputs_with, to_yaml};
+use crate::manifest::InputSelection;
+use crate::signing::keyless::SigningCertificate;
 use crate::signing::sign_in::{DEFAULT_OIDC_CLIENT_ID, DEFAULT_OIDC_ISSUER};
 use crate::signing::token::{DEFAULT_AUDIENCE, acquire_token_blocking};
 use crate::signing::{
     AmbientEnvironment, DEFAULT_FULCIO_URL, DEFAULT_REKOR_URL, KeySigner, KeylessOptions,
     KeylessSigner, RekorOptions, Secret, SignInOptions, SignInPrompt, SignOptions, SignScope,
-    Signer, TlogUploadingSigner, TokenOptions, sign_files,
+    TlogUploadingSigner, TokenOptions,
 };
 use crate::trust::TrustRoot;
 use anyhow::{Context, bail};
@@ -174,46 +180,6 @@ fn parse_secret(s: &str) -> Result<Secret, std::convert::Infallible> {
     Ok(Secret::new(s))
 }
 
-/// The signer of this run.
-enum RunSigner {
-    Key(KeySigner),
-    KeyWithTlog(TlogUploadingSigner<KeySigner>),
-    Keyless(Box<KeylessSigner>),
-}
-
-impl RunSigner {
-    fn as_dyn(&self) -> &dyn Signer {
-        match self {
-            RunSigner::Key(s) => s,
-            RunSigner::KeyWithTlog(s) => s,
-            RunSigner::Keyless(s) => s.as_ref(),
-        }
-    }
-
-    /// Sigstore bundles (JSON) of the signed messages, in message order.
-    fn bundles(&self) -> Vec<String> {
-        match self {
-            RunSigner::Key(_) => Vec::new(),
-            RunSigner::KeyWithTlog(s) => s.bundles(),
-            RunSigner::Keyless(s) => s
-                .last_batch()
-                .map(|b| b.signatures.into_iter().map(|s| s.bundle_json).collect())
-                .unwrap_or_default(),
-        }
-    }
-
-    fn log_indexes(&self) -> Vec<i64> {
-        match self {
-            RunSigner::Key(_) => Vec::new(),
-            RunSigner::KeyWithTlog(s) => s.log_indexes(),
-            RunSigner::Keyless(s) => s
-                .last_batch()
-                .map(|b| b.signatures.iter().map(|s| s.log_index).collect())
-                .unwrap_or_default(),
-        }
-    }
-}
-
 /// Shows the sign-in URL or device code on stderr (stdout may carry the output).
 struct StderrPrompt;
 
@@ -238,6 +204,115 @@ impl SignInPrompt for StderrPrompt {
 pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
     let domain = AnnotationDomain::new(&args.annotation_domain).map_err(anyhow::Error::msg)?;
     let limits = Limits::default();
+    let tlog_upload = check_flags(&args)?;
+    let trust = trust_root(&args, tlog_upload)?;
+
+    // Inputs and outputs first: a bad path or file must not cost an identity token.
+    let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
+    let inputs: Vec<PathBuf> = args.inputs.iter().chain(&args.paths).cloned().collect();
+    let mut plan = Plan::read(
+        &inputs,
+        &selection,
+        &limits,
+        args.output.as_deref(),
+        args.bundle_out.as_deref(),
+        args.scope,
+    )?;
+    let options = SignOptions {
+        scope: args.scope,
+        append: args.append,
+        domain,
+        limits,
+        expires_at: args
+            .expires
+            .as_deref()
+            .map(|spec| crate::manifest::parse_expires(spec, jiff::Timestamp::now()))
+            .transpose()
+            .map_err(anyhow::Error::msg)?,
+        // One signing time for every window of the run.
+        signed_at: Some(jiff::Timestamp::now()),
+    };
+    let signer = run_signer(&args, tlog_upload)?;
+
+    // A long batch takes a while (a Rekor entry per signature): say what is going on, on
+    // a terminal only (a CI log gets the summary).
+    let documents = plan.documents();
+    if documents >= LONG_BATCH && std::io::stderr().is_terminal() {
+        eprintln!(
+            "signing {documents} document(s) in {} file(s){}{}...",
+            plan.files.len(),
+            if tlog_upload {
+                " (one Rekor entry per signature)"
+            } else {
+                ""
+            },
+            if trust.is_some() {
+                ", each verified before anything is written"
+            } else {
+                ""
+            }
+        );
+    }
+    let signed = SignRun {
+        signer: &signer,
+        options: &options,
+        trust: trust.as_deref(),
+    }
+    .sign(&mut plan)?;
+    if args.verbose
+        && let Some(trust) = &trust
+        && signed.checked > 0
+    {
+        // With --scope file one signature covers every document of a file: count
+        // signatures as the summary does, and the documents they were read back from.
+        eprintln!(
+            "verified {} new signature(s), read back from {} document(s), against {}",
+            signed.signatures,
+            signed.checked,
+            trust.origin()
+        );
+    }
+    let SignedRun {
+        staging,
+        documents,
+        signatures,
+        log_indexes,
+        certificates,
+        ..
+    } = signed;
+    staging.commit()?;
+
+    report_run(
+        &args,
+        &plan,
+        &certificates,
+        &log_indexes,
+        documents,
+        signatures,
+    )?;
+    if args.remove_input {
+        remove_inputs(&plan, args.verbose)?;
+    }
+    if args.format == ReportFormat::Json {
+        let report = super::sign_report::SignReport {
+            files: &plan.files,
+            targets: &plan.targets,
+            documents,
+            signatures,
+            signer: super::sign_report::signer_json(
+                args.key.as_deref(),
+                certificates.first().cloned(),
+            ),
+            log_indexes,
+            bundles: plan.bundles.as_deref().unwrap_or_default(),
+        };
+        super::output::print_report(&report.to_json_text())?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// Refuses flags that do not go together; returns whether signatures are logged in Rekor.
+fn check_flags(args: &SignArgs) -> anyhow::Result<bool> {
     let keyless = args.key.is_none();
     let tlog_upload = args.tlog_upload.unwrap_or(keyless);
     if keyless && !tlog_upload {
@@ -249,7 +324,6 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
     if args.bundle_out.is_some() && !tlog_upload {
         bail!("--bundle-out needs --tlog-upload (a Sigstore bundle carries the Rekor entry)");
     }
-    let trust = trust_root(&args, tlog_upload)?;
     if args.format == ReportFormat::Json && args.output.as_deref() == Some("-") {
         bail!(
             "--format json prints the report on stdout; with it, write the manifests to files (not `-o -`)"
@@ -258,36 +332,18 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
     if let Some(key) = &args.key {
         super::verify_hints::refuse_secret_reference(key)?;
     }
+    Ok(tlog_upload)
+}
 
-    // Inputs and outputs first: a bad path must not cost an identity token.
-    let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
-    let inputs: Vec<PathBuf> = args.inputs.iter().chain(&args.paths).cloned().collect();
-    let mut files = load_inputs_with(&inputs, &selection, &limits)?;
-    let targets = plan_targets(&files, args.output.as_deref())?;
-    let bundle_paths = match &args.bundle_out {
-        Some(dir) => Some(plan_bundles(dir, &files, &targets, args.scope)?),
-        None => None,
-    };
-    let options = SignOptions {
-        scope: args.scope,
-        append: args.append,
-        domain: domain.clone(),
-        limits,
-        expires_at: args
-            .expires
-            .as_deref()
-            .map(|spec| crate::manifest::parse_expires(spec, jiff::Timestamp::now()))
-            .transpose()
-            .map_err(anyhow::Error::msg)?,
-        signed_at: None,
-    };
+/// The run's signer: the key (its signatures logged in Rekor with `--tlog-upload`), or a
+/// keyless signer with an identity token (acquired here, after the inputs were read).
+fn run_signer(args: &SignArgs, tlog_upload: bool) -> anyhow::Result<RunSigner> {
     let rekor = RekorOptions {
         url: args.keyless.rekor_url.clone(),
         timeout: std::time::Duration::from_secs(args.timeout),
         ..RekorOptions::default()
     };
-
-    let signer = match &args.key {
+    Ok(match &args.key {
         Some(key_path) => {
             let key = load_key(key_path)?;
             if tlog_upload {
@@ -297,96 +353,32 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
                 RunSigner::Key(key)
             }
         }
-        None => RunSigner::Keyless(Box::new(keyless_signer(&args, rekor)?)),
-    };
+        None => RunSigner::Keyless(Box::new(keyless_signer(args, rekor)?)),
+    })
+}
 
-    // A long batch takes a while (a Rekor entry per signature): say what is going on, on
-    // a terminal only (a CI log gets the summary).
-    let documents: usize = files.iter().map(|f| f.documents.len()).sum();
-    let long_batch = documents >= LONG_BATCH && std::io::stderr().is_terminal();
-    if long_batch {
-        eprintln!(
-            "signing {documents} document(s) in {} file(s){}...",
-            files.len(),
-            if tlog_upload {
-                " (one Rekor entry per signature)"
-            } else {
-                ""
-            }
-        );
-    }
-    let summary = sign_files(&mut files, signer.as_dyn(), &options)?;
-    if long_batch && trust.is_some() {
-        eprintln!(
-            "signed; verifying the {} new signature(s) before writing...",
-            summary.signatures
-        );
-    }
-
-    if let Some(trust) = &trust {
-        let checked = self_verify(&files, &domain, &limits, trust, &signer)?;
-        if args.verbose && checked > 0 {
-            // With --scope file one signature covers every document of a file: count
-            // signatures as the summary does, and the documents they were read back from.
-            eprintln!(
-                "verified {} new signature(s), read back from {checked} document(s), against {}",
-                summary.signatures,
-                trust.origin()
-            );
-        }
-    }
-
-    let mut outputs: Vec<(Target, String)> = files
-        .iter()
-        .zip(&targets)
-        .map(|(f, t)| (t.clone(), render(f)))
-        .collect();
-    if let Some(paths) = bundle_paths {
-        let bundles = signer.bundles();
-        if bundles.len() != paths.len() || summary.messages.len() != paths.len() {
-            bail!(
-                "--bundle-out: {} Sigstore bundle(s) and {} message(s) for {} signature(s) \
-                 (bundles need --tlog-upload)",
-                bundles.len(),
-                summary.messages.len(),
-                paths.len()
-            );
-        }
-        for ((files, json), message) in paths.into_iter().zip(bundles).zip(&summary.messages) {
-            // M is YAML text built by mansign's emitter, so always UTF-8.
-            let message = String::from_utf8(message.clone())
-                .context("--bundle-out: a signed message is not UTF-8 text")?;
-            outputs.push((Target::File(files.bundle), json + "\n"));
-            outputs.push((Target::File(files.message), message));
-        }
-    }
-    let shown: Vec<String> = targets.iter().map(show_target).collect();
-    let bundle_files: Vec<String> = outputs
-        .iter()
-        .skip(files.len())
-        .filter_map(|(t, _)| match t {
-            Target::File(p) => Some(p.display().to_string()),
-            Target::Stdout => None,
-        })
-        .collect();
-    write_all(outputs)?;
-
+/// The text report on stderr: with `-v` every file, the certificates and log indexes; the
+/// summary line always.
+fn report_run(
+    args: &SignArgs,
+    plan: &Plan,
+    certificates: &[SigningCertificate],
+    log_indexes: &[i64],
+    documents: usize,
+    signatures: usize,
+) -> anyhow::Result<()> {
     // Every file on its own line only when asked (-v; `--format json` lists them too):
     // 300 files would otherwise be one 7 KB line.
     if args.verbose {
-        for (f, shown) in files.iter().zip(&shown) {
+        for (f, target) in plan.files.iter().zip(&plan.targets) {
             eprintln!(
                 "signed {} -> {} ({} document(s))",
                 f.source,
-                shown,
-                f.documents.len()
+                show_target(target),
+                f.documents
             );
         }
-    }
-    if args.verbose {
-        if let RunSigner::Keyless(k) = &signer
-            && let Some(cert) = k.last_batch().and_then(|b| b.certificate)
-        {
+        for cert in certificates {
             eprintln!(
                 "certificate for {} from issuer {}, valid until {}",
                 cert.identity.as_deref().unwrap_or("<no subject>"),
@@ -394,41 +386,17 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
                 cert.not_after
             );
         }
-        let idx = signer.log_indexes();
-        if !idx.is_empty() {
-            let list: Vec<String> = idx.iter().map(i64::to_string).collect();
+        if !log_indexes.is_empty() {
+            let list: Vec<String> = log_indexes.iter().map(i64::to_string).collect();
             eprintln!("Rekor log indexes: {}", list.join(", "));
         }
     }
     eprintln!(
-        "signed {} document(s) in {} file(s) with {} signature(s) -> {}",
-        summary.documents,
-        summary.files,
-        summary.signatures,
-        where_written(&targets, &shown, args.verbose)
+        "signed {documents} document(s) in {} file(s) with {signatures} signature(s) -> {}",
+        plan.files.len(),
+        where_written(&plan.targets, args.verbose)
     );
-
-    if args.remove_input {
-        remove_inputs(&files, &targets, args.verbose)?;
-    }
-    if args.format == ReportFormat::Json {
-        let report = super::sign_report::SignReport {
-            files: &files,
-            written: &shown,
-            summary: &summary,
-            signer: super::sign_report::signer_json(
-                args.key.as_deref(),
-                match &signer {
-                    RunSigner::Keyless(k) => k.last_batch().and_then(|b| b.certificate),
-                    _ => None,
-                },
-            ),
-            log_indexes: signer.log_indexes(),
-            bundle_files,
-        };
-        super::output::print_report(&report.to_json_text())?;
-    }
-    Ok(Outcome::Success)
+    Ok(())
 }
 
 fn load_key(key_path: &Path) -> anyhow::Result<KeySigner> {
@@ -499,287 +467,5 @@ fn keyless_signer(args: &SignArgs, rekor: RekorOptions) -> anyhow::Result<Keyles
     ))
 }
 
-/// Verifies every signature set this run added, from the signed documents themselves
-/// (what a verifier will read): full Sigstore verification for keyless sets, SET and
-/// entry consistency for key sets logged in Rekor. Returns how many were checked.
-fn self_verify(
-    files: &[ManifestFile],
-    domain: &AnnotationDomain,
-    limits: &Limits,
-    trust: &TrustRoot,
-    signer: &RunSigner,
-) -> anyhow::Result<usize> {
-    let key_der = match signer {
-        RunSigner::KeyWithTlog(s) => Some(
-            p256::pkcs8::DecodePublicKey::from_public_key_pem(s.public_key_pem())
-                .map(|k: p256::PublicKey| {
-                    p256::pkcs8::EncodePublicKey::to_public_key_der(&k)
-                        .map(|d| d.as_bytes().to_vec())
-                })
-                .context("cannot re-read our own public key")?
-                .context("cannot encode our own public key")?,
-        ),
-        RunSigner::Key(_) => return Ok(0),
-        RunSigner::Keyless(_) => None,
-    };
-    let mut checked = 0;
-    for file in files {
-        for doc in &file.documents {
-            let signed = extract(&doc.value, domain, limits)
-                .with_context(|| format!("{}: reading back the new signature", doc.origin))?;
-            // With --append the new set is the last one; the others were there before.
-            let Some(set) = signed.sets.last() else {
-                bail!("{}: no signature after signing", doc.origin);
-            };
-            match &key_der {
-                None => {
-                    crate::verify::verify_certificate_set(trust, &signed.message, set)
-                        .with_context(|| {
-                            format!(
-                                "{}: the new signature does not verify against {}; nothing was written (signing against another Sigstore instance? pass its --trusted-root)",
-                                doc.origin,
-                                trust.origin()
-                            )
-                        })?;
-                }
-                Some(der) => {
-                    crate::verify::verify_key_set_with_bundle(trust, &signed.message, set, der)
-                        .with_context(|| {
-                            format!(
-                                "{}: the new signature's Rekor entry does not verify against {}; nothing was written (signing against another Sigstore instance? pass its --trusted-root)",
-                                doc.origin,
-                                trust.origin()
-                            )
-                        })?;
-                }
-            }
-            checked += 1;
-        }
-    }
-    Ok(checked)
-}
-
-/// What `--bundle-out` writes for one signature: the Sigstore bundle, and beside it the
-/// signed message M (the bundle's artifact).
-struct BundleFiles {
-    /// `<name>.sigstore.json`
-    bundle: PathBuf,
-    /// `<name>.message`
-    message: PathBuf,
-}
-
-/// Bundle and message paths in `dir`, one pair per signed message, decided before anything
-/// is signed. They are named after the output file name only, so inputs with the same name
-/// in different directories would share a bundle file and one would silently replace the
-/// other: that is refused here, before a token or certificate is spent.
-fn plan_bundles(
-    dir: &Path,
-    files: &[ManifestFile],
-    targets: &[Target],
-    scope: SignScope,
-) -> anyhow::Result<Vec<BundleFiles>> {
-    let mut seen = std::collections::HashSet::new();
-    let mut planned = Vec::new();
-    for name in bundle_names(files, targets, scope) {
-        let bundle = dir.join(format!("{name}.sigstore.json"));
-        if !seen.insert(bundle.clone()) {
-            bail!(
-                "--bundle-out: two signatures would be written to {} (bundles are named after \
-                 the output file name); sign files with the same name in separate runs",
-                bundle.display()
-            );
-        }
-        planned.push(BundleFiles {
-            bundle,
-            message: dir.join(format!("{name}.message")),
-        });
-    }
-    Ok(planned)
-}
-
-/// The name stem of each signature's bundle and message, in the order `sign_files` builds
-/// messages: `<output file name>.<document number, from 1>`, or `<output file name>` with
-/// `--scope file`.
-fn bundle_names(files: &[ManifestFile], targets: &[Target], scope: SignScope) -> Vec<String> {
-    let mut names = Vec::new();
-    for (file, target) in files.iter().zip(targets) {
-        let base = match target {
-            Target::File(p) => p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "output".to_string()),
-            Target::Stdout => match &file.source {
-                Source::File(p) => p
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "stdout".to_string()),
-                _ => "stdout".to_string(),
-            },
-        };
-        match scope {
-            SignScope::Document => {
-                // Numbered from 1, as documents are everywhere else.
-                for i in 1..=file.documents.len() {
-                    names.push(format!("{base}.{i}"));
-                }
-            }
-            SignScope::File => names.push(base),
-        }
-    }
-    names
-}
-
 /// Batches of at least this many documents announce themselves on a terminal.
 const LONG_BATCH: usize = 20;
-
-/// Outputs listed by name in the summary line at most; more are summarised as a count and
-/// the directory they were written to.
-const LISTED_OUTPUTS: usize = 3;
-
-/// Where a run wrote, for the summary line: the outputs themselves when there are few,
-/// else their count and the directory that holds them all (`-v` and `--format json` list
-/// every one).
-fn where_written(targets: &[Target], shown: &[String], verbose: bool) -> String {
-    if shown.len() <= LISTED_OUTPUTS {
-        return shown.join(", ");
-    }
-    let files: Vec<&Path> = targets
-        .iter()
-        .filter_map(|t| match t {
-            Target::File(p) => Some(p.as_path()),
-            Target::Stdout => None,
-        })
-        .collect();
-    let more = if verbose {
-        "listed above"
-    } else {
-        "-v or --format json lists them"
-    };
-    if files.len() != targets.len() {
-        return format!("{} outputs, to files and stdout ({more})", shown.len());
-    }
-    let dir = common_dir(&files);
-    let dir = if dir.as_os_str().is_empty() {
-        ".".to_string()
-    } else {
-        format!("{}/", dir.display())
-    };
-    format!("{} files in {dir} ({more})", files.len())
-}
-
-/// The deepest directory that holds every file (empty: the current directory).
-fn common_dir(files: &[&Path]) -> PathBuf {
-    let mut common: Option<PathBuf> = None;
-    for file in files {
-        let parent = file.parent().unwrap_or(Path::new(""));
-        common = Some(match common {
-            None => parent.to_path_buf(),
-            Some(c) => c
-                .components()
-                .zip(parent.components())
-                .take_while(|(a, b)| a == b)
-                .map(|(a, _)| a)
-                .collect(),
-        });
-    }
-    common.unwrap_or_default()
-}
-
-fn show_target(t: &Target) -> String {
-    match t {
-        Target::Stdout => "<stdout>".to_string(),
-        Target::File(p) => p.display().to_string(),
-    }
-}
-
-/// Deletes the input files (after every output was written). An input that is also an
-/// output is kept.
-fn remove_inputs(files: &[ManifestFile], targets: &[Target], verbose: bool) -> anyhow::Result<()> {
-    let outputs: Vec<PathBuf> = targets
-        .iter()
-        .filter_map(|t| match t {
-            Target::File(p) => Some(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
-            Target::Stdout => None,
-        })
-        .collect();
-    for file in files {
-        let Source::File(path) = &file.source else {
-            continue;
-        };
-        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
-        if outputs.contains(&canonical) {
-            continue;
-        }
-        std::fs::remove_file(path)
-            .with_context(|| format!("{}: signed, but cannot remove the input", path.display()))?;
-        if verbose {
-            eprintln!("removed {}", path.display());
-        }
-    }
-    Ok(())
-}
-
-/// The output text of a file: its documents as YAML, separated by `---`; a `.json` input
-/// stays JSON (one pretty-printed object per document, a JSON stream kubectl reads).
-pub fn render(file: &ManifestFile) -> String {
-    if file.is_json() {
-        return file
-            .documents
-            .iter()
-            .map(|d| {
-                let mut text =
-                    serde_json::to_string_pretty(&d.value).unwrap_or_else(|_| "{}".into());
-                text.push('\n');
-                text
-            })
-            .collect();
-    }
-    file.documents
-        .iter()
-        .map(|d| to_yaml(&d.value))
-        .collect::<Vec<_>>()
-        .join("---\n")
-}
-
-/// Decides where each file goes before anything is signed, so a bad `-o` fails early.
-fn plan_targets(files: &[ManifestFile], output: Option<&str>) -> anyhow::Result<Vec<Target>> {
-    match output {
-        None => Ok(files
-            .iter()
-            .map(|f| match &f.source {
-                Source::File(p) => {
-                    let mut s = p.clone().into_os_string();
-                    s.push(".signed");
-                    Target::File(PathBuf::from(s))
-                }
-                _ => Target::Stdout,
-            })
-            .collect()),
-        Some("-") => Ok(vec![Target::Stdout; files.len()]),
-        Some(o) if o.ends_with('/') || std::path::Path::new(o).is_dir() => {
-            let dir = PathBuf::from(o);
-            let mut seen = std::collections::HashSet::new();
-            let mut targets = Vec::new();
-            for f in files {
-                let t = dir.join(&f.relative_path);
-                if !seen.insert(t.clone()) {
-                    bail!(
-                        "two inputs would be written to {}: sign them in separate runs or pass their directory",
-                        t.display()
-                    );
-                }
-                targets.push(Target::File(t));
-            }
-            Ok(targets)
-        }
-        Some(o) => {
-            if files.len() != 1 {
-                bail!(
-                    "-o {o}: {} input files but one output file; use a directory (`-o DIR/`)",
-                    files.len()
-                );
-            }
-            Ok(vec![Target::File(PathBuf::from(o))])
-        }
-    }
-}

@@ -1,22 +1,23 @@
 //! `mansign sign --format json`: what a run wrote and who signed, for CI that should not
 //! parse the text summary. The schema is documented in docs/cli.md.
 
-use crate::manifest::ManifestFile;
-use crate::signing::SignSummary;
+use super::output::Target;
+use super::sign_plan::{BundleFiles, PlannedFile, show_target};
 use crate::signing::keyless::SigningCertificate;
 use serde_json::{Value, json};
 use std::path::Path;
 
 /// Everything the JSON report says about one successful run.
 pub struct SignReport<'a> {
-    pub files: &'a [ManifestFile],
-    /// Where each file was written (`<stdout>` for stdout), in the order of `files`.
-    pub written: &'a [String],
-    pub summary: &'a SignSummary,
+    pub files: &'a [PlannedFile],
+    /// Where each file was written, in the order of `files`.
+    pub targets: &'a [Target],
+    pub documents: usize,
+    pub signatures: usize,
     pub signer: Value,
     pub log_indexes: Vec<i64>,
-    /// The `--bundle-out` files written (bundles and messages).
-    pub bundle_files: Vec<String>,
+    /// The `--bundle-out` files written (a bundle and a message per signature).
+    pub bundles: &'a [BundleFiles],
 }
 
 impl SignReport<'_> {
@@ -24,22 +25,28 @@ impl SignReport<'_> {
         let files: Vec<Value> = self
             .files
             .iter()
-            .zip(self.written)
-            .map(|(f, out)| {
+            .zip(self.targets)
+            .map(|(f, target)| {
                 json!({
                     "source": f.source.to_string(),
-                    "output": out,
-                    "documents": f.documents.len(),
+                    "output": show_target(target),
+                    "documents": f.documents,
                 })
             })
             .collect();
+        let bundle_files: Vec<String> = self
+            .bundles
+            .iter()
+            .flat_map(|b| [&b.bundle, &b.message])
+            .map(|p| p.display().to_string())
+            .collect();
         json!({
             "files": files,
-            "documents": self.summary.documents,
-            "signatures": self.summary.signatures,
+            "documents": self.documents,
+            "signatures": self.signatures,
             "signer": self.signer,
             "logIndexes": self.log_indexes,
-            "bundleFiles": self.bundle_files,
+            "bundleFiles": bundle_files,
         })
     }
 

@@ -104,6 +104,17 @@ pub fn load_inputs_with(
 #[cfg(feature = "cli")]
 pub(crate) const INPUT_WINDOW: usize = 128;
 
+/// Reads these files (path, and path below its input argument) as one window of
+/// [`visit_inputs_with`] reads them: in parallel, in order, the first failed file's error.
+/// For a streaming caller's second pass over inputs it already listed.
+#[cfg(feature = "cli")]
+pub(crate) fn load_paths(
+    found: &[(PathBuf, PathBuf)],
+    limits: &Limits,
+) -> Result<Vec<ManifestFile>, ManifestError> {
+    load_files(found, limits)
+}
+
 /// Reads the inputs as [`load_inputs_with`] does, in the same order and with the same
 /// first error, but hands them to `visit` at most `window` files at a time, and drops each
 /// window once `visit` returned: a tree of 100,000 files is never in memory at once (its

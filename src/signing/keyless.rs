@@ -1,9 +1,14 @@
 //! Keyless signing: one OIDC token buys one short-lived Fulcio certificate for an
-//! ephemeral P-256 key, which signs the whole batch; each signature is logged in Rekor.
+//! ephemeral P-256 key, which signs every batch of the signer; each signature is logged in
+//! Rekor.
 //!
-//! One certificate per run, not per message: a directory of 200 manifests costs one
-//! Fulcio request (and one identity-token use), and every signature of the run carries
-//! the same certificate. The Rekor uploads run concurrently (bounded). Every request is
+//! One certificate per signer, not per message or per batch: a directory of 200 manifests
+//! costs one Fulcio request (and one identity-token use), and every signature of the run
+//! carries the same certificate, also when the CLI signs a large tree window by window (one
+//! [`Signer::sign_messages`] call per window). The key and certificate are kept, in memory
+//! only, while the certificate has at least [`CERTIFICATE_MARGIN`] left; a batch that
+//! starts later gets a new key and certificate with the same token (public-good Fulcio
+//! certificates live 10 minutes, so only a run longer than about 8 minutes asks twice). The Rekor uploads run concurrently (bounded). Every request is
 //! retried on 429, 5xx and connection failures, honouring `Retry-After`, with jittered
 //! backoff; another 4xx is never retried (see `retry.rs`).
 //!
@@ -26,7 +31,7 @@ use super::signer::Signer;
 use super::sigstore::{BundleMaterial, EphemeralKey, message_bundle_json};
 use super::token::AcquiredToken;
 use crate::annotations::SignatureSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Where to get certificates and log signatures.
@@ -121,7 +126,27 @@ pub struct KeylessBatch {
 pub struct KeylessSigner {
     token: AcquiredToken,
     options: KeylessOptions,
+    /// The key and certificate of the batches so far, while the certificate lasts.
+    current: Mutex<Option<Arc<Issued>>>,
     last: Mutex<Option<KeylessBatch>>,
+}
+
+/// An ephemeral key and the Fulcio certificate for it.
+struct Issued {
+    key: EphemeralKey,
+    leaf_der: Vec<u8>,
+    certificate: SigningCertificate,
+}
+
+/// A certificate is used for a new batch only while at least this much of it is left: the
+/// batch's Rekor entries must be integrated before it expires (verifiers require the log
+/// time inside the validity window), and uploads are retried for up to a few timeouts.
+pub const CERTIFICATE_MARGIN: jiff::SignedDuration = jiff::SignedDuration::from_secs(120);
+
+/// True while a certificate valid until `not_after` may sign a batch that starts at `now`.
+fn still_usable(not_after: jiff::Timestamp, now: jiff::Timestamp) -> bool {
+    now.checked_add(CERTIFICATE_MARGIN)
+        .is_ok_and(|cutoff| cutoff < not_after)
 }
 
 impl std::fmt::Debug for KeylessSigner {
@@ -138,23 +163,19 @@ impl KeylessSigner {
         KeylessSigner {
             token,
             options,
+            current: Mutex::new(None),
             last: Mutex::new(None),
         }
     }
 
-    /// The result of the last [`Signer::sign_messages`] call (certificate, log indexes,
-    /// Sigstore bundles), if it succeeded.
-    pub fn last_batch(&self) -> Option<KeylessBatch> {
-        self.last.lock().ok().and_then(|l| l.clone())
-    }
-
-    /// Signs `messages`: one certificate, one Rekor entry per message.
-    pub async fn sign_batch(&self, messages: &[Vec<u8>]) -> Result<KeylessBatch, KeylessError> {
-        if messages.is_empty() {
-            return Ok(KeylessBatch {
-                certificate: None,
-                signatures: Vec::new(),
-            });
+    /// The key and certificate for a batch that starts now: the ones of the last batch
+    /// while [`still_usable`], else a new key and a certificate for it.
+    async fn issued(&self) -> Result<Arc<Issued>, KeylessError> {
+        let kept = self.current.lock().ok().and_then(|c| c.clone());
+        if let Some(kept) = kept
+            && still_usable(kept.certificate.not_after, jiff::Timestamp::now())
+        {
+            return Ok(kept);
         }
         let key =
             EphemeralKey::generate().map_err(|e| KeylessError::KeyGeneration(e.to_string()))?;
@@ -168,12 +189,39 @@ impl KeylessSigner {
             &key,
         )
         .await?;
-        let certificate = SigningCertificate {
-            pem: pem_lf("CERTIFICATE", &issued.leaf_der),
-            identity: issued.facts.identity.clone(),
-            issuer: issued.facts.issuer.clone(),
-            not_after: issued.facts.not_after,
-        };
+        let fresh = Arc::new(Issued {
+            certificate: SigningCertificate {
+                pem: pem_lf("CERTIFICATE", &issued.leaf_der),
+                identity: issued.facts.identity.clone(),
+                issuer: issued.facts.issuer.clone(),
+                not_after: issued.facts.not_after,
+            },
+            key,
+            leaf_der: issued.leaf_der,
+        });
+        if let Ok(mut current) = self.current.lock() {
+            *current = Some(Arc::clone(&fresh));
+        }
+        Ok(fresh)
+    }
+
+    /// The result of the last [`Signer::sign_messages`] call (certificate, log indexes,
+    /// Sigstore bundles), if it succeeded.
+    pub fn last_batch(&self) -> Option<KeylessBatch> {
+        self.last.lock().ok().and_then(|l| l.clone())
+    }
+
+    /// Signs `messages`: one certificate (the signer's, see the module docs), one Rekor
+    /// entry per message.
+    pub async fn sign_batch(&self, messages: &[Vec<u8>]) -> Result<KeylessBatch, KeylessError> {
+        if messages.is_empty() {
+            return Ok(KeylessBatch {
+                certificate: None,
+                signatures: Vec::new(),
+            });
+        }
+        let issued = self.issued().await?;
+        let (key, certificate) = (&issued.key, &issued.certificate);
 
         let mut requests = Vec::with_capacity(messages.len());
         let mut signatures = Vec::with_capacity(messages.len());
@@ -227,7 +275,7 @@ impl KeylessSigner {
             });
         }
         Ok(KeylessBatch {
-            certificate: Some(certificate),
+            certificate: Some(certificate.clone()),
             signatures: out,
         })
     }
@@ -250,4 +298,23 @@ fn pem_lf(tag: &str, der: &[u8]) -> String {
         &pem::Pem::new(tag, der),
         pem::EncodeConfig::new().set_line_ending(pem::LineEnding::LF),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_certificate_signs_new_batches_only_while_the_margin_is_left() {
+        let now: jiff::Timestamp = "2026-11-27T03:00:00Z".parse().unwrap();
+        let after = |secs: i64| now + jiff::SignedDuration::from_secs(secs);
+        // A fresh 10-minute certificate, and one with more than the margin left: reused.
+        assert!(still_usable(after(600), now));
+        assert!(still_usable(after(121), now));
+        // The margin or less left, expired, or at the end of time: a new certificate.
+        assert!(!still_usable(after(120), now), "exactly the margin left");
+        assert!(!still_usable(after(30), now), "less than the margin left");
+        assert!(!still_usable(after(-1), now), "expired");
+        assert!(!still_usable(jiff::Timestamp::MAX, jiff::Timestamp::MAX));
+    }
 }

@@ -1,0 +1,242 @@
+//! The second pass of `mansign sign`: the planned files are signed window by window
+//! ([`crate::manifest::INPUT_WINDOW`] files, one signer call each; a keyless signer keeps
+//! its certificate across windows), each window's new signatures are verified against the
+//! trust root, and its outputs and `--bundle-out` files are staged beside their targets.
+//! Nothing is renamed into place before the last window was staged
+//! ([`super::output::Staging`]), so a failure anywhere leaves no output, and the memory of
+//! a run does not grow with the number of files (see BENCHMARKS.md, "Scale").
+
+use super::output::{Staging, Target};
+use super::sign_plan::Plan;
+use crate::annotations::{AnnotationDomain, extract};
+use crate::limits::Limits;
+use crate::manifest::{ManifestFile, to_yaml};
+use crate::signing::keyless::SigningCertificate;
+use crate::signing::{
+    KeySigner, KeylessSigner, SignOptions, Signer, TlogUploadingSigner, sign_files,
+};
+use crate::trust::TrustRoot;
+use anyhow::{Context, bail};
+
+/// The signer of this run.
+pub(super) enum RunSigner {
+    Key(KeySigner),
+    KeyWithTlog(TlogUploadingSigner<KeySigner>),
+    Keyless(Box<KeylessSigner>),
+}
+
+impl RunSigner {
+    fn as_dyn(&self) -> &dyn Signer {
+        match self {
+            RunSigner::Key(s) => s,
+            RunSigner::KeyWithTlog(s) => s,
+            RunSigner::Keyless(s) => s.as_ref(),
+        }
+    }
+
+    /// Sigstore bundles (JSON) of the messages of the last call, in message order.
+    fn bundles(&self) -> Vec<String> {
+        match self {
+            RunSigner::Key(_) => Vec::new(),
+            RunSigner::KeyWithTlog(s) => s.bundles(),
+            RunSigner::Keyless(s) => s
+                .last_batch()
+                .map(|b| b.signatures.into_iter().map(|s| s.bundle_json).collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Rekor log indexes of the last call, in message order.
+    fn log_indexes(&self) -> Vec<i64> {
+        match self {
+            RunSigner::Key(_) => Vec::new(),
+            RunSigner::KeyWithTlog(s) => s.log_indexes(),
+            RunSigner::Keyless(s) => s
+                .last_batch()
+                .map(|b| b.signatures.iter().map(|s| s.log_index).collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The certificate of the last call (keyless only).
+    fn certificate(&self) -> Option<SigningCertificate> {
+        match self {
+            RunSigner::Keyless(s) => s.last_batch().and_then(|b| b.certificate),
+            _ => None,
+        }
+    }
+}
+
+/// What the windows of a run produced, staged and not yet written.
+pub(super) struct SignedRun {
+    pub staging: Staging,
+    pub documents: usize,
+    pub signatures: usize,
+    /// Documents whose new signature was verified against the trust root.
+    pub checked: usize,
+    pub log_indexes: Vec<i64>,
+    /// Every certificate the run signed with, in order (one, unless the run outlived it).
+    pub certificates: Vec<SigningCertificate>,
+}
+
+/// How a run signs: the signer, the options, and the root new signatures are checked
+/// against (none for key signing without the log).
+pub(super) struct SignRun<'a> {
+    pub signer: &'a RunSigner,
+    pub options: &'a SignOptions,
+    pub trust: Option<&'a TrustRoot>,
+}
+
+impl SignRun<'_> {
+    /// Signs, verifies and stages every window of `plan` (see the module docs).
+    pub fn sign(&self, plan: &mut Plan) -> anyhow::Result<SignedRun> {
+        let mut run = SignedRun {
+            staging: Staging::new(),
+            documents: 0,
+            signatures: 0,
+            checked: 0,
+            log_indexes: Vec::new(),
+            certificates: Vec::new(),
+        };
+        // Where the next window's bundles start in the planned list.
+        let mut next_bundle = 0;
+        for range in plan.windows() {
+            let mut files = plan.window(range.clone(), &self.options.limits)?;
+            let summary = sign_files(&mut files, self.signer.as_dyn(), self.options)?;
+            if let Some(trust) = self.trust {
+                run.checked += self_verify(
+                    &files,
+                    &self.options.domain,
+                    &self.options.limits,
+                    trust,
+                    self.signer,
+                )?;
+            }
+            for (file, target) in files.iter().zip(&plan.targets[range]) {
+                run.staging.add(target, &render(file))?;
+            }
+            if let Some(planned) = &plan.bundles {
+                let bundles = self.signer.bundles();
+                let paths = planned
+                    .get(next_bundle..next_bundle + summary.messages.len())
+                    .unwrap_or_default();
+                if bundles.len() != summary.messages.len() || paths.len() != bundles.len() {
+                    bail!(
+                        "--bundle-out: {} Sigstore bundle(s) and {} message(s) for {} signature(s) \
+                         (bundles need --tlog-upload)",
+                        bundles.len(),
+                        summary.messages.len(),
+                        paths.len()
+                    );
+                }
+                next_bundle += paths.len();
+                for ((files, json), message) in paths.iter().zip(bundles).zip(&summary.messages) {
+                    // M is YAML text built by mansign's emitter, so always UTF-8.
+                    let message = std::str::from_utf8(message)
+                        .context("--bundle-out: a signed message is not UTF-8 text")?;
+                    run.staging
+                        .add(&Target::File(files.bundle.clone()), &(json + "\n"))?;
+                    run.staging
+                        .add(&Target::File(files.message.clone()), message)?;
+                }
+            }
+            run.documents += summary.documents;
+            run.signatures += summary.signatures;
+            run.log_indexes.extend(self.signer.log_indexes());
+            if let Some(cert) = self.signer.certificate()
+                && run.certificates.last() != Some(&cert)
+            {
+                run.certificates.push(cert);
+            }
+        }
+        if let Some(planned) = &plan.bundles
+            && next_bundle != planned.len()
+        {
+            bail!(
+                "--bundle-out: {} signature(s) for {} planned bundle(s)",
+                next_bundle,
+                planned.len()
+            );
+        }
+        Ok(run)
+    }
+}
+
+/// Verifies every signature set this run added, from the signed documents themselves
+/// (what a verifier will read): full Sigstore verification for keyless sets, SET and
+/// entry consistency for key sets logged in Rekor. Returns how many were checked.
+fn self_verify(
+    files: &[ManifestFile],
+    domain: &AnnotationDomain,
+    limits: &Limits,
+    trust: &TrustRoot,
+    signer: &RunSigner,
+) -> anyhow::Result<usize> {
+    let key_der = match signer {
+        RunSigner::KeyWithTlog(s) => Some(
+            p256::pkcs8::DecodePublicKey::from_public_key_pem(s.public_key_pem())
+                .map(|k: p256::PublicKey| {
+                    p256::pkcs8::EncodePublicKey::to_public_key_der(&k)
+                        .map(|d| d.as_bytes().to_vec())
+                })
+                .context("cannot re-read our own public key")?
+                .context("cannot encode our own public key")?,
+        ),
+        RunSigner::Key(_) => return Ok(0),
+        RunSigner::Keyless(_) => None,
+    };
+    let mut checked = 0;
+    for file in files {
+        for doc in &file.documents {
+            let signed = extract(&doc.value, domain, limits)
+                .with_context(|| format!("{}: reading back the new signature", doc.origin))?;
+            // With --append the new set is the last one; the others were there before.
+            let Some(set) = signed.sets.last() else {
+                bail!("{}: no signature after signing", doc.origin);
+            };
+            let (verified, what) = match &key_der {
+                None => (
+                    crate::verify::verify_certificate_set(trust, &signed.message, set).map(|_| ()),
+                    "the new signature does not verify",
+                ),
+                Some(der) => (
+                    crate::verify::verify_key_set_with_bundle(trust, &signed.message, set, der)
+                        .map(|_| ()),
+                    "the new signature's Rekor entry does not verify",
+                ),
+            };
+            verified.with_context(|| {
+                format!(
+                    "{}: {what} against {}; nothing was written (signing against another \
+                     Sigstore instance? pass its --trusted-root)",
+                    doc.origin,
+                    trust.origin()
+                )
+            })?;
+            checked += 1;
+        }
+    }
+    Ok(checked)
+}
+
+/// The output text of a file: its documents as YAML, separated by `---`; a `.json` input
+/// stays JSON (one pretty-printed object per document, a JSON stream kubectl reads).
+pub fn render(file: &ManifestFile) -> String {
+    if file.is_json() {
+        return file
+            .documents
+            .iter()
+            .map(|d| {
+                let mut text =
+                    serde_json::to_string_pretty(&d.value).unwrap_or_else(|_| "{}".into());
+                text.push('\n');
+                text
+            })
+            .collect();
+    }
+    file.documents
+        .iter()
+        .map(|d| to_yaml(&d.value))
+        .collect::<Vec<_>>()
+        .join("---\n")
+}

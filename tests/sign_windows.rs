@@ -1,0 +1,305 @@
+//! `mansign sign` of a tree larger than one window (128 files): the first pass reads and
+//! plans every file before anything is signed, the second signs window by window with one
+//! signer (one Fulcio certificate for a keyless run), and nothing is written before the
+//! last window was signed, verified and staged. These tests hold that a run of several
+//! windows is the same run as one of a single window: same outputs, one signing time, one
+//! certificate, one report; a failure in the last window leaves no output; an input that
+//! changes between the passes is refused.
+//!
+//! Run: `cargo test --test sign_windows`
+
+mod common;
+#[path = "common/stack.rs"]
+mod stack;
+
+use common::{files_under, key_dir, with_key, write};
+use mansign::annotations::{AnnotationDomain, extract};
+use mansign::manifest::parse_documents;
+use std::path::Path;
+
+/// A ConfigMap named `name`.
+fn config_map(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: team-a\ndata:\n  k: {name}\n"
+    )
+}
+
+/// Writes `count` one-document files `team-N/cm-NNN.yaml` under `dir` (100 a folder).
+fn tree(dir: &Path, count: usize) {
+    for i in 0..count {
+        write(
+            dir,
+            &format!("team-{}/cm-{i:03}.yaml", i / 100),
+            &config_map(&format!("cm-{i}")),
+        );
+    }
+}
+
+/// Every document of every file under `dir`, file by file in path order.
+fn documents_under(dir: &Path) -> Vec<(String, serde_json::Value)> {
+    let mut out = Vec::new();
+    for name in files_under(dir) {
+        let text = std::fs::read_to_string(dir.join(&name)).unwrap();
+        for (_, doc) in parse_documents(&text, &mansign::Limits::default()).unwrap() {
+            out.push((name.clone(), doc));
+        }
+    }
+    out
+}
+
+fn signed_at(doc: &serde_json::Value) -> &str {
+    doc["metadata"]["annotations"]["mansign.dev/signed-at"]
+        .as_str()
+        .expect("signed-at annotation")
+}
+
+/// 300 files (three windows), a JSON file and a file of three documents among them: every
+/// output is written, in the input's layout and format, every document verifies, all
+/// carry one signing time, and the JSON report lists every file in input order.
+#[test]
+fn a_tree_of_several_windows_is_signed_as_one_run() {
+    let keys = key_dir("cosign");
+    let src = keys.path().join("unsigned");
+    tree(&src, 300);
+    write(&src, "team-0/many.yaml", common::MULTI_DOC);
+    write(
+        &src,
+        "team-2/cm.json",
+        r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "json", "namespace": "team-a"}}"#,
+    );
+    let out = keys.path().join("signed");
+    let run = with_key("sign", &["--format", "json"], &src, &keys.key)
+        .arg("-o")
+        .arg(format!("{}/", out.display()))
+        .assert()
+        .success();
+    let report: serde_json::Value = serde_json::from_slice(&run.get_output().stdout).unwrap();
+
+    let inputs = files_under(&src);
+    assert_eq!(inputs.len(), 302);
+    assert_eq!(
+        files_under(&out),
+        inputs,
+        "one output per input, same layout"
+    );
+    let listed: Vec<String> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["source"].as_str().unwrap().to_string())
+        .collect();
+    let expected: Vec<String> = inputs
+        .iter()
+        .map(|i| src.join(i).display().to_string())
+        .collect();
+    assert_eq!(
+        listed, expected,
+        "the report lists every file, in input order"
+    );
+    let documents = documents_under(&out);
+    let multi = parse_documents(common::MULTI_DOC, &mansign::Limits::default())
+        .unwrap()
+        .len();
+    assert_eq!(report["documents"], 301 + multi);
+    assert_eq!(report["signatures"], 301 + multi);
+    assert_eq!(documents.len(), 301 + multi);
+    let first = signed_at(&documents[0].1).to_string();
+    for (file, doc) in &documents {
+        assert_eq!(
+            signed_at(doc),
+            first,
+            "{file}: one signing time for the run"
+        );
+    }
+    let json = std::fs::read_to_string(out.join("team-2/cm.json")).unwrap();
+    assert!(
+        json.trim_start().starts_with('{'),
+        "a JSON input stays JSON: {json}"
+    );
+
+    common::verify_with_key(&out, &keys.pubkey)
+        .success()
+        .stdout(predicates::str::contains(format!(
+            "{n} of {n} document(s) verified",
+            n = 301 + multi
+        )));
+}
+
+/// The last file's output cannot be written (its directory's place holds a file): the run
+/// fails after two windows were signed and staged, and leaves nothing behind: no output,
+/// no temporary file, an earlier output in place untouched.
+#[test]
+fn a_failure_in_the_last_window_writes_nothing() {
+    let keys = key_dir("cosign");
+    let src = keys.path().join("unsigned");
+    tree(&src, 300);
+    write(&src, "zz/last.yaml", &config_map("last"));
+    let out = keys.path().join("signed");
+    write(&out, "zz", "a file where a directory is needed\n");
+    write(&out, "team-0/cm-000.yaml", "old output\n");
+
+    let failed = with_key("sign", &[], &src, &keys.key)
+        .arg("-o")
+        .arg(format!("{}/", out.display()))
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&failed.get_output().stderr).to_string();
+    assert!(
+        stderr.contains(&out.join("zz").display().to_string()),
+        "the error names the directory it could not create: {stderr}"
+    );
+    assert_eq!(
+        files_under(&out),
+        vec!["team-0/cm-000.yaml".to_string(), "zz".to_string()],
+        "no output and no temporary file was left"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("team-0/cm-000.yaml")).unwrap(),
+        "old output\n",
+        "an earlier output is untouched"
+    );
+}
+
+/// The first pass counted one document in a file that holds two when it is read again
+/// (a named pipe answers each read with another text): the run is refused, names the file,
+/// and writes nothing.
+#[test]
+fn an_input_that_changes_between_the_passes_is_refused() {
+    let keys = key_dir("cosign");
+    let src = keys.path().join("unsigned");
+    tree(&src, 200);
+    let pipe = src.join("zz-pipe.yaml");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success(), "mkfifo {}", pipe.display());
+    let texts = [
+        config_map("first-read"),
+        format!("{}---\n{}", config_map("second-read"), config_map("added")),
+    ];
+    let writer_pipe = pipe.clone();
+    // Each open of the pipe for writing waits for the next reader. The pause lets the
+    // first reader see the end of the first text before the second writer opens the pipe
+    // (else the reader would get both as one text, and the test fails on a duplicate
+    // key, never passes wrongly). The thread is left behind if the run never reads a
+    // second time (the test fails then anyway).
+    std::thread::spawn(move || {
+        for text in texts {
+            std::fs::write(&writer_pipe, text).expect("write to the pipe");
+            std::thread::sleep(std::time::Duration::from_secs(2));
+        }
+    });
+    let out = keys.path().join("signed");
+    common::fails(
+        with_key("sign", &[], &src, &keys.key)
+            .arg("-o")
+            .arg(format!("{}/", out.display())),
+        2,
+        &[
+            &pipe.display().to_string(),
+            "changed during the run (1 document(s) when first read, 2 now)",
+            "nothing was written",
+        ],
+    );
+    assert!(
+        files_under(&out).is_empty(),
+        "nothing was written: {:?}",
+        files_under(&out)
+    );
+}
+
+/// Stdin, which cannot be read twice, is kept from the first pass and signed with a tree of
+/// two windows after it.
+#[test]
+fn stdin_is_signed_with_a_tree_of_several_windows() {
+    let keys = key_dir("cosign");
+    let src = keys.path().join("unsigned");
+    tree(&src, 150);
+    let out = keys.path().join("signed");
+    common::mansign()
+        .args(["sign", "-f", "-", "-f"])
+        .arg(&src)
+        .arg("--key")
+        .arg(&keys.key)
+        .arg("-o")
+        .arg(format!("{}/", out.display()))
+        .write_stdin(config_map("from-stdin"))
+        .assert()
+        .success();
+    let written = files_under(&out);
+    assert_eq!(written.len(), 151, "{written:?}");
+    let stdin_doc = &documents_under(&out)
+        .into_iter()
+        .find(|(f, _)| f == "stdin.yaml")
+        .expect("stdin's output")
+        .1;
+    assert_eq!(stdin_doc["metadata"]["name"], "from-stdin");
+    common::verify_with_key(&out, &keys.pubkey)
+        .success()
+        .stdout(predicates::str::contains("151 of 151 document(s) verified"));
+}
+
+/// A keyless run of two windows asks Fulcio once: every signature carries the same
+/// certificate, each has its own Rekor entry, `--bundle-out` writes a bundle and a message
+/// for each, and the whole tree verifies against the signer's identity.
+#[test]
+fn a_keyless_run_of_several_windows_uses_one_certificate() {
+    let stack = stack::Stack::start();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("unsigned");
+    tree(&src, 130);
+    let out = dir.path().join("signed");
+    let bundles = dir.path().join("bundles");
+    stack
+        .keyless_sign(common::mansign())
+        .arg("-f")
+        .arg(&src)
+        .arg("-o")
+        .arg(format!("{}/", out.display()))
+        .arg("--bundle-out")
+        .arg(&bundles)
+        .arg("--identity-token")
+        .arg(stack.id_token())
+        .assert()
+        .success();
+    assert_eq!(
+        stack.stat("fulcio_signing_cert_requests"),
+        1,
+        "one certificate"
+    );
+    assert_eq!(
+        stack.stat("rekor_entries_created"),
+        130,
+        "one entry a signature"
+    );
+    let documents = documents_under(&out);
+    assert_eq!(documents.len(), 130);
+    let limits = mansign::Limits::default();
+    let certificate = |doc: &serde_json::Value| {
+        extract(doc, &AnnotationDomain::default(), &limits)
+            .unwrap()
+            .sets[0]
+            .certificate_pem
+            .clone()
+            .expect("certificate annotation")
+    };
+    let first = certificate(&documents[0].1);
+    for (file, doc) in &documents {
+        assert_eq!(certificate(doc), first, "{file}: the run's one certificate");
+    }
+    let written = files_under(&bundles);
+    assert_eq!(written.len(), 260, "a bundle and a message a signature");
+    assert!(written.contains(&"cm-129.yaml.1.sigstore.json".to_string()));
+    assert!(written.contains(&"cm-129.yaml.1.message".to_string()));
+    common::mansign()
+        .args(["verify", "-f"])
+        .arg(&out)
+        .arg("--trusted-root")
+        .arg(stack.trusted_root())
+        .args(["--certificate-identity", stack.identity()])
+        .args(["--certificate-oidc-issuer", stack.issuer()])
+        .assert()
+        .success()
+        .stdout(predicates::str::contains("130 of 130 document(s) verified"));
+}
