@@ -13,11 +13,7 @@ fn not_yaml_names_file_and_document_and_exits_2() {
         "bad.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkey: [unclosed\n",
     );
-    common::fails(
-        &mut common::with_key("sign", &[], &bad, &kd.key),
-        2,
-        &["bad.yaml: document 2: not valid YAML"],
-    );
+    kd.sign_fails(&[], &bad, &["bad.yaml: document 2: not valid YAML"]);
     assert!(!kd.path().join("bad.yaml.signed").exists());
 }
 
@@ -38,9 +34,9 @@ fn document_that_is_not_a_kubernetes_object_names_the_missing_field() {
         "noname.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n",
     );
-    common::fails(
-        &mut common::with_key("sign", &[], &no_name, &kd.key),
-        2,
+    kd.sign_fails(
+        &[],
+        &no_name,
         &["document 1: not a Kubernetes object: missing field `metadata.name`"],
     );
     assert_eq!(
@@ -52,16 +48,16 @@ fn document_that_is_not_a_kubernetes_object_names_the_missing_field() {
 #[test]
 fn unreadable_input_names_the_file() {
     let kd = common::key_dir("cosign");
-    common::fails(
-        &mut common::with_key("sign", &[], kd.path().join("missing.yaml"), &kd.key),
-        2,
+    kd.sign_fails(
+        &[],
+        kd.path().join("missing.yaml"),
         &["missing.yaml: cannot read"],
     );
     let not_utf8 = kd.path().join("binary.yaml");
     std::fs::write(&not_utf8, [0xff, 0xfe, 0x00, 0x41]).unwrap();
-    common::fails(
-        &mut common::with_key("sign", &[], &not_utf8, &kd.key),
-        2,
+    kd.sign_fails(
+        &[],
+        &not_utf8,
         &["binary.yaml: document 1: not valid YAML: not UTF-8"],
     );
 }
@@ -170,11 +166,7 @@ fn empty_directory_is_an_error() {
     let kd = common::key_dir("cosign");
     let empty = kd.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    common::fails(
-        &mut common::with_key("sign", &[], &empty, &kd.key),
-        2,
-        &["no .yaml, .yml or .json files found"],
-    );
+    kd.sign_fails(&[], &empty, &["no .yaml, .yml or .json files found"]);
 }
 
 #[test]
@@ -185,21 +177,17 @@ fn oversized_annotation_is_rejected_by_the_verifier() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    cosign.sigstore.dev/message: {huge}\n    cosign.sigstore.dev/signature: AAAA\n"
     );
     let f = kd.write("big.yaml", &doc);
-    common::verify_with_key(&f, &kd.pubkey)
-        .code(1)
-        .stdout(predicate::str::contains(
-            "annotations total 307260 bytes, more than the 262144 bytes the Kubernetes API server accepts",
-        ));
+    common::verify_fails_naming(
+        &f,
+        &kd.pubkey,
+        "annotations total 307260 bytes, more than the 262144 bytes the Kubernetes API server accepts",
+    );
 }
 
 #[test]
 fn a_trusted_root_that_trusts_nothing_is_an_input_error() {
     let dir = tempfile::tempdir().unwrap();
-    let doc = write(
-        dir.path(),
-        "cm.yaml",
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
-    );
+    let doc = write(dir.path(), "x.yaml", MULTI_DOC);
     let root = write(dir.path(), "root.json", "{}");
     let identity = [
         "--certificate-identity",
@@ -234,9 +222,5 @@ fn an_expiry_date_is_accepted_and_a_wrong_one_names_the_forms() {
         signed.contains("mansign.dev/expires: \"2100-01-01T00:00:00Z\""),
         "{signed}"
     );
-    common::fails(
-        &mut common::with_key("sign", &["--expires", "soon"], &doc, &kd.key),
-        2,
-        &["RFC 3339 time"],
-    );
+    kd.sign_fails(&["--expires", "soon"], &doc, &["RFC 3339 time"]);
 }

@@ -6,7 +6,6 @@
 
 mod common;
 
-use mansign::manifest::{Document, load_inputs};
 use mansign::policy::{
     LoadOptions, ObjectVerdict, PolicyError, PolicySet, RequestContext, load_file, load_str,
 };
@@ -49,18 +48,10 @@ fn policy_text(text: &str) -> Result<PolicySet, PolicyError> {
     load_str("test-policy.yaml", text, Path::new(FIXTURES), &options())
 }
 
-fn documents(path: &Path) -> Vec<Document> {
-    load_inputs(&[path.to_path_buf()], &mansign::Limits::default())
-        .unwrap()
-        .into_iter()
-        .flat_map(|f| f.documents)
-        .collect()
-}
-
 /// The verdict for the only document of a fixture file.
 fn verdict_for_file(policy: &PolicySet, rel: &str) -> ObjectVerdict {
     let path = fixture(rel);
-    let docs = documents(&path);
+    let docs = common::load_documents(&path);
     assert_eq!(docs.len(), 1, "{rel}");
     policy.verify_document(&docs[0], &RequestContext::default())
 }
@@ -193,7 +184,7 @@ fn rule_result(v: &ObjectVerdict, rule: &str) -> bool {
 fn cli_verify_signature_rules_give_the_kyverno_test_results() {
     let policy = policy_file("cli-verify-signature/policies.yaml");
     let path = fixture("cli-verify-signature/resources.yaml");
-    let docs = documents(&path);
+    let docs = common::load_documents(&path);
     let verdicts: Vec<ObjectVerdict> = docs
         .iter()
         .map(|d| policy.verify_document(d, &RequestContext::default()))

@@ -15,7 +15,7 @@ mod common;
 #[path = "common/stack.rs"]
 mod stack;
 
-use mansign::manifest::{Document, load_inputs};
+use mansign::manifest::Document;
 use mansign::policy::convert::{ConvertOptions, convert_str};
 use mansign::policy::{
     LoadOptions, ObjectVerdict, PolicyError, PolicySet, RequestContext, load_str,
@@ -70,11 +70,7 @@ fn load(name: &str, any_issuer: bool) -> Result<PolicySet, PolicyError> {
 }
 
 fn documents(rel: &str) -> Vec<Document> {
-    load_inputs(&[path(rel)], &mansign::Limits::default())
-        .unwrap()
-        .into_iter()
-        .flat_map(|f| f.documents)
-        .collect()
+    common::load_documents(&path(rel))
 }
 
 fn verdict(policy: &PolicySet, rel: &str) -> ObjectVerdict {

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{MULTI_DOC, files_under, key_pair, mansign, write};
+use common::{MULTI_DOC, files_under, key_pair, mansign, verify_fails_naming, write};
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::Path;
@@ -26,12 +26,6 @@ fn signed_fixture() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBu
     let signed = dir.path().join("x.yaml.signed");
     assert!(signed.exists());
     (dir, signed, pubkey)
-}
-
-fn verify_fails_naming(path: &Path, pubkey: &Path, needle: &str) {
-    common::verify_with_key(path, pubkey)
-        .code(1)
-        .stdout(predicate::str::contains(needle));
 }
 
 #[test]

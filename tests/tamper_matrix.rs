@@ -38,135 +38,16 @@ use mansign::verify::{Attestor, IdentityPolicy, KeylessAttestor, TrustedKey, Ver
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
-const MANIFESTS: &[&str] = &[
-    r#"apiVersion: networking.k8s.io/v1
-kind: NetworkPolicy
-metadata:
-  name: api-ingress
-  namespace: team-a
-spec:
-  podSelector:
-    matchLabels:
-      app: api
-  policyTypes:
-  - Ingress
-  ingress:
-  - from:
-    - podSelector:
-        matchLabels:
-          role: frontend
-    ports:
-    - protocol: TCP
-      port: 8080
-"#,
-    r#"apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata:
-  name: api
-  namespace: team-a
-spec:
-  minAvailable: 2
-  selector:
-    matchLabels:
-      app: api
-"#,
-    r#"apiVersion: v1
-kind: Service
-metadata:
-  name: api
-  namespace: team-a
-  labels:
-    app: api
-spec:
-  selector:
-    app: api
-  ports:
-  - name: http
-    port: 80
-    targetPort: 8080
-"#,
-    r#"apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: settings
-  namespace: team-a
-data:
-  mode: strict
-  enabled: "yes"
-  umask: "0755"
-  retries: "3"
-  budget: "1_000"
-  flags: "0b101"
-  "on": "y"
-  legacy: "010"
-"#,
-    r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: api
-  namespace: team-a
-spec:
-  replicas: 2
-  selector:
-    matchLabels:
-      app: api
-  template:
-    metadata:
-      labels:
-        app: api
-    spec:
-      containers:
-      - name: api
-        image: registry.example/api:1.4.2
-        args: ["--port", "8080"]
-        securityContext:
-          runAsNonRoot: true
-          allowPrivilegeEscalation: false
-"#,
-    r#"apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: api-reader
-rules:
-- apiGroups: [""]
-  resources: [configmaps]
-  verbs: [get, list]
-"#,
-    r#"apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: api-reader
-  namespace: team-a
-subjects:
-- kind: ServiceAccount
-  name: api
-  namespace: team-a
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: api-reader
-"#,
-    r#"apiVersion: kyverno.io/v2
-kind: PolicyException
-metadata:
-  name: backup-host-path
-  namespace: backup
-spec:
-  exceptions:
-  - policyName: disallow-host-path
-    ruleNames:
-    - host-path
-  match:
-    any:
-    - resources:
-        kinds:
-        - Pod
-        namespaces:
-        - backup
-        names:
-        - nightly-backup-*
-"#,
-];
+/// The fixture manifests, one a file in `testdata/tamper-matrix/`, in name order.
+fn manifests() -> Vec<String> {
+    let dir = common::fixture("tamper-matrix");
+    let texts: Vec<String> = common::files_under(&dir)
+        .iter()
+        .map(|name| std::fs::read_to_string(dir.join(name)).unwrap())
+        .collect();
+    assert_eq!(texts.len(), 8, "testdata/tamper-matrix: {texts:?}");
+    texts
+}
 
 /// Signed objects and a verifier that accepts their signer.
 struct Fixture {
@@ -186,7 +67,7 @@ fn load(text: &str) -> mansign::manifest::ManifestFile {
 }
 
 fn sign_all(signer: &dyn Signer) -> Vec<Value> {
-    let mut files: Vec<_> = MANIFESTS.iter().map(|m| load(m)).collect();
+    let mut files: Vec<_> = manifests().iter().map(|m| load(m)).collect();
     sign_files(&mut files, signer, &SignOptions::default()).unwrap();
     files
         .into_iter()
@@ -649,12 +530,9 @@ fn unquoted_texts(object: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for word in AMBIGUOUS {
         let quoted = format!("\"{word}\"");
-        let mut from = 0;
-        while let Some(p) = text[from..].find(&quoted) {
-            let at = from + p;
+        for (at, _) in text.match_indices(&quoted) {
             let variant = format!("{}{word}{}", &text[..at], &text[at + quoted.len()..]);
             out.push((format!("unquote {quoted} at byte {at}"), variant));
-            from = at + quoted.len();
         }
     }
     out
