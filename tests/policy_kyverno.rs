@@ -339,14 +339,7 @@ fn unit_count_3_over_k1_k2_and_nested_k1_is_denied_because_each_signer_counts_on
         key_entry("keys/ecdsa-pub-1.pem", 14),
     );
     let policy = unit_policy(&attestors);
-    assert!(
-        policy
-            .notes
-            .iter()
-            .any(|n| n.contains("names the same signer as")),
-        "{:?}",
-        policy.notes
-    );
+    common::assert_noted(&policy.notes, &["names the same signer as"]);
     let v = unit_verdict(&policy, "multi-sig2");
     assert!(!v.is_verified(), "{v}");
     let err = failure(&v);

@@ -145,6 +145,14 @@ pub fn verify_fails_naming(path: &Path, pubkey: &Path, needle: &str) {
         .stdout(predicates::str::contains(needle));
 }
 
+/// Some note of `notes` (a policy's or a conversion's) contains every one of `words`.
+pub fn assert_noted(notes: &[String], words: &[&str]) {
+    assert!(
+        notes.iter().any(|n| words.iter().all(|w| n.contains(w))),
+        "no note says {words:?}: {notes:?}"
+    );
+}
+
 /// Runs `cmd` and asserts that it exits with `code` and that its stderr contains each of
 /// `words`; returns the outcome for further checks.
 pub fn fails(
