@@ -20,6 +20,16 @@ fn signed_fixture() -> (tempfile::TempDir, PathBuf, PathBuf) {
     (dir, dir_join(&input, "x.yaml.signed"), pubkey)
 }
 
+/// `mansign verify -f PATH --policy POLICY`, not yet run.
+fn verify_with_policy(path: &Path, policy: &Path) -> assert_cmd::Command {
+    let mut cmd = mansign();
+    cmd.args(["verify", "-f"])
+        .arg(path)
+        .arg("--policy")
+        .arg(policy);
+    cmd
+}
+
 fn dir_join(sibling: &Path, name: &str) -> PathBuf {
     sibling.parent().unwrap().join(name)
 }
@@ -71,39 +81,9 @@ fn identity_error_names_the_repository_claim_as_the_only_workflow_identity() {
 
 #[test]
 fn kyverno_selector_error_names_the_any_block_it_sits_in() {
-    let dir = tempfile::tempdir().unwrap();
-    let policy = write(
-        dir.path(),
-        "policy.yaml",
-        r#"apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: p
-spec:
-  rules:
-  - name: r
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap]
-      - resources:
-          kinds: [Secret]
-          selector:
-            matchLabels: {app: x}
-    validate:
-      manifests:
-        attestors:
-        - entries:
-          - keys:
-              publicKeys: "-----BEGIN PUBLIC KEY-----"
-"#,
-    );
+    let policy = common::fixture("cli-polish/kyverno-selector-in-any.yaml");
     let (_d, signed, _) = signed_fixture();
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--policy")
-        .arg(&policy)
+    verify_with_policy(&signed, &policy)
         .assert()
         .code(2)
         .stderr(predicate::str::contains("match.any[1].resources.selector"))
@@ -389,11 +369,7 @@ fn manifest_policy_refuses_a_kyverno_style_ignore_path_naming_the_right_spelling
         &pubkey,
         "metadata.labels.argocd.argoproj.io/instance",
     );
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--policy")
-        .arg(&policy)
+    verify_with_policy(&signed, &policy)
         .assert()
         .code(2)
         .stderr(predicate::str::contains("ignoreFields[0].fields[0]"))
@@ -410,11 +386,7 @@ fn manifest_policy_refuses_a_kyverno_style_ignore_path_naming_the_right_spelling
     docs[0]["metadata"]["labels"] = json!({"argocd.argoproj.io/instance": "team-a"});
     let path = dir.path().join("labelled.yaml");
     write_json_documents(&path, &docs);
-    let out = mansign()
-        .args(["verify", "-f"])
-        .arg(&path)
-        .arg("--policy")
-        .arg(&policy)
+    let out = verify_with_policy(&path, &policy)
         .args(["-o", "json"])
         .assert()
         .success();
@@ -953,11 +925,12 @@ fn the_regexp_flag_help_says_patterns_are_anchored_unlike_cosign() {
     let out = mansign().args(["verify", "--help"]).assert().success();
     let help = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(flat.contains("Anchored, unlike cosign's"), "{help}");
-    assert!(
-        flat.contains("https://github.com/acme/.*/\\.github/workflows/sign\\.yaml@refs/heads/main"),
-        "{help}"
-    );
+    for phrase in [
+        "Anchored, unlike cosign's",
+        "https://github.com/acme/.*/\\.github/workflows/sign\\.yaml@refs/heads/main",
+    ] {
+        assert!(flat.contains(phrase), "{phrase}: {help}");
+    }
 }
 
 // ---- 6. TLS errors name the file at fault ----
