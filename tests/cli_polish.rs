@@ -898,22 +898,16 @@ fn an_exact_identity_that_looks_like_a_regex_names_the_regexp_flag() {
     let (_dir, signed) = multi_doc_signed_keylessly(&stack);
     // The stack's identity is a GitHub workflow URI; a cosign user writes a pattern for it.
     let pattern = "https://github.com/.*";
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--trusted-root")
-        .arg(stack.trusted_root())
+    stack
+        .keyless_verify(mansign(), &signed)
         .args(["--certificate-identity", pattern])
         .args(["--certificate-oidc-issuer", stack.issuer()])
         .assert()
         .code(1)
         .stdout(predicate::str::contains("looks like a regular expression"))
         .stdout(predicate::str::contains("--certificate-identity-regexp"));
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--trusted-root")
-        .arg(stack.trusted_root())
+    stack
+        .keyless_verify(mansign(), &signed)
         .args(["--certificate-identity-regexp", pattern])
         .args(["--certificate-oidc-issuer", stack.issuer()])
         .assert()

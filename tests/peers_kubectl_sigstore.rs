@@ -531,11 +531,8 @@ fn what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore() {
         &verify(&out, "https://issuer.invalid"),
         "another issuer (pinned)",
     );
-    let ours = mansign()
-        .args(["verify", "-f"])
-        .arg(&out)
-        .arg("--trusted-root")
-        .arg(stack.trusted_root())
+    let ours = stack
+        .keyless_verify(mansign(), &out)
         .args(["--certificate-identity", stack.identity()])
         .args(["--certificate-oidc-issuer", "https://issuer.invalid"])
         .output()
