@@ -214,14 +214,12 @@ fn verify_takes_several_paths_after_one_dash_f_and_positional_paths() {
 
 #[test]
 fn verify_without_any_input_is_a_usage_error() {
-    let (_dir, _signed, pubkey) = signed_fixture();
-    mansign()
-        .arg("verify")
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("nothing to verify"));
+    let kd = common::key_dir("cosign");
+    common::fails(
+        mansign().arg("verify").arg("--key").arg(&kd.pubkey),
+        2,
+        &["nothing to verify"],
+    );
 }
 
 #[test]
@@ -1107,29 +1105,32 @@ fn verify_resource_checks_its_flags_before_running_kubectl() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&kubectl, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    mansign()
-        .args(["verify-resource", "configmaps", "--kubectl"])
-        .arg(&kubectl)
-        .args([
+    let verify_resource = || {
+        let mut cmd = mansign();
+        cmd.args(["verify-resource", "configmaps", "--kubectl"])
+            .arg(&kubectl);
+        cmd
+    };
+    common::fails(
+        verify_resource().args([
             "--certificate-identity",
             "https://github.com/acme/policies/.github/workflows/sign.yaml@refs/heads/main",
-        ])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--certificate-oidc-issuer"));
+        ]),
+        2,
+        &["--certificate-oidc-issuer"],
+    );
     assert!(
         !marker.exists(),
         "kubectl ran before the flags were checked"
     );
     // A missing policy file too.
-    mansign()
-        .args(["verify-resource", "configmaps", "--kubectl"])
-        .arg(&kubectl)
-        .arg("--policy")
-        .arg(dir.path().join("missing.yaml"))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("missing.yaml"));
+    common::fails(
+        verify_resource()
+            .arg("--policy")
+            .arg(dir.path().join("missing.yaml")),
+        2,
+        &["missing.yaml"],
+    );
     assert!(!marker.exists(), "kubectl ran before the policy was read");
 }
 

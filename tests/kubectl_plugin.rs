@@ -278,15 +278,16 @@ fn arguments_that_kubectl_would_read_as_flags_are_refused_before_running_it() {
 fn verify_resource_refuses_file_inputs() {
     let kubectl = FakeKubectl::new();
     let (dir, _objects, pubkey) = live_objects();
-    kubectl
-        .mansign()
-        .args(["verify-resource", "configmaps", "-f"])
-        .arg(dir.path().join("x.yaml.signed"))
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("use `mansign verify` for files"));
+    common::fails(
+        kubectl
+            .mansign()
+            .args(["verify-resource", "configmaps", "-f"])
+            .arg(dir.path().join("x.yaml.signed"))
+            .arg("--key")
+            .arg(&pubkey),
+        2,
+        &["use `mansign verify` for files"],
+    );
 }
 
 #[test]
