@@ -1140,14 +1140,12 @@ fn verify_resource_checks_its_flags_before_running_kubectl() {
 fn a_policy_syntax_error_names_the_document_once() {
     let dir = tempfile::tempdir().unwrap();
     let policy = write(dir.path(), "bad.yaml", "kind: [unclosed\n");
-    let out = mansign()
-        .args(["policy", "explain"])
-        .arg(&policy)
-        .assert()
-        .code(2);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
-    assert!(stderr.contains("bad.yaml: document 1: "), "{stderr}");
-    assert!(!stderr.contains("document 1: document 1"), "{stderr}");
+    common::fails(
+        mansign().args(["policy", "explain"]).arg(&policy),
+        2,
+        &["bad.yaml: document 1: "],
+    )
+    .stderr(predicate::str::contains("document 1: document 1").not());
 }
 
 #[test]

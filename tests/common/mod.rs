@@ -84,9 +84,12 @@ impl KeyDir {
     }
 
     /// `mansign sign FLAGS -f INPUT --key` with this key must fail with exit 2, its stderr
-    /// naming each of `words` (see [`fails`]).
-    pub fn sign_fails(&self, flags: &[&str], input: impl AsRef<std::ffi::OsStr>, words: &[&str]) {
+    /// naming each of `words` (see [`fails`]), and write no `INPUT.signed`.
+    pub fn sign_fails(&self, flags: &[&str], input: &Path, words: &[&str]) {
         fails(&mut with_key("sign", flags, input, &self.key), 2, words);
+        let mut signed = input.as_os_str().to_owned();
+        signed.push(".signed");
+        assert!(!Path::new(&signed).exists(), "{signed:?} written");
     }
 }
 
