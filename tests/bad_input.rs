@@ -61,45 +61,48 @@ fn unreadable_input_names_the_file() {
     );
 }
 
+/// A new key directory with MULTI_DOC at each of `names` under `in/`.
+fn key_dir_with_inputs(names: &[&str]) -> common::KeyDir {
+    let kd = common::key_dir("cosign");
+    for name in names {
+        kd.write(&format!("in/{name}"), MULTI_DOC);
+    }
+    kd
+}
+
+/// `mansign sign FLAGS -f in --key KEY -o out/` in the key directory must fail with exit 2,
+/// naming each of `words`.
+fn sign_in_to_out_fails(kd: &common::KeyDir, flags: &[&str], words: &[&str]) {
+    common::fails(
+        common::with_key("sign", flags, kd.path().join("in"), &kd.key)
+            .arg("-o")
+            .arg(format!("{}/", kd.path().join("out").display())),
+        2,
+        words,
+    );
+}
+
 #[test]
 fn unwritable_output_directory_leaves_no_partial_output() {
-    let kd = common::key_dir("cosign");
-    let src = kd.path().join("in");
-    write(&src, "a.yaml", MULTI_DOC);
-    write(&src, "sub/b.yaml", MULTI_DOC);
+    let kd = key_dir_with_inputs(&["a.yaml", "sub/b.yaml"]);
     let out = kd.path().join("out");
     // `out/sub` is a file, so `out/sub/b.yaml` cannot be written; `out/a.yaml` could be,
     // but must not be left behind.
     write(&out, "sub", "a file in the way");
-    common::fails(
-        common::with_key("sign", &[], &src, &kd.key)
-            .arg("-o")
-            .arg(format!("{}/", out.display())),
-        2,
-        &["out/sub"],
-    );
+    sign_in_to_out_fails(&kd, &[], &["out/sub"]);
     assert_eq!(files_under(&out), ["sub"]);
 }
 
 #[test]
 fn output_path_taken_by_a_directory_leaves_no_partial_output() {
-    let kd = common::key_dir("cosign");
-    let src = kd.path().join("in");
-    let a = write(&src, "a.yaml", MULTI_DOC);
-    write(&src, "b.yaml", MULTI_DOC);
+    let kd = key_dir_with_inputs(&["a.yaml", "b.yaml"]);
     let out = kd.path().join("out");
     // `out/b.yaml` is a directory: every temporary file can be written, but that one
     // cannot be renamed into place. `out/a.yaml` must not be left behind either.
     std::fs::create_dir_all(out.join("b.yaml")).unwrap();
-    common::fails(
-        common::with_key("sign", &["--remove-input"], &src, &kd.key)
-            .arg("-o")
-            .arg(format!("{}/", out.display())),
-        2,
-        &["b.yaml"],
-    );
+    sign_in_to_out_fails(&kd, &["--remove-input"], &["b.yaml"]);
     assert_eq!(files_under(&out), Vec::<String>::new());
-    assert!(a.is_file(), "input kept");
+    assert!(kd.path().join("in/a.yaml").is_file(), "input kept");
 }
 
 #[test]

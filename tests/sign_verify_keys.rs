@@ -383,12 +383,18 @@ fn signed_tree(
     pubkey
 }
 
-/// `ok.yaml` (MULTI_DOC) signed into `DIR/signed/` in a new temporary DIR: (DIR, the signed
-/// directory, the public key).
-fn signed_ok_tree() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+/// A new temporary DIR with `DIR/unsigned/ok.yaml` (MULTI_DOC): (DIR, `DIR/unsigned`).
+fn unsigned_ok_tree() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let tree = dir.path().join("unsigned");
     write(&tree, "ok.yaml", MULTI_DOC);
+    (dir, tree)
+}
+
+/// The [`unsigned_ok_tree`] signed into `DIR/signed/`: (DIR, the signed directory, the
+/// public key).
+fn signed_ok_tree() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let (dir, tree) = unsigned_ok_tree();
     let out = dir.path().join("signed");
     let pubkey = signed_tree(dir.path(), &tree, &out);
     (dir, out, pubkey)
@@ -463,11 +469,9 @@ fn a_symlink_loop_is_refused_naming_the_link() {
 #[cfg(unix)]
 #[test]
 fn symlinked_files_and_directories_are_followed() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, tree) = unsigned_ok_tree();
     let real = dir.path().join("real");
     write(&real, "cm.yaml", CONFIGMAP_HIDDEN);
-    let tree = dir.path().join("unsigned");
-    write(&tree, "ok.yaml", MULTI_DOC);
     std::os::unix::fs::symlink(&real, tree.join("linked")).unwrap();
     let out = dir.path().join("signed");
     signed_tree(dir.path(), &tree, &out);
