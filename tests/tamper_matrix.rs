@@ -1259,6 +1259,9 @@ mod api_server_model {
     /// One named edit of an object.
     type Edit = (&'static str, Box<dyn Fn(&mut Value)>);
 
+    /// A category's name and the check that fills its counts.
+    type Check<'a> = (&'static str, &'a dyn Fn(&mut Category));
+
     /// The edit that sets the label `key` to `value`.
     fn set_label(key: &'static str, value: &'static str) -> Box<dyn Fn(&mut Value)> {
         Box::new(move |v: &mut Value| {
@@ -1660,7 +1663,7 @@ mod api_server_model {
         let key = key();
         let objects = sign(&key, WORKLOADS);
         let r = reviewer(&key, KUBERNETES);
-        let checks: [(&str, &dyn Fn(&mut Category)); 4] = [
+        let checks: [Check; 4] = [
             ("status writes per kind", &|c| {
                 status_writes(&r, &objects, c)
             }),
