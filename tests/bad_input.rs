@@ -13,12 +13,7 @@ fn not_yaml_names_file_and_document_and_exits_2() {
         "bad.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkey: [unclosed\n",
     );
-    common::fails(
-        &mut common::with_key("sign", &[], &bad, &kd.key),
-        2,
-        &["bad.yaml: document 2: not valid YAML"],
-    );
-    assert!(!kd.path().join("bad.yaml.signed").exists());
+    kd.sign_fails(&[], &bad, &["bad.yaml: document 2: not valid YAML"]);
 }
 
 #[test]
@@ -38,9 +33,9 @@ fn document_that_is_not_a_kubernetes_object_names_the_missing_field() {
         "noname.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n",
     );
-    common::fails(
-        &mut common::with_key("sign", &[], &no_name, &kd.key),
-        2,
+    kd.sign_fails(
+        &[],
+        &no_name,
         &["document 1: not a Kubernetes object: missing field `metadata.name`"],
     );
     assert_eq!(
@@ -52,59 +47,62 @@ fn document_that_is_not_a_kubernetes_object_names_the_missing_field() {
 #[test]
 fn unreadable_input_names_the_file() {
     let kd = common::key_dir("cosign");
-    common::fails(
-        &mut common::with_key("sign", &[], kd.path().join("missing.yaml"), &kd.key),
-        2,
+    kd.sign_fails(
+        &[],
+        &kd.path().join("missing.yaml"),
         &["missing.yaml: cannot read"],
     );
     let not_utf8 = kd.path().join("binary.yaml");
     std::fs::write(&not_utf8, [0xff, 0xfe, 0x00, 0x41]).unwrap();
-    common::fails(
-        &mut common::with_key("sign", &[], &not_utf8, &kd.key),
-        2,
+    kd.sign_fails(
+        &[],
+        &not_utf8,
         &["binary.yaml: document 1: not valid YAML: not UTF-8"],
+    );
+}
+
+/// A new key directory with MULTI_DOC at each of `names` under `in/`.
+fn key_dir_with_inputs(names: &[&str]) -> common::KeyDir {
+    let kd = common::key_dir("cosign");
+    for name in names {
+        kd.write(&format!("in/{name}"), MULTI_DOC);
+    }
+    kd
+}
+
+/// `mansign sign FLAGS -f in --key KEY -o out/` in the key directory must fail with exit 2,
+/// naming each of `words`.
+fn sign_in_to_out_fails(kd: &common::KeyDir, flags: &[&str], words: &[&str]) {
+    common::fails(
+        common::with_key("sign", flags, kd.path().join("in"), &kd.key)
+            .arg("-o")
+            .arg(format!("{}/", kd.path().join("out").display())),
+        2,
+        words,
     );
 }
 
 #[test]
 fn unwritable_output_directory_leaves_no_partial_output() {
-    let kd = common::key_dir("cosign");
-    let src = kd.path().join("in");
-    write(&src, "a.yaml", MULTI_DOC);
-    write(&src, "sub/b.yaml", MULTI_DOC);
+    let kd = key_dir_with_inputs(&["a.yaml", "sub/b.yaml"]);
     let out = kd.path().join("out");
     // `out/sub` is a file, so `out/sub/b.yaml` cannot be written; `out/a.yaml` could be,
     // but must not be left behind.
     write(&out, "sub", "a file in the way");
-    common::fails(
-        common::with_key("sign", &[], &src, &kd.key)
-            .arg("-o")
-            .arg(format!("{}/", out.display())),
-        2,
-        &["out/sub"],
-    );
+    sign_in_to_out_fails(&kd, &[], &["out/sub"]);
     assert_eq!(files_under(&out), ["sub"]);
 }
 
 #[test]
 fn output_path_taken_by_a_directory_leaves_no_partial_output() {
-    let kd = common::key_dir("cosign");
-    let src = kd.path().join("in");
-    let a = write(&src, "a.yaml", MULTI_DOC);
-    write(&src, "b.yaml", MULTI_DOC);
+    let kd = key_dir_with_inputs(&["a.yaml", "b.yaml"]);
     let out = kd.path().join("out");
     // `out/b.yaml` is a directory: every temporary file can be written, but that one
     // cannot be renamed into place. `out/a.yaml` must not be left behind either.
     std::fs::create_dir_all(out.join("b.yaml")).unwrap();
-    common::fails(
-        common::with_key("sign", &["--remove-input"], &src, &kd.key)
-            .arg("-o")
-            .arg(format!("{}/", out.display())),
-        2,
-        &["b.yaml"],
-    );
+    sign_in_to_out_fails(&kd, &["--remove-input"], &["b.yaml"]);
     assert_eq!(files_under(&out), Vec::<String>::new());
-    assert!(a.is_file(), "input kept");
+    assert!(kd.path().join("in/a.yaml").is_file(), "input kept");
 }
 
 #[test]
@@ -170,11 +168,7 @@ fn empty_directory_is_an_error() {
     let kd = common::key_dir("cosign");
     let empty = kd.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    common::fails(
-        &mut common::with_key("sign", &[], &empty, &kd.key),
-        2,
-        &["no .yaml, .yml or .json files found"],
-    );
+    kd.sign_fails(&[], &empty, &["no .yaml, .yml or .json files found"]);
 }
 
 #[test]
@@ -185,21 +179,17 @@ fn oversized_annotation_is_rejected_by_the_verifier() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    cosign.sigstore.dev/message: {huge}\n    cosign.sigstore.dev/signature: AAAA\n"
     );
     let f = kd.write("big.yaml", &doc);
-    common::verify_with_key(&f, &kd.pubkey)
-        .code(1)
-        .stdout(predicate::str::contains(
-            "annotations total 307260 bytes, more than the 262144 bytes the Kubernetes API server accepts",
-        ));
+    common::verify_fails_naming(
+        &f,
+        &kd.pubkey,
+        "annotations total 307260 bytes, more than the 262144 bytes the Kubernetes API server accepts",
+    );
 }
 
 #[test]
 fn a_trusted_root_that_trusts_nothing_is_an_input_error() {
     let dir = tempfile::tempdir().unwrap();
-    let doc = write(
-        dir.path(),
-        "cm.yaml",
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
-    );
+    let doc = write(dir.path(), "x.yaml", MULTI_DOC);
     let root = write(dir.path(), "root.json", "{}");
     let identity = [
         "--certificate-identity",

@@ -20,6 +20,27 @@ fn signed_fixture() -> (tempfile::TempDir, PathBuf, PathBuf) {
     (dir, dir_join(&input, "x.yaml.signed"), pubkey)
 }
 
+/// `mansign verify -f SIGNED FLAGS...` of a [`signed_fixture`] must fail with exit 2, naming
+/// each of `words`.
+fn verify_signed_fails(flags: &[&str], words: &[&str]) -> assert_cmd::assert::Assert {
+    let (_dir, signed, _) = signed_fixture();
+    common::fails(
+        mansign().args(["verify", "-f"]).arg(&signed).args(flags),
+        2,
+        words,
+    )
+}
+
+/// `mansign verify -f PATH --policy POLICY`, not yet run.
+fn verify_with_policy(path: &Path, policy: &Path) -> assert_cmd::Command {
+    let mut cmd = mansign();
+    cmd.args(["verify", "-f"])
+        .arg(path)
+        .arg("--policy")
+        .arg(policy);
+    cmd
+}
+
 fn dir_join(sibling: &Path, name: &str) -> PathBuf {
     sibling.parent().unwrap().join(name)
 }
@@ -50,60 +71,25 @@ fn write_json_documents(path: &Path, docs: &[Value]) {
 
 #[test]
 fn identity_error_names_the_repository_claim_as_the_only_workflow_identity() {
-    let (_dir, signed, _) = signed_fixture();
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .args([
+    verify_signed_fails(
+        &[
             "--certificate-oidc-issuer",
             "https://token.actions.githubusercontent.com",
-        ])
-        .args(["--certificate-github-workflow-ref", "refs/heads/main"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "--certificate-identity-regexp or --certificate-github-workflow-repository",
-        ))
-        .stderr(predicate::str::contains("a --certificate-github-workflow-* flag").not());
+            "--certificate-github-workflow-ref",
+            "refs/heads/main",
+        ],
+        &["--certificate-identity-regexp or --certificate-github-workflow-repository"],
+    )
+    .stderr(predicate::str::contains("a --certificate-github-workflow-* flag").not());
 }
 
 // ---- 5. Kyverno loader errors name the real path ----
 
 #[test]
 fn kyverno_selector_error_names_the_any_block_it_sits_in() {
-    let dir = tempfile::tempdir().unwrap();
-    let policy = write(
-        dir.path(),
-        "policy.yaml",
-        r#"apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: p
-spec:
-  rules:
-  - name: r
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap]
-      - resources:
-          kinds: [Secret]
-          selector:
-            matchLabels: {app: x}
-    validate:
-      manifests:
-        attestors:
-        - entries:
-          - keys:
-              publicKeys: "-----BEGIN PUBLIC KEY-----"
-"#,
-    );
+    let policy = common::fixture("cli-polish/kyverno-selector-in-any.yaml");
     let (_d, signed, _) = signed_fixture();
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--policy")
-        .arg(&policy)
+    verify_with_policy(&signed, &policy)
         .assert()
         .code(2)
         .stderr(predicate::str::contains("match.any[1].resources.selector"))
@@ -209,39 +195,35 @@ fn verify_takes_several_paths_after_one_dash_f_and_positional_paths() {
     let (dir, signed, pubkey) = signed_fixture();
     let second = dir.path().join("y.yaml");
     std::fs::copy(&signed, &second).unwrap();
+    // `cmd --key PUBKEY` verifies all of `n` documents.
+    let verifies_all = |cmd: &mut assert_cmd::Command, n: usize| {
+        cmd.arg("--key")
+            .arg(&pubkey)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(format!(
+                "{n} of {n} document(s) verified"
+            )));
+    };
     // As the shell expands an unquoted `-f signed/*.yaml`.
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg(&second)
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("6 of 6 document(s) verified"));
+    verifies_all(
+        mansign().args(["verify", "-f"]).arg(&signed).arg(&second),
+        6,
+    );
     let only = dir.path().join("signed");
     std::fs::create_dir(&only).unwrap();
     std::fs::copy(&signed, only.join("x.yaml")).unwrap();
-    mansign()
-        .arg("verify")
-        .arg(&only)
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("3 of 3 document(s) verified"));
+    verifies_all(mansign().arg("verify").arg(&only), 3);
 }
 
 #[test]
 fn verify_without_any_input_is_a_usage_error() {
-    let (_dir, _signed, pubkey) = signed_fixture();
-    mansign()
-        .arg("verify")
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("nothing to verify"));
+    let kd = common::key_dir("cosign");
+    common::fails(
+        mansign().arg("verify").arg("--key").arg(&kd.pubkey),
+        2,
+        &["nothing to verify"],
+    );
 }
 
 #[test]
@@ -271,52 +253,41 @@ fn sign_takes_positional_paths() {
 
 #[test]
 fn an_unknown_cosign_flag_is_never_answered_with_an_insecure_flag() {
-    let (_dir, signed, _) = signed_fixture();
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--insecure-ignore-tlog")
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "unexpected argument '--insecure-ignore-tlog'",
-        ))
-        .stderr(predicate::str::contains("--insecure-any-identity").not());
+    verify_signed_fails(
+        &["--insecure-ignore-tlog"],
+        &["unexpected argument '--insecure-ignore-tlog'"],
+    )
+    .stderr(predicate::str::contains("--insecure-any-identity").not());
     // Other tips are kept.
-    mansign()
-        .args(["verify", "--certificate-identiy", "x"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--certificate-identity"));
+    common::fails(
+        mansign().args(["verify", "--certificate-identiy", "x"]),
+        2,
+        &["--certificate-identity"],
+    );
 }
 
 // ---- 15. k8s:// key references ----
 
 #[test]
 fn a_kubernetes_secret_key_reference_is_explained() {
-    let (_dir, signed, _) = signed_fixture();
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .args(["--key", "k8s://cosign-system/signing-key"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
+    verify_signed_fails(
+        &["--key", "k8s://cosign-system/signing-key"],
+        &[
             "k8s:// key references are not read by --key",
-        ))
-        .stderr(predicate::str::contains(
             "verify --policy FILE --kubeconfig",
-        ))
-        .stderr(predicate::str::contains("No such file").not());
+        ],
+    )
+    .stderr(predicate::str::contains("No such file").not());
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "x.yaml", MULTI_DOC);
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
-        .args(["--key", "k8s://cosign-system/signing-key"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("k8s:// key references"));
+    common::fails(
+        mansign()
+            .args(["sign", "-f"])
+            .arg(&input)
+            .args(["--key", "k8s://cosign-system/signing-key"]),
+        2,
+        &["k8s:// key references"],
+    );
 }
 
 // ---- 17 and 21. one field syntax; Kyverno spelling refused where it matches nothing ----
@@ -327,22 +298,18 @@ fn ignore_field_tolerates_that_field_only() {
     let mut docs = documents(&signed);
     docs[0]["metadata"]["labels"] = json!({"argocd.argoproj.io/instance": "team-a"});
     let path = dir.path().join("labelled.yaml");
+    let ignore = [
+        "--ignore-field",
+        r#"metadata.labels["argocd.argoproj.io/instance"]"#,
+    ];
     write_json_documents(&path, &docs);
-    common::with_key("verify", &[], &path, &pubkey)
-        .args([
-            "--ignore-field",
-            r#"metadata.labels["argocd.argoproj.io/instance"]"#,
-        ])
+    common::with_key("verify", &ignore, &path, &pubkey)
         .assert()
         .success();
     // Another change is still one.
     docs[2]["data"]["a"] = json!("2");
     write_json_documents(&path, &docs);
-    common::with_key("verify", &[], &path, &pubkey)
-        .args([
-            "--ignore-field",
-            r#"metadata.labels["argocd.argoproj.io/instance"]"#,
-        ])
+    common::with_key("verify", &ignore, &path, &pubkey)
         .assert()
         .code(1)
         .stdout(predicate::str::contains("data.a changed"));
@@ -389,11 +356,7 @@ fn manifest_policy_refuses_a_kyverno_style_ignore_path_naming_the_right_spelling
         &pubkey,
         "metadata.labels.argocd.argoproj.io/instance",
     );
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--policy")
-        .arg(&policy)
+    verify_with_policy(&signed, &policy)
         .assert()
         .code(2)
         .stderr(predicate::str::contains("ignoreFields[0].fields[0]"))
@@ -410,11 +373,7 @@ fn manifest_policy_refuses_a_kyverno_style_ignore_path_naming_the_right_spelling
     docs[0]["metadata"]["labels"] = json!({"argocd.argoproj.io/instance": "team-a"});
     let path = dir.path().join("labelled.yaml");
     write_json_documents(&path, &docs);
-    let out = mansign()
-        .args(["verify", "-f"])
-        .arg(&path)
-        .arg("--policy")
-        .arg(&policy)
+    let out = verify_with_policy(&path, &policy)
         .args(["-o", "json"])
         .assert()
         .success();
@@ -519,14 +478,9 @@ fn sign_format_json_reports_files_documents_and_signer() {
     let kd = common::key_dir("cosign");
     let input = kd.write("x.yaml", MULTI_DOC);
     let output = kd.path().join("x.signed.yaml");
-    let out = mansign()
-        .args(["sign", "-f"])
-        .arg(&input)
+    let out = common::with_key("sign", &["--format", "json"], &input, &kd.key)
         .arg("-o")
         .arg(&output)
-        .arg("--key")
-        .arg(&kd.key)
-        .args(["--format", "json"])
         .assert()
         .success();
     let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
@@ -826,36 +780,26 @@ fn an_output_path_that_is_a_report_format_is_refused_with_a_pointer_to_format() 
     let kd = common::key_dir("cosign");
     let input = kd.write("x.yaml", MULTI_DOC);
     for format in ["json", "text", "yaml"] {
-        mansign()
-            .current_dir(kd.path())
-            .args(["sign", "-f"])
-            .arg(&input)
-            .arg("--key")
-            .arg(&kd.key)
-            .args(["-o", format])
-            .assert()
-            .code(2)
-            .stderr(predicate::str::contains("--format json"))
-            .stderr(predicate::str::contains(format!("./{format}")));
+        common::fails(
+            common::with_key("sign", &["-o", format], &input, &kd.key).current_dir(kd.path()),
+            2,
+            &["--format json", &format!("./{format}")],
+        );
         assert!(!kd.path().join(format).exists(), "{format} was written");
     }
     // `./json` is a file of that name.
-    mansign()
+    common::with_key("sign", &["-o", "./json"], &input, &kd.key)
         .current_dir(kd.path())
-        .args(["sign", "-f"])
-        .arg(&input)
-        .arg("--key")
-        .arg(&kd.key)
-        .args(["-o", "./json"])
         .assert()
         .success();
     assert!(kd.path().join("json").is_file());
-    mansign()
-        .current_dir(kd.path())
-        .args(["policy", "convert", "p.yaml", "-o", "yaml"])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("always YAML"));
+    common::fails(
+        mansign()
+            .current_dir(kd.path())
+            .args(["policy", "convert", "p.yaml", "-o", "yaml"]),
+        2,
+        &["always YAML"],
+    );
 }
 
 #[test]
@@ -926,22 +870,16 @@ fn an_exact_identity_that_looks_like_a_regex_names_the_regexp_flag() {
     let (_dir, signed) = multi_doc_signed_keylessly(&stack);
     // The stack's identity is a GitHub workflow URI; a cosign user writes a pattern for it.
     let pattern = "https://github.com/.*";
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--trusted-root")
-        .arg(stack.trusted_root())
+    stack
+        .keyless_verify(mansign(), &signed)
         .args(["--certificate-identity", pattern])
         .args(["--certificate-oidc-issuer", stack.issuer()])
         .assert()
         .code(1)
         .stdout(predicate::str::contains("looks like a regular expression"))
         .stdout(predicate::str::contains("--certificate-identity-regexp"));
-    mansign()
-        .args(["verify", "-f"])
-        .arg(&signed)
-        .arg("--trusted-root")
-        .arg(stack.trusted_root())
+    stack
+        .keyless_verify(mansign(), &signed)
         .args(["--certificate-identity-regexp", pattern])
         .args(["--certificate-oidc-issuer", stack.issuer()])
         .assert()
@@ -953,11 +891,12 @@ fn the_regexp_flag_help_says_patterns_are_anchored_unlike_cosign() {
     let out = mansign().args(["verify", "--help"]).assert().success();
     let help = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(flat.contains("Anchored, unlike cosign's"), "{help}");
-    assert!(
-        flat.contains("https://github.com/acme/.*/\\.github/workflows/sign\\.yaml@refs/heads/main"),
-        "{help}"
-    );
+    for phrase in [
+        "Anchored, unlike cosign's",
+        "https://github.com/acme/.*/\\.github/workflows/sign\\.yaml@refs/heads/main",
+    ] {
+        assert!(flat.contains(phrase), "{phrase}: {help}");
+    }
 }
 
 // ---- 6. TLS errors name the file at fault ----
@@ -1009,9 +948,17 @@ fn run_with_closed_stdout(program: &Path, args: &[&str]) -> std::process::Output
     cmd.output().unwrap()
 }
 
+/// `mansign ARGS` with a closed stdout exits with `code`, without a panic; returns its stderr.
+fn closed_stdout_exits(args: &[&str], code: i32) -> String {
+    let out = run_with_closed_stdout(&assert_cmd::cargo::cargo_bin("mansign"), args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    stderr
+}
+
 #[test]
 fn a_closed_stdout_is_never_a_panic() {
-    let bin = assert_cmd::cargo::cargo_bin("mansign");
     for args in [
         &["completion", "zsh"][..],
         &["completion", "bash"][..],
@@ -1020,47 +967,35 @@ fn a_closed_stdout_is_never_a_panic() {
         &["--help"][..],
         &["trust", "show"][..],
     ] {
-        let out = run_with_closed_stdout(&bin, args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
-        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        closed_stdout_exits(args, 0);
     }
     // verify: the report is dropped, the exit code is still the verdict.
     let (dir, signed, pubkey) = signed_fixture();
     let (_, other) = key_pair(dir.path(), "other");
+    let signed = signed.to_str().unwrap();
     for (key, code) in [(&pubkey, 0), (&other, 1)] {
-        let out = run_with_closed_stdout(
-            &bin,
-            &[
-                "verify",
-                "-f",
-                signed.to_str().unwrap(),
-                "--key",
-                key.to_str().unwrap(),
-            ],
+        closed_stdout_exits(
+            &["verify", "-f", signed, "--key", key.to_str().unwrap()],
+            code,
         );
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(code), "{stderr}");
-        assert!(!stderr.contains("panicked"), "{stderr}");
     }
     // Manifests on a closed stdout are an error (exit 2), and the input is kept.
     let (key, _) = key_pair(dir.path(), "signer");
     let input = write(dir.path(), "keep.yaml", MULTI_DOC);
-    let out = run_with_closed_stdout(
-        &bin,
+    let (input_arg, key_arg) = (input.to_str().unwrap(), key.to_str().unwrap());
+    let stderr = closed_stdout_exits(
         &[
             "sign",
             "-f",
-            input.to_str().unwrap(),
+            input_arg,
             "--key",
-            key.to_str().unwrap(),
+            key_arg,
             "-o",
             "-",
             "--remove-input",
         ],
+        2,
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("stdout was closed"), "{stderr}");
     assert!(input.exists());
 }
@@ -1140,29 +1075,32 @@ fn verify_resource_checks_its_flags_before_running_kubectl() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&kubectl, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    mansign()
-        .args(["verify-resource", "configmaps", "--kubectl"])
-        .arg(&kubectl)
-        .args([
+    let verify_resource = || {
+        let mut cmd = mansign();
+        cmd.args(["verify-resource", "configmaps", "--kubectl"])
+            .arg(&kubectl);
+        cmd
+    };
+    common::fails(
+        verify_resource().args([
             "--certificate-identity",
             "https://github.com/acme/policies/.github/workflows/sign.yaml@refs/heads/main",
-        ])
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("--certificate-oidc-issuer"));
+        ]),
+        2,
+        &["--certificate-oidc-issuer"],
+    );
     assert!(
         !marker.exists(),
         "kubectl ran before the flags were checked"
     );
     // A missing policy file too.
-    mansign()
-        .args(["verify-resource", "configmaps", "--kubectl"])
-        .arg(&kubectl)
-        .arg("--policy")
-        .arg(dir.path().join("missing.yaml"))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("missing.yaml"));
+    common::fails(
+        verify_resource()
+            .arg("--policy")
+            .arg(dir.path().join("missing.yaml")),
+        2,
+        &["missing.yaml"],
+    );
     assert!(!marker.exists(), "kubectl ran before the policy was read");
 }
 
@@ -1172,14 +1110,12 @@ fn verify_resource_checks_its_flags_before_running_kubectl() {
 fn a_policy_syntax_error_names_the_document_once() {
     let dir = tempfile::tempdir().unwrap();
     let policy = write(dir.path(), "bad.yaml", "kind: [unclosed\n");
-    let out = mansign()
-        .args(["policy", "explain"])
-        .arg(&policy)
-        .assert()
-        .code(2);
-    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
-    assert!(stderr.contains("bad.yaml: document 1: "), "{stderr}");
-    assert!(!stderr.contains("document 1: document 1"), "{stderr}");
+    common::fails(
+        mansign().args(["policy", "explain"]).arg(&policy),
+        2,
+        &["bad.yaml: document 1: "],
+    )
+    .stderr(predicate::str::contains("document 1: document 1").not());
 }
 
 #[test]

@@ -101,15 +101,22 @@ fn live_objects() -> (tempfile::TempDir, Vec<Value>, PathBuf) {
     (dir, objects, pubkey)
 }
 
+/// A fake kubectl serving the live objects (as one List); the directory holding the key
+/// they are signed with, and the public key.
+fn kubectl_serving_live_objects() -> (FakeKubectl, tempfile::TempDir, PathBuf) {
+    let kubectl = FakeKubectl::new();
+    let (dir, objects, pubkey) = live_objects();
+    kubectl.serve(&list(&objects));
+    (kubectl, dir, pubkey)
+}
+
 fn list(items: &[Value]) -> Value {
     json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items})
 }
 
 #[test]
 fn verify_resource_reads_objects_through_kubectl_and_prints_one_line_per_object() {
-    let kubectl = FakeKubectl::new();
-    let (_dir, objects, pubkey) = live_objects();
-    kubectl.serve(&list(&objects));
+    let (kubectl, _dir, pubkey) = kubectl_serving_live_objects();
     let out = kubectl
         .verify_with_key(
             [
@@ -185,9 +192,7 @@ fn verify_resource_reads_a_single_named_object() {
 #[test]
 fn verify_resource_without_the_profile_names_the_server_fields() {
     // The kubernetes profile is the default; `--ignore-profile none` really compares.
-    let kubectl = FakeKubectl::new();
-    let (_dir, objects, pubkey) = live_objects();
-    kubectl.serve(&list(&objects));
+    let (kubectl, _dir, pubkey) = kubectl_serving_live_objects();
     kubectl
         .verify_with_key(
             ["verify-resource", "configmaps", "--ignore-profile", "none"],
@@ -256,9 +261,7 @@ fn kubectl_failures_and_empty_or_huge_output_are_input_errors() {
 
 #[test]
 fn arguments_that_kubectl_would_read_as_flags_are_refused_before_running_it() {
-    let kubectl = FakeKubectl::new();
-    let (_dir, objects, pubkey) = live_objects();
-    kubectl.serve(&list(&objects));
+    let (kubectl, _dir, pubkey) = kubectl_serving_live_objects();
     for args in [
         &["verify-resource", "--", "--kubeconfig=/tmp/evil"][..],
         &["verify-resource", "configmaps", "-n", "--kubeconfig=/x"][..],
@@ -275,22 +278,21 @@ fn arguments_that_kubectl_would_read_as_flags_are_refused_before_running_it() {
 fn verify_resource_refuses_file_inputs() {
     let kubectl = FakeKubectl::new();
     let (dir, _objects, pubkey) = live_objects();
-    kubectl
-        .mansign()
-        .args(["verify-resource", "configmaps", "-f"])
-        .arg(dir.path().join("x.yaml.signed"))
-        .arg("--key")
-        .arg(&pubkey)
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("use `mansign verify` for files"));
+    common::fails(
+        kubectl
+            .mansign()
+            .args(["verify-resource", "configmaps", "-f"])
+            .arg(dir.path().join("x.yaml.signed"))
+            .arg("--key")
+            .arg(&pubkey),
+        2,
+        &["use `mansign verify` for files"],
+    );
 }
 
 #[test]
 fn installed_as_kubectl_mansign_the_binary_is_the_kubectl_plugin() {
-    let kubectl = FakeKubectl::new();
-    let (_dir, objects, pubkey) = live_objects();
-    kubectl.serve(&list(&objects));
+    let (kubectl, _dir, pubkey) = kubectl_serving_live_objects();
     let plugin = kubectl.dir.path().join("kubectl-mansign");
     std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("mansign"), &plugin).unwrap();
     let run = |args: &[&str]| {

@@ -189,40 +189,66 @@ fn code_only(text: &str) -> String {
     out
 }
 
-/// Code outside `#[cfg(test)] mod tests { ... }` blocks: tests may use anything.
-fn without_test_modules(code: &str) -> String {
+/// `code` with every region cut out that starts at `marker` and ends where `end` says (an
+/// offset into the text from the marker on; `None`: the rest is kept as it is).
+fn cut_regions(code: &str, marker: &str, end: impl Fn(&str) -> Option<usize>) -> String {
     let mut out = String::new();
     let mut rest = code;
-    while let Some(pos) = rest.find("#[cfg(test)]") {
+    while let Some(pos) = rest.find(marker) {
         out.push_str(&rest[..pos]);
         let after = &rest[pos..];
-        // skip to the item's opening brace and its matching close (or `;` for `mod x;`)
-        let Some(open) = after.find(['{', ';']) else {
+        let Some(end) = end(after) else {
+            rest = after;
             break;
         };
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Code outside `#[cfg(test)] mod tests { ... }` blocks: tests may use anything.
+fn without_test_modules(code: &str) -> String {
+    cut_regions(code, "#[cfg(test)]", |after| {
+        // the item's opening brace and its matching close (or `;` for `mod x;`)
+        let open = after.find(['{', ';'])?;
         if after.as_bytes()[open] == b';' {
-            rest = &after[open + 1..];
-            continue;
+            return Some(open + 1);
         }
         let mut depth = 0usize;
-        let mut end = after.len();
         for (k, c) in after[open..].char_indices() {
             match c {
                 '{' => depth += 1,
                 '}' => {
                     depth -= 1;
                     if depth == 0 {
-                        end = open + k + 1;
-                        break;
+                        return Some(open + k + 1);
                     }
                 }
                 _ => {}
             }
         }
+        Some(after.len())
+    })
+}
+
+/// The trees of the `use` items in `code` (white space removed), each from where `next`
+/// says its keyword ends up to its `;`.
+fn use_trees(code: &str, next: impl Fn(&str) -> Option<usize>) -> Vec<String> {
+    let mut trees = Vec::new();
+    let mut rest = code;
+    while let Some(start) = next(rest) {
+        let after = &rest[start..];
+        let Some(end) = after.find(';') else { break };
+        trees.push(
+            after[..end]
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .collect(),
+        );
         rest = &after[end..];
     }
-    out.push_str(rest);
-    out
+    trees
 }
 
 /// Expands `use` trees and inline paths into full paths starting with `crate`, `super` or
@@ -230,16 +256,8 @@ fn without_test_modules(code: &str) -> String {
 fn referenced_paths(code: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     // `use` statements, with brace trees
-    let mut rest = code;
-    while let Some(pos) = find_keyword(rest, "use") {
-        let after = &rest[pos + 3..];
-        let Some(end) = after.find(';') else { break };
-        let tree: String = after[..end]
-            .chars()
-            .filter(|c| !c.is_whitespace())
-            .collect();
+    for tree in use_trees(code, |rest| find_keyword(rest, "use").map(|pos| pos + 3)) {
         expand_use_tree(&tree, &[], &mut out);
-        rest = &after[end..];
     }
     // inline paths: crate::a::b(...), super::x::Y
     let bytes = code.as_bytes();
@@ -280,16 +298,9 @@ fn referenced_paths(code: &str) -> Vec<Vec<String>> {
 /// The code without its `pub use` re-exports (declaring what a module offers is not an
 /// import of it).
 fn without_pub_use(code: &str) -> String {
-    let mut out = String::new();
-    let mut rest = code;
-    while let Some(pos) = rest.find("pub use ") {
-        out.push_str(&rest[..pos]);
-        let after = &rest[pos..];
-        let end = after.find(';').map_or(after.len(), |e| e + 1);
-        rest = &after[end..];
-    }
-    out.push_str(rest);
-    out
+    cut_regions(code, "pub use ", |after| {
+        Some(after.find(';').map_or(after.len(), |e| e + 1))
+    })
 }
 
 fn contains_word(text: &str, word: &str) -> bool {
@@ -387,14 +398,7 @@ impl Tree {
             }
             let module = module_of(&f);
             let code = code_only(&std::fs::read_to_string(root().join(&f)).unwrap());
-            let mut rest = code.as_str();
-            while let Some(pos) = rest.find("pub use ") {
-                let after = &rest[pos + 8..];
-                let Some(end) = after.find(';') else { break };
-                let tree: String = after[..end]
-                    .chars()
-                    .filter(|c| !c.is_whitespace())
-                    .collect();
+            for tree in use_trees(&code, |rest| rest.find("pub use ").map(|pos| pos + 8)) {
                 let mut paths = Vec::new();
                 expand_use_tree(&tree, &[], &mut paths);
                 for p in paths {
@@ -410,7 +414,6 @@ impl Tree {
                             .insert(name.clone(), target);
                     }
                 }
-                rest = &after[end..];
             }
             files.insert(module, f);
         }

@@ -214,15 +214,8 @@ fn what_mansign_signs_with_a_key_verifies_in_kubectl_sigstore() {
     write(&tree, "a.yaml", CM);
     write(&tree, "sub/b.yaml", MULTI_DOC);
     let signed = d.join("signed-tree");
-    mansign()
-        .args(["sign", "-f"])
-        .arg(&tree)
-        .arg("-k")
-        .arg(&key)
-        .arg("-o")
-        .arg(format!("{}/", signed.display()))
-        .assert()
-        .success();
+    let signed_dir = format!("{}/", signed.display());
+    common::sign_to(&tree, &key, Path::new(&signed_dir), &[]);
     for rel in ["a.yaml", "sub/b.yaml"] {
         assert_ks_verified(&ks_verify(&home, &signed.join(rel), &public), rel);
     }
@@ -538,11 +531,8 @@ fn what_mansign_signs_keylessly_on_the_stack_verifies_in_kubectl_sigstore() {
         &verify(&out, "https://issuer.invalid"),
         "another issuer (pinned)",
     );
-    let ours = mansign()
-        .args(["verify", "-f"])
-        .arg(&out)
-        .arg("--trusted-root")
-        .arg(stack.trusted_root())
+    let ours = stack
+        .keyless_verify(mansign(), &out)
         .args(["--certificate-identity", stack.identity()])
         .args(["--certificate-oidc-issuer", "https://issuer.invalid"])
         .output()

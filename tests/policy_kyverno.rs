@@ -6,7 +6,6 @@
 
 mod common;
 
-use mansign::manifest::{Document, load_inputs};
 use mansign::policy::{
     LoadOptions, ObjectVerdict, PolicyError, PolicySet, RequestContext, load_file, load_str,
 };
@@ -49,18 +48,10 @@ fn policy_text(text: &str) -> Result<PolicySet, PolicyError> {
     load_str("test-policy.yaml", text, Path::new(FIXTURES), &options())
 }
 
-fn documents(path: &Path) -> Vec<Document> {
-    load_inputs(&[path.to_path_buf()], &mansign::Limits::default())
-        .unwrap()
-        .into_iter()
-        .flat_map(|f| f.documents)
-        .collect()
-}
-
 /// The verdict for the only document of a fixture file.
 fn verdict_for_file(policy: &PolicySet, rel: &str) -> ObjectVerdict {
     let path = fixture(rel);
-    let docs = documents(&path);
+    let docs = common::load_documents(&path);
     assert_eq!(docs.len(), 1, "{rel}");
     policy.verify_document(&docs[0], &RequestContext::default())
 }
@@ -92,6 +83,20 @@ fn failure(v: &ObjectVerdict) -> String {
     match &v.rules[0].verdict.result {
         Ok(_) => panic!("expected a failure: {v}"),
         Err(e) => e.to_string(),
+    }
+}
+
+/// The signature set each entry of the first rule was verified by.
+fn signature_sets(v: &ObjectVerdict) -> Vec<usize> {
+    let verified = v.rules[0].verdict.result.as_ref().unwrap();
+    verified.entries.iter().map(|e| e.signature_set).collect()
+}
+
+/// The error's message names each of `words`.
+fn names_each(err: &PolicyError, words: &[&str]) {
+    let msg = err.to_string();
+    for w in words {
+        assert!(msg.contains(w), "{w}: {msg}");
     }
 }
 
@@ -166,9 +171,7 @@ fn multi_signatures_policy_denies_service_signed_by_k2_only() {
 fn multi_signatures_policy_allows_service_signed_by_k1_and_k2() {
     let v = chainsaw(MULTI, "two-signatures");
     assert!(v.is_verified(), "{v}");
-    let verified = v.rules[0].verdict.result.as_ref().unwrap();
-    let sets: Vec<usize> = verified.entries.iter().map(|e| e.signature_set).collect();
-    assert_eq!(sets, [0, 1]);
+    assert_eq!(signature_sets(&v), [0, 1]);
 }
 
 #[test]
@@ -193,7 +196,7 @@ fn rule_result(v: &ObjectVerdict, rule: &str) -> bool {
 fn cli_verify_signature_rules_give_the_kyverno_test_results() {
     let policy = policy_file("cli-verify-signature/policies.yaml");
     let path = fixture("cli-verify-signature/resources.yaml");
-    let docs = documents(&path);
+    let docs = common::load_documents(&path);
     let verdicts: Vec<ObjectVerdict> = docs
         .iter()
         .map(|d| policy.verify_document(d, &RequestContext::default()))
@@ -348,14 +351,7 @@ fn unit_count_3_over_k1_k2_and_nested_k1_is_denied_because_each_signer_counts_on
         key_entry("keys/ecdsa-pub-1.pem", 14),
     );
     let policy = unit_policy(&attestors);
-    assert!(
-        policy
-            .notes
-            .iter()
-            .any(|n| n.contains("names the same signer as")),
-        "{:?}",
-        policy.notes
-    );
+    common::assert_noted(&policy.notes, &["names the same signer as"]);
     let v = unit_verdict(&policy, "multi-sig2");
     assert!(!v.is_verified(), "{v}");
     let err = failure(&v);
@@ -461,21 +457,24 @@ fn mansign_policy_binds_unnamespaced_signatures_only_where_listed() {
 // ---------------------------------------------------------------------------------------
 // Fields mansign cannot honour are refused, naming the field
 
-fn refusal(manifests_extra: &str, entry_extra: &str) -> PolicyError {
-    let text = format!(
+/// A Kyverno ClusterPolicy `name` with one rule `r` for `kind` objects that trusts the key
+/// keys/ecdsa-pub-1.pem; the extras (whole lines) go at spec level, into `validate`, into
+/// `manifests` and into the key entry.
+fn k1_policy(name: &str, kind: &str, extras: [&str; 4]) -> String {
+    let [spec_extra, validate_extra, manifests_extra, entry_extra] = extras;
+    format!(
         "apiVersion: kyverno.io/v1
 kind: ClusterPolicy
-metadata:
-  name: refused
+metadata: {{name: {name}}}
 spec:
-  rules:
+{spec_extra}  rules:
   - name: r
     match:
       any:
       - resources:
-          kinds: [Service]
+          kinds: [{kind}]
     validate:
-      manifests:
+{validate_extra}      manifests:
 {manifests_extra}        attestors:
         - entries:
           - keys:
@@ -483,7 +482,11 @@ spec:
 {}
 ",
         block(&pem("keys/ecdsa-pub-1.pem"), 16)
-    );
+    )
+}
+
+fn refusal(manifests_extra: &str, entry_extra: &str) -> PolicyError {
+    let text = k1_policy("refused", "Service", ["", "", manifests_extra, entry_extra]);
     policy_text(&text).unwrap_err()
 }
 
@@ -533,21 +536,9 @@ fn unknown_signature_algorithm_is_refused_naming_the_field() {
 
 #[test]
 fn kms_key_reference_is_refused_naming_the_field() {
-    let text = "apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata: {name: p}
-spec:
-  rules:
-  - name: r
-    match: {any: [{resources: {kinds: [Service]}}]}
-    validate:
-      manifests:
-        attestors:
-        - entries:
-          - keys:
-              publicKeys: gcpkms://projects/p/locations/l/keyRings/r/cryptoKeys/k
-";
-    let err = policy_text(text).unwrap_err();
+    let text =
+        std::fs::read_to_string(common::fixture("policy-kyverno/kms-key-reference.yaml")).unwrap();
+    let err = policy_text(&text).unwrap_err();
     assert!(matches!(err, PolicyError::KeyReference { .. }), "{err}");
     let msg = err.to_string();
     assert!(
@@ -561,30 +552,23 @@ spec:
 fn unknown_field_in_manifests_is_refused_naming_it() {
     let err = refusal("        dryrun: {enable: true}\n", "");
     assert!(matches!(err, PolicyError::Syntax { .. }), "{err}");
-    let msg = err.to_string();
-    assert!(msg.contains("test-policy.yaml: document 1"), "{msg}");
-    assert!(msg.contains("unknown field `dryrun`"), "{msg}");
-    assert!(msg.contains("spec.rules[0].validate.manifests"), "{msg}");
+    names_each(
+        &err,
+        &[
+            "test-policy.yaml: document 1",
+            "unknown field `dryrun`",
+            "spec.rules[0].validate.manifests",
+        ],
+    );
 }
 
 #[test]
 fn keyless_without_issuer_is_refused() {
-    let text = "apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata: {name: p}
-spec:
-  rules:
-  - name: r
-    match: {any: [{resources: {kinds: [ConfigMap]}}]}
-    validate:
-      manifests:
-        attestors:
-        - entries:
-          - keyless:
-              subject: someone@example.com
-              rekor: {url: https://rekor.sigstore.dev}
-";
-    let err = policy_text(text).unwrap_err();
+    let text = std::fs::read_to_string(common::fixture(
+        "policy-kyverno/keyless-without-issuer.yaml",
+    ))
+    .unwrap();
+    let err = policy_text(&text).unwrap_err();
     assert!(err.to_string().contains("keyless needs issuer"), "{err}");
 }
 
@@ -632,24 +616,26 @@ fn mansign_verdict(attestors: &str, resource: &str) -> ObjectVerdict {
     verdict_for_file(&policy, &format!("{SINGLE}/resource-{resource}.yaml"))
 }
 
+/// The ManifestPolicy with `attestors` verifies the Service signed by K1 and K2 and denies
+/// the one signed by K2 only, naming `failure_text`.
+fn needs_both_signatures(attestors: &str, failure_text: &str) {
+    let v = mansign_verdict(attestors, "two-signatures");
+    assert!(v.is_verified(), "{attestors}: {v}");
+    let v = mansign_verdict(attestors, "one-signature");
+    assert!(!v.is_verified(), "{attestors}");
+    assert!(failure(&v).contains(failure_text), "{attestors}: {v}");
+}
+
 #[test]
 fn mansign_policy_requires_every_attestor_set() {
     let sets = format!("  - entries: [{K1}]\n  - entries: [{K2}]");
-    let v = mansign_verdict(&sets, "two-signatures");
-    assert!(v.is_verified(), "{v}");
-    let v = mansign_verdict(&sets, "one-signature");
-    assert!(!v.is_verified());
-    assert!(failure(&v).contains("attestors[0]: 0 of 1 required"), "{v}");
+    needs_both_signatures(&sets, "attestors[0]: 0 of 1 required");
 }
 
 #[test]
 fn mansign_policy_count_is_n_of_m() {
     let set = format!("  - count: 2\n    entries: [{K1}, {T}, {K2}]");
-    let v = mansign_verdict(&set, "two-signatures");
-    assert!(v.is_verified(), "{v}");
-    let v = mansign_verdict(&set, "one-signature");
-    assert!(!v.is_verified());
-    assert!(failure(&v).contains("1 of 2 required entries"), "{v}");
+    needs_both_signatures(&set, "1 of 2 required entries");
 }
 
 #[test]
@@ -682,10 +668,14 @@ spec:
 ";
 
     let err = policy_text(text).unwrap_err();
-    let msg = err.to_string();
-    assert!(msg.contains("test-policy.yaml: document 1"), "{msg}");
-    assert!(msg.contains("spec.attestors[0].entries[0].keys"), "{msg}");
-    assert!(msg.contains("unknown field `rekor`"), "{msg}");
+    names_each(
+        &err,
+        &[
+            "test-policy.yaml: document 1",
+            "spec.attestors[0].entries[0].keys",
+            "unknown field `rekor`",
+        ],
+    );
 }
 
 #[test]
@@ -740,9 +730,7 @@ spec:
     let policy = policy_text(text).unwrap();
     let v = verdict_for_file(&policy, KEYLESS_CM);
     assert!(v.is_verified(), "{v}");
-    let verified = v.rules[0].verdict.result.as_ref().unwrap();
-    let sets: Vec<usize> = verified.entries.iter().map(|e| e.signature_set).collect();
-    assert_eq!(sets, [0, 1]);
+    assert_eq!(signature_sets(&v), [0, 1]);
 }
 
 #[test]
@@ -827,8 +815,7 @@ fn cli_verify_with_kyverno_policy_reports_each_rule_and_exits_by_verdict() {
     let root = dir.path().join("root.json");
     std::fs::write(&root, fixture_trusted_root_json()).unwrap();
     let run = |input: &Path| {
-        assert_cmd::Command::cargo_bin("mansign")
-            .unwrap()
+        common::mansign()
             .args(["verify", "-f"])
             .arg(input)
             .arg("--policy")
@@ -855,29 +842,25 @@ fn cli_verify_with_kyverno_policy_reports_each_rule_and_exits_by_verdict() {
 fn cli_refuses_policy_with_key_flags() {
     let policy = fixture(&format!("{SINGLE}/policy.yaml"));
     let key = fixture("keys/ecdsa-pub-1.pem");
-    let out = assert_cmd::Command::cargo_bin("mansign")
-        .unwrap()
+    common::mansign()
         .args(["verify", "-f", "x.yaml", "--policy"])
         .arg(&policy)
         .arg("--key")
         .arg(&key)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+        .assert()
+        .code(2);
 }
 
 #[test]
 fn cli_reports_objects_no_rule_applies_to_as_not_verified() {
     let policy = fixture(&format!("{SINGLE}/policy.yaml"));
     let dir = tempfile::tempdir().unwrap();
-    let cm = dir.path().join("cm.yaml");
-    std::fs::write(
-        &cm,
+    let cm = common::write(
+        dir.path(),
+        "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: b\n",
-    )
-    .unwrap();
-    let out = assert_cmd::Command::cargo_bin("mansign")
-        .unwrap()
+    );
+    let out = common::mansign()
         .args(["verify", "--output", "json", "-f"])
         .arg(&cm)
         .arg("--policy")
@@ -896,14 +879,12 @@ fn cli_max_age_cannot_loosen_a_policy_max_age() {
     // Policy: 7 days; flag: 100 years. The 2022 signatures stay too old.
     let file = fixture(KEYLESS_CM);
     let dir = tempfile::tempdir().unwrap();
-    let policy = dir.path().join("p.yaml");
-    std::fs::write(
-        &policy,
+    let policy = common::write(
+        dir.path(),
+        "p.yaml",
         "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata: {name: age}\nspec:\n  maxAge: 7d\n  attestors:\n  - entries:\n    - keyless:\n        subject: hirokuni.kitahara1@ibm.com\n        issuer: https://github.com/login/oauth\n",
-    )
-    .unwrap();
-    assert_cmd::Command::cargo_bin("mansign")
-        .unwrap()
+    );
+    common::mansign()
         .args(["verify", "-f"])
         .arg(&file)
         .arg("--policy")
@@ -919,29 +900,11 @@ fn cli_max_age_cannot_loosen_a_policy_max_age() {
 
 /// The unit policy with `spec` fields and `validate` fields added.
 fn action_policy(spec_extra: &str, validate_extra: &str) -> Result<PolicySet, PolicyError> {
-    let text = format!(
-        "apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: actions
-spec:
-{spec_extra}  rules:
-  - name: r
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap]
-    validate:
-{validate_extra}      manifests:
-        attestors:
-        - entries:
-          - keys:
-              publicKeys: |-
-{}
-",
-        block(&pem("keys/ecdsa-pub-1.pem"), 16)
-    );
-    policy_text(&text)
+    policy_text(&k1_policy(
+        "actions",
+        "ConfigMap",
+        [spec_extra, validate_extra, "", ""],
+    ))
 }
 
 #[test]

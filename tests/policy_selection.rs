@@ -499,14 +499,7 @@ fn policy_convert_drops_match_roles_with_a_note_and_refuses_exclude_roles() {
         &ConvertOptions::default(),
     )
     .unwrap();
-    assert!(
-        conversion
-            .notes
-            .iter()
-            .any(|n| n.contains("match.any[0].roles") && n.contains("dropped")),
-        "{:?}",
-        conversion.notes
-    );
+    common::assert_noted(&conversion.notes, &["match.any[0].roles", "dropped"]);
     let excluded = kyverno(
         "",
         "match:\n  any:\n  - resources:\n      kinds: [Pod]\nexclude:\n  any:\n  - clusterRoles: [cluster-admin]\n",

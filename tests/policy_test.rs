@@ -246,6 +246,22 @@ fn kyverno_rows(run: &Run) -> Rows {
     rows
 }
 
+/// `mansign policy test DIR` must pass (exit 0), `passed` results passing.
+fn mansign_passes(dir: &Path, passed: u64) {
+    let (code, report, stderr) = run_mansign(dir);
+    assert_eq!(code, Some(0), "{report:#}{stderr}");
+    assert_eq!(report["passed"], passed, "{report:#}");
+}
+
+/// `mansign policy test DIR` must refuse the suite (exit 2), naming `needle` on stderr;
+/// returns the stderr.
+fn mansign_refuses(dir: &Path, needle: &str) -> String {
+    let (code, _, stderr) = run_mansign(dir);
+    assert_eq!(code, Some(2), "{needle}: {stderr}");
+    assert!(stderr.contains(needle), "{needle}: {stderr}");
+    stderr
+}
+
 fn run_mansign(dir: &Path) -> (Option<i32>, Value, String) {
     let out = mansign()
         .args(["policy", "test"])
@@ -487,16 +503,14 @@ fn suites_are_found_recursively_and_by_file_name() {
     assert_eq!(mansign_rows(&report), kyverno_rows(&kyverno));
 
     // A suite file named directly.
-    let out = mansign()
+    mansign()
         .args(["policy", "test"])
         .arg(s.root.join("nested/deeper/two/kyverno-test.yaml"))
         .assert()
-        .success();
-    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    assert!(
-        text.contains("Test Summary: 10 tests passed and 0 tests failed"),
-        "{text}"
-    );
+        .success()
+        .stdout(predicates::str::contains(
+            "Test Summary: 10 tests passed and 0 tests failed",
+        ));
     // --file-name is a file name.
     mansign()
         .args(["policy", "test", "--file-name", "sub/kyverno-test.yaml"])
@@ -521,9 +535,7 @@ fn suites_are_found_recursively_and_by_file_name() {
 #[test]
 fn kyverno_own_manifest_suite_passes_unchanged() {
     let suite = fixture("kyverno/cli-verify-signature");
-    let (code, report, stderr) = run_mansign(&suite);
-    assert_eq!(code, Some(0), "{report:#}{stderr}");
-    assert_eq!(report["passed"], 3, "{report:#}");
+    mansign_passes(&suite, 3);
 }
 
 /// The converted policy (`mansign policy convert`) in a suite: a ManifestPolicy is named
@@ -559,9 +571,7 @@ fn a_suite_runs_a_converted_manifest_policy_with_the_same_results() {
             "apiVersion: cli.kyverno.io/v1alpha1\nkind: Test\nmetadata:\n  name: converted\npolicies:\n- converted.yaml\nresources:\n- resources.yaml\nresults:\n{results}"
         ),
     );
-    let (code, report, stderr) = run_mansign(&dir);
-    assert_eq!(code, Some(0), "{report:#}{stderr}");
-    assert_eq!(report["passed"], 10, "{report:#}");
+    mansign_passes(&dir, 10);
 }
 
 /// Where mansign is stricter than `kyverno test`: each case shows what Kyverno does with
@@ -578,11 +588,9 @@ fn where_mansign_is_stricter_both_outcomes_are_shown() {
     let kyverno = s.kyverno(&dir);
     let rows = kyverno_rows(&kyverno);
     assert_eq!(rows.len(), 6, "Kyverno checked every resource: {rows:#?}");
-    let (code, _, stderr) = run_mansign(&dir);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("kyverno-test.yaml: document 1: results[0].resources[0]: \"godo\" names no resource of the suite"),
-        "{stderr}"
+    mansign_refuses(
+        &dir,
+        "kyverno-test.yaml: document 1: results[0].resources[0]: \"godo\" names no resource of the suite",
     );
 
     // 2. A rule the policy does not have: Kyverno passes every resource as Excluded.
@@ -602,11 +610,9 @@ fn where_mansign_is_stricter_both_outcomes_are_shown() {
             "Excluded"
         )
     );
-    let (code, _, stderr) = run_mansign(&dir);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("results[0].rule: policy \"signed-config\" has no manifest verification rule \"by-relaese-key\""),
-        "{stderr}"
+    mansign_refuses(
+        &dir,
+        "results[0].rule: policy \"signed-config\" has no manifest verification rule \"by-relaese-key\"",
     );
 
     // 3. An unknown result value: Kyverno fails the row, mansign refuses the suite.
@@ -626,12 +632,7 @@ fn where_mansign_is_stricter_both_outcomes_are_shown() {
             "Want passed, got pass"
         )
     );
-    let (code, _, stderr) = run_mansign(&dir);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("results[0].result: \"passed\" is not a result"),
-        "{stderr}"
-    );
+    mansign_refuses(&dir, "results[0].result: \"passed\" is not a result");
 }
 
 /// Suites both tools refuse: the untyped format (Kyverno 1.19 calls it deprecated) and an
@@ -782,11 +783,9 @@ fn bad_suites_are_refused_naming_file_and_field() {
         ),
     );
     write(&dir, "pattern.yaml", PATTERN_POLICY);
-    let (code, _, stderr) = run_mansign(&dir);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("results[0].policy: \"require-labels\" has no manifest verification rule"),
-        "{stderr}"
+    mansign_refuses(
+        &dir,
+        "results[0].policy: \"require-labels\" has no manifest verification rule",
     );
 
     // A rule of another type in a policy that has a manifest rule too.
@@ -810,11 +809,9 @@ fn bad_suites_are_refused_naming_file_and_field() {
         "mixed.yaml",
         &format!("{PATTERN_POLICY}{manifest_rule}\n"),
     );
-    let (code, _, stderr) = run_mansign(&dir);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("results[0].rule: policy \"require-labels\" has no manifest verification rule \"check\" (it is a rule of another type"),
-        "{stderr}"
+    mansign_refuses(
+        &dir,
+        "results[0].rule: policy \"require-labels\" has no manifest verification rule \"check\" (it is a rule of another type",
     );
 
     // A policy directory with more files than the bound.
@@ -827,21 +824,14 @@ fn bad_suites_are_refused_naming_file_and_field() {
     for i in 0..=1000 {
         write(&dir.join("lots"), &format!("p{i:04}.yaml"), "");
     }
-    let (code, _, stderr) = run_mansign(&dir);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("more than 1000 policy files"), "{stderr}");
+    mansign_refuses(&dir, "more than 1000 policy files");
 
     // Two resources with one identity.
     let dir = s.with_test("dup", &format!("{head}{std}{good_result}"));
     let text = std::fs::read_to_string(dir.join("resources.yaml")).unwrap();
     let first = text.split("---\n").next().unwrap().to_string();
     write(&dir, "resources.yaml", &format!("{text}---\n{first}"));
-    let (code, _, stderr) = run_mansign(&dir);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("resources: ConfigMap team-a/good appears twice"),
-        "{stderr}"
-    );
+    mansign_refuses(&dir, "resources: ConfigMap team-a/good appears twice");
 
     // A suite file larger than the input limit is refused before it is parsed.
     let dir = s.root.join("large");
@@ -849,14 +839,10 @@ fn bad_suites_are_refused_naming_file_and_field() {
     let big = std::fs::File::create(dir.join("kyverno-test.yaml")).unwrap();
     big.set_len(mansign::Limits::default().max_input_bytes as u64 + 1)
         .unwrap();
-    let (code, _, stderr) = run_mansign(&dir);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("larger than"), "{stderr}");
+    mansign_refuses(&dir, "larger than");
 
     // A path that does not exist.
-    let (code, _, stderr) = run_mansign(&s.root.join("nowhere"));
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("nowhere: cannot read"), "{stderr}");
+    mansign_refuses(&s.root.join("nowhere"), "nowhere: cannot read");
 }
 
 /// The bounds of docs/policy.md ("Test suites"): suite files, directory levels, resource
@@ -870,21 +856,14 @@ fn bounds_are_enforced() {
     for i in 0..=1000 {
         write(&many.join(format!("s{i:04}")), "kyverno-test.yaml", "");
     }
-    let (code, _, stderr) = run_mansign(&many);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("suite files: more than 1000"), "{stderr}");
+    mansign_refuses(&many, "suite files: more than 1000");
     // 34 directory levels.
     let mut deep = dir.path().join("deep");
     for i in 0..34 {
         deep = deep.join(format!("d{i}"));
     }
     write(&deep, "kyverno-test.yaml", "");
-    let (code, _, stderr) = run_mansign(&dir.path().join("deep"));
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("directory levels: more than 32"),
-        "{stderr}"
-    );
+    mansign_refuses(&dir.path().join("deep"), "directory levels: more than 32");
 
     // 1200 resource documents in one suite (two files of 600).
     let unsigned: String = (0..600)
@@ -898,12 +877,7 @@ fn bounds_are_enforced() {
     );
     write(&big, "a.yaml", &unsigned);
     write(&big, "b.yaml", &unsigned.replace("cm-", "other-"));
-    let (code, _, stderr) = run_mansign(&big);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(
-        stderr.contains("document 1: resources: more than 1000"),
-        "{stderr}"
-    );
+    mansign_refuses(&big, "document 1: resources: more than 1000");
 
     // 600 resources x 167 results naming none of them: 100,200 rows.
     let results =
@@ -914,8 +888,6 @@ fn bounds_are_enforced() {
         &format!("{head}resources: [a.yaml]\nresults:\n{results}"),
     );
     write(&rows, "a.yaml", &unsigned);
-    let (code, _, stderr) = run_mansign(&rows);
-    assert_eq!(code, Some(2), "{stderr}");
-    assert!(stderr.contains("result rows"), "{stderr}");
+    let stderr = mansign_refuses(&rows, "result rows");
     assert!(stderr.contains("more than 100000"), "{stderr}");
 }

@@ -78,6 +78,11 @@ fn log(out: &Output) -> String {
     common::all_output(out)
 }
 
+/// A run that must fail; `what` says what it means if it did not.
+fn assert_failed(out: &Output, what: &str) {
+    assert!(!out.status.success(), "{what}: {}", log(out));
+}
+
 /// `cmd` as the release job's runner starts it: no ambient Sigstore settings, the runner's
 /// token service at `github`, the release workflow of tag `version`, the stack's trust.
 fn as_release_job<'a>(
@@ -185,12 +190,19 @@ fn download(server: &FileServer) -> String {
     block.replace(base_lines[0], &format!("BASE={}", server.url))
 }
 
-#[test]
-fn a_signed_release_verifies_exactly_as_docs_releases_md_says() {
+/// A fresh local Sigstore stack and the documented version's release assets, unsigned:
+/// (stack, version, temporary root, the release directory under it).
+fn unsigned_release() -> (Stack, String, tempfile::TempDir, PathBuf) {
     let stack = Stack::start();
     let version = doc_version();
     let root = tempfile::tempdir().unwrap();
     let dir = release_dir(root.path(), &version);
+    (stack, version, root, dir)
+}
+
+#[test]
+fn a_signed_release_verifies_exactly_as_docs_releases_md_says() {
+    let (stack, version, root, dir) = unsigned_release();
     let out = sign_release(&stack, &dir, &version, &release_identity(&version));
     assert!(out.status.success(), "{}", log(&out));
     for f in [
@@ -225,10 +237,7 @@ fn a_signed_release_verifies_exactly_as_docs_releases_md_says() {
 
 #[test]
 fn a_tampered_download_fails_every_documented_check() {
-    let stack = Stack::start();
-    let version = doc_version();
-    let root = tempfile::tempdir().unwrap();
-    let dir = release_dir(root.path(), &version);
+    let (stack, version, root, dir) = unsigned_release();
     assert!(
         sign_release(&stack, &dir, &version, &release_identity(&version))
             .status
@@ -260,20 +269,13 @@ fn a_tampered_download_fails_every_documented_check() {
             user.path(),
             &format!("{vars}{}", replace_root(doc_block(name))),
         );
-        assert!(
-            !out.status.success(),
-            "{name} accepted a tampered asset: {}",
-            log(&out)
-        );
+        assert_failed(&out, &format!("{name} accepted a tampered asset"));
     }
 }
 
 #[test]
 fn release_signing_fails_when_the_token_is_not_the_release_workflow() {
-    let stack = Stack::start();
-    let version = doc_version();
-    let root = tempfile::tempdir().unwrap();
-    let dir = release_dir(root.path(), &version);
+    let (stack, version, _root, dir) = unsigned_release();
     let other = "https://github.com/mansign/mansign/.github/workflows/ci.yml@refs/heads/main";
     let out = sign_release(&stack, &dir, &version, other);
     assert!(!out.status.success(), "{}", log(&out));
@@ -286,10 +288,7 @@ fn release_signing_fails_when_the_token_is_not_the_release_workflow() {
 
 #[test]
 fn release_signing_refuses_assets_that_differ_from_sha256sums() {
-    let stack = Stack::start();
-    let version = doc_version();
-    let root = tempfile::tempdir().unwrap();
-    let dir = release_dir(root.path(), &version);
+    let (stack, version, _root, dir) = unsigned_release();
     let out = run(Command::new("bash")
         .arg(repo().join("scripts/release-checksums.sh"))
         .arg(&dir));
@@ -530,11 +529,7 @@ fn the_sign_job_packs_krew_archives_and_signs_every_asset_the_build_jobs_upload(
         user.path(),
         &format!("{prelude}rm -f mansign.krew.yaml*\n{krew}"),
     );
-    assert!(
-        !out.status.success(),
-        "an edited krew manifest verified: {}",
-        log(&out)
-    );
+    assert_failed(&out, "an edited krew manifest verified");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{MULTI_DOC, files_under, key_pair, mansign, write};
+use common::{MULTI_DOC, files_under, key_pair, mansign, verify_fails_naming, write};
 use predicates::prelude::*;
 use serde_json::Value;
 use std::path::Path;
@@ -28,10 +28,14 @@ fn signed_fixture() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBu
     (dir, signed, pubkey)
 }
 
-fn verify_fails_naming(path: &Path, pubkey: &Path, needle: &str) {
-    common::verify_with_key(path, pubkey)
-        .code(1)
-        .stdout(predicate::str::contains(needle));
+/// MULTI_DOC signed with a fresh key, its documents then changed by `edit`: verification
+/// must fail naming `needle`.
+fn tampered_fails_naming(edit: impl FnOnce(&mut Vec<Value>), needle: &str) {
+    let (_dir, signed, pubkey) = signed_fixture();
+    let mut d = docs(&signed);
+    edit(&mut d);
+    write_docs(&signed, &d);
+    verify_fails_naming(&signed, &pubkey, needle);
 }
 
 #[test]
@@ -73,88 +77,87 @@ fn verify_into_a_closed_pipe_fails_without_panicking() {
 
 #[test]
 fn changed_value_is_rejected_naming_the_field() {
-    let (_dir, signed, pubkey) = signed_fixture();
-    let mut d = docs(&signed);
-    d[0]["data"]["mode"] = Value::String("permissive".into());
-    write_docs(&signed, &d);
-    verify_fails_naming(&signed, &pubkey, "data.mode changed");
+    tampered_fails_naming(
+        |d| {
+            d[0]["data"]["mode"] = Value::String("permissive".into());
+        },
+        "data.mode changed",
+    );
 }
 
 #[test]
 fn added_field_is_rejected_naming_the_field() {
-    let (_dir, signed, pubkey) = signed_fixture();
-    let mut d = docs(&signed);
-    d[1]["spec"]["exceptions"][0]["ruleNames"]
-        .as_array_mut()
-        .unwrap()
-        .push(Value::String("everything".into()));
-    write_docs(&signed, &d);
-    verify_fails_naming(&signed, &pubkey, "spec.exceptions[0].ruleNames[1] added");
+    tampered_fails_naming(
+        |d| {
+            d[1]["spec"]["exceptions"][0]["ruleNames"]
+                .as_array_mut()
+                .unwrap()
+                .push(Value::String("everything".into()));
+        },
+        "spec.exceptions[0].ruleNames[1] added",
+    );
 }
 
 #[test]
 fn removed_field_is_rejected_naming_the_field() {
-    let (_dir, signed, pubkey) = signed_fixture();
-    let mut d = docs(&signed);
-    d[1]["spec"]["match"]["any"][0]["resources"]
-        .as_object_mut()
-        .unwrap()
-        .remove("names");
-    write_docs(&signed, &d);
-    verify_fails_naming(
-        &signed,
-        &pubkey,
+    tampered_fails_naming(
+        |d| {
+            d[1]["spec"]["match"]["any"][0]["resources"]
+                .as_object_mut()
+                .unwrap()
+                .remove("names");
+        },
         "spec.match.any[0].resources.names[0] removed",
     );
 }
 
 #[test]
 fn document_moved_to_another_namespace_is_rejected() {
-    let (_dir, signed, pubkey) = signed_fixture();
-    let mut d = docs(&signed);
-    d[1]["metadata"]["namespace"] = Value::String("kube-system".into());
-    write_docs(&signed, &d);
-    verify_fails_naming(&signed, &pubkey, "metadata.namespace changed");
+    tampered_fails_naming(
+        |d| {
+            d[1]["metadata"]["namespace"] = Value::String("kube-system".into());
+        },
+        "metadata.namespace changed",
+    );
 }
 
 #[test]
 fn all_signature_annotations_pasted_from_another_document_are_rejected() {
-    let (_dir, signed, pubkey) = signed_fixture();
-    let mut d = docs(&signed);
-    // Give `other` the message and signature of `settings`: the signature is valid, but
-    // the message it covers holds a different object.
-    d[2]["metadata"]["annotations"] = d[0]["metadata"]["annotations"].clone();
-    write_docs(&signed, &d);
-    verify_fails_naming(
-        &signed,
-        &pubkey,
+    tampered_fails_naming(
+        |d| {
+            // Give `other` the message and signature of `settings`: the signature is
+            // valid, but the message it covers holds a different object.
+            d[2]["metadata"]["annotations"] = d[0]["metadata"]["annotations"].clone();
+        },
         "has no document for ConfigMap team-a/other",
     );
 }
 
 #[test]
 fn signature_annotation_pasted_from_another_document_is_rejected() {
-    let (_dir, signed, pubkey) = signed_fixture();
-    let mut d = docs(&signed);
-    // `other` keeps its own message but gets the signature of `settings`.
-    d[2]["metadata"]["annotations"]["cosign.sigstore.dev/signature"] =
-        d[0]["metadata"]["annotations"]["cosign.sigstore.dev/signature"].clone();
-    write_docs(&signed, &d);
-    verify_fails_naming(&signed, &pubkey, "signature does not match");
+    tampered_fails_naming(
+        |d| {
+            // `other` keeps its own message but gets the signature of `settings`.
+            d[2]["metadata"]["annotations"]["cosign.sigstore.dev/signature"] =
+                d[0]["metadata"]["annotations"]["cosign.sigstore.dev/signature"].clone();
+        },
+        "signature does not match",
+    );
 }
 
 #[test]
 fn truncated_signature_is_rejected() {
-    let (_dir, signed, pubkey) = signed_fixture();
-    let mut d = docs(&signed);
-    let sig = d[0]["metadata"]["annotations"]["cosign.sigstore.dev/signature"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    d[0]["metadata"]["annotations"]["cosign.sigstore.dev/signature"] =
-        Value::String(sig[..sig.len() - 8].to_string() + "AAAA");
-    write_docs(&signed, &d);
-    verify_fails_naming(&signed, &pubkey, "signature set 0 with key");
+    tampered_fails_naming(
+        |d| {
+            let sig = d[0]["metadata"]["annotations"]["cosign.sigstore.dev/signature"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            d[0]["metadata"]["annotations"]["cosign.sigstore.dev/signature"] =
+                Value::String(sig[..sig.len() - 8].to_string() + "AAAA");
+        },
+        "signature set 0 with key",
+    );
 }
 
 #[test]
@@ -380,6 +383,23 @@ fn signed_tree(
     pubkey
 }
 
+/// A new temporary DIR with `DIR/unsigned/ok.yaml` (MULTI_DOC): (DIR, `DIR/unsigned`).
+fn unsigned_ok_tree() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("unsigned");
+    write(&tree, "ok.yaml", MULTI_DOC);
+    (dir, tree)
+}
+
+/// The [`unsigned_ok_tree`] signed into `DIR/signed/`: (DIR, the signed directory, the
+/// public key).
+fn signed_ok_tree() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let (dir, tree) = unsigned_ok_tree();
+    let out = dir.path().join("signed");
+    let pubkey = signed_tree(dir.path(), &tree, &out);
+    (dir, out, pubkey)
+}
+
 #[test]
 fn verify_reads_the_json_and_hidden_files_kubectl_would_apply() {
     for (name, text) in [
@@ -387,11 +407,7 @@ fn verify_reads_the_json_and_hidden_files_kubectl_would_apply() {
         (".evil.yaml", CONFIGMAP_HIDDEN),
         ("deep/.dir/evil.yml", CONFIGMAP_HIDDEN),
     ] {
-        let dir = tempfile::tempdir().unwrap();
-        let tree = dir.path().join("unsigned");
-        write(&tree, "ok.yaml", MULTI_DOC);
-        let out = dir.path().join("signed");
-        let pubkey = signed_tree(dir.path(), &tree, &out);
+        let (_dir, out, pubkey) = signed_ok_tree();
         // An unsigned manifest dropped beside the signed ones is verified, and fails.
         write(&out, name, text);
         common::verify_with_key(&out, &pubkey)
@@ -403,11 +419,7 @@ fn verify_reads_the_json_and_hidden_files_kubectl_would_apply() {
 
 #[test]
 fn verify_fails_on_a_file_that_is_not_a_manifest_unless_excluded() {
-    let dir = tempfile::tempdir().unwrap();
-    let tree = dir.path().join("unsigned");
-    write(&tree, "ok.yaml", MULTI_DOC);
-    let out = dir.path().join("signed");
-    let pubkey = signed_tree(dir.path(), &tree, &out);
+    let (_dir, out, pubkey) = signed_ok_tree();
     write(&out, "app.jsonnet", "{ kind: 'ConfigMap' }");
     let verify = |extra: &[&str]| {
         let mut cmd = mansign();
@@ -426,11 +438,7 @@ fn verify_fails_on_a_file_that_is_not_a_manifest_unless_excluded() {
 
 #[test]
 fn exclude_leaves_out_whole_directories() {
-    let dir = tempfile::tempdir().unwrap();
-    let tree = dir.path().join("unsigned");
-    write(&tree, "ok.yaml", MULTI_DOC);
-    let out = dir.path().join("signed");
-    let pubkey = signed_tree(dir.path(), &tree, &out);
+    let (_dir, out, pubkey) = signed_ok_tree();
     write(&out, "docs/notes.md", "x");
     write(&out, "docs/example.yaml", "not a manifest: [");
     common::with_key("verify", &["--exclude", "docs"], &out, &pubkey)
@@ -461,15 +469,25 @@ fn a_symlink_loop_is_refused_naming_the_link() {
 #[cfg(unix)]
 #[test]
 fn symlinked_files_and_directories_are_followed() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, tree) = unsigned_ok_tree();
     let real = dir.path().join("real");
     write(&real, "cm.yaml", CONFIGMAP_HIDDEN);
-    let tree = dir.path().join("unsigned");
-    write(&tree, "ok.yaml", MULTI_DOC);
     std::os::unix::fs::symlink(&real, tree.join("linked")).unwrap();
     let out = dir.path().join("signed");
     signed_tree(dir.path(), &tree, &out);
     assert_eq!(files_under(&out), ["linked/cm.yaml", "ok.yaml"]);
+}
+
+/// `mansign sign -f ARGS... --key KEY` in the key's directory (a quoted pattern is expanded
+/// by mansign, not by a shell); not yet run.
+fn sign_in(kd: &common::KeyDir, args: &[&str]) -> assert_cmd::Command {
+    let mut cmd = mansign();
+    cmd.current_dir(kd.path())
+        .args(["sign", "-f"])
+        .args(args)
+        .arg("--key")
+        .arg(&kd.key);
+    cmd
 }
 
 #[test]
@@ -477,10 +495,7 @@ fn glob_inputs_keep_their_path_below_the_pattern_prefix() {
     let kd = common::key_dir("cosign");
     kd.write("unsigned/team-a/ex.yaml", MULTI_DOC);
     kd.write("unsigned/team-b/ex.yaml", MULTI_DOC);
-    mansign()
-        .current_dir(kd.path())
-        .args(["sign", "-f", "unsigned/*/ex.yaml", "-o", "out/", "--key"])
-        .arg(&kd.key)
+    sign_in(&kd, &["unsigned/*/ex.yaml", "-o", "out/"])
         .assert()
         .success();
     assert_eq!(
@@ -597,10 +612,7 @@ fn quoted_glob_patterns_select_files_and_skip_hidden_ones() {
     kd.write("in/.hidden.yaml", "not: [valid");
     kd.write("in/c.txt", "not yaml at all: [");
     let out = kd.path().join("out");
-    mansign()
-        .current_dir(kd.path())
-        .args(["sign", "-f", "in/*.yaml", "-o", "out/", "--key"])
-        .arg(&kd.key)
+    sign_in(&kd, &["in/*.yaml", "-o", "out/"])
         .assert()
         .success();
     assert_eq!(files_under(&out), ["a.yaml", "b.yaml"]);
@@ -610,10 +622,7 @@ fn quoted_glob_patterns_select_files_and_skip_hidden_ones() {
 #[test]
 fn glob_pattern_matching_nothing_is_an_error() {
     let kd = common::key_dir("cosign");
-    mansign()
-        .current_dir(kd.path())
-        .args(["sign", "-f", "nothing/*.yaml", "--key"])
-        .arg(&kd.key)
+    sign_in(&kd, &["nothing/*.yaml"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains(

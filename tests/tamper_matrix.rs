@@ -38,135 +38,20 @@ use mansign::verify::{Attestor, IdentityPolicy, KeylessAttestor, TrustedKey, Ver
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
-const MANIFESTS: &[&str] = &[
-    r#"apiVersion: networking.k8s.io/v1
-kind: NetworkPolicy
-metadata:
-  name: api-ingress
-  namespace: team-a
-spec:
-  podSelector:
-    matchLabels:
-      app: api
-  policyTypes:
-  - Ingress
-  ingress:
-  - from:
-    - podSelector:
-        matchLabels:
-          role: frontend
-    ports:
-    - protocol: TCP
-      port: 8080
-"#,
-    r#"apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata:
-  name: api
-  namespace: team-a
-spec:
-  minAvailable: 2
-  selector:
-    matchLabels:
-      app: api
-"#,
-    r#"apiVersion: v1
-kind: Service
-metadata:
-  name: api
-  namespace: team-a
-  labels:
-    app: api
-spec:
-  selector:
-    app: api
-  ports:
-  - name: http
-    port: 80
-    targetPort: 8080
-"#,
-    r#"apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: settings
-  namespace: team-a
-data:
-  mode: strict
-  enabled: "yes"
-  umask: "0755"
-  retries: "3"
-  budget: "1_000"
-  flags: "0b101"
-  "on": "y"
-  legacy: "010"
-"#,
-    r#"apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: api
-  namespace: team-a
-spec:
-  replicas: 2
-  selector:
-    matchLabels:
-      app: api
-  template:
-    metadata:
-      labels:
-        app: api
-    spec:
-      containers:
-      - name: api
-        image: registry.example/api:1.4.2
-        args: ["--port", "8080"]
-        securityContext:
-          runAsNonRoot: true
-          allowPrivilegeEscalation: false
-"#,
-    r#"apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: api-reader
-rules:
-- apiGroups: [""]
-  resources: [configmaps]
-  verbs: [get, list]
-"#,
-    r#"apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: api-reader
-  namespace: team-a
-subjects:
-- kind: ServiceAccount
-  name: api
-  namespace: team-a
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: api-reader
-"#,
-    r#"apiVersion: kyverno.io/v2
-kind: PolicyException
-metadata:
-  name: backup-host-path
-  namespace: backup
-spec:
-  exceptions:
-  - policyName: disallow-host-path
-    ruleNames:
-    - host-path
-  match:
-    any:
-    - resources:
-        kinds:
-        - Pod
-        namespaces:
-        - backup
-        names:
-        - nightly-backup-*
-"#,
-];
+/// The fixture manifests, one a file in `testdata/tamper-matrix/manifests/`, in name order.
+fn manifests() -> Vec<String> {
+    let dir = common::fixture("tamper-matrix/manifests");
+    let texts: Vec<String> = common::files_under(&dir)
+        .iter()
+        .map(|name| std::fs::read_to_string(dir.join(name)).unwrap())
+        .collect();
+    assert_eq!(
+        texts.len(),
+        8,
+        "testdata/tamper-matrix/manifests: {texts:?}"
+    );
+    texts
+}
 
 /// Signed objects and a verifier that accepts their signer.
 struct Fixture {
@@ -186,7 +71,7 @@ fn load(text: &str) -> mansign::manifest::ManifestFile {
 }
 
 fn sign_all(signer: &dyn Signer) -> Vec<Value> {
-    let mut files: Vec<_> = MANIFESTS.iter().map(|m| load(m)).collect();
+    let mut files: Vec<_> = manifests().iter().map(|m| load(m)).collect();
     sign_files(&mut files, signer, &SignOptions::default()).unwrap();
     files
         .into_iter()
@@ -649,12 +534,9 @@ fn unquoted_texts(object: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for word in AMBIGUOUS {
         let quoted = format!("\"{word}\"");
-        let mut from = 0;
-        while let Some(p) = text[from..].find(&quoted) {
-            let at = from + p;
+        for (at, _) in text.match_indices(&quoted) {
             let variant = format!("{}{word}{}", &text[..at], &text[at + quoted.len()..]);
             out.push((format!("unquote {quoted} at byte {at}"), variant));
-            from = at + quoted.len();
         }
     }
     out
@@ -755,27 +637,26 @@ fn run(fixture: &Fixture, tally: &mut Tally) {
                 verifies(&kube, &o),
             );
         }
+        // the object with `applied` as its last-applied-configuration
+        let with_last_applied = |applied: &Value| {
+            let mut o = object.clone();
+            annotations(&mut o).insert(
+                "kubectl.kubernetes.io/last-applied-configuration".into(),
+                json!(applied.to_string()),
+            );
+            o
+        };
         let mut applied = object.clone();
         applied["metadata"]["labels"]["sneaky"] = json!("x");
-        let mut o = object.clone();
-        annotations(&mut o).insert(
-            "kubectl.kubernetes.io/last-applied-configuration".into(),
-            json!(applied.to_string()),
-        );
         tally.reject(
             &name,
             "last-applied-configuration that differs",
-            verifies(&kube, &o),
-        );
-        let mut o = object.clone();
-        annotations(&mut o).insert(
-            "kubectl.kubernetes.io/last-applied-configuration".into(),
-            json!(object.to_string()),
+            verifies(&kube, &with_last_applied(&applied)),
         );
         tally.benign(
             &name,
             "last-applied-configuration of the signed manifest",
-            Ok(verifies(&kube, &o)),
+            Ok(verifies(&kube, &with_last_applied(object))),
         );
         let mut o = object.clone();
         o["metadata"]["uid"] = json!("0f1e2d3c");
@@ -1369,99 +1250,24 @@ mod api_server_model {
         }
     }
 
-    const WORKLOADS: &str = "apiVersion: v1
-kind: Pod
-metadata: {name: api, namespace: team-a, labels: {app: api}}
-spec:
-  containers: [{name: api, image: registry.example/api:1.4.2}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: api, namespace: team-a}
-spec:
-  selector: {app: api}
-  ports: [{port: 80, targetPort: 8080}]
----
-apiVersion: v1
-kind: Namespace
-metadata: {name: team-a, labels: {pod-security.kubernetes.io/enforce: restricted}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, namespace: team-a, labels: {app: web}}
-spec:
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers: [{name: web, image: registry.example/web:2.0.1}]
----
-apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db, namespace: team-a}
-spec:
-  serviceName: db
-  selector: {matchLabels: {app: db}}
-  template:
-    metadata: {labels: {app: db}}
-    spec:
-      containers: [{name: db, image: registry.example/db:16}]
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: agent, namespace: team-a}
-spec:
-  selector: {matchLabels: {app: agent}}
-  template:
-    metadata: {labels: {app: agent}}
-    spec:
-      containers: [{name: agent, image: registry.example/agent:3}]
----
-apiVersion: batch/v1
-kind: Job
-metadata: {name: migrate, namespace: team-a}
-spec:
-  template:
-    spec:
-      restartPolicy: Never
-      containers: [{name: migrate, image: registry.example/migrate:1}]
----
-apiVersion: batch/v1
-kind: CronJob
-metadata: {name: backup, namespace: team-a}
-spec:
-  schedule: '0 3 * * *'
-  jobTemplate:
-    spec:
-      template:
-        spec:
-          restartPolicy: OnFailure
-          containers: [{name: backup, image: registry.example/backup:1}]
----
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: data, namespace: team-a}
-spec:
-  accessModes: [ReadWriteOnce]
-  resources: {requests: {storage: 1Gi}}
----
-apiVersion: policy/v1
-kind: PodDisruptionBudget
-metadata: {name: api, namespace: team-a}
-spec:
-  minAvailable: 1
-  selector: {matchLabels: {app: api}}
----
-apiVersion: example.com/v1
-kind: Widget
-metadata: {name: w, namespace: team-a}
-spec: {size: 3}
-";
+    /// One object of each kind the API server model covers (workloads, a Service, a
+    /// Namespace, a PVC, a PodDisruptionBudget, a custom resource).
+    const WORKLOADS: &str = include_str!("../testdata/tamper-matrix/workloads.yaml");
 
     const KUBERNETES: &str = "  ignoreProfile: kubernetes\n";
 
     /// One named edit of an object.
     type Edit = (&'static str, Box<dyn Fn(&mut Value)>);
+
+    /// A category's name and the check that fills its counts.
+    type Check<'a> = (&'static str, &'a dyn Fn(&mut Category));
+
+    /// The edit that sets the label `key` to `value`.
+    fn set_label(key: &'static str, value: &'static str) -> Box<dyn Fn(&mut Value)> {
+        Box::new(move |v: &mut Value| {
+            meta_map(v, "labels").insert(key.into(), json!(value));
+        })
+    }
 
     fn meta_map<'a>(v: &'a mut Value, map: &str) -> &'a mut serde_json::Map<String, Value> {
         v["metadata"]
@@ -1735,36 +1541,19 @@ spec: {size: 3}
         let edits: Vec<Edit> = vec![
             (
                 "enforce privileged",
-                Box::new(|v: &mut Value| {
-                    meta_map(v, "labels").insert(
-                        "pod-security.kubernetes.io/enforce".into(),
-                        json!("privileged"),
-                    );
-                }),
+                set_label("pod-security.kubernetes.io/enforce", "privileged"),
             ),
             (
                 "enforce baseline",
-                Box::new(|v: &mut Value| {
-                    meta_map(v, "labels").insert(
-                        "pod-security.kubernetes.io/enforce".into(),
-                        json!("baseline"),
-                    );
-                }),
+                set_label("pod-security.kubernetes.io/enforce", "baseline"),
             ),
             (
                 "enforce-version pinned",
-                Box::new(|v: &mut Value| {
-                    meta_map(v, "labels").insert(
-                        "pod-security.kubernetes.io/enforce-version".into(),
-                        json!("v1.0"),
-                    );
-                }),
+                set_label("pod-security.kubernetes.io/enforce-version", "v1.0"),
             ),
             (
                 "istio injection label",
-                Box::new(|v: &mut Value| {
-                    meta_map(v, "labels").insert("istio-injection".into(), json!("disabled"));
-                }),
+                set_label("istio-injection", "disabled"),
             ),
             (
                 "enforce label removed",
@@ -1774,10 +1563,7 @@ spec: {size: 3}
             ),
             (
                 "name label of another namespace",
-                Box::new(|v: &mut Value| {
-                    meta_map(v, "labels")
-                        .insert("kubernetes.io/metadata.name".into(), json!("kube-system"));
-                }),
+                set_label("kubernetes.io/metadata.name", "kube-system"),
             ),
             (
                 "extra finalizer",
@@ -1877,19 +1663,26 @@ spec: {size: 3}
         let key = key();
         let objects = sign(&key, WORKLOADS);
         let r = reviewer(&key, KUBERNETES);
-        let mut categories: Vec<(&str, Category)> = Vec::new();
-        let mut c = Category::default();
-        status_writes(&r, &objects, &mut c);
-        categories.push(("status writes per kind", c));
-        let mut c = Category::default();
-        defaults(&r, &objects, &mut c);
-        categories.push(("Service and pod-template defaults", c));
-        let mut c = Category::default();
-        namespaces(&r, &objects, &mut c);
-        categories.push(("Namespace objects", c));
-        let mut c = Category::default();
-        gitops_unbound(&key, &objects, &mut c);
-        categories.push(("GitOps labels unbound", c));
+        let checks: [Check; 4] = [
+            ("status writes per kind", &|c| {
+                status_writes(&r, &objects, c)
+            }),
+            ("Service and pod-template defaults", &|c| {
+                defaults(&r, &objects, c)
+            }),
+            ("Namespace objects", &|c| namespaces(&r, &objects, c)),
+            ("GitOps labels unbound", &|c| {
+                gitops_unbound(&key, &objects, c)
+            }),
+        ];
+        let categories: Vec<(&str, Category)> = checks
+            .iter()
+            .map(|(name, check)| {
+                let mut c = Category::default();
+                check(&mut c);
+                (*name, c)
+            })
+            .collect();
         let mut wrong = Vec::new();
         for (name, c) in &categories {
             println!(

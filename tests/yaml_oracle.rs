@@ -279,14 +279,19 @@ fn message_corpus(root: &Path) -> (Corpus, BTreeMap<&'static str, usize>) {
         files_with_extensions(&root.join(dir), &mut manifests);
     }
     manifests.retain(|p| p.extension().is_some_and(|x| x == "yaml"));
-    manifests.sort();
-    for p in manifests {
-        push(
-            &mut entries,
-            "manifest seeds",
-            rel(&p),
-            std::fs::read(&p).unwrap(),
-        );
+    let mut local = Vec::new();
+    for dir in ["fuzz/corpus/message", "fuzz/artifacts/message"] {
+        collect_all(&root.join(dir), &mut local);
+    }
+    // Files read whole, one source each.
+    for (source, mut files) in [
+        ("manifest seeds", manifests),
+        ("local fuzzing corpus entries", local),
+    ] {
+        files.sort();
+        for p in files {
+            push(&mut entries, source, rel(&p), std::fs::read(&p).unwrap());
+        }
     }
     let mut signed = Vec::new();
     files_with_extensions(&root.join("testdata"), &mut signed);
@@ -317,19 +322,6 @@ fn message_corpus(root: &Path) -> (Corpus, BTreeMap<&'static str, usize>) {
                     bytes,
                 );
             }
-        }
-    }
-    for dir in ["fuzz/corpus/message", "fuzz/artifacts/message"] {
-        let mut local = Vec::new();
-        collect_all(&root.join(dir), &mut local);
-        local.sort();
-        for p in local {
-            push(
-                &mut entries,
-                "local fuzzing corpus entries",
-                rel(&p),
-                std::fs::read(&p).unwrap(),
-            );
         }
     }
     (entries, counts)

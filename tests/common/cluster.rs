@@ -36,19 +36,11 @@ pub struct Tools {
 pub fn tools() -> &'static Tools {
     static TOOLS: OnceLock<Tools> = OnceLock::new();
     TOOLS.get_or_init(|| {
-        let start = Instant::now();
-        let lines = super::go_tools("cluster.sh", &["build"]);
-        let get = |name: &str| super::go_tool(&lines, name);
-        let tools = Tools {
+        super::built_tools("cluster: tools", "cluster.sh", &["build"], |get| Tools {
             kube_apiserver: get("kube-apiserver"),
             kubectl: get("kubectl"),
             etcd: get("etcd"),
-        };
-        eprintln!(
-            "cluster: tools ready in {:.1} s: {tools:?}",
-            start.elapsed().as_secs_f64()
-        );
-        tools
+        })
     })
 }
 

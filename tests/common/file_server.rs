@@ -4,7 +4,7 @@
 //! loop and request reader: a test that includes this file includes that one as `stub_server`.
 #![allow(dead_code)]
 
-use crate::stub_server::{Listening, read_request};
+use crate::stub_server::{Listening, read_request, write_head};
 use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Component, Path, PathBuf};
@@ -58,19 +58,19 @@ fn serve(stream: TcpStream, root: &Path) -> Option<String> {
         ("GET", Some(file)) => {
             let mut f = std::fs::File::open(&file).ok()?;
             let len = f.metadata().ok()?.len();
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n"
+            write_head(
+                &mut stream,
+                "200 OK",
+                "application/octet-stream",
+                len as usize,
+                "",
             );
             let _ = std::io::copy(&mut f, &mut stream);
         }
         _ => {
             let body = "Not Found";
-            let _ = write!(
-                stream,
-                "HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
+            write_head(&mut stream, "404 Not Found", "text/plain", body.len(), "");
+            let _ = stream.write_all(body.as_bytes());
         }
     }
     let _ = stream.flush();

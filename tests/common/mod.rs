@@ -82,6 +82,15 @@ impl KeyDir {
     pub fn write(&self, name: &str, text: &str) -> PathBuf {
         write(self.path(), name, text)
     }
+
+    /// `mansign sign FLAGS -f INPUT --key` with this key must fail with exit 2, its stderr
+    /// naming each of `words` (see [`fails`]), and write no `INPUT.signed`.
+    pub fn sign_fails(&self, flags: &[&str], input: &Path, words: &[&str]) {
+        fails(&mut with_key("sign", flags, input, &self.key), 2, words);
+        let mut signed = input.as_os_str().to_owned();
+        signed.push(".signed");
+        assert!(!Path::new(&signed).exists(), "{signed:?} written");
+    }
 }
 
 /// `mansign VERB FLAGS -f INPUT --key KEY` (VERB `sign` or `verify`), not yet run: the
@@ -132,6 +141,21 @@ pub fn verify_with_key(path: &Path, key: &Path) -> assert_cmd::assert::Assert {
     with_key("verify", &[], path, key).assert()
 }
 
+/// `mansign verify -f PATH --key KEY` must reject (exit 1) with `needle` in its report.
+pub fn verify_fails_naming(path: &Path, pubkey: &Path, needle: &str) {
+    verify_with_key(path, pubkey)
+        .code(1)
+        .stdout(predicates::str::contains(needle));
+}
+
+/// Some note of `notes` (a policy's or a conversion's) contains every one of `words`.
+pub fn assert_noted(notes: &[String], words: &[&str]) {
+    assert!(
+        notes.iter().any(|n| words.iter().all(|w| n.contains(w))),
+        "no note says {words:?}: {notes:?}"
+    );
+}
+
 /// Runs `cmd` and asserts that it exits with `code` and that its stderr contains each of
 /// `words`; returns the outcome for further checks.
 pub fn fails(
@@ -166,41 +190,9 @@ pub fn files_under(dir: &Path) -> Vec<String> {
     out
 }
 
-pub const MULTI_DOC: &str = r#"apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: settings
-  namespace: team-a
-data:
-  mode: "strict"
-  enabled: "yes"
----
-apiVersion: kyverno.io/v2
-kind: PolicyException
-metadata:
-  name: allow-host-path
-  namespace: team-a
-spec:
-  exceptions:
-  - policyName: disallow-host-path
-    ruleNames:
-    - host-path
-  match:
-    any:
-    - resources:
-        kinds:
-        - Pod
-        names:
-        - backup-*
----
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: other
-  namespace: team-a
-data:
-  a: "1"
-"#;
+/// Three documents many tests sign and verify: ConfigMaps `settings` and `other` around the
+/// PolicyException `allow-host-path`, all in `team-a` (`testdata/common/multi-doc.yaml`).
+pub const MULTI_DOC: &str = include_str!("../../testdata/common/multi-doc.yaml");
 
 /// Reads a CI file (a GitHub Actions workflow or `action.yml`, GitLab CI) as those services
 /// read it: YAML 1.2 (`on:` is the key "on"), plain scalars resolved by the core schema for
@@ -312,6 +304,24 @@ pub fn go_tool(tools: &std::collections::HashMap<String, PathBuf>, name: &str) -
         .get(name)
         .unwrap_or_else(|| panic!("the tool script printed no {name}= line"))
         .clone()
+}
+
+/// Builds the tools of `scripts/SCRIPT ARGS` (see [`go_tools`]) and makes a `T` of them with
+/// `make`, which asks for each tool by name; logs the time the build took, as `WHAT ready in`.
+pub fn built_tools<T: std::fmt::Debug>(
+    what: &str,
+    script: &str,
+    args: &[&str],
+    make: impl FnOnce(&dyn Fn(&str) -> PathBuf) -> T,
+) -> T {
+    let start = std::time::Instant::now();
+    let lines = go_tools(script, args);
+    let tools = make(&|name| go_tool(&lines, name));
+    eprintln!(
+        "{what} ready in {:.1} s: {tools:?}",
+        start.elapsed().as_secs_f64()
+    );
+    tools
 }
 
 /// Runs `cmd` (a plain process: a build script, `kubectl`, ...) and fails the test, with its
@@ -502,6 +512,15 @@ pub fn read_documents(path: &Path) -> Vec<serde_json::Value> {
         .unwrap()
         .into_iter()
         .map(|(_, v)| v)
+        .collect()
+}
+
+/// The documents of the YAML file at `path`, loaded as `mansign verify` loads its inputs.
+pub fn load_documents(path: &Path) -> Vec<mansign::manifest::Document> {
+    mansign::manifest::load_inputs(&[path.to_path_buf()], &mansign::Limits::default())
+        .unwrap()
+        .into_iter()
+        .flat_map(|f| f.documents)
         .collect()
 }
 

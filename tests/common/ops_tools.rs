@@ -9,7 +9,6 @@
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
-use std::time::Instant;
 
 /// The built programs.
 #[derive(Debug)]
@@ -22,17 +21,9 @@ pub struct OpsTools {
 pub fn ops_tools() -> &'static OpsTools {
     static TOOLS: OnceLock<OpsTools> = OnceLock::new();
     TOOLS.get_or_init(|| {
-        let start = Instant::now();
-        let lines = super::go_tools("ops-tools.sh", &[]);
-        let get = |name: &str| super::go_tool(&lines, name);
-        let tools = OpsTools {
+        super::built_tools("ops tools", "ops-tools.sh", &[], |get| OpsTools {
             helm: get("helm"),
             rulecheck: get("rulecheck"),
-        };
-        eprintln!(
-            "ops tools ready in {:.1} s: {tools:?}",
-            start.elapsed().as_secs_f64()
-        );
-        tools
+        })
     })
 }

@@ -191,6 +191,16 @@ impl Stack {
         cmd
     }
 
+    /// `cmd` (the `mansign` binary) made `mansign verify -f PATH --trusted-root …` with this
+    /// stack's trust root; the caller adds the identity flags.
+    pub fn keyless_verify(&self, mut cmd: assert_cmd::Command, path: &Path) -> assert_cmd::Command {
+        cmd.args(["verify", "-f"])
+            .arg(path)
+            .arg("--trusted-root")
+            .arg(self.trusted_root());
+        cmd
+    }
+
     /// `mansign sign FLAGS -f INPUT -o OUT --identity-token TOKEN` made keyless against this
     /// stack (see [`Stack::keyless_sign`]) with `cmd` (the `mansign` binary); must succeed.
     pub fn keyless_sign_to(

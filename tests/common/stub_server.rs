@@ -225,11 +225,24 @@ fn serve(stream: TcpStream, handler: &Handler, base: &str) -> Option<Request> {
     };
     let extra: String = extra.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
     let mut stream = stream;
-    let _ = write!(
-        stream,
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{text}",
-        text.len()
-    );
+    let status = format!("{status} {reason}");
+    write_head(&mut stream, &status, "application/json", text.len(), &extra);
+    let _ = stream.write_all(text.as_bytes());
     let _ = stream.flush();
     Some(req)
+}
+
+/// Writes a response's status line and headers (`extra`: whole `Name: value\r\n` lines) for a
+/// body of `len` bytes on a connection the server closes after it; the caller writes the body.
+pub fn write_head(
+    stream: &mut TcpStream,
+    status: &str,
+    content_type: &str,
+    len: usize,
+    extra: &str,
+) {
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len}\r\n{extra}Connection: close\r\n\r\n"
+    );
 }
