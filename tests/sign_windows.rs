@@ -251,18 +251,13 @@ fn a_keyless_run_of_several_windows_uses_one_certificate() {
     tree(&src, 130);
     let out = dir.path().join("signed");
     let bundles = dir.path().join("bundles");
-    stack
-        .keyless_sign(common::mansign())
-        .arg("-f")
-        .arg(&src)
-        .arg("-o")
-        .arg(format!("{}/", out.display()))
-        .arg("--bundle-out")
-        .arg(&bundles)
-        .arg("--identity-token")
-        .arg(stack.id_token())
-        .assert()
-        .success();
+    stack.keyless_sign_to(
+        common::mansign(),
+        &["--bundle-out", &bundles.display().to_string()],
+        &src,
+        Path::new(&format!("{}/", out.display())),
+        stack.id_token(),
+    );
     assert_eq!(
         stack.stat("fulcio_signing_cert_requests"),
         1,
@@ -292,11 +287,8 @@ fn a_keyless_run_of_several_windows_uses_one_certificate() {
     assert_eq!(written.len(), 260, "a bundle and a message a signature");
     assert!(written.contains(&"cm-129.yaml.1.sigstore.json".to_string()));
     assert!(written.contains(&"cm-129.yaml.1.message".to_string()));
-    common::mansign()
-        .args(["verify", "-f"])
-        .arg(&out)
-        .arg("--trusted-root")
-        .arg(stack.trusted_root())
+    stack
+        .keyless_verify(common::mansign(), &out)
         .args(["--certificate-identity", stack.identity()])
         .args(["--certificate-oidc-issuer", stack.issuer()])
         .assert()
