@@ -6,7 +6,8 @@
 //! `hashedrekord` path (no OpenSSL: aws-lc-rs through sigstore-crypto, rustls-webpki,
 //! x509-cert):
 //!
-//! 1. the body is `rekord` 0.0.1 and reads as [`LoggedSignature::read`] requires
+//! 1. the body is `rekord` 0.0.1 and reads as
+//!    [`LoggedSignature::read`](super::logged_entry::LoggedSignature::read) requires
 //!    (`spec.signature.format` `x509`, a `sha256` `spec.data.hash`, exact base64, no
 //!    duplicate key; a failure is `malformed-log-entry`);
 //! 2. the SET verifies: ECDSA by the trust root's Rekor key for `logID`, valid at
@@ -29,7 +30,7 @@
 
 use super::adapter::{self as sigstore, SigningMaterial};
 use super::error::SigstoreError;
-use super::logged_entry::{LoggedSignature, verify_set};
+use super::logged_entry::read_with_set;
 use super::rekor_entry::RekorEntry;
 use crate::trust::TrustRoot;
 use rustls_pki_types::{CertificateDer, UnixTime};
@@ -52,17 +53,8 @@ pub(super) fn verify(
     entry: &RekorEntry,
 ) -> Result<(), SigstoreError> {
     // 1. body shape: the one reading of a logged body (`format` x509, `sha256`, exact
-    // base64, no duplicate key)
-    let logged = LoggedSignature::read(entry)?;
-    // 2. SET
-    let time = entry.integrated_timestamp()?;
-    verify_set(trust, entry, time)?;
-    // 3. integrated time
-    if time > jiff::Timestamp::now() {
-        return Err(SigstoreError::IntegratedTime(format!(
-            "integrated time {time} is in the future"
-        )));
-    }
+    // base64, no duplicate key); 2. SET; 3. integrated time
+    let (logged, time) = read_with_set(trust, entry)?;
     // 4. certificate chain at the integrated time; 5. signature over M
     let public_key = match &material {
         SigningMaterial::Certificate(der) => {
