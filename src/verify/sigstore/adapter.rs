@@ -320,16 +320,25 @@ fn bundle_v01(
         }
     };
     let material = VerificationMaterial::new(content).with_tlog_entries(vec![tlog]);
+    Bundle::new(
+        MediaType::Bundle0_1,
+        material,
+        message_signature_content(signature, message),
+    )
+}
+
+/// A bundle's message signature: the signature bytes and the SHA-256 digest of the signed
+/// message. Also what signing writes into the bundles it hands out (`--bundle-out`).
+pub(crate) fn message_signature_content(signature: &[u8], message: &[u8]) -> SignatureContent {
     let digest = sigstore_crypto::sha256(message);
-    let signature = SignatureContent::MessageSignature(
+    SignatureContent::MessageSignature(
         MessageSignature::new(SignatureBytes::new(signature.to_vec())).with_message_digest(
             MessageDigest::new(
                 HashAlgorithm::Sha2256,
                 DigestBytes::new(digest.as_slice().to_vec()),
             ),
         ),
-    );
-    Bundle::new(MediaType::Bundle0_1, material, signature)
+    )
 }
 
 /// sigstore-verify's failure categories, mapped onto one [`SigstoreError`] variant per
