@@ -142,16 +142,12 @@ fn leaf_certificate(pem_text: &str) -> Result<Vec<u8>, SigstoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verify::sigstore::test_set;
 
     #[test]
     fn set_without_certificate_is_not_keyless() {
         let trust = TrustRoot::public_good().unwrap();
-        let set = SignatureSet {
-            index: 0,
-            signature: vec![1],
-            certificate_pem: None,
-            bundle: None,
-        };
+        let set = test_set(None, None);
         assert_eq!(
             verify_certificate_set(&trust, b"m", &set),
             Err(SigstoreError::NoCertificate)
@@ -161,14 +157,8 @@ mod tests {
     #[test]
     fn certificate_without_bundle_is_refused() {
         let trust = TrustRoot::public_good().unwrap();
-        let set = SignatureSet {
-            index: 0,
-            signature: vec![1],
-            certificate_pem: Some(
-                "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n".into(),
-            ),
-            bundle: None,
-        };
+        let pem = "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n";
+        let set = test_set(Some(pem), None);
         assert_eq!(
             verify_certificate_set(&trust, b"m", &set),
             Err(SigstoreError::NoBundle)
