@@ -30,13 +30,8 @@ pub fn verify_key_set_with_bundle(
     let bundle = set.bundle.as_ref().ok_or(SigstoreError::NoBundle)?;
     let entry = RekorEntry::parse(bundle)?;
     entry.require_known_log(trust)?;
-    verify_logged_signature(
-        trust,
-        message,
-        &set.signature,
-        SigningMaterial::PublicKey(public_key_der),
-        &entry,
-    )?;
+    let material = SigningMaterial::PublicKey(public_key_der);
+    verify_logged_signature(trust, message, set, material, &entry)?;
     Ok(entry.evidence())
 }
 

@@ -74,13 +74,8 @@ pub fn verify_certificate_set(
         }
         None => {
             let facts = Arc::new(sigstore::certificate_facts(&leaf)?);
-            let chain = verify_logged_signature(
-                trust,
-                message,
-                &set.signature,
-                SigningMaterial::Certificate(&leaf),
-                &entry,
-            )?;
+            let material = SigningMaterial::Certificate(&leaf);
+            let chain = verify_logged_signature(trust, message, set, material, &entry)?;
             // Every check passed: the root remembers the chain and SCT, with the facts.
             if let Some(chain) = chain {
                 trust.vouched_certificates().remember(
@@ -105,7 +100,7 @@ pub fn verify_certificate_set(
     })
 }
 
-/// Verifies a signature and the log entry that records it, by the entry's kind:
+/// Verifies the signature of `set` and the log entry that records it, by the entry's kind:
 /// `hashedrekord` 0.0.1 through sigstore-verify, legacy `rekord` 0.0.1 by
 /// [`legacy_rekord`]; any other kind is refused. Shared by keyless and key-bundle sets.
 /// For a `hashedrekord` certificate, says what was established about its chain, for the
@@ -113,10 +108,11 @@ pub fn verify_certificate_set(
 pub(super) fn verify_logged_signature(
     trust: &TrustRoot,
     message: &[u8],
-    signature: &[u8],
+    set: &SignatureSet,
     material: SigningMaterial<'_>,
     entry: &RekorEntry,
 ) -> Result<Option<ChainVerified>, SigstoreError> {
+    let signature = &set.signature;
     if entry.is("hashedrekord", "0.0.1") {
         // mansign's reading and consistency check of the body run on this path too, so the
         // first sight refuses every body the vouched path ([`hashedrekord`]) refuses:
