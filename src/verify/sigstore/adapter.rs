@@ -9,7 +9,7 @@ use super::error::SigstoreError;
 use super::evidence::{CertificateSubject, WorkflowClaims};
 use super::rekor_entry::RekorEntry;
 use crate::trust::{FulcioAuthorities, TrustRoot};
-use rustls_pki_types::SignatureVerificationAlgorithm;
+use rustls_pki_types::{CertificateDer, SignatureVerificationAlgorithm, TrustAnchor, UnixTime};
 use sigstore_types::bundle::{
     InclusionPromise, MessageDigest, MessageSignature, PublicKeyIdentifier, SignatureContent,
     TransparencyLogEntry, VerificationMaterial, VerificationMaterialContent, X509Certificate,
@@ -286,6 +286,49 @@ fn verify_in_scheme(
 /// aws-lc-rs, the set sigstore-verify uses), for mansign's own chain checks.
 pub(super) fn webpki_algorithms() -> &'static [&'static dyn SignatureVerificationAlgorithm] {
     sigstore_crypto::WEBPKI_VERIFICATION_ALGS
+}
+
+/// Why [`verify_webpki_path`] refused a certificate, with rustls-webpki's error.
+pub(super) enum WebpkiPathError {
+    /// The leaf is not a certificate webpki reads.
+    Malformed(webpki::Error),
+    /// A certificate of the path was expired or not yet valid at the time.
+    NotValidAt(webpki::Error),
+    /// No path to an anchor holds (signature, name, usage, ...).
+    Untrusted(webpki::Error),
+}
+
+/// mansign's own chain checks through rustls-webpki ([`webpki_algorithms`]): a path from
+/// `leaf` (DER) through `intermediates` to one of `anchors`, every certificate valid at
+/// `seconds` (Unix time), under the EKU rule `usage`. Each caller names the failures.
+pub(super) fn verify_webpki_path(
+    leaf: &[u8],
+    anchors: &[TrustAnchor<'_>],
+    intermediates: &[CertificateDer<'_>],
+    seconds: u64,
+    usage: webpki::KeyUsage,
+) -> Result<(), WebpkiPathError> {
+    let leaf_der = CertificateDer::from(leaf);
+    let end_entity =
+        webpki::EndEntityCert::try_from(&leaf_der).map_err(WebpkiPathError::Malformed)?;
+    let time = UnixTime::since_unix_epoch(std::time::Duration::from_secs(seconds));
+    end_entity
+        .verify_for_usage(
+            webpki_algorithms(),
+            anchors,
+            intermediates,
+            time,
+            usage,
+            None,
+            None,
+        )
+        .map(|_| ())
+        .map_err(|e| match e {
+            webpki::Error::CertExpired { .. } | webpki::Error::CertNotValidYet { .. } => {
+                WebpkiPathError::NotValidAt(e)
+            }
+            other => WebpkiPathError::Untrusted(other),
+        })
 }
 
 /// The cosign triple as a Sigstore bundle v0.1 (research `sigstore-rust-crates.md` §4.2):

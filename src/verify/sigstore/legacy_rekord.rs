@@ -28,12 +28,12 @@
 //! refused here rather than accepted unchecked (it would be a 2022+ certificate, which
 //! never needs this path).
 
-use super::adapter::{self as sigstore, SigningMaterial};
+use super::adapter::{self as sigstore, SigningMaterial, WebpkiPathError};
 use super::error::SigstoreError;
 use super::logged_entry::read_with_set;
 use super::rekor_entry::RekorEntry;
 use crate::trust::TrustRoot;
-use rustls_pki_types::{CertificateDer, UnixTime};
+use rustls_pki_types::CertificateDer;
 use x509_cert::Certificate;
 use x509_cert::der::Decode;
 use x509_cert::der::oid::ObjectIdentifier;
@@ -104,27 +104,13 @@ fn verify_chain(
     }
     let seconds = u64::try_from(time.as_second())
         .map_err(|_| SigstoreError::IntegratedTime(format!("{time} is before 1970")))?;
-    let leaf_der = CertificateDer::from(leaf);
-    let end_entity = webpki::EndEntityCert::try_from(&leaf_der)
-        .map_err(|e| SigstoreError::MalformedCertificate(e.to_string()))?;
-    end_entity
-        .verify_for_usage(
-            sigstore::webpki_algorithms(),
-            &anchors,
-            &[],
-            UnixTime::since_unix_epoch(std::time::Duration::from_secs(seconds)),
-            webpki::KeyUsage::required(ID_KP_CODE_SIGNING),
-            None,
-            None,
-        )
-        .map_err(|e| match e {
-            webpki::Error::CertExpired { .. } | webpki::Error::CertNotValidYet { .. } => {
-                SigstoreError::CertificateNotValidAt {
-                    time: Some(time),
-                    detail: format!("{e:?}"),
-                }
-            }
-            other => SigstoreError::UntrustedCertificate(format!("{other:?}")),
-        })?;
-    Ok(())
+    let usage = webpki::KeyUsage::required(ID_KP_CODE_SIGNING);
+    sigstore::verify_webpki_path(leaf, &anchors, &[], seconds, usage).map_err(|e| match e {
+        WebpkiPathError::Malformed(e) => SigstoreError::MalformedCertificate(e.to_string()),
+        WebpkiPathError::NotValidAt(e) => SigstoreError::CertificateNotValidAt {
+            time: Some(time),
+            detail: format!("{e:?}"),
+        },
+        WebpkiPathError::Untrusted(e) => SigstoreError::UntrustedCertificate(format!("{e:?}")),
+    })
 }
