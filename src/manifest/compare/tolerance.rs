@@ -1198,10 +1198,7 @@ mod tests {
     fn remaining(t: &Tolerances, id: &ObjectIdentity, signed: Value, actual: Value) -> Vec<String> {
         compare(&signed, &actual, &|d| t.tolerates(id, &signed, &actual, d))
             .unwrap()
-            .diffs
-            .iter()
-            .map(|d| d.path.to_string())
-            .collect()
+            .paths()
     }
 
     fn kube() -> Tolerances {
