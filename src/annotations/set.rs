@@ -148,7 +148,10 @@ pub fn extract(
         ..*limits
     };
     let mut material_total = 0usize;
-    let mut count_material = |key: &str, bytes: &[u8]| {
+    let mut decode_material = |key: &str| {
+        let Some(bytes) = decode(ann, key, true, &small)? else {
+            return Ok(None);
+        };
         material_total = material_total.saturating_add(bytes.len());
         if material_total > limits.max_signature_material_total_bytes {
             Err(malformed(
@@ -160,7 +163,7 @@ pub fn extract(
                 ),
             ))
         } else {
-            Ok(())
+            Ok(Some(bytes))
         }
     };
     let mut sets = Vec::new();
@@ -181,22 +184,14 @@ pub fn extract(
             return Err(malformed(&sig_key, "empty signature"));
         }
         let cert_key = domain.certificate_key(index);
-        let certificate = decode(ann, &cert_key, true, &small)?;
-        if let Some(b) = &certificate {
-            count_material(&cert_key, b)?;
-        }
-        let certificate_pem = certificate
+        let certificate_pem = decode_material(&cert_key)?
             .map(|b| {
                 String::from_utf8(b)
                     .map_err(|_| malformed(&cert_key, "certificate is not PEM text"))
             })
             .transpose()?;
         let bundle_key = domain.bundle_key(index);
-        let bundle = decode(ann, &bundle_key, true, &small)?;
-        if let Some(b) = &bundle {
-            count_material(&bundle_key, b)?;
-        }
-        let bundle = bundle
+        let bundle = decode_material(&bundle_key)?
             .map(|b| {
                 serde_json::from_slice::<RekorBundle>(&b)
                     .map_err(|e| malformed(&bundle_key, format!("not a Rekor bundle: {e}")))
@@ -340,6 +335,42 @@ mod tests {
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "annotations": {"keep": "me"}}})
     }
 
+    /// Embeds one set per signature into `v`, with the default domain and limits.
+    fn embed_sets(
+        v: &mut Value,
+        message: &[u8],
+        sigs: &[&[u8]],
+        mode: EmbedMode,
+    ) -> Result<(), AnnotationError> {
+        let sets: Vec<SignatureSet> = sigs.iter().copied().map(set).collect();
+        let (d, l) = (AnnotationDomain::default(), Limits::default());
+        embed(v, &d, message, &sets, mode, &l)
+    }
+
+    /// [`object`] with `message` and one set per signature written in.
+    fn signed(message: &[u8], sigs: &[&[u8]]) -> Value {
+        let mut v = object();
+        embed_sets(&mut v, message, sigs, EmbedMode::Replace).unwrap();
+        v
+    }
+
+    /// [`object`] with only the message annotation (over `M`) written in.
+    fn with_message() -> Value {
+        let mut v = object();
+        *ann(&mut v, "message") = json!(encode_gzip_base64(b"M"));
+        v
+    }
+
+    /// Reads the sets back with the default domain and limits.
+    fn read(v: &Value) -> Result<SignedAnnotations, AnnotationError> {
+        extract(v, &AnnotationDomain::default(), &Limits::default())
+    }
+
+    /// The annotation `cosign.sigstore.dev/<name>` of `v`.
+    fn ann<'a>(v: &'a mut Value, name: &str) -> &'a mut Value {
+        &mut v["metadata"]["annotations"][format!("cosign.sigstore.dev/{name}")]
+    }
+
     fn gzip_b64(bytes: &[u8]) -> String {
         use base64::Engine as _;
         use std::io::Write as _;
@@ -376,12 +407,7 @@ mod tests {
 
     #[test]
     fn a_bundle_that_decompresses_beyond_its_limit_is_refused() {
-        let err = extract(
-            &with_bundles(1, 65 * 1024),
-            &AnnotationDomain::default(),
-            &Limits::default(),
-        )
-        .unwrap_err();
+        let err = read(&with_bundles(1, 65 * 1024)).unwrap_err();
         assert!(
             err.to_string().contains("cosign.sigstore.dev/bundle"),
             "{err}"
@@ -392,12 +418,7 @@ mod tests {
     fn all_sets_together_may_not_decompress_beyond_the_total_limit() {
         // 32 bundles of 60 KiB: each under its own limit, 1.9 MiB together; a few KiB of
         // annotations once compressed.
-        let err = extract(
-            &with_bundles(32, 60 * 1024),
-            &AnnotationDomain::default(),
-            &Limits::default(),
-        )
-        .unwrap_err();
+        let err = read(&with_bundles(32, 60 * 1024)).unwrap_err();
         assert!(
             err.to_string()
                 .contains("decode to more than 1048576 bytes together"),
@@ -407,19 +428,8 @@ mod tests {
 
     #[test]
     fn embed_then_extract_round_trips() {
-        let d = AnnotationDomain::default();
-        let l = Limits::default();
-        let mut v = object();
-        embed(
-            &mut v,
-            &d,
-            b"M",
-            &[set(b"s0"), set(b"s1")],
-            EmbedMode::Replace,
-            &l,
-        )
-        .unwrap();
-        let got = extract(&v, &d, &l).unwrap();
+        let v = signed(b"M", &[b"s0", b"s1"]);
+        let got = read(&v).unwrap();
         assert_eq!(got.message, b"M");
         assert_eq!(got.sets.len(), 2);
         assert_eq!(got.sets[1].index, 1);
@@ -429,20 +439,9 @@ mod tests {
 
     #[test]
     fn replace_removes_stale_sets() {
-        let d = AnnotationDomain::default();
-        let l = Limits::default();
-        let mut v = object();
-        embed(
-            &mut v,
-            &d,
-            b"M",
-            &[set(b"a"), set(b"b"), set(b"c")],
-            EmbedMode::Replace,
-            &l,
-        )
-        .unwrap();
-        v["metadata"]["annotations"]["cosign.sigstore.dev/bundle_2"] = json!("stale");
-        embed(&mut v, &d, b"M2", &[set(b"z")], EmbedMode::Replace, &l).unwrap();
+        let mut v = signed(b"M", &[b"a", b"b", b"c"]);
+        *ann(&mut v, "bundle_2") = json!("stale");
+        embed_sets(&mut v, b"M2", &[b"z"], EmbedMode::Replace).unwrap();
         let keys: Vec<&String> = v["metadata"]["annotations"]
             .as_object()
             .unwrap()
@@ -460,17 +459,11 @@ mod tests {
 
     #[test]
     fn append_adds_after_existing_sets_and_keeps_message() {
-        let d = AnnotationDomain::default();
-        let l = Limits::default();
-        let mut v = object();
-        embed(&mut v, &d, b"M", &[set(b"a")], EmbedMode::Replace, &l).unwrap();
-        let msg_before = v["metadata"]["annotations"]["cosign.sigstore.dev/message"].clone();
-        embed(&mut v, &d, b"M", &[set(b"b")], EmbedMode::Append, &l).unwrap();
-        assert_eq!(
-            v["metadata"]["annotations"]["cosign.sigstore.dev/message"],
-            msg_before
-        );
-        let got = extract(&v, &d, &l).unwrap();
+        let mut v = signed(b"M", &[b"a"]);
+        let msg_before = ann(&mut v, "message").clone();
+        embed_sets(&mut v, b"M", &[b"b"], EmbedMode::Append).unwrap();
+        assert_eq!(*ann(&mut v, "message"), msg_before);
+        let got = read(&v).unwrap();
         assert_eq!(
             got.sets
                 .iter()
@@ -482,29 +475,22 @@ mod tests {
 
     #[test]
     fn append_refuses_a_different_message() {
-        let d = AnnotationDomain::default();
-        let l = Limits::default();
-        let mut v = object();
-        embed(&mut v, &d, b"M", &[set(b"a")], EmbedMode::Replace, &l).unwrap();
+        let mut v = signed(b"M", &[b"a"]);
         assert_eq!(
-            embed(&mut v, &d, b"other", &[set(b"b")], EmbedMode::Append, &l),
+            embed_sets(&mut v, b"other", &[b"b"], EmbedMode::Append),
             Err(AnnotationError::AppendMessageMismatch)
         );
     }
 
     #[test]
     fn missing_message_and_signature_are_named() {
-        let d = AnnotationDomain::default();
-        let l = Limits::default();
         assert!(matches!(
-            extract(&object(), &d, &l),
+            read(&object()),
             Err(AnnotationError::NoMessage { .. })
         ));
-        let mut v = object();
-        v["metadata"]["annotations"]["cosign.sigstore.dev/message"] =
-            json!(encode_gzip_base64(b"M"));
-        v["metadata"]["annotations"]["cosign.sigstore.dev/signature_1"] = json!("YQ==");
-        let err = extract(&v, &d, &l).unwrap_err();
+        let mut v = with_message();
+        *ann(&mut v, "signature_1") = json!("YQ==");
+        let err = read(&v).unwrap_err();
         assert_eq!(
             err.to_string(),
             "no signature: annotation cosign.sigstore.dev/signature is missing"
@@ -513,22 +499,17 @@ mod tests {
 
     #[test]
     fn malformed_values_name_the_key() {
-        let d = AnnotationDomain::default();
-        let l = Limits::default();
-        let mut v = object();
-        v["metadata"]["annotations"]["cosign.sigstore.dev/message"] =
-            json!(encode_gzip_base64(b"M"));
-        v["metadata"]["annotations"]["cosign.sigstore.dev/signature"] = json!("!!!");
-        let err = extract(&v, &d, &l).unwrap_err();
+        let mut v = with_message();
+        *ann(&mut v, "signature") = json!("!!!");
+        let err = read(&v).unwrap_err();
         assert!(
             err.to_string()
                 .starts_with("annotation cosign.sigstore.dev/signature: not valid base64"),
             "{err}"
         );
-        v["metadata"]["annotations"]["cosign.sigstore.dev/signature"] = json!("YQ==");
-        v["metadata"]["annotations"]["cosign.sigstore.dev/bundle"] =
-            json!(encode_gzip_base64(b"{}"));
-        let err = extract(&v, &d, &l).unwrap_err();
+        *ann(&mut v, "signature") = json!("YQ==");
+        *ann(&mut v, "bundle") = json!(encode_gzip_base64(b"{}"));
+        let err = read(&v).unwrap_err();
         assert!(
             err.to_string()
                 .starts_with("annotation cosign.sigstore.dev/bundle: not a Rekor bundle"),
@@ -538,21 +519,15 @@ mod tests {
 
     #[test]
     fn certificates_and_bundles_decompress_no_larger_than_an_annotation() {
-        let d = AnnotationDomain::default();
-        let l = Limits::default();
-        let mut v = object();
-        embed(&mut v, &d, b"M", &[set(b"a")], EmbedMode::Replace, &l).unwrap();
-        let big = encode_gzip_base64(&vec![b'A'; l.max_annotation_bytes + 1]);
-        for key in [
-            "cosign.sigstore.dev/certificate",
-            "cosign.sigstore.dev/bundle",
-        ] {
+        let v = signed(b"M", &[b"a"]);
+        let big = encode_gzip_base64(&vec![b'A'; Limits::default().max_annotation_bytes + 1]);
+        for name in ["certificate", "bundle"] {
             let mut w = v.clone();
-            w["metadata"]["annotations"][key] = json!(big);
-            let err = extract(&w, &d, &l).unwrap_err();
+            *ann(&mut w, name) = json!(big);
+            let err = read(&w).unwrap_err();
             assert!(
                 err.to_string().contains("decompresses to more than"),
-                "{key}: {err}"
+                "{name}: {err}"
             );
         }
     }

@@ -133,11 +133,17 @@ pub fn parse_duration(spec: &str) -> Result<SignedDuration, String> {
 mod tests {
     use super::*;
 
+    /// When `--expires text` given at `now` ends, as RFC 3339.
+    fn expires_at(text: &str, now: &str) -> String {
+        let now: Timestamp = now.parse().unwrap();
+        parse_expires(text, now).unwrap().to_string()
+    }
+
     #[test]
     fn an_expiry_date_lasts_until_the_end_of_that_day_utc() {
         let now: Timestamp = "2026-11-23T12:00:00Z".parse().unwrap();
         assert_eq!(
-            parse_expires("2026-12-31", now).unwrap().to_string(),
+            expires_at("2026-12-31", "2026-11-23T12:00:00Z"),
             "2027-01-01T00:00:00Z"
         );
         assert!(parse_expires("2026-11-22", now).is_err());
@@ -149,25 +155,14 @@ mod tests {
 
     #[test]
     fn durations_and_times_parse() {
-        let now: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
-        assert_eq!(
-            parse_expires("4h", now).unwrap().to_string(),
-            "2026-01-01T04:00:00Z"
-        );
-        assert_eq!(
-            parse_expires("1h30m", now).unwrap().to_string(),
-            "2026-01-01T01:30:00Z"
-        );
-        assert_eq!(
-            parse_expires("7d", now).unwrap().to_string(),
-            "2026-01-08T00:00:00Z"
-        );
-        assert_eq!(
-            parse_expires("2026-02-01T00:00:00Z", now)
-                .unwrap()
-                .to_string(),
-            "2026-02-01T00:00:00Z"
-        );
+        for (text, end) in [
+            ("4h", "2026-01-01T04:00:00Z"),
+            ("1h30m", "2026-01-01T01:30:00Z"),
+            ("7d", "2026-01-08T00:00:00Z"),
+            ("2026-02-01T00:00:00Z", "2026-02-01T00:00:00Z"),
+        ] {
+            assert_eq!(expires_at(text, "2026-01-01T00:00:00Z"), end, "{text}");
+        }
     }
 
     #[test]

@@ -154,19 +154,31 @@ mod tests {
         h
     }
 
+    /// A tar.gz of regular files (name, content).
+    fn tar_of(files: &[(&[u8], &[u8])]) -> Vec<u8> {
+        tar_gz(|b| {
+            for (name, content) in files {
+                let h = file_header(name, content.len(), tar::EntryType::Regular);
+                b.append(&h, *content).unwrap();
+            }
+        })
+    }
+
+    /// Why reading `data` with the default limits fails.
+    fn read_err(data: &[u8]) -> LegacyTarError {
+        read_yaml_files(data, &Limits::default()).unwrap_err()
+    }
+
     #[test]
     fn reads_regular_yaml_files_and_strips_upstream_temp_prefix() {
         let body = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n";
-        let data = tar_gz(|b| {
-            let h = file_header(
+        let data = tar_of(&[
+            (
                 b"/var/folders/x/T/compressing-tar-gz834304261/dir/a.yaml",
-                body.len(),
-                tar::EntryType::Regular,
-            );
-            b.append(&h, &body[..]).unwrap();
-            let h = file_header(b"notes.txt", 2, tar::EntryType::Regular);
-            b.append(&h, &b"hi"[..]).unwrap();
-        });
+                body,
+            ),
+            (b"notes.txt", b"hi"),
+        ]);
         let files = read_yaml_files(&data, &Limits::default()).unwrap();
         assert_eq!(
             files,
@@ -180,14 +192,10 @@ mod tests {
     #[test]
     fn strips_dash_hex_temp_prefix_of_kyverno_fixtures() {
         let body = b"apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n";
-        let data = tar_gz(|b| {
-            let h = file_header(
-                b"/var/folders/y5/T/compressing-tar-gz-e0e9325763d2/resource-sig-tmp.yaml",
-                body.len(),
-                tar::EntryType::Regular,
-            );
-            b.append(&h, &body[..]).unwrap();
-        });
+        let data = tar_of(&[(
+            b"/var/folders/y5/T/compressing-tar-gz-e0e9325763d2/resource-sig-tmp.yaml",
+            body,
+        )]);
         let files = read_yaml_files(&data, &Limits::default()).unwrap();
         assert_eq!(files[0].name, "resource-sig-tmp.yaml");
     }
@@ -199,22 +207,14 @@ mod tests {
             b"/tmp/compressing-tar-gz-xyz/a.yaml",
             b"/tmp/compressing-tar-gz1x/a.yaml",
         ] {
-            let data = tar_gz(|b| {
-                let h = file_header(name, 1, tar::EntryType::Regular);
-                b.append(&h, &b"x"[..]).unwrap();
-            });
-            let err = read_yaml_files(&data, &Limits::default()).unwrap_err();
+            let err = read_err(&tar_of(&[(name, b"x")]));
             assert!(matches!(err, LegacyTarError::AbsolutePath { .. }), "{err}");
         }
     }
 
     #[test]
     fn rejects_parent_traversal() {
-        let data = tar_gz(|b| {
-            let h = file_header(b"../evil.yaml", 1, tar::EntryType::Regular);
-            b.append(&h, &b"x"[..]).unwrap();
-        });
-        let err = read_yaml_files(&data, &Limits::default()).unwrap_err();
+        let err = read_err(&tar_of(&[(b"../evil.yaml", b"x")]));
         assert!(
             matches!(err, LegacyTarError::ParentTraversal { .. }),
             "{err}"
@@ -224,11 +224,7 @@ mod tests {
 
     #[test]
     fn rejects_absolute_names() {
-        let data = tar_gz(|b| {
-            let h = file_header(b"/etc/evil.yaml", 1, tar::EntryType::Regular);
-            b.append(&h, &b"x"[..]).unwrap();
-        });
-        let err = read_yaml_files(&data, &Limits::default()).unwrap_err();
+        let err = read_err(&tar_of(&[(b"/etc/evil.yaml", b"x")]));
         assert!(matches!(err, LegacyTarError::AbsolutePath { .. }), "{err}");
     }
 
@@ -240,7 +236,7 @@ mod tests {
             h.set_cksum();
             b.append(&h, &b""[..]).unwrap();
         });
-        let err = read_yaml_files(&data, &Limits::default()).unwrap_err();
+        let err = read_err(&data);
         assert!(
             matches!(err, LegacyTarError::ForbiddenEntryType { .. }),
             "{err}"
@@ -257,7 +253,7 @@ mod tests {
             gz.write_all(&zeros).unwrap();
         }
         let bomb = gz.finish().unwrap();
-        let err = read_yaml_files(&bomb, &Limits::default()).unwrap_err();
+        let err = read_err(&bomb);
         assert!(
             matches!(err, LegacyTarError::TooLarge { limit } if limit == Limits::default().max_message_bytes),
             "{err}"
@@ -270,13 +266,7 @@ mod tests {
             max_tar_entries: 2,
             ..Limits::default()
         };
-        let data = tar_gz(|b| {
-            for i in 0..3 {
-                let name = format!("f{i}.yaml");
-                let h = file_header(name.as_bytes(), 1, tar::EntryType::Regular);
-                b.append(&h, &b"x"[..]).unwrap();
-            }
-        });
+        let data = tar_of(&[(b"f0.yaml", b"x"), (b"f1.yaml", b"x"), (b"f2.yaml", b"x")]);
         let err = read_yaml_files(&data, &limits).unwrap_err();
         assert!(
             matches!(err, LegacyTarError::TooManyEntries { limit: 2 }),

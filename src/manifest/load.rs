@@ -445,16 +445,20 @@ fn is_list(value: &Value) -> bool {
 mod tests {
     use super::*;
 
-    #[test]
-    fn v1_lists_are_expanded_into_their_items() {
-        let text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: b}\n";
-        let f = load_reader(
+    /// Loads `text` as standard input with the default limits.
+    fn load(text: &str) -> Result<ManifestFile, ManifestError> {
+        load_reader(
             Source::Stdin,
             "x".into(),
             text.as_bytes(),
             &Limits::default(),
         )
-        .unwrap();
+    }
+
+    #[test]
+    fn v1_lists_are_expanded_into_their_items() {
+        let text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: b}\n";
+        let f = load(text).unwrap();
         let names: Vec<&str> = f
             .documents
             .iter()
@@ -466,13 +470,7 @@ mod tests {
     #[test]
     fn list_items_that_are_not_objects_are_named() {
         let text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  metadata: {name: a}\n";
-        let err = load_reader(
-            Source::Stdin,
-            "x".into(),
-            text.as_bytes(),
-            &Limits::default(),
-        )
-        .unwrap_err();
+        let err = load(text).unwrap_err();
         assert_eq!(
             err.to_string(),
             "<stdin>: document 1: not a Kubernetes object: items[0]: missing field `kind`"
@@ -482,14 +480,6 @@ mod tests {
     // kubectl applies the items of any object with `items`, not the object (issue 22).
     #[test]
     fn objects_kubectl_reads_as_lists_are_refused() {
-        let load = |text: &str| {
-            load_reader(
-                Source::Stdin,
-                "x".into(),
-                text.as_bytes(),
-                &Limits::default(),
-            )
-        };
         let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n";
         for text in [
             format!("{cm}items: []\n"),

@@ -9,12 +9,12 @@
 //! JSON).
 
 use super::http::{self, BodyError};
-use super::retry::{Attempts, RetryPolicy, Transient, retry, status_is_transient};
+use super::retry::{Attempts, RetryPolicy, retry};
 use super::sigstore::{CertificateFacts, EphemeralKey, IdentityToken, certificate_facts};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// The public-good Fulcio.
 pub const DEFAULT_FULCIO_URL: &str = "https://fulcio.sigstore.dev";
@@ -73,32 +73,7 @@ pub(crate) struct FulcioRequest<'a> {
 }
 
 /// One attempt's failure, before retries are accounted for.
-enum Attempt {
-    Connection(reqwest::Error),
-    Status {
-        status: u16,
-        message: String,
-        retry_after: Option<Duration>,
-    },
-    Body(BodyError),
-}
-
-impl Transient for Attempt {
-    fn is_transient(&self) -> bool {
-        match self {
-            Attempt::Connection(_) | Attempt::Body(BodyError::Read(_)) => true,
-            Attempt::Status { status, .. } => status_is_transient(*status),
-            Attempt::Body(BodyError::TooLarge { .. }) => false,
-        }
-    }
-
-    fn retry_after(&self) -> Option<Duration> {
-        match self {
-            Attempt::Status { retry_after, .. } => *retry_after,
-            _ => None,
-        }
-    }
-}
+type Attempt = http::Attempt<BodyError>;
 
 /// Asks Fulcio for a certificate for `key`, retrying transient failures, and checks that
 /// the leaf certifies our key.
@@ -140,7 +115,7 @@ pub(crate) async fn request_certificate(
                 attempts,
                 message,
             },
-            Attempt::Body(e) => FulcioError::Response {
+            Attempt::Other(e) => FulcioError::Response {
                 url: url.clone(),
                 reason: e.to_string(),
             },
@@ -170,18 +145,12 @@ async fn post(
         .send()
         .await
         .map_err(Attempt::Connection)?;
-    let status = response.status();
-    if !status.is_success() {
-        let retry_after = super::retry::retry_after(response.headers(), SystemTime::now());
-        return Err(Attempt::Status {
-            status: status.as_u16(),
-            message: http::error_message(response).await,
-            retry_after,
-        });
+    if !response.status().is_success() {
+        return Err(http::refused(response).await);
     }
     http::read_limited(response, MAX_RESPONSE_BYTES)
         .await
-        .map_err(Attempt::Body)
+        .map_err(Attempt::Other)
 }
 
 #[derive(Deserialize)]

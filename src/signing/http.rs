@@ -2,8 +2,9 @@
 //! configuration (user agent, timeouts, no redirects), bounded response bodies, and the rule
 //! for where secrets may be sent. Retries are in [`super::retry`].
 
+use super::retry::{Transient, status_is_transient};
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// User agent of every request mansign makes.
 pub(crate) const USER_AGENT: &str = concat!("mansign/", env!("CARGO_PKG_VERSION"));
@@ -97,6 +98,55 @@ pub enum BodyError {
     Read(#[source] reqwest::Error),
     #[error("the response is larger than {limit} bytes")]
     TooLarge { limit: usize },
+}
+
+impl Transient for BodyError {
+    /// A read broken off mid-answer can succeed on a second try; an answer over the limit
+    /// will not.
+    fn is_transient(&self) -> bool {
+        matches!(self, BodyError::Read(_))
+    }
+}
+
+/// One failed attempt at a request to a Sigstore service (Fulcio, Rekor), before retries
+/// are accounted for: no answer, a refusal, or a failure `E` of reading or judging the
+/// answer (retried when `E` says it is transient).
+pub(crate) enum Attempt<E> {
+    Connection(reqwest::Error),
+    Status {
+        status: u16,
+        message: String,
+        retry_after: Option<Duration>,
+    },
+    Other(E),
+}
+
+impl<E: Transient> Transient for Attempt<E> {
+    fn is_transient(&self) -> bool {
+        match self {
+            Attempt::Connection(_) => true,
+            Attempt::Status { status, .. } => status_is_transient(*status),
+            Attempt::Other(e) => e.is_transient(),
+        }
+    }
+
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Attempt::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+/// A refusal: its status, the service's message ([`error_message`]) and `Retry-After`.
+pub(crate) async fn refused<E>(response: reqwest::Response) -> Attempt<E> {
+    let status = response.status().as_u16();
+    let retry_after = super::retry::retry_after(response.headers(), SystemTime::now());
+    Attempt::Status {
+        status,
+        message: error_message(response).await,
+        retry_after,
+    }
 }
 
 /// Runs a future to completion on a private current-thread runtime, for the synchronous

@@ -17,14 +17,14 @@
 //! answer is parsed by the crate, through the adapter (`signing/sigstore.rs`).
 
 use super::http::{self, BodyError};
-use super::retry::{Attempts, RetryPolicy, Transient, retry, status_is_transient};
+use super::retry::{Attempts, RetryPolicy, Transient, retry};
 use super::sigstore::RekorLogEntry;
 use crate::annotations::{RekorBundle, RekorPayload};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// The public-good Rekor v1 log.
 pub const DEFAULT_REKOR_URL: &str = "https://rekor.sigstore.dev";
@@ -105,30 +105,14 @@ pub enum RekorError {
 }
 
 /// One request's failure, before retries are accounted for.
-enum Attempt {
-    Connection(reqwest::Error),
-    Status {
-        status: u16,
-        message: String,
-        retry_after: Option<Duration>,
-    },
-    Other(RekorError),
-}
+type Attempt = http::Attempt<RekorError>;
 
-impl Transient for Attempt {
+impl Transient for RekorError {
+    /// Past the status, Rekor's answer is judged, not asked again for: a failure there
+    /// (a body too large or broken off, not a log entry, a 409 without `Location`) is
+    /// never retried.
     fn is_transient(&self) -> bool {
-        match self {
-            Attempt::Connection(_) => true,
-            Attempt::Status { status, .. } => status_is_transient(*status),
-            Attempt::Other(_) => false,
-        }
-    }
-
-    fn retry_after(&self) -> Option<Duration> {
-        match self {
-            Attempt::Status { retry_after, .. } => *retry_after,
-            _ => None,
-        }
+        false
     }
 }
 
@@ -317,7 +301,7 @@ impl RekorUploader {
             return self.get_existing(&location).await;
         }
         if !status.is_success() {
-            return Err(failed(response).await);
+            return Err(http::refused(response).await);
         }
         parse_entry(response).await
     }
@@ -335,20 +319,9 @@ impl RekorUploader {
             .await
             .map_err(Attempt::Connection)?;
         if !response.status().is_success() {
-            return Err(failed(response).await);
+            return Err(http::refused(response).await);
         }
         parse_entry(response).await
-    }
-}
-
-/// A refusal: its status, Rekor's message and `Retry-After`.
-async fn failed(response: reqwest::Response) -> Attempt {
-    let status = response.status().as_u16();
-    let retry_after = super::retry::retry_after(response.headers(), SystemTime::now());
-    Attempt::Status {
-        status,
-        message: http::error_message(response).await,
-        retry_after,
     }
 }
 

@@ -18,16 +18,13 @@
 //! the crates' clients drop the response headers (no `Retry-After`) and read bodies without
 //! a bound.
 
+use crate::verify::sigstore::adapter::message_signature_content;
 use sigstore_crypto::KeyPair;
 use sigstore_rekor::LogEntry;
 use sigstore_types::bundle::{
-    CertificateContent, MessageDigest, MessageSignature, PublicKeyIdentifier, SignatureContent,
-    VerificationMaterial, VerificationMaterialContent,
+    CertificateContent, PublicKeyIdentifier, VerificationMaterial, VerificationMaterialContent,
 };
-use sigstore_types::{
-    Bundle, DerCertificate, DigestBytes, EntryUuid, HashAlgorithm, KindVersion, MediaType,
-    SignatureBytes,
-};
+use sigstore_types::{Bundle, DerCertificate, EntryUuid, KindVersion, MediaType};
 use std::collections::HashMap;
 
 /// A failure inside the sigstore crates, with their explanation.
@@ -268,19 +265,10 @@ pub(crate) fn message_bundle_json(
             VerificationMaterialContent::PublicKey(PublicKeyIdentifier::new(""))
         }
     };
-    let digest = sigstore_crypto::sha256(message);
-    let signature = SignatureContent::MessageSignature(
-        MessageSignature::new(SignatureBytes::new(signature.to_vec())).with_message_digest(
-            MessageDigest::new(
-                HashAlgorithm::Sha2256,
-                DigestBytes::new(digest.as_slice().to_vec()),
-            ),
-        ),
-    );
     Bundle::new(
         MediaType::Bundle0_3,
         VerificationMaterial::new(content).with_tlog_entries(vec![tlog]),
-        signature,
+        message_signature_content(signature, message),
     )
     .to_json_pretty()
     .map_err(failure)

@@ -407,15 +407,25 @@ mod tests {
         )
     }
 
+    /// A token of issuer `https://i` for subject `s`, with audience `aud`, expiring at `exp`.
+    fn token_of_s(aud: serde_json::Value, exp: i64) -> String {
+        jwt(serde_json::json!({"iss": "https://i", "sub": "s", "aud": aud, "exp": exp}))
+    }
+
+    /// [`token_of_s`] refused for audience `sigstore` from `source`: the token and why.
+    fn refused(aud: serde_json::Value, exp: i64, source: TokenSource) -> (String, TokenError) {
+        let t = token_of_s(aud, exp);
+        let err = AcquiredToken::new(&t, source, "sigstore", now()).unwrap_err();
+        (t, err)
+    }
+
     fn now() -> jiff::Timestamp {
         jiff::Timestamp::from_second(1_800_000_000).unwrap()
     }
 
     #[test]
     fn accepts_a_fresh_token_for_the_audience() {
-        let t = jwt(
-            serde_json::json!({"iss": "https://i", "sub": "s", "aud": ["x", "sigstore"], "exp": 1_800_000_100}),
-        );
+        let t = token_of_s(serde_json::json!(["x", "sigstore"]), 1_800_000_100);
         let got = AcquiredToken::new(&t, TokenSource::Argument, "sigstore", now()).unwrap();
         assert_eq!(got.subject(), "s");
         assert_eq!(got.source(), &TokenSource::Argument);
@@ -424,10 +434,7 @@ mod tests {
 
     #[test]
     fn refuses_an_expired_token() {
-        let t = jwt(
-            serde_json::json!({"iss": "https://i", "sub": "s", "aud": "sigstore", "exp": 1_799_999_000}),
-        );
-        let err = AcquiredToken::new(&t, TokenSource::Environment, "sigstore", now()).unwrap_err();
+        let (t, err) = refused("sigstore".into(), 1_799_999_000, TokenSource::Environment);
         assert!(matches!(err, TokenError::Expired { .. }), "{err}");
         assert!(err.to_string().contains("expired at"), "{err}");
         assert!(!err.to_string().contains(&t));
@@ -435,10 +442,7 @@ mod tests {
 
     #[test]
     fn refuses_a_token_for_another_audience() {
-        let t = jwt(
-            serde_json::json!({"iss": "https://i", "sub": "s", "aud": "other", "exp": 1_800_000_100}),
-        );
-        let err = AcquiredToken::new(&t, TokenSource::Argument, "sigstore", now()).unwrap_err();
+        let (_, err) = refused("other".into(), 1_800_000_100, TokenSource::Argument);
         assert!(matches!(err, TokenError::WrongAudience { .. }), "{err}");
         assert!(err.to_string().contains("\"other\""), "{err}");
     }

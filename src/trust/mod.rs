@@ -653,10 +653,14 @@ fn issued_by(child: &[u8], issuer: &[u8]) -> bool {
 mod tests {
     use super::*;
 
+    /// An embedded root: it loads without network and names itself.
+    fn assert_embedded_root_loads(root: Result<TrustRoot, TrustRootError>, origin: &str) {
+        assert_eq!(root.unwrap().origin(), origin);
+    }
+
     #[test]
     fn public_good_root_loads_offline() {
-        let root = TrustRoot::public_good().unwrap();
-        assert_eq!(root.origin(), TrustRoot::PUBLIC_GOOD);
+        assert_embedded_root_loads(TrustRoot::public_good(), TrustRoot::PUBLIC_GOOD);
     }
 
     #[test]
@@ -715,8 +719,7 @@ mod tests {
 
     #[test]
     fn staging_root_loads_offline() {
-        let root = TrustRoot::staging().unwrap();
-        assert_eq!(root.origin(), TrustRoot::STAGING);
+        assert_embedded_root_loads(TrustRoot::staging(), TrustRoot::STAGING);
     }
 
     #[test]
@@ -725,25 +728,26 @@ mod tests {
         shareable::<TrustRoot>();
     }
 
+    /// The error of `result`, once its message is seen to start with `start`.
+    fn refusal_starting(result: Result<TrustRoot, TrustRootError>, start: &str) -> TrustRootError {
+        let err = result.unwrap_err();
+        assert!(err.to_string().starts_with(start), "{err}");
+        err
+    }
+
     #[test]
     fn missing_file_error_names_the_file() {
-        let err = TrustRoot::from_file("/nonexistent/trusted_root.json").unwrap_err();
+        let path = "/nonexistent/trusted_root.json";
+        let start = format!("{path}: cannot read trusted root");
+        let err = refusal_starting(TrustRoot::from_file(path), &start);
         assert!(matches!(err, TrustRootError::Read { .. }));
-        assert!(
-            err.to_string()
-                .starts_with("/nonexistent/trusted_root.json: cannot read trusted root"),
-            "{err}"
-        );
     }
 
     #[test]
     fn malformed_json_error_names_the_origin() {
-        let err = TrustRoot::from_json("{").unwrap_err();
+        let start = "trusted root JSON: not a Sigstore";
+        let err = refusal_starting(TrustRoot::from_json("{"), start);
         assert!(matches!(err, TrustRootError::Parse { .. }));
-        assert!(
-            err.to_string()
-                .starts_with("trusted root JSON: not a Sigstore")
-        );
     }
 
     #[test]

@@ -585,17 +585,20 @@ mod tests {
         assert_eq!(key_of(&object(Value::Object(many))), None);
     }
 
+    /// Whether `cache` holds `key(i)` for each `i`, at a time every entry [`put`] is valid.
+    fn held<const N: usize>(cache: &VerificationCache, keys: [u8; N]) -> [bool; N] {
+        let now = t("2026-01-01T00:00:00Z");
+        keys.map(|i| cache.find(&key(i), now).is_some())
+    }
+
     #[test]
     fn the_oldest_entries_leave_first_and_the_size_stays_bounded() {
         let cache = VerificationCache::new(3);
         for i in 0..5 {
             put(&cache, key(i), 1);
         }
-        let now = t("2026-01-01T00:00:00Z");
         assert_eq!(cache.stats().entries, 3);
-        assert!(cache.find(&key(0), now).is_none());
-        assert!(cache.find(&key(1), now).is_none());
-        assert!(cache.find(&key(4), now).is_some());
+        assert_eq!(held(&cache, [0, 1, 4]), [false, false, true]);
     }
 
     /// The weight of one kept `doc_of(bytes)`.
@@ -613,14 +616,12 @@ mod tests {
         for i in 0..4 {
             put(&cache, key(i), 300);
         }
-        let now = t("2026-01-01T00:00:00Z");
         // two fit in the bound; the older ones left
         assert_eq!(cache.stats().entries, 2);
-        assert!(cache.find(&key(1), now).is_none());
-        assert!(cache.find(&key(3), now).is_some());
+        assert_eq!(held(&cache, [1, 3]), [false, true]);
         // documents larger than the whole bound are not remembered, and evict nothing
         put(&cache, key(9), 3 * one);
-        assert!(cache.find(&key(9), now).is_none());
+        assert_eq!(held(&cache, [9]), [false]);
         assert_eq!(cache.stats().entries, 2);
     }
 

@@ -141,12 +141,7 @@ mod tests {
             identity: &id(),
             limits: &Limits::default(),
         };
-        compare_with_signed(signed, object, &rules)
-            .unwrap()
-            .diffs
-            .iter()
-            .map(|d| d.path.to_string())
-            .collect()
+        compare_with_signed(signed, object, &rules).unwrap().paths()
     }
 
     fn signed() -> Value {

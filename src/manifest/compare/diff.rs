@@ -383,6 +383,12 @@ impl Comparison {
     pub fn is_equal(&self) -> bool {
         self.diffs.is_empty() && self.unreported == 0
     }
+
+    /// The paths of the reported differences, as messages write them (what tests compare).
+    #[cfg(test)]
+    pub(crate) fn paths(&self) -> Vec<String> {
+        self.diffs.iter().map(|d| d.path.to_string()).collect()
+    }
 }
 
 /// Compares `signed` with `actual`; `tolerated` decides which differences do not count

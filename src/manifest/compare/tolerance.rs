@@ -1198,10 +1198,7 @@ mod tests {
     fn remaining(t: &Tolerances, id: &ObjectIdentity, signed: Value, actual: Value) -> Vec<String> {
         compare(&signed, &actual, &|d| t.tolerates(id, &signed, &actual, d))
             .unwrap()
-            .diffs
-            .iter()
-            .map(|d| d.path.to_string())
-            .collect()
+            .paths()
     }
 
     fn kube() -> Tolerances {
@@ -1427,6 +1424,11 @@ mod tests {
         json!({"metadata": {"name": "x"}, "spec": spec})
     }
 
+    /// [`remaining`] for a core Service.
+    fn service_remaining(t: &Tolerances, signed: Value, live: Value) -> Vec<String> {
+        remaining(t, &id("", "Service"), signed, live)
+    }
+
     #[test]
     fn a_headless_cluster_ip_is_never_a_server_value() {
         let signed = service(json!({"selector": {"app": "x"}, "ports": [{"port": 80}]}));
@@ -1434,10 +1436,7 @@ mod tests {
             "clusterIP": "None", "clusterIPs": ["None"], "ipFamilies": ["IPv4"],
             "ipFamilyPolicy": "SingleStack"}));
         // `clusterIPs`, families and policy follow the (refused) `None`.
-        assert_eq!(
-            remaining(&kube(), &id("", "Service"), signed, live),
-            ["spec.clusterIP"]
-        );
+        assert_eq!(service_remaining(&kube(), signed, live), ["spec.clusterIP"]);
     }
 
     #[test]
@@ -1448,14 +1447,14 @@ mod tests {
             "ipFamilyPolicy": "RequireDualStack"}));
         // Addresses and families follow the (refused) dual-stack policy.
         assert_eq!(
-            remaining(&kube(), &id("", "Service"), signed.clone(), live),
+            service_remaining(&kube(), signed.clone(), live),
             ["spec.ipFamilyPolicy"]
         );
         let live = service(json!({"selector": {"app": "x"}, "clusterIP": "10.96.0.10",
             "clusterIPs": ["10.96.0.10"], "ipFamilies": ["IPv4"],
             "ipFamilyPolicy": "PreferDualStack"}));
         assert_eq!(
-            remaining(&kube(), &id("", "Service"), signed, live),
+            service_remaining(&kube(), signed, live),
             ["spec.ipFamilyPolicy"]
         );
     }
@@ -1467,13 +1466,13 @@ mod tests {
             let live = service(json!({"selector": {"app": "x"}, "clusterIP": ip,
                 "clusterIPs": [ip], "ipFamilies": [family], "ipFamilyPolicy": "SingleStack",
                 "type": "ClusterIP", "internalTrafficPolicy": "Cluster"}));
-            assert!(remaining(&kube(), &id("", "Service"), signed.clone(), live).is_empty());
+            assert!(service_remaining(&kube(), signed.clone(), live).is_empty());
         }
         // A family that is not the address's, a second address, a non-canonical spelling.
         let live = service(json!({"selector": {"app": "x"}, "clusterIP": "10.96.0.010",
             "clusterIPs": ["10.96.0.10", "10.96.0.11"], "ipFamilies": ["IPv6"]}));
         assert_eq!(
-            remaining(&kube(), &id("", "Service"), signed, live),
+            service_remaining(&kube(), signed, live),
             [
                 "spec.clusterIP",
                 "spec.clusterIPs[0]",
@@ -1512,21 +1511,21 @@ mod tests {
         // Not owned: what the allocator wrote, in an admission request and read back.
         for t in [kube(), admission.clone()] {
             let live = allocated_service(Some(vec![sent.clone()]));
-            assert!(remaining(&t, &id("", "Service"), signed.clone(), live).is_empty());
+            assert!(service_remaining(&t, signed.clone(), live).is_empty());
         }
         // Owned by the client that sent it (in one entry of several): refused either way.
         let chose = json!({"f:spec": {"f:clusterIP": {}, "f:clusterIPs": {}, "f:ipFamilies": {}}});
         for t in [kube(), admission.clone()] {
             let live = allocated_service(Some(vec![sent.clone(), chose.clone()]));
             assert_eq!(
-                remaining(&t, &id("", "Service"), signed.clone(), live),
+                service_remaining(&t, signed.clone(), live),
                 ["spec.clusterIP", "spec.clusterIPs[0]", "spec.ipFamilies[0]"]
             );
         }
         let only_ip = json!({"f:spec": {"f:clusterIP": {}}});
         let live = allocated_service(Some(vec![only_ip]));
         assert_eq!(
-            remaining(&admission, &id("", "Service"), signed.clone(), live),
+            service_remaining(&admission, signed.clone(), live),
             ["spec.clusterIP"]
         );
         // No `managedFields` (or entries without `fieldsV1`): an admission request cannot
@@ -1538,17 +1537,17 @@ mod tests {
             live
         }] {
             assert_eq!(
-                remaining(&admission, &id("", "Service"), signed.clone(), live.clone()),
+                service_remaining(&admission, signed.clone(), live.clone()),
                 ["spec.clusterIP", "spec.clusterIPs[0]", "spec.ipFamilies[0]"]
             );
-            assert!(remaining(&kube(), &id("", "Service"), signed.clone(), live).is_empty());
+            assert!(service_remaining(&kube(), signed.clone(), live).is_empty());
         }
         // The values that are the same whoever sends them stay tolerated without evidence.
         let live = service(
             json!({"selector": {"app": "x"}, "ipFamilyPolicy": "SingleStack",
             "type": "ClusterIP", "internalTrafficPolicy": "Cluster"}),
         );
-        assert!(remaining(&admission, &id("", "Service"), signed, live).is_empty());
+        assert!(service_remaining(&admission, signed, live).is_empty());
     }
 
     #[test]
@@ -1556,23 +1555,23 @@ mod tests {
         let with_selector = service(json!({"clusterIP": "None", "selector": {"app": "x"}}));
         let live = service(json!({"clusterIP": "None", "selector": {"app": "x"},
             "clusterIPs": ["None"], "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack"}));
-        assert!(remaining(&kube(), &id("", "Service"), with_selector.clone(), live).is_empty());
+        assert!(service_remaining(&kube(), with_selector.clone(), live).is_empty());
         let selectorless = service(json!({"clusterIP": "None"}));
         let live = service(json!({"clusterIP": "None", "clusterIPs": ["None"],
             "ipFamilies": ["IPv6", "IPv4"], "ipFamilyPolicy": "RequireDualStack"}));
-        assert!(remaining(&kube(), &id("", "Service"), selectorless.clone(), live).is_empty());
+        assert!(service_remaining(&kube(), selectorless.clone(), live).is_empty());
         // The other way round is the client's choice.
         let live = service(json!({"clusterIP": "None", "selector": {"app": "x"},
             "clusterIPs": ["None"], "ipFamilies": ["IPv4", "IPv6"],
             "ipFamilyPolicy": "RequireDualStack"}));
         assert_eq!(
-            remaining(&kube(), &id("", "Service"), with_selector, live),
+            service_remaining(&kube(), with_selector, live),
             ["spec.ipFamilyPolicy"]
         );
         let live = service(json!({"clusterIP": "None", "clusterIPs": ["None"],
             "ipFamilies": ["IPv4"], "ipFamilyPolicy": "SingleStack"}));
         assert_eq!(
-            remaining(&kube(), &id("", "Service"), selectorless, live),
+            service_remaining(&kube(), selectorless, live),
             ["spec.ipFamilyPolicy"]
         );
     }
@@ -1584,7 +1583,7 @@ mod tests {
             "clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"], "ipFamilies": ["IPv4"],
             "ipFamilyPolicy": "SingleStack", "internalTrafficPolicy": "Cluster"}));
         assert_eq!(
-            remaining(&kube(), &id("", "Service"), signed, live),
+            service_remaining(&kube(), signed, live),
             [
                 "spec.clusterIP",
                 "spec.clusterIPs[0]",
@@ -1597,29 +1596,23 @@ mod tests {
 
     #[test]
     fn image_pull_policy_is_the_one_the_image_reference_gets() {
+        let registry_latest = "registry.example:5000/team/app:latest";
+        let digest = "0123456789abcdef".repeat(4);
+        let (pinned, latest_pinned) = (
+            format!("nginx@sha256:{digest}"),
+            format!("nginx:latest@sha256:{digest}"),
+        );
         let cases = [
             ("nginx", "Always", true),
             ("nginx", "IfNotPresent", false),
             ("nginx:latest", "Always", true),
             ("nginx:latest", "IfNotPresent", false),
-            (
-                "registry.example:5000/team/app:latest",
-                "IfNotPresent",
-                false,
-            ),
+            (registry_latest, "IfNotPresent", false),
             ("nginx:1.25", "IfNotPresent", true),
             ("nginx:1.25", "Always", false),
             ("nginx:1.25", "Never", false),
-            (
-                "nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-                "IfNotPresent",
-                true,
-            ),
-            (
-                "nginx:latest@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-                "IfNotPresent",
-                false,
-            ),
+            (&pinned, "IfNotPresent", true),
+            (&latest_pinned, "IfNotPresent", false),
             ("localhost:5000/app", "Always", true),
             ("Nginx:1.25", "IfNotPresent", false),
             ("nginx:", "IfNotPresent", false),
@@ -1696,11 +1689,11 @@ mod tests {
     fn defaults_are_tolerated_only_with_the_default_value() {
         let signed = json!({"spec": {"ports": [{"port": 80}]}});
         let ok = json!({"spec": {"ports": [{"port": 80, "protocol": "TCP"}], "type": "ClusterIP", "clusterIP": "10.0.0.1", "clusterIPs": ["10.0.0.1"], "sessionAffinity": "None"}});
-        assert!(remaining(&kube(), &id("", "Service"), signed.clone(), ok).is_empty());
+        assert!(service_remaining(&kube(), signed.clone(), ok).is_empty());
         let bad =
             json!({"spec": {"ports": [{"port": 80, "protocol": "UDP"}], "type": "LoadBalancer"}});
         assert_eq!(
-            remaining(&kube(), &id("", "Service"), signed, bad),
+            service_remaining(&kube(), signed, bad),
             ["spec.ports[0].protocol", "spec.type"]
         );
     }
@@ -1725,7 +1718,7 @@ mod tests {
         let signed = json!({"spec": {"clusterIP": "10.0.0.1", "type": "NodePort"}});
         let actual = json!({"spec": {"clusterIP": "10.0.0.2", "type": "ClusterIP"}});
         assert_eq!(
-            remaining(&kube(), &id("", "Service"), signed, actual),
+            service_remaining(&kube(), signed, actual),
             ["spec.clusterIP", "spec.type"]
         );
     }
@@ -1735,7 +1728,7 @@ mod tests {
         let signed = json!({"spec": {"clusterIPs": ["10.0.0.1"], "ipFamilies": ["IPv4"]}});
         let actual = json!({"spec": {"clusterIPs": ["10.0.0.1", "fd00::1"], "ipFamilies": ["IPv4", "IPv6"]}});
         assert_eq!(
-            remaining(&kube(), &id("", "Service"), signed, actual),
+            service_remaining(&kube(), signed, actual),
             ["spec.clusterIPs[1]", "spec.ipFamilies[1]"]
         );
     }
@@ -1777,34 +1770,17 @@ mod tests {
             namespace_binding: vec!["team-a".into()],
             ..Tolerances::default()
         };
+        let cm = id("", "ConfigMap");
+        let in_namespace = |ns: &str| json!({"metadata": {"name": "x", "namespace": ns}});
         let signed = json!({"metadata": {"name": "x"}});
-        assert!(
-            remaining(
-                &t,
-                &id("", "ConfigMap"),
-                signed.clone(),
-                json!({"metadata": {"name": "x", "namespace": "team-a"}})
-            )
-            .is_empty()
-        );
+        assert!(remaining(&t, &cm, signed.clone(), in_namespace("team-a")).is_empty());
         assert_eq!(
-            remaining(
-                &t,
-                &id("", "ConfigMap"),
-                signed,
-                json!({"metadata": {"name": "x", "namespace": "team-b"}})
-            ),
+            remaining(&t, &cm, signed, in_namespace("team-b")),
             ["metadata.namespace"]
         );
         // a signed namespace is never rebound
-        let signed = json!({"metadata": {"name": "x", "namespace": "team-b"}});
         assert_eq!(
-            remaining(
-                &t,
-                &id("", "ConfigMap"),
-                signed,
-                json!({"metadata": {"name": "x", "namespace": "team-a"}})
-            ),
+            remaining(&t, &cm, in_namespace("team-b"), in_namespace("team-a")),
             ["metadata.namespace"]
         );
     }

@@ -11,6 +11,7 @@
 use super::budget::{Budget, Exceeded, exact};
 use super::error::{ScalarReadings, Step, YamlError, YamlLocation, render_path, shorten};
 use super::scalar::{self, CoreTag, Refusal, Written};
+use super::stream::Chunk;
 use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -22,13 +23,12 @@ const ALIAS_BYTES_PER_NODE: usize = 16;
 /// Parses one document (a chunk between `---` lines, already pre-scanned). `None` when the
 /// chunk holds no document (only comments or blank lines).
 pub(crate) fn parse_document(
-    text: &str,
-    document: usize,
-    first_line: usize,
+    chunk: &Chunk,
     budget: &mut Budget,
     max_depth: usize,
 ) -> Result<Option<Value>, YamlError> {
-    let mut text = Cow::Borrowed(text);
+    let (document, first_line) = (chunk.position + 1, chunk.first_line);
+    let mut text = Cow::Borrowed(chunk.text.as_str());
     let mut reindented = 0;
     loop {
         let before = budget.clone();

@@ -143,13 +143,7 @@ fn read_chunk(
         }
     }
     scan::prescan(&chunk.text, scan_limits).map_err(finding)?;
-    events::parse_document(
-        &chunk.text,
-        document,
-        chunk.first_line,
-        budget,
-        limits.max_depth,
-    )
+    events::parse_document(chunk, budget, limits.max_depth)
 }
 
 /// Refuses a JSON document of a YAML stream with a string escape kubectl's YAML parser

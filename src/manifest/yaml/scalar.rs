@@ -269,19 +269,34 @@ impl fmt::Display for Number {
 
 /// The YAML 1.2 core-schema reading.
 pub(crate) fn yaml12(text: &str, written: Written, tag: Option<CoreTag>) -> Reading {
+    // `!!float 1`: the core float expression matches integers too.
+    let int_as_float = |_| is_core_float(text).then(|| core_float(text));
+    schema_reading(text, written, tag, core_plain, int_as_float)
+}
+
+/// A scalar's reading in a schema whose plain reading is `plain`: a `!!str` or quoted
+/// scalar is a string, a plain one is read by `plain`, and a scalar with another tag is
+/// read as if plain (whatever its quoting) and must have the tag's kind; an integer under
+/// `!!float` is what `int_as_float` makes of it (`None`: invalid).
+fn schema_reading(
+    text: &str,
+    written: Written,
+    tag: Option<CoreTag>,
+    plain: fn(&str) -> Reading,
+    int_as_float: impl FnOnce(Reading) -> Option<Reading>,
+) -> Reading {
     match (tag, written) {
         (Some(CoreTag::Str), _) | (None, Written::Quoted) => Reading::Str,
-        (None, Written::Plain) => core_plain(text),
+        (None, Written::Plain) => plain(text),
         (Some(tag), _) => {
-            let r = core_plain(text);
+            let r = plain(text);
             match (tag, r) {
                 (CoreTag::Null, Reading::Null)
                 | (CoreTag::Bool, Reading::Bool(_))
                 | (CoreTag::Int, Reading::Int(_) | Reading::HugeInt)
                 | (CoreTag::Float, Reading::Float(_)) => r,
-                // `!!float 1`: the core float expression matches integers too.
-                (CoreTag::Float, Reading::Int(_) | Reading::HugeInt) if is_core_float(text) => {
-                    core_float(text)
+                (CoreTag::Float, Reading::Int(_) | Reading::HugeInt) => {
+                    int_as_float(r).unwrap_or(Reading::Invalid)
                 }
                 _ => Reading::Invalid,
             }
@@ -397,24 +412,15 @@ fn int_reading(magnitude: Option<i128>, negative: bool) -> Reading {
 
 /// kubectl's reading.
 pub(crate) fn kubectl(text: &str, written: Written, tag: Option<CoreTag>) -> Reading {
-    match (tag, written) {
-        // decode.go: a scalar without tag that is not plain ("!n.implicit") is a string.
-        (Some(CoreTag::Str), _) | (None, Written::Quoted) => Reading::Str,
-        (None, Written::Plain) => go_resolve(text),
-        // resolve(tag, in): the text is resolved as if plain (whatever its quoting), then
-        // must have the tag's kind; `!!float` also takes an int/int64 result as a float.
-        (Some(tag), _) => {
-            let r = go_resolve(text);
-            match (tag, r) {
-                (CoreTag::Null, Reading::Null)
-                | (CoreTag::Bool, Reading::Bool(_))
-                | (CoreTag::Int, Reading::Int(_) | Reading::HugeInt)
-                | (CoreTag::Float, Reading::Float(_)) => r,
-                (CoreTag::Float, Reading::Int(i)) => Reading::Float(i as f64),
-                _ => Reading::Invalid,
-            }
-        }
-    }
+    // decode.go: a scalar without tag that is not plain ("!n.implicit") is a string.
+    // resolve(tag, in): the text is resolved as if plain (whatever its quoting), then
+    // must have the tag's kind; `!!float` also takes an int/int64 result as a float (not
+    // a huge one).
+    let int_as_float = |r| match r {
+        Reading::Int(i) => Some(Reading::Float(i as f64)),
+        _ => None,
+    };
+    schema_reading(text, written, tag, go_resolve, int_as_float)
 }
 
 /// `resolve("", in)` of go-yaml v2.

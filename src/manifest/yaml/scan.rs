@@ -257,6 +257,18 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// `skip_to_next_token` in flow context: blanks, line breaks and comments.
+    fn skip_to_next_flow_token(&mut self) {
+        loop {
+            match self.peek() {
+                ' ' | '\t' => self.bump(),
+                '\n' | '\r' => self.skip_break(),
+                '#' => self.skip_comment(),
+                _ => break,
+            }
+        }
+    }
+
     fn skip_comment(&mut self) {
         while is_yaml_non_break(self.peek()) {
             self.bump();
@@ -682,14 +694,7 @@ fn measure_flow(c: &mut Cursor, block_indent: isize, limits: ScanLimits) -> Resu
             return Err(Finding::FlowTooLarge { line, column });
         }
         // skip_to_next_token (line breaks do not allow keys in flow context).
-        loop {
-            match c.peek() {
-                ' ' | '\t' => c.bump(),
-                '\n' | '\r' => c.skip_break(),
-                '#' => c.skip_comment(),
-                _ => break,
-            }
-        }
+        c.skip_to_next_flow_token();
         if c.at_end() {
             return Ok(());
         }
@@ -760,14 +765,7 @@ fn measure_flow(c: &mut Cursor, block_indent: isize, limits: ScanLimits) -> Resu
             '\'' | '"' => {
                 c.quoted(ch);
                 c.skip_ws_to_eol();
-                loop {
-                    match c.peek() {
-                        ' ' | '\t' => c.bump(),
-                        '\n' | '\r' => c.skip_break(),
-                        '#' => c.skip_comment(),
-                        _ => break,
-                    }
-                }
+                c.skip_to_next_flow_token();
                 adjacent_value_at = Some(c.i);
             }
             _ => plain_in_flow(c, block_indent),

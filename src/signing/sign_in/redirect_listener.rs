@@ -127,8 +127,17 @@ mod tests {
         answer
     }
 
-    #[test]
-    fn the_listener_ignores_other_paths_and_forged_states_until_the_real_redirect() {
+    /// The status line's start (`HTTP/1.1 NNN`) of the answer to `GET target`.
+    async fn status(port: u16, target: &str) -> String {
+        get(port, target).await.chars().take(12).collect()
+    }
+
+    /// Runs [`receive_code`] (expecting `state`) on a loopback listener while `client`
+    /// sends requests to its port; returns what [`receive_code`] ended with.
+    fn sign_in_with<Fut: std::future::Future<Output = ()>>(
+        state: &'static str,
+        client: impl FnOnce(u16) -> Fut,
+    ) -> Result<Secret, SignInError> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -136,45 +145,37 @@ mod tests {
         rt.block_on(async {
             let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
             let port = listener.local_addr().unwrap().port();
-            let wait = tokio::spawn(async move { receive_code(&listener, "good").await });
-            assert!(get(port, "/favicon.ico").await.starts_with("HTTP/1.1 404"));
-            assert!(
-                get(port, "/auth/callback?code=evil&state=bad")
-                    .await
-                    .starts_with("HTTP/1.1 400")
-            );
-            assert!(
-                get(port, "/auth/callback?code=c0de&state=good")
-                    .await
-                    .starts_with("HTTP/1.1 200")
-            );
-            let code = wait.await.unwrap().unwrap();
-            assert_eq!(code.expose(), "c0de");
-        });
+            let wait = tokio::spawn(async move { receive_code(&listener, state).await });
+            client(port).await;
+            wait.await.unwrap()
+        })
+    }
+
+    #[test]
+    fn the_listener_ignores_other_paths_and_forged_states_until_the_real_redirect() {
+        let code = sign_in_with("good", |port| async move {
+            assert_eq!(status(port, "/favicon.ico").await, "HTTP/1.1 404");
+            let forged = "/auth/callback?code=evil&state=bad";
+            assert_eq!(status(port, forged).await, "HTTP/1.1 400");
+            let real = "/auth/callback?code=c0de&state=good";
+            assert_eq!(status(port, real).await, "HTTP/1.1 200");
+        })
+        .unwrap();
+        assert_eq!(code.expose(), "c0de");
     }
 
     #[test]
     fn an_error_redirect_ends_the_sign_in() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
-            let port = listener.local_addr().unwrap().port();
-            let wait = tokio::spawn(async move { receive_code(&listener, "s").await });
-            get(
-                port,
-                "/auth/callback?error=access_denied&error_description=no&state=s",
-            )
-            .await;
-            let err = wait.await.unwrap().unwrap_err();
-            assert!(matches!(err, SignInError::Denied { .. }), "{err}");
-            assert_eq!(
-                err.to_string(),
-                "the issuer refused the sign-in: access_denied (no)"
-            );
-        });
+        let err = sign_in_with("s", |port| async move {
+            let denied = "/auth/callback?error=access_denied&error_description=no&state=s";
+            get(port, denied).await;
+        })
+        .unwrap_err();
+        assert!(matches!(err, SignInError::Denied { .. }), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "the issuer refused the sign-in: access_denied (no)"
+        );
     }
 
     /// RFC 6749 §4.1.2.1: an error redirect carries the request's `state` too. Without
@@ -182,27 +183,17 @@ mod tests {
     /// in the terminal) by guessing the port.
     #[test]
     fn an_error_redirect_with_a_wrong_state_does_not_end_the_sign_in() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
-            let port = listener.local_addr().unwrap().port();
-            let wait = tokio::spawn(async move { receive_code(&listener, "good").await });
+        let code = sign_in_with("good", |port| async move {
             for forged in [
                 "/auth/callback?error=access_denied&error_description=forged",
                 "/auth/callback?error=access_denied&state=bad",
             ] {
-                assert!(get(port, forged).await.starts_with("HTTP/1.1 400"));
+                assert_eq!(status(port, forged).await, "HTTP/1.1 400", "{forged}");
             }
-            assert!(
-                get(port, "/auth/callback?code=c0de&state=good")
-                    .await
-                    .starts_with("HTTP/1.1 200")
-            );
-            let code = wait.await.unwrap().unwrap();
-            assert_eq!(code.expose(), "c0de");
-        });
+            let real = "/auth/callback?code=c0de&state=good";
+            assert_eq!(status(port, real).await, "HTTP/1.1 200");
+        })
+        .unwrap();
+        assert_eq!(code.expose(), "c0de");
     }
 }

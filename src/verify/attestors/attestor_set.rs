@@ -986,6 +986,11 @@ mod tests {
         AttestorPolicy::new(sets).unwrap()
     }
 
+    /// One set: any two of `entries`.
+    fn two_of(entries: Vec<AttestorEntry>) -> AttestorPolicy {
+        policy(vec![set(Some(2), entries)])
+    }
+
     fn paths(m: &[EntryMatch]) -> Vec<String> {
         m.iter().map(|e| e.entry.to_string()).collect()
     }
@@ -1228,6 +1233,18 @@ mod tests {
         )
     }
 
+    /// count 2 over [key `a`, certificates of `authority`], over `a`'s signature without a
+    /// certificate (set 0) and `holder`'s signature with `cert` (set 1).
+    fn key_and_certificate(
+        a: &Signer,
+        authority: &Ca,
+        holder: &Signer,
+        cert: &str,
+    ) -> Result<Vec<EntryMatch>, SetFailure> {
+        let p = two_of(vec![a.entry(), chain_entry("team", authority)]);
+        p.evaluate(MESSAGE, &[a.set(0), with_certificate(holder, 1, cert)])
+    }
+
     #[test]
     fn one_key_bare_and_in_a_certificate_is_one_signer() {
         // count 2 over [key a, certificates of CA]: set 0 is a's signature without a
@@ -1235,13 +1252,7 @@ mod tests {
         let a = Signer::new("a");
         let authority = ca("team CA");
         let cert = certificate(&a, "alice", Some(&authority));
-        let p = policy(vec![set(
-            Some(2),
-            vec![a.entry(), chain_entry("team", &authority)],
-        )]);
-        let err = p
-            .evaluate(MESSAGE, &[a.set(0), with_certificate(&a, 1, &cert)])
-            .unwrap_err();
+        let err = key_and_certificate(&a, &authority, &a, &cert).unwrap_err();
         assert_eq!((err.verified, err.required), (1, 2), "{err}");
         assert_eq!(err.code(), "signer-already-counted", "{err}");
         // Each entry alone is satisfied: the refusal is the counting, not the checks.
@@ -1258,10 +1269,7 @@ mod tests {
         // a certificate of the same key both accept it.
         let a = Signer::new("a");
         let cert = certificate(&a, "alice", None);
-        let p = policy(vec![set(
-            Some(2),
-            vec![a.entry(), pinned_entry("alice", &cert)],
-        )]);
+        let p = two_of(vec![a.entry(), pinned_entry("alice", &cert)]);
         let err = p.evaluate(MESSAGE, &[a.set(0)]).unwrap_err();
         assert_eq!((err.verified, err.required), (1, 2), "{err}");
         // and the loaders warn: the pinned certificate names the same key
@@ -1276,22 +1284,16 @@ mod tests {
             certificate(&a, "alice", Some(&ca1)),
             certificate(&a, "not-alice", Some(&ca2)),
         );
-        let p = policy(vec![set(
-            Some(2),
-            vec![chain_entry("one", &ca1), chain_entry("two", &ca2)],
-        )]);
+        let p = two_of(vec![chain_entry("one", &ca1), chain_entry("two", &ca2)]);
         let sets = [with_certificate(&a, 0, &c1), with_certificate(&a, 1, &c2)];
         let err = p.evaluate(MESSAGE, &sets).unwrap_err();
         assert_eq!((err.verified, err.required), (1, 2), "{err}");
         // also when the key entry joins: still one signer for all three entries
-        let p = policy(vec![set(
-            Some(2),
-            vec![
-                a.entry(),
-                chain_entry("one", &ca1),
-                chain_entry("two", &ca2),
-            ],
-        )]);
+        let p = two_of(vec![
+            a.entry(),
+            chain_entry("one", &ca1),
+            chain_entry("two", &ca2),
+        ]);
         let sets = [
             a.set(0),
             with_certificate(&a, 1, &c1),
@@ -1305,26 +1307,17 @@ mod tests {
         let (a, b) = (Signer::new("a"), Signer::new("b"));
         let authority = ca("team CA");
         let cert_b = certificate(&b, "bob", Some(&authority));
-        let p = policy(vec![set(
-            Some(2),
-            vec![a.entry(), chain_entry("team", &authority)],
-        )]);
-        let ok = p
-            .evaluate(MESSAGE, &[a.set(0), with_certificate(&b, 1, &cert_b)])
-            .unwrap();
+        let ok = key_and_certificate(&a, &authority, &b, &cert_b).unwrap();
         assert_eq!(
             paths(&ok),
             ["attestors[0].entries[0]", "attestors[0].entries[1]"]
         );
         // two certificates with different keys under one CA, two entries
         let cert_a = certificate(&a, "alice", Some(&authority));
-        let p = policy(vec![set(
-            Some(2),
-            vec![
-                pinned_entry("alice", &cert_a),
-                chain_entry("team", &authority),
-            ],
-        )]);
+        let p = two_of(vec![
+            pinned_entry("alice", &cert_a),
+            chain_entry("team", &authority),
+        ]);
         let sets = [
             with_certificate(&a, 0, &cert_a),
             with_certificate(&b, 1, &cert_b),

@@ -421,18 +421,19 @@ mod tests {
 
     #[test]
     fn an_exact_value_that_looks_like_a_regex_names_the_regexp_flag() {
+        // What a policy requiring GitHub Actions and the exact subject `subject` says of
+        // WORKFLOW's certificate.
+        let mismatch = |subject: &str| {
+            let policy = policy().subject(subject).build().unwrap();
+            policy.matches(&evidence(WORKFLOW, Some(GHA))).unwrap_err()
+        };
         for pattern in [
             "https://github.com/acme/.*",
             "^https://github.com/acme/",
             "https://github.com/acme/(a|b)/x",
             "https://github\\.com/acme/x",
         ] {
-            let policy = IdentityPolicy::builder()
-                .exact(Claim::Issuer, GHA)
-                .exact(Claim::Subject, pattern)
-                .build()
-                .unwrap();
-            let e = policy.matches(&evidence(WORKFLOW, Some(GHA))).unwrap_err();
+            let e = mismatch(pattern);
             let text = e.to_string();
             assert!(text.contains("looks like a regular expression"), "{text}");
             assert!(text.contains("--certificate-identity-regexp"), "{text}");
@@ -443,15 +444,7 @@ mod tests {
             "https://github.com/org/other/.github/workflows/sign.yaml@refs/heads/main",
             "first.last@example.com",
         ] {
-            let policy = IdentityPolicy::builder()
-                .exact(Claim::Issuer, GHA)
-                .exact(Claim::Subject, plain)
-                .build()
-                .unwrap();
-            let text = policy
-                .matches(&evidence(WORKFLOW, Some(GHA)))
-                .unwrap_err()
-                .to_string();
+            let text = mismatch(plain).to_string();
             assert!(!text.contains("regular expression"), "{text}");
         }
     }
@@ -561,13 +554,18 @@ mod tests {
         assert_eq!(p.matches(&evidence(WORKFLOW, Some(GHA))), Ok(()));
     }
 
+    /// GitHub Actions, WORKFLOW's subject, and `claim` exactly `value`.
+    fn workflow_policy(claim: Claim, value: &str) -> IdentityPolicy {
+        policy()
+            .subject(WORKFLOW)
+            .exact(claim, value)
+            .build()
+            .unwrap()
+    }
+
     #[test]
     fn github_claim_is_not_taken_from_the_san() {
-        let p = policy()
-            .subject(WORKFLOW)
-            .exact(Claim::GithubWorkflowRepository, "org/repo")
-            .build()
-            .unwrap();
+        let p = workflow_policy(Claim::GithubWorkflowRepository, "org/repo");
         let mut e = evidence(WORKFLOW, Some(GHA));
         e.claims = WorkflowClaims::default();
         assert_eq!(
@@ -592,11 +590,7 @@ mod tests {
 
     #[test]
     fn wrong_github_ref_is_rejected() {
-        let p = policy()
-            .subject(WORKFLOW)
-            .exact(Claim::GithubWorkflowRef, "refs/heads/release")
-            .build()
-            .unwrap();
+        let p = workflow_policy(Claim::GithubWorkflowRef, "refs/heads/release");
         let err = p.matches(&evidence(WORKFLOW, Some(GHA))).unwrap_err();
         assert_eq!(
             err.to_string(),

@@ -9,7 +9,7 @@ use super::error::SigstoreError;
 use super::evidence::{CertificateSubject, WorkflowClaims};
 use super::rekor_entry::RekorEntry;
 use crate::trust::{FulcioAuthorities, TrustRoot};
-use rustls_pki_types::SignatureVerificationAlgorithm;
+use rustls_pki_types::{CertificateDer, SignatureVerificationAlgorithm, TrustAnchor, UnixTime};
 use sigstore_types::bundle::{
     InclusionPromise, MessageDigest, MessageSignature, PublicKeyIdentifier, SignatureContent,
     TransparencyLogEntry, VerificationMaterial, VerificationMaterialContent, X509Certificate,
@@ -288,6 +288,49 @@ pub(super) fn webpki_algorithms() -> &'static [&'static dyn SignatureVerificatio
     sigstore_crypto::WEBPKI_VERIFICATION_ALGS
 }
 
+/// Why [`verify_webpki_path`] refused a certificate, with rustls-webpki's error.
+pub(super) enum WebpkiPathError {
+    /// The leaf is not a certificate webpki reads.
+    Malformed(webpki::Error),
+    /// A certificate of the path was expired or not yet valid at the time.
+    NotValidAt(webpki::Error),
+    /// No path to an anchor holds (signature, name, usage, ...).
+    Untrusted(webpki::Error),
+}
+
+/// mansign's own chain checks through rustls-webpki ([`webpki_algorithms`]): a path from
+/// `leaf` (DER) through `intermediates` to one of `anchors`, every certificate valid at
+/// `seconds` (Unix time), under the EKU rule `usage`. Each caller names the failures.
+pub(super) fn verify_webpki_path(
+    leaf: &[u8],
+    anchors: &[TrustAnchor<'_>],
+    intermediates: &[CertificateDer<'_>],
+    seconds: u64,
+    usage: webpki::KeyUsage,
+) -> Result<(), WebpkiPathError> {
+    let leaf_der = CertificateDer::from(leaf);
+    let end_entity =
+        webpki::EndEntityCert::try_from(&leaf_der).map_err(WebpkiPathError::Malformed)?;
+    let time = UnixTime::since_unix_epoch(std::time::Duration::from_secs(seconds));
+    end_entity
+        .verify_for_usage(
+            webpki_algorithms(),
+            anchors,
+            intermediates,
+            time,
+            usage,
+            None,
+            None,
+        )
+        .map(|_| ())
+        .map_err(|e| match e {
+            webpki::Error::CertExpired { .. } | webpki::Error::CertNotValidYet { .. } => {
+                WebpkiPathError::NotValidAt(e)
+            }
+            other => WebpkiPathError::Untrusted(other),
+        })
+}
+
 /// The cosign triple as a Sigstore bundle v0.1 (research `sigstore-rust-crates.md` §4.2):
 /// one tlog entry with integrated time and inclusion promise (SET), no inclusion proof,
 /// no RFC 3161 timestamp. The body is re-encoded from the decoded bytes, so the SET is
@@ -320,16 +363,25 @@ fn bundle_v01(
         }
     };
     let material = VerificationMaterial::new(content).with_tlog_entries(vec![tlog]);
+    Bundle::new(
+        MediaType::Bundle0_1,
+        material,
+        message_signature_content(signature, message),
+    )
+}
+
+/// A bundle's message signature: the signature bytes and the SHA-256 digest of the signed
+/// message. Also what signing writes into the bundles it hands out (`--bundle-out`).
+pub(crate) fn message_signature_content(signature: &[u8], message: &[u8]) -> SignatureContent {
     let digest = sigstore_crypto::sha256(message);
-    let signature = SignatureContent::MessageSignature(
+    SignatureContent::MessageSignature(
         MessageSignature::new(SignatureBytes::new(signature.to_vec())).with_message_digest(
             MessageDigest::new(
                 HashAlgorithm::Sha2256,
                 DigestBytes::new(digest.as_slice().to_vec()),
             ),
         ),
-    );
-    Bundle::new(MediaType::Bundle0_1, material, signature)
+    )
 }
 
 /// sigstore-verify's failure categories, mapped onto one [`SigstoreError`] variant per

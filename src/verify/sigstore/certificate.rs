@@ -33,6 +33,7 @@
 //! Kyverno accepts any signer the SET vouches for (research `kyverno-manifests.md` §2.5).
 //! mansign always runs every step above.
 
+use super::adapter::{WebpkiPathError, verify_webpki_path};
 use super::error::SigstoreError;
 use super::key_bundle::verify_key_set_with_bundle;
 use super::signer::SignerInfo;
@@ -40,7 +41,7 @@ use crate::annotations::SignatureSet;
 use crate::trust::TrustRoot;
 use p256::ecdsa::{DerSignature, VerifyingKey, signature::Verifier as _};
 use p256::pkcs8::DecodePublicKey as _;
-use rustls_pki_types::{CertificateDer, UnixTime};
+use rustls_pki_types::CertificateDer;
 use sha2::{Digest as _, Sha256};
 use std::fmt;
 use std::sync::Arc;
@@ -532,32 +533,20 @@ fn verify_chain(
         .iter()
         .map(|d| CertificateDer::from(d.as_slice()))
         .collect();
-    let leaf_der = CertificateDer::from(leaf);
-    let end_entity = webpki::EndEntityCert::try_from(&leaf_der)
-        .map_err(|e| CertificateCheckError::MalformedCertificate(format!("{e:?}")))?;
-    end_entity
-        .verify_for_usage(
-            super::adapter::webpki_algorithms(),
-            &[anchor],
-            &intermediates,
-            UnixTime::since_unix_epoch(std::time::Duration::from_secs(seconds)),
-            // webpki applies one EKU rule to every certificate of the path. The leaf's EKU
-            // was required above (step 5); CAs commonly carry no EKU (Go's x509, which
-            // cosign uses, treats that as unrestricted), but one that has an EKU must allow
-            // code signing.
-            webpki::KeyUsage::required_if_present(ID_KP_CODE_SIGNING),
-            None,
-            None,
-        )
-        .map_err(|e| match e {
-            webpki::Error::CertExpired { .. } | webpki::Error::CertNotValidYet { .. } => {
-                CertificateCheckError::NotValidAt {
-                    time,
-                    detail: format!("a certificate of the chain: {e:?}"),
-                }
-            }
-            other => CertificateCheckError::UntrustedChain(format!("{other:?}")),
-        })?;
+    // webpki applies one EKU rule to every certificate of the path. The leaf's EKU was
+    // required above (step 5); CAs commonly carry no EKU (Go's x509, which cosign uses,
+    // treats that as unrestricted), but one that has an EKU must allow code signing.
+    let usage = webpki::KeyUsage::required_if_present(ID_KP_CODE_SIGNING);
+    verify_webpki_path(leaf, &[anchor], &intermediates, seconds, usage).map_err(|e| match e {
+        WebpkiPathError::Malformed(e) => {
+            CertificateCheckError::MalformedCertificate(format!("{e:?}"))
+        }
+        WebpkiPathError::NotValidAt(e) => CertificateCheckError::NotValidAt {
+            time,
+            detail: format!("a certificate of the chain: {e:?}"),
+        },
+        WebpkiPathError::Untrusted(e) => CertificateCheckError::UntrustedChain(format!("{e:?}")),
+    })?;
     check_validity(&chain.root_cert, time).map_err(|detail| CertificateCheckError::RootNotValidAt {
         subject: chain.root_cert.tbs_certificate.subject.to_string(),
         time,

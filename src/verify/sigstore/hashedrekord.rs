@@ -11,7 +11,8 @@
 //! `verify_tlog_entries`), a third of the ECDSA work of a set from a batch. In order, the
 //! first failure wins:
 //!
-//! 1. the body is `hashedrekord` 0.0.1 and reads as [`LoggedSignature::read`] requires
+//! 1. the body is `hashedrekord` 0.0.1 and reads as
+//!    [`LoggedSignature::read`](super::logged_entry::LoggedSignature::read) requires
 //!    (`sha256` spelled so, exact base64, no duplicate key) — the same reading the first
 //!    sight runs before sigstore-verify, so both refuse the same bodies;
 //! 2. the SET verifies with the trust root's key for the entry's log, valid at the
@@ -20,7 +21,7 @@
 //! 4. the signature verifies over M with the certificate's key, in the scheme the full path
 //!    uses (the key's algorithm with SHA-256);
 //! 5. the body holds the same signature, the same certificate and SHA-256(M)
-//!    ([`LoggedSignature::describes`]).
+//!    ([`LoggedSignature::describes`](super::logged_entry::LoggedSignature::describes)).
 //!
 //! The leaf's validity at the integrated time and its chain and SCT are what the trust
 //! root vouched for; [`vouched`] is the only way in. The root also hands back what was read
@@ -30,7 +31,7 @@
 
 use super::adapter::{self as sigstore, CertificateFacts, SigningMaterial};
 use super::error::SigstoreError;
-use super::logged_entry::{LoggedSignature, verify_set};
+use super::logged_entry::read_with_set;
 use super::rekor_entry::RekorEntry;
 use crate::trust::{TrustRoot, VouchedCertificates};
 use std::sync::Arc;
@@ -72,16 +73,9 @@ pub(super) fn verify_vouched(
     vouched: &Vouched<'_>,
     entry: &RekorEntry,
 ) -> Result<(), SigstoreError> {
-    // 1. body shape: the one reading of a logged body, as on the first sight
-    let logged = LoggedSignature::read(entry)?;
+    // 1. body shape: the one reading of a logged body, as on the first sight;
     // 2. SET; 3. integrated time
-    let time = entry.integrated_timestamp()?;
-    verify_set(trust, entry, time)?;
-    if time > jiff::Timestamp::now() {
-        return Err(SigstoreError::IntegratedTime(format!(
-            "integrated time {time} is in the future"
-        )));
-    }
+    let (logged, _) = read_with_set(trust, entry)?;
     // 4. signature over M, in the scheme sigstore-verify would use
     sigstore::verify_message_signature_sha256(&vouched.facts.public_key_der, message, signature)?;
     // 5. the entry describes this signature

@@ -30,13 +30,8 @@ pub fn verify_key_set_with_bundle(
     let bundle = set.bundle.as_ref().ok_or(SigstoreError::NoBundle)?;
     let entry = RekorEntry::parse(bundle)?;
     entry.require_known_log(trust)?;
-    verify_logged_signature(
-        trust,
-        message,
-        &set.signature,
-        SigningMaterial::PublicKey(public_key_der),
-        &entry,
-    )?;
+    let material = SigningMaterial::PublicKey(public_key_der);
+    verify_logged_signature(trust, message, set, material, &entry)?;
     Ok(entry.evidence())
 }
 
@@ -44,27 +39,23 @@ pub fn verify_key_set_with_bundle(
 mod tests {
     use super::*;
     use crate::annotations::{RekorBundle, RekorPayload};
+    use crate::verify::sigstore::test_set;
     use base64::Engine as _;
     use base64::engine::general_purpose::STANDARD;
 
     #[test]
     fn unsupported_entry_kind_is_named() {
         let trust = TrustRoot::public_good().unwrap();
-        let set = SignatureSet {
-            index: 0,
-            signature: vec![1],
-            certificate_pem: None,
-            bundle: Some(RekorBundle {
-                signed_entry_timestamp: STANDARD.encode(b"set"),
-                payload: RekorPayload {
-                    body: STANDARD.encode(r#"{"apiVersion":"0.0.1","kind":"intoto","spec":{}}"#),
-                    integrated_time: 2,
-                    log_index: 1,
-                    log_id: "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d"
-                        .into(),
-                },
-            }),
+        let bundle = RekorBundle {
+            signed_entry_timestamp: STANDARD.encode(b"set"),
+            payload: RekorPayload {
+                body: STANDARD.encode(r#"{"apiVersion":"0.0.1","kind":"intoto","spec":{}}"#),
+                integrated_time: 2,
+                log_index: 1,
+                log_id: "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d".into(),
+            },
         };
+        let set = test_set(None, Some(bundle));
         let err = verify_key_set_with_bundle(&trust, b"m", &set, &[]).unwrap_err();
         assert!(
             matches!(err, SigstoreError::UnsupportedEntry { ref kind, .. } if kind == "intoto"),

@@ -74,13 +74,8 @@ pub fn verify_certificate_set(
         }
         None => {
             let facts = Arc::new(sigstore::certificate_facts(&leaf)?);
-            let chain = verify_logged_signature(
-                trust,
-                message,
-                &set.signature,
-                SigningMaterial::Certificate(&leaf),
-                &entry,
-            )?;
+            let material = SigningMaterial::Certificate(&leaf);
+            let chain = verify_logged_signature(trust, message, set, material, &entry)?;
             // Every check passed: the root remembers the chain and SCT, with the facts.
             if let Some(chain) = chain {
                 trust.vouched_certificates().remember(
@@ -105,7 +100,7 @@ pub fn verify_certificate_set(
     })
 }
 
-/// Verifies a signature and the log entry that records it, by the entry's kind:
+/// Verifies the signature of `set` and the log entry that records it, by the entry's kind:
 /// `hashedrekord` 0.0.1 through sigstore-verify, legacy `rekord` 0.0.1 by
 /// [`legacy_rekord`]; any other kind is refused. Shared by keyless and key-bundle sets.
 /// For a `hashedrekord` certificate, says what was established about its chain, for the
@@ -113,10 +108,11 @@ pub fn verify_certificate_set(
 pub(super) fn verify_logged_signature(
     trust: &TrustRoot,
     message: &[u8],
-    signature: &[u8],
+    set: &SignatureSet,
     material: SigningMaterial<'_>,
     entry: &RekorEntry,
 ) -> Result<Option<ChainVerified>, SigstoreError> {
+    let signature = &set.signature;
     if entry.is("hashedrekord", "0.0.1") {
         // mansign's reading and consistency check of the body run on this path too, so the
         // first sight refuses every body the vouched path ([`hashedrekord`]) refuses:
@@ -142,16 +138,12 @@ fn leaf_certificate(pem_text: &str) -> Result<Vec<u8>, SigstoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::verify::sigstore::test_set;
 
     #[test]
     fn set_without_certificate_is_not_keyless() {
         let trust = TrustRoot::public_good().unwrap();
-        let set = SignatureSet {
-            index: 0,
-            signature: vec![1],
-            certificate_pem: None,
-            bundle: None,
-        };
+        let set = test_set(None, None);
         assert_eq!(
             verify_certificate_set(&trust, b"m", &set),
             Err(SigstoreError::NoCertificate)
@@ -161,14 +153,8 @@ mod tests {
     #[test]
     fn certificate_without_bundle_is_refused() {
         let trust = TrustRoot::public_good().unwrap();
-        let set = SignatureSet {
-            index: 0,
-            signature: vec![1],
-            certificate_pem: Some(
-                "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n".into(),
-            ),
-            bundle: None,
-        };
+        let pem = "-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n";
+        let set = test_set(Some(pem), None);
         assert_eq!(
             verify_certificate_set(&trust, b"m", &set),
             Err(SigstoreError::NoBundle)

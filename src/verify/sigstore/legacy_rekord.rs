@@ -6,7 +6,8 @@
 //! `hashedrekord` path (no OpenSSL: aws-lc-rs through sigstore-crypto, rustls-webpki,
 //! x509-cert):
 //!
-//! 1. the body is `rekord` 0.0.1 and reads as [`LoggedSignature::read`] requires
+//! 1. the body is `rekord` 0.0.1 and reads as
+//!    [`LoggedSignature::read`](super::logged_entry::LoggedSignature::read) requires
 //!    (`spec.signature.format` `x509`, a `sha256` `spec.data.hash`, exact base64, no
 //!    duplicate key; a failure is `malformed-log-entry`);
 //! 2. the SET verifies: ECDSA by the trust root's Rekor key for `logID`, valid at
@@ -27,12 +28,12 @@
 //! refused here rather than accepted unchecked (it would be a 2022+ certificate, which
 //! never needs this path).
 
-use super::adapter::{self as sigstore, SigningMaterial};
+use super::adapter::{self as sigstore, SigningMaterial, WebpkiPathError};
 use super::error::SigstoreError;
-use super::logged_entry::{LoggedSignature, verify_set};
+use super::logged_entry::read_with_set;
 use super::rekor_entry::RekorEntry;
 use crate::trust::TrustRoot;
-use rustls_pki_types::{CertificateDer, UnixTime};
+use rustls_pki_types::CertificateDer;
 use x509_cert::Certificate;
 use x509_cert::der::Decode;
 use x509_cert::der::oid::ObjectIdentifier;
@@ -52,17 +53,8 @@ pub(super) fn verify(
     entry: &RekorEntry,
 ) -> Result<(), SigstoreError> {
     // 1. body shape: the one reading of a logged body (`format` x509, `sha256`, exact
-    // base64, no duplicate key)
-    let logged = LoggedSignature::read(entry)?;
-    // 2. SET
-    let time = entry.integrated_timestamp()?;
-    verify_set(trust, entry, time)?;
-    // 3. integrated time
-    if time > jiff::Timestamp::now() {
-        return Err(SigstoreError::IntegratedTime(format!(
-            "integrated time {time} is in the future"
-        )));
-    }
+    // base64, no duplicate key); 2. SET; 3. integrated time
+    let (logged, time) = read_with_set(trust, entry)?;
     // 4. certificate chain at the integrated time; 5. signature over M
     let public_key = match &material {
         SigningMaterial::Certificate(der) => {
@@ -112,27 +104,13 @@ fn verify_chain(
     }
     let seconds = u64::try_from(time.as_second())
         .map_err(|_| SigstoreError::IntegratedTime(format!("{time} is before 1970")))?;
-    let leaf_der = CertificateDer::from(leaf);
-    let end_entity = webpki::EndEntityCert::try_from(&leaf_der)
-        .map_err(|e| SigstoreError::MalformedCertificate(e.to_string()))?;
-    end_entity
-        .verify_for_usage(
-            sigstore::webpki_algorithms(),
-            &anchors,
-            &[],
-            UnixTime::since_unix_epoch(std::time::Duration::from_secs(seconds)),
-            webpki::KeyUsage::required(ID_KP_CODE_SIGNING),
-            None,
-            None,
-        )
-        .map_err(|e| match e {
-            webpki::Error::CertExpired { .. } | webpki::Error::CertNotValidYet { .. } => {
-                SigstoreError::CertificateNotValidAt {
-                    time: Some(time),
-                    detail: format!("{e:?}"),
-                }
-            }
-            other => SigstoreError::UntrustedCertificate(format!("{other:?}")),
-        })?;
-    Ok(())
+    let usage = webpki::KeyUsage::required(ID_KP_CODE_SIGNING);
+    sigstore::verify_webpki_path(leaf, &anchors, &[], seconds, usage).map_err(|e| match e {
+        WebpkiPathError::Malformed(e) => SigstoreError::MalformedCertificate(e.to_string()),
+        WebpkiPathError::NotValidAt(e) => SigstoreError::CertificateNotValidAt {
+            time: Some(time),
+            detail: format!("{e:?}"),
+        },
+        WebpkiPathError::Untrusted(e) => SigstoreError::UntrustedCertificate(format!("{e:?}")),
+    })
 }

@@ -54,6 +54,26 @@ pub(super) fn verify_set(
         })
 }
 
+/// The first three checks of the paths that check an entry without sigstore-verify (legacy
+/// `rekord` entries, vouched `hashedrekord` entries), in this order, the first failure
+/// winning: the body reads as [`LoggedSignature::read`] requires, the SET verifies at the
+/// integrated time ([`verify_set`]), and the integrated time is not in the future. Returns
+/// the reading and the integrated time.
+pub(super) fn read_with_set(
+    trust: &TrustRoot,
+    entry: &RekorEntry,
+) -> Result<(LoggedSignature, jiff::Timestamp), SigstoreError> {
+    let logged = LoggedSignature::read(entry)?;
+    let time = entry.integrated_timestamp()?;
+    verify_set(trust, entry, time)?;
+    if time > jiff::Timestamp::now() {
+        return Err(SigstoreError::IntegratedTime(format!(
+            "integrated time {time} is in the future"
+        )));
+    }
+    Ok((logged, time))
+}
+
 /// The fields of a `hashedrekord` or `rekord` 0.0.1 body that say what was signed. serde
 /// refuses a duplicate key at every level (JSON decoders differ on which one wins);
 /// unknown fields are ignored, as by the log's own schema types.

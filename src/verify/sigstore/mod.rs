@@ -17,3 +17,18 @@ pub(super) mod logged_entry;
 pub(super) mod pem;
 pub(super) mod rekor_entry;
 pub(super) mod signer;
+
+/// A set at index 0 whose signature is the byte 1, with `certificate_pem` and `bundle`:
+/// what the refusal tests of the set checks start from.
+#[cfg(test)]
+fn test_set(
+    certificate_pem: Option<&str>,
+    bundle: Option<crate::annotations::RekorBundle>,
+) -> crate::annotations::SignatureSet {
+    crate::annotations::SignatureSet {
+        index: 0,
+        signature: vec![1],
+        certificate_pem: certificate_pem.map(str::to_string),
+        bundle,
+    }
+}
