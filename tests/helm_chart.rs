@@ -748,6 +748,33 @@ fn assert_denied_by_chart_webhook(out: &Output, code: &str) {
 /// and the policy the chart wrote into its ConfigMap, both read back from the API server.
 /// The chart's ValidatingWebhookConfiguration then admits signed PolicyExceptions of both
 /// kinds and denies tampered ones; `helm uninstall` removes the chart's objects.
+/// Runs `cmd` (helm against the cluster), shows its output and fails the test unless it
+/// succeeds; `what` names the command.
+fn helm_ok(cmd: &mut Command, what: &str) {
+    let out = cmd.output().unwrap();
+    eprintln!(
+        "{what}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{what} failed");
+}
+
+/// The names (`kind/name`) of the objects of `kinds` in the release namespace that carry
+/// the release's instance label.
+fn of_the_release(cluster: &Cluster, kinds: &str) -> String {
+    cluster.kubectl_ok(&[
+        "get",
+        kinds,
+        "-n",
+        NAMESPACE,
+        "-l",
+        "app.kubernetes.io/instance=mansign",
+        "-o",
+        "name",
+    ])
+}
+
 #[test]
 fn helm_install_into_a_real_api_server_admits_signed_and_denies_tampered_exceptions() {
     let cluster = Cluster::start();
@@ -802,29 +829,20 @@ fn helm_install_into_a_real_api_server_admits_signed_and_denies_tampered_excepti
         }]},
     });
     let values_file = common::write(dir.path(), "values.json", &values.to_string());
-    let out = helm(&home)
-        .args(["install", "mansign"])
-        .arg(chart())
-        .args(["--namespace", NAMESPACE, "--kubeconfig", &kubeconfig, "-f"])
-        .arg(&values_file)
-        .output()
-        .unwrap();
-    eprintln!(
-        "helm install mansign charts/mansign -n {NAMESPACE} -f values.json (webhook.url {url}, tls.existingSecret webhook-serving-cert): {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    helm_ok(
+        helm(&home)
+            .args(["install", "mansign"])
+            .arg(chart())
+            .args(["--namespace", NAMESPACE, "--kubeconfig", &kubeconfig, "-f"])
+            .arg(&values_file),
+        &format!(
+            "helm install mansign charts/mansign -n {NAMESPACE} -f values.json (webhook.url {url}, tls.existingSecret webhook-serving-cert)"
+        ),
     );
-    assert!(out.status.success(), "helm install failed");
-    let installed = cluster.kubectl_ok(&[
-        "get",
+    let installed = of_the_release(
+        &cluster,
         "deployment,service,serviceaccount,configmap,poddisruptionbudget,validatingwebhookconfiguration",
-        "-n",
-        NAMESPACE,
-        "-l",
-        "app.kubernetes.io/instance=mansign",
-        "-o",
-        "name",
-    ]);
+    );
     eprintln!("installed by the chart:\n{installed}");
     for object in [
         "deployment.apps/mansign-webhook",
@@ -973,27 +991,16 @@ fn helm_install_into_a_real_api_server_admits_signed_and_denies_tampered_excepti
     }
 
     // helm uninstall removes what the chart installed; the Secret (not the chart's) stays.
-    let out = helm(&home)
-        .args(["uninstall", "mansign", "--namespace", NAMESPACE])
-        .args(["--kubeconfig", &kubeconfig])
-        .output()
-        .unwrap();
-    eprintln!(
-        "helm uninstall mansign: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    helm_ok(
+        helm(&home)
+            .args(["uninstall", "mansign", "--namespace", NAMESPACE])
+            .args(["--kubeconfig", &kubeconfig]),
+        "helm uninstall mansign",
     );
-    assert!(out.status.success(), "helm uninstall failed");
-    let left = cluster.kubectl_ok(&[
-        "get",
+    let left = of_the_release(
+        &cluster,
         "deployment,service,serviceaccount,configmap,poddisruptionbudget,validatingwebhookconfiguration,secret",
-        "-n",
-        NAMESPACE,
-        "-l",
-        "app.kubernetes.io/instance=mansign",
-        "-o",
-        "name",
-    ]);
+    );
     assert_eq!(left.trim(), "", "left behind by helm uninstall: {left}");
     let releases = cluster.kubectl_ok(&["get", "secrets", "-n", NAMESPACE, "-o", "name"]);
     assert_eq!(
