@@ -7,6 +7,7 @@ mod common;
 #[path = "common/stack.rs"]
 mod stack;
 
+use common::dup_tests_a::template;
 use mansign::admission::{Outcome, ReviewOptions, Reviewed, Reviewer};
 use mansign::policy::{LoadOptions, PolicySet, load_file, load_str};
 use mansign::trust::TrustRoot;
@@ -56,26 +57,12 @@ fn large_exception() -> String {
     exception("exc-large", Some("backup")) + &names
 }
 
+/// PolicyException `name` (for pods `nightly-backup-*`), in `namespace` if given.
 fn exception(name: &str, namespace: Option<&str>) -> String {
     let ns = namespace.map_or(String::new(), |n| format!("  namespace: {n}\n"));
-    format!(
-        "apiVersion: kyverno.io/v2
-kind: PolicyException
-metadata:
-  name: {name}
-{ns}spec:
-  exceptions:
-  - policyName: disallow-host-path
-    ruleNames:
-    - host-path
-  match:
-    any:
-    - resources:
-        kinds:
-        - Pod
-        names:
-        - nightly-backup-*
-"
+    template(
+        "policy-exception.yaml",
+        &[("  # NAMESPACE\n", &ns), ("NAME", name)],
     )
 }
 
@@ -130,24 +117,23 @@ fn stack_options() -> LoadOptions {
 /// A ManifestPolicy for PolicyExceptions signed by the platform workflow; `extra` adds
 /// spec fields (e.g. `failureAction: Audit`).
 fn platform_policy(extra: &str) -> PolicySet {
-    let text = format!(
-        "apiVersion: mansign.dev/v1alpha1
-kind: ManifestPolicy
-metadata:
-  name: platform
-spec:
-  match:
-    kinds: [PolicyException]
-  namespaceBinding: [\"*\"]
-  ignoreProfile: kubernetes
-{extra}  attestors:
-  - entries:
-    - keyless:
-        issuer: {GITHUB_ISSUER}
-        subject: {PLATFORM}
-"
-    );
+    let text = keyless_exceptions_policy("platform", "PolicyException", extra);
     load_str("platform.yaml", &text, repo(), &stack_options()).unwrap()
+}
+
+/// A ManifestPolicy `name` for `kinds` (namespaceBinding `*`, the kubernetes ignore
+/// profile) trusting the platform workflow; `extra` adds spec fields.
+fn keyless_exceptions_policy(name: &str, kinds: &str, extra: &str) -> String {
+    template(
+        "keyless-exceptions-policy.yaml",
+        &[
+            ("POLICY", name),
+            ("KINDS", kinds),
+            ("  # EXTRA\n", extra),
+            ("ISSUER", GITHUB_ISSUER),
+            ("PLATFORM", PLATFORM),
+        ],
+    )
 }
 
 fn per_namespace_policy() -> PolicySet {
@@ -1026,60 +1012,22 @@ fn central_signature_is_accepted_in_every_namespace() {
 /// `ClusterPolicy` for the rest (docs/admission.md).
 fn kyverno_per_namespace_policy() -> PolicySet {
     let team = |ns: &str, subject: &str| {
-        format!(
-            "apiVersion: kyverno.io/v1
-kind: Policy
-metadata:
-  name: {ns}-exceptions
-  namespace: {ns}
-spec:
-  validationFailureAction: Enforce
-  rules:
-  - name: signed
-    match:
-      any:
-      - resources:
-          kinds: [PolicyException]
-    validate:
-      manifests:
-        attestors:
-        - count: 1
-          entries:
-          - keyless:
-              issuer: {GITHUB_ISSUER}
-              subject: {subject}
-          - keyless:
-              issuer: {GITHUB_ISSUER}
-              subject: {PLATFORM}
-"
+        template(
+            "kyverno-team-exceptions-policy.yaml",
+            &[
+                ("NAMESPACE", ns),
+                ("ISSUER", GITHUB_ISSUER),
+                ("TEAM", subject),
+                ("PLATFORM", PLATFORM),
+            ],
         )
     };
+    let platform = template(
+        "kyverno-platform-exceptions-policy.yaml",
+        &[("ISSUER", GITHUB_ISSUER), ("PLATFORM", PLATFORM)],
+    );
     let text = format!(
-        "{}---\n{}---
-apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: platform-exceptions
-spec:
-  validationFailureAction: Enforce
-  rules:
-  - name: signed
-    match:
-      any:
-      - resources:
-          kinds: [PolicyException]
-    exclude:
-      any:
-      - resources:
-          namespaces: [team-a, team-b]
-    validate:
-      manifests:
-        attestors:
-        - entries:
-          - keyless:
-              issuer: {GITHUB_ISSUER}
-              subject: {PLATFORM}
-",
+        "{}---\n{}---\n{platform}",
         team("team-a", TEAM_A),
         team("team-b", TEAM_B)
     );
@@ -1459,23 +1407,7 @@ fn a_write_through_a_subresource_is_denied_and_a_status_write_is_verified() {
 
 #[test]
 fn a_kind_pinned_to_a_version_still_matches_the_object_sent_in_another_version() {
-    let text = format!(
-        "apiVersion: mansign.dev/v1alpha1
-kind: ManifestPolicy
-metadata:
-  name: pinned
-spec:
-  match:
-    kinds: [kyverno.io/v2/PolicyException]
-  namespaceBinding: [\"*\"]
-  ignoreProfile: kubernetes
-  attestors:
-  - entries:
-    - keyless:
-        issuer: {GITHUB_ISSUER}
-        subject: {PLATFORM}
-"
-    );
+    let text = keyless_exceptions_policy("pinned", "kyverno.io/v2/PolicyException", "");
     let r = reviewer(load_str("pinned.yaml", &text, repo(), &stack_options()).unwrap());
     // The signed v2 object passes.
     let (response, reviewed) = answer(
@@ -1554,34 +1486,18 @@ spec:
 #[test]
 fn a_service_account_subject_without_namespace_is_refused_when_loading() {
     for block in ["match", "exclude"] {
-        let text = format!(
-            "apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: by-controller
-spec:
-  rules:
-  - name: signed
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap]
-{}
-    validate:
-      manifests:
-        attestors:
-        - entries:
-          - keyless:
-              issuer: {GITHUB_ISSUER}
-              subject: {PLATFORM}
-",
-            if block == "match" {
-                "        subjects:\n        - kind: ServiceAccount\n          name: deployer\n"
-                    .to_string()
-            } else {
-                "    exclude:\n      any:\n      - subjects:\n        - kind: ServiceAccount\n          name: deployer\n"
-                    .to_string()
-            }
+        let subjects = if block == "match" {
+            "        subjects:\n        - kind: ServiceAccount\n          name: deployer\n"
+        } else {
+            "    exclude:\n      any:\n      - subjects:\n        - kind: ServiceAccount\n          name: deployer\n"
+        };
+        let text = template(
+            "kyverno-service-account-subject-policy.yaml",
+            &[
+                ("# SUBJECTS\n", subjects),
+                ("ISSUER", GITHUB_ISSUER),
+                ("PLATFORM", PLATFORM),
+            ],
         );
         let err = load_str("sa.yaml", &text, repo(), &stack_options()).unwrap_err();
         let message = err.to_string();

@@ -13,7 +13,7 @@ pub fn data(name: &str) -> String {
         .unwrap_or_else(|e| panic!("testdata/dup-tests-a/{name} cannot be read: {e}"))
 }
 
-/// [`data`] with each `(placeholder, value)` of `fills` replaced everywhere; a placeholder
+/// [`data`] with each `(placeholder, value)` of `fills` replaced everywhere, in order; a placeholder
 /// the file does not hold fails the test.
 pub fn template(name: &str, fills: &[(&str, &str)]) -> String {
     let mut text = data(name);
@@ -25,4 +25,9 @@ pub fn template(name: &str, fills: &[(&str, &str)]) -> String {
         text = text.replace(placeholder, value);
     }
     text
+}
+
+/// Fails the test, showing `text`, unless it contains `needle`.
+pub fn assert_contains(text: &str, needle: &str) {
+    assert!(text.contains(needle), "{needle:?} not in:\n{text}");
 }
