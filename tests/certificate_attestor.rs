@@ -8,6 +8,7 @@ mod stack;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use common::dup_tests_a::template;
 use common::write;
 use mansign::annotations::{RekorBundle, RekorPayload};
 use mansign::manifest::{build_message, parse_documents};
@@ -565,17 +566,36 @@ fn policy_verdict(policy: &Path, object: &Value) -> mansign::policy::ObjectVerdi
         .unwrap()
 }
 
-const MANSIGN_POLICY: &str = "apiVersion: mansign.dev/v1alpha1
-kind: ManifestPolicy
-metadata:
-  name: release
-spec:
-  attestors:
-  - entries:
-    - certificates:
-        certPath: release.crt
-        certChainPath: ca.pem
-";
+/// A ManifestPolicy `release` whose one entry is a `certificates` entry with the fields
+/// `certificates` (indented eight spaces).
+fn mansign_policy(certificates: &str) -> String {
+    template(
+        "mansign-certificates-policy.yaml",
+        &[("        # CERTIFICATES\n", certificates)],
+    )
+}
+
+/// [`mansign_policy`] pinning `release.crt` of the chain `ca.pem` (paths relative to the
+/// policy file).
+fn cert_path_policy() -> String {
+    mansign_policy("        certPath: release.crt\n        certChainPath: ca.pem\n")
+}
+
+/// Loading the policy text `policy` fails: its error.
+fn load_error(policy: &str) -> PolicyError {
+    load_str("policy.yaml", policy, Path::new("."), &load_options()).unwrap_err()
+}
+
+/// Fails the test unless the policy error `err` names `what`.
+fn assert_error_names(err: &PolicyError, what: &str) {
+    assert!(err.to_string().contains(what), "{err}");
+}
+
+/// Fails the test unless the policy `verdict` rejects the object naming `reason`.
+fn assert_policy_rejected_because(verdict: &mansign::policy::ObjectVerdict, reason: &str) {
+    assert!(!verdict.is_verified(), "{verdict}");
+    assert!(verdict.to_string().contains(reason), "{verdict}");
+}
 
 #[test]
 fn mansign_policy_with_certificates_entry_verifies_the_pinned_signer() {
@@ -584,7 +604,7 @@ fn mansign_policy_with_certificates_entry_verifies_the_pinned_signer() {
     let signer = Signer::signed_by("release", &ca);
     write(dir.path(), "release.crt", &signer.cert_pem);
     write(dir.path(), "ca.pem", &ca.pem);
-    let policy = write(dir.path(), "policy.yaml", MANSIGN_POLICY);
+    let policy = write(dir.path(), "policy.yaml", &cert_path_policy());
     let verdict = policy_verdict(&policy, &signed(&signer));
     assert!(verdict.is_verified(), "{verdict}");
     assert!(
@@ -603,82 +623,46 @@ fn mansign_policy_with_certificates_entry_rejects_another_signer_of_the_ca() {
     );
     write(dir.path(), "release.crt", &release.cert_pem);
     write(dir.path(), "ca.pem", &ca.pem);
-    let policy = write(dir.path(), "policy.yaml", MANSIGN_POLICY);
+    let policy = write(dir.path(), "policy.yaml", &cert_path_policy());
     let verdict = policy_verdict(&policy, &signed(&colleague));
-    assert!(!verdict.is_verified(), "{verdict}");
-    assert!(
-        verdict
-            .to_string()
-            .contains("is not the pinned certificate"),
-        "{verdict}"
-    );
+    assert_policy_rejected_because(&verdict, "is not the pinned certificate");
 }
 
 #[test]
 fn mansign_policy_with_inline_cert_chain_rejects_leaf_of_another_ca() {
     let (ca, other) = (Ca::root("Acme Root"), Ca::root("Evil Root"));
     let signer = Signer::signed_by("release", &other);
-    let policy = format!(
-        "apiVersion: mansign.dev/v1alpha1
-kind: ManifestPolicy
-metadata:
-  name: release
-spec:
-  attestors:
-  - entries:
-    - certificates:
-        certChain: |
-{}",
-        indent(&ca.pem, 10)
-    );
+    let policy = mansign_policy(&format!("        certChain: |\n{}", indent(&ca.pem, 10)));
     let set = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap();
     let verdict = set
         .verify_object(&signed(&signer), &RequestContext::default())
         .unwrap();
-    assert!(!verdict.is_verified(), "{verdict}");
-    assert!(
-        verdict
-            .to_string()
-            .contains("does not chain to the certChain root"),
-        "{verdict}"
-    );
+    assert_policy_rejected_because(&verdict, "does not chain to the certChain root");
 }
 
 #[test]
 fn mansign_policy_refuses_cert_and_cert_path_together() {
     let signer = Signer::self_signed("release");
-    let policy = format!(
-        "apiVersion: mansign.dev/v1alpha1
-kind: ManifestPolicy
-metadata:
-  name: release
-spec:
-  attestors:
-  - entries:
-    - certificates:
-        certPath: release.crt
-        cert: |
-{}",
+    let policy = mansign_policy(&format!(
+        "        certPath: release.crt\n        cert: |\n{}",
         indent(&signer.cert_pem, 10)
-    );
-    let err = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap_err();
+    ));
+    let err = load_error(&policy);
     assert!(matches!(err, PolicyError::Invalid { .. }), "{err}");
-    assert!(
-        err.to_string()
-            .contains("spec.attestors[0].entries[0].certificates: cert and certPath"),
-        "{err}"
+    assert_error_names(
+        &err,
+        "spec.attestors[0].entries[0].certificates: cert and certPath",
     );
 }
 
 #[test]
 fn mansign_policy_with_unreadable_cert_path_names_the_field() {
     let dir = tempfile::tempdir().unwrap();
-    let policy = write(dir.path(), "policy.yaml", MANSIGN_POLICY);
+    let policy = write(dir.path(), "policy.yaml", &cert_path_policy());
     let err = load_file(&policy, &load_options()).unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("spec.attestors[0].entries[0].certificates.certPath: cannot read"),
-        "{err}"
+    assert_error_names(
+        &err,
+        "spec.attestors[0].entries[0].certificates.certPath: cannot read",
     );
 }
 
@@ -687,27 +671,12 @@ fn indent(text: &str, spaces: usize) -> String {
     text.lines().map(|l| format!("{pad}{l}\n")).collect()
 }
 
+/// A Kyverno ClusterPolicy for ConfigMaps whose one entry is a `certificates` entry with
+/// the fields `certificates` (indented fourteen spaces).
 fn kyverno_policy(certificates: &str) -> String {
-    format!(
-        "apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: verify-manifests
-spec:
-  rules:
-  - name: release-signed
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap]
-    validate:
-      failureAction: Enforce
-      manifests:
-        attestors:
-        - count: 1
-          entries:
-          - certificates:
-{certificates}"
+    template(
+        "kyverno-certificates-policy.yaml",
+        &[("              # CERTIFICATES\n", certificates)],
     )
 }
 
@@ -738,13 +707,7 @@ fn kyverno_certificates_entry_rejects_signer_that_is_not_the_pinned_cert() {
         indent(&release.cert_pem, 16)
     ));
     let verdict = kyverno_verdict(&policy, &signed(&other));
-    assert!(!verdict.is_verified(), "{verdict}");
-    assert!(
-        verdict
-            .to_string()
-            .contains("is not the pinned certificate"),
-        "{verdict}"
-    );
+    assert_policy_rejected_because(&verdict, "is not the pinned certificate");
 }
 
 #[test]
@@ -755,13 +718,11 @@ fn kyverno_certificates_entry_with_rekor_pubkey_is_refused_naming_it() {
         indent(&signer.cert_pem, 16),
         indent(&signer.public_key_pem(), 18)
     ));
-    let err = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap_err();
+    let err = load_error(&policy);
     assert!(matches!(err, PolicyError::Unsupported { .. }), "{err}");
-    assert!(
-        err.to_string().contains(
-            "spec.rules[0].validate.manifests.attestors[0].entries[0].certificates.rekor.pubkey"
-        ),
-        "{err}"
+    assert_error_names(
+        &err,
+        "spec.rules[0].validate.manifests.attestors[0].entries[0].certificates.rekor.pubkey",
     );
 }
 
@@ -773,11 +734,8 @@ fn kyverno_certificates_entry_with_ctlog_tsa_chain_is_refused_naming_it() {
         indent(&ca.pem, 16),
         indent(&ca.pem, 18)
     ));
-    let err = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap_err();
-    assert!(
-        err.to_string().contains("certificates.ctlog.tsaCertChain"),
-        "{err}"
-    );
+    let err = load_error(&policy);
+    assert_error_names(&err, "certificates.ctlog.tsaCertChain");
 }
 
 #[test]
@@ -787,20 +745,19 @@ fn kyverno_certificates_entry_with_unknown_field_is_refused_naming_it() {
         "              certChain: |\n{}              roots: x\n",
         indent(&ca.pem, 16)
     ));
-    let err = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap_err();
+    let err = load_error(&policy);
     assert!(matches!(err, PolicyError::Syntax { .. }), "{err}");
-    assert!(err.to_string().contains("unknown field `roots`"), "{err}");
+    assert_error_names(&err, "unknown field `roots`");
 }
 
 #[test]
 fn kyverno_certificates_entry_without_cert_or_chain_is_refused() {
     let policy =
         kyverno_policy("              rekor:\n                url: https://rekor.sigstore.dev\n");
-    let err = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("certificates: certificates needs cert, certChain or both"),
-        "{err}"
+    let err = load_error(&policy);
+    assert_error_names(
+        &err,
+        "certificates: certificates needs cert, certChain or both",
     );
 }
 
