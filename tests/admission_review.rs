@@ -264,6 +264,23 @@ fn kyverno_unit_policy_with(action: &str, validate_extra: &str) -> PolicySet {
     load_str("unit.yaml", &text, repo(), &kyverno_options()).unwrap()
 }
 
+/// The answer of a reviewer of `policy` to Kyverno's unit-test review `review`.
+fn kyverno_answer(policy: PolicySet, review: &str) -> (Value, Reviewed) {
+    answer(&reviewer(policy), &kyverno_review(review))
+}
+
+/// `policy` denies Kyverno's tampered ConfigMap review (`invalid`), naming `data.key3`.
+fn assert_tampered_denied(policy: PolicySet) {
+    let (response, reviewed) = kyverno_answer(policy, "invalid");
+    assert_denied(&response, &reviewed, "modified", "data.key3");
+}
+
+/// `policy` allows Kyverno's tampered ConfigMap review (`invalid`) with an audit warning.
+fn assert_tampered_audited(policy: PolicySet) {
+    let (response, reviewed) = kyverno_answer(policy, "invalid");
+    assert_allowed(&response, &reviewed, Outcome::AuditWarned);
+}
+
 /// The fixtures' public-good root (deterministic: not the developer's cached root).
 fn kyverno_options() -> LoadOptions {
     LoadOptions::default().with_trust_root(Arc::new(
@@ -273,8 +290,7 @@ fn kyverno_options() -> LoadOptions {
 
 #[test]
 fn kyverno_signed_configmap_review_is_allowed_with_its_uid() {
-    let r = reviewer(kyverno_unit_policy(""));
-    let (response, reviewed) = answer(&r, &kyverno_review("signed"));
+    let (response, reviewed) = kyverno_answer(kyverno_unit_policy(""), "signed");
     assert_allowed(&response, &reviewed, Outcome::Allowed);
     assert_eq!(response["uid"], "2529b894-5fca-4df9-a92b-7110f42bfa09");
     let d = &reviewed.decision;
@@ -291,8 +307,7 @@ fn kyverno_signed_configmap_review_is_allowed_with_its_uid() {
 
 #[test]
 fn kyverno_unsigned_configmap_review_is_denied() {
-    let r = reviewer(kyverno_unit_policy(""));
-    let (response, reviewed) = answer(&r, &kyverno_review("unsigned"));
+    let (response, reviewed) = kyverno_answer(kyverno_unit_policy(""), "unsigned");
     assert_denied(
         &response,
         &reviewed,
@@ -303,22 +318,21 @@ fn kyverno_unsigned_configmap_review_is_denied() {
 
 #[test]
 fn kyverno_tampered_configmap_review_is_denied_naming_data_key3() {
-    let r = reviewer(kyverno_unit_policy(""));
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
-    assert_denied(&response, &reviewed, "modified", "data.key3");
+    assert_tampered_denied(kyverno_unit_policy(""));
 }
 
 #[test]
 fn kyverno_multi_signature_service_review_is_allowed_with_server_defaults() {
-    let r = reviewer(kyverno_unit_policy(""));
-    let (response, reviewed) = answer(&r, &kyverno_review("multi-sig"));
+    let (response, reviewed) = kyverno_answer(kyverno_unit_policy(""), "multi-sig");
     assert_allowed(&response, &reviewed, Outcome::Allowed);
 }
 
 #[test]
 fn kyverno_audit_policy_allows_the_tampered_configmap_with_a_warning() {
-    let r = reviewer(kyverno_unit_policy("  validationFailureAction: Audit\n"));
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
+    let (response, reviewed) = kyverno_answer(
+        kyverno_unit_policy("  validationFailureAction: Audit\n"),
+        "invalid",
+    );
     assert_allowed(&response, &reviewed, Outcome::AuditWarned);
     let warnings = response["warnings"].as_array().unwrap();
     assert_eq!(warnings.len(), 1, "{response}");
@@ -335,25 +349,19 @@ fn kyverno_audit_policy_allows_the_tampered_configmap_with_a_warning() {
 #[test]
 fn kyverno_lower_case_enforce_denies() {
     let text_policy = kyverno_unit_policy("  validationFailureAction: enforce\n");
-    let r = reviewer(text_policy);
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
-    assert_denied(&response, &reviewed, "modified", "data.key3");
+    assert_tampered_denied(text_policy);
 }
 
 #[test]
 fn rule_failure_action_takes_precedence_over_the_policys() {
-    let r = reviewer(kyverno_unit_policy_with(
+    assert_tampered_audited(kyverno_unit_policy_with(
         "  validationFailureAction: Enforce\n",
         "      failureAction: Audit\n",
     ));
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
-    assert_allowed(&response, &reviewed, Outcome::AuditWarned);
-    let r = reviewer(kyverno_unit_policy_with(
+    assert_tampered_denied(kyverno_unit_policy_with(
         "  validationFailureAction: audit\n",
         "      failureAction: enforce\n",
     ));
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
-    assert_denied(&response, &reviewed, "modified", "data.key3");
 }
 
 #[test]
@@ -364,32 +372,25 @@ fn failure_action_overrides_apply_per_namespace() {
   - action: Audit
     namespaces: [sample-*]
 ";
-    let r = reviewer(kyverno_unit_policy(audit_in_samples));
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
-    assert_allowed(&response, &reviewed, Outcome::AuditWarned);
+    assert_tampered_audited(kyverno_unit_policy(audit_in_samples));
     let audit_elsewhere = "  validationFailureAction: Enforce
   validationFailureActionOverrides:
   - action: Audit
     namespaces: [sandbox]
 ";
-    let r = reviewer(kyverno_unit_policy(audit_elsewhere));
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
-    assert_denied(&response, &reviewed, "modified", "data.key3");
+    assert_tampered_denied(kyverno_unit_policy(audit_elsewhere));
     // Rule-level overrides come first: enforce in sample-ns although the policy audits.
-    let r = reviewer(kyverno_unit_policy_with(
+    assert_tampered_denied(kyverno_unit_policy_with(
         "  validationFailureAction: Audit\n",
         "      failureActionOverrides:\n      - action: Enforce\n        namespaces: [sample-ns]\n",
     ));
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
-    assert_denied(&response, &reviewed, "modified", "data.key3");
 }
 
 #[test]
 fn audit_rule_does_not_excuse_an_enforce_rule_that_fails_too() {
     let mut policy = kyverno_unit_policy("  validationFailureAction: Audit\n");
     policy.extend(kyverno_unit_policy(""));
-    let r = reviewer(policy);
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
+    let (response, reviewed) = kyverno_answer(policy, "invalid");
     assert_denied(&response, &reviewed, "modified", "data.key3");
     // The audit rule's warning is still sent.
     assert_eq!(
@@ -497,10 +498,7 @@ fn reviewer_is_send_and_sync() {
 #[test]
 fn signed_policy_exception_is_allowed_and_names_its_signer() {
     let r = reviewer(platform_policy(""));
-    let (response, reviewed) = answer(
-        &r,
-        &Request::create("backup", &signed().backup_by_platform).body(),
-    );
+    let (response, reviewed) = answer(&r, &in_namespace(&signed().backup_by_platform, "backup"));
     assert_allowed(&response, &reviewed, Outcome::Allowed);
     assert_eq!(
         reviewed.decision.signers,
@@ -524,11 +522,18 @@ fn unsigned_exception() -> Value {
     .1
 }
 
+/// `exc-backup` signed by the platform workflow, without the metadata field `field`.
+fn backup_without(field: &str) -> Value {
+    let mut object = signed().backup_by_platform.clone();
+    object["metadata"].as_object_mut().unwrap().remove(field);
+    object
+}
+
 #[test]
 fn unsigned_matched_object_is_denied() {
     let r = reviewer(platform_policy(""));
     let unsigned = unsigned_exception();
-    let (response, reviewed) = answer(&r, &Request::create("backup", &unsigned).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&unsigned, "backup"));
     assert_denied(&response, &reviewed, "not-signed", "policy platform");
 }
 
@@ -542,7 +547,7 @@ fn tampered(object: &Value) -> Value {
 fn tampered_object_is_denied_with_the_diff_path_in_the_message() {
     let r = reviewer(platform_policy(""));
     let object = tampered(&signed().backup_by_platform);
-    let (response, reviewed) = answer(&r, &Request::create("backup", &object).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&object, "backup"));
     assert_denied(
         &response,
         &reviewed,
@@ -612,7 +617,7 @@ fn objects_no_rule_matches_are_allowed_without_verification() {
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "plain", "namespace": "backup"}, "data": {"a": "b"},
     });
-    let (response, reviewed) = answer(&r, &Request::create("backup", &config_map).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&config_map, "backup"));
     assert_allowed(&response, &reviewed, Outcome::NotMatched);
     assert!(reviewed.decision.signers.is_empty());
 }
@@ -621,7 +626,7 @@ fn objects_no_rule_matches_are_allowed_without_verification() {
 fn audit_rule_allows_a_tampered_object_with_a_warning() {
     let r = reviewer(platform_policy("  failureAction: Audit\n"));
     let object = tampered(&signed().backup_by_platform);
-    let (response, reviewed) = answer(&r, &Request::create("backup", &object).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&object, "backup"));
     assert_allowed(&response, &reviewed, Outcome::AuditWarned);
     let warnings = response["warnings"].as_array().unwrap();
     assert_eq!(warnings.len(), 1);
@@ -637,12 +642,8 @@ fn audit_rule_allows_a_tampered_object_with_a_warning() {
 #[test]
 fn audit_rule_allows_an_unsigned_object_with_a_warning() {
     let r = reviewer(platform_policy("  failureAction: Audit\n"));
-    let mut object = signed().backup_by_platform.clone();
-    object["metadata"]
-        .as_object_mut()
-        .unwrap()
-        .remove("annotations");
-    let (response, reviewed) = answer(&r, &Request::create("backup", &object).body());
+    let object = backup_without("annotations");
+    let (response, reviewed) = answer(&r, &in_namespace(&object, "backup"));
     assert_allowed(&response, &reviewed, Outcome::AuditWarned);
     assert_eq!(reviewed.decision.reason_code.as_deref(), Some("not-signed"));
 }
@@ -650,7 +651,7 @@ fn audit_rule_allows_an_unsigned_object_with_a_warning() {
 #[test]
 fn review_at_judges_the_signature_age_at_the_given_time() {
     let r = reviewer(platform_policy("  maxAge: 1h\n"));
-    let body = Request::create("backup", &signed().backup_by_platform).body();
+    let body = in_namespace(&signed().backup_by_platform, "backup");
     let (response, reviewed) = answer(&r, &body);
     assert_allowed(&response, &reviewed, Outcome::Allowed);
     let later = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(2);
@@ -669,10 +670,7 @@ fn review_at_judges_the_signature_age_at_the_given_time() {
 fn an_object_claiming_another_namespace_than_the_request_is_denied() {
     let r = reviewer(platform_policy(""));
     // Signed for `backup`, sent in a request for `payments`.
-    let (response, reviewed) = answer(
-        &r,
-        &Request::create("payments", &signed().backup_by_platform).body(),
-    );
+    let (response, reviewed) = answer(&r, &in_namespace(&signed().backup_by_platform, "payments"));
     assert_denied(&response, &reviewed, "namespace-mismatch", "\"backup\"");
 }
 
@@ -681,15 +679,11 @@ fn an_object_without_namespace_gets_the_request_namespace() {
     // Signed for `backup`, the object omits its namespace, the request is for `payments`:
     // verified as stored (in payments), so the signed namespace differs.
     let r = reviewer(platform_policy(""));
-    let mut object = signed().backup_by_platform.clone();
-    object["metadata"]
-        .as_object_mut()
-        .unwrap()
-        .remove("namespace");
-    let (response, reviewed) = answer(&r, &Request::create("payments", &object).body());
+    let object = backup_without("namespace");
+    let (response, reviewed) = answer(&r, &in_namespace(&object, "payments"));
     assert_denied(&response, &reviewed, "modified", "metadata.namespace");
     // ... and in `backup` it verifies.
-    let (response, reviewed) = answer(&r, &Request::create("backup", &object).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&object, "backup"));
     assert_allowed(&response, &reviewed, Outcome::Allowed);
 }
 
@@ -737,7 +731,7 @@ fn response_of(reviewed: &Reviewed) -> Value {
 #[test]
 fn review_cached_answers_a_signed_object_only_once_its_signatures_are_cached() {
     let r = reviewer(platform_policy(""));
-    let body = Request::create("backup", &signed().backup_by_platform).body();
+    let body = in_namespace(&signed().backup_by_platform, "backup");
     assert!(r.review_cached(&body).is_none(), "verified without a check");
     // The refusal is not a cache miss: the full review that follows counts it.
     assert_eq!(cache_lookups(&r), vec![(0, 0)]);
@@ -759,11 +753,11 @@ fn review_cached_denies_a_changed_object_whose_signatures_are_cached() {
     let r = reviewer(platform_policy(""));
     let cold = || reviewer(platform_policy(""));
     let good = signed().backup_by_platform.clone();
-    answer(&r, &Request::create("backup", &good).body());
+    answer(&r, &in_namespace(&good, "backup"));
     // Same annotations (a cache hit), other content: the comparison still runs.
     let bad = tampered(&good);
-    let reviewed = cached_answer(&r, cold, &Request::create("backup", &bad).body())
-        .expect("a cached signature set");
+    let reviewed =
+        cached_answer(&r, cold, &in_namespace(&bad, "backup")).expect("a cached signature set");
     assert_denied(&response_of(&reviewed), &reviewed, "modified", "names[0]");
     // Moved to another namespace than signed: denied too.
     let mut moved = good.clone();
@@ -771,8 +765,8 @@ fn review_cached_denies_a_changed_object_whose_signatures_are_cached() {
         .as_object_mut()
         .unwrap()
         .remove("namespace");
-    let reviewed = cached_answer(&r, cold, &Request::create("payments", &moved).body())
-        .expect("a cached signature set");
+    let reviewed =
+        cached_answer(&r, cold, &in_namespace(&moved, "payments")).expect("a cached signature set");
     assert_denied(
         &response_of(&reviewed),
         &reviewed,
@@ -782,8 +776,8 @@ fn review_cached_denies_a_changed_object_whose_signatures_are_cached() {
     // Copied onto another object: the signed message does not hold it.
     let mut renamed = good.clone();
     renamed["metadata"]["name"] = json!("exc-everything");
-    let reviewed = cached_answer(&r, cold, &Request::create("backup", &renamed).body())
-        .expect("a cached signature set");
+    let reviewed =
+        cached_answer(&r, cold, &in_namespace(&renamed, "backup")).expect("a cached signature set");
     assert_denied(
         &response_of(&reviewed),
         &reviewed,
@@ -792,9 +786,9 @@ fn review_cached_denies_a_changed_object_whose_signatures_are_cached() {
     );
     // An Audit rule warns from the cache as it does after checking.
     let audit = reviewer(platform_policy("  failureAction: Audit\n"));
-    answer(&audit, &Request::create("backup", &good).body());
+    answer(&audit, &in_namespace(&good, "backup"));
     let cold_audit = || reviewer(platform_policy("  failureAction: Audit\n"));
-    let reviewed = cached_answer(&audit, cold_audit, &Request::create("backup", &bad).body())
+    let reviewed = cached_answer(&audit, cold_audit, &in_namespace(&bad, "backup"))
         .expect("a cached signature set");
     assert_eq!(reviewed.decision.outcome, Outcome::AuditWarned);
     // A body over the bound is left to the full review, cached or not.
@@ -826,12 +820,9 @@ fn review_cached_answers_what_needs_no_verification_at_once() {
     let unsigned = unsigned_exception();
     for (body, outcome) in [
         (delete.body(), Outcome::Skipped),
+        (in_namespace(&config_map, "backup"), Outcome::NotMatched),
         (
-            Request::create("backup", &config_map).body(),
-            Outcome::NotMatched,
-        ),
-        (
-            Request::create("payments", &signed().backup_by_platform).body(),
+            in_namespace(&signed().backup_by_platform, "payments"),
             Outcome::Denied,
         ),
         (b"{not json".to_vec(), Outcome::Invalid),
@@ -845,7 +836,7 @@ fn review_cached_answers_what_needs_no_verification_at_once() {
     }
     // An unsigned object needs no signature check either, but it has no cached set: the
     // full review answers it (and denies it).
-    let body = Request::create("backup", &unsigned).body();
+    let body = in_namespace(&unsigned, "backup");
     assert!(r.review_cached(&body).is_none());
     let (response, reviewed) = answer(&r, &body);
     assert_denied(&response, &reviewed, "not-signed", "policy platform");
@@ -866,7 +857,7 @@ fn review_cached_needs_every_matched_rule_cached() {
         rules: vec![both.rules[0].clone()],
         ..PolicySet::default()
     };
-    let body = Request::create("backup", &signed().backup_by_platform).body();
+    let body = in_namespace(&signed().backup_by_platform, "backup");
     answer(&reviewer(first_only), &body);
     let r = reviewer(both);
     assert_eq!(cache_lookups(&r), vec![(0, 1), (0, 0)]);
@@ -889,12 +880,12 @@ fn review_cached_leaves_a_large_signed_document_to_the_full_review() {
     // one makes every cached answer read and compare the large document.
     let r = reviewer(platform_policy(""));
     let large = signed().large_by_platform.clone();
-    let (response, reviewed) = answer(&r, &Request::create("backup", &large).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&large, "backup"));
     assert_allowed(&response, &reviewed, Outcome::Allowed);
     assert_eq!(cache_lookups(&r), vec![(0, 1)]);
     let mut small = large.clone();
     small["spec"]["match"]["any"][0]["resources"]["names"] = json!(["*"]);
-    let body = Request::create("backup", &small).body();
+    let body = in_namespace(&small, "backup");
     assert!(body.len() < mansign::admission::CACHED_REVIEW_MAX_BYTES);
     assert!(
         r.review_cached(&body).is_none(),
@@ -917,7 +908,7 @@ fn review_cached_answers_for_a_bounded_number_of_matched_rules() {
         }
         set
     };
-    let body = Request::create("backup", &signed().backup_by_platform).body();
+    let body = in_namespace(&signed().backup_by_platform, "backup");
     let max = mansign::admission::CACHED_REVIEW_MAX_RULES;
     let at_max = reviewer(rules(max));
     answer(&at_max, &body);
@@ -932,7 +923,7 @@ fn review_cached_answers_for_a_bounded_number_of_matched_rules() {
 #[test]
 fn review_cached_leaves_a_signature_past_its_maximum_age_to_the_full_review() {
     let r = reviewer(platform_policy("  maxAge: 1h\n"));
-    let body = Request::create("backup", &signed().backup_by_platform).body();
+    let body = in_namespace(&signed().backup_by_platform, "backup");
     answer(&r, &body);
     let now = jiff::Timestamp::now();
     assert!(r.review_cached_at(&body, now).is_some());
@@ -948,6 +939,13 @@ fn review_cached_leaves_a_signature_past_its_maximum_age_to_the_full_review() {
 
 fn in_namespace(object: &Value, ns: &'static str) -> Vec<u8> {
     Request::create(ns, object).body()
+}
+
+/// `r` denies `object` in namespace `ns` as signed by a subject not trusted there, naming
+/// `in_message`.
+fn assert_subject_mismatch(r: &Reviewer, object: &Value, ns: &'static str, in_message: &str) {
+    let (response, reviewed) = answer(r, &in_namespace(object, ns));
+    assert_denied(&response, &reviewed, "subject-mismatch", in_message);
 }
 
 #[test]
@@ -966,30 +964,17 @@ fn team_signature_is_accepted_in_its_own_namespace() {
 #[test]
 fn team_signature_is_rejected_in_another_teams_namespace() {
     let r = reviewer(per_namespace_policy());
-    let (response, reviewed) = answer(&r, &in_namespace(&signed().by_team_a, "team-b"));
-    assert_denied(
-        &response,
-        &reviewed,
-        "subject-mismatch",
-        "team-b-exceptions",
-    );
-    let (response, reviewed) = answer(&r, &in_namespace(&signed().by_team_b, "team-a"));
-    assert_denied(
-        &response,
-        &reviewed,
-        "subject-mismatch",
-        "team-a-exceptions",
-    );
+    assert_subject_mismatch(&r, &signed().by_team_a, "team-b", "team-b-exceptions");
+    assert_subject_mismatch(&r, &signed().by_team_b, "team-a", "team-a-exceptions");
 }
 
 #[test]
 fn team_signature_is_rejected_outside_the_team_namespaces() {
     let r = reviewer(per_namespace_policy());
-    let (response, reviewed) = answer(&r, &in_namespace(&signed().by_team_a, "payments"));
-    assert_denied(
-        &response,
-        &reviewed,
-        "subject-mismatch",
+    assert_subject_mismatch(
+        &r,
+        &signed().by_team_a,
+        "payments",
         "policy platform-exceptions",
     );
 }
@@ -1093,69 +1078,73 @@ fn malformed_json_is_a_bad_review() {
     assert_eq!(bad_code(&[0xff, 0xfe, b'{']), "malformed-json");
 }
 
+/// Each of `edits`, applied to a fresh signed review, makes it a bad review with `code`.
+fn assert_bad_reviews(code: &str, edits: &[fn(&mut Value)]) {
+    for (i, edit) in edits.iter().enumerate() {
+        let mut v = signed_review_value();
+        edit(&mut v);
+        let got = bad_code(&serde_json::to_vec(&v).unwrap());
+        assert_eq!(got, code, "edit {i} of the {code} cases");
+    }
+}
+
 #[test]
 fn wrong_api_version_or_kind_is_a_bad_review() {
-    let mut v = signed_review_value();
-    v["apiVersion"] = json!("admission.k8s.io/v1beta1");
-    assert_eq!(
-        bad_code(&serde_json::to_vec(&v).unwrap()),
-        "wrong-api-version"
-    );
-    let mut v = signed_review_value();
-    v["kind"] = json!("ConfigMap");
-    assert_eq!(
-        bad_code(&serde_json::to_vec(&v).unwrap()),
-        "wrong-api-version"
+    assert_bad_reviews(
+        "wrong-api-version",
+        &[
+            |v| v["apiVersion"] = json!("admission.k8s.io/v1beta1"),
+            |v| v["kind"] = json!("ConfigMap"),
+        ],
     );
 }
 
 #[test]
 fn missing_request_is_a_bad_review() {
-    let mut v = signed_review_value();
-    v.as_object_mut().unwrap().remove("request");
-    assert_eq!(
-        bad_code(&serde_json::to_vec(&v).unwrap()),
-        "missing-request"
-    );
-    v["request"] = Value::Null;
-    assert_eq!(
-        bad_code(&serde_json::to_vec(&v).unwrap()),
-        "missing-request"
+    assert_bad_reviews(
+        "missing-request",
+        &[
+            |v| {
+                v.as_object_mut().unwrap().remove("request");
+            },
+            |v| v["request"] = Value::Null,
+        ],
     );
 }
 
 #[test]
 fn missing_or_empty_uid_is_a_bad_review() {
-    let mut v = signed_review_value();
-    v["request"].as_object_mut().unwrap().remove("uid");
-    assert_eq!(bad_code(&serde_json::to_vec(&v).unwrap()), "missing-uid");
-    v["request"]["uid"] = json!("");
-    assert_eq!(bad_code(&serde_json::to_vec(&v).unwrap()), "missing-uid");
-    v["request"]["uid"] = json!(7);
-    assert_eq!(bad_code(&serde_json::to_vec(&v).unwrap()), "missing-uid");
+    assert_bad_reviews(
+        "missing-uid",
+        &[
+            |v| {
+                v["request"].as_object_mut().unwrap().remove("uid");
+            },
+            |v| v["request"]["uid"] = json!(""),
+            |v| v["request"]["uid"] = json!(7),
+        ],
+    );
 }
 
 #[test]
 fn request_without_operation_or_user_is_a_bad_review() {
-    let mut v = signed_review_value();
-    v["request"].as_object_mut().unwrap().remove("operation");
-    assert_eq!(
-        bad_code(&serde_json::to_vec(&v).unwrap()),
-        "malformed-request"
-    );
-    let mut v = signed_review_value();
-    v["request"]["operation"] = json!("PATCH");
-    assert_eq!(
-        bad_code(&serde_json::to_vec(&v).unwrap()),
-        "malformed-request"
+    assert_bad_reviews(
+        "malformed-request",
+        &[
+            |v| {
+                v["request"].as_object_mut().unwrap().remove("operation");
+            },
+            |v| v["request"]["operation"] = json!("PATCH"),
+        ],
     );
 }
 
 #[test]
 fn create_without_object_is_a_bad_review() {
-    let mut v = signed_review_value();
-    v["request"]["object"] = Value::Null;
-    assert_eq!(bad_code(&serde_json::to_vec(&v).unwrap()), "missing-object");
+    assert_bad_reviews(
+        "missing-object",
+        &[|v| v["request"]["object"] = Value::Null],
+    );
 }
 
 #[test]
@@ -1410,10 +1399,7 @@ fn a_kind_pinned_to_a_version_still_matches_the_object_sent_in_another_version()
     let text = keyless_exceptions_policy("pinned", "kyverno.io/v2/PolicyException", "");
     let r = reviewer(load_str("pinned.yaml", &text, repo(), &stack_options()).unwrap());
     // The signed v2 object passes.
-    let (response, reviewed) = answer(
-        &r,
-        &Request::create("backup", &signed().backup_by_platform).body(),
-    );
+    let (response, reviewed) = answer(&r, &in_namespace(&signed().backup_by_platform, "backup"));
     assert_allowed(&response, &reviewed, Outcome::Allowed);
     // The same exception sent unsigned as v2beta1 (a webhook registered for every
     // version sends it as is) is matched and denied, not waved through as unmatched.
@@ -1425,12 +1411,12 @@ fn a_kind_pinned_to_a_version_still_matches_the_object_sent_in_another_version()
     .remove(0)
     .1;
     unsigned["apiVersion"] = json!("kyverno.io/v2beta1");
-    let (response, reviewed) = answer(&r, &Request::create("backup", &unsigned).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&unsigned, "backup"));
     assert_denied(&response, &reviewed, "not-signed", "policy pinned");
     // The signed v2 document sent as v2beta1 is a different object: denied.
     let mut relabelled = signed().backup_by_platform.clone();
     relabelled["apiVersion"] = json!("kyverno.io/v2beta1");
-    let (response, reviewed) = answer(&r, &Request::create("backup", &relabelled).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&relabelled, "backup"));
     assert!(!reviewed.decision.outcome.is_allowed(), "{response}");
 }
 
@@ -1479,7 +1465,7 @@ spec:
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "plain", "namespace": "team-a"}, "data": {"a": "b"},
     });
-    let (response, reviewed) = answer(&r, &Request::create("team-a", &config_map).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&config_map, "team-a"));
     assert_denied(&response, &reviewed, "not-signed", "team-configmaps");
 }
 
