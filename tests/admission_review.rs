@@ -525,7 +525,7 @@ fn unsigned_exception() -> Value {
 /// `exc-backup` signed by the platform workflow, without the metadata field `field`.
 fn backup_without(field: &str) -> Value {
     let mut object = signed().backup_by_platform.clone();
-    object["metadata"].as_object_mut().unwrap().remove(field);
+    remove(&mut object["metadata"], field);
     object
 }
 
@@ -1078,6 +1078,11 @@ fn malformed_json_is_a_bad_review() {
     assert_eq!(bad_code(&[0xff, 0xfe, b'{']), "malformed-json");
 }
 
+/// Removes `key` from the object `v`.
+fn remove(v: &mut Value, key: &str) {
+    v.as_object_mut().unwrap().remove(key);
+}
+
 /// Each of `edits`, applied to a fresh signed review, makes it a bad review with `code`.
 fn assert_bad_reviews(code: &str, edits: &[fn(&mut Value)]) {
     for (i, edit) in edits.iter().enumerate() {
@@ -1103,12 +1108,7 @@ fn wrong_api_version_or_kind_is_a_bad_review() {
 fn missing_request_is_a_bad_review() {
     assert_bad_reviews(
         "missing-request",
-        &[
-            |v| {
-                v.as_object_mut().unwrap().remove("request");
-            },
-            |v| v["request"] = Value::Null,
-        ],
+        &[|v| remove(v, "request"), |v| v["request"] = Value::Null],
     );
 }
 
@@ -1117,9 +1117,7 @@ fn missing_or_empty_uid_is_a_bad_review() {
     assert_bad_reviews(
         "missing-uid",
         &[
-            |v| {
-                v["request"].as_object_mut().unwrap().remove("uid");
-            },
+            |v| remove(&mut v["request"], "uid"),
             |v| v["request"]["uid"] = json!(""),
             |v| v["request"]["uid"] = json!(7),
         ],
@@ -1131,9 +1129,7 @@ fn request_without_operation_or_user_is_a_bad_review() {
     assert_bad_reviews(
         "malformed-request",
         &[
-            |v| {
-                v["request"].as_object_mut().unwrap().remove("operation");
-            },
+            |v| remove(&mut v["request"], "operation"),
             |v| v["request"]["operation"] = json!("PATCH"),
         ],
     );
