@@ -17,12 +17,19 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 const GITHUB_ISSUER: &str = "https://token.actions.githubusercontent.com";
-const TEAM_A: &str =
-    "https://github.com/ORG/team-a-exceptions/.github/workflows/sign.yaml@refs/heads/main";
-const TEAM_B: &str =
-    "https://github.com/ORG/team-b-exceptions/.github/workflows/sign.yaml@refs/heads/main";
-const PLATFORM: &str =
-    "https://github.com/ORG/platform-exceptions/.github/workflows/sign.yaml@refs/heads/main";
+/// The identity of the sign workflow on main of the repository `ORG/<repo>`.
+macro_rules! sign_workflow {
+    ($repo:literal) => {
+        concat!(
+            "https://github.com/ORG/",
+            $repo,
+            "/.github/workflows/sign.yaml@refs/heads/main"
+        )
+    };
+}
+const TEAM_A: &str = sign_workflow!("team-a-exceptions");
+const TEAM_B: &str = sign_workflow!("team-b-exceptions");
+const PLATFORM: &str = sign_workflow!("platform-exceptions");
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -754,36 +761,26 @@ fn review_cached_denies_a_changed_object_whose_signatures_are_cached() {
     let cold = || reviewer(platform_policy(""));
     let good = signed().backup_by_platform.clone();
     answer(&r, &in_namespace(&good, "backup"));
+    // `object` in `namespace`, answered from the cache, is denied with `code` naming `field`.
+    let denied_from_cache = |object: &Value, namespace: &'static str, code: &str, field: &str| {
+        let reviewed = cached_answer(&r, cold, &in_namespace(object, namespace))
+            .expect("a cached signature set");
+        assert_denied(&response_of(&reviewed), &reviewed, code, field);
+    };
     // Same annotations (a cache hit), other content: the comparison still runs.
     let bad = tampered(&good);
-    let reviewed =
-        cached_answer(&r, cold, &in_namespace(&bad, "backup")).expect("a cached signature set");
-    assert_denied(&response_of(&reviewed), &reviewed, "modified", "names[0]");
+    denied_from_cache(&bad, "backup", "modified", "names[0]");
     // Moved to another namespace than signed: denied too.
     let mut moved = good.clone();
     moved["metadata"]
         .as_object_mut()
         .unwrap()
         .remove("namespace");
-    let reviewed =
-        cached_answer(&r, cold, &in_namespace(&moved, "payments")).expect("a cached signature set");
-    assert_denied(
-        &response_of(&reviewed),
-        &reviewed,
-        "modified",
-        "metadata.namespace",
-    );
+    denied_from_cache(&moved, "payments", "modified", "metadata.namespace");
     // Copied onto another object: the signed message does not hold it.
     let mut renamed = good.clone();
     renamed["metadata"]["name"] = json!("exc-everything");
-    let reviewed =
-        cached_answer(&r, cold, &in_namespace(&renamed, "backup")).expect("a cached signature set");
-    assert_denied(
-        &response_of(&reviewed),
-        &reviewed,
-        "not-in-message",
-        "exc-backup",
-    );
+    denied_from_cache(&renamed, "backup", "not-in-message", "exc-backup");
     // An Audit rule warns from the cache as it does after checking.
     let audit = reviewer(platform_policy("  failureAction: Audit\n"));
     answer(&audit, &in_namespace(&good, "backup"));
@@ -1083,64 +1080,53 @@ fn remove(v: &mut Value, key: &str) {
     v.as_object_mut().unwrap().remove(key);
 }
 
-/// Each of `edits`, applied to a fresh signed review, makes it a bad review with `code`.
-fn assert_bad_reviews(code: &str, edits: &[fn(&mut Value)]) {
-    for (i, edit) in edits.iter().enumerate() {
-        let mut v = signed_review_value();
-        edit(&mut v);
-        let got = bad_code(&serde_json::to_vec(&v).unwrap());
-        assert_eq!(got, code, "edit {i} of the {code} cases");
-    }
-}
-
-#[test]
-fn wrong_api_version_or_kind_is_a_bad_review() {
-    assert_bad_reviews(
+/// (the bad-review code, edits of a signed review that each draw it): a wrong apiVersion or
+/// kind, a missing request, a missing or empty uid, a request without operation or user, a
+/// CREATE without object.
+const BAD_REVIEWS: &[(&str, &[fn(&mut Value)])] = &[
+    (
         "wrong-api-version",
         &[
             |v| v["apiVersion"] = json!("admission.k8s.io/v1beta1"),
             |v| v["kind"] = json!("ConfigMap"),
         ],
-    );
-}
-
-#[test]
-fn missing_request_is_a_bad_review() {
-    assert_bad_reviews(
+    ),
+    (
         "missing-request",
         &[|v| remove(v, "request"), |v| v["request"] = Value::Null],
-    );
-}
-
-#[test]
-fn missing_or_empty_uid_is_a_bad_review() {
-    assert_bad_reviews(
+    ),
+    (
         "missing-uid",
         &[
             |v| remove(&mut v["request"], "uid"),
             |v| v["request"]["uid"] = json!(""),
             |v| v["request"]["uid"] = json!(7),
         ],
-    );
-}
-
-#[test]
-fn request_without_operation_or_user_is_a_bad_review() {
-    assert_bad_reviews(
+    ),
+    (
         "malformed-request",
         &[
             |v| remove(&mut v["request"], "operation"),
             |v| v["request"]["operation"] = json!("PATCH"),
         ],
-    );
-}
-
-#[test]
-fn create_without_object_is_a_bad_review() {
-    assert_bad_reviews(
+    ),
+    (
         "missing-object",
         &[|v| v["request"]["object"] = Value::Null],
-    );
+    ),
+];
+
+#[test]
+fn bad_reviews_are_refused_with_their_code() {
+    for (code, edits) in BAD_REVIEWS {
+        // Each edit, applied to a fresh signed review, makes it a bad review with `code`.
+        for (i, edit) in edits.iter().enumerate() {
+            let mut v = signed_review_value();
+            edit(&mut v);
+            let got = bad_code(&serde_json::to_vec(&v).unwrap());
+            assert_eq!(&got, code, "edit {i} of the {code} cases");
+        }
+    }
 }
 
 #[test]
