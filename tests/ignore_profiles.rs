@@ -313,6 +313,13 @@ struct Detected {
     paths: &'static [&'static str],
 }
 
+/// Sets each of the `fields` (a JSON object) in the `spec` of `obj`.
+fn set_spec(obj: &mut Value, fields: Value) {
+    for (key, value) in fields.as_object().unwrap() {
+        obj["spec"][key] = value.clone();
+    }
+}
+
 /// The ignore-field abuse cases of research kyverno-manifests §2.10 F3 (but the projected
 /// volume, below) and the NetworkPolicy selector edits.
 const DETECTED: &[Detected] = &[
@@ -350,8 +357,10 @@ const DETECTED: &[Detected] = &[
         name: "f3 Pod serviceAccountName admin",
         manifest: || POD.into(),
         edit: |obj| {
-            obj["spec"]["serviceAccountName"] = json!("admin");
-            obj["spec"]["serviceAccount"] = json!("admin");
+            set_spec(
+                obj,
+                json!({"serviceAccountName": "admin", "serviceAccount": "admin"}),
+            )
         },
         paths: &["spec.serviceAccount", "spec.serviceAccountName"],
     },
@@ -365,8 +374,10 @@ const DETECTED: &[Detected] = &[
         name: "f3 Pod priorityClassName system-node-critical",
         manifest: || POD.into(),
         edit: |obj| {
-            obj["spec"]["priorityClassName"] = json!("system-node-critical");
-            obj["spec"]["priority"] = json!(2000001000);
+            set_spec(
+                obj,
+                json!({"priorityClassName": "system-node-critical", "priority": 2000001000}),
+            )
         },
         paths: &["spec.priority", "spec.priorityClassName"],
     },
