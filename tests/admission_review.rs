@@ -1080,10 +1080,13 @@ fn remove(v: &mut Value, key: &str) {
     v.as_object_mut().unwrap().remove(key);
 }
 
+/// An edit of a signed review.
+type ReviewEdit = fn(&mut Value);
+
 /// (the bad-review code, edits of a signed review that each draw it): a wrong apiVersion or
 /// kind, a missing request, a missing or empty uid, a request without operation or user, a
 /// CREATE without object.
-const BAD_REVIEWS: &[(&str, &[fn(&mut Value)])] = &[
+const BAD_REVIEWS: &[(&str, &[ReviewEdit])] = &[
     (
         "wrong-api-version",
         &[

@@ -637,10 +637,7 @@ fn mansign_policy_with_inline_cert_chain_rejects_leaf_of_another_ca() {
     let (ca, other) = (Ca::root("Acme Root"), Ca::root("Evil Root"));
     let signer = Signer::signed_by("release", &other);
     let policy = mansign_policy(&pem_field(8, "certChain", &ca.pem));
-    let set = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap();
-    let verdict = set
-        .verify_object(&signed(&signer), &RequestContext::default())
-        .unwrap();
+    let verdict = inline_policy_verdict(&policy, &signed(&signer));
     assert_policy_rejected_because(&verdict, "does not chain to the certChain root");
 }
 
@@ -692,7 +689,8 @@ fn kyverno_policy(certificates: &str) -> String {
     )
 }
 
-fn kyverno_verdict(policy: &str, object: &Value) -> mansign::policy::ObjectVerdict {
+/// The verdict on `object` of the policy text `policy` (mansign or Kyverno).
+fn inline_policy_verdict(policy: &str, object: &Value) -> mansign::policy::ObjectVerdict {
     load_str("policy.yaml", policy, Path::new("."), &load_options())
         .unwrap()
         .verify_object(object, &RequestContext::default())
@@ -707,7 +705,7 @@ fn kyverno_certificates_entry_verifies_leaf_of_its_chain() {
         "{}              rekor:\n                url: https://rekor.sigstore.dev\n",
         pem_field(14, "certChain", &ca.pem)
     ));
-    let verdict = kyverno_verdict(&policy, &signed(&signer));
+    let verdict = inline_policy_verdict(&policy, &signed(&signer));
     assert!(verdict.is_verified(), "{verdict}");
 }
 
@@ -715,7 +713,7 @@ fn kyverno_certificates_entry_verifies_leaf_of_its_chain() {
 fn kyverno_certificates_entry_rejects_signer_that_is_not_the_pinned_cert() {
     let (release, other) = (Signer::self_signed("release"), Signer::self_signed("other"));
     let policy = kyverno_policy(&pem_field(14, "cert", &release.cert_pem));
-    let verdict = kyverno_verdict(&policy, &signed(&other));
+    let verdict = inline_policy_verdict(&policy, &signed(&other));
     assert_policy_rejected_because(&verdict, "is not the pinned certificate");
 }
 
