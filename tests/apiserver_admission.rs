@@ -15,6 +15,7 @@
 mod common;
 
 use common::cluster::Cluster;
+use common::dup_tests_a::data;
 use common::pki::Pki;
 use common::webhook::Webhook;
 use common::{fixture, key_pair, mansign, write};
@@ -1085,157 +1086,37 @@ fn tolerated_defaults_cannot_be_used_by_a_client_to_change_behaviour() {
         .replace("web:1.27.3", "web:latest");
     let deployment = env.sign(&deployment_text);
 
-    let cases: Vec<(&str, String)> = vec![
-        (
-            "Service spec.clusterIP: None (a headless Service: DNS answers pod IPs, no virtual IP)",
-            with_field(&service, "spec.clusterIP", json!("None")),
-        ),
-        (
-            "Service spec.ipFamilyPolicy: PreferDualStack (not the default SingleStack)",
-            with_field(&service, "spec.ipFamilyPolicy", json!("PreferDualStack")),
-        ),
-        (
-            "Deployment imagePullPolicy: IfNotPresent for a :latest image (default Always)",
-            with_field(
-                &deployment,
-                "spec.template.spec.containers.0.imagePullPolicy",
-                json!("IfNotPresent"),
-            ),
-        ),
-        (
-            "Deployment imagePullPolicy: Never",
-            with_field(
-                &deployment,
-                "spec.template.spec.containers.0.imagePullPolicy",
-                json!("Never"),
-            ),
-        ),
-    ];
-    // Every other tolerance of the `kubernetes` profile (docs/policy.md, "Kyverno's default
-    // ignore lists"): a client writes a value other than the one the API server would set.
     let namespace = env.sign(
         &std::fs::read_to_string(fixture("cluster/signed-set/namespace.yaml"))
             .unwrap()
             .replace("name: stored-ns\n", "name: tolerance-ns\n"),
     );
-    let pod = "spec.template.spec";
-    let container = "spec.template.spec.containers.0";
-    let more: Vec<(&str, String)> = vec![
-        (
-            "Service spec.type: NodePort (a port on every node)",
-            with_field(&service, "spec.type", json!("NodePort")),
-        ),
-        (
-            "Service spec.sessionAffinity: ClientIP",
-            with_field(&service, "spec.sessionAffinity", json!("ClientIP")),
-        ),
-        (
-            "Service spec.ports[0].protocol: UDP",
-            with_field(&service, "spec.ports.0.protocol", json!("UDP")),
-        ),
-        (
-            "Service spec.internalTrafficPolicy: Local",
-            with_field(&service, "spec.internalTrafficPolicy", json!("Local")),
-        ),
-        (
-            "Namespace spec.finalizers with a client's finalizer",
-            with_field(
-                &namespace,
-                "spec.finalizers",
-                json!(["kubernetes", "example.com/hold"]),
-            ),
-        ),
-        (
-            "Deployment spec.replicas: 5 (default 1)",
-            with_field(&deployment, "spec.replicas", json!(5)),
-        ),
-        (
-            "Deployment spec.progressDeadlineSeconds: 60",
-            with_field(&deployment, "spec.progressDeadlineSeconds", json!(60)),
-        ),
-        (
-            "Deployment spec.revisionHistoryLimit: 0",
-            with_field(&deployment, "spec.revisionHistoryLimit", json!(0)),
-        ),
-        (
-            "Deployment spec.strategy.type: Recreate",
-            with_field(&deployment, "spec.strategy", json!({"type": "Recreate"})),
-        ),
-        (
-            "Deployment spec.strategy.rollingUpdate 100%/100%",
-            with_field(
-                &deployment,
-                "spec.strategy",
-                json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "100%", "maxUnavailable": "100%"}}),
-            ),
-        ),
-        (
-            "pod spec dnsPolicy: Default (the node's resolver)",
-            with_field(&deployment, &format!("{pod}.dnsPolicy"), json!("Default")),
-        ),
-        (
-            "pod spec schedulerName: another scheduler",
-            with_field(
-                &deployment,
-                &format!("{pod}.schedulerName"),
-                json!("other-scheduler"),
-            ),
-        ),
-        (
-            "pod spec terminationGracePeriodSeconds: 0",
-            with_field(
-                &deployment,
-                &format!("{pod}.terminationGracePeriodSeconds"),
-                json!(0),
-            ),
-        ),
-        (
-            "pod spec securityContext.runAsUser: 0",
-            with_field(
-                &deployment,
-                &format!("{pod}.securityContext"),
-                json!({"runAsUser": 0}),
-            ),
-        ),
-        (
-            "container terminationMessagePath elsewhere",
-            with_field(
-                &deployment,
-                &format!("{container}.terminationMessagePath"),
-                json!("/tmp/termination-log"),
-            ),
-        ),
-        (
-            "container terminationMessagePolicy: FallbackToLogsOnError",
-            with_field(
-                &deployment,
-                &format!("{container}.terminationMessagePolicy"),
-                json!("FallbackToLogsOnError"),
-            ),
-        ),
-        (
-            "container ports[0].protocol: UDP",
-            with_field(
-                &deployment,
-                &format!("{container}.ports.0.protocol"),
-                json!("UDP"),
-            ),
-        ),
-        (
-            "container resources.requests.cpu: 8",
-            with_field(
-                &deployment,
-                &format!("{container}.resources"),
-                json!({"requests": {"cpu": "8"}}),
-            ),
-        ),
-    ];
-    let cases: Vec<(&str, String)> = cases.into_iter().chain(more).collect();
+    // (what, the signed object with the client's value), one a case of
+    // testdata/dup-tests-a/tolerated-defaults.yaml.
+    let cases: Vec<(String, String)> = yaml_docs(&data("tolerated-defaults.yaml"))
+        .remove(0)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|case| {
+            let what = case["what"].as_str().unwrap();
+            let signed = match case["object"].as_str().unwrap() {
+                "Service" => &service,
+                "Deployment" => &deployment,
+                "Namespace" => &namespace,
+                other => panic!("{what}: no signed {other}"),
+            };
+            let path = case["path"].as_str().unwrap();
+            let doc = with_field(signed, path, case["value"].clone());
+            (what.to_string(), doc)
+        })
+        .collect();
+    assert_eq!(cases.len(), 22, "the cases of tolerated-defaults.yaml");
     let mut admitted = Vec::new();
     for (what, doc) in &cases {
         let out = env.kubectl_doc(what, &["create", "--dry-run=server"], doc);
         if out.status.success() {
-            admitted.push(*what);
+            admitted.push(what);
         } else {
             assert!(
                 stderr(&out).contains("denied the request"),
