@@ -11,60 +11,14 @@
 
 #[path = "common/admission_fixture.rs"]
 mod admission_fixture;
+#[path = "common/dup_tests_a.rs"]
+mod dup_tests_a;
 #[path = "common/fixtures.rs"]
 mod fixtures;
 
 use admission_fixture::{Key, decide, key, reviewer, sign, with_server_metadata};
-use mansign::admission::Outcome;
+use mansign::admission::{Outcome, Reviewer};
 use serde_json::{Value, json};
-
-const NAMESPACE: &str = "apiVersion: v1
-kind: Namespace
-metadata:
-  name: team-a
-  labels:
-    pod-security.kubernetes.io/enforce: restricted
-";
-
-const CLUSTER_ROLE: &str = "apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: reader
-rules:
-- apiGroups: [\"\"]
-  resources: [configmaps]
-  verbs: [get]
-";
-
-const POD: &str = "apiVersion: v1
-kind: Pod
-metadata:
-  name: api
-  namespace: team-a
-  labels:
-    app: api
-spec:
-  containers:
-  - name: api
-    image: registry.example/api:1.4.2
-";
-
-const FLOW_SCHEMA: &str = "apiVersion: flowcontrol.apiserver.k8s.io/v1
-kind: FlowSchema
-metadata:
-  name: team-a
-spec:
-  priorityLevelConfiguration: {name: workload-low}
-";
-
-const WIDGET: &str = "apiVersion: example.com/v1
-kind: Widget
-metadata:
-  name: w
-  namespace: team-a
-spec:
-  size: 3
-";
 
 struct Fixture {
     key: Key,
@@ -87,32 +41,53 @@ fn deployment() -> String {
 
 fn fixture() -> Fixture {
     let key = key();
-    let mut docs = sign(
-        &key,
-        &[
-            NAMESPACE,
-            CLUSTER_ROLE,
-            POD,
-            &deployment(),
-            FLOW_SCHEMA,
-            WIDGET,
-        ]
-        .join("---\n"),
-    )
-    .into_iter();
+    // The Namespace, ClusterRole, Pod, FlowSchema and Widget, then the Deployment.
+    let objects = dup_tests_a::data("api-server-objects.yaml");
+    let mut docs = sign(&key, &format!("{objects}---\n{}", deployment())).into_iter();
     let mut next = || docs.next().unwrap();
     Fixture {
         namespace: next(),
         cluster_role: next(),
         pod: next(),
-        deployment: next(),
         flow_schema: next(),
         widget: next(),
+        deployment: next(),
         key,
     }
 }
 
 const KUBERNETES: &str = "  ignoreProfile: kubernetes\n";
+
+/// The signed fixture and a reviewer trusting its key with the `kubernetes` ignore profile.
+fn fixture_and_reviewer() -> (Fixture, Reviewer) {
+    let f = fixture();
+    let r = reviewer(&f.key, KUBERNETES);
+    (f, r)
+}
+
+/// Asserts that `r` allows `live` sent as `operation` (through `subresource`).
+fn assert_allowed(r: &Reviewer, live: &Value, operation: &str, subresource: Option<&str>) {
+    let (outcome, code, message) = decide(r, live, operation, subresource);
+    assert_eq!(
+        outcome,
+        Outcome::Allowed,
+        "{operation} {subresource:?}: {code:?}: {message}"
+    );
+}
+
+/// Asserts that `r` denies `live` sent as `operation` (through `subresource`) with `code`;
+/// `what` names the case in the failure.
+fn assert_denied(
+    r: &Reviewer,
+    what: &str,
+    live: &Value,
+    (operation, subresource): (&str, Option<&str>),
+    code: &str,
+) {
+    let (outcome, got, message) = decide(r, live, operation, subresource);
+    assert_eq!(outcome, Outcome::Denied, "{what}: {message}");
+    assert_eq!(got.as_deref(), Some(code), "{what}: {message}");
+}
 
 fn labels(v: &mut Value) -> &mut serde_json::Map<String, Value> {
     v["metadata"]
@@ -144,33 +119,32 @@ fn namespace_as_created(signed: &Value) -> Value {
 
 #[test]
 fn a_signed_namespace_create_as_the_api_server_sends_it_is_allowed() {
-    let f = fixture();
-    let r = reviewer(&f.key, KUBERNETES);
+    let (f, r) = fixture_and_reviewer();
     let live = namespace_as_created(&f.namespace);
     assert!(live["metadata"].get("namespace").is_none());
-    let (outcome, code, message) = decide(&r, &live, "CREATE", None);
-    assert_eq!(outcome, Outcome::Allowed, "{code:?}: {message}");
-    let (outcome, code, message) = decide(&r, &live, "UPDATE", None);
-    assert_eq!(outcome, Outcome::Allowed, "{code:?}: {message}");
+    assert_allowed(&r, &live, "CREATE", None);
+    assert_allowed(&r, &live, "UPDATE", None);
 }
 
 #[test]
 fn a_namespace_object_claiming_a_namespace_is_denied() {
     // The API server clears metadata.namespace of a cluster-scoped object before
     // admission: an object that still names one is not a request it sends.
-    let f = fixture();
-    let r = reviewer(&f.key, KUBERNETES);
+    let (f, r) = fixture_and_reviewer();
     let mut live = namespace_as_created(&f.namespace);
     live["metadata"]["namespace"] = json!("team-a");
-    let (outcome, code, _) = decide(&r, &live, "CREATE", None);
-    assert_eq!(outcome, Outcome::Denied);
-    assert_eq!(code.as_deref(), Some("namespace-mismatch"));
+    assert_denied(
+        &r,
+        "a Namespace naming team-a",
+        &live,
+        ("CREATE", None),
+        "namespace-mismatch",
+    );
 }
 
 #[test]
 fn a_relabelled_or_re_finalized_namespace_is_denied() {
-    let f = fixture();
-    let r = reviewer(&f.key, KUBERNETES);
+    let (f, r) = fixture_and_reviewer();
     let base = namespace_as_created(&f.namespace);
     let mut privileged = base.clone();
     labels(&mut privileged).insert(
@@ -186,19 +160,15 @@ fn a_relabelled_or_re_finalized_namespace_is_denied() {
         ("name label", other_name),
         ("finalizer", held),
     ] {
-        let (outcome, code, message) = decide(&r, &live, "CREATE", None);
-        assert_eq!(outcome, Outcome::Denied, "{what}: {message}");
-        assert_eq!(code.as_deref(), Some("modified"), "{what}: {message}");
+        assert_denied(&r, what, &live, ("CREATE", None), "modified");
     }
 }
 
 #[test]
 fn other_cluster_scoped_kinds_arrive_without_a_namespace_and_verify() {
-    let f = fixture();
-    let r = reviewer(&f.key, KUBERNETES);
+    let (f, r) = fixture_and_reviewer();
     let live = with_server_metadata(&f.cluster_role, false);
-    let (outcome, code, message) = decide(&r, &live, "CREATE", None);
-    assert_eq!(outcome, Outcome::Allowed, "{code:?}: {message}");
+    assert_allowed(&r, &live, "CREATE", None);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -216,18 +186,15 @@ fn pod_status_write(signed: &Value) -> Value {
 
 #[test]
 fn a_pod_status_write_that_keeps_the_signed_metadata_is_allowed() {
-    let f = fixture();
-    let r = reviewer(&f.key, KUBERNETES);
-    let (outcome, code, message) = decide(&r, &pod_status_write(&f.pod), "UPDATE", Some("status"));
-    assert_eq!(outcome, Outcome::Allowed, "{code:?}: {message}");
+    let (f, r) = fixture_and_reviewer();
+    assert_allowed(&r, &pod_status_write(&f.pod), "UPDATE", Some("status"));
 }
 
 #[test]
 fn a_pod_status_write_that_relabels_a_signed_pod_is_denied() {
     // podStatusStrategy keeps labels, annotations and finalizers from the request: a new
     // label joins the Pod to other Services and NetworkPolicies.
-    let f = fixture();
-    let r = reviewer(&f.key, KUBERNETES);
+    let (f, r) = fixture_and_reviewer();
     let mut relabelled = pod_status_write(&f.pod);
     labels(&mut relabelled).insert("app".into(), json!("payments"));
     let mut annotated = pod_status_write(&f.pod);
@@ -239,38 +206,37 @@ fn a_pod_status_write_that_relabels_a_signed_pod_is_denied() {
         ("annotation", annotated),
         ("finalizer", finalized),
     ] {
-        let (outcome, code, message) = decide(&r, &live, "UPDATE", Some("status"));
-        assert_eq!(outcome, Outcome::Denied, "{what}: {message}");
-        assert_eq!(code.as_deref(), Some("modified"), "{what}: {message}");
+        assert_denied(&r, what, &live, ("UPDATE", Some("status")), "modified");
     }
 }
 
 #[test]
 fn a_status_write_of_an_unsigned_pod_is_denied() {
-    let f = fixture();
-    let r = reviewer(&f.key, KUBERNETES);
+    let (f, r) = fixture_and_reviewer();
     let mut unsigned = pod_status_write(&f.pod);
     unsigned["metadata"]
         .as_object_mut()
         .unwrap()
         .remove("annotations");
-    let (outcome, code, _) = decide(&r, &unsigned, "UPDATE", Some("status"));
-    assert_eq!(outcome, Outcome::Denied);
-    assert_eq!(code.as_deref(), Some("not-signed"));
+    assert_denied(
+        &r,
+        "an unsigned Pod",
+        &unsigned,
+        ("UPDATE", Some("status")),
+        "not-signed",
+    );
 }
 
 #[test]
 fn a_deployment_status_write_verifies_annotations_but_not_the_stored_labels() {
     // deploymentStatusStrategy takes spec and labels from the stored Deployment and keeps
     // annotations, finalizers and owner references from the request.
-    let f = fixture();
-    let r = reviewer(&f.key, KUBERNETES);
+    let (f, r) = fixture_and_reviewer();
     let mut stored = with_server_metadata(&f.deployment, true);
     stored["spec"]["replicas"] = json!(5);
     labels(&mut stored).insert("tier".into(), json!("edge"));
     stored["status"] = json!({"replicas": 5, "readyReplicas": 5});
-    let (outcome, code, message) = decide(&r, &stored, "UPDATE", Some("status"));
-    assert_eq!(outcome, Outcome::Allowed, "{code:?}: {message}");
+    assert_allowed(&r, &stored, "UPDATE", Some("status"));
     let mut annotated = stored.clone();
     annotations(&mut annotated).insert("example.com/owner".into(), json!("mallory"));
     let (outcome, code, message) = decide(&r, &annotated, "UPDATE", Some("status"));
@@ -286,8 +252,7 @@ fn a_deployment_status_write_verifies_annotations_but_not_the_stored_labels() {
 #[test]
 fn a_status_write_of_a_kind_whose_strategy_keeps_only_status_is_allowed_unverified() {
     // flowSchemaStatusStrategy takes all metadata and spec from the stored object.
-    let f = fixture();
-    let r = reviewer(&f.key, KUBERNETES);
+    let (f, r) = fixture_and_reviewer();
     let mut stored = with_server_metadata(&f.flow_schema, true);
     labels(&mut stored).insert("anything".into(), json!("x"));
     stored["status"] = json!({"conditions": []});
@@ -298,12 +263,10 @@ fn a_status_write_of_a_kind_whose_strategy_keeps_only_status_is_allowed_unverifi
 
 #[test]
 fn a_status_write_of_an_unknown_kind_verifies_everything_but_status() {
-    let f = fixture();
-    let r = reviewer(&f.key, KUBERNETES);
+    let (f, r) = fixture_and_reviewer();
     let mut live = with_server_metadata(&f.widget, true);
     live["status"] = json!({"ready": true});
-    let (outcome, code, message) = decide(&r, &live, "UPDATE", Some("status"));
-    assert_eq!(outcome, Outcome::Allowed, "{code:?}: {message}");
+    assert_allowed(&r, &live, "UPDATE", Some("status"));
     for (what, path, value) in [
         ("spec", "spec", json!({"size": 30})),
         ("label", "labels", json!({"app": "w"})),
@@ -314,18 +277,19 @@ fn a_status_write_of_an_unknown_kind_verifies_everything_but_status() {
         } else {
             changed["metadata"][path] = value;
         }
-        let (outcome, code, message) = decide(&r, &changed, "UPDATE", Some("status"));
-        assert_eq!(outcome, Outcome::Denied, "{what}: {message}");
-        assert_eq!(code.as_deref(), Some("modified"), "{what}");
+        assert_denied(&r, what, &changed, ("UPDATE", Some("status")), "modified");
     }
 }
 
 #[test]
 fn writes_through_other_subresources_are_still_denied() {
-    let f = fixture();
-    let r = reviewer(&f.key, KUBERNETES);
+    let (f, r) = fixture_and_reviewer();
     let live = pod_status_write(&f.pod);
-    let (outcome, code, _) = decide(&r, &live, "UPDATE", Some("ephemeralcontainers"));
-    assert_eq!(outcome, Outcome::Denied);
-    assert_eq!(code.as_deref(), Some("subresource"));
+    assert_denied(
+        &r,
+        "pods/ephemeralcontainers",
+        &live,
+        ("UPDATE", Some("ephemeralcontainers")),
+        "subresource",
+    );
 }

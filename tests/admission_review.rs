@@ -7,6 +7,7 @@ mod common;
 #[path = "common/stack.rs"]
 mod stack;
 
+use common::dup_tests_a::template;
 use mansign::admission::{Outcome, ReviewOptions, Reviewed, Reviewer};
 use mansign::policy::{LoadOptions, PolicySet, load_file, load_str};
 use mansign::trust::TrustRoot;
@@ -16,12 +17,19 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 const GITHUB_ISSUER: &str = "https://token.actions.githubusercontent.com";
-const TEAM_A: &str =
-    "https://github.com/ORG/team-a-exceptions/.github/workflows/sign.yaml@refs/heads/main";
-const TEAM_B: &str =
-    "https://github.com/ORG/team-b-exceptions/.github/workflows/sign.yaml@refs/heads/main";
-const PLATFORM: &str =
-    "https://github.com/ORG/platform-exceptions/.github/workflows/sign.yaml@refs/heads/main";
+/// The identity of the sign workflow on main of the repository `ORG/<repo>`.
+macro_rules! sign_workflow {
+    ($repo:literal) => {
+        concat!(
+            "https://github.com/ORG/",
+            $repo,
+            "/.github/workflows/sign.yaml@refs/heads/main"
+        )
+    };
+}
+const TEAM_A: &str = sign_workflow!("team-a-exceptions");
+const TEAM_B: &str = sign_workflow!("team-b-exceptions");
+const PLATFORM: &str = sign_workflow!("platform-exceptions");
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -56,26 +64,12 @@ fn large_exception() -> String {
     exception("exc-large", Some("backup")) + &names
 }
 
+/// PolicyException `name` (for pods `nightly-backup-*`), in `namespace` if given.
 fn exception(name: &str, namespace: Option<&str>) -> String {
     let ns = namespace.map_or(String::new(), |n| format!("  namespace: {n}\n"));
-    format!(
-        "apiVersion: kyverno.io/v2
-kind: PolicyException
-metadata:
-  name: {name}
-{ns}spec:
-  exceptions:
-  - policyName: disallow-host-path
-    ruleNames:
-    - host-path
-  match:
-    any:
-    - resources:
-        kinds:
-        - Pod
-        names:
-        - nightly-backup-*
-"
+    template(
+        "policy-exception.yaml",
+        &[("  # NAMESPACE\n", &ns), ("NAME", name)],
     )
 }
 
@@ -130,24 +124,23 @@ fn stack_options() -> LoadOptions {
 /// A ManifestPolicy for PolicyExceptions signed by the platform workflow; `extra` adds
 /// spec fields (e.g. `failureAction: Audit`).
 fn platform_policy(extra: &str) -> PolicySet {
-    let text = format!(
-        "apiVersion: mansign.dev/v1alpha1
-kind: ManifestPolicy
-metadata:
-  name: platform
-spec:
-  match:
-    kinds: [PolicyException]
-  namespaceBinding: [\"*\"]
-  ignoreProfile: kubernetes
-{extra}  attestors:
-  - entries:
-    - keyless:
-        issuer: {GITHUB_ISSUER}
-        subject: {PLATFORM}
-"
-    );
+    let text = keyless_exceptions_policy("platform", "PolicyException", extra);
     load_str("platform.yaml", &text, repo(), &stack_options()).unwrap()
+}
+
+/// A ManifestPolicy `name` for `kinds` (namespaceBinding `*`, the kubernetes ignore
+/// profile) trusting the platform workflow; `extra` adds spec fields.
+fn keyless_exceptions_policy(name: &str, kinds: &str, extra: &str) -> String {
+    template(
+        "keyless-exceptions-policy.yaml",
+        &[
+            ("POLICY", name),
+            ("KINDS", kinds),
+            ("  # EXTRA\n", extra),
+            ("ISSUER", GITHUB_ISSUER),
+            ("PLATFORM", PLATFORM),
+        ],
+    )
 }
 
 fn per_namespace_policy() -> PolicySet {
@@ -278,6 +271,23 @@ fn kyverno_unit_policy_with(action: &str, validate_extra: &str) -> PolicySet {
     load_str("unit.yaml", &text, repo(), &kyverno_options()).unwrap()
 }
 
+/// The answer of a reviewer of `policy` to Kyverno's unit-test review `review`.
+fn kyverno_answer(policy: PolicySet, review: &str) -> (Value, Reviewed) {
+    answer(&reviewer(policy), &kyverno_review(review))
+}
+
+/// `policy` denies Kyverno's tampered ConfigMap review (`invalid`), naming `data.key3`.
+fn assert_tampered_denied(policy: PolicySet) {
+    let (response, reviewed) = kyverno_answer(policy, "invalid");
+    assert_denied(&response, &reviewed, "modified", "data.key3");
+}
+
+/// `policy` allows Kyverno's tampered ConfigMap review (`invalid`) with an audit warning.
+fn assert_tampered_audited(policy: PolicySet) {
+    let (response, reviewed) = kyverno_answer(policy, "invalid");
+    assert_allowed(&response, &reviewed, Outcome::AuditWarned);
+}
+
 /// The fixtures' public-good root (deterministic: not the developer's cached root).
 fn kyverno_options() -> LoadOptions {
     LoadOptions::default().with_trust_root(Arc::new(
@@ -287,8 +297,7 @@ fn kyverno_options() -> LoadOptions {
 
 #[test]
 fn kyverno_signed_configmap_review_is_allowed_with_its_uid() {
-    let r = reviewer(kyverno_unit_policy(""));
-    let (response, reviewed) = answer(&r, &kyverno_review("signed"));
+    let (response, reviewed) = kyverno_answer(kyverno_unit_policy(""), "signed");
     assert_allowed(&response, &reviewed, Outcome::Allowed);
     assert_eq!(response["uid"], "2529b894-5fca-4df9-a92b-7110f42bfa09");
     let d = &reviewed.decision;
@@ -305,8 +314,7 @@ fn kyverno_signed_configmap_review_is_allowed_with_its_uid() {
 
 #[test]
 fn kyverno_unsigned_configmap_review_is_denied() {
-    let r = reviewer(kyverno_unit_policy(""));
-    let (response, reviewed) = answer(&r, &kyverno_review("unsigned"));
+    let (response, reviewed) = kyverno_answer(kyverno_unit_policy(""), "unsigned");
     assert_denied(
         &response,
         &reviewed,
@@ -317,22 +325,21 @@ fn kyverno_unsigned_configmap_review_is_denied() {
 
 #[test]
 fn kyverno_tampered_configmap_review_is_denied_naming_data_key3() {
-    let r = reviewer(kyverno_unit_policy(""));
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
-    assert_denied(&response, &reviewed, "modified", "data.key3");
+    assert_tampered_denied(kyverno_unit_policy(""));
 }
 
 #[test]
 fn kyverno_multi_signature_service_review_is_allowed_with_server_defaults() {
-    let r = reviewer(kyverno_unit_policy(""));
-    let (response, reviewed) = answer(&r, &kyverno_review("multi-sig"));
+    let (response, reviewed) = kyverno_answer(kyverno_unit_policy(""), "multi-sig");
     assert_allowed(&response, &reviewed, Outcome::Allowed);
 }
 
 #[test]
 fn kyverno_audit_policy_allows_the_tampered_configmap_with_a_warning() {
-    let r = reviewer(kyverno_unit_policy("  validationFailureAction: Audit\n"));
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
+    let (response, reviewed) = kyverno_answer(
+        kyverno_unit_policy("  validationFailureAction: Audit\n"),
+        "invalid",
+    );
     assert_allowed(&response, &reviewed, Outcome::AuditWarned);
     let warnings = response["warnings"].as_array().unwrap();
     assert_eq!(warnings.len(), 1, "{response}");
@@ -349,25 +356,19 @@ fn kyverno_audit_policy_allows_the_tampered_configmap_with_a_warning() {
 #[test]
 fn kyverno_lower_case_enforce_denies() {
     let text_policy = kyverno_unit_policy("  validationFailureAction: enforce\n");
-    let r = reviewer(text_policy);
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
-    assert_denied(&response, &reviewed, "modified", "data.key3");
+    assert_tampered_denied(text_policy);
 }
 
 #[test]
 fn rule_failure_action_takes_precedence_over_the_policys() {
-    let r = reviewer(kyverno_unit_policy_with(
+    assert_tampered_audited(kyverno_unit_policy_with(
         "  validationFailureAction: Enforce\n",
         "      failureAction: Audit\n",
     ));
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
-    assert_allowed(&response, &reviewed, Outcome::AuditWarned);
-    let r = reviewer(kyverno_unit_policy_with(
+    assert_tampered_denied(kyverno_unit_policy_with(
         "  validationFailureAction: audit\n",
         "      failureAction: enforce\n",
     ));
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
-    assert_denied(&response, &reviewed, "modified", "data.key3");
 }
 
 #[test]
@@ -378,32 +379,25 @@ fn failure_action_overrides_apply_per_namespace() {
   - action: Audit
     namespaces: [sample-*]
 ";
-    let r = reviewer(kyverno_unit_policy(audit_in_samples));
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
-    assert_allowed(&response, &reviewed, Outcome::AuditWarned);
+    assert_tampered_audited(kyverno_unit_policy(audit_in_samples));
     let audit_elsewhere = "  validationFailureAction: Enforce
   validationFailureActionOverrides:
   - action: Audit
     namespaces: [sandbox]
 ";
-    let r = reviewer(kyverno_unit_policy(audit_elsewhere));
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
-    assert_denied(&response, &reviewed, "modified", "data.key3");
+    assert_tampered_denied(kyverno_unit_policy(audit_elsewhere));
     // Rule-level overrides come first: enforce in sample-ns although the policy audits.
-    let r = reviewer(kyverno_unit_policy_with(
+    assert_tampered_denied(kyverno_unit_policy_with(
         "  validationFailureAction: Audit\n",
         "      failureActionOverrides:\n      - action: Enforce\n        namespaces: [sample-ns]\n",
     ));
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
-    assert_denied(&response, &reviewed, "modified", "data.key3");
 }
 
 #[test]
 fn audit_rule_does_not_excuse_an_enforce_rule_that_fails_too() {
     let mut policy = kyverno_unit_policy("  validationFailureAction: Audit\n");
     policy.extend(kyverno_unit_policy(""));
-    let r = reviewer(policy);
-    let (response, reviewed) = answer(&r, &kyverno_review("invalid"));
+    let (response, reviewed) = kyverno_answer(policy, "invalid");
     assert_denied(&response, &reviewed, "modified", "data.key3");
     // The audit rule's warning is still sent.
     assert_eq!(
@@ -511,10 +505,7 @@ fn reviewer_is_send_and_sync() {
 #[test]
 fn signed_policy_exception_is_allowed_and_names_its_signer() {
     let r = reviewer(platform_policy(""));
-    let (response, reviewed) = answer(
-        &r,
-        &Request::create("backup", &signed().backup_by_platform).body(),
-    );
+    let (response, reviewed) = answer(&r, &in_namespace(&signed().backup_by_platform, "backup"));
     assert_allowed(&response, &reviewed, Outcome::Allowed);
     assert_eq!(
         reviewed.decision.signers,
@@ -538,11 +529,18 @@ fn unsigned_exception() -> Value {
     .1
 }
 
+/// `exc-backup` signed by the platform workflow, without the metadata field `field`.
+fn backup_without(field: &str) -> Value {
+    let mut object = signed().backup_by_platform.clone();
+    remove(&mut object["metadata"], field);
+    object
+}
+
 #[test]
 fn unsigned_matched_object_is_denied() {
     let r = reviewer(platform_policy(""));
     let unsigned = unsigned_exception();
-    let (response, reviewed) = answer(&r, &Request::create("backup", &unsigned).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&unsigned, "backup"));
     assert_denied(&response, &reviewed, "not-signed", "policy platform");
 }
 
@@ -556,7 +554,7 @@ fn tampered(object: &Value) -> Value {
 fn tampered_object_is_denied_with_the_diff_path_in_the_message() {
     let r = reviewer(platform_policy(""));
     let object = tampered(&signed().backup_by_platform);
-    let (response, reviewed) = answer(&r, &Request::create("backup", &object).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&object, "backup"));
     assert_denied(
         &response,
         &reviewed,
@@ -626,7 +624,7 @@ fn objects_no_rule_matches_are_allowed_without_verification() {
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "plain", "namespace": "backup"}, "data": {"a": "b"},
     });
-    let (response, reviewed) = answer(&r, &Request::create("backup", &config_map).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&config_map, "backup"));
     assert_allowed(&response, &reviewed, Outcome::NotMatched);
     assert!(reviewed.decision.signers.is_empty());
 }
@@ -635,7 +633,7 @@ fn objects_no_rule_matches_are_allowed_without_verification() {
 fn audit_rule_allows_a_tampered_object_with_a_warning() {
     let r = reviewer(platform_policy("  failureAction: Audit\n"));
     let object = tampered(&signed().backup_by_platform);
-    let (response, reviewed) = answer(&r, &Request::create("backup", &object).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&object, "backup"));
     assert_allowed(&response, &reviewed, Outcome::AuditWarned);
     let warnings = response["warnings"].as_array().unwrap();
     assert_eq!(warnings.len(), 1);
@@ -651,12 +649,8 @@ fn audit_rule_allows_a_tampered_object_with_a_warning() {
 #[test]
 fn audit_rule_allows_an_unsigned_object_with_a_warning() {
     let r = reviewer(platform_policy("  failureAction: Audit\n"));
-    let mut object = signed().backup_by_platform.clone();
-    object["metadata"]
-        .as_object_mut()
-        .unwrap()
-        .remove("annotations");
-    let (response, reviewed) = answer(&r, &Request::create("backup", &object).body());
+    let object = backup_without("annotations");
+    let (response, reviewed) = answer(&r, &in_namespace(&object, "backup"));
     assert_allowed(&response, &reviewed, Outcome::AuditWarned);
     assert_eq!(reviewed.decision.reason_code.as_deref(), Some("not-signed"));
 }
@@ -664,7 +658,7 @@ fn audit_rule_allows_an_unsigned_object_with_a_warning() {
 #[test]
 fn review_at_judges_the_signature_age_at_the_given_time() {
     let r = reviewer(platform_policy("  maxAge: 1h\n"));
-    let body = Request::create("backup", &signed().backup_by_platform).body();
+    let body = in_namespace(&signed().backup_by_platform, "backup");
     let (response, reviewed) = answer(&r, &body);
     assert_allowed(&response, &reviewed, Outcome::Allowed);
     let later = jiff::Timestamp::now() + jiff::SignedDuration::from_hours(2);
@@ -683,10 +677,7 @@ fn review_at_judges_the_signature_age_at_the_given_time() {
 fn an_object_claiming_another_namespace_than_the_request_is_denied() {
     let r = reviewer(platform_policy(""));
     // Signed for `backup`, sent in a request for `payments`.
-    let (response, reviewed) = answer(
-        &r,
-        &Request::create("payments", &signed().backup_by_platform).body(),
-    );
+    let (response, reviewed) = answer(&r, &in_namespace(&signed().backup_by_platform, "payments"));
     assert_denied(&response, &reviewed, "namespace-mismatch", "\"backup\"");
 }
 
@@ -695,15 +686,11 @@ fn an_object_without_namespace_gets_the_request_namespace() {
     // Signed for `backup`, the object omits its namespace, the request is for `payments`:
     // verified as stored (in payments), so the signed namespace differs.
     let r = reviewer(platform_policy(""));
-    let mut object = signed().backup_by_platform.clone();
-    object["metadata"]
-        .as_object_mut()
-        .unwrap()
-        .remove("namespace");
-    let (response, reviewed) = answer(&r, &Request::create("payments", &object).body());
+    let object = backup_without("namespace");
+    let (response, reviewed) = answer(&r, &in_namespace(&object, "payments"));
     assert_denied(&response, &reviewed, "modified", "metadata.namespace");
     // ... and in `backup` it verifies.
-    let (response, reviewed) = answer(&r, &Request::create("backup", &object).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&object, "backup"));
     assert_allowed(&response, &reviewed, Outcome::Allowed);
 }
 
@@ -751,7 +738,7 @@ fn response_of(reviewed: &Reviewed) -> Value {
 #[test]
 fn review_cached_answers_a_signed_object_only_once_its_signatures_are_cached() {
     let r = reviewer(platform_policy(""));
-    let body = Request::create("backup", &signed().backup_by_platform).body();
+    let body = in_namespace(&signed().backup_by_platform, "backup");
     assert!(r.review_cached(&body).is_none(), "verified without a check");
     // The refusal is not a cache miss: the full review that follows counts it.
     assert_eq!(cache_lookups(&r), vec![(0, 0)]);
@@ -773,42 +760,32 @@ fn review_cached_denies_a_changed_object_whose_signatures_are_cached() {
     let r = reviewer(platform_policy(""));
     let cold = || reviewer(platform_policy(""));
     let good = signed().backup_by_platform.clone();
-    answer(&r, &Request::create("backup", &good).body());
+    answer(&r, &in_namespace(&good, "backup"));
+    // `object` in `namespace`, answered from the cache, is denied with `code` naming `field`.
+    let denied_from_cache = |object: &Value, namespace: &'static str, code: &str, field: &str| {
+        let reviewed = cached_answer(&r, cold, &in_namespace(object, namespace))
+            .expect("a cached signature set");
+        assert_denied(&response_of(&reviewed), &reviewed, code, field);
+    };
     // Same annotations (a cache hit), other content: the comparison still runs.
     let bad = tampered(&good);
-    let reviewed = cached_answer(&r, cold, &Request::create("backup", &bad).body())
-        .expect("a cached signature set");
-    assert_denied(&response_of(&reviewed), &reviewed, "modified", "names[0]");
+    denied_from_cache(&bad, "backup", "modified", "names[0]");
     // Moved to another namespace than signed: denied too.
     let mut moved = good.clone();
     moved["metadata"]
         .as_object_mut()
         .unwrap()
         .remove("namespace");
-    let reviewed = cached_answer(&r, cold, &Request::create("payments", &moved).body())
-        .expect("a cached signature set");
-    assert_denied(
-        &response_of(&reviewed),
-        &reviewed,
-        "modified",
-        "metadata.namespace",
-    );
+    denied_from_cache(&moved, "payments", "modified", "metadata.namespace");
     // Copied onto another object: the signed message does not hold it.
     let mut renamed = good.clone();
     renamed["metadata"]["name"] = json!("exc-everything");
-    let reviewed = cached_answer(&r, cold, &Request::create("backup", &renamed).body())
-        .expect("a cached signature set");
-    assert_denied(
-        &response_of(&reviewed),
-        &reviewed,
-        "not-in-message",
-        "exc-backup",
-    );
+    denied_from_cache(&renamed, "backup", "not-in-message", "exc-backup");
     // An Audit rule warns from the cache as it does after checking.
     let audit = reviewer(platform_policy("  failureAction: Audit\n"));
-    answer(&audit, &Request::create("backup", &good).body());
+    answer(&audit, &in_namespace(&good, "backup"));
     let cold_audit = || reviewer(platform_policy("  failureAction: Audit\n"));
-    let reviewed = cached_answer(&audit, cold_audit, &Request::create("backup", &bad).body())
+    let reviewed = cached_answer(&audit, cold_audit, &in_namespace(&bad, "backup"))
         .expect("a cached signature set");
     assert_eq!(reviewed.decision.outcome, Outcome::AuditWarned);
     // A body over the bound is left to the full review, cached or not.
@@ -840,12 +817,9 @@ fn review_cached_answers_what_needs_no_verification_at_once() {
     let unsigned = unsigned_exception();
     for (body, outcome) in [
         (delete.body(), Outcome::Skipped),
+        (in_namespace(&config_map, "backup"), Outcome::NotMatched),
         (
-            Request::create("backup", &config_map).body(),
-            Outcome::NotMatched,
-        ),
-        (
-            Request::create("payments", &signed().backup_by_platform).body(),
+            in_namespace(&signed().backup_by_platform, "payments"),
             Outcome::Denied,
         ),
         (b"{not json".to_vec(), Outcome::Invalid),
@@ -859,7 +833,7 @@ fn review_cached_answers_what_needs_no_verification_at_once() {
     }
     // An unsigned object needs no signature check either, but it has no cached set: the
     // full review answers it (and denies it).
-    let body = Request::create("backup", &unsigned).body();
+    let body = in_namespace(&unsigned, "backup");
     assert!(r.review_cached(&body).is_none());
     let (response, reviewed) = answer(&r, &body);
     assert_denied(&response, &reviewed, "not-signed", "policy platform");
@@ -880,7 +854,7 @@ fn review_cached_needs_every_matched_rule_cached() {
         rules: vec![both.rules[0].clone()],
         ..PolicySet::default()
     };
-    let body = Request::create("backup", &signed().backup_by_platform).body();
+    let body = in_namespace(&signed().backup_by_platform, "backup");
     answer(&reviewer(first_only), &body);
     let r = reviewer(both);
     assert_eq!(cache_lookups(&r), vec![(0, 1), (0, 0)]);
@@ -903,12 +877,12 @@ fn review_cached_leaves_a_large_signed_document_to_the_full_review() {
     // one makes every cached answer read and compare the large document.
     let r = reviewer(platform_policy(""));
     let large = signed().large_by_platform.clone();
-    let (response, reviewed) = answer(&r, &Request::create("backup", &large).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&large, "backup"));
     assert_allowed(&response, &reviewed, Outcome::Allowed);
     assert_eq!(cache_lookups(&r), vec![(0, 1)]);
     let mut small = large.clone();
     small["spec"]["match"]["any"][0]["resources"]["names"] = json!(["*"]);
-    let body = Request::create("backup", &small).body();
+    let body = in_namespace(&small, "backup");
     assert!(body.len() < mansign::admission::CACHED_REVIEW_MAX_BYTES);
     assert!(
         r.review_cached(&body).is_none(),
@@ -931,7 +905,7 @@ fn review_cached_answers_for_a_bounded_number_of_matched_rules() {
         }
         set
     };
-    let body = Request::create("backup", &signed().backup_by_platform).body();
+    let body = in_namespace(&signed().backup_by_platform, "backup");
     let max = mansign::admission::CACHED_REVIEW_MAX_RULES;
     let at_max = reviewer(rules(max));
     answer(&at_max, &body);
@@ -946,7 +920,7 @@ fn review_cached_answers_for_a_bounded_number_of_matched_rules() {
 #[test]
 fn review_cached_leaves_a_signature_past_its_maximum_age_to_the_full_review() {
     let r = reviewer(platform_policy("  maxAge: 1h\n"));
-    let body = Request::create("backup", &signed().backup_by_platform).body();
+    let body = in_namespace(&signed().backup_by_platform, "backup");
     answer(&r, &body);
     let now = jiff::Timestamp::now();
     assert!(r.review_cached_at(&body, now).is_some());
@@ -962,6 +936,13 @@ fn review_cached_leaves_a_signature_past_its_maximum_age_to_the_full_review() {
 
 fn in_namespace(object: &Value, ns: &'static str) -> Vec<u8> {
     Request::create(ns, object).body()
+}
+
+/// `r` denies `object` in namespace `ns` as signed by a subject not trusted there, naming
+/// `in_message`.
+fn assert_subject_mismatch(r: &Reviewer, object: &Value, ns: &'static str, in_message: &str) {
+    let (response, reviewed) = answer(r, &in_namespace(object, ns));
+    assert_denied(&response, &reviewed, "subject-mismatch", in_message);
 }
 
 #[test]
@@ -980,30 +961,17 @@ fn team_signature_is_accepted_in_its_own_namespace() {
 #[test]
 fn team_signature_is_rejected_in_another_teams_namespace() {
     let r = reviewer(per_namespace_policy());
-    let (response, reviewed) = answer(&r, &in_namespace(&signed().by_team_a, "team-b"));
-    assert_denied(
-        &response,
-        &reviewed,
-        "subject-mismatch",
-        "team-b-exceptions",
-    );
-    let (response, reviewed) = answer(&r, &in_namespace(&signed().by_team_b, "team-a"));
-    assert_denied(
-        &response,
-        &reviewed,
-        "subject-mismatch",
-        "team-a-exceptions",
-    );
+    assert_subject_mismatch(&r, &signed().by_team_a, "team-b", "team-b-exceptions");
+    assert_subject_mismatch(&r, &signed().by_team_b, "team-a", "team-a-exceptions");
 }
 
 #[test]
 fn team_signature_is_rejected_outside_the_team_namespaces() {
     let r = reviewer(per_namespace_policy());
-    let (response, reviewed) = answer(&r, &in_namespace(&signed().by_team_a, "payments"));
-    assert_denied(
-        &response,
-        &reviewed,
-        "subject-mismatch",
+    assert_subject_mismatch(
+        &r,
+        &signed().by_team_a,
+        "payments",
         "policy platform-exceptions",
     );
 }
@@ -1026,60 +994,22 @@ fn central_signature_is_accepted_in_every_namespace() {
 /// `ClusterPolicy` for the rest (docs/admission.md).
 fn kyverno_per_namespace_policy() -> PolicySet {
     let team = |ns: &str, subject: &str| {
-        format!(
-            "apiVersion: kyverno.io/v1
-kind: Policy
-metadata:
-  name: {ns}-exceptions
-  namespace: {ns}
-spec:
-  validationFailureAction: Enforce
-  rules:
-  - name: signed
-    match:
-      any:
-      - resources:
-          kinds: [PolicyException]
-    validate:
-      manifests:
-        attestors:
-        - count: 1
-          entries:
-          - keyless:
-              issuer: {GITHUB_ISSUER}
-              subject: {subject}
-          - keyless:
-              issuer: {GITHUB_ISSUER}
-              subject: {PLATFORM}
-"
+        template(
+            "kyverno-team-exceptions-policy.yaml",
+            &[
+                ("NAMESPACE", ns),
+                ("ISSUER", GITHUB_ISSUER),
+                ("TEAM", subject),
+                ("PLATFORM", PLATFORM),
+            ],
         )
     };
+    let platform = template(
+        "kyverno-platform-exceptions-policy.yaml",
+        &[("ISSUER", GITHUB_ISSUER), ("PLATFORM", PLATFORM)],
+    );
     let text = format!(
-        "{}---\n{}---
-apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: platform-exceptions
-spec:
-  validationFailureAction: Enforce
-  rules:
-  - name: signed
-    match:
-      any:
-      - resources:
-          kinds: [PolicyException]
-    exclude:
-      any:
-      - resources:
-          namespaces: [team-a, team-b]
-    validate:
-      manifests:
-        attestors:
-        - entries:
-          - keyless:
-              issuer: {GITHUB_ISSUER}
-              subject: {PLATFORM}
-",
+        "{}---\n{}---\n{platform}",
         team("team-a", TEAM_A),
         team("team-b", TEAM_B)
     );
@@ -1145,69 +1075,61 @@ fn malformed_json_is_a_bad_review() {
     assert_eq!(bad_code(&[0xff, 0xfe, b'{']), "malformed-json");
 }
 
-#[test]
-fn wrong_api_version_or_kind_is_a_bad_review() {
-    let mut v = signed_review_value();
-    v["apiVersion"] = json!("admission.k8s.io/v1beta1");
-    assert_eq!(
-        bad_code(&serde_json::to_vec(&v).unwrap()),
-        "wrong-api-version"
-    );
-    let mut v = signed_review_value();
-    v["kind"] = json!("ConfigMap");
-    assert_eq!(
-        bad_code(&serde_json::to_vec(&v).unwrap()),
-        "wrong-api-version"
-    );
+/// Removes `key` from the object `v`.
+fn remove(v: &mut Value, key: &str) {
+    v.as_object_mut().unwrap().remove(key);
 }
 
-#[test]
-fn missing_request_is_a_bad_review() {
-    let mut v = signed_review_value();
-    v.as_object_mut().unwrap().remove("request");
-    assert_eq!(
-        bad_code(&serde_json::to_vec(&v).unwrap()),
-        "missing-request"
-    );
-    v["request"] = Value::Null;
-    assert_eq!(
-        bad_code(&serde_json::to_vec(&v).unwrap()),
-        "missing-request"
-    );
-}
+/// An edit of a signed review.
+type ReviewEdit = fn(&mut Value);
+
+/// (the bad-review code, edits of a signed review that each draw it): a wrong apiVersion or
+/// kind, a missing request, a missing or empty uid, a request without operation or user, a
+/// CREATE without object.
+const BAD_REVIEWS: &[(&str, &[ReviewEdit])] = &[
+    (
+        "wrong-api-version",
+        &[
+            |v| v["apiVersion"] = json!("admission.k8s.io/v1beta1"),
+            |v| v["kind"] = json!("ConfigMap"),
+        ],
+    ),
+    (
+        "missing-request",
+        &[|v| remove(v, "request"), |v| v["request"] = Value::Null],
+    ),
+    (
+        "missing-uid",
+        &[
+            |v| remove(&mut v["request"], "uid"),
+            |v| v["request"]["uid"] = json!(""),
+            |v| v["request"]["uid"] = json!(7),
+        ],
+    ),
+    (
+        "malformed-request",
+        &[
+            |v| remove(&mut v["request"], "operation"),
+            |v| v["request"]["operation"] = json!("PATCH"),
+        ],
+    ),
+    (
+        "missing-object",
+        &[|v| v["request"]["object"] = Value::Null],
+    ),
+];
 
 #[test]
-fn missing_or_empty_uid_is_a_bad_review() {
-    let mut v = signed_review_value();
-    v["request"].as_object_mut().unwrap().remove("uid");
-    assert_eq!(bad_code(&serde_json::to_vec(&v).unwrap()), "missing-uid");
-    v["request"]["uid"] = json!("");
-    assert_eq!(bad_code(&serde_json::to_vec(&v).unwrap()), "missing-uid");
-    v["request"]["uid"] = json!(7);
-    assert_eq!(bad_code(&serde_json::to_vec(&v).unwrap()), "missing-uid");
-}
-
-#[test]
-fn request_without_operation_or_user_is_a_bad_review() {
-    let mut v = signed_review_value();
-    v["request"].as_object_mut().unwrap().remove("operation");
-    assert_eq!(
-        bad_code(&serde_json::to_vec(&v).unwrap()),
-        "malformed-request"
-    );
-    let mut v = signed_review_value();
-    v["request"]["operation"] = json!("PATCH");
-    assert_eq!(
-        bad_code(&serde_json::to_vec(&v).unwrap()),
-        "malformed-request"
-    );
-}
-
-#[test]
-fn create_without_object_is_a_bad_review() {
-    let mut v = signed_review_value();
-    v["request"]["object"] = Value::Null;
-    assert_eq!(bad_code(&serde_json::to_vec(&v).unwrap()), "missing-object");
+fn bad_reviews_are_refused_with_their_code() {
+    for (code, edits) in BAD_REVIEWS {
+        // Each edit, applied to a fresh signed review, makes it a bad review with `code`.
+        for (i, edit) in edits.iter().enumerate() {
+            let mut v = signed_review_value();
+            edit(&mut v);
+            let got = bad_code(&serde_json::to_vec(&v).unwrap());
+            assert_eq!(&got, code, "edit {i} of the {code} cases");
+        }
+    }
 }
 
 #[test]
@@ -1459,29 +1381,10 @@ fn a_write_through_a_subresource_is_denied_and_a_status_write_is_verified() {
 
 #[test]
 fn a_kind_pinned_to_a_version_still_matches_the_object_sent_in_another_version() {
-    let text = format!(
-        "apiVersion: mansign.dev/v1alpha1
-kind: ManifestPolicy
-metadata:
-  name: pinned
-spec:
-  match:
-    kinds: [kyverno.io/v2/PolicyException]
-  namespaceBinding: [\"*\"]
-  ignoreProfile: kubernetes
-  attestors:
-  - entries:
-    - keyless:
-        issuer: {GITHUB_ISSUER}
-        subject: {PLATFORM}
-"
-    );
+    let text = keyless_exceptions_policy("pinned", "kyverno.io/v2/PolicyException", "");
     let r = reviewer(load_str("pinned.yaml", &text, repo(), &stack_options()).unwrap());
     // The signed v2 object passes.
-    let (response, reviewed) = answer(
-        &r,
-        &Request::create("backup", &signed().backup_by_platform).body(),
-    );
+    let (response, reviewed) = answer(&r, &in_namespace(&signed().backup_by_platform, "backup"));
     assert_allowed(&response, &reviewed, Outcome::Allowed);
     // The same exception sent unsigned as v2beta1 (a webhook registered for every
     // version sends it as is) is matched and denied, not waved through as unmatched.
@@ -1493,12 +1396,12 @@ spec:
     .remove(0)
     .1;
     unsigned["apiVersion"] = json!("kyverno.io/v2beta1");
-    let (response, reviewed) = answer(&r, &Request::create("backup", &unsigned).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&unsigned, "backup"));
     assert_denied(&response, &reviewed, "not-signed", "policy pinned");
     // The signed v2 document sent as v2beta1 is a different object: denied.
     let mut relabelled = signed().backup_by_platform.clone();
     relabelled["apiVersion"] = json!("kyverno.io/v2beta1");
-    let (response, reviewed) = answer(&r, &Request::create("backup", &relabelled).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&relabelled, "backup"));
     assert!(!reviewed.decision.outcome.is_allowed(), "{response}");
 }
 
@@ -1547,41 +1450,25 @@ spec:
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "plain", "namespace": "team-a"}, "data": {"a": "b"},
     });
-    let (response, reviewed) = answer(&r, &Request::create("team-a", &config_map).body());
+    let (response, reviewed) = answer(&r, &in_namespace(&config_map, "team-a"));
     assert_denied(&response, &reviewed, "not-signed", "team-configmaps");
 }
 
 #[test]
 fn a_service_account_subject_without_namespace_is_refused_when_loading() {
     for block in ["match", "exclude"] {
-        let text = format!(
-            "apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: by-controller
-spec:
-  rules:
-  - name: signed
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap]
-{}
-    validate:
-      manifests:
-        attestors:
-        - entries:
-          - keyless:
-              issuer: {GITHUB_ISSUER}
-              subject: {PLATFORM}
-",
-            if block == "match" {
-                "        subjects:\n        - kind: ServiceAccount\n          name: deployer\n"
-                    .to_string()
-            } else {
-                "    exclude:\n      any:\n      - subjects:\n        - kind: ServiceAccount\n          name: deployer\n"
-                    .to_string()
-            }
+        let subjects = if block == "match" {
+            "        subjects:\n        - kind: ServiceAccount\n          name: deployer\n"
+        } else {
+            "    exclude:\n      any:\n      - subjects:\n        - kind: ServiceAccount\n          name: deployer\n"
+        };
+        let text = template(
+            "kyverno-service-account-subject-policy.yaml",
+            &[
+                ("# SUBJECTS\n", subjects),
+                ("ISSUER", GITHUB_ISSUER),
+                ("PLATFORM", PLATFORM),
+            ],
         );
         let err = load_str("sa.yaml", &text, repo(), &stack_options()).unwrap_err();
         let message = err.to_string();

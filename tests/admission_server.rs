@@ -322,15 +322,13 @@ async fn decide(client: &reqwest::Client, webhook: &Webhook, body: &Value) -> Va
     serde_json::from_str(&text).unwrap()
 }
 
+/// The `/metrics` text (HTTP 200 required).
 async fn metrics(client: &reqwest::Client, webhook: &Webhook) -> String {
-    client
-        .get(webhook.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
+    let response = client.get(webhook.url("/metrics")).send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    assert_eq!(status, 200, "/metrics: {text}");
+    text
 }
 
 /// The value of one metric line (`name{labels}` exactly as rendered).

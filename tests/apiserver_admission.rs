@@ -15,6 +15,7 @@
 mod common;
 
 use common::cluster::Cluster;
+use common::dup_tests_a::data;
 use common::pki::Pki;
 use common::webhook::Webhook;
 use common::{fixture, key_pair, mansign, write};
@@ -105,6 +106,17 @@ impl Recorder {
 
     fn url(&self) -> String {
         format!("https://127.0.0.1:{}/record", self.port)
+    }
+
+    /// The whole recorded body (the AdmissionReview) of `request`, found by its uid.
+    fn body_of(&self, request: &Value) -> Value {
+        self.bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|b| b["request"]["uid"] == request["uid"])
+            .cloned()
+            .unwrap()
     }
 
     /// The recorded requests (`request` of each body) that `pick` selects, waiting up to
@@ -263,24 +275,22 @@ impl Env {
 
         let probe = pe_kyverno("probe", "pe", "probe-*");
         let start = Instant::now();
-        loop {
-            let out = self
-                .cluster
-                .kubectl_stdin(&["create", "--dry-run=server", "-f", "-"], &probe);
-            if !out.status.success() && stderr(&out).contains("denied the request") {
-                eprintln!(
-                    "webhooks active after {:.1} s",
-                    start.elapsed().as_secs_f64()
-                );
-                return;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "the API server did not call the webhook within 60 s: {}",
-                stderr(&out)
-            );
-            std::thread::sleep(Duration::from_millis(250));
-        }
+        retry_for(
+            Duration::from_secs(60),
+            Duration::from_millis(250),
+            "the API server did not call the webhook within 60 s",
+            || {
+                let out = self
+                    .cluster
+                    .kubectl_stdin(&["create", "--dry-run=server", "-f", "-"], &probe);
+                let denied = !out.status.success() && stderr(&out).contains("denied the request");
+                denied.then_some(()).ok_or_else(|| stderr(&out))
+            },
+        );
+        eprintln!(
+            "webhooks active after {:.1} s",
+            start.elapsed().as_secs_f64()
+        );
     }
 
     /// Signs `text` (one or more documents) with `key`; returns the signed YAML.
@@ -308,6 +318,26 @@ impl Env {
         let out = self.cluster.kubectl_stdin(&all, doc);
         report(what, &all, &out);
         out
+    }
+
+    /// [`Env::kubectl_doc`]; fails unless mansign denies the write with `code`.
+    fn denied_doc(&self, what: &str, args: &[&str], doc: &str, code: &str) -> Output {
+        let out = self.kubectl_doc(what, args, doc);
+        assert_denied(&out, code);
+        out
+    }
+
+    /// [`Env::kubectl_doc`]; fails unless the write is admitted (`context` names it).
+    fn admitted_doc(&self, what: &str, args: &[&str], doc: &str, context: &str) {
+        assert_admitted(&self.kubectl_doc(what, args, doc), context);
+    }
+
+    /// Fails if the API server holds `object` (`resource/name`) in `ns`.
+    fn assert_not_stored(&self, object: &str, ns: &str) {
+        assert!(
+            self.get(object, Some(ns)).is_none(),
+            "{object} is stored in {ns}"
+        );
     }
 
     /// `kubectl ARGS`; prints the verdict.
@@ -493,6 +523,25 @@ fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Calls `attempt` every `pause` until it succeeds; fails the test with `failure` and the
+/// last attempt's error once `limit` has passed.
+fn retry_for(
+    limit: Duration,
+    pause: Duration,
+    failure: &str,
+    mut attempt: impl FnMut() -> Result<(), String>,
+) {
+    let start = Instant::now();
+    loop {
+        let error = match attempt() {
+            Ok(()) => return,
+            Err(error) => error,
+        };
+        assert!(start.elapsed() < limit, "{failure}: {error}");
+        std::thread::sleep(pause);
+    }
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -613,20 +662,20 @@ fn the_shipped_configuration_and_policy_gate_both_policy_exception_kinds() {
     let ns = SHIPPED_ONLY;
     for (i, &(label, resource, make)) in PE_KINDS.iter().enumerate() {
         let name = format!("shipped-{i}");
-        let out = env.kubectl_doc(
+        env.denied_doc(
             &format!("{label} unsigned, shipped configuration only"),
             &["apply"],
             &make(&name, ns, "*"),
+            "not-signed",
         );
-        assert_denied(&out, "not-signed");
-        assert!(env.get(&format!("{resource}/{name}"), Some(ns)).is_none());
+        env.assert_not_stored(&format!("{resource}/{name}"), ns);
         let signed = env.sign(&make(&name, ns, "nightly-backup-*"));
-        let out = env.kubectl_doc(
+        env.admitted_doc(
             &format!("{label} signed, shipped configuration only"),
             &["apply"],
             &signed,
+            "a signed exception under the shipped configuration",
         );
-        assert_admitted(&out, "a signed exception under the shipped configuration");
         let request = env
             .recorder
             .find(|r| r["name"] == name.as_str() && r["operation"] == "CREATE");
@@ -637,12 +686,12 @@ fn the_shipped_configuration_and_policy_gate_both_policy_exception_kinds() {
     // sign the default explicitly, as pe_policies does).
     let without_default = pe_policies("shipped-no-default", ns, "disallow-host-path")
         .replace("  reportResult: skip\n", "");
-    let out = env.kubectl_doc(
+    let out = env.denied_doc(
         "policies.kyverno.io signed without the CRD default reportResult",
         &["apply"],
         &env.sign(&without_default),
+        "modified",
     );
-    assert_denied(&out, "modified");
     assert!(stderr(&out).contains("reportResult"), "{}", stderr(&out));
 }
 
@@ -657,8 +706,12 @@ fn signed_policy_exceptions_are_admitted_by_apply_server_side_apply_create_and_r
         let ns = "pe";
         // client-side apply (and a second apply of the same file)
         let doc = env.sign(&make(&format!("csa-{i}"), ns, "nightly-backup-*"));
-        let out = env.kubectl_doc(&format!("{label} signed"), &["apply"], &doc);
-        assert_admitted(&out, "kubectl apply");
+        env.admitted_doc(
+            &format!("{label} signed"),
+            &["apply"],
+            &doc,
+            "kubectl apply",
+        );
         let stored = env.get(&format!("{resource}/csa-{i}"), Some(ns)).unwrap();
         assert!(
             stored["metadata"]["annotations"]
@@ -666,38 +719,58 @@ fn signed_policy_exceptions_are_admitted_by_apply_server_side_apply_create_and_r
                 .is_some(),
             "client-side apply stores its last-applied annotation"
         );
-        let out = env.kubectl_doc(&format!("{label} signed, again"), &["apply"], &doc);
-        assert_admitted(&out, "kubectl apply (unchanged)");
+        env.admitted_doc(
+            &format!("{label} signed, again"),
+            &["apply"],
+            &doc,
+            "kubectl apply (unchanged)",
+        );
         // a new signed version of the same object, client-side applied over the first
         let doc2 = env.sign(&make(&format!("csa-{i}"), ns, "weekly-backup-*"));
-        let out = env.kubectl_doc(&format!("{label} re-signed"), &["apply"], &doc2);
-        assert_admitted(&out, "kubectl apply (new signed version)");
+        env.admitted_doc(
+            &format!("{label} re-signed"),
+            &["apply"],
+            &doc2,
+            "kubectl apply (new signed version)",
+        );
 
         // server-side apply
         let doc = env.sign(&make(&format!("ssa-{i}"), ns, "nightly-backup-*"));
-        let out = env.kubectl_doc(
+        env.admitted_doc(
             &format!("{label} signed"),
             &["apply", "--server-side"],
             &doc,
+            "kubectl apply --server-side",
         );
-        assert_admitted(&out, "kubectl apply --server-side");
         let doc2 = env.sign(&make(&format!("ssa-{i}"), ns, "weekly-backup-*"));
-        let out = env.kubectl_doc(
+        env.admitted_doc(
             &format!("{label} re-signed"),
             &["apply", "--server-side"],
             &doc2,
+            "kubectl apply --server-side (new signed version)",
         );
-        assert_admitted(&out, "kubectl apply --server-side (new signed version)");
 
         // create, then replace with the same and with a new signed version
         let doc = env.sign(&make(&format!("create-{i}"), ns, "nightly-backup-*"));
-        let out = env.kubectl_doc(&format!("{label} signed"), &["create"], &doc);
-        assert_admitted(&out, "kubectl create");
-        let out = env.kubectl_doc(&format!("{label} signed"), &["replace"], &doc);
-        assert_admitted(&out, "kubectl replace (same document)");
+        env.admitted_doc(
+            &format!("{label} signed"),
+            &["create"],
+            &doc,
+            "kubectl create",
+        );
+        env.admitted_doc(
+            &format!("{label} signed"),
+            &["replace"],
+            &doc,
+            "kubectl replace (same document)",
+        );
         let doc2 = env.sign(&make(&format!("create-{i}"), ns, "weekly-backup-*"));
-        let out = env.kubectl_doc(&format!("{label} re-signed"), &["replace"], &doc2);
-        assert_admitted(&out, "kubectl replace (new signed version)");
+        env.admitted_doc(
+            &format!("{label} re-signed"),
+            &["replace"],
+            &doc2,
+            "kubectl replace (new signed version)",
+        );
 
         // what the cluster holds verifies
         for name in ["csa", "ssa", "create"] {
@@ -726,13 +799,13 @@ fn unsigned_tampered_wrong_signer_and_expired_policy_exceptions_are_denied_with_
     for (i, &(label, resource, make)) in PE_KINDS.iter().enumerate() {
         // unsigned
         let name = format!("unsigned-{i}");
-        let out = env.kubectl_doc(
+        env.denied_doc(
             &format!("{label} unsigned"),
             &["apply"],
             &make(&name, ns, "nightly-backup-*"),
+            "not-signed",
         );
-        assert_denied(&out, "not-signed");
-        assert!(env.get(&format!("{resource}/{name}"), Some(ns)).is_none());
+        env.assert_not_stored(&format!("{resource}/{name}"), ns);
 
         // tampered after signing: the exception widened to every Pod / another policy
         let name = format!("tampered-{i}");
@@ -741,17 +814,25 @@ fn unsigned_tampered_wrong_signer_and_expired_policy_exceptions_are_denied_with_
             .replace("nightly-backup-*", "*")
             .replace("disallow-host-path", "require-signed-images");
         assert_ne!(signed, tampered);
-        let out = env.kubectl_doc(&format!("{label} tampered"), &["apply"], &tampered);
-        assert_denied(&out, "modified");
-        let out = env.kubectl_doc(
+        env.denied_doc(
+            &format!("{label} tampered"),
+            &["apply"],
+            &tampered,
+            "modified",
+        );
+        env.denied_doc(
             &format!("{label} tampered"),
             &["apply", "--server-side"],
             &tampered,
+            "modified",
         );
-        assert_denied(&out, "modified");
-        let out = env.kubectl_doc(&format!("{label} tampered"), &["create"], &tampered);
-        assert_denied(&out, "modified");
-        assert!(env.get(&format!("{resource}/{name}"), Some(ns)).is_none());
+        env.denied_doc(
+            &format!("{label} tampered"),
+            &["create"],
+            &tampered,
+            "modified",
+        );
+        env.assert_not_stored(&format!("{resource}/{name}"), ns);
 
         // signed by a key the policy does not trust
         let name = format!("intruder-{i}");
@@ -763,7 +844,7 @@ fn unsigned_tampered_wrong_signer_and_expired_policy_exceptions_are_denied_with_
             err.contains("denied the request") && err.contains("(policy "),
             "expected mansign's denial, kubectl said: {err}"
         );
-        assert!(env.get(&format!("{resource}/{name}"), Some(ns)).is_none());
+        env.assert_not_stored(&format!("{resource}/{name}"), ns);
 
         // expired (signed `mansign.dev/expires` in the past by the time it is applied)
         let name = format!("expired-{i}");
@@ -773,9 +854,8 @@ fn unsigned_tampered_wrong_signer_and_expired_policy_exceptions_are_denied_with_
             &["--expires", "1s"],
         );
         std::thread::sleep(Duration::from_millis(2100));
-        let out = env.kubectl_doc(&format!("{label} expired"), &["apply"], &signed);
-        assert_denied(&out, "expired");
-        assert!(env.get(&format!("{resource}/{name}"), Some(ns)).is_none());
+        env.denied_doc(&format!("{label} expired"), &["apply"], &signed, "expired");
+        env.assert_not_stored(&format!("{resource}/{name}"), ns);
     }
 }
 
@@ -786,8 +866,10 @@ fn edit_patch_label_and_annotate_of_an_admitted_exception_are_denied_and_delete_
     for (i, &(label, resource, make)) in PE_KINDS.iter().enumerate() {
         let name = format!("edited-{i}");
         let doc = env.sign(&make(&name, ns, "nightly-backup-*"));
-        assert_admitted(
-            &env.kubectl_doc(&format!("{label} signed"), &["apply"], &doc),
+        env.admitted_doc(
+            &format!("{label} signed"),
+            &["apply"],
+            &doc,
             "kubectl apply",
         );
         let before = env.get(&format!("{resource}/{name}"), Some(ns)).unwrap();
@@ -871,11 +953,14 @@ fn dry_run_server_is_verified_like_a_real_request() {
             &["apply", "--server-side", "--dry-run=server"],
             &["create", "--dry-run=server"],
         ] {
-            let out = env.kubectl_doc(&format!("{label} unsigned"), args, &unsigned);
-            assert_denied(&out, "not-signed");
+            env.denied_doc(&format!("{label} unsigned"), args, &unsigned, "not-signed");
             let signed = env.sign(&make(&name, ns, "nightly-backup-*"));
-            let out = env.kubectl_doc(&format!("{label} signed"), args, &signed);
-            assert_admitted(&out, "dry run of a signed exception");
+            env.admitted_doc(
+                &format!("{label} signed"),
+                args,
+                &signed,
+                "dry run of a signed exception",
+            );
         }
         assert!(
             env.get(&format!("{resource}/{name}"), Some(ns)).is_none(),
@@ -969,9 +1054,10 @@ fn every_kind_of_the_signed_set_is_admitted_and_verifies_as_stored() {
     );
 }
 
-/// Adds `value` at `path` (object keys) to the first document of `signed` and returns it
-/// as JSON text for `kubectl -f -`.
-fn with_field(signed: &str, path: &[&str], value: Value) -> String {
+/// Adds `value` at `path` (object keys and list indexes, separated by `.`) to the first
+/// document of `signed` and returns it as JSON text for `kubectl -f -`.
+fn with_field(signed: &str, path: &str, value: Value) -> String {
+    let path: Vec<&str> = path.split('.').collect();
     let mut doc = yaml_docs(signed).remove(0);
     let mut at = &mut doc;
     for (i, key) in path.iter().enumerate() {
@@ -1000,178 +1086,37 @@ fn tolerated_defaults_cannot_be_used_by_a_client_to_change_behaviour() {
         .replace("web:1.27.3", "web:latest");
     let deployment = env.sign(&deployment_text);
 
-    let cases: Vec<(&str, String)> = vec![
-        (
-            "Service spec.clusterIP: None (a headless Service: DNS answers pod IPs, no virtual IP)",
-            with_field(&service, &["spec", "clusterIP"], json!("None")),
-        ),
-        (
-            "Service spec.ipFamilyPolicy: PreferDualStack (not the default SingleStack)",
-            with_field(
-                &service,
-                &["spec", "ipFamilyPolicy"],
-                json!("PreferDualStack"),
-            ),
-        ),
-        (
-            "Deployment imagePullPolicy: IfNotPresent for a :latest image (default Always)",
-            with_field(
-                &deployment,
-                &[
-                    "spec",
-                    "template",
-                    "spec",
-                    "containers",
-                    "0",
-                    "imagePullPolicy",
-                ],
-                json!("IfNotPresent"),
-            ),
-        ),
-        (
-            "Deployment imagePullPolicy: Never",
-            with_field(
-                &deployment,
-                &[
-                    "spec",
-                    "template",
-                    "spec",
-                    "containers",
-                    "0",
-                    "imagePullPolicy",
-                ],
-                json!("Never"),
-            ),
-        ),
-    ];
-    // Every other tolerance of the `kubernetes` profile (docs/policy.md, "Kyverno's default
-    // ignore lists"): a client writes a value other than the one the API server would set.
     let namespace = env.sign(
         &std::fs::read_to_string(fixture("cluster/signed-set/namespace.yaml"))
             .unwrap()
             .replace("name: stored-ns\n", "name: tolerance-ns\n"),
     );
-    let at = |signed: &str, path: &str, value: Value| {
-        with_field(signed, &path.split('.').collect::<Vec<_>>(), value)
-    };
-    let pod = "spec.template.spec";
-    let container = "spec.template.spec.containers.0";
-    let more: Vec<(&str, String)> = vec![
-        (
-            "Service spec.type: NodePort (a port on every node)",
-            at(&service, "spec.type", json!("NodePort")),
-        ),
-        (
-            "Service spec.sessionAffinity: ClientIP",
-            at(&service, "spec.sessionAffinity", json!("ClientIP")),
-        ),
-        (
-            "Service spec.ports[0].protocol: UDP",
-            at(&service, "spec.ports.0.protocol", json!("UDP")),
-        ),
-        (
-            "Service spec.internalTrafficPolicy: Local",
-            at(&service, "spec.internalTrafficPolicy", json!("Local")),
-        ),
-        (
-            "Namespace spec.finalizers with a client's finalizer",
-            at(
-                &namespace,
-                "spec.finalizers",
-                json!(["kubernetes", "example.com/hold"]),
-            ),
-        ),
-        (
-            "Deployment spec.replicas: 5 (default 1)",
-            at(&deployment, "spec.replicas", json!(5)),
-        ),
-        (
-            "Deployment spec.progressDeadlineSeconds: 60",
-            at(&deployment, "spec.progressDeadlineSeconds", json!(60)),
-        ),
-        (
-            "Deployment spec.revisionHistoryLimit: 0",
-            at(&deployment, "spec.revisionHistoryLimit", json!(0)),
-        ),
-        (
-            "Deployment spec.strategy.type: Recreate",
-            at(&deployment, "spec.strategy", json!({"type": "Recreate"})),
-        ),
-        (
-            "Deployment spec.strategy.rollingUpdate 100%/100%",
-            at(
-                &deployment,
-                "spec.strategy",
-                json!({"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "100%", "maxUnavailable": "100%"}}),
-            ),
-        ),
-        (
-            "pod spec dnsPolicy: Default (the node's resolver)",
-            at(&deployment, &format!("{pod}.dnsPolicy"), json!("Default")),
-        ),
-        (
-            "pod spec schedulerName: another scheduler",
-            at(
-                &deployment,
-                &format!("{pod}.schedulerName"),
-                json!("other-scheduler"),
-            ),
-        ),
-        (
-            "pod spec terminationGracePeriodSeconds: 0",
-            at(
-                &deployment,
-                &format!("{pod}.terminationGracePeriodSeconds"),
-                json!(0),
-            ),
-        ),
-        (
-            "pod spec securityContext.runAsUser: 0",
-            at(
-                &deployment,
-                &format!("{pod}.securityContext"),
-                json!({"runAsUser": 0}),
-            ),
-        ),
-        (
-            "container terminationMessagePath elsewhere",
-            at(
-                &deployment,
-                &format!("{container}.terminationMessagePath"),
-                json!("/tmp/termination-log"),
-            ),
-        ),
-        (
-            "container terminationMessagePolicy: FallbackToLogsOnError",
-            at(
-                &deployment,
-                &format!("{container}.terminationMessagePolicy"),
-                json!("FallbackToLogsOnError"),
-            ),
-        ),
-        (
-            "container ports[0].protocol: UDP",
-            at(
-                &deployment,
-                &format!("{container}.ports.0.protocol"),
-                json!("UDP"),
-            ),
-        ),
-        (
-            "container resources.requests.cpu: 8",
-            at(
-                &deployment,
-                &format!("{container}.resources"),
-                json!({"requests": {"cpu": "8"}}),
-            ),
-        ),
-    ];
-    let cases: Vec<(&str, String)> = cases.into_iter().chain(more).collect();
+    // (what, the signed object with the client's value), one a case of
+    // testdata/dup-tests-a/tolerated-defaults.yaml.
+    let cases: Vec<(String, String)> = yaml_docs(&data("tolerated-defaults.yaml"))
+        .remove(0)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|case| {
+            let what = case["what"].as_str().unwrap();
+            let signed = match case["object"].as_str().unwrap() {
+                "Service" => &service,
+                "Deployment" => &deployment,
+                "Namespace" => &namespace,
+                other => panic!("{what}: no signed {other}"),
+            };
+            let path = case["path"].as_str().unwrap();
+            let doc = with_field(signed, path, case["value"].clone());
+            (what.to_string(), doc)
+        })
+        .collect();
+    assert_eq!(cases.len(), 22, "the cases of tolerated-defaults.yaml");
     let mut admitted = Vec::new();
     for (what, doc) in &cases {
         let out = env.kubectl_doc(what, &["create", "--dry-run=server"], doc);
         if out.status.success() {
-            admitted.push(*what);
+            admitted.push(what);
         } else {
             assert!(
                 stderr(&out).contains("denied the request"),
@@ -1181,24 +1126,22 @@ fn tolerated_defaults_cannot_be_used_by_a_client_to_change_behaviour() {
         }
     }
     // The signed documents themselves are admitted (the control).
-    assert_admitted(
-        &env.kubectl_doc("signed Service", &["create", "--dry-run=server"], &service),
+    env.admitted_doc(
+        "signed Service",
+        &["create", "--dry-run=server"],
+        &service,
         "the signed Service",
     );
-    assert_admitted(
-        &env.kubectl_doc(
-            "signed Deployment",
-            &["create", "--dry-run=server"],
-            &deployment,
-        ),
+    env.admitted_doc(
+        "signed Deployment",
+        &["create", "--dry-run=server"],
+        &deployment,
         "the signed Deployment",
     );
-    assert_admitted(
-        &env.kubectl_doc(
-            "signed Namespace",
-            &["create", "--dry-run=server"],
-            &namespace,
-        ),
+    env.admitted_doc(
+        "signed Namespace",
+        &["create", "--dry-run=server"],
+        &namespace,
         "the signed Namespace",
     );
     assert!(
@@ -1217,9 +1160,7 @@ fn a_client_chosen_cluster_ip_or_node_port_is_denied_and_allocated_ones_admitted
     let text = std::fs::read_to_string(fixture("cluster/signed-set/service.yaml")).unwrap();
     let signed = |name: &str| env.sign(&text.replace("name: web\n", &format!("name: {name}\n")));
     let service = signed("web-chosen");
-    let at = |path: &str, value: Value| {
-        with_field(&service, &path.split('.').collect::<Vec<_>>(), value)
-    };
+    let at = |path: &str, value: Value| with_field(&service, path, value);
     let chosen = [
         (
             "clusterIP: 10.0.0.77 (a valid, free address of the cluster's range)",
@@ -1230,7 +1171,7 @@ fn a_client_chosen_cluster_ip_or_node_port_is_denied_and_allocated_ones_admitted
             "clusterIP: 10.0.0.78 with clusterIPs: [10.0.0.78]",
             with_field(
                 &at("spec.clusterIP", json!("10.0.0.78")),
-                &["spec", "clusterIPs"],
+                "spec.clusterIPs",
                 json!(["10.0.0.78"]),
             ),
             "spec.clusterIPs",
@@ -1244,7 +1185,7 @@ fn a_client_chosen_cluster_ip_or_node_port_is_denied_and_allocated_ones_admitted
             "type: NodePort with nodePort: 30077",
             with_field(
                 &at("spec.type", json!("NodePort")),
-                &["spec", "ports", "0", "nodePort"],
+                "spec.ports.0.nodePort",
                 json!(30077),
             ),
             "spec.ports[0].nodePort",
@@ -1255,8 +1196,7 @@ fn a_client_chosen_cluster_ip_or_node_port_is_denied_and_allocated_ones_admitted
             &["create", "--dry-run=server"][..],
             &["apply", "--server-side", "--dry-run=server"],
         ] {
-            let out = env.kubectl_doc(what, args, doc);
-            assert_denied(&out, "modified");
+            let out = env.denied_doc(what, args, doc, "modified");
             assert!(
                 stderr(&out).contains(field),
                 "{what} ({args:?}): the denial does not name {field}: {}",
@@ -1339,24 +1279,30 @@ fn status_writes_cannot_change_what_was_signed() {
         let text = std::fs::read_to_string(fixture(&format!("cluster/signed-set/{file}")))
             .unwrap()
             .replace("namespace: stored", &format!("namespace: {ns}"));
-        assert_admitted(
-            &env.kubectl_doc(&format!("signed {file}"), &["apply"], &env.sign(&text)),
+        env.admitted_doc(
+            &format!("signed {file}"),
+            &["apply"],
+            &env.sign(&text),
             "the signed object",
         );
         // A write of status alone is admitted.
-        let out = env.kubectl(
-            &format!("{resource} status only"),
-            &[
-                "patch",
-                resource,
-                "-n",
-                ns,
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                status_only,
-            ],
-        );
+        // `kubectl patch --subresource=status` of the object with the merge patch `patch`.
+        let patch_status = |what: &str, patch: &str| {
+            env.kubectl(
+                what,
+                &[
+                    "patch",
+                    resource,
+                    "-n",
+                    ns,
+                    "--subresource=status",
+                    "--type=merge",
+                    "-p",
+                    patch,
+                ],
+            )
+        };
+        let out = patch_status(&format!("{resource} status only"), status_only);
         if !out.status.success() {
             problems.push(format!(
                 "{resource}: a status-only write was denied: {}",
@@ -1375,19 +1321,7 @@ fn status_writes_cannot_change_what_was_signed() {
                 r#"{"metadata":{"finalizers":["example.com/block-delete"]}}"#,
             ),
         ] {
-            let out = env.kubectl(
-                &format!("{resource} status write changing a {what}"),
-                &[
-                    "patch",
-                    resource,
-                    "-n",
-                    ns,
-                    "--subresource=status",
-                    "--type=merge",
-                    "-p",
-                    patch,
-                ],
-            );
+            let out = patch_status(&format!("{resource} status write changing a {what}"), patch);
             let (ok, text) = env.verify_resource(resource, Some(ns), &[]);
             if !ok {
                 problems.push(format!(
@@ -1428,19 +1362,28 @@ fn gitops_server_side_apply_with_argo_cd_and_flux_field_managers() {
         }
         doc.to_string()
     };
-    // Argo CD (annotation+label tracking), server-side apply as argocd-controller.
+    // Server-side apply as argocd-controller of `signed` with Argo CD's annotation+label
+    // tracking for application `app`, its tracking id naming the ConfigMap `tracked`.
+    let argo = |what: &str, signed: &str, app: &str, tracked: &str| {
+        let doc = with_meta(
+            signed,
+            json!({"app.kubernetes.io/instance": app}),
+            json!({"argocd.argoproj.io/tracking-id": format!("{app}:/ConfigMap:{ns}/{tracked}")}),
+        );
+        apply_as(env, what, "argocd-controller", &doc)
+    };
+    // Server-side apply as kustomize-controller of `signed` with Flux's labels for the
+    // Kustomization `kustomization`.
+    let flux = |what: &str, signed: &str, kustomization: &str| {
+        let doc = with_meta(
+            signed,
+            json!({"kustomize.toolkit.fluxcd.io/name": kustomization, "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}),
+            json!({}),
+        );
+        apply_as(env, what, "kustomize-controller", &doc)
+    };
     let signed = env.sign(&cm("argo-app"));
-    let doc = with_meta(
-        &signed,
-        json!({"app.kubernetes.io/instance": "shop"}),
-        json!({"argocd.argoproj.io/tracking-id": format!("shop:/ConfigMap:{ns}/argo-app")}),
-    );
-    let out = apply_as(
-        env,
-        "Argo CD tracking keys added",
-        "argocd-controller",
-        &doc,
-    );
+    let out = argo("Argo CD tracking keys added", &signed, "shop", "argo-app");
     assert_admitted(&out, "Argo CD server-side apply");
     // kubectl hides managedFields unless asked
     let stored: Value = serde_json::from_str(&env.cluster.kubectl_ok(&[
@@ -1475,53 +1418,18 @@ fn gitops_server_side_apply_with_argo_cd_and_flux_field_managers() {
 
     // A tracking annotation naming another object: Argo CD would take it for that one.
     let signed = env.sign(&cm("argo-other"));
-    let doc = with_meta(
-        &signed,
-        json!({"app.kubernetes.io/instance": "shop"}),
-        json!({"argocd.argoproj.io/tracking-id": format!("shop:/ConfigMap:{ns}/argo-app")}),
-    );
-    let out = apply_as(
-        env,
-        "Argo CD tracking id naming another object",
-        "argocd-controller",
-        &doc,
-    );
-    assert_denied_by_webhook(&out);
+    let what = "Argo CD tracking id naming another object";
+    assert_denied_by_webhook(&argo(what, &signed, "shop", "argo-app"));
     // An application the binding does not list.
-    let doc = with_meta(
-        &signed,
-        json!({"app.kubernetes.io/instance": "other-app"}),
-        json!({"argocd.argoproj.io/tracking-id": format!("other-app:/ConfigMap:{ns}/argo-other")}),
-    );
-    let out = apply_as(
-        env,
-        "Argo CD tracking for an unlisted application",
-        "argocd-controller",
-        &doc,
-    );
-    assert_denied_by_webhook(&out);
+    let what = "Argo CD tracking for an unlisted application";
+    assert_denied_by_webhook(&argo(what, &signed, "other-app", "argo-other"));
 
     // Flux kustomize-controller.
     let signed = env.sign(&cm("flux-app"));
-    let doc = with_meta(
-        &signed,
-        json!({"kustomize.toolkit.fluxcd.io/name": "apps", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}),
-        json!({}),
-    );
-    let out = apply_as(env, "Flux labels added", "kustomize-controller", &doc);
+    let out = flux("Flux labels added", &signed, "apps");
     assert_admitted(&out, "Flux server-side apply");
-    let doc = with_meta(
-        &signed,
-        json!({"kustomize.toolkit.fluxcd.io/name": "other", "kustomize.toolkit.fluxcd.io/namespace": "flux-system"}),
-        json!({}),
-    );
-    let out = apply_as(
-        env,
-        "Flux labels of an unlisted Kustomization",
-        "kustomize-controller",
-        &doc,
-    );
-    assert_denied_by_webhook(&out);
+    let what = "Flux labels of an unlisted Kustomization";
+    assert_denied_by_webhook(&flux(what, &signed, "other"));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1558,15 +1466,7 @@ fn a_namespace_create_is_sent_with_its_own_name_as_request_namespace_and_is_admi
         request["namespace"], "recorded-ns",
         "kube-apiserver v1.34 sends a Namespace's own name as request.namespace"
     );
-    let body = env
-        .recorder
-        .bodies
-        .lock()
-        .unwrap()
-        .iter()
-        .find(|b| b["request"]["uid"] == request["uid"])
-        .cloned()
-        .unwrap();
+    let body = env.recorder.body_of(request);
     record("namespace-create", &body);
     if let Ok(dir) = std::env::var("MANSIGN_RECORD_DIR") {
         std::fs::copy(&env.pubkey, Path::new(&dir).join("namespace-create.pub")).unwrap();
@@ -1609,10 +1509,7 @@ fn status_updates_as_the_api_server_sends_them_are_recorded() {
             .unwrap()
             .replace("namespace: stored", &format!("namespace: {ns}")),
     );
-    assert_admitted(
-        &env.kubectl_doc("signed Service", &["apply"], &signed),
-        "signed Service",
-    );
+    env.admitted_doc("signed Service", &["apply"], &signed, "signed Service");
     // A ClusterIP Service may not carry status.loadBalancer.ingress (the API server's
     // validation refuses it before any validating webhook is called), so the write sets a
     // condition.
@@ -1655,15 +1552,7 @@ fn status_updates_as_the_api_server_sends_them_are_recorded() {
         );
         assert_eq!(request["operation"], "UPDATE");
         assert!(request["object"].is_object() && request["oldObject"].is_object());
-        let body = env
-            .recorder
-            .bodies
-            .lock()
-            .unwrap()
-            .iter()
-            .find(|b| b["request"]["uid"] == request["uid"])
-            .cloned()
-            .unwrap();
+        let body = env.recorder.body_of(request);
         record(file, &body);
     }
 }
@@ -1677,10 +1566,7 @@ fn fail_closed_when_the_webhook_is_down_and_no_failed_request_while_its_certific
     let env = Env::new();
     let ns = "failclosed";
     let signed = env.sign(&pe_kyverno("before", ns, "nightly-backup-*"));
-    assert_admitted(
-        &env.kubectl_doc("signed, webhook up", &["apply"], &signed),
-        "webhook up",
-    );
+    env.admitted_doc("signed, webhook up", &["apply"], &signed, "webhook up");
 
     // Down: failurePolicy Fail refuses the request.
     let port = {
@@ -1709,21 +1595,22 @@ fn fail_closed_when_the_webhook_is_down_and_no_failed_request_while_its_certific
 
     // Restarted on the same port: admitted again.
     *env.webhook.lock().unwrap() = Webhook::start(env.dir(), &env.policies, port);
-    let start = Instant::now();
-    loop {
-        let out = env.kubectl_doc("signed, webhook restarted", &["apply"], &signed);
-        if out.status.success() {
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "not admitted after restart: {}",
-            stderr(&out)
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    assert_denied(
-        &env.kubectl_doc("unsigned, webhook restarted", &["apply"], &unsigned),
+    retry_for(
+        Duration::from_secs(30),
+        Duration::from_millis(500),
+        "not admitted after restart",
+        || {
+            let out = env.kubectl_doc("signed, webhook restarted", &["apply"], &signed);
+            out.status
+                .success()
+                .then_some(())
+                .ok_or_else(|| stderr(&out))
+        },
+    );
+    env.denied_doc(
+        "unsigned, webhook restarted",
+        &["apply"],
+        &unsigned,
         "not-signed",
     );
 
@@ -1788,22 +1675,24 @@ fn fail_closed_when_the_webhook_is_down_and_no_failed_request_while_its_certific
 /// The Namespace CREATE exactly as kube-apiserver v1.34.4 sent it
 /// (`testdata/cluster/recorded/namespace-create.json`): `request.namespace` is the
 /// Namespace's own name. `mansign admission review` must admit the signed Namespace.
+/// The recording `name` (`testdata/cluster/recorded/<name>.json`): a key policy for
+/// `resources` (`kind`, ignore profile kubernetes) trusting the key it was signed with,
+/// written into `dir`; the review's path; its body.
+fn recorded(dir: &Path, name: &str, resources: &str, kind: &str) -> (PathBuf, PathBuf, Value) {
+    let pubkey = fixture(&format!("cluster/recorded/{name}.pub"));
+    let policy =
+        common::fixtures::key_policy(resources, kind, "  ignoreProfile: kubernetes\n", &pubkey);
+    let policy = write(dir, "policy.yaml", &policy);
+    let review = fixture(&format!("cluster/recorded/{name}.json"));
+    let body = serde_json::from_str(&std::fs::read_to_string(&review).unwrap()).unwrap();
+    (policy, review, body)
+}
+
 #[test]
 fn the_recorded_namespace_create_is_admitted_offline() {
     let dir = tempfile::tempdir().unwrap();
-    let pubkey = fixture("cluster/recorded/namespace-create.pub");
-    let policy = write(
-        dir.path(),
-        "policy.yaml",
-        &common::fixtures::key_policy(
-            "namespaces",
-            "v1/Namespace",
-            "  ignoreProfile: kubernetes\n",
-            &pubkey,
-        ),
-    );
-    let review = fixture("cluster/recorded/namespace-create.json");
-    let body: Value = serde_json::from_str(&std::fs::read_to_string(&review).unwrap()).unwrap();
+    let (policy, review, body) =
+        recorded(dir.path(), "namespace-create", "namespaces", "v1/Namespace");
     assert_eq!(body["request"]["namespace"], body["request"]["name"]);
     let out = common::admission_review_run(mansign(), &policy, &review);
     eprintln!("{}{}", stdout(&out), stderr(&out));
@@ -1823,19 +1712,12 @@ fn the_recorded_namespace_create_is_admitted_offline() {
 #[test]
 fn the_recorded_services_status_update_is_judged_by_the_service_status_strategy() {
     let dir = tempfile::tempdir().unwrap();
-    let pubkey = fixture("cluster/recorded/services-status-update.pub");
-    let policy = write(
+    let (policy, recorded, body) = recorded(
         dir.path(),
-        "policy.yaml",
-        &common::fixtures::key_policy(
-            "services",
-            "v1/Service",
-            "  ignoreProfile: kubernetes\n",
-            &pubkey,
-        ),
+        "services-status-update",
+        "services",
+        "v1/Service",
     );
-    let recorded = fixture("cluster/recorded/services-status-update.json");
-    let body: Value = serde_json::from_str(&std::fs::read_to_string(&recorded).unwrap()).unwrap();
     let request = &body["request"];
     assert_eq!(request["subResource"], "status");
     assert_eq!(request["operation"], "UPDATE");

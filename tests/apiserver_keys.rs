@@ -78,22 +78,30 @@ struct Webhook {
     stderr: PathBuf,
 }
 
+/// `mansign admission serve` on a free loopback port with the serving certificate made for
+/// the cluster, `--policy POLICY --kubeconfig KUBECONFIG`, stdin closed; not yet run.
+fn serve_command(policy: &Path, kubeconfig: &Path) -> Command {
+    let dir = env().dir.path();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mansign"));
+    cmd.args(["admission", "serve", "--listen", "127.0.0.1:0"])
+        .arg("--tls-cert")
+        .arg(dir.join("tls.crt"))
+        .arg("--tls-key")
+        .arg(dir.join("tls.key"))
+        .arg("--policy")
+        .arg(policy)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .stdin(Stdio::null());
+    cmd
+}
+
 impl Webhook {
     fn start(name: &str, policy: &Path, kubeconfig: &Path) -> Webhook {
         let dir = env().dir.path();
         let stderr = dir.join(format!("{name}-webhook.stderr"));
-        let child = Command::new(env!("CARGO_BIN_EXE_mansign"))
-            .args(["admission", "serve", "--listen", "127.0.0.1:0"])
-            .arg("--tls-cert")
-            .arg(dir.join("tls.crt"))
-            .arg("--tls-key")
-            .arg(dir.join("tls.key"))
+        let child = serve_command(policy, kubeconfig)
             .args(["--reload-interval", "1s", "--shutdown-grace", "1s"])
-            .arg("--policy")
-            .arg(policy)
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .stdin(Stdio::null())
             .stdout(std::fs::File::create(dir.join(format!("{name}-webhook.stdout"))).unwrap())
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
@@ -230,25 +238,29 @@ fn namespaces_and_access(name: &str, readable: &[(&str, &str)]) -> PathBuf {
 /// A Kyverno ClusterPolicy for the ConfigMaps of namespace `name` whose one key is
 /// `public_keys`, with `context` (indented for a rule) before `validate`.
 fn kyverno_policy(name: &str, context: &str, public_keys: &str) -> String {
-    format!(
-        "apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata: {{name: {name}}}
-spec:
-  validationFailureAction: Enforce
-  rules:
-  - name: signed-configmaps
-    match:
-      any:
-      - resources: {{kinds: [ConfigMap], namespaces: [{name}]}}
-{context}    validate:
-      manifests:
-        attestors:
-        - entries:
-          - keys:
-              publicKeys: {public_keys}
-"
+    common::dup_tests_a::template(
+        "kyverno-configmap-key-policy.yaml",
+        &[
+            ("NAME", name),
+            ("    # CONTEXT\n", context),
+            ("PUBLIC_KEYS", public_keys),
+        ],
     )
+}
+
+/// `mansign verify --policy POLICY --kubeconfig KUBECONFIG EXTRA... FILE`, run with
+/// `KUBECONFIG` unset (the flag alone names the cluster).
+fn verify_with_policy(policy: &Path, kubeconfig: &Path, extra: &[&str], file: &Path) -> Output {
+    mansign()
+        .args(["verify", "--policy"])
+        .arg(policy)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(extra)
+        .arg(file)
+        .env_remove("KUBECONFIG")
+        .output()
+        .unwrap()
 }
 
 impl Case {
@@ -544,17 +556,7 @@ fn other_context_variables_are_refused_at_load_naming_what_is_not_supported() {
     ] {
         let policy = dir.join("unsupported-policy.yaml");
         std::fs::write(&policy, kyverno_policy("unsupported", context, public_keys)).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_mansign"))
-            .args(["admission", "serve", "--listen", "127.0.0.1:0"])
-            .arg("--tls-cert")
-            .arg(dir.join("tls.crt"))
-            .arg("--tls-key")
-            .arg(dir.join("tls.key"))
-            .arg("--policy")
-            .arg(&policy)
-            .arg("--kubeconfig")
-            .arg(env().cluster.kubeconfig())
-            .stdin(Stdio::null())
+        let out = serve_command(&policy, env().cluster.kubeconfig())
             .output()
             .unwrap();
         let message = text(&out);
@@ -565,14 +567,7 @@ fn other_context_variables_are_refused_at_load_naming_what_is_not_supported() {
                 && message.contains("not supported"),
             "{message}"
         );
-        let out = mansign()
-            .args(["verify", "--policy"])
-            .arg(&policy)
-            .arg("--kubeconfig")
-            .arg(env().cluster.kubeconfig())
-            .arg(&policy)
-            .output()
-            .unwrap();
+        let out = verify_with_policy(&policy, env().cluster.kubeconfig(), &[], &policy);
         assert_eq!(out.status.code(), Some(2), "{}", text(&out));
         assert!(text(&out).contains(field), "{}", text(&out));
     }
@@ -616,16 +611,7 @@ fn the_cli_reads_the_referenced_keys_with_kubeconfig_and_context() {
         let policy = dir.join(format!("cli-{what}.yaml"));
         std::fs::write(&policy, policy_text).unwrap();
         let verify = |file: &Path, extra: &[&str]| {
-            let out = mansign()
-                .args(["verify", "--policy"])
-                .arg(&policy)
-                .arg("--kubeconfig")
-                .arg(env().cluster.kubeconfig())
-                .args(extra)
-                .arg(file)
-                .env_remove("KUBECONFIG")
-                .output()
-                .unwrap();
+            let out = verify_with_policy(&policy, env().cluster.kubeconfig(), extra, file);
             eprintln!(
                 "  {what} {}: {:?} {}",
                 file.display(),
@@ -658,14 +644,7 @@ fn the_cli_reads_the_referenced_keys_with_kubeconfig_and_context() {
             text(&out)
         );
         // Without cluster access: an error naming the reference.
-        let out = mansign()
-            .args(["verify", "--policy"])
-            .arg(&policy)
-            .arg("--kubeconfig")
-            .arg(dir.join("no-such-kubeconfig"))
-            .arg(&good)
-            .output()
-            .unwrap();
+        let out = verify_with_policy(&policy, &dir.join("no-such-kubeconfig"), &[], &good);
         assert_eq!(out.status.code(), Some(2), "{}", text(&out));
         let message = text(&out);
         let reference = if what == "Secret" {
@@ -681,14 +660,7 @@ fn the_cli_reads_the_referenced_keys_with_kubeconfig_and_context() {
     // A reference to a Secret that does not exist: exit 2, naming it and the policy field.
     let policy = dir.join("cli-missing.yaml");
     std::fs::write(&policy, kyverno_policy(name, "", "k8s://cli-keys/missing")).unwrap();
-    let out = mansign()
-        .args(["verify", "--policy"])
-        .arg(&policy)
-        .arg("--kubeconfig")
-        .arg(env().cluster.kubeconfig())
-        .arg(&good)
-        .output()
-        .unwrap();
+    let out = verify_with_policy(&policy, env().cluster.kubeconfig(), &[], &good);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let message = text(&out);
     assert!(

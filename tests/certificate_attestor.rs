@@ -8,6 +8,7 @@ mod stack;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use common::dup_tests_a::template;
 use common::write;
 use mansign::annotations::{RekorBundle, RekorPayload};
 use mansign::manifest::{build_message, parse_documents};
@@ -198,6 +199,27 @@ fn chain(pem: &str) -> CertificateAttestor {
     CertificateAttestor::new("ca.pem", None, Some(pem)).unwrap()
 }
 
+/// A signer whose certificate is `leaf_spec("release")` changed by `edit`, issued by `ca`
+/// (self-signed when `None`); its signed object verified against the pinned certificate, or
+/// against `ca`'s chain.
+fn verify_leaf(ca: Option<&Ca>, edit: impl FnOnce(&mut LeafSpec)) -> DocumentVerdict {
+    let mut spec = leaf_spec("release");
+    edit(&mut spec);
+    let signer = Signer::new(spec, ca);
+    let attestor = match ca {
+        Some(ca) => chain(&ca.pem),
+        None => pinned(&signer),
+    };
+    verify(attestor, &signed(&signer))
+}
+
+/// A signer whose certificate `issuer` issued; its signed object verified against the chain
+/// `chain_pem`.
+fn verify_chain_leaf(issuer: &Ca, chain_pem: &str) -> DocumentVerdict {
+    let signer = Signer::signed_by("release", issuer);
+    verify(chain(chain_pem), &signed(&signer))
+}
+
 fn rejection(verdict: &DocumentVerdict) -> String {
     match &verdict.result {
         Ok(ok) => panic!("verified, expected a rejection: {}", ok.signer),
@@ -276,20 +298,16 @@ fn rejects_set_whose_certificate_annotation_differs_from_the_pinned_one() {
 
 #[test]
 fn rejects_expired_pinned_certificate_without_bundle() {
-    let mut spec = leaf_spec("release");
-    spec.not_before = (2020, 1, 1);
-    spec.not_after = (2021, 1, 1);
-    let signer = Signer::new(spec, None);
-    let verdict = verify(pinned(&signer), &signed(&signer));
+    let verdict = verify_leaf(None, |spec| {
+        spec.not_before = (2020, 1, 1);
+        spec.not_after = (2021, 1, 1);
+    });
     assert_rejected_because(&verdict, "certificate not valid at verification time");
 }
 
 #[test]
 fn rejects_pinned_certificate_not_yet_valid() {
-    let mut spec = leaf_spec("release");
-    spec.not_before = (2098, 1, 1);
-    let signer = Signer::new(spec, None);
-    let verdict = verify(pinned(&signer), &signed(&signer));
+    let verdict = verify_leaf(None, |spec| spec.not_before = (2098, 1, 1));
     assert_rejected_because(&verdict, "not valid before");
 }
 
@@ -309,19 +327,17 @@ fn certificate_validity_is_checked_at_the_verifier_clock_without_bundle() {
 
 #[test]
 fn rejects_pinned_certificate_whose_eku_excludes_code_signing() {
-    let mut spec = leaf_spec("release");
-    spec.eku = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let signer = Signer::new(spec, None);
-    let verdict = verify(pinned(&signer), &signed(&signer));
+    let verdict = verify_leaf(None, |spec| {
+        spec.eku = vec![ExtendedKeyUsagePurpose::ServerAuth]
+    });
     assert_rejected_because(&verdict, "no code-signing extended key usage");
 }
 
 #[test]
 fn rejects_certificate_whose_key_usage_excludes_digital_signatures() {
-    let mut spec = leaf_spec("release");
-    spec.key_usages = vec![KeyUsagePurpose::KeyEncipherment];
-    let signer = Signer::new(spec, None);
-    let verdict = verify(pinned(&signer), &signed(&signer));
+    let verdict = verify_leaf(None, |spec| {
+        spec.key_usages = vec![KeyUsagePurpose::KeyEncipherment]
+    });
     assert_rejected_because(
         &verdict,
         "certificate key usage does not allow digital signatures",
@@ -330,10 +346,7 @@ fn rejects_certificate_whose_key_usage_excludes_digital_signatures() {
 
 #[test]
 fn pinned_certificate_without_eku_extension_verifies() {
-    let mut spec = leaf_spec("release");
-    spec.eku = vec![];
-    let signer = Signer::new(spec, None);
-    let verdict = verify(pinned(&signer), &signed(&signer));
+    let verdict = verify_leaf(None, |spec| spec.eku = vec![]);
     assert!(verdict.is_verified(), "{verdict}");
 }
 
@@ -403,8 +416,7 @@ fn public_key_is_not_a_pinned_certificate() {
 #[test]
 fn leaf_issued_by_the_chain_ca_verifies() {
     let ca = Ca::root("Acme Root");
-    let signer = Signer::signed_by("release", &ca);
-    let verdict = verify(chain(&ca.pem), &signed(&signer));
+    let verdict = verify_chain_leaf(&ca, &ca.pem);
     assert!(verdict.is_verified(), "{verdict}");
 }
 
@@ -412,9 +424,8 @@ fn leaf_issued_by_the_chain_ca_verifies() {
 fn leaf_issued_through_an_intermediate_of_the_chain_verifies() {
     let root = Ca::root("Acme Root");
     let intermediate = root.intermediate("Acme Signing CA");
-    let signer = Signer::signed_by("release", &intermediate);
     let pem = format!("{}{}", intermediate.pem, root.pem);
-    let verdict = verify(chain(&pem), &signed(&signer));
+    let verdict = verify_chain_leaf(&intermediate, &pem);
     assert!(verdict.is_verified(), "{verdict}");
 }
 
@@ -424,9 +435,8 @@ fn rejects_leaf_under_intermediate_restricted_to_other_usages() {
     let mut params = ca_params("Acme TLS CA");
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let intermediate = root.intermediate_with(params);
-    let signer = Signer::signed_by("release", &intermediate);
     let pem = format!("{}{}", intermediate.pem, root.pem);
-    let verdict = verify(chain(&pem), &signed(&signer));
+    let verdict = verify_chain_leaf(&intermediate, &pem);
     assert_rejected_because(&verdict, "certificate does not chain to the certChain root");
 }
 
@@ -435,8 +445,7 @@ fn rejects_chain_whose_root_is_not_valid_at_the_signing_time() {
     let mut params = ca_params("Old Root");
     params.not_after = rcgen::date_time_ymd(2021, 1, 1);
     let root = Ca::root_with(params);
-    let signer = Signer::signed_by("release", &root);
-    let verdict = verify(chain(&root.pem), &signed(&signer));
+    let verdict = verify_chain_leaf(&root, &root.pem);
     assert_rejected_because(
         &verdict,
         "certChain root CN=Old Root not valid at verification time",
@@ -446,8 +455,7 @@ fn rejects_chain_whose_root_is_not_valid_at_the_signing_time() {
 #[test]
 fn rejects_leaf_issued_by_another_ca() {
     let (ca, other) = (Ca::root("Acme Root"), Ca::root("Evil Root"));
-    let signer = Signer::signed_by("release", &other);
-    let verdict = verify(chain(&ca.pem), &signed(&signer));
+    let verdict = verify_chain_leaf(&other, &ca.pem);
     assert_rejected_because(&verdict, "certificate does not chain to the certChain root");
 }
 
@@ -457,29 +465,24 @@ fn rejects_intermediate_used_as_the_root() {
     // does not let a sibling root's leaves in.
     let (root, other_root) = (Ca::root("Acme Root"), Ca::root("Evil Root"));
     let intermediate = root.intermediate("Acme Signing CA");
-    let signer = Signer::signed_by("release", &intermediate);
     let pem = format!("{}{}", intermediate.pem, other_root.pem);
-    let verdict = verify(chain(&pem), &signed(&signer));
+    let verdict = verify_chain_leaf(&intermediate, &pem);
     assert_rejected_because(&verdict, "certificate does not chain to the certChain root");
 }
 
 #[test]
 fn rejects_chain_leaf_without_code_signing_eku() {
     let ca = Ca::root("Acme Root");
-    let mut spec = leaf_spec("release");
-    spec.eku = vec![];
-    let signer = Signer::new(spec, Some(&ca));
-    let verdict = verify(chain(&ca.pem), &signed(&signer));
+    let verdict = verify_leaf(Some(&ca), |spec| spec.eku = vec![]);
     assert_rejected_because(&verdict, "no code-signing extended key usage");
 }
 
 #[test]
 fn rejects_chain_leaf_with_only_other_ekus() {
     let ca = Ca::root("Acme Root");
-    let mut spec = leaf_spec("release");
-    spec.eku = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let signer = Signer::new(spec, Some(&ca));
-    let verdict = verify(chain(&ca.pem), &signed(&signer));
+    let verdict = verify_leaf(Some(&ca), |spec| {
+        spec.eku = vec![ExtendedKeyUsagePurpose::ServerAuth]
+    });
     assert_rejected_because(&verdict, "no code-signing extended key usage");
 }
 
@@ -494,11 +497,10 @@ fn rejects_chain_set_without_certificate_annotation() {
 #[test]
 fn rejects_expired_chain_leaf_without_bundle() {
     let ca = Ca::root("Acme Root");
-    let mut spec = leaf_spec("release");
-    spec.not_before = (2020, 1, 1);
-    spec.not_after = (2021, 1, 1);
-    let signer = Signer::new(spec, Some(&ca));
-    let verdict = verify(chain(&ca.pem), &signed(&signer));
+    let verdict = verify_leaf(Some(&ca), |spec| {
+        spec.not_before = (2020, 1, 1);
+        spec.not_after = (2021, 1, 1);
+    });
     assert_rejected_because(&verdict, "certificate not valid at verification time");
 }
 
@@ -565,17 +567,39 @@ fn policy_verdict(policy: &Path, object: &Value) -> mansign::policy::ObjectVerdi
         .unwrap()
 }
 
-const MANSIGN_POLICY: &str = "apiVersion: mansign.dev/v1alpha1
-kind: ManifestPolicy
-metadata:
-  name: release
-spec:
-  attestors:
-  - entries:
-    - certificates:
-        certPath: release.crt
-        certChainPath: ca.pem
-";
+/// A ManifestPolicy `release` whose one entry is a `certificates` entry with the fields
+/// `certificates` (indented eight spaces).
+fn mansign_policy(certificates: &str) -> String {
+    template(
+        "mansign-certificates-policy.yaml",
+        &[("        # CERTIFICATES\n", certificates)],
+    )
+}
+
+/// [`mansign_policy`] pinning `release.crt` of the chain `ca.pem` (paths relative to the
+/// policy file).
+fn cert_path_policy() -> String {
+    mansign_policy("        certPath: release.crt\n        certChainPath: ca.pem\n")
+}
+
+/// Loading the policy text `policy` fails: its error.
+/// The error loading `policy`; fails the test unless it names `what`.
+fn load_error(policy: &str, what: &str) -> PolicyError {
+    let err = load_str("policy.yaml", policy, Path::new("."), &load_options()).unwrap_err();
+    assert_error_names(&err, what);
+    err
+}
+
+/// Fails the test unless the policy error `err` names `what`.
+fn assert_error_names(err: &PolicyError, what: &str) {
+    assert!(err.to_string().contains(what), "{err}");
+}
+
+/// Fails the test unless the policy `verdict` rejects the object naming `reason`.
+fn assert_policy_rejected_because(verdict: &mansign::policy::ObjectVerdict, reason: &str) {
+    assert!(!verdict.is_verified(), "{verdict}");
+    assert!(verdict.to_string().contains(reason), "{verdict}");
+}
 
 #[test]
 fn mansign_policy_with_certificates_entry_verifies_the_pinned_signer() {
@@ -584,7 +608,7 @@ fn mansign_policy_with_certificates_entry_verifies_the_pinned_signer() {
     let signer = Signer::signed_by("release", &ca);
     write(dir.path(), "release.crt", &signer.cert_pem);
     write(dir.path(), "ca.pem", &ca.pem);
-    let policy = write(dir.path(), "policy.yaml", MANSIGN_POLICY);
+    let policy = write(dir.path(), "policy.yaml", &cert_path_policy());
     let verdict = policy_verdict(&policy, &signed(&signer));
     assert!(verdict.is_verified(), "{verdict}");
     assert!(
@@ -603,82 +627,42 @@ fn mansign_policy_with_certificates_entry_rejects_another_signer_of_the_ca() {
     );
     write(dir.path(), "release.crt", &release.cert_pem);
     write(dir.path(), "ca.pem", &ca.pem);
-    let policy = write(dir.path(), "policy.yaml", MANSIGN_POLICY);
+    let policy = write(dir.path(), "policy.yaml", &cert_path_policy());
     let verdict = policy_verdict(&policy, &signed(&colleague));
-    assert!(!verdict.is_verified(), "{verdict}");
-    assert!(
-        verdict
-            .to_string()
-            .contains("is not the pinned certificate"),
-        "{verdict}"
-    );
+    assert_policy_rejected_because(&verdict, "is not the pinned certificate");
 }
 
 #[test]
 fn mansign_policy_with_inline_cert_chain_rejects_leaf_of_another_ca() {
     let (ca, other) = (Ca::root("Acme Root"), Ca::root("Evil Root"));
     let signer = Signer::signed_by("release", &other);
-    let policy = format!(
-        "apiVersion: mansign.dev/v1alpha1
-kind: ManifestPolicy
-metadata:
-  name: release
-spec:
-  attestors:
-  - entries:
-    - certificates:
-        certChain: |
-{}",
-        indent(&ca.pem, 10)
-    );
-    let set = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap();
-    let verdict = set
-        .verify_object(&signed(&signer), &RequestContext::default())
-        .unwrap();
-    assert!(!verdict.is_verified(), "{verdict}");
-    assert!(
-        verdict
-            .to_string()
-            .contains("does not chain to the certChain root"),
-        "{verdict}"
-    );
+    let policy = mansign_policy(&pem_field(8, "certChain", &ca.pem));
+    let verdict = inline_policy_verdict(&policy, &signed(&signer));
+    assert_policy_rejected_because(&verdict, "does not chain to the certChain root");
 }
 
 #[test]
 fn mansign_policy_refuses_cert_and_cert_path_together() {
     let signer = Signer::self_signed("release");
-    let policy = format!(
-        "apiVersion: mansign.dev/v1alpha1
-kind: ManifestPolicy
-metadata:
-  name: release
-spec:
-  attestors:
-  - entries:
-    - certificates:
-        certPath: release.crt
-        cert: |
-{}",
-        indent(&signer.cert_pem, 10)
+    let policy = mansign_policy(&format!(
+        "        certPath: release.crt\n{}",
+        pem_field(8, "cert", &signer.cert_pem)
+    ));
+    let err = load_error(
+        &policy,
+        "spec.attestors[0].entries[0].certificates: cert and certPath",
     );
-    let err = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap_err();
     assert!(matches!(err, PolicyError::Invalid { .. }), "{err}");
-    assert!(
-        err.to_string()
-            .contains("spec.attestors[0].entries[0].certificates: cert and certPath"),
-        "{err}"
-    );
 }
 
 #[test]
 fn mansign_policy_with_unreadable_cert_path_names_the_field() {
     let dir = tempfile::tempdir().unwrap();
-    let policy = write(dir.path(), "policy.yaml", MANSIGN_POLICY);
+    let policy = write(dir.path(), "policy.yaml", &cert_path_policy());
     let err = load_file(&policy, &load_options()).unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("spec.attestors[0].entries[0].certificates.certPath: cannot read"),
-        "{err}"
+    assert_error_names(
+        &err,
+        "spec.attestors[0].entries[0].certificates.certPath: cannot read",
     );
 }
 
@@ -687,31 +671,26 @@ fn indent(text: &str, spaces: usize) -> String {
     text.lines().map(|l| format!("{pad}{l}\n")).collect()
 }
 
-fn kyverno_policy(certificates: &str) -> String {
+/// The YAML field `key: |` at `spaces` of indentation, with `pem` as its literal block.
+fn pem_field(spaces: usize, key: &str, pem: &str) -> String {
     format!(
-        "apiVersion: kyverno.io/v1
-kind: ClusterPolicy
-metadata:
-  name: verify-manifests
-spec:
-  rules:
-  - name: release-signed
-    match:
-      any:
-      - resources:
-          kinds: [ConfigMap]
-    validate:
-      failureAction: Enforce
-      manifests:
-        attestors:
-        - count: 1
-          entries:
-          - certificates:
-{certificates}"
+        "{}{key}: |\n{}",
+        " ".repeat(spaces),
+        indent(pem, spaces + 2)
     )
 }
 
-fn kyverno_verdict(policy: &str, object: &Value) -> mansign::policy::ObjectVerdict {
+/// A Kyverno ClusterPolicy for ConfigMaps whose one entry is a `certificates` entry with
+/// the fields `certificates` (indented fourteen spaces).
+fn kyverno_policy(certificates: &str) -> String {
+    template(
+        "kyverno-certificates-policy.yaml",
+        &[("              # CERTIFICATES\n", certificates)],
+    )
+}
+
+/// The verdict on `object` of the policy text `policy` (mansign or Kyverno).
+fn inline_policy_verdict(policy: &str, object: &Value) -> mansign::policy::ObjectVerdict {
     load_str("policy.yaml", policy, Path::new("."), &load_options())
         .unwrap()
         .verify_object(object, &RequestContext::default())
@@ -723,84 +702,65 @@ fn kyverno_certificates_entry_verifies_leaf_of_its_chain() {
     let ca = Ca::root("Acme Root");
     let signer = Signer::signed_by("release", &ca);
     let policy = kyverno_policy(&format!(
-        "              certChain: |\n{}              rekor:\n                url: https://rekor.sigstore.dev\n",
-        indent(&ca.pem, 16)
+        "{}              rekor:\n                url: https://rekor.sigstore.dev\n",
+        pem_field(14, "certChain", &ca.pem)
     ));
-    let verdict = kyverno_verdict(&policy, &signed(&signer));
+    let verdict = inline_policy_verdict(&policy, &signed(&signer));
     assert!(verdict.is_verified(), "{verdict}");
 }
 
 #[test]
 fn kyverno_certificates_entry_rejects_signer_that_is_not_the_pinned_cert() {
     let (release, other) = (Signer::self_signed("release"), Signer::self_signed("other"));
-    let policy = kyverno_policy(&format!(
-        "              cert: |\n{}",
-        indent(&release.cert_pem, 16)
-    ));
-    let verdict = kyverno_verdict(&policy, &signed(&other));
-    assert!(!verdict.is_verified(), "{verdict}");
-    assert!(
-        verdict
-            .to_string()
-            .contains("is not the pinned certificate"),
-        "{verdict}"
-    );
+    let policy = kyverno_policy(&pem_field(14, "cert", &release.cert_pem));
+    let verdict = inline_policy_verdict(&policy, &signed(&other));
+    assert_policy_rejected_because(&verdict, "is not the pinned certificate");
 }
 
 #[test]
 fn kyverno_certificates_entry_with_rekor_pubkey_is_refused_naming_it() {
     let signer = Signer::self_signed("release");
     let policy = kyverno_policy(&format!(
-        "              cert: |\n{}              rekor:\n                pubkey: |\n{}",
-        indent(&signer.cert_pem, 16),
-        indent(&signer.public_key_pem(), 18)
+        "{}              rekor:\n{}",
+        pem_field(14, "cert", &signer.cert_pem),
+        pem_field(16, "pubkey", &signer.public_key_pem())
     ));
-    let err = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap_err();
-    assert!(matches!(err, PolicyError::Unsupported { .. }), "{err}");
-    assert!(
-        err.to_string().contains(
-            "spec.rules[0].validate.manifests.attestors[0].entries[0].certificates.rekor.pubkey"
-        ),
-        "{err}"
+    let err = load_error(
+        &policy,
+        "spec.rules[0].validate.manifests.attestors[0].entries[0].certificates.rekor.pubkey",
     );
+    assert!(matches!(err, PolicyError::Unsupported { .. }), "{err}");
 }
 
 #[test]
 fn kyverno_certificates_entry_with_ctlog_tsa_chain_is_refused_naming_it() {
     let ca = Ca::root("Acme Root");
     let policy = kyverno_policy(&format!(
-        "              certChain: |\n{}              ctlog:\n                tsaCertChain: |\n{}",
-        indent(&ca.pem, 16),
-        indent(&ca.pem, 18)
+        "{}              ctlog:\n{}",
+        pem_field(14, "certChain", &ca.pem),
+        pem_field(16, "tsaCertChain", &ca.pem)
     ));
-    let err = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap_err();
-    assert!(
-        err.to_string().contains("certificates.ctlog.tsaCertChain"),
-        "{err}"
-    );
+    load_error(&policy, "certificates.ctlog.tsaCertChain");
 }
 
 #[test]
 fn kyverno_certificates_entry_with_unknown_field_is_refused_naming_it() {
     let ca = Ca::root("Acme Root");
     let policy = kyverno_policy(&format!(
-        "              certChain: |\n{}              roots: x\n",
-        indent(&ca.pem, 16)
+        "{}              roots: x\n",
+        pem_field(14, "certChain", &ca.pem)
     ));
-    let err = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap_err();
+    let err = load_error(&policy, "unknown field `roots`");
     assert!(matches!(err, PolicyError::Syntax { .. }), "{err}");
-    assert!(err.to_string().contains("unknown field `roots`"), "{err}");
 }
 
 #[test]
 fn kyverno_certificates_entry_without_cert_or_chain_is_refused() {
     let policy =
         kyverno_policy("              rekor:\n                url: https://rekor.sigstore.dev\n");
-    let err = load_str("policy.yaml", &policy, Path::new("."), &load_options()).unwrap_err();
-    assert!(
-        err.to_string()
-            .contains("certificates: certificates needs cert, certChain or both"),
-        "{err}"
+    load_error(
+        &policy,
+        "certificates: certificates needs cert, certChain or both",
     );
 }
 

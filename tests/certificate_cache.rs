@@ -14,6 +14,7 @@ mod rekor_log;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use mansign::annotations::SignedAnnotations;
 use mansign::trust::{TrustRoot, VouchedStats};
 use mansign::verify::{SigstoreError, verify_certificate_set};
 use rekor_log::{
@@ -23,11 +24,57 @@ use rekor_log::{
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
 
-#[test]
-fn a_second_set_with_the_same_certificate_skips_only_chain_and_sct() {
+/// A log of the test's own trusted with the public-good root, and the fixture's signatures
+/// with set 0 verified once (its certificate cached).
+fn primed_on_own_log() -> (TestLog, TrustRoot, SignedAnnotations) {
     let log = TestLog::new();
     let (trust, ann) = (log.trusted_by(pgi_json()), signed());
     prime(&trust, &ann);
+    (log, trust, ann)
+}
+
+/// The public-good root of the fixture's time, and the fixture's signatures with set 0
+/// verified once (its certificate cached).
+fn primed_on_pgi() -> (TrustRoot, SignedAnnotations) {
+    let (trust, ann) = (TrustRoot::from_file(fixture(PGI_ROOT)).unwrap(), signed());
+    prime(&trust, &ann);
+    (trust, ann)
+}
+
+/// The public-good root's logs with the staging Fulcio CAs: the fixture's certificates do
+/// not chain to it.
+fn pgi_logs_with_staging_fulcio() -> TrustRoot {
+    let mut root = pgi_json();
+    let staging: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture(STAGING_ROOT)).unwrap()).unwrap();
+    root["certificateAuthorities"] = staging["certificateAuthorities"].clone();
+    TrustRoot::from_json(&root.to_string()).unwrap()
+}
+
+/// Set 0 logged again with its entry body edited by `edit`, verified against `trust`: the
+/// refusal.
+fn refusal_with_body(
+    log: &TestLog,
+    trust: &TrustRoot,
+    ann: &SignedAnnotations,
+    edit: impl FnOnce(&mut Value),
+) -> SigstoreError {
+    let set = with_body(log, &ann.sets[0], edit);
+    verify_certificate_set(trust, &ann.message, &set).unwrap_err()
+}
+
+/// The certificate cache of `trust` answered `hits` lookups.
+fn assert_cache_used(trust: &TrustRoot, hits: u64) {
+    assert_eq!(
+        trust.certificate_cache_stats().hits,
+        hits,
+        "the cache was used"
+    );
+}
+
+#[test]
+fn a_second_set_with_the_same_certificate_skips_only_chain_and_sct() {
+    let (log, trust, ann) = primed_on_own_log();
     // The same certificate in another entry, a minute later, verifies from the cache.
     let later = log.at(&ann.sets[0], NOT_BEFORE + 61);
     let evidence = verify_certificate_set(&trust, &ann.message, &later).unwrap();
@@ -42,30 +89,21 @@ fn a_second_set_with_the_same_certificate_skips_only_chain_and_sct() {
     );
 }
 
+/// Set 0 logged again after its certificate expired, or before it was issued.
 #[test]
-fn rejects_a_cached_certificate_after_it_expired() {
-    let log = TestLog::new();
-    let (trust, ann) = (log.trusted_by(pgi_json()), signed());
-    prime(&trust, &ann);
-    let expired = log.at(&ann.sets[0], NOT_BEFORE + 601);
-    let err = verify_certificate_set(&trust, &ann.message, &expired).unwrap_err();
-    assert!(
-        matches!(err, SigstoreError::CertificateNotValidAt { .. }),
-        "{err}"
-    );
-}
-
-#[test]
-fn rejects_a_cached_certificate_before_it_was_issued() {
-    let log = TestLog::new();
-    let (trust, ann) = (log.trusted_by(pgi_json()), signed());
-    prime(&trust, &ann);
-    let early = log.at(&ann.sets[0], NOT_BEFORE - 1);
-    let err = verify_certificate_set(&trust, &ann.message, &early).unwrap_err();
-    assert!(
-        matches!(err, SigstoreError::CertificateNotValidAt { .. }),
-        "{err}"
-    );
+fn rejects_a_cached_certificate_after_it_expired_or_before_it_was_issued() {
+    for (what, time) in [
+        ("after it expired", NOT_BEFORE + 601),
+        ("before it was issued", NOT_BEFORE - 1),
+    ] {
+        let (log, trust, ann) = primed_on_own_log();
+        let set = log.at(&ann.sets[0], time);
+        let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
+        assert!(
+            matches!(err, SigstoreError::CertificateNotValidAt { .. }),
+            "{what}: {err}"
+        );
+    }
 }
 
 #[test]
@@ -95,8 +133,7 @@ fn rejects_a_cached_certificate_at_a_time_its_authority_no_longer_covers() {
 
 #[test]
 fn rejects_a_cached_certificate_with_a_tampered_set() {
-    let (trust, ann) = (TrustRoot::from_file(fixture(PGI_ROOT)).unwrap(), signed());
-    prime(&trust, &ann);
+    let (trust, ann) = primed_on_pgi();
     let mut set = ann.sets[0].clone();
     set.bundle.as_mut().unwrap().payload.integrated_time += 1;
     let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
@@ -108,8 +145,7 @@ fn rejects_a_cached_certificate_with_a_tampered_set() {
 
 #[test]
 fn rejects_a_cached_certificate_over_another_message() {
-    let (trust, ann) = (TrustRoot::from_file(fixture(PGI_ROOT)).unwrap(), signed());
-    prime(&trust, &ann);
+    let (trust, ann) = primed_on_pgi();
     let mut other = ann.message.clone();
     other.extend_from_slice(b"  key5: injected\n");
     let err = verify_certificate_set(&trust, &other, &ann.sets[0]).unwrap_err();
@@ -118,41 +154,28 @@ fn rejects_a_cached_certificate_over_another_message() {
 
 #[test]
 fn rejects_a_cached_certificate_with_another_sets_signature() {
-    let (trust, ann) = (TrustRoot::from_file(fixture(PGI_ROOT)).unwrap(), signed());
-    prime(&trust, &ann);
+    let (trust, ann) = primed_on_pgi();
     let mut set = ann.sets[0].clone();
     set.signature = ann.sets[1].signature.clone();
     assert!(verify_certificate_set(&trust, &ann.message, &set).is_err());
-    assert_eq!(
-        trust.certificate_cache_stats().hits,
-        1,
-        "the cache was used"
-    );
+    assert_cache_used(&trust, 1);
 }
 
 #[test]
 fn rejects_a_cached_certificate_whose_body_logs_another_signature() {
-    let log = TestLog::new();
-    let (trust, ann) = (log.trusted_by(pgi_json()), signed());
-    prime(&trust, &ann);
+    let (log, trust, ann) = primed_on_own_log();
     let other = STANDARD.encode(&ann.sets[1].signature);
-    let set = with_body(&log, &ann.sets[0], |body| {
+    let err = refusal_with_body(&log, &trust, &ann, |body| {
         body["spec"]["signature"]["content"] = json!(other);
     });
-    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
     assert!(matches!(err, SigstoreError::EntryMismatch(_)), "{err}");
 }
 
 #[test]
 fn another_trust_root_does_not_see_the_cached_certificate() {
-    let (pgi, ann) = (TrustRoot::from_file(fixture(PGI_ROOT)).unwrap(), signed());
-    prime(&pgi, &ann);
+    let (_pgi, ann) = primed_on_pgi();
     // The pgi root's logs but staging's Fulcio CAs: the certificate is not trusted.
-    let mut root = pgi_json();
-    let staging: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture(STAGING_ROOT)).unwrap()).unwrap();
-    root["certificateAuthorities"] = staging["certificateAuthorities"].clone();
-    let other = TrustRoot::from_json(&root.to_string()).unwrap();
+    let other = pgi_logs_with_staging_fulcio();
     let err = verify_certificate_set(&other, &ann.message, &ann.sets[0]).unwrap_err();
     assert!(
         matches!(err, SigstoreError::UntrustedCertificate(_)),
@@ -163,11 +186,7 @@ fn another_trust_root_does_not_see_the_cached_certificate() {
 
 #[test]
 fn a_failed_chain_is_not_remembered() {
-    let mut root = pgi_json();
-    let staging: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture(STAGING_ROOT)).unwrap()).unwrap();
-    root["certificateAuthorities"] = staging["certificateAuthorities"].clone();
-    let (trust, ann) = (TrustRoot::from_json(&root.to_string()).unwrap(), signed());
+    let (trust, ann) = (pgi_logs_with_staging_fulcio(), signed());
     for _ in 0..2 {
         assert!(verify_certificate_set(&trust, &ann.message, &ann.sets[0]).is_err());
     }
@@ -183,57 +202,39 @@ fn a_failed_chain_is_not_remembered() {
 
 #[test]
 fn rejects_a_cached_certificate_whose_body_logs_another_certificate() {
-    let log = TestLog::new();
-    let (trust, ann) = (log.trusted_by(pgi_json()), signed());
-    prime(&trust, &ann);
+    let (log, trust, ann) = primed_on_own_log();
     let other_pem = ann.sets[1].certificate_pem.clone().unwrap();
-    let set = with_body(&log, &ann.sets[0], |body| {
+    let err = refusal_with_body(&log, &trust, &ann, |body| {
         body["spec"]["signature"]["publicKey"]["content"] = json!(STANDARD.encode(other_pem));
     });
-    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
     assert!(matches!(err, SigstoreError::EntryMismatch(_)), "{err}");
-    assert_eq!(
-        trust.certificate_cache_stats().hits,
-        1,
-        "the cache was used"
-    );
+    assert_cache_used(&trust, 1);
 }
 
 #[test]
 fn rejects_a_cached_certificate_whose_body_logs_another_hash() {
-    let log = TestLog::new();
-    let (trust, ann) = (log.trusted_by(pgi_json()), signed());
-    prime(&trust, &ann);
+    let (log, trust, ann) = primed_on_own_log();
     let other = hex::encode(Sha256::digest(b"another message"));
-    let set = with_body(&log, &ann.sets[0], |body| {
+    let err = refusal_with_body(&log, &trust, &ann, |body| {
         body["spec"]["data"]["hash"]["value"] = json!(other);
     });
-    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
     assert!(matches!(err, SigstoreError::EntryMismatch(_)), "{err}");
     // another algorithm, or no hash at all, is a malformed entry
-    let sha512 = with_body(&log, &ann.sets[0], |body| {
+    let err = refusal_with_body(&log, &trust, &ann, |body| {
         body["spec"]["data"]["hash"]["algorithm"] = json!("sha512");
     });
-    let err = verify_certificate_set(&trust, &ann.message, &sha512).unwrap_err();
     assert!(matches!(err, SigstoreError::MalformedEntry(_)), "{err}");
-    let no_hash = with_body(&log, &ann.sets[0], |body| {
+    let err = refusal_with_body(&log, &trust, &ann, |body| {
         body["spec"]["data"] = json!({});
     });
-    let err = verify_certificate_set(&trust, &ann.message, &no_hash).unwrap_err();
     assert!(matches!(err, SigstoreError::MalformedEntry(_)), "{err}");
-    assert_eq!(
-        trust.certificate_cache_stats().hits,
-        3,
-        "the cache was used"
-    );
+    assert_cache_used(&trust, 3);
 }
 
 #[test]
 fn a_cached_certificate_in_a_body_with_a_duplicate_key_is_refused() {
     // JSON decoders differ on duplicate keys (first or last wins): mansign refuses them.
-    let log = TestLog::new();
-    let (trust, ann) = (log.trusted_by(pgi_json()), signed());
-    prime(&trust, &ann);
+    let (log, trust, ann) = primed_on_own_log();
     let set = with_raw_body(&log, &ann.sets[0], |body| {
         body.replacen(
             "\"spec\":",
@@ -283,11 +284,7 @@ fn a_vouched_certificate_is_judged_by_its_own_facts() {
     swapped.certificate_pem = ann.sets[1].certificate_pem.clone();
     let err = verify_certificate_set(&trust, &ann.message, &swapped).unwrap_err();
     assert!(matches!(err, SigstoreError::BadSignature(_)), "{err}");
-    assert_eq!(
-        trust.certificate_cache_stats().hits,
-        3,
-        "the cache was used"
-    );
+    assert_cache_used(&trust, 3);
 }
 
 #[test]
@@ -297,10 +294,9 @@ fn a_certificate_is_remembered_only_once_its_whole_set_verified() {
     let log = TestLog::new();
     let (trust, ann) = (log.trusted_by(pgi_json()), signed());
     let other = STANDARD.encode(&ann.sets[1].signature);
-    let set = with_body(&log, &ann.sets[0], |body| {
+    let err = refusal_with_body(&log, &trust, &ann, |body| {
         body["spec"]["signature"]["content"] = json!(other);
     });
-    let err = verify_certificate_set(&trust, &ann.message, &set).unwrap_err();
     assert!(matches!(err, SigstoreError::EntryMismatch(_)), "{err}");
     assert_eq!(trust.certificate_cache_stats().entries, 0);
     prime(&trust, &ann);

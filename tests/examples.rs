@@ -25,6 +25,7 @@ mod stack;
 mod stub_server;
 
 use actions_runner::{Map, Runner};
+use common::dup_tests_a::assert_contains;
 use serde_json::Value;
 use stack::Stack;
 use std::path::{Path, PathBuf};
@@ -70,11 +71,12 @@ fn github_token(stack: &Stack, subject: &str, overrides: &[&str]) -> String {
 }
 
 /// Signs `manifest` (YAML text) keylessly on the stack with `token`; returns the signed YAML.
-fn sign(stack: &Stack, token: &str, manifest: &str) -> String {
+fn sign(stack: &Stack, subject: &str, overrides: &[&str], manifest: &str) -> String {
+    let token = github_token(stack, subject, overrides);
     let dir = tempfile::tempdir().unwrap();
     let input = common::write(dir.path(), "in.yaml", manifest);
     let out = dir.path().join("out.yaml");
-    stack.keyless_sign_to(common::mansign(), &[], &input, &out, token);
+    stack.keyless_sign_to(common::mansign(), &[], &input, &out, &token);
     read(&out)
 }
 
@@ -125,16 +127,26 @@ fn exception() -> String {
 
 /// Both policies give `expected` (`None` = verified, `Some(check)` = that failure).
 fn assert_both_policies(stack: &Stack, manifest: &str, expected: Option<&str>) {
+    assert_both_policies_of("the manifest", stack, manifest, expected);
+}
+
+/// [`assert_both_policies`], `what` naming the manifest in the failure.
+fn assert_both_policies_of(what: &str, stack: &Stack, manifest: &str, expected: Option<&str>) {
     for policy in POLICIES {
         let (verified, checks) = verdict(stack, policy, manifest);
         match expected {
-            None => assert!(verified, "{policy}: not verified: {checks:?}"),
+            None => assert!(verified, "{what}: {policy}: not verified: {checks:?}"),
             Some(check) => {
-                assert!(!verified, "{policy}: verified, expected {check}");
-                assert_eq!(checks, [check], "{policy}");
+                assert!(!verified, "{what}: {policy}: verified, expected {check}");
+                assert_eq!(checks, [check], "{what}: {policy}");
             }
         }
     }
+}
+
+/// The example PolicyException signed by the sign workflow on main.
+fn signed_exception(stack: &Stack) -> String {
+    sign(stack, WORKFLOW_IDENTITY, &[], &exception())
 }
 
 // ---- the policies' documented verdicts (examples/README.md) ------------------------------
@@ -142,22 +154,14 @@ fn assert_both_policies(stack: &Stack, manifest: &str, expected: Option<&str>) {
 #[test]
 fn policies_admit_a_policy_exception_signed_by_the_sign_workflow_on_main() {
     let stack = Stack::start();
-    let signed = sign(
-        &stack,
-        &github_token(&stack, WORKFLOW_IDENTITY, &[]),
-        &exception(),
-    );
+    let signed = signed_exception(&stack);
     assert_both_policies(&stack, &signed, None);
 }
 
 #[test]
 fn policies_admit_the_live_object_argo_cd_applied_with_its_tracking_annotation() {
     let stack = Stack::start();
-    let signed = sign(
-        &stack,
-        &github_token(&stack, WORKFLOW_IDENTITY, &[]),
-        &exception(),
-    );
+    let signed = signed_exception(&stack);
     let mut live = mansign::manifest::parse_documents(&signed, &mansign::Limits::default())
         .unwrap()
         .remove(0)
@@ -180,55 +184,44 @@ fn policies_admit_the_live_object_argo_cd_applied_with_its_tracking_annotation()
 #[test]
 fn policies_deny_a_policy_exception_changed_after_signing() {
     let stack = Stack::start();
-    let signed = sign(
-        &stack,
-        &github_token(&stack, WORKFLOW_IDENTITY, &[]),
-        &exception(),
-    );
+    let signed = signed_exception(&stack);
     let widened = signed.replace("nightly-backup-*", "'*'");
     assert_ne!(widened, signed);
     assert_both_policies(&stack, &widened, Some("diff"));
 }
 
+/// Only the sign workflow of OWNER/REPO on main, with GitHub's issuer, is trusted: a
+/// signature by any other identity is denied.
 #[test]
-fn policies_deny_a_signature_by_another_workflow_of_the_repository() {
+fn policies_deny_a_signature_by_another_workflow_branch_repository_or_issuer() {
     let stack = Stack::start();
-    let other = "https://github.com/OWNER/REPO/.github/workflows/release.yaml@refs/heads/main";
-    let signed = sign(&stack, &github_token(&stack, other, &[]), &exception());
-    assert_both_policies(&stack, &signed, Some("signature"));
-}
-
-#[test]
-fn policies_deny_a_signature_by_the_sign_workflow_on_another_branch() {
-    let stack = Stack::start();
-    let branch = "https://github.com/OWNER/REPO/.github/workflows/sign.yaml@refs/heads/feature";
-    let token = github_token(&stack, branch, &["ref=refs/heads/feature"]);
-    let signed = sign(&stack, &token, &exception());
-    assert_both_policies(&stack, &signed, Some("signature"));
-}
-
-#[test]
-fn policies_deny_the_same_workflow_path_in_another_repository() {
-    let stack = Stack::start();
-    let fork = "https://github.com/EVIL/REPO/.github/workflows/sign.yaml@refs/heads/main";
-    let signed = sign(
-        &stack,
-        &github_token(&stack, fork, &["repository=EVIL/REPO"]),
-        &exception(),
-    );
-    assert_both_policies(&stack, &signed, Some("signature"));
-}
-
-#[test]
-fn policies_deny_the_workflow_subject_from_another_issuer() {
-    let stack = Stack::start();
-    let token = github_token(
-        &stack,
-        WORKFLOW_IDENTITY,
-        &[&format!("iss={}", stack.issuer())],
-    );
-    let signed = sign(&stack, &token, &exception());
-    assert_both_policies(&stack, &signed, Some("signature"));
+    let other_issuer = format!("iss={}", stack.issuer());
+    let cases: [(&str, &str, &[&str]); 4] = [
+        (
+            "another workflow of the repository",
+            "https://github.com/OWNER/REPO/.github/workflows/release.yaml@refs/heads/main",
+            &[],
+        ),
+        (
+            "the sign workflow on another branch",
+            "https://github.com/OWNER/REPO/.github/workflows/sign.yaml@refs/heads/feature",
+            &["ref=refs/heads/feature"],
+        ),
+        (
+            "the same workflow path in another repository",
+            "https://github.com/EVIL/REPO/.github/workflows/sign.yaml@refs/heads/main",
+            &["repository=EVIL/REPO"],
+        ),
+        (
+            "the workflow subject from another issuer",
+            WORKFLOW_IDENTITY,
+            &[&other_issuer],
+        ),
+    ];
+    for (what, subject, overrides) in cases {
+        let signed = sign(&stack, subject, overrides, &exception());
+        assert_both_policies_of(what, &stack, &signed, Some("signature"));
+    }
 }
 
 #[test]
@@ -241,11 +234,7 @@ fn policies_deny_an_unsigned_policy_exception() {
 fn policies_cover_no_other_kind_even_when_signed_by_the_workflow() {
     let stack = Stack::start();
     let configmap = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: backup\ndata:\n  a: \"1\"\n";
-    let signed = sign(
-        &stack,
-        &github_token(&stack, WORKFLOW_IDENTITY, &[]),
-        configmap,
-    );
+    let signed = sign(&stack, WORKFLOW_IDENTITY, &[], configmap);
     assert_both_policies(&stack, &signed, Some("no-policy-rule"));
 }
 
@@ -362,18 +351,9 @@ fn sign_on_merge_example_signs_unsigned_into_signed_and_commits_back_to_main() {
         &["show", "--name-status", "--format=%s%n%b", "main"],
     );
     assert!(show.starts_with("Sign manifests"), "{show}");
-    assert!(
-        show.contains(&format!("Signed by {WORKFLOW_IDENTITY}:")),
-        "{show}"
-    );
-    assert!(
-        show.contains("A\tsigned/allow-backup-host-path.yaml"),
-        "{show}"
-    );
-    assert!(
-        show.contains("D\tunsigned/allow-backup-host-path.yaml"),
-        "{show}"
-    );
+    assert_contains(&show, &format!("Signed by {WORKFLOW_IDENTITY}:"));
+    assert_contains(&show, "A\tsigned/allow-backup-host-path.yaml");
+    assert_contains(&show, "D\tunsigned/allow-backup-host-path.yaml");
     let signed = git(
         &origin,
         &["show", "main:signed/allow-backup-host-path.yaml"],
@@ -389,11 +369,7 @@ fn pull_request_job(stack: &Stack, unsigned: &[(&str, &str)]) -> (Runner, StubSe
     let mut job = github_job(&github);
     job.github
         .insert("event_name".into(), "pull_request".into());
-    let signed = sign(
-        stack,
-        &github_token(stack, WORKFLOW_IDENTITY, &[]),
-        &exception(),
-    );
+    let signed = signed_exception(stack);
     common::write(
         &job.workspace,
         "signed/allow-backup-host-path.yaml",
@@ -428,18 +404,11 @@ fn pull_request_example_passes_a_verified_signed_tree_and_a_new_policy_exception
         pull_request_job(&stack, &[("unsigned/debug-tools.yaml", ANOTHER_EXCEPTION)]);
     let run = run_pull_request(&stack, &mut job);
     assert!(run.success, "{}", run.log());
-    assert!(
-        run.log().contains(
-            "unsigned/: 1 PolicyException(s), each covered by policy/mansign-policy.yaml"
-        ),
-        "{}",
-        run.log()
+    assert_contains(
+        &run.log(),
+        "unsigned/: 1 PolicyException(s), each covered by policy/mansign-policy.yaml",
     );
-    assert!(
-        job.summary.contains("✅ **1 of 1 document(s) verified**"),
-        "{}",
-        job.summary
-    );
+    assert_contains(&job.summary, "✅ **1 of 1 document(s) verified**");
     assert!(
         github.requests().is_empty(),
         "verifying needs no OIDC token"
@@ -459,13 +428,11 @@ fn pull_request_example_fails_when_a_signed_manifest_was_edited() {
         "__step1",
         "stops at the verify step"
     );
-    assert!(
-        run.log()
-            .contains("::error file=signed/allow-backup-host-path.yaml"),
-        "{}",
-        run.log()
+    assert_contains(
+        &run.log(),
+        "::error file=signed/allow-backup-host-path.yaml",
     );
-    assert!(job.summary.contains("❌ FAILED"), "{}", job.summary);
+    assert_contains(&job.summary, "❌ FAILED");
 }
 
 #[test]
@@ -482,10 +449,9 @@ fn pull_request_example_fails_on_an_unsigned_manifest_of_another_kind() {
     let run = run_pull_request(&stack, &mut job);
     assert!(!run.success);
     let shape = run.steps.last().unwrap();
-    assert!(
-        shape.log().contains("::error file=unsigned/sneaky.yaml::document 1: ConfigMap team-a/sneaky is not an unsigned, namespaced PolicyException covered by policy/mansign-policy.yaml"),
-        "{}",
-        shape.log()
+    assert_contains(
+        &shape.log(),
+        "::error file=unsigned/sneaky.yaml::document 1: ConfigMap team-a/sneaky is not an unsigned, namespaced PolicyException covered by policy/mansign-policy.yaml",
     );
     assert!(
         !shape.log().contains("debug-tools.yaml::"),
@@ -501,10 +467,9 @@ fn pull_request_example_fails_on_a_policy_exception_without_namespace() {
     let (mut job, _github) = pull_request_job(&stack, &[("unsigned/debug-tools.yaml", &no_ns)]);
     let run = run_pull_request(&stack, &mut job);
     assert!(!run.success);
-    assert!(
-        run.log().contains("::error file=unsigned/debug-tools.yaml::document 1: PolicyException /debug-tools is not"),
-        "{}",
-        run.log()
+    assert_contains(
+        &run.log(),
+        "::error file=unsigned/debug-tools.yaml::document 1: PolicyException /debug-tools is not",
     );
 }
 
@@ -521,16 +486,8 @@ fn pull_request_example_fails_on_an_unsigned_manifest_that_does_not_parse() {
     let run = run_pull_request(&stack, &mut job);
     assert!(!run.success);
     let shape = run.steps.last().unwrap();
-    assert!(
-        shape.log().contains("unsigned/broken.yaml"),
-        "{}",
-        shape.log()
-    );
-    assert!(
-        shape.log().contains("::error::unsigned/ does not parse"),
-        "{}",
-        shape.log()
-    );
+    assert_contains(&shape.log(), "unsigned/broken.yaml");
+    assert_contains(&shape.log(), "::error::unsigned/ does not parse");
 }
 
 // ---- the GitLab job, run -----------------------------------------------------------------
@@ -647,14 +604,8 @@ fn gitlab_job_installs_the_checksummed_release_signs_and_commits_back() {
         ]
     );
     let show = git(&origin, &["show", "--name-status", "--format=%s", "main"]);
-    assert!(
-        show.contains("A\tsigned/allow-backup-host-path.yaml"),
-        "{show}"
-    );
-    assert!(
-        show.contains("D\tunsigned/allow-backup-host-path.yaml"),
-        "{show}"
-    );
+    assert_contains(&show, "A\tsigned/allow-backup-host-path.yaml");
+    assert_contains(&show, "D\tunsigned/allow-backup-host-path.yaml");
     let signed = git(
         &origin,
         &["show", "main:signed/allow-backup-host-path.yaml"],

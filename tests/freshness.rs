@@ -24,21 +24,28 @@ fn signed_with_expiry(at: &str) -> (Vec<mansign::manifest::Document>, Verifier) 
     (files.remove(0).documents, verifier)
 }
 
+/// The verdict, at `clock`, on the documents signed to expire at 2026-06-01T12:00:00Z.
+fn expiring_documents_verified_at(clock: &str) -> mansign::verify::Verdict {
+    let (docs, verifier) = signed_with_expiry("2026-06-01T12:00:00Z");
+    verifier
+        .with_clock(clock.parse().unwrap())
+        .verify_documents(&docs)
+}
+
+/// Fails the test, naming every document, unless all of them are verified.
+fn assert_all_verified(verdict: &mansign::verify::Verdict) {
+    let all: Vec<String> = verdict.documents.iter().map(ToString::to_string).collect();
+    assert!(verdict.is_verified(), "{}", all.join("\n"));
+}
+
 #[test]
 fn documents_pass_before_their_signed_expiry() {
-    let (docs, verifier) = signed_with_expiry("2026-06-01T12:00:00Z");
-    let verdict = verifier
-        .with_clock("2026-06-01T11:59:59Z".parse().unwrap())
-        .verify_documents(&docs);
-    assert!(verdict.is_verified(), "{}", verdict.documents[0]);
+    assert_all_verified(&expiring_documents_verified_at("2026-06-01T11:59:59Z"));
 }
 
 #[test]
 fn documents_are_rejected_after_their_signed_expiry() {
-    let (docs, verifier) = signed_with_expiry("2026-06-01T12:00:00Z");
-    let verdict = verifier
-        .with_clock("2026-06-01T12:00:00Z".parse().unwrap())
-        .verify_documents(&docs);
+    let verdict = expiring_documents_verified_at("2026-06-01T12:00:00Z");
     for d in &verdict.documents {
         match &d.result {
             Err(Rejection::Expired { at }) => assert_eq!(at.to_string(), "2026-06-01T12:00:00Z"),
@@ -78,10 +85,7 @@ fn cli_signed_expiry_passes_before_and_fails_after_it() {
     // time is simulated with the verifier's injected clock on the very file it wrote.
     let kd = common::key_dir("cosign");
     let input = kd.write("x.yaml", MULTI_DOC);
-    common::with_key("sign", &["--expires", "1h"], &input, &kd.key)
-        .assert()
-        .success();
-    let signed = kd.path().join("x.yaml.signed");
+    let signed = common::sign_with(&["--expires", "1h"], &input, &kd.key);
     let text = std::fs::read_to_string(&signed).unwrap();
     assert!(text.contains("mansign.dev/expires: \""), "{text}");
     common::verify_with_key(&signed, &kd.pubkey).success();
@@ -176,37 +180,40 @@ mod max_age {
         )
     }
 
+    /// The verdict on the keyless fixture with a one-hour maximum age, at `clock`.
+    fn verdict_at(clock: &str) -> mansign::verify::Verdict {
+        let (docs, verifier) = keyless_fixture();
+        verifier
+            .with_clock(clock.parse().unwrap())
+            .with_max_age(jiff::SignedDuration::from_hours(1))
+            .verify_documents(&docs)
+    }
+
+    /// The attempts of the first document's rejection, one a line; any other outcome
+    /// fails the test.
+    fn attempts_of(verdict: &mansign::verify::Verdict) -> String {
+        match &verdict.documents[0].result {
+            Err(Rejection::NoTrustedSignature { attempts }) => attempts
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n"),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn signature_younger_than_max_age_passes() {
-        let (docs, verifier) = keyless_fixture();
-        let verifier = verifier
-            .with_clock("2022-06-17T08:55:00Z".parse().unwrap())
-            .with_max_age(jiff::SignedDuration::from_hours(1));
-        let verdict = verifier.verify_documents(&docs);
-        assert!(verdict.is_verified(), "{}", verdict.documents[0]);
+        super::assert_all_verified(&verdict_at("2022-06-17T08:55:00Z"));
     }
 
     #[test]
     fn signature_older_than_max_age_is_rejected() {
-        let (docs, verifier) = keyless_fixture();
-        let verifier = verifier
-            .with_clock("2022-06-17T08:55:10Z".parse().unwrap())
-            .with_max_age(jiff::SignedDuration::from_hours(1));
-        let verdict = verifier.verify_documents(&docs);
-        match &verdict.documents[0].result {
-            Err(Rejection::NoTrustedSignature { attempts }) => {
-                let all = attempts
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                assert!(
-                    all.contains("signed at 2022-06-17T07:55:09Z, older than the maximum age"),
-                    "{all}"
-                );
-            }
-            other => panic!("{other:?}"),
-        }
+        let all = attempts_of(&verdict_at("2022-06-17T08:55:10Z"));
+        assert!(
+            all.contains("signed at 2022-06-17T07:55:09Z, older than the maximum age"),
+            "{all}"
+        );
     }
 
     #[test]
@@ -229,20 +236,8 @@ mod max_age {
         let verdict = verifier
             .with_max_age(jiff::SignedDuration::from_hours(24 * 365 * 100))
             .verify_documents(&docs);
-        match &verdict.documents[0].result {
-            Err(Rejection::NoTrustedSignature { attempts }) => {
-                assert!(
-                    attempts
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                        .contains("no signed signing time"),
-                    "{attempts:?}"
-                )
-            }
-            other => panic!("{other:?}"),
-        }
+        let all = attempts_of(&verdict);
+        assert!(all.contains("no signed signing time"), "{all}");
     }
 }
 

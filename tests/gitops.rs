@@ -27,6 +27,7 @@ use common::{mansign, write};
 use mansign::Limits;
 use mansign::manifest::{FieldPath, Segment, parse_documents, to_yaml};
 use serde_json::{Map, Value, json};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 const APP: &str = "guestbook";
@@ -104,18 +105,25 @@ enum Operation {
     Update,
 }
 
+/// Argo CD with its tracking annotation and label, applying client-side (kubectl apply).
+const ARGO_CLIENT_SIDE: ApplyPath =
+    ApplyPath::Argo(Tracking::AnnotationAndLabel, Apply::ClientSide);
+/// Argo CD with its tracking annotation and label, applying server-side.
+const ARGO_SERVER_SIDE: ApplyPath =
+    ApplyPath::Argo(Tracking::AnnotationAndLabel, Apply::ServerSide);
+
 const ARGO_PATHS: [ApplyPath; 6] = [
     ApplyPath::Argo(Tracking::Label, Apply::ClientSide),
     ApplyPath::Argo(Tracking::Label, Apply::ServerSide),
     ApplyPath::Argo(Tracking::Annotation, Apply::ClientSide),
     ApplyPath::Argo(Tracking::Annotation, Apply::ServerSide),
-    ApplyPath::Argo(Tracking::AnnotationAndLabel, Apply::ClientSide),
-    ApplyPath::Argo(Tracking::AnnotationAndLabel, Apply::ServerSide),
+    ARGO_CLIENT_SIDE,
+    ARGO_SERVER_SIDE,
 ];
 
 /// Signed documents and the public key that verifies them.
 struct Signed {
-    _dir: common::KeyDir,
+    keys: common::KeyDir,
     pubkey: PathBuf,
     deployment: Value,
     exception: Value,
@@ -134,7 +142,19 @@ fn sign_with_key() -> Signed {
         deployment: docs.next().unwrap(),
         exception: docs.next().unwrap(),
         tracked: docs.next().unwrap(),
-        _dir: kd,
+        keys: kd,
+    }
+}
+
+impl Signed {
+    /// The directory of the key pair and the signed stream, for a test's other files.
+    fn dir(&self) -> &Path {
+        self.keys.path()
+    }
+
+    /// [`policy_named`] `name` in [`Signed::dir`], trusting the signing key.
+    fn policy(&self, name: &str, ignore_profile: &str) -> PathBuf {
+        policy_named(self.dir(), name, &self.pubkey, ignore_profile)
     }
 }
 
@@ -323,9 +343,18 @@ fn live(manifest: &Value, path: ApplyPath, op: Operation) -> Value {
 /// `mansign verify` of one live object with the key and `--ignore-profile profiles`;
 /// returns the exit code and stdout.
 fn verify(pubkey: &Path, object: &Value, profiles: &str) -> (i32, String) {
+    verify_trusting(&["--key".as_ref(), pubkey.as_os_str()], object, profiles)
+}
+
+/// `mansign verify` of one live object with the `trust` flags (a key, or a trusted root
+/// and identity) and `--ignore-profile profiles`; returns the exit code and stdout.
+fn verify_trusting(trust: &[&OsStr], object: &Value, profiles: &str) -> (i32, String) {
     let dir = tempfile::tempdir().unwrap();
     let file = write(dir.path(), "live.yaml", &to_yaml(object));
-    let out = common::with_key("verify", &[], &file, pubkey)
+    let out = mansign()
+        .args(["verify", "-f"])
+        .arg(&file)
+        .args(trust)
         .args(["--ignore-profile", profiles])
         .args(binding_flags(profiles))
         .output()
@@ -468,7 +497,7 @@ fn a_changed_spec_is_denied_under_the_gitops_profiles() {
         // The tampered manifest went through the tool: the object and its last-applied
         // both hold it.
         for path in [
-            ApplyPath::Argo(Tracking::AnnotationAndLabel, Apply::ClientSide),
+            ARGO_CLIENT_SIDE,
             ApplyPath::Argo(Tracking::Annotation, Apply::ServerSide),
         ] {
             let object = live(tampered, path, Operation::Update);
@@ -485,6 +514,24 @@ fn a_changed_spec_is_denied_under_the_gitops_profiles() {
     }
 }
 
+/// Edits the `last-applied-configuration` annotation of `object` with `edit`, written back
+/// as kubectl writes it (Go's JSON and a newline).
+fn edit_last_applied(object: &mut Value, edit: impl FnOnce(&mut Value)) {
+    let mut applied: Value = serde_json::from_str(
+        object["metadata"]["annotations"][LAST_APPLIED]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    edit(&mut applied);
+    set_in(
+        object,
+        "annotations",
+        LAST_APPLIED,
+        &format!("{}\n", go_json(&applied)),
+    );
+}
+
 #[test]
 fn a_tracking_id_naming_another_object_is_denied() {
     let s = sign_with_key();
@@ -495,36 +542,22 @@ fn a_tracking_id_naming_another_object_is_denied() {
             .split('/')
             .next()
             .unwrap();
+        let name = signed["metadata"]["name"].as_str().unwrap();
         let others = [
             ("other name", format!("{APP}:{group}/{kind}:team/other")),
             (
                 "other namespace",
-                format!(
-                    "{APP}:{group}/{kind}:prod/{}",
-                    signed["metadata"]["name"].as_str().unwrap()
-                ),
+                format!("{APP}:{group}/{kind}:prod/{name}"),
             ),
             (
                 "other kind",
-                format!(
-                    "{APP}:{group}/StatefulSet:team/{}",
-                    signed["metadata"]["name"].as_str().unwrap()
-                ),
+                format!("{APP}:{group}/StatefulSet:team/{name}"),
             ),
             (
                 "other group",
-                format!(
-                    "{APP}:example.com/{kind}:team/{}",
-                    signed["metadata"]["name"].as_str().unwrap()
-                ),
+                format!("{APP}:example.com/{kind}:team/{name}"),
             ),
-            (
-                "core group",
-                format!(
-                    "{APP}:/{kind}:team/{}",
-                    signed["metadata"]["name"].as_str().unwrap()
-                ),
-            ),
+            ("core group", format!("{APP}:/{kind}:team/{name}")),
         ];
         for (what, id) in others {
             for apply in [Apply::ServerSide, Apply::ClientSide] {
@@ -535,19 +568,9 @@ fn a_tracking_id_naming_another_object_is_denied() {
                 let mut object = live(&manifest, path, Operation::Create);
                 set_in(&mut object, "annotations", TRACKING_ID, &id);
                 if apply == Apply::ClientSide {
-                    let mut applied: Value = serde_json::from_str(
-                        object["metadata"]["annotations"][LAST_APPLIED]
-                            .as_str()
-                            .unwrap(),
-                    )
-                    .unwrap();
-                    set_in(&mut applied, "annotations", TRACKING_ID, &id);
-                    set_in(
-                        &mut object,
-                        "annotations",
-                        LAST_APPLIED,
-                        &format!("{}\n", go_json(&applied)),
-                    );
+                    edit_last_applied(&mut object, |applied| {
+                        set_in(applied, "annotations", TRACKING_ID, &id)
+                    });
                 }
                 assert_denied(
                     &s.pubkey,
@@ -559,6 +582,22 @@ fn a_tracking_id_naming_another_object_is_denied() {
             }
         }
     }
+}
+
+/// `signed`, updated through `path` with `key` of its metadata `map` (labels or
+/// annotations) set to `value`, is denied under `profiles` naming that key; `what` names
+/// the case.
+fn assert_changed_key_denied(
+    pubkey: &Path,
+    signed: &Value,
+    path: ApplyPath,
+    (map, key, value): (&str, &str, &str),
+    profiles: &str,
+    what: &str,
+) {
+    let mut object = live(signed, path, Operation::Update);
+    set_in(&mut object, map, key, value);
+    assert_denied(pubkey, &object, profiles, &meta_path(map, key), what);
 }
 
 #[test]
@@ -583,21 +622,18 @@ fn labels_and_annotations_beyond_the_tolerated_keys_are_denied() {
     for (kind, signed) in signed_pairs(&s) {
         for (map, key, value) in extras {
             for (path, profiles) in [
-                (
-                    ApplyPath::Argo(Tracking::AnnotationAndLabel, Apply::ServerSide),
-                    "kubernetes,argocd",
-                ),
+                (ARGO_SERVER_SIDE, "kubernetes,argocd"),
                 (ApplyPath::Flux, "kubernetes,flux"),
                 (ApplyPath::Flux, "kubernetes,argocd,flux"),
             ] {
-                let mut object = live(signed, path, Operation::Update);
-                set_in(&mut object, map, key, value);
-                assert_denied(
+                let what = format!("{kind} {path:?} {key}");
+                assert_changed_key_denied(
                     &s.pubkey,
-                    &object,
+                    signed,
+                    path,
+                    (map, key, value),
                     profiles,
-                    &meta_path(map, key),
-                    &format!("{kind} {path:?} {key}"),
+                    &what,
                 );
             }
         }
@@ -610,7 +646,7 @@ type Edit = fn(&mut Value);
 #[test]
 fn a_last_applied_that_differs_in_a_non_tolerated_field_is_denied() {
     let s = sign_with_key();
-    let path = ApplyPath::Argo(Tracking::AnnotationAndLabel, Apply::ClientSide);
+    let path = ARGO_CLIENT_SIDE;
     let edits: [(&str, Edit); 4] = [
         ("an added field", |v| v["spec"]["extra"] = json!(true)),
         ("a dropped label", |v| {
@@ -630,19 +666,7 @@ fn a_last_applied_that_differs_in_a_non_tolerated_field_is_denied() {
     for (kind, signed) in signed_pairs(&s) {
         for (what, edit) in edits {
             let mut object = live(signed, path, Operation::Update);
-            let mut applied: Value = serde_json::from_str(
-                object["metadata"]["annotations"][LAST_APPLIED]
-                    .as_str()
-                    .unwrap(),
-            )
-            .unwrap();
-            edit(&mut applied);
-            set_in(
-                &mut object,
-                "annotations",
-                LAST_APPLIED,
-                &format!("{}\n", go_json(&applied)),
-            );
+            edit_last_applied(&mut object, edit);
             assert_denied(
                 &s.pubkey,
                 &object,
@@ -658,11 +682,7 @@ fn a_last_applied_that_differs_in_a_non_tolerated_field_is_denied() {
 fn a_tolerated_key_in_the_signed_document_must_keep_its_signed_value() {
     let s = sign_with_key();
     // Submitted with the signed values: allowed.
-    let ok = live(
-        &s.tracked,
-        ApplyPath::Argo(Tracking::AnnotationAndLabel, Apply::ClientSide),
-        Operation::Update,
-    );
+    let ok = live(&s.tracked, ARGO_CLIENT_SIDE, Operation::Update);
     assert_allowed(
         &s.pubkey,
         &ok,
@@ -684,18 +704,15 @@ fn a_tolerated_key_in_the_signed_document_must_keep_its_signed_value() {
             "kubernetes,flux",
         ),
     ] {
-        let mut object = live(
-            &s.tracked,
-            ApplyPath::Argo(Tracking::AnnotationAndLabel, Apply::ServerSide),
-            Operation::Update,
-        );
-        set_in(&mut object, map, key, value);
-        assert_denied(
+        let what = format!("signed {key} changed");
+        let change = (map, key, value);
+        assert_changed_key_denied(
             &s.pubkey,
-            &object,
+            &s.tracked,
+            ARGO_SERVER_SIDE,
+            change,
             profiles,
-            &meta_path(map, key),
-            &format!("signed {key} changed"),
+            &what,
         );
         // Removed is as much a change as replaced.
         let mut object = live(&s.tracked, ApplyPath::Flux, Operation::Update);
@@ -731,51 +748,39 @@ fn keyless_signed_manifests_follow_the_same_rules() {
         format!("@{}", stack.id_token_file().display()),
     );
     let signed = read_stream(&std::fs::read_to_string(&output).unwrap());
-    let run = |object: &Value, profiles: &str| {
-        let file = write(dir.path(), "live.yaml", &to_yaml(object));
-        let out = mansign()
-            .args(["verify", "-f"])
-            .arg(&file)
-            .arg("--trusted-root")
-            .arg(stack.trusted_root())
-            .args(["--certificate-identity", stack.identity()])
-            .args(["--certificate-oidc-issuer", stack.issuer()])
-            .args(["--ignore-profile", profiles])
-            .args(binding_flags(profiles))
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-        )
-    };
+    let trusted_root = stack.trusted_root();
+    let trust = [
+        "--trusted-root".as_ref(),
+        trusted_root.as_os_str(),
+        "--certificate-identity".as_ref(),
+        stack.identity().as_ref(),
+        "--certificate-oidc-issuer".as_ref(),
+        stack.issuer().as_ref(),
+    ];
+    let run = |object: &Value, profiles: &str| verify_trusting(&trust, object, profiles);
     for manifest in &signed {
         for path in [
-            ApplyPath::Argo(Tracking::AnnotationAndLabel, Apply::ServerSide),
+            ARGO_SERVER_SIDE,
             ApplyPath::Argo(Tracking::Annotation, Apply::ClientSide),
         ] {
             let object = live(manifest, path, Operation::Update);
             let (code, out) = run(&object, "kubernetes,argocd");
-            assert_eq!(code, Some(0), "{path:?}: {out}");
+            assert_eq!(code, 0, "{path:?}: {out}");
             let (code, out) = run(&object, "kubernetes");
-            assert_eq!(code, Some(1), "{path:?}: {out}");
+            assert_eq!(code, 1, "{path:?}: {out}");
             assert!(out.contains(tracking_key(path)), "{out}");
         }
         let object = live(manifest, ApplyPath::Flux, Operation::Create);
-        assert_eq!(run(&object, "kubernetes,flux").0, Some(0));
-        assert_eq!(run(&object, "kubernetes,argocd").0, Some(1));
+        assert_eq!(run(&object, "kubernetes,flux").0, 0);
+        assert_eq!(run(&object, "kubernetes,argocd").0, 1);
         let mut tampered = object.clone();
         tampered["spec"]["tampered"] = json!(true);
-        assert_eq!(run(&tampered, "kubernetes,flux").0, Some(1));
+        assert_eq!(run(&tampered, "kubernetes,flux").0, 1);
     }
 }
 
-/// A `ManifestPolicy` trusting `pubkey` with the given `ignoreProfile` line, in
-/// `dir/policy.yaml`.
-fn policy(dir: &Path, pubkey: &Path, ignore_profile: &str) -> PathBuf {
-    policy_named(dir, "policy.yaml", pubkey, ignore_profile)
-}
-
+/// A `ManifestPolicy` trusting `pubkey` with the given `ignoreProfile` line (and the
+/// bindings of its GitOps profiles), in `dir/name`.
 fn policy_named(dir: &Path, name: &str, pubkey: &Path, ignore_profile: &str) -> PathBuf {
     write(
         dir,
@@ -792,17 +797,12 @@ fn policy_named(dir: &Path, name: &str, pubkey: &Path, ignore_profile: &str) -> 
 #[test]
 fn policy_files_take_the_same_profile_lists() {
     let s = sign_with_key();
-    let dir = tempfile::tempdir().unwrap();
-    let argo = live(
-        &s.exception,
-        ApplyPath::Argo(Tracking::AnnotationAndLabel, Apply::ClientSide),
-        Operation::Update,
-    );
+    let argo = live(&s.exception, ARGO_CLIENT_SIDE, Operation::Update);
     let flux = live(&s.deployment, ApplyPath::Flux, Operation::Update);
-    let argo_file = write(dir.path(), "argo.yaml", &to_yaml(&argo));
-    let flux_file = write(dir.path(), "flux.yaml", &to_yaml(&flux));
+    let argo_file = write(s.dir(), "argo.yaml", &to_yaml(&argo));
+    let flux_file = write(s.dir(), "flux.yaml", &to_yaml(&flux));
     let run = |profile_line: &str, file: &Path| {
-        let p = policy(dir.path(), &s.pubkey, profile_line);
+        let p = s.policy("policy.yaml", profile_line);
         mansign()
             .args(["verify", "--policy"])
             .arg(&p)
@@ -811,25 +811,21 @@ fn policy_files_take_the_same_profile_lists() {
             .output()
             .unwrap()
     };
-    let code = |profile_line: &str, file: &Path| run(profile_line, file).status.code();
-    assert_eq!(
-        code("  ignoreProfile: kubernetes,argocd\n", &argo_file),
-        Some(0)
-    );
-    assert_eq!(
-        code("  ignoreProfile: kubernetes,argocd\n", &flux_file),
-        Some(1)
-    );
-    assert_eq!(
-        code("  ignoreProfile: [kubernetes, flux]\n", &flux_file),
-        Some(0)
-    );
-    assert_eq!(
-        code("  ignoreProfile: [kubernetes, flux]\n", &argo_file),
-        Some(1)
-    );
-    assert_eq!(code("  ignoreProfile: kubernetes\n", &argo_file), Some(1));
-    assert_eq!(code("", &argo_file), Some(1));
+    for (profile_line, file, expected) in [
+        ("  ignoreProfile: kubernetes,argocd\n", &argo_file, 0),
+        ("  ignoreProfile: kubernetes,argocd\n", &flux_file, 1),
+        ("  ignoreProfile: [kubernetes, flux]\n", &flux_file, 0),
+        ("  ignoreProfile: [kubernetes, flux]\n", &argo_file, 1),
+        ("  ignoreProfile: kubernetes\n", &argo_file, 1),
+        ("", &argo_file, 1),
+    ] {
+        assert_eq!(
+            run(profile_line, file).status.code(),
+            Some(expected),
+            "{profile_line:?} {}",
+            file.display()
+        );
+    }
     for bad in [
         "kubernetes,argo",
         "kubernetes,,argocd",
@@ -843,14 +839,19 @@ fn policy_files_take_the_same_profile_lists() {
     }
 }
 
+/// `docs` as one YAML stream.
+fn stream(docs: &[&Value]) -> String {
+    let texts: Vec<String> = docs.iter().map(|d| to_yaml(d)).collect();
+    texts.join("---\n")
+}
+
 #[test]
 fn print_verified_prints_the_documents_only_when_all_verified() {
     let s = sign_with_key();
-    let dir = tempfile::tempdir().unwrap();
     let good = write(
-        dir.path(),
+        s.dir(),
         "good.yaml",
-        &format!("{}---\n{}", to_yaml(&s.deployment), to_yaml(&s.exception)),
+        &stream(&[&s.deployment, &s.exception]),
     );
     let out = common::with_key("verify", &["--print-verified"], &good, &s.pubkey)
         .output()
@@ -863,11 +864,7 @@ fn print_verified_prints_the_documents_only_when_all_verified() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("2 of 2 document(s) verified"));
     let mut tampered = s.exception.clone();
     tampered["spec"]["match"]["any"][0]["resources"]["namespaces"] = json!(["*"]);
-    let bad = write(
-        dir.path(),
-        "bad.yaml",
-        &format!("{}---\n{}", to_yaml(&s.deployment), to_yaml(&tampered)),
-    );
+    let bad = write(s.dir(), "bad.yaml", &stream(&[&s.deployment, &tampered]));
     let out = common::with_key(
         "verify",
         &["--print-verified", "--output", "json"],
@@ -958,20 +955,9 @@ fn review(dir: &Path, policy: &Path, request: &Value) -> (Option<i32>, Value) {
 #[test]
 fn admission_review_allows_each_apply_path_with_the_matching_profiles_and_denies_without() {
     let s = sign_with_key();
-    let dir = tempfile::tempdir().unwrap();
-    let with_argocd = policy_named(
-        dir.path(),
-        "argocd.yaml",
-        &s.pubkey,
-        "  ignoreProfile: kubernetes,argocd\n",
-    );
-    let with_flux = policy_named(
-        dir.path(),
-        "flux.yaml",
-        &s.pubkey,
-        "  ignoreProfile: [kubernetes, flux]\n",
-    );
-    let kubernetes_only = policy(dir.path(), &s.pubkey, "  ignoreProfile: kubernetes\n");
+    let with_argocd = s.policy("argocd.yaml", "  ignoreProfile: kubernetes,argocd\n");
+    let with_flux = s.policy("flux.yaml", "  ignoreProfile: [kubernetes, flux]\n");
+    let kubernetes_only = s.policy("policy.yaml", "  ignoreProfile: kubernetes\n");
     let mut paths: Vec<(ApplyPath, &Path)> = ARGO_PATHS
         .iter()
         .map(|p| (*p, with_argocd.as_path()))
@@ -982,10 +968,10 @@ fn admission_review_allows_each_apply_path_with_the_matching_profiles_and_denies
             for op in [Operation::Create, Operation::Update] {
                 let what = format!("{kind} {path:?} {op:?}");
                 let request = admission_review(signed, *path, op);
-                let (code, response) = review(dir.path(), matching, &request);
+                let (code, response) = review(s.dir(), matching, &request);
                 assert_eq!(response["response"]["allowed"], true, "{what}: {response}");
                 assert_eq!(code, Some(0), "{what}");
-                let (code, response) = review(dir.path(), &kubernetes_only, &request);
+                let (code, response) = review(s.dir(), &kubernetes_only, &request);
                 assert_eq!(response["response"]["allowed"], false, "{what}: {response}");
                 assert_eq!(code, Some(1), "{what}");
                 let message = response["response"]["status"]["message"].as_str().unwrap();
@@ -995,7 +981,7 @@ fn admission_review_allows_each_apply_path_with_the_matching_profiles_and_denies
                 } else {
                     &with_flux
                 };
-                let (_, response) = review(dir.path(), other, &request);
+                let (_, response) = review(s.dir(), other, &request);
                 assert_eq!(
                     response["response"]["allowed"], false,
                     "{what} under the other tool's profile: {response}"
@@ -1008,13 +994,8 @@ fn admission_review_allows_each_apply_path_with_the_matching_profiles_and_denies
 #[test]
 fn admission_review_denies_tampering_under_the_gitops_profiles() {
     let s = sign_with_key();
-    let dir = tempfile::tempdir().unwrap();
-    let with_both = policy(
-        dir.path(),
-        &s.pubkey,
-        "  ignoreProfile: kubernetes,argocd,flux\n",
-    );
-    let path = ApplyPath::Argo(Tracking::AnnotationAndLabel, Apply::ClientSide);
+    let with_both = s.policy("policy.yaml", "  ignoreProfile: kubernetes,argocd,flux\n");
+    let path = ARGO_CLIENT_SIDE;
     let mut changed = s.deployment.clone();
     changed["spec"]["replicas"] = json!(50);
     let mut cases = vec![(
@@ -1022,11 +1003,7 @@ fn admission_review_denies_tampering_under_the_gitops_profiles() {
         "spec.replicas",
         // Server-side: the message names the first difference, and there is no
         // last-applied before the spec.
-        admission_review(
-            &changed,
-            ApplyPath::Argo(Tracking::AnnotationAndLabel, Apply::ServerSide),
-            Operation::Update,
-        ),
+        admission_review(&changed, ARGO_SERVER_SIDE, Operation::Update),
     )];
     let mut request = admission_review(
         &s.exception,
@@ -1050,22 +1027,16 @@ fn admission_review_denies_tampering_under_the_gitops_profiles() {
         request,
     ));
     let mut request = admission_review(&s.exception, path, Operation::Create);
-    let object = &mut request["request"]["object"];
-    let mut applied: Value = serde_json::from_str(
-        object["metadata"]["annotations"][LAST_APPLIED]
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
-    applied["spec"]["exceptions"][0]["ruleNames"] = json!(["host-path", "all"]);
-    object["metadata"]["annotations"][LAST_APPLIED] = json!(format!("{}\n", go_json(&applied)));
+    edit_last_applied(&mut request["request"]["object"], |applied| {
+        applied["spec"]["exceptions"][0]["ruleNames"] = json!(["host-path", "all"])
+    });
     cases.push((
         "last-applied differs",
         "metadata.annotations[\"kubectl.kubernetes.io/last-applied-configuration\"]",
         request,
     ));
     for (what, field, request) in cases {
-        let (code, response) = review(dir.path(), &with_both, &request);
+        let (code, response) = review(s.dir(), &with_both, &request);
         assert_eq!(response["response"]["allowed"], false, "{what}: {response}");
         assert_eq!(code, Some(1), "{what}");
         let message = response["response"]["status"]["message"].as_str().unwrap();

@@ -77,6 +77,19 @@ fn with(signed: &Value, labels: &[(&str, &str)], annotations: &[(&str, &str)]) -
     v
 }
 
+/// `signed` as Argo CD deploys it for application `shop` of installation `prod` (instance
+/// label, tracking id and installation id).
+fn bound_argo(signed: &Value) -> Value {
+    with(
+        signed,
+        &[(INSTANCE, "shop")],
+        &[
+            (TRACKING_ID, &tracking("shop", signed)),
+            (INSTALLATION_ID, "prod"),
+        ],
+    )
+}
+
 /// `<app>:/<kind>:<namespace>/<name>` for a core-group object.
 fn tracking(app: &str, v: &Value) -> String {
     format!(
@@ -132,14 +145,7 @@ const FLUX: [&str; 4] = [
 fn bound_argo_cd_values_are_accepted() {
     let s = sign();
     let cm = &s.config_map;
-    let all = with(
-        cm,
-        &[(INSTANCE, "shop")],
-        &[
-            (TRACKING_ID, &tracking("shop", cm)),
-            (INSTALLATION_ID, "prod"),
-        ],
-    );
+    let all = bound_argo(cm);
     assert_verifies(&s, &all, &ARGO, "label, tracking id and installation id");
     let label = with(cm, &[(INSTANCE, "shop")], &[]);
     assert_verifies(&s, &label, &ARGO, "label alone");
@@ -364,14 +370,7 @@ fn admission_review_applies_the_policy_bindings() {
     let s = sign();
     let bound = policy(&s, "bound.yaml", BOUND_SPEC);
     let cm = &s.config_map;
-    let good_argo = with(
-        cm,
-        &[(INSTANCE, "shop")],
-        &[
-            (TRACKING_ID, &tracking("shop", cm)),
-            (INSTALLATION_ID, "prod"),
-        ],
-    );
+    let good_argo = bound_argo(cm);
     let good_flux = with(
         cm,
         &[(FLUX_NAME, "apps"), (FLUX_NAMESPACE, "flux-system")],
@@ -457,6 +456,15 @@ fn admission_review_applies_the_policy_bindings() {
     );
 }
 
+/// `mansign policy explain POLICY`, run.
+fn explain(policy: &Path) -> std::process::Output {
+    mansign()
+        .args(["policy", "explain"])
+        .arg(policy)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn policy_bindings_are_checked_when_loading() {
     let s = sign();
@@ -487,21 +495,13 @@ fn policy_bindings_are_checked_when_loading() {
         ),
     ] {
         let file = policy(&s, "bad.yaml", spec);
-        let out = mansign()
-            .args(["policy", "explain"])
-            .arg(&file)
-            .output()
-            .unwrap();
+        let out = explain(&file);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{spec} accepted: {err}");
         assert!(err.contains(field), "{spec}: {field} not in {err}");
     }
     // A bound policy explains its bindings; an unbound one notes what to add.
-    let out = mansign()
-        .args(["policy", "explain"])
-        .arg(policy(&s, "bound.yaml", BOUND_SPEC))
-        .output()
-        .unwrap();
+    let out = explain(&policy(&s, "bound.yaml", BOUND_SPEC));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(text.contains("application \"shop\" only"), "{text}");
@@ -509,11 +509,7 @@ fn policy_bindings_are_checked_when_loading() {
         text.contains("Kustomization \"flux-system/apps\" only"),
         "{text}"
     );
-    let out = mansign()
-        .args(["policy", "explain"])
-        .arg(policy(&s, "unbound.yaml", "  ignoreProfile: argocd\n"))
-        .output()
-        .unwrap();
+    let out = explain(&policy(&s, "unbound.yaml", "  ignoreProfile: argocd\n"));
     let all = common::all_output(&out);
     assert!(all.contains("spec.gitops.argocd.applications"), "{all}");
 }

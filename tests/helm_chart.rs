@@ -396,69 +396,53 @@ fn refused(set: &[&str]) -> String {
 
 #[test]
 fn the_schema_refuses_bad_values() {
-    // (arguments, a word helm's schema error must contain)
-    let cases: &[(&[&str], &str)] = &[
-        (&["--set", "replicaCount=3"], "replicaCount"),
-        (&["--set", "replicas=0"], "replicas"),
-        (&["--set", "replicas=three"], "replicas"),
-        (&["--set", "webhook.failurePolicy=Allow"], "failurePolicy"),
-        (&["--set", "webhook.timeoutSeconds=31"], "timeoutSeconds"),
-        (&["--set", "webhook.timeoutSeconds=0"], "timeoutSeconds"),
+    // (a value given with `--set`, a word helm's schema error must contain)
+    let set: &[(&str, &str)] = &[
+        ("replicaCount=3", "replicaCount"),
+        ("replicas=0", "replicas"),
+        ("replicas=three", "replicas"),
+        ("webhook.failurePolicy=Allow", "failurePolicy"),
+        ("webhook.timeoutSeconds=31", "timeoutSeconds"),
+        ("webhook.timeoutSeconds=0", "timeoutSeconds"),
+        ("server.deadline=8 seconds", "deadline"),
+        ("tls.caBundle=not base64!", "caBundle"),
+        ("tls.certManager.enable=true", "enable"),
+        ("tls.certManager.issuerRef.kind=Issuer", "issuerRef"),
+        ("image.digest=latest", "digest"),
+        ("podSecurityContext.runAsNonRoot=false", "runAsNonRoot"),
         (
-            &["--set-json", "webhook.operations=[\"DELETE\"]"],
-            "operations",
-        ),
-        (
-            &["--set-json", "webhook.operations=[\"UPDATE\"]"],
-            "operations",
-        ),
-        (&["--set", "server.deadline=8 seconds"], "deadline"),
-        (&["--set", "tls.caBundle=not base64!"], "caBundle"),
-        (&["--set", "tls.certManager.enable=true"], "enable"),
-        (
-            &["--set", "tls.certManager.issuerRef.kind=Issuer"],
-            "issuerRef",
-        ),
-        (&["--set", "image.digest=latest"], "digest"),
-        (
-            &["--set", "podSecurityContext.runAsNonRoot=false"],
-            "runAsNonRoot",
-        ),
-        (
-            &["--set", "securityContext.allowPrivilegeEscalation=true"],
+            "securityContext.allowPrivilegeEscalation=true",
             "allowPrivilegeEscalation",
         ),
-        (&["--set", "namePrefix=Mansign"], "namePrefix"),
-        (
-            &[
-                "--set-json",
-                "policy.documents=[{\"kind\":\"ManifestPolicy\"}]",
-            ],
-            "apiVersion",
-        ),
-        (&["--set", "serviceMonitor.interval=soon"], "interval"),
+        ("namePrefix=Mansign", "namePrefix"),
+        ("serviceMonitor.interval=soon", "interval"),
         // The API server calls webhooks over https only, without query, fragment or user.
+        ("webhook.url=http://127.0.0.1:8443/validate", "url"),
+        ("webhook.url=https://127.0.0.1:8443/validate?x=1", "url"),
         (
-            &["--set", "webhook.url=http://127.0.0.1:8443/validate"],
-            "url",
-        ),
-        (
-            &["--set", "webhook.url=https://127.0.0.1:8443/validate?x=1"],
-            "url",
-        ),
-        (
-            &[
-                "--set",
-                "webhook.url=https://user@webhook.example:8443/validate",
-            ],
+            "webhook.url=https://user@webhook.example:8443/validate",
             "url",
         ),
     ];
-    for (set, word) in cases {
-        let error = refused(set);
+    // The same for a value given with `--set-json`.
+    let set_json: &[(&str, &str)] = &[
+        ("webhook.operations=[\"DELETE\"]", "operations"),
+        ("webhook.operations=[\"UPDATE\"]", "operations"),
+        (
+            "policy.documents=[{\"kind\":\"ManifestPolicy\"}]",
+            "apiVersion",
+        ),
+    ];
+    let cases = set
+        .iter()
+        .map(|case| ("--set", case))
+        .chain(set_json.iter().map(|case| ("--set-json", case)));
+    for (flag, &(value, word)) in cases {
+        let args = [flag, value];
+        let error = refused(&args);
         assert!(
             error.contains("schema") && error.contains(word),
-            "helm template {set:?}: the error names neither the schema nor {word}: {error}"
+            "helm template {args:?}: the error names neither the schema nor {word}: {error}"
         );
     }
 }
@@ -748,6 +732,33 @@ fn assert_denied_by_chart_webhook(out: &Output, code: &str) {
 /// and the policy the chart wrote into its ConfigMap, both read back from the API server.
 /// The chart's ValidatingWebhookConfiguration then admits signed PolicyExceptions of both
 /// kinds and denies tampered ones; `helm uninstall` removes the chart's objects.
+/// Runs `cmd` (helm against the cluster), shows its output and fails the test unless it
+/// succeeds; `what` names the command.
+fn helm_ok(cmd: &mut Command, what: &str) {
+    let out = cmd.output().unwrap();
+    eprintln!(
+        "{what}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{what} failed");
+}
+
+/// The names (`kind/name`) of the objects of `kinds` in the release namespace that carry
+/// the release's instance label.
+fn of_the_release(cluster: &Cluster, kinds: &str) -> String {
+    cluster.kubectl_ok(&[
+        "get",
+        kinds,
+        "-n",
+        NAMESPACE,
+        "-l",
+        "app.kubernetes.io/instance=mansign",
+        "-o",
+        "name",
+    ])
+}
+
 #[test]
 fn helm_install_into_a_real_api_server_admits_signed_and_denies_tampered_exceptions() {
     let cluster = Cluster::start();
@@ -802,29 +813,20 @@ fn helm_install_into_a_real_api_server_admits_signed_and_denies_tampered_excepti
         }]},
     });
     let values_file = common::write(dir.path(), "values.json", &values.to_string());
-    let out = helm(&home)
-        .args(["install", "mansign"])
-        .arg(chart())
-        .args(["--namespace", NAMESPACE, "--kubeconfig", &kubeconfig, "-f"])
-        .arg(&values_file)
-        .output()
-        .unwrap();
-    eprintln!(
-        "helm install mansign charts/mansign -n {NAMESPACE} -f values.json (webhook.url {url}, tls.existingSecret webhook-serving-cert): {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    helm_ok(
+        helm(&home)
+            .args(["install", "mansign"])
+            .arg(chart())
+            .args(["--namespace", NAMESPACE, "--kubeconfig", &kubeconfig, "-f"])
+            .arg(&values_file),
+        &format!(
+            "helm install mansign charts/mansign -n {NAMESPACE} -f values.json (webhook.url {url}, tls.existingSecret webhook-serving-cert)"
+        ),
     );
-    assert!(out.status.success(), "helm install failed");
-    let installed = cluster.kubectl_ok(&[
-        "get",
+    let installed = of_the_release(
+        &cluster,
         "deployment,service,serviceaccount,configmap,poddisruptionbudget,validatingwebhookconfiguration",
-        "-n",
-        NAMESPACE,
-        "-l",
-        "app.kubernetes.io/instance=mansign",
-        "-o",
-        "name",
-    ]);
+    );
     eprintln!("installed by the chart:\n{installed}");
     for object in [
         "deployment.apps/mansign-webhook",
@@ -921,13 +923,16 @@ fn helm_install_into_a_real_api_server_admits_signed_and_denies_tampered_excepti
         let text = std::fs::read_to_string(common::fixture(&format!("cluster/signed-set/{file}")))
             .unwrap()
             .replace("namespace: stored", "namespace: team-a");
-        let out = kubectl_reported(
-            &cluster,
-            &format!("{file} unsigned"),
-            &["apply", "-f", "-"],
-            Some(&text),
-        );
-        assert_denied_by_chart_webhook(&out, "not-signed");
+        // `kubectl apply` of `doc`, the `state` (unsigned, tampered, signed) of `file`.
+        let apply = |state: &str, doc: &str| {
+            kubectl_reported(
+                &cluster,
+                &format!("{file} {state}"),
+                &["apply", "-f", "-"],
+                Some(doc),
+            )
+        };
+        assert_denied_by_chart_webhook(&apply("unsigned", &text), "not-signed");
 
         let input = common::write(dir.path(), file, &text);
         let signed_file = dir.path().join(format!("signed-{file}"));
@@ -940,22 +945,11 @@ fn helm_install_into_a_real_api_server_admits_signed_and_denies_tampered_excepti
         // The same signature over a widened exception: another policy is excepted.
         let tampered = signed.replace("disallow-host-path", "require-signed-images");
         assert_ne!(signed, tampered);
-        let out = kubectl_reported(
-            &cluster,
-            &format!("{file} tampered"),
-            &["apply", "-f", "-"],
-            Some(&tampered),
-        );
-        assert_denied_by_chart_webhook(&out, "modified");
+        assert_denied_by_chart_webhook(&apply("tampered", &tampered), "modified");
         let out = cluster.kubectl(&["get", resource, "-n", "team-a"]);
         assert!(!out.status.success(), "{resource} stored after a denial");
 
-        let out = kubectl_reported(
-            &cluster,
-            &format!("{file} signed"),
-            &["apply", "-f", "-"],
-            Some(&signed),
-        );
+        let out = apply("signed", &signed);
         assert!(
             out.status.success(),
             "the chart's webhook denied a signed exception: {}",
@@ -973,27 +967,16 @@ fn helm_install_into_a_real_api_server_admits_signed_and_denies_tampered_excepti
     }
 
     // helm uninstall removes what the chart installed; the Secret (not the chart's) stays.
-    let out = helm(&home)
-        .args(["uninstall", "mansign", "--namespace", NAMESPACE])
-        .args(["--kubeconfig", &kubeconfig])
-        .output()
-        .unwrap();
-    eprintln!(
-        "helm uninstall mansign: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    helm_ok(
+        helm(&home)
+            .args(["uninstall", "mansign", "--namespace", NAMESPACE])
+            .args(["--kubeconfig", &kubeconfig]),
+        "helm uninstall mansign",
     );
-    assert!(out.status.success(), "helm uninstall failed");
-    let left = cluster.kubectl_ok(&[
-        "get",
+    let left = of_the_release(
+        &cluster,
         "deployment,service,serviceaccount,configmap,poddisruptionbudget,validatingwebhookconfiguration,secret",
-        "-n",
-        NAMESPACE,
-        "-l",
-        "app.kubernetes.io/instance=mansign",
-        "-o",
-        "name",
-    ]);
+    );
     assert_eq!(left.trim(), "", "left behind by helm uninstall: {left}");
     let releases = cluster.kubectl_ok(&["get", "secrets", "-n", NAMESPACE, "-o", "name"]);
     assert_eq!(

@@ -116,55 +116,6 @@ fn none_profile_rejects_server_metadata() {
 }
 
 #[test]
-fn f3_configmap_data_status_is_detected() {
-    let (mut obj, verifier) = signed(CONFIGMAP, IgnoreProfile::Kubernetes);
-    obj["data"]["status"] = json!("pwned");
-    assert_eq!(
-        rejected_paths(&verifier, &with_server_metadata(obj)),
-        ["data.status"]
-    );
-}
-
-#[test]
-fn f3_configmap_data_my_status_flag_is_detected() {
-    let (mut obj, verifier) = signed(CONFIGMAP, IgnoreProfile::Kubernetes);
-    obj["data"]["my-status-flag"] = json!("true");
-    assert_eq!(rejected_paths(&verifier, &obj), ["data.my-status-flag"]);
-}
-
-#[test]
-fn f3_deployment_pod_security_context_run_as_root_is_detected() {
-    let (mut obj, verifier) = signed(&deployment(), IgnoreProfile::Kubernetes);
-    obj["spec"]["template"]["spec"]["securityContext"] = json!({"runAsUser": 0});
-    assert_eq!(
-        rejected_paths(&verifier, &obj),
-        ["spec.template.spec.securityContext.runAsUser"]
-    );
-}
-
-#[test]
-fn f3_deployment_container_resources_are_detected() {
-    let (mut obj, verifier) = signed(&deployment(), IgnoreProfile::Kubernetes);
-    obj["spec"]["template"]["spec"]["containers"][0]["resources"] =
-        json!({"limits": {"cpu": "64"}});
-    assert_eq!(
-        rejected_paths(&verifier, &obj),
-        ["spec.template.spec.containers[0].resources.limits.cpu"]
-    );
-}
-
-#[test]
-fn f3_pod_service_account_name_admin_is_detected() {
-    let (mut obj, verifier) = signed(POD, IgnoreProfile::Kubernetes);
-    obj["spec"]["serviceAccountName"] = json!("admin");
-    obj["spec"]["serviceAccount"] = json!("admin");
-    assert_eq!(
-        rejected_paths(&verifier, &obj),
-        ["spec.serviceAccount", "spec.serviceAccountName"]
-    );
-}
-
-#[test]
 fn f3_pod_projected_secret_volume_and_mount_are_detected() {
     let (mut obj, verifier) = signed(POD, IgnoreProfile::Kubernetes);
     obj["spec"]["volumes"] =
@@ -178,27 +129,6 @@ fn f3_pod_projected_secret_volume_and_mount_are_detected() {
     assert!(
         paths.contains(&"spec.containers[0].volumeMounts[0].mountPath".to_string()),
         "{paths:?}"
-    );
-}
-
-#[test]
-fn f3_pod_tolerate_everything_is_detected() {
-    let (mut obj, verifier) = signed(POD, IgnoreProfile::Kubernetes);
-    obj["spec"]["tolerations"] = json!([{"operator": "Exists"}]);
-    assert_eq!(
-        rejected_paths(&verifier, &obj),
-        ["spec.tolerations[0].operator"]
-    );
-}
-
-#[test]
-fn f3_pod_priority_class_system_node_critical_is_detected() {
-    let (mut obj, verifier) = signed(POD, IgnoreProfile::Kubernetes);
-    obj["spec"]["priorityClassName"] = json!("system-node-critical");
-    obj["spec"]["priority"] = json!(2000001000);
-    assert_eq!(
-        rejected_paths(&verifier, &obj),
-        ["spec.priority", "spec.priorityClassName"]
     );
 }
 
@@ -313,7 +243,7 @@ fn kubectl_get_list_output_verifies_item_by_item() {
 
 #[test]
 fn cli_verifies_kubectl_get_output_with_profile_and_namespace_binding() {
-    use common::{key_pair, mansign, write};
+    use common::{key_pair, write};
     use predicates::prelude::*;
     let dir = tempfile::tempdir().unwrap();
     let (key, pubkey) = key_pair(dir.path(), "cosign");
@@ -323,8 +253,7 @@ fn cli_verifies_kubectl_get_output_with_profile_and_namespace_binding() {
         "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  key: value\n",
     );
-    common::sign_with_key(&input, &key);
-    let signed_text = std::fs::read_to_string(dir.path().join("cm.yaml.signed")).unwrap();
+    let signed_text = std::fs::read_to_string(common::sign_with_key(&input, &key)).unwrap();
     let mut live = parse_documents(&signed_text, &Limits::default())
         .unwrap()
         .remove(0)
@@ -333,15 +262,7 @@ fn cli_verifies_kubectl_get_output_with_profile_and_namespace_binding() {
     let live = with_server_metadata(live);
     let list = json!({"apiVersion": "v1", "kind": "List", "items": [live]});
     let got = write(dir.path(), "live.yaml", &mansign::manifest::to_yaml(&list));
-    let verify = |extra: &[&str]| {
-        let mut cmd = mansign();
-        cmd.args(["verify", "-f"])
-            .arg(&got)
-            .arg("--key")
-            .arg(&pubkey)
-            .args(extra);
-        cmd.assert()
-    };
+    let verify = |extra: &[&str]| common::with_key("verify", extra, &got, &pubkey).assert();
     verify(&[])
         .code(1)
         .stdout(predicate::str::contains("metadata.uid added"));
@@ -383,24 +304,104 @@ spec:
         matchLabels: {app: frontend}
 "#;
 
-#[test]
-fn added_empty_namespace_selector_is_detected() {
-    // `namespaceSelector: {}` next to a podSelector admits that label from every namespace.
-    let (mut obj, verifier) = signed(NETWORK_POLICY, IgnoreProfile::Kubernetes);
-    obj["spec"]["ingress"][0]["from"][0]["namespaceSelector"] = json!({});
-    assert_eq!(
-        rejected_paths(&verifier, &obj),
-        ["spec.ingress[0].from[0].namespaceSelector"]
-    );
+/// An edit of a signed object that the `kubernetes` profile must reject, and the diff paths
+/// the rejection names (exactly).
+struct Detected {
+    name: &'static str,
+    manifest: fn() -> String,
+    edit: fn(&mut Value),
+    paths: &'static [&'static str],
 }
 
-#[test]
-fn emptied_pod_selector_is_detected() {
+/// Sets each of the `fields` (a JSON object) in the `spec` of `obj`.
+fn set_spec(obj: &mut Value, fields: Value) {
+    for (key, value) in fields.as_object().unwrap() {
+        obj["spec"][key] = value.clone();
+    }
+}
+
+/// The ignore-field abuse cases of research kyverno-manifests §2.10 F3 (but the projected
+/// volume, below) and the NetworkPolicy selector edits.
+const DETECTED: &[Detected] = &[
+    Detected {
+        name: "f3 ConfigMap data.status (with server metadata)",
+        manifest: || CONFIGMAP.into(),
+        edit: |obj| {
+            obj["data"]["status"] = json!("pwned");
+            *obj = with_server_metadata(obj.take());
+        },
+        paths: &["data.status"],
+    },
+    Detected {
+        name: "f3 ConfigMap data.my-status-flag",
+        manifest: || CONFIGMAP.into(),
+        edit: |obj| obj["data"]["my-status-flag"] = json!("true"),
+        paths: &["data.my-status-flag"],
+    },
+    Detected {
+        name: "f3 Deployment pod securityContext runAsUser 0",
+        manifest: deployment,
+        edit: |obj| obj["spec"]["template"]["spec"]["securityContext"] = json!({"runAsUser": 0}),
+        paths: &["spec.template.spec.securityContext.runAsUser"],
+    },
+    Detected {
+        name: "f3 Deployment container resources",
+        manifest: deployment,
+        edit: |obj| {
+            obj["spec"]["template"]["spec"]["containers"][0]["resources"] =
+                json!({"limits": {"cpu": "64"}});
+        },
+        paths: &["spec.template.spec.containers[0].resources.limits.cpu"],
+    },
+    Detected {
+        name: "f3 Pod serviceAccountName admin",
+        manifest: || POD.into(),
+        edit: |obj| {
+            set_spec(
+                obj,
+                json!({"serviceAccountName": "admin", "serviceAccount": "admin"}),
+            )
+        },
+        paths: &["spec.serviceAccount", "spec.serviceAccountName"],
+    },
+    Detected {
+        name: "f3 Pod tolerating everything",
+        manifest: || POD.into(),
+        edit: |obj| obj["spec"]["tolerations"] = json!([{"operator": "Exists"}]),
+        paths: &["spec.tolerations[0].operator"],
+    },
+    Detected {
+        name: "f3 Pod priorityClassName system-node-critical",
+        manifest: || POD.into(),
+        edit: |obj| {
+            set_spec(
+                obj,
+                json!({"priorityClassName": "system-node-critical", "priority": 2000001000}),
+            )
+        },
+        paths: &["spec.priority", "spec.priorityClassName"],
+    },
+    // `namespaceSelector: {}` next to a podSelector admits that label from every namespace.
+    Detected {
+        name: "NetworkPolicy empty namespaceSelector added",
+        manifest: || NETWORK_POLICY.into(),
+        edit: |obj| obj["spec"]["ingress"][0]["from"][0]["namespaceSelector"] = json!({}),
+        paths: &["spec.ingress[0].from[0].namespaceSelector"],
+    },
     // `podSelector: {}` selects every pod of the namespace.
-    let (mut obj, verifier) = signed(NETWORK_POLICY, IgnoreProfile::Kubernetes);
-    obj["spec"]["podSelector"] = json!({});
-    assert_eq!(
-        rejected_paths(&verifier, &obj),
-        ["spec.podSelector.matchLabels.app"]
-    );
+    Detected {
+        name: "NetworkPolicy podSelector emptied",
+        manifest: || NETWORK_POLICY.into(),
+        edit: |obj| obj["spec"]["podSelector"] = json!({}),
+        paths: &["spec.podSelector.matchLabels.app"],
+    },
+];
+
+#[test]
+fn f3_and_selector_tampering_is_detected_under_the_kubernetes_profile() {
+    for case in DETECTED {
+        let (mut obj, verifier) = signed(&(case.manifest)(), IgnoreProfile::Kubernetes);
+        (case.edit)(&mut obj);
+        assert_eq!(rejected_paths(&verifier, &obj), case.paths, "{}", case.name);
+    }
 }

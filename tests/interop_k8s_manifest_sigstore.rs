@@ -25,90 +25,77 @@ fn verify(file: &str, key: &str) -> assert_cmd::assert::Assert {
 
 #[test]
 fn tarball_signed_configmap_verifies_with_k1() {
-    let a = verify("pkg/k8smanifest/testdata/sample-configmap-signed.yaml", K1);
-    a.success().stdout(predicate::str::contains(
-        "ConfigMap sample-cm-signed: verified (signature set 0",
-    ));
-    let a = verify(
+    verify("pkg/k8smanifest/testdata/sample-configmap-signed.yaml", K1)
+        .success()
+        .stdout(predicate::str::contains(
+            "ConfigMap sample-cm-signed: verified (signature set 0",
+        ));
+    verify(
         "cmd/kubectl-sigstore/cli/testdata/sample-configmap-signed.yaml",
         K1,
-    );
-    a.success();
+    )
+    .success();
 }
 
 #[test]
 fn tarball_signed_configmap_fails_with_another_key() {
-    let a = verify("pkg/k8smanifest/testdata/sample-configmap-signed.yaml", K2);
-    a.code(1).stdout(predicate::str::contains("[signature]"));
+    verify("pkg/k8smanifest/testdata/sample-configmap-signed.yaml", K2)
+        .code(1)
+        .stdout(predicate::str::contains("[signature]"));
 }
 
+/// The multi-signed ConfigMap: K1 signed set 1, K3 set 0, K2 none of them.
 #[test]
-fn multi_signed_configmap_verifies_with_k1_through_set_1() {
-    let a = verify(
-        "pkg/k8smanifest/testdata/sample-configmap-multi-signed.yaml",
-        K1,
-    );
-    a.success()
+fn multi_signed_configmap_verifies_through_the_set_of_its_key_and_fails_with_k2() {
+    let file = "pkg/k8smanifest/testdata/sample-configmap-multi-signed.yaml";
+    verify(file, K1)
+        .success()
         .stdout(predicate::str::contains("signature set 1"));
-}
-
-#[test]
-fn multi_signed_configmap_verifies_with_k3_through_set_0() {
-    let a = verify(
-        "pkg/k8smanifest/testdata/sample-configmap-multi-signed.yaml",
-        K3,
-    );
-    a.success()
+    verify(file, K3)
+        .success()
         .stdout(predicate::str::contains("signature set 0"));
-}
-
-#[test]
-fn multi_signed_configmap_fails_with_k2() {
-    let a = verify(
-        "pkg/k8smanifest/testdata/sample-configmap-multi-signed.yaml",
-        K2,
-    );
-    a.code(1)
+    verify(file, K2)
+        .code(1)
         .stdout(predicate::str::contains("signature set 0 with key"))
         .stdout(predicate::str::contains("signature set 1 with key"));
 }
 
 #[test]
 fn tarball_signed_deployment_verifies_with_k1() {
-    let a = verify("pkg/k8smanifest/testdata/sample-deployment-signed.yaml", K1);
-    a.success();
+    verify("pkg/k8smanifest/testdata/sample-deployment-signed.yaml", K1).success();
 }
 
 #[test]
 fn deployed_deployment_fails_on_server_populated_fields() {
-    let a = verify(
+    verify(
         "pkg/k8smanifest/testdata/sample-deployment-signed-deployed.yaml",
         K1,
-    );
-    a.code(1)
-        .stdout(predicate::str::contains("[diff]"))
-        .stdout(predicate::str::contains(
-            "spec.progressDeadlineSeconds added",
-        ))
-        .stdout(predicate::str::contains("status"));
+    )
+    .code(1)
+    .stdout(predicate::str::contains("[diff]"))
+    .stdout(predicate::str::contains(
+        "spec.progressDeadlineSeconds added",
+    ))
+    .stdout(predicate::str::contains("status"));
 }
 
 #[test]
 fn mutated_deployment_fails_strict_file_verification_naming_the_image() {
     // Upstream passes it only through dry-run inclusion matching against a cluster.
-    let a = verify(
+    verify(
         "pkg/k8smanifest/testdata/sample-deployment-signed-mutating-1.yaml",
         K1,
-    );
-    a.code(1).stdout(predicate::str::contains(
+    )
+    .code(1)
+    .stdout(predicate::str::contains(
         "spec.template.spec.containers[0].image changed",
     ));
 }
 
 #[test]
 fn example_configmap_fails_without_ignore_fields() {
-    let a = verify("example/verify-resource/sample-configmap.yaml.signed", K3);
-    a.code(1)
+    verify("example/verify-resource/sample-configmap.yaml.signed", K3)
+        .code(1)
         .stdout(predicate::str::contains("data.changable changed"))
         .stdout(predicate::str::contains(
             "metadata.labels.autoEmbeddedLabel added",
@@ -137,17 +124,19 @@ fn example_configmap_passes_with_its_ignore_fields() {
 
 #[test]
 fn unsigned_e2e_configmap_fails_as_not_signed() {
-    let a = verify("test/e2e/testdata/sample-configmap-without-sig.yaml", K1);
-    a.code(1).stdout(predicate::str::contains("[not-signed]"));
+    verify("test/e2e/testdata/sample-configmap-without-sig.yaml", K1)
+        .code(1)
+        .stdout(predicate::str::contains("[not-signed]"));
 }
 
 #[test]
 fn keyless_fixture_does_not_verify_with_a_key() {
-    let a = verify(
+    verify(
         "pkg/k8smanifest/testdata/sample-configmap-keyless-multi-signed.yaml",
         K1,
-    );
-    a.code(1).stdout(predicate::str::contains("[signature]"));
+    )
+    .code(1)
+    .stdout(predicate::str::contains("[signature]"));
 }
 
 #[test]

@@ -49,6 +49,13 @@ fn verify(
         .assert()
 }
 
+/// Verification denied the document (exit 1), naming `reason`.
+fn assert_denied(verification: assert_cmd::assert::Assert, reason: &str) {
+    verification
+        .code(1)
+        .stdout(predicate::str::contains(reason));
+}
+
 /// Copies what verification needs out of the stack's state directory, which goes away
 /// with the stack.
 fn keep(stack: &Stack, dir: &Path) -> (PathBuf, String, String) {
@@ -92,9 +99,7 @@ fn certificate_from_stack_a_is_rejected_against_stack_b_root() {
     drop(a);
     drop(b);
     // Same identity and issuer URL shape, but B's Fulcio and Rekor never vouched for it.
-    verify(&signed, &b_root, &identity, &issuer)
-        .code(1)
-        .stdout(predicate::str::contains("[signature]"));
+    assert_denied(verify(&signed, &b_root, &identity, &issuer), "[signature]");
 }
 
 #[test]
@@ -170,11 +175,10 @@ fn self_signed_certificate_accepted_by_the_test_rekor_is_rejected() {
 
     // The SET is genuine, the signature is valid, the identity matches: only the chain
     // to the trusted Fulcio CA is missing, and that alone must deny.
-    verify(&path, &root, &identity, &issuer)
-        .code(1)
-        .stdout(predicate::str::contains(
-            "certificate does not chain to a trusted Fulcio root",
-        ));
+    assert_denied(
+        verify(&path, &root, &identity, &issuer),
+        "certificate does not chain to a trusted Fulcio root",
+    );
 }
 
 #[test]

@@ -1262,10 +1262,9 @@ fn sigstore_python_verifies_the_bundle_out_bundles() {
         let out = verify(&bundle, &message);
         assert!(
             out.status.success(),
-            "sigstore-python rejected {}: {}{}",
+            "sigstore-python rejected {}: {}",
             bundle.display(),
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+            common::all_output(&out)
         );
     }
     // And a tampered message is rejected (the check is real), as is another document's.

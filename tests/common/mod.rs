@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod dup_tests_a;
 pub mod fixtures;
 pub mod ops_tools;
 pub mod peers;
