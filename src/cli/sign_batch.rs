@@ -34,26 +34,20 @@ impl RunSigner {
         }
     }
 
-    /// Sigstore bundles (JSON) of the messages of the last call, in message order.
-    fn bundles(&self) -> Vec<String> {
+    /// The Rekor entries of the last call, in message order: each one's log index and
+    /// Sigstore bundle (JSON). None for a key without the log.
+    fn logged(&self) -> Vec<(i64, String)> {
         match self {
             RunSigner::Key(_) => Vec::new(),
-            RunSigner::KeyWithTlog(s) => s.bundles(),
+            RunSigner::KeyWithTlog(s) => s.log_indexes().into_iter().zip(s.bundles()).collect(),
             RunSigner::Keyless(s) => s
                 .last_batch()
-                .map(|b| b.signatures.into_iter().map(|s| s.bundle_json).collect())
-                .unwrap_or_default(),
-        }
-    }
-
-    /// Rekor log indexes of the last call, in message order.
-    fn log_indexes(&self) -> Vec<i64> {
-        match self {
-            RunSigner::Key(_) => Vec::new(),
-            RunSigner::KeyWithTlog(s) => s.log_indexes(),
-            RunSigner::Keyless(s) => s
-                .last_batch()
-                .map(|b| b.signatures.iter().map(|s| s.log_index).collect())
+                .map(|b| {
+                    b.signatures
+                        .into_iter()
+                        .map(|s| (s.log_index, s.bundle_json))
+                        .collect()
+                })
                 .unwrap_or_default(),
         }
     }
@@ -115,8 +109,9 @@ impl SignRun<'_> {
             for (file, target) in files.iter().zip(&plan.targets[range]) {
                 run.staging.add(target, &render(file))?;
             }
+            let (log_indexes, bundles): (Vec<i64>, Vec<String>) =
+                self.signer.logged().into_iter().unzip();
             if let Some(planned) = &plan.bundles {
-                let bundles = self.signer.bundles();
                 let paths = planned
                     .get(next_bundle..next_bundle + summary.messages.len())
                     .unwrap_or_default();
@@ -142,7 +137,7 @@ impl SignRun<'_> {
             }
             run.documents += summary.documents;
             run.signatures += summary.signatures;
-            run.log_indexes.extend(self.signer.log_indexes());
+            run.log_indexes.extend(log_indexes);
             if let Some(cert) = self.signer.certificate()
                 && run.certificates.last() != Some(&cert)
             {

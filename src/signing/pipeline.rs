@@ -95,29 +95,23 @@ pub struct SignOptions {
     pub signed_at: Option<jiff::Timestamp>,
 }
 
-/// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
-/// so it is built from [`SignOptions::default()`] and these, never as a literal.
+crate::setters::setters! {
+    /// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
+    /// so it is built from [`SignOptions::default()`] and these, never as a literal.
+    SignOptions {
+        /// Sets `scope`.
+        with_scope => scope: SignScope,
+        /// Sets `append`.
+        with_append => append: bool,
+        /// Sets `domain`.
+        with_domain => domain: AnnotationDomain,
+        /// Sets `limits`.
+        with_limits => limits: Limits,
+    }
+}
+
+/// The setters of the optional times.
 impl SignOptions {
-    /// Sets `scope`.
-    pub fn with_scope(mut self, value: SignScope) -> Self {
-        self.scope = value;
-        self
-    }
-    /// Sets `append`.
-    pub fn with_append(mut self, value: bool) -> Self {
-        self.append = value;
-        self
-    }
-    /// Sets `domain`.
-    pub fn with_domain(mut self, value: AnnotationDomain) -> Self {
-        self.domain = value;
-        self
-    }
-    /// Sets `limits`.
-    pub fn with_limits(mut self, value: Limits) -> Self {
-        self.limits = value;
-        self
-    }
     /// Sets `expires_at` to `Some(value)`.
     pub fn with_expires_at(mut self, value: jiff::Timestamp) -> Self {
         self.expires_at = Some(value);
