@@ -209,35 +209,93 @@ fn an_input_that_changes_between_the_passes_is_refused() {
     );
 }
 
-/// Stdin, which cannot be read twice, is kept from the first pass and signed with a tree of
-/// two windows after it.
+/// Stdin, which cannot be read twice, is kept from the first pass and signed with the
+/// files around it: first or last, with a tree of two windows or with one file (a run of
+/// one window, where every file is kept and none is read twice).
 #[test]
-fn stdin_is_signed_with_a_tree_of_several_windows() {
+fn stdin_is_signed_with_the_files_around_it() {
     let keys = key_dir("cosign");
     let src = keys.path().join("unsigned");
     tree(&src, 150);
+    let one = write(keys.path(), "one/single.yaml", &config_map("single"));
+    let tree_arg = src.display().to_string();
+    let one_arg = one.display().to_string();
+    let cases: [(&str, &[&str], usize); 4] = [
+        ("stdin before a tree", &["-", &tree_arg], 151),
+        ("stdin after a tree", &[&tree_arg, "-"], 151),
+        ("stdin before a file", &["-", &one_arg], 2),
+        ("stdin after a file", &[&one_arg, "-"], 2),
+    ];
+    for (case, inputs, count) in cases {
+        let out = keys
+            .path()
+            .join(format!("signed-{}", case.replace(' ', "-")));
+        let mut cmd = common::mansign();
+        cmd.arg("sign");
+        for input in inputs {
+            cmd.args(["-f", input]);
+        }
+        let run = cmd
+            .arg("--key")
+            .arg(&keys.key)
+            .arg("-o")
+            .arg(format!("{}/", out.display()))
+            .write_stdin(config_map("from-stdin"))
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{case}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let documents = documents_under(&out);
+        assert_eq!(documents.len(), count, "{case}: {:?}", files_under(&out));
+        let from_stdin = documents
+            .iter()
+            .find(|(f, _)| f == "stdin.yaml")
+            .unwrap_or_else(|| panic!("{case}: no output for stdin"));
+        assert_eq!(from_stdin.1["metadata"]["name"], "from-stdin", "{case}");
+        common::verify_with_key(&out, &keys.pubkey)
+            .success()
+            .stdout(predicates::str::contains(format!(
+                "{count} of {count} document(s) verified"
+            )));
+    }
+}
+
+/// Windows are bounded in documents too: three files of 600 documents each are signed in
+/// three signer calls (1,024 documents a window at most), every document verifies.
+#[test]
+fn files_of_many_documents_are_signed_in_windows_of_documents() {
+    let keys = key_dir("cosign");
+    let src = keys.path().join("unsigned");
+    for f in 0..3 {
+        let text: Vec<String> = (0..600)
+            .map(|d| config_map(&format!("f{f}-d{d}")))
+            .collect();
+        write(&src, &format!("many-{f}.yaml"), &text.join("---\n"));
+    }
     let out = keys.path().join("signed");
-    common::mansign()
-        .args(["sign", "-f", "-", "-f"])
-        .arg(&src)
-        .arg("--key")
-        .arg(&keys.key)
+    with_key("sign", &[], &src, &keys.key)
         .arg("-o")
         .arg(format!("{}/", out.display()))
-        .write_stdin(config_map("from-stdin"))
         .assert()
         .success();
-    let written = files_under(&out);
-    assert_eq!(written.len(), 151, "{written:?}");
-    let stdin_doc = &documents_under(&out)
-        .into_iter()
-        .find(|(f, _)| f == "stdin.yaml")
-        .expect("stdin's output")
-        .1;
-    assert_eq!(stdin_doc["metadata"]["name"], "from-stdin");
+    let documents = documents_under(&out);
+    assert_eq!(documents.len(), 1800);
+    for (i, (file, doc)) in documents.iter().enumerate() {
+        let expected = format!("f{}-d{}", i / 600, i % 600);
+        assert_eq!(
+            doc["metadata"]["name"],
+            expected.as_str(),
+            "{file}: order kept"
+        );
+    }
     common::verify_with_key(&out, &keys.pubkey)
         .success()
-        .stdout(predicates::str::contains("151 of 151 document(s) verified"));
+        .stdout(predicates::str::contains(
+            "1800 of 1800 document(s) verified",
+        ));
 }
 
 /// A keyless run of two windows asks Fulcio once: every signature carries the same

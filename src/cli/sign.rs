@@ -229,10 +229,12 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
             .map(|spec| crate::manifest::parse_expires(spec, jiff::Timestamp::now()))
             .transpose()
             .map_err(anyhow::Error::msg)?,
-        // One signing time for every window of the run.
-        signed_at: Some(jiff::Timestamp::now()),
+        signed_at: None,
     };
     let signer = run_signer(&args, tlog_upload)?;
+    // One signing time for every window of the run, taken once the signer is ready (a
+    // sign-in may take minutes).
+    let options = options.with_signed_at(jiff::Timestamp::now());
 
     // A long batch takes a while (a Rekor entry per signature): say what is going on, on
     // a terminal only (a CI log gets the summary).

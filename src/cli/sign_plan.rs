@@ -17,6 +17,10 @@ use std::collections::VecDeque;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+/// Documents signed in one window at most (one signer call: a Rekor entry each for a logged
+/// signer), unless a single file holds more.
+const WINDOW_DOCUMENTS: usize = 1024;
+
 /// One input file as the first pass read it.
 pub(super) struct PlannedFile {
     pub source: Source,
@@ -59,11 +63,14 @@ impl Plan {
     ) -> anyhow::Result<Plan> {
         let mut files = Vec::new();
         let mut kept = VecDeque::new();
-        // Files are kept until the run outgrows one window; stdin always.
+        // Files are kept until the run outgrows one window (in files or documents); stdin
+        // always.
         let mut keep_all = true;
+        let mut documents = 0;
         crate::manifest::visit_inputs_with(inputs, selection, limits, INPUT_WINDOW, |window| {
             for file in window {
                 let index = files.len();
+                documents += file.documents.len();
                 files.push(PlannedFile {
                     source: file.source.clone(),
                     relative_path: file.relative_path.clone(),
@@ -73,7 +80,7 @@ impl Plan {
                     kept.push_back((index, file));
                 }
             }
-            if keep_all && files.len() > INPUT_WINDOW {
+            if keep_all && (files.len() > INPUT_WINDOW || documents > WINDOW_DOCUMENTS) {
                 keep_all = false;
                 kept.retain(|(_, f)| !matches!(f.source, Source::File(_)));
             }
@@ -100,12 +107,25 @@ impl Plan {
         self.files.iter().map(|f| f.documents).sum()
     }
 
-    /// The windows of the second pass: ranges of `files`, [`INPUT_WINDOW`] files each.
+    /// The windows of the second pass: ranges of `files`, at most [`INPUT_WINDOW`] files
+    /// and, unless one file holds more, at most [`WINDOW_DOCUMENTS`] documents each (a file
+    /// may hold up to `Limits::max_documents`: 128 such files would be one huge batch).
     pub fn windows(&self) -> Vec<Range<usize>> {
-        (0..self.files.len())
-            .step_by(INPUT_WINDOW)
-            .map(|start| start..(start + INPUT_WINDOW).min(self.files.len()))
-            .collect()
+        let mut windows = Vec::new();
+        let (mut start, mut documents) = (0, 0);
+        for (index, file) in self.files.iter().enumerate() {
+            let full =
+                index - start == INPUT_WINDOW || documents + file.documents > WINDOW_DOCUMENTS;
+            if index > start && full {
+                windows.push(start..index);
+                (start, documents) = (index, 0);
+            }
+            documents += file.documents;
+        }
+        if start < self.files.len() {
+            windows.push(start..self.files.len());
+        }
+        windows
     }
 
     /// The files of one window (in order): the ones kept from the first pass, the others
@@ -116,9 +136,16 @@ impl Plan {
         range: Range<usize>,
         limits: &Limits,
     ) -> anyhow::Result<Vec<ManifestFile>> {
+        // The kept files are in index order, and those of earlier windows are taken.
+        let kept: Vec<usize> = self
+            .kept
+            .iter()
+            .map(|(i, _)| *i)
+            .take_while(|i| *i < range.end)
+            .collect();
         let mut again = Vec::new();
         for index in range.clone() {
-            if self.kept.front().is_some_and(|(i, _)| *i == index) {
+            if kept.binary_search(&index).is_ok() {
                 continue;
             }
             match &self.files[index].source {
