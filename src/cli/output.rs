@@ -95,17 +95,22 @@ pub fn print_stdout(text: &str) -> anyhow::Result<()> {
     print_stdout_bytes(text.as_bytes())
 }
 
+/// A failed write to stdout: a closed pipe says so, anything else is the error itself.
+fn stdout_error(e: std::io::Error) -> anyhow::Error {
+    match e.kind() {
+        std::io::ErrorKind::BrokenPipe => {
+            anyhow::anyhow!("stdout was closed before the output was written")
+        }
+        _ => anyhow::Error::new(e).context("cannot write to stdout"),
+    }
+}
+
 /// Writes bytes to stdout as they are ([`print_stdout`]).
 pub fn print_stdout_bytes(bytes: &[u8]) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(bytes)
         .and_then(|()| out.flush())
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::BrokenPipe => {
-                anyhow::anyhow!("stdout was closed before the output was written")
-            }
-            _ => anyhow::Error::new(e).context("cannot write to stdout"),
-        })
+        .map_err(stdout_error)
 }
 
 /// [`print_stdout`] of what `reader` yields, copied in pieces.
@@ -113,12 +118,7 @@ pub fn copy_stdout(mut reader: impl std::io::Read) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     std::io::copy(&mut reader, &mut out)
         .and_then(|_| out.flush())
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::BrokenPipe => {
-                anyhow::anyhow!("stdout was closed before the output was written")
-            }
-            _ => anyhow::Error::new(e).context("cannot write to stdout"),
-        })
+        .map_err(stdout_error)
 }
 
 /// [`print_report`] of what `reader` yields, copied in pieces.
