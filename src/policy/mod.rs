@@ -945,4 +945,65 @@ mod tests {
         shareable(&super::PolicySet::default());
         shareable(&super::LoadOptions::default());
     }
+
+    const KYVERNO_RULE: &str = concat!(
+        "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: p}\nspec:\n",
+        "  rules:\n  - name: r\n    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n",
+        "    validate:\n      manifests:\n        attestors:\n        - entries:\n",
+    );
+    const MANIFEST_POLICY: &str = concat!(
+        "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata: {name: p}\n",
+        "spec:\n  attestors:\n  - entries:\n",
+    );
+
+    /// The shared attestor-set builder keeps each format's wording: an entry with no kind
+    /// or two is refused where it is (nested sets too), naming the kinds in the format's
+    /// order.
+    #[test]
+    fn an_entry_of_no_kind_or_two_kinds_is_refused_in_the_formats_wording() {
+        let kyverno = "an entry needs exactly one of keys, certificates, keyless, attestor";
+        let mansign = "an entry needs exactly one of keys, keyless, certificates, attestor";
+        for (case, text, at, words) in [
+            (
+                "kyverno, no kind",
+                format!("{KYVERNO_RULE}          - {{}}\n"),
+                "spec.rules[0].validate.manifests.attestors[0].entries[0]: ",
+                kyverno,
+            ),
+            (
+                "kyverno, two kinds in a nested set",
+                format!(
+                    "{KYVERNO_RULE}          - attestor:\n              entries:\n{}",
+                    "              - {keys: {publicKeys: x}, keyless: {issuer: https://issuer.example}}\n"
+                ),
+                "spec.rules[0].validate.manifests.attestors[0].entries[0].attestor.entries[0]: ",
+                kyverno,
+            ),
+            (
+                "ManifestPolicy, no kind",
+                format!("{MANIFEST_POLICY}    - {{}}\n"),
+                "spec.attestors[0].entries[0]: ",
+                mansign,
+            ),
+            (
+                "ManifestPolicy, two kinds in a nested set",
+                format!(
+                    "{MANIFEST_POLICY}    - attestor:\n        entries:\n{}",
+                    "        - {keys: {path: a.pub}, certificates: {cert: x}}\n"
+                ),
+                "spec.attestors[0].entries[0].attestor.entries[0]: ",
+                mansign,
+            ),
+        ] {
+            let err = super::load_str(
+                "p.yaml",
+                &text,
+                std::path::Path::new("."),
+                &super::LoadOptions::default(),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains(&format!("{at}{words}")), "{case}: {err}");
+        }
+    }
 }

@@ -1019,3 +1019,37 @@ fn set_errored(set: &SetFailure) -> bool {
         _ => false,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each field with no meaning for manifest rules is a known field, refused when set;
+    /// set to null it is not set (the run goes on to the next check).
+    #[test]
+    fn unsupported_fields_are_refused_when_set_and_not_when_null() {
+        let run = |field: &str, value: &str| {
+            let text = format!(
+                r#"{{"apiVersion": "{API_VERSION}", "kind": "{KIND}", "metadata": {{"name": "t"}}, "{field}": {value}}}"#
+            );
+            let document: Value = serde_json::from_str(&text).unwrap();
+            let path = Path::new("kyverno-test.yaml");
+            let options = SuiteOptions::default();
+            run_document(path, 1, &document, &options, 0, &mut Vec::new())
+                .unwrap_err()
+                .to_string()
+        };
+        for field in UNSUPPORTED_FIELDS {
+            let err = run(field, "{}");
+            assert!(
+                err.contains(&format!("{field}: not supported")),
+                "{field}: {err}"
+            );
+            let err = run(field, "null");
+            assert!(
+                err.contains("policies: no policy files listed"),
+                "{field}: {err}"
+            );
+        }
+    }
+}
