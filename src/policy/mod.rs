@@ -956,6 +956,46 @@ mod tests {
         "spec:\n  attestors:\n  - entries:\n",
     );
 
+    /// `count: 0` is each format's own: every entry in Kyverno, refused in a
+    /// `ManifestPolicy` (nested sets too).
+    #[test]
+    fn a_zero_count_means_every_entry_in_kyverno_and_is_refused_in_a_manifest_policy() {
+        let keyless = "{keyless: {subject: a@example.com, issuer: https://issuer.example}}";
+        let load = |text: String| {
+            super::load_str(
+                "p.yaml",
+                &text,
+                std::path::Path::new("."),
+                &super::LoadOptions::default(),
+            )
+        };
+        let kyverno = format!(
+            "{}          - attestor: {{count: 0, entries: [{keyless}]}}\n",
+            KYVERNO_RULE.replace("- entries:\n", "- count: 0\n          entries:\n")
+        );
+        let set = load(kyverno).unwrap();
+        assert_eq!(set.rules.len(), 1);
+        for (case, text, at) in [
+            (
+                "top level",
+                format!("{MANIFEST_POLICY}    - {keyless}\n")
+                    .replace("- entries:", "- count: 0\n    entries:"),
+                "spec.attestors[0]: ",
+            ),
+            (
+                "nested",
+                format!("{MANIFEST_POLICY}    - attestor: {{count: 0, entries: [{keyless}]}}\n"),
+                "spec.attestors[0].entries[0].attestor: ",
+            ),
+        ] {
+            let err = load(text).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("{at}count must be at least 1")),
+                "{case}: {err}"
+            );
+        }
+    }
+
     /// The shared attestor-set builder keeps each format's wording: an entry with no kind
     /// or two is refused where it is (nested sets too), naming the kinds in the format's
     /// order.
