@@ -58,31 +58,35 @@ fn bad(code: &'static str, message: impl Into<String>) -> BadReview {
 /// The deepest nesting of `[`/`{` in `body`, stopping as soon as it passes `limit`.
 /// Strings are skipped (escapes included), so brackets inside them do not count.
 fn nesting_exceeds(body: &[u8], limit: usize) -> bool {
+    /// Where the scan is: outside strings, in a string, or just after a `\` in one.
+    #[derive(Clone, Copy)]
+    enum Place {
+        Code,
+        Text,
+        Escape,
+    }
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
+    let mut place = Place::Code;
     for &b in body {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
+        place = match (place, b) {
+            (Place::Escape, _) => Place::Text,
+            (Place::Text, b'\\') => Place::Escape,
+            (Place::Text, b'"') => Place::Code,
+            (Place::Text, _) => Place::Text,
+            (Place::Code, b'"') => Place::Text,
+            (Place::Code, b'[' | b'{') => {
                 depth += 1;
                 if depth > limit {
                     return true;
                 }
+                Place::Code
             }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
+            (Place::Code, b']' | b'}') => {
+                depth = depth.saturating_sub(1);
+                Place::Code
+            }
+            (Place::Code, _) => Place::Code,
+        };
     }
     false
 }

@@ -144,6 +144,16 @@ fn stage(path: &Path, text: &str, secret: bool) -> anyhow::Result<tempfile::Name
     Ok(tmp)
 }
 
+/// A failed write to stdout: a closed pipe says so, anything else is the error itself.
+fn stdout_error(e: std::io::Error) -> anyhow::Error {
+    match e.kind() {
+        std::io::ErrorKind::BrokenPipe => {
+            anyhow::anyhow!("stdout was closed before the output was written")
+        }
+        _ => anyhow::Error::new(e).context("cannot write to stdout"),
+    }
+}
+
 /// Writes bytes to stdout as they are ([`copy_stdout`]).
 pub fn print_stdout_bytes(bytes: &[u8]) -> anyhow::Result<()> {
     copy_stdout(bytes)
@@ -157,12 +167,7 @@ pub fn copy_stdout(mut reader: impl std::io::Read) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     std::io::copy(&mut reader, &mut out)
         .and_then(|_| out.flush())
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::BrokenPipe => {
-                anyhow::anyhow!("stdout was closed before the output was written")
-            }
-            _ => anyhow::Error::new(e).context("cannot write to stdout"),
-        })
+        .map_err(stdout_error)
 }
 
 /// [`print_report`] of what `reader` yields, copied in pieces.

@@ -13,7 +13,8 @@ use crate::manifest::{
     unbound_gitops_keys,
 };
 use crate::policy::{
-    LoadOptions, RequestContext, ResolvedKeys, load_file as load_policy_file, load_file_with_keys,
+    LoadOptions, RequestContext, ResolvedKeys, given_claims, load_file as load_policy_file,
+    load_file_with_keys,
 };
 use crate::trust::TrustRoot;
 use crate::verify::{
@@ -469,7 +470,6 @@ fn read_key_references(
 /// The cosign-style identity flags as a policy; refuses a policy without an issuer or
 /// without an identity unless `--insecure-any-identity`.
 fn identity_policy(args: &VerifyArgs) -> anyhow::Result<IdentityPolicy> {
-    let mut b = IdentityPolicy::builder();
     let exact = [
         (Claim::Subject, &args.certificate_identity),
         (Claim::Issuer, &args.certificate_oidc_issuer),
@@ -494,17 +494,11 @@ fn identity_policy(args: &VerifyArgs) -> anyhow::Result<IdentityPolicy> {
             &args.certificate_github_workflow_name,
         ),
     ];
-    for (claim, value) in exact {
-        if let Some(v) = value {
-            b = b.exact(claim, v);
-        }
-    }
-    if let Some(p) = &args.certificate_identity_regexp {
-        b = b.subject_regex(p);
-    }
-    if let Some(p) = &args.certificate_oidc_issuer_regexp {
-        b = b.issuer_regex(p);
-    }
+    let regex = [
+        (Claim::Subject, &args.certificate_identity_regexp),
+        (Claim::Issuer, &args.certificate_oidc_issuer_regexp),
+    ];
+    let mut b = given_claims(IdentityPolicy::builder(), &exact, &regex);
     if args.insecure_any_identity {
         b = b.insecure_any_identity();
     }

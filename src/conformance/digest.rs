@@ -70,12 +70,15 @@ impl fmt::Display for Sha256Digest {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    const A_TXT_SHA256: &str = "a0cfc71271d6e278e57cd332ff957c3f7043fdda354c4cbb190a30d56efa01bf";
+    /// The SHA-256 of the conformance fixture `a.txt` (also used by the `sign` tests).
+    pub(crate) const A_TXT_SHA256: &str =
+        "a0cfc71271d6e278e57cd332ff957c3f7043fdda354c4cbb190a30d56efa01bf";
 
-    fn a_txt_digest() -> Sha256Digest {
+    /// [`A_TXT_SHA256`] as a digest.
+    pub(crate) fn a_txt_digest() -> Sha256Digest {
         format!("sha256:{A_TXT_SHA256}").parse().unwrap()
     }
 

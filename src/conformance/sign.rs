@@ -158,12 +158,7 @@ fn first_subject_digest(statement: &[u8]) -> Option<Sha256Digest> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const A_TXT_SHA256: &str = "a0cfc71271d6e278e57cd332ff957c3f7043fdda354c4cbb190a30d56efa01bf";
-
-    fn a_txt_digest() -> Sha256Digest {
-        format!("sha256:{A_TXT_SHA256}").parse().unwrap()
-    }
+    use crate::conformance::digest::tests::{A_TXT_SHA256, a_txt_digest};
 
     #[test]
     fn statement_subject_digest_is_found() {

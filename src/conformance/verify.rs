@@ -337,12 +337,12 @@ mod tests {
     #[test]
     fn rejects_digest_of_another_artifact() {
         let signer = ExpectedSigner::identity(BEACON, GHA);
-        let result = verify_case(
+        let err = verify_case(
             "happy-path-v0.3",
             BundleArtifact::Digest(Sha256Digest::of(b"124\n")),
             &signer,
-        );
-        let err = result.unwrap_err();
+        )
+        .unwrap_err();
         assert!(!err.is_input_error(), "{err}");
     }
 
@@ -370,8 +370,7 @@ mod tests {
     #[test]
     fn rejects_managed_key_bundle_with_another_key() {
         let signer = ExpectedSigner::Key(fresh_p256_key());
-        let result = verify_a_txt("managed-key-happy-path", &signer);
-        let err = result.unwrap_err();
+        let err = verify_a_txt("managed-key-happy-path", &signer).unwrap_err();
         assert!(
             matches!(err, BundleError::Check(SigstoreError::BadSignature(_))),
             "{err}"
@@ -422,12 +421,12 @@ mod tests {
 
     #[test]
     fn rekor_v2_bundle_without_timestamp_has_no_signing_time() {
-        let result = verify_case(
+        let err = verify_case(
             "rekor2-no-timestamp_fail",
             BundleArtifact::Digest(a_txt_digest()),
             &ExpectedSigner::identity(BEACON, GHA),
-        );
-        let err = result.unwrap_err();
+        )
+        .unwrap_err();
         assert!(
             matches!(err, BundleError::Check(SigstoreError::NoVerifiedTime(_))),
             "{err}"
@@ -448,12 +447,12 @@ mod tests {
 
     #[test]
     fn missing_artifact_file_is_an_input_error() {
-        let result = verify_case(
+        let err = verify_case(
             "happy-path-v0.3",
             BundleArtifact::File(Path::new("/nonexistent/a.txt")),
             &ExpectedSigner::identity(BEACON, GHA),
-        );
-        let err = result.unwrap_err();
+        )
+        .unwrap_err();
         assert!(err.is_input_error(), "{err}");
     }
 

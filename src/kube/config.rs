@@ -516,52 +516,15 @@ impl Kubeconfig {
 mod tests {
     use super::*;
 
-    const CONFIG: &str = "apiVersion: v1
-kind: Config
-current-context: admin
-clusters:
-- name: local
-  cluster:
-    server: https://127.0.0.1:6443/
-    certificate-authority-data: Q0E=
-- name: filed
-  cluster:
-    server: https://10.0.0.1
-    certificate-authority: ca.crt
-users:
-- name: admin
-  user:
-    client-certificate-data: Q0VSVA==
-    client-key-data: S0VZ
-- name: robot
-  user:
-    token: abc
-- name: files
-  user:
-    client-certificate: certs/admin.crt
-    client-key: /abs/admin.key
-- name: exec
-  user:
-    exec: {command: aws, apiVersion: client.authentication.k8s.io/v1}
-- name: provider
-  user:
-    auth-provider: {name: oidc}
-contexts:
-- name: admin
-  context: {cluster: local, user: admin, namespace: team}
-- name: robot
-  context: {cluster: local, user: robot}
-- name: files
-  context: {cluster: filed, user: files}
-- name: exec
-  context: {cluster: local, user: exec}
-- name: provider
-  context: {cluster: local, user: provider}
-- name: nocluster
-  context: {cluster: missing, user: admin}
-- name: nouser
-  context: {cluster: local, user: missing}
-";
+    /// A kubeconfig with a context for each way of naming the server and the credentials.
+    const CONFIG: &str = include_str!("../../testdata/kube/kubeconfig.yaml");
+
+    fn client_certificate(cert: &[u8], key: &[u8]) -> Credentials {
+        Credentials::ClientCertificate {
+            cert_pem: cert.to_vec(),
+            key_pem: key.to_vec(),
+        }
+    }
 
     fn parsed() -> Kubeconfig {
         Kubeconfig::parse(CONFIG, "kc", Path::new("/base"), &Limits::default()).unwrap()
@@ -572,13 +535,7 @@ contexts:
         let c = parsed().select(None).unwrap();
         assert_eq!(c.server, "https://127.0.0.1:6443");
         assert_eq!(c.ca_pem.as_deref(), Some(&b"CA"[..]));
-        assert_eq!(
-            c.credentials,
-            Credentials::ClientCertificate {
-                cert_pem: b"CERT".to_vec(),
-                key_pem: b"KEY".to_vec()
-            }
-        );
+        assert_eq!(c.credentials, client_certificate(b"CERT", b"KEY"));
         assert_eq!(c.namespace.as_deref(), Some("team"));
         assert!(c.origin.contains("context \"admin\""), "{}", c.origin);
     }
@@ -603,13 +560,7 @@ contexts:
         let kc = Kubeconfig::parse(&text, "kc", dir.path(), &Limits::default()).unwrap();
         let c = kc.select(Some("files")).unwrap();
         assert_eq!(c.ca_pem.as_deref(), Some(&b"A"[..]));
-        assert_eq!(
-            c.credentials,
-            Credentials::ClientCertificate {
-                cert_pem: b"C".to_vec(),
-                key_pem: b"K".to_vec()
-            }
-        );
+        assert_eq!(c.credentials, client_certificate(b"C", b"K"));
         // A missing file is an error naming it.
         std::fs::remove_file(dir.path().join("ca.crt")).unwrap();
         let e = kc.select(Some("files")).unwrap_err().to_string();

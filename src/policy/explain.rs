@@ -115,20 +115,22 @@ fn describe_resources(r: &ResourceDescription) -> String {
         let keys: Vec<String> = a.keys().cloned().collect();
         parts.push(format!("annotations {}", list(&keys)));
     }
+    any_object_or(&parts, " and ")
+}
+
+/// The parts joined with `separator`; no parts: any object.
+fn any_object_or(parts: &[String], separator: &str) -> String {
     if parts.is_empty() {
         "any object".into()
     } else {
-        parts.join(" and ")
+        parts.join(separator)
     }
 }
 
-/// The conditions on the requesting user, with what offline `verify` makes of them.
-fn describe_users(
-    subjects: &[Subject],
-    roles: &[String],
-    cluster_roles: &[String],
-    exclude: bool,
-) -> Vec<String> {
+/// The conditions of a filter on the requesting user, with what offline `verify` makes of
+/// them.
+fn describe_users(filter: &ResourceFilter, exclude: bool) -> Vec<String> {
+    let (subjects, roles, cluster_roles) = (&filter.subjects, &filter.roles, &filter.cluster_roles);
     let mut parts = Vec::new();
     if !subjects.is_empty() {
         let names: Vec<String> = subjects.iter().map(Subject::describe).collect();
@@ -164,55 +166,33 @@ fn describe_users(
 
 fn describe_filter(f: &ResourceFilter, exclude: bool) -> String {
     let mut parts: Vec<String> = f.resources.iter().map(describe_resources).collect();
-    parts.extend(describe_users(
-        &f.subjects,
-        &f.roles,
-        &f.cluster_roles,
-        exclude,
-    ));
-    if parts.is_empty() {
-        "any object".into()
-    } else {
-        parts.join(", ")
-    }
+    parts.extend(describe_users(f, exclude));
+    any_object_or(&parts, ", ")
 }
 
 fn describe_match(m: &MatchResources, exclude: bool) -> String {
-    let mut parts = Vec::new();
-    if !m.any.is_empty() {
-        let items: Vec<String> = m
-            .any
+    let bracketed = |filters: &[ResourceFilter]| -> Vec<String> {
+        filters
             .iter()
             .map(|f| format!("({})", describe_filter(f, exclude)))
-            .collect();
-        parts.push(if items.len() == 1 {
+            .collect()
+    };
+    let mut parts = Vec::new();
+    if !m.any.is_empty() {
+        parts.push(if m.any.len() == 1 {
             describe_filter(&m.any[0], exclude)
         } else {
-            format!("any of {}", items.join(" or "))
+            format!("any of {}", bracketed(&m.any).join(" or "))
         });
     }
     if !m.all.is_empty() {
-        let items: Vec<String> = m
-            .all
-            .iter()
-            .map(|f| format!("({})", describe_filter(f, exclude)))
-            .collect();
-        parts.push(items.join(" and "));
+        parts.push(bracketed(&m.all).join(" and "));
     }
     if let Some(r) = &m.resources {
         parts.push(describe_resources(r));
     }
-    parts.extend(describe_users(
-        &m.subjects,
-        &m.roles,
-        &m.cluster_roles,
-        exclude,
-    ));
-    if parts.is_empty() {
-        "any object".into()
-    } else {
-        parts.join("; ")
-    }
+    parts.extend(describe_users(&m.legacy(), exclude));
+    any_object_or(&parts, "; ")
 }
 
 fn applies_to(rule: &PolicyRule) -> String {

@@ -58,7 +58,9 @@ use crate::manifest::{
     IgnoreProfiles, ObjectIdentity, Source, Tolerances,
 };
 use crate::trust::{TrustRoot, TrustRootError};
-use crate::verify::{AttestorPolicy, Verifier};
+use crate::verify::{
+    AttestorEntry, AttestorPolicy, AttestorSet, Claim, IdentityPolicyBuilder, Verifier,
+};
 use serde_json::Value;
 use std::cell::RefCell;
 use std::fmt;
@@ -164,6 +166,19 @@ pub enum PolicyError {
     NoRules { origin: String },
 }
 
+/// The documents of a policy or suite file, read with the manifest reader (kubectl's stream
+/// rules, both YAML readings, budgets); an error is the document it is in (1-based) and the
+/// reason, without the `document N` it starts with.
+pub(crate) fn read_documents(
+    text: &str,
+    limits: &Limits,
+) -> Result<Vec<(usize, Value)>, (usize, String)> {
+    crate::manifest::parse_documents(text, limits).map_err(|e| {
+        let document = e.document().unwrap_or(1);
+        (document, without_document(&e.to_string(), document))
+    })
+}
+
 /// A reader error without the `document N` it starts with: [`PolicyError::Syntax`] names
 /// the document itself (`document 1: document 1: not valid YAML` said it twice).
 fn without_document(reason: &str, document: usize) -> String {
@@ -207,15 +222,14 @@ impl LoadOptions {
         self.trust_root = Some(value);
         self
     }
-    /// Sets `limits`.
-    pub fn with_limits(mut self, value: Limits) -> Self {
-        self.limits = value;
-        self
-    }
-    /// Sets `insecure_any_issuer`.
-    pub fn with_insecure_any_issuer(mut self, value: bool) -> Self {
-        self.insecure_any_issuer = value;
-        self
+}
+
+crate::setters::setters! {
+    LoadOptions {
+        /// Sets `limits`.
+        with_limits => limits: Limits,
+        /// Sets `insecure_any_issuer`.
+        with_insecure_any_issuer => insecure_any_issuer: bool,
     }
 }
 
@@ -502,17 +516,17 @@ pub fn load_str_with_keys(
         keys,
         key_references: Vec::new(),
         unresolved: Vec::new(),
+        notes: Vec::new(),
         config_maps: Default::default(),
     };
     let mut set = PolicySet::default();
     // The manifest reader: kubectl's stream rules, both YAML readings, budgets. A policy is
     // applied to the cluster with kubectl too, so it must read the same way.
-    let documents = crate::manifest::parse_documents(text, &options.limits).map_err(|e| {
-        let document = e.document().unwrap_or(1);
+    let documents = read_documents(text, &options.limits).map_err(|(document, reason)| {
         PolicyError::Syntax {
             origin: origin.into(),
             document,
-            reason: without_document(&e.to_string(), document),
+            reason,
         }
     })?;
     for (position, value) in documents {
@@ -586,6 +600,8 @@ pub(crate) struct LoadContext<'a> {
     key_references: Vec<KeyReference>,
     /// The unresolved references of the rule being loaded (taken by its loader).
     unresolved: Vec<String>,
+    /// The warning notes of the rule being loaded (taken by its loader).
+    notes: Vec<String>,
     /// The `configMap` context entries of the Kyverno rule being loaded: entry name to
     /// (namespace, ConfigMap name).
     config_maps: std::collections::BTreeMap<String, (String, String)>,
@@ -790,13 +806,116 @@ pub(crate) fn certificate_attestor(
         })
 }
 
+/// `each` on every item of the list field `field` below `at`, each located at `field[i]`;
+/// the results in order, the first error returned.
+pub(crate) fn at_each<T, R>(
+    at: &Location,
+    field: &str,
+    items: &[T],
+    mut each: impl FnMut(&T, &Location) -> Result<R, PolicyError>,
+) -> Result<Vec<R>, PolicyError> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| each(item, &at.at(format!("{field}[{i}]"))))
+        .collect()
+}
+
+/// An attestor set of a policy format (an item of `attestors`, or an entry's nested
+/// `attestor`), with what differs between the formats: what `count` means, the checks and
+/// kinds of an entry (and the order the error names them in), how each kind is read.
+/// [`attestor_set`] reads the sets of both formats with it.
+pub(crate) trait AttestorFormat: Sized {
+    /// An entry of the set.
+    type Entry;
+    /// The kinds of an entry, as the error for an entry of none or several names them.
+    const KINDS: &'static str;
+    /// The set's `count`, as the format reads it, and its entries.
+    fn count_and_entries(&self) -> (Option<usize>, &[Self::Entry]);
+    /// One entry (`at`: its `entries[j]`), checked: a nested set, or the attestor entries it
+    /// stands for.
+    fn entry<'e>(
+        entry: &'e Self::Entry,
+        at: &Location,
+        ctx: &mut LoadContext<'_>,
+    ) -> Result<FormatEntry<'e, Self>, PolicyError>;
+}
+
+/// An attestor entry as its format read it.
+pub(crate) enum FormatEntry<'e, S> {
+    /// `attestor`: a nested set, read by [`attestor_set`] at `attestor`.
+    Nested(&'e S),
+    /// Keys (an entry each), a keyless or a certificates entry.
+    Read(Vec<AttestorEntry>),
+    /// Not exactly one of the format's [`KINDS`](AttestorFormat::KINDS).
+    NotOneKind,
+}
+
+/// The attestor policy of a rule's `attestors` (below `at`, the rule's spec), each set
+/// read by [`attestor_set`] at `attestors[i]`; see [`attestor_policy`] (its notes go to
+/// `ctx`).
+pub(crate) fn attestor_requirement<F: AttestorFormat>(
+    at: &Location,
+    sets: &[F],
+    ctx: &mut LoadContext<'_>,
+) -> Result<AttestorPolicy, PolicyError> {
+    let sets = at_each(at, "attestors", sets, |set, at| attestor_set(set, at, ctx))?;
+    attestor_policy(sets, &at.at("attestors"), &mut ctx.notes)
+}
+
+/// An attestor set of either format: each entry at `entries[j]` (one entry of the policy may
+/// stand for several, one per key), a nested set read the same way, then `count` checked
+/// against the entries.
+pub(crate) fn attestor_set<F: AttestorFormat>(
+    set: &F,
+    at: &Location,
+    ctx: &mut LoadContext<'_>,
+) -> Result<AttestorSet, PolicyError> {
+    let (count, entries) = set.count_and_entries();
+    let entries = at_each(at, "entries", entries, |entry, at| {
+        match F::entry(entry, at, ctx)? {
+            FormatEntry::NotOneKind => Err(invalid(
+                at,
+                format!("an entry needs exactly one of {}", F::KINDS),
+            )),
+            FormatEntry::Nested(nested) => Ok(vec![AttestorEntry::Nested(attestor_set(
+                nested,
+                &at.at("attestor"),
+                ctx,
+            )?)]),
+            FormatEntry::Read(entries) => Ok(entries),
+        }
+    })?;
+    AttestorSet::new(count, entries.concat()).map_err(|e| invalid(at, e.to_string()))
+}
+
+/// `builder` with the claims that are given: each `exact` value required as it is, each
+/// `regex` as an anchored regex (each list in its order).
+pub(crate) fn given_claims(
+    mut builder: IdentityPolicyBuilder,
+    exact: &[(Claim, &Option<String>)],
+    regex: &[(Claim, &Option<String>)],
+) -> IdentityPolicyBuilder {
+    for (claim, value) in exact {
+        if let Some(v) = value {
+            builder = builder.exact(*claim, v);
+        }
+    }
+    for (claim, pattern) in regex {
+        if let Some(p) = pattern {
+            builder = builder.regex(*claim, p);
+        }
+    }
+    builder
+}
+
 /// Builds the attestor policy, mapping construction errors to the location.
 /// The attestor policy of a rule; a warning note for every pair of entries of one set that
 /// can never both count toward a `count` (every way to satisfy one needs a signer every way
 /// to satisfy the other needs). A nested set that can take another signer is not warned
 /// about: `[alice, {count: 1, entries: [alice, bob]}]` is satisfied by alice and bob.
-pub(crate) fn attestor_policy(
-    sets: Vec<crate::verify::AttestorSet>,
+fn attestor_policy(
+    sets: Vec<AttestorSet>,
     at: &Location,
     notes: &mut Vec<String>,
 ) -> Result<AttestorPolicy, PolicyError> {
@@ -819,12 +938,112 @@ pub(crate) fn attestor_policy(
 
 #[cfg(test)]
 mod tests {
-    fn assert_send_sync<T: Send + Sync + 'static>() {}
-
     /// The webhook shares one policy set across its worker threads (and swaps it on reload).
     #[test]
     fn policy_sets_can_be_shared_across_threads() {
-        assert_send_sync::<super::PolicySet>();
-        assert_send_sync::<super::LoadOptions>();
+        fn shareable<T: Send + Sync + 'static>(_: &T) {}
+        shareable(&super::PolicySet::default());
+        shareable(&super::LoadOptions::default());
+    }
+
+    const KYVERNO_RULE: &str = concat!(
+        "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {name: p}\nspec:\n",
+        "  rules:\n  - name: r\n    match: {any: [{resources: {kinds: [ConfigMap]}}]}\n",
+        "    validate:\n      manifests:\n        attestors:\n        - entries:\n",
+    );
+    const MANIFEST_POLICY: &str = concat!(
+        "apiVersion: mansign.dev/v1alpha1\nkind: ManifestPolicy\nmetadata: {name: p}\n",
+        "spec:\n  attestors:\n  - entries:\n",
+    );
+
+    /// `count: 0` is each format's own: every entry in Kyverno, refused in a
+    /// `ManifestPolicy` (nested sets too).
+    #[test]
+    fn a_zero_count_means_every_entry_in_kyverno_and_is_refused_in_a_manifest_policy() {
+        let keyless = "{keyless: {subject: a@example.com, issuer: https://issuer.example}}";
+        let load = |text: String| {
+            super::load_str(
+                "p.yaml",
+                &text,
+                std::path::Path::new("."),
+                &super::LoadOptions::default(),
+            )
+        };
+        let kyverno = format!(
+            "{}          - attestor: {{count: 0, entries: [{keyless}]}}\n",
+            KYVERNO_RULE.replace("- entries:\n", "- count: 0\n          entries:\n")
+        );
+        let set = load(kyverno).unwrap();
+        assert_eq!(set.rules.len(), 1);
+        for (case, text, at) in [
+            (
+                "top level",
+                format!("{MANIFEST_POLICY}    - {keyless}\n")
+                    .replace("- entries:", "- count: 0\n    entries:"),
+                "spec.attestors[0]: ",
+            ),
+            (
+                "nested",
+                format!("{MANIFEST_POLICY}    - attestor: {{count: 0, entries: [{keyless}]}}\n"),
+                "spec.attestors[0].entries[0].attestor: ",
+            ),
+        ] {
+            let err = load(text).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("{at}count must be at least 1")),
+                "{case}: {err}"
+            );
+        }
+    }
+
+    /// The shared attestor-set builder keeps each format's wording: an entry with no kind
+    /// or two is refused where it is (nested sets too), naming the kinds in the format's
+    /// order.
+    #[test]
+    fn an_entry_of_no_kind_or_two_kinds_is_refused_in_the_formats_wording() {
+        let kyverno = "an entry needs exactly one of keys, certificates, keyless, attestor";
+        let mansign = "an entry needs exactly one of keys, keyless, certificates, attestor";
+        for (case, text, at, words) in [
+            (
+                "kyverno, no kind",
+                format!("{KYVERNO_RULE}          - {{}}\n"),
+                "spec.rules[0].validate.manifests.attestors[0].entries[0]: ",
+                kyverno,
+            ),
+            (
+                "kyverno, two kinds in a nested set",
+                format!(
+                    "{KYVERNO_RULE}          - attestor:\n              entries:\n{}",
+                    "              - {keys: {publicKeys: x}, keyless: {issuer: https://issuer.example}}\n"
+                ),
+                "spec.rules[0].validate.manifests.attestors[0].entries[0].attestor.entries[0]: ",
+                kyverno,
+            ),
+            (
+                "ManifestPolicy, no kind",
+                format!("{MANIFEST_POLICY}    - {{}}\n"),
+                "spec.attestors[0].entries[0]: ",
+                mansign,
+            ),
+            (
+                "ManifestPolicy, two kinds in a nested set",
+                format!(
+                    "{MANIFEST_POLICY}    - attestor:\n        entries:\n{}",
+                    "        - {keys: {path: a.pub}, certificates: {cert: x}}\n"
+                ),
+                "spec.attestors[0].entries[0].attestor.entries[0]: ",
+                mansign,
+            ),
+        ] {
+            let err = super::load_str(
+                "p.yaml",
+                &text,
+                std::path::Path::new("."),
+                &super::LoadOptions::default(),
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains(&format!("{at}{words}")), "{case}: {err}");
+        }
     }
 }

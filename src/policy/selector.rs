@@ -271,26 +271,18 @@ fn kind_matches(pattern: &str, id: &ObjectIdentity, any_version: bool) -> bool {
 
 /// `resources` of a Kyverno resource filter.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct ResourceDescription {
-    #[serde(default)]
     pub kinds: Vec<String>,
     /// Deprecated single name.
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub names: Vec<String>,
-    #[serde(default)]
     pub namespaces: Vec<String>,
-    #[serde(default)]
     pub annotations: Option<serde_json::Map<String, Value>>,
-    #[serde(default)]
     pub operations: Vec<String>,
     /// Label selectors need the cluster (namespaces) or are not supported yet: a rule
     /// using them is refused when loaded.
-    #[serde(default)]
     pub selector: Option<Value>,
-    #[serde(default)]
     pub namespace_selector: Option<Value>,
 }
 
@@ -308,34 +300,33 @@ pub struct Subject {
 
 /// One Kyverno resource filter (an item of `any`/`all`, or the legacy inline form).
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct ResourceFilter {
-    #[serde(default)]
     pub resources: Option<ResourceDescription>,
-    #[serde(default)]
     pub subjects: Vec<Subject>,
-    #[serde(default)]
     pub roles: Vec<String>,
-    #[serde(default)]
     pub cluster_roles: Vec<String>,
 }
 
 /// Kyverno `match` / `exclude`.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct MatchResources {
-    #[serde(default)]
     pub any: Vec<ResourceFilter>,
-    #[serde(default)]
     pub all: Vec<ResourceFilter>,
-    #[serde(default)]
     pub resources: Option<ResourceDescription>,
-    #[serde(default)]
     pub subjects: Vec<Subject>,
-    #[serde(default)]
     pub roles: Vec<String>,
-    #[serde(default)]
     pub cluster_roles: Vec<String>,
+}
+
+/// What a filter is matched against: the object, its identity, the request context, and
+/// the value of a condition the context does not decide (see [`MatchResources::matches`]).
+struct Candidate<'a> {
+    object: &'a Value,
+    id: &'a ObjectIdentity,
+    ctx: &'a RequestContext,
+    unknown: bool,
 }
 
 impl ResourceDescription {
@@ -350,13 +341,13 @@ impl ResourceDescription {
         }
     }
 
-    fn matches(
-        &self,
-        object: &Value,
-        id: &ObjectIdentity,
-        ctx: &RequestContext,
-        unknown: bool,
-    ) -> bool {
+    fn matches(&self, c: &Candidate<'_>) -> bool {
+        let Candidate {
+            object,
+            id,
+            ctx,
+            unknown,
+        } = *c;
         if !self.kinds.is_empty()
             && !self
                 .kinds
@@ -503,22 +494,14 @@ fn user_matches(
 }
 
 impl ResourceFilter {
-    fn matches(
-        &self,
-        object: &Value,
-        id: &ObjectIdentity,
-        ctx: &RequestContext,
-        unknown: bool,
-    ) -> bool {
-        self.resources
-            .as_ref()
-            .is_none_or(|r| r.matches(object, id, ctx, unknown))
+    fn matches(&self, c: &Candidate<'_>) -> bool {
+        self.resources.as_ref().is_none_or(|r| r.matches(c))
             && user_matches(
                 &self.subjects,
                 &self.roles,
                 &self.cluster_roles,
-                ctx,
-                unknown,
+                c.ctx,
+                c.unknown,
             )
     }
 
@@ -576,7 +559,9 @@ impl MatchResources {
         self.any.is_empty() && self.all.is_empty() && self.legacy().is_empty()
     }
 
-    fn legacy(&self) -> ResourceFilter {
+    /// The inline (legacy) filter of the block: `resources`, `subjects`, `roles`,
+    /// `clusterRoles` outside `any`/`all`.
+    pub(crate) fn legacy(&self) -> ResourceFilter {
         ResourceFilter {
             resources: self.resources.clone(),
             subjects: self.subjects.clone(),
@@ -599,10 +584,16 @@ impl MatchResources {
         if self.is_empty() {
             return false;
         }
+        let c = Candidate {
+            object,
+            id,
+            ctx,
+            unknown,
+        };
         let legacy = self.legacy();
-        (self.any.is_empty() || self.any.iter().any(|f| f.matches(object, id, ctx, unknown)))
-            && (self.all.is_empty() || self.all.iter().all(|f| f.matches(object, id, ctx, unknown)))
-            && (legacy.is_empty() || legacy.matches(object, id, ctx, unknown))
+        (self.any.is_empty() || self.any.iter().any(|f| f.matches(&c)))
+            && (self.all.is_empty() || self.all.iter().all(|f| f.matches(&c)))
+            && (legacy.is_empty() || legacy.matches(&c))
     }
 }
 
@@ -652,6 +643,14 @@ mod tests {
         (v, id)
     }
 
+    /// A rule selector from the YAML of its match block and, if any, its exclude block.
+    fn selector(include: &str, exclude: Option<&str>) -> RuleSelector {
+        RuleSelector {
+            include: Some(filter(include)),
+            exclude: exclude.map(filter),
+        }
+    }
+
     fn filter(yaml: &str) -> MatchResources {
         let docs = crate::manifest::parse_documents(yaml, &crate::Limits::default()).unwrap();
         serde_json::from_value(docs.into_iter().next().unwrap().1).unwrap()
@@ -689,39 +688,38 @@ mod tests {
 
     #[test]
     fn kind_selectors_are_read_as_kyverno_reads_them() {
-        // kyverno/kyverno v1.19.0 pkg/utils/kube/kind.go ParseKindSelector, case by case.
-        assert_eq!(reading("Pod"), four("*", "*", "Pod", ""));
-        assert_eq!(reading("*/*"), four("*", "*", "*", "*"));
-        assert_eq!(reading("*/status"), four("*", "*", "*", "status"));
-        assert_eq!(reading("*/Pod"), four("*", "*", "Pod", ""));
-        assert_eq!(reading("v1/Pod"), four("*", "v1", "Pod", ""));
-        assert_eq!(reading("v2beta1/Pod"), four("*", "v2beta1", "Pod", ""));
-        assert_eq!(reading("Pod/status"), four("*", "*", "Pod", "status"));
-        assert_eq!(reading("Pod.status"), four("*", "*", "Pod", "status"));
-        assert_eq!(reading("v10/Pod"), four("*", "*", "v10", "Pod"));
-        assert_eq!(reading("v1/Pod/status"), four("*", "v1", "Pod", "status"));
-        assert_eq!(
-            reading("v1/Pod.eviction"),
-            four("*", "v1", "Pod", "eviction")
-        );
-        assert_eq!(reading("*/Pod/*"), four("*", "*", "Pod", "*"));
-        assert_eq!(reading("*/*/Pod"), four("*", "*", "*", "Pod"));
-        assert_eq!(
-            reading("apps/v1/Deployment"),
-            four("apps", "v1", "Deployment", "")
-        );
-        assert_eq!(
-            reading("kyverno.io/*/PolicyException/*"),
-            four("kyverno.io", "*", "PolicyException", "*")
-        );
-        assert_eq!(
-            reading("networking.k8s.io/v1/NetworkPolicy.status"),
-            four("networking.k8s.io", "v1", "NetworkPolicy", "status")
-        );
-        assert_eq!(
-            reading("Certificate.cert-manager.io"),
-            four("Certificate", "cert-manager", "io", "")
-        );
+        // kyverno/kyverno v1.19.0 pkg/utils/kube/kind.go ParseKindSelector, case by case:
+        // the text, then its group, version, kind and subresource.
+        for (text, (g, v, k, sub)) in [
+            ("Pod", ("*", "*", "Pod", "")),
+            ("*/*", ("*", "*", "*", "*")),
+            ("*/status", ("*", "*", "*", "status")),
+            ("*/Pod", ("*", "*", "Pod", "")),
+            ("v1/Pod", ("*", "v1", "Pod", "")),
+            ("v2beta1/Pod", ("*", "v2beta1", "Pod", "")),
+            ("Pod/status", ("*", "*", "Pod", "status")),
+            ("Pod.status", ("*", "*", "Pod", "status")),
+            ("v10/Pod", ("*", "*", "v10", "Pod")),
+            ("v1/Pod/status", ("*", "v1", "Pod", "status")),
+            ("v1/Pod.eviction", ("*", "v1", "Pod", "eviction")),
+            ("*/Pod/*", ("*", "*", "Pod", "*")),
+            ("*/*/Pod", ("*", "*", "*", "Pod")),
+            ("apps/v1/Deployment", ("apps", "v1", "Deployment", "")),
+            (
+                "kyverno.io/*/PolicyException/*",
+                ("kyverno.io", "*", "PolicyException", "*"),
+            ),
+            (
+                "networking.k8s.io/v1/NetworkPolicy.status",
+                ("networking.k8s.io", "v1", "NetworkPolicy", "status"),
+            ),
+            (
+                "Certificate.cert-manager.io",
+                ("Certificate", "cert-manager", "io", ""),
+            ),
+        ] {
+            assert_eq!(reading(text), four(g, v, k, sub), "{text}");
+        }
         assert!(KindSelector::kyverno_reading("a/b/c/d/e").is_none());
     }
 
@@ -825,10 +823,10 @@ mod tests {
 
     #[test]
     fn object_without_namespace_may_be_in_any_namespace() {
-        let sel = RuleSelector {
-            include: Some(filter("resources:\n  namespaces: [prod]\n")),
-            exclude: Some(filter("resources:\n  names: [x]\n  namespaces: [prod]\n")),
-        };
+        let sel = selector(
+            "resources:\n  namespaces: [prod]\n",
+            Some("resources:\n  names: [x]\n  namespaces: [prod]\n"),
+        );
         let ctx = RequestContext::default();
         let (v, id) = service("s", None);
         assert!(sel.applies_to(&v, &id, &ctx), "match: might be in prod");
@@ -875,20 +873,14 @@ mod tests {
 
     #[test]
     fn unknown_user_applies_a_rule_matching_on_subjects() {
-        let sel = RuleSelector {
-            include: Some(filter(BY_CONTROLLER)),
-            exclude: None,
-        };
+        let sel = selector(BY_CONTROLLER, None);
         let (v, id) = service("s", None);
         assert!(sel.applies_to(&v, &id, &RequestContext::default()));
     }
 
     #[test]
     fn unknown_user_does_not_exclude_through_subjects() {
-        let sel = RuleSelector {
-            include: Some(filter("resources:\n  kinds: [Service]\n")),
-            exclude: Some(filter(BY_CONTROLLER)),
-        };
+        let sel = selector("resources:\n  kinds: [Service]\n", Some(BY_CONTROLLER));
         let (v, id) = service("s", None);
         assert!(sel.applies_to(&v, &id, &RequestContext::default()));
         let controller = request_by("system:serviceaccount:kube-system:replicaset-controller");
@@ -897,12 +889,10 @@ mod tests {
 
     #[test]
     fn unknown_operation_applies_a_rule_limited_to_updates() {
-        let sel = RuleSelector {
-            include: Some(filter(
-                "resources:\n  kinds: [Service]\n  operations: [UPDATE]\n",
-            )),
-            exclude: None,
-        };
+        let sel = selector(
+            "resources:\n  kinds: [Service]\n  operations: [UPDATE]\n",
+            None,
+        );
         let (v, id) = service("s", None);
         assert!(sel.applies_to(&v, &id, &RequestContext::default()));
         assert!(!sel.applies_to(&v, &id, &request_by("alice")));
@@ -910,10 +900,10 @@ mod tests {
 
     #[test]
     fn excluded_objects_are_not_selected() {
-        let sel = RuleSelector {
-            include: Some(filter("resources:\n  kinds: [Service]\n")),
-            exclude: Some(filter("resources:\n  names: [skip-*]\n")),
-        };
+        let sel = selector(
+            "resources:\n  kinds: [Service]\n",
+            Some("resources:\n  names: [skip-*]\n"),
+        );
         let ctx = RequestContext::default();
         let (v, id) = service("skip-me", None);
         assert!(!sel.applies_to(&v, &id, &ctx));

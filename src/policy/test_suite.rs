@@ -28,9 +28,9 @@
 //! Everything is read within [`Limits`]; a bad suite is refused as a whole, naming the file,
 //! the document and the field.
 
-use super::{LoadOptions, PolicyError, PolicySet, load_str, typed, without_document};
+use super::{LoadOptions, PolicyError, PolicySet, load_str, read_documents, typed};
 use crate::limits::Limits;
-use crate::manifest::{Document, ManifestError, ObjectIdentity, load_inputs, parse_documents};
+use crate::manifest::{Document, ManifestError, ObjectIdentity, load_inputs};
 use crate::verify::{Attempt, EntryFailureReason, Rejection, SetFailure};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -318,6 +318,11 @@ fn plural<'a>(n: usize, one: &'a str, many: &'a str) -> &'a str {
 /// refused, as Kyverno's strict decoding refuses them).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[expect(
+    dead_code,
+    reason = "the fields of UNSUPPORTED_FIELDS are here to be known, not unknown; the check \
+              refuses them from the document"
+)]
 struct TestDocument {
     api_version: Option<String>,
     kind: Option<String>,
@@ -330,7 +335,8 @@ struct TestDocument {
     resources: Vec<String>,
     #[serde(default)]
     results: Vec<TestResult>,
-    // Fields of the format that have no meaning for manifest rules: refused when set.
+    // Fields of the format that have no meaning for manifest rules: refused when set
+    // (UNSUPPORTED_FIELDS).
     json_payload: Option<Value>,
     json_payloads: Option<Value>,
     http_payloads: Option<Value>,
@@ -346,6 +352,25 @@ struct TestDocument {
     api_call_responses: Option<Value>,
     global_context_entries: Option<Value>,
 }
+
+/// The fields of [`TestDocument`] that have no meaning for manifest rules, as a suite
+/// names them: refused when set (not null).
+const UNSUPPORTED_FIELDS: [&str; 14] = [
+    "jsonPayload",
+    "jsonPayloads",
+    "httpPayloads",
+    "envoyPayloads",
+    "targetResources",
+    "variables",
+    "paramResources",
+    "userinfo",
+    "values",
+    "exceptions",
+    "context",
+    "clusterResources",
+    "apiCallResponses",
+    "globalContextEntries",
+];
 
 /// One expected result (kyverno v1.19.0's `v1alpha1.TestResult`).
 #[derive(Debug, Deserialize)]
@@ -485,14 +510,14 @@ pub fn run_suites(paths: &[PathBuf], options: &SuiteOptions) -> Result<SuiteRepo
     let mut rows = 0;
     for file in files {
         let text = read_bounded(&file, &options.load.limits)?;
-        let documents = parse_documents(&text, &options.load.limits).map_err(|e| {
-            let document = e.document().unwrap_or(1);
-            SuiteError::Invalid {
-                path: file.clone(),
-                document,
-                reason: without_document(&e.to_string(), document),
-            }
-        })?;
+        let documents =
+            read_documents(&text, &options.load.limits).map_err(|(document, reason)| {
+                SuiteError::Invalid {
+                    path: file.clone(),
+                    document,
+                    reason,
+                }
+            })?;
         for (position, value) in documents {
             let run = run_document(
                 &file,
@@ -569,12 +594,11 @@ fn load_policies(
         let origin = file.display().to_string();
         let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
         // The names as written, manifest rules or not.
-        let raw = parse_documents(&text, &options.load.limits).map_err(|e| {
-            let document = e.document().unwrap_or(1);
+        let raw = read_documents(&text, &options.load.limits).map_err(|(document, reason)| {
             policy_error(PolicyError::Syntax {
                 origin: origin.clone(),
                 document,
-                reason: without_document(&e.to_string(), document),
+                reason,
             })
         })?;
         for (_, value) in &raw {
@@ -692,26 +716,8 @@ fn run_document(
             "{api_version} {kind} is not a suite (expected {API_VERSION} {KIND})"
         )));
     }
-    let unsupported = [
-        ("jsonPayload", test.json_payload.is_some()),
-        ("jsonPayloads", test.json_payloads.is_some()),
-        ("httpPayloads", test.http_payloads.is_some()),
-        ("envoyPayloads", test.envoy_payloads.is_some()),
-        ("targetResources", test.target_resources.is_some()),
-        ("variables", test.variables.is_some()),
-        ("paramResources", test.param_resources.is_some()),
-        ("userinfo", test.userinfo.is_some()),
-        ("values", test.values.is_some()),
-        ("exceptions", test.exceptions.is_some()),
-        ("context", test.context.is_some()),
-        ("clusterResources", test.cluster_resources.is_some()),
-        ("apiCallResponses", test.api_call_responses.is_some()),
-        (
-            "globalContextEntries",
-            test.global_context_entries.is_some(),
-        ),
-    ];
-    if let Some((field, _)) = unsupported.iter().find(|(_, set)| *set) {
+    let set = |field: &str| value.get(field).is_some_and(|v| !v.is_null());
+    if let Some(field) = UNSUPPORTED_FIELDS.into_iter().find(|f| set(f)) {
         return Err(invalid(format!(
             "{field}: not supported: mansign runs manifest verification rules, which read \
              only the resource and its signatures (remove the field, or run this suite with \
@@ -1012,4 +1018,38 @@ fn set_errored(set: &SetFailure) -> bool {
         EntryFailureReason::Nested(nested) => set_errored(nested),
         _ => false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each field with no meaning for manifest rules is a known field, refused when set;
+    /// set to null it is not set (the run goes on to the next check).
+    #[test]
+    fn unsupported_fields_are_refused_when_set_and_not_when_null() {
+        let run = |field: &str, value: &str| {
+            let text = format!(
+                r#"{{"apiVersion": "{API_VERSION}", "kind": "{KIND}", "metadata": {{"name": "t"}}, "{field}": {value}}}"#
+            );
+            let document: Value = serde_json::from_str(&text).unwrap();
+            let path = Path::new("kyverno-test.yaml");
+            let options = SuiteOptions::default();
+            run_document(path, 1, &document, &options, 0, &mut Vec::new())
+                .unwrap_err()
+                .to_string()
+        };
+        for field in UNSUPPORTED_FIELDS {
+            let err = run(field, "{}");
+            assert!(
+                err.contains(&format!("{field}: not supported")),
+                "{field}: {err}"
+            );
+            let err = run(field, "null");
+            assert!(
+                err.contains("policies: no policy files listed"),
+                "{field}: {err}"
+            );
+        }
+    }
 }

@@ -50,9 +50,24 @@ struct At<'a> {
     path: &'a RefCell<Vec<Step>>,
 }
 
-impl At<'_> {
+impl<'a> At<'a> {
     fn note(&self, step: Step) {
         self.path.borrow_mut().push(step);
+    }
+
+    /// Deserializes `value`, a child of this value, with `seed`; on an error, `step` (where
+    /// the child is) is noted on the path.
+    fn child<'de, S: DeserializeSeed<'de>>(
+        &self,
+        value: &'a Value,
+        seed: S,
+        step: impl FnOnce() -> Step,
+    ) -> Result<S::Value, Error> {
+        let child = At {
+            value,
+            path: self.path,
+        };
+        seed.deserialize(child).inspect_err(|_| self.note(step()))
     }
 }
 
@@ -74,8 +89,7 @@ impl<'de> de::Deserializer<'de> for At<'_> {
             }
             Value::String(s) => visitor.visit_str(s),
             Value::Array(items) => visitor.visit_seq(Seq {
-                items: items.iter(),
-                index: 0,
+                items: items.iter().enumerate(),
                 at: self,
             }),
             Value::Object(map) => visitor.visit_map(Map {
@@ -130,8 +144,8 @@ impl<'de> de::Deserializer<'de> for At<'_> {
 }
 
 struct Seq<'a> {
-    items: std::slice::Iter<'a, Value>,
-    index: usize,
+    /// The items with their indexes.
+    items: std::iter::Enumerate<std::slice::Iter<'a, Value>>,
     at: At<'a>,
 }
 
@@ -142,18 +156,10 @@ impl<'de> SeqAccess<'de> for Seq<'_> {
         &mut self,
         seed: S,
     ) -> Result<Option<S::Value>, Error> {
-        let Some(value) = self.items.next() else {
-            return Ok(None);
-        };
-        let index = self.index;
-        self.index += 1;
-        let child = At {
-            value,
-            path: self.at.path,
-        };
-        seed.deserialize(child).map(Some).inspect_err(|_| {
-            self.at.note(Step::Index(index));
-        })
+        self.items
+            .next()
+            .map(|(index, value)| self.at.child(value, seed, || Step::Index(index)))
+            .transpose()
     }
 }
 
@@ -184,13 +190,7 @@ impl<'de> MapAccess<'de> for Map<'_> {
         let Some((key, value)) = self.pending.take() else {
             return Err(de::Error::custom("a value without its key"));
         };
-        let child = At {
-            value,
-            path: self.at.path,
-        };
-        seed.deserialize(child).inspect_err(|_| {
-            self.at.note(Step::Key(key.clone()));
-        })
+        self.at.child(value, seed, || Step::Key(key.clone()))
     }
 }
 

@@ -28,10 +28,33 @@ pub struct ObjectVerdict {
     pub rules: Vec<RuleVerdict>,
 }
 
+/// True when there is at least one item and every item verified: nothing verifies nothing.
+fn all_verified<T>(items: &[T], verified: impl Fn(&T) -> bool) -> bool {
+    !items.is_empty() && items.iter().all(verified)
+}
+
+impl RuleVerdict {
+    /// The verify JSON of [`DocumentVerdict::to_json`] without the object's place (the
+    /// object verdict has it), with `policy`, `rule` and `action` added.
+    fn to_json(&self) -> Value {
+        let mut j = self.verdict.to_json();
+        if let Some(m) = j.as_object_mut() {
+            m.remove("source");
+            m.remove("document");
+            m.remove("item");
+            m.remove("object");
+        }
+        j["policy"] = json!(self.policy);
+        j["rule"] = json!(self.rule);
+        j["action"] = json!(self.action.as_str());
+        j
+    }
+}
+
 impl ObjectVerdict {
     /// True when at least one rule applies and every rule that applies verified.
     pub fn is_verified(&self) -> bool {
-        !self.rules.is_empty() && self.rules.iter().all(|r| r.verdict.is_verified())
+        all_verified(&self.rules, |r| r.verdict.is_verified())
     }
 
     /// True when no rule of the policy applies to this object.
@@ -42,24 +65,13 @@ impl ObjectVerdict {
     /// JSON form: the object, `verified`, and per rule the verify JSON of
     /// [`DocumentVerdict::to_json`] with `policy` and `rule` added.
     pub fn to_json(&self) -> Value {
+        let rules: Vec<Value> = self.rules.iter().map(RuleVerdict::to_json).collect();
         let mut v = json!({
             "source": self.origin.as_ref().map(|o| o.source.to_string()),
             "document": self.origin.as_ref().map(|o| o.index + 1),
             "object": self.object,
             "verified": self.is_verified(),
-            "rules": self.rules.iter().map(|r| {
-                let mut j = r.verdict.to_json();
-                if let Some(m) = j.as_object_mut() {
-                    m.remove("source");
-                    m.remove("document");
-                    m.remove("item");
-                    m.remove("object");
-                }
-                j["policy"] = json!(r.policy);
-                j["rule"] = json!(r.rule);
-                j["action"] = json!(r.action.as_str());
-                j
-            }).collect::<Vec<_>>(),
+            "rules": rules,
         });
         if let Some(item) = self.origin.as_ref().and_then(|o| o.item) {
             v["item"] = json!(item + 1);
@@ -121,7 +133,7 @@ pub struct PolicyVerdict {
 impl PolicyVerdict {
     /// True when there is at least one object and every object verified.
     pub fn is_verified(&self) -> bool {
-        !self.objects.is_empty() && self.objects.iter().all(ObjectVerdict::is_verified)
+        all_verified(&self.objects, ObjectVerdict::is_verified)
     }
 
     pub fn to_json(&self) -> Value {

@@ -100,15 +100,18 @@ async fn validate(state: &Arc<State>, request: Request<Incoming>) -> Answer {
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > options.max_body_bytes as u64) {
-        return fail(
+    let too_large = || {
+        fail(
             StatusCode::PAYLOAD_TOO_LARGE,
             "body-too-large",
             format!(
                 "the request body is larger than {} bytes",
                 options.max_body_bytes
             ),
-        );
+        )
+    };
+    if declared.is_some_and(|n| n > options.max_body_bytes as u64) {
+        return too_large();
     }
 
     // The body, bounded in size and in time (a client trickling it holds a connection slot,
@@ -126,14 +129,7 @@ async fn validate(state: &Arc<State>, request: Request<Incoming>) -> Answer {
             );
         }
         Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
-            return fail(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "body-too-large",
-                format!(
-                    "the request body is larger than {} bytes",
-                    options.max_body_bytes
-                ),
-            );
+            return too_large();
         }
         Ok(Err(e)) => {
             return fail(

@@ -26,15 +26,14 @@ impl ConvertOptions {
         self.issuer = Some(value);
         self
     }
-    /// Sets `from_signed`.
-    pub fn with_from_signed(mut self, value: Vec<Document>) -> Self {
-        self.from_signed = value;
-        self
-    }
-    /// Sets `load`.
-    pub fn with_load(mut self, value: LoadOptions) -> Self {
-        self.load = value;
-        self
+}
+
+crate::setters::setters! {
+    ConvertOptions {
+        /// Sets `from_signed`.
+        with_from_signed => from_signed: Vec<Document>,
+        /// Sets `load`.
+        with_load => load: LoadOptions,
     }
 }
 

@@ -9,7 +9,9 @@ use crate::policy::kyverno::{
     AttestorSetSpec, AttestorSpec, CtlogSpec, KeylessSpec, KyvernoPolicyDocument, Manifests,
     RekorSpec,
 };
-use crate::policy::{FailureAction, KeyReference, Location, PolicyError, parse_data_variable};
+use crate::policy::{
+    FailureAction, KeyReference, Location, PolicyError, at_each, parse_data_variable,
+};
 use serde_json::{Map, Value, json};
 
 pub(super) fn convert_document(
@@ -92,15 +94,9 @@ pub(super) fn manifests_spec(
             ignore_fields(&m.ignore_fields, &at.at("ignoreFields"))?,
         );
     }
-    let mut sets = Vec::new();
-    for (i, set) in m.attestors.iter().enumerate() {
-        sets.push(attestor_set(
-            set,
-            &at.at(format!("attestors[{i}]")),
-            options,
-            out,
-        )?);
-    }
+    let sets = at_each(at, "attestors", &m.attestors, |set, at| {
+        attestor_set(set, at, options, out)
+    })?;
     spec.insert("attestors".into(), Value::Array(sets));
     Ok(spec)
 }
@@ -111,15 +107,10 @@ pub(super) fn attestor_set(
     options: &Convert,
     out: &mut Conversion,
 ) -> Result<Value, PolicyError> {
-    let mut entries = Vec::new();
-    for (j, entry) in set.entries.iter().enumerate() {
-        entries.extend(attestor_entries(
-            entry,
-            &at.at(format!("entries[{j}]")),
-            options,
-            out,
-        )?);
-    }
+    let entries = at_each(at, "entries", &set.entries, |entry, at| {
+        attestor_entries(entry, at, options, out)
+    })?
+    .concat();
     let mut m = Map::new();
     // Kyverno: count absent or 0 = every entry; mansign: absent = every entry.
     if let Some(count) = set.count.filter(|c| *c > 0) {

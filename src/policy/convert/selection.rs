@@ -22,6 +22,42 @@ pub(super) fn filters<'m>(
     out
 }
 
+/// The selection of each filter of a block, as `each` makes it (`None`: left out): the
+/// `any`/`all` items, then the inline (legacy) filter when it has resources or, with
+/// `legacy_users`, conditions on the requesting user.
+fn each_selection(
+    m: &MatchResources,
+    at: &Location,
+    legacy_users: bool,
+    in_match: bool,
+    notes: &mut Vec<String>,
+    mut each: impl FnMut(&Location, Map<String, Value>) -> Result<Option<Value>, PolicyError>,
+) -> Result<Vec<Value>, PolicyError> {
+    let legacy = m.legacy();
+    let mut items: Vec<(Location, &ResourceFilter)> = filters(m, at);
+    if m.resources.is_some() || legacy_users {
+        items.push((at.clone(), &legacy));
+    }
+    let mut out = Vec::new();
+    for (l, f) in items {
+        let mut sel = match &f.resources {
+            Some(r) => selection(r, &l.at("resources"), in_match, notes)?,
+            None => Map::new(),
+        };
+        user_conditions(
+            &mut sel,
+            &f.subjects,
+            &f.roles,
+            &f.cluster_roles,
+            &l,
+            in_match,
+            notes,
+        )?;
+        out.extend(each(&l, sel)?);
+    }
+    Ok(out)
+}
+
 /// A resource description as a `ManifestPolicy` selection; `drop_operations` says whether
 /// `operations` may be left out (in `match` it only makes the rule apply more often).
 pub(super) fn selection(
@@ -147,31 +183,7 @@ pub(super) fn match_selections(
              alternative; write them in each filter",
         ));
     }
-    let mut items: Vec<(Location, &ResourceFilter)> = filters(m, &at);
-    let legacy = ResourceFilter {
-        resources: m.resources.clone(),
-        subjects: m.subjects.clone(),
-        roles: m.roles.clone(),
-        cluster_roles: m.cluster_roles.clone(),
-    };
-    if m.resources.is_some() || legacy_users {
-        items.push((at.clone(), &legacy));
-    }
-    let mut out = Vec::new();
-    for (l, f) in items {
-        let mut sel = match &f.resources {
-            Some(r) => selection(r, &l.at("resources"), true, notes)?,
-            None => Map::new(),
-        };
-        user_conditions(
-            &mut sel,
-            &f.subjects,
-            &f.roles,
-            &f.cluster_roles,
-            &l,
-            true,
-            notes,
-        )?;
+    each_selection(m, &at, legacy_users, true, notes, |l, mut sel| {
         if let Some(ns) = namespace {
             // A namespaced Policy: its objects are in its namespace.
             match sel.get("namespaces") {
@@ -187,9 +199,8 @@ pub(super) fn match_selections(
                 }
             }
         }
-        out.push(Value::Object(sel));
-    }
-    Ok(out)
+        Ok(Some(Value::Object(sel)))
+    })
 }
 
 /// `exclude` as a `ManifestPolicy` exclude: one selection, or a list of alternatives (any
@@ -222,38 +233,11 @@ pub(super) fn exclude_selection(
     if !m.any.is_empty() && !m.all.is_empty() {
         return Err(refuse(&at, "both `any` and `all`"));
     }
-    let legacy = ResourceFilter {
-        resources: m.resources.clone(),
-        subjects: m.subjects.clone(),
-        roles: m.roles.clone(),
-        cluster_roles: m.cluster_roles.clone(),
-    };
-    let mut items: Vec<(Location, &ResourceFilter)> = filters(m, &at);
-    if m.resources.is_some() || legacy_users {
-        items.push((at.clone(), &legacy));
-    }
-    let mut out = Vec::new();
-    for (l, f) in items {
-        let mut sel = match &f.resources {
-            Some(r) => selection(r, &l.at("resources"), false, notes)?,
-            None => Map::new(),
-        };
-        user_conditions(
-            &mut sel,
-            &f.subjects,
-            &f.roles,
-            &f.cluster_roles,
-            &l,
-            false,
-            notes,
-        )?;
-        if sel.is_empty() {
-            // An empty filter excludes nothing in Kyverno (matchesResourceDescriptionExcludeHelper
-            // skips it); an empty selection would exclude everything.
-            continue;
-        }
-        out.push(Value::Object(sel));
-    }
+    let mut out = each_selection(m, &at, legacy_users, false, notes, |_, sel| {
+        // An empty filter excludes nothing in Kyverno (matchesResourceDescriptionExcludeHelper
+        // skips it); an empty selection would exclude everything.
+        Ok((!sel.is_empty()).then_some(Value::Object(sel)))
+    })?;
     Ok(match out.len() {
         0 => None,
         1 => out.pop(),

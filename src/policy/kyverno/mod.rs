@@ -63,15 +63,17 @@ pub use schema::{
 use super::action::{ActionOverride, FailureAction, FailureActions};
 use super::selector::{KindSelector, MatchResources, RuleSelector};
 use super::{
-    IgnoreBinding, KeyObject, KeyReference, LoadContext, Location, NamespaceBinding, PolicyError,
-    PolicyRule, PolicySet, RuleSource, attestor_policy, certificate_attestor, invalid, non_empty,
-    parse_data_variable, parse_public_keys, translate_upstream_field, unsupported,
+    AttestorFormat, FormatEntry, IgnoreBinding, KeyObject, KeyReference, LoadContext, Location,
+    NamespaceBinding, PolicyError, PolicyRule, PolicySet, RuleSource, attestor_requirement,
+    certificate_attestor, invalid, non_empty, parse_data_variable, parse_public_keys,
+    translate_upstream_field, unsupported,
 };
 use crate::annotations::AnnotationDomain;
 use crate::manifest::IgnoreProfile;
+use crate::trust::TrustRoot;
 use crate::verify::{
-    AttestorEntry, AttestorSet, Claim, ISSUER_NOT_CHECKED, IdentityPolicy, IdentityPolicyError,
-    KeylessAttestor, Verifier,
+    AttestorEntry, Claim, ISSUER_NOT_CHECKED, IdentityPolicy, IdentityPolicyError, KeylessAttestor,
+    Verifier,
 };
 use std::sync::Arc;
 /// Only sha256 (the default) is what mansign verifies.
@@ -145,15 +147,15 @@ pub(crate) fn load(
             ));
         }
         let other_kinds = [
-            ("pattern", validate.pattern.is_some()),
-            ("anyPattern", validate.any_pattern.is_some()),
-            ("deny", validate.deny.is_some()),
-            ("foreach", validate.foreach.is_some()),
-            ("podSecurity", validate.pod_security.is_some()),
-            ("cel", validate.cel.is_some()),
-            ("assert", validate.assert.is_some()),
+            ("pattern", &validate.pattern),
+            ("anyPattern", &validate.any_pattern),
+            ("deny", &validate.deny),
+            ("foreach", &validate.foreach),
+            ("podSecurity", &validate.pod_security),
+            ("cel", &validate.cel),
+            ("assert", &validate.assert),
         ];
-        if let Some((name, _)) = other_kinds.iter().find(|(_, present)| *present) {
+        if let Some((name, _)) = other_kinds.iter().find(|(_, value)| value.is_some()) {
             return Err(unsupported(
                 &rule_loc.at(format!("validate.{name}")),
                 "cannot be combined with validate.manifests in a rule mansign loads",
@@ -186,8 +188,8 @@ pub(crate) fn load(
             manifests,
             &rule_loc.at("validate.manifests"),
             ctx,
-            &mut set.notes,
         )?;
+        set.notes.append(&mut ctx.notes);
         set.rules.push(PolicyRule {
             selector,
             namespace: namespace.clone(),
@@ -392,13 +394,66 @@ pub(crate) fn check_subject(
     })
 }
 
+/// Kyverno's attestor sets, read by [`super::attestor_set`].
+impl AttestorFormat for AttestorSetSpec {
+    type Entry = AttestorSpec;
+    const KINDS: &'static str = "keys, certificates, keyless, attestor";
+
+    fn count_and_entries(&self) -> (Option<usize>, &[AttestorSpec]) {
+        // Kyverno: count nil or 0 = every entry (after key expansion).
+        (self.count.filter(|c| *c > 0), &self.entries)
+    }
+
+    /// One Kyverno entry; several when `publicKeys` holds several keys.
+    fn entry<'e>(
+        spec: &'e AttestorSpec,
+        at: &Location,
+        ctx: &mut LoadContext<'_>,
+    ) -> Result<FormatEntry<'e, Self>, PolicyError> {
+        if spec.annotations.is_some() {
+            return Err(unsupported(
+                &at.at("annotations"),
+                "attestor annotations compare the object's own (unsigned) annotations, which is \
+                 not an attestation; not supported",
+            ));
+        }
+        if let Some(reference) = non_empty(&spec.repository) {
+            return Err(PolicyError::Repository {
+                at: at.at("repository"),
+                reference: reference.to_string(),
+            });
+        }
+        check_algorithm(&spec.signature_algorithm, &at.at("signatureAlgorithm"))?;
+        let kinds = (
+            &spec.keys,
+            &spec.certificates,
+            &spec.keyless,
+            &spec.attestor,
+        );
+        Ok(match kinds {
+            (Some(keys), None, None, None) => {
+                FormatEntry::Read(keys_entries(keys, &at.at("keys"), ctx)?)
+            }
+            (None, Some(certificates), None, None) => FormatEntry::Read(vec![certificates_entry(
+                certificates,
+                &at.at("certificates"),
+                ctx,
+            )?]),
+            (None, None, Some(keyless), None) => FormatEntry::Read(vec![AttestorEntry::Keyless(
+                keyless_attestor(keyless, &at.at("keyless"), ctx)?,
+            )]),
+            (None, None, None, Some(nested)) => FormatEntry::Nested(nested),
+            _ => FormatEntry::NotOneKind,
+        })
+    }
+}
+
 fn load_manifests(
     policy: &str,
     rule: &str,
     m: &Manifests,
     at: &Location,
     ctx: &mut LoadContext<'_>,
-    notes: &mut Vec<String>,
 ) -> Result<PolicyRule, PolicyError> {
     if let Some(dry) = &m.dry_run
         && dry.enable == Some(true)
@@ -417,16 +472,7 @@ fn load_manifests(
         None => AnnotationDomain::default(),
         Some(d) => AnnotationDomain::new(d).map_err(|e| invalid(&at.at("annotationDomain"), e))?,
     };
-    let mut sets = Vec::new();
-    for (i, spec) in m.attestors.iter().enumerate() {
-        sets.push(attestor_set(
-            spec,
-            &at.at(format!("attestors[{i}]")),
-            ctx,
-            notes,
-        )?);
-    }
-    let requirement = attestor_policy(sets, &at.at("attestors"), notes)?;
+    let requirement = attestor_requirement(at, &m.attestors, ctx)?;
     let mut ignore = Vec::new();
     for (i, binding) in m.ignore_fields.iter().enumerate() {
         let mut fields = Vec::new();
@@ -466,82 +512,27 @@ fn load_manifests(
     })
 }
 
-fn attestor_set(
-    spec: &AttestorSetSpec,
+/// The trust root of a keys or certificates entry, after its `rekor` and `ctlog` settings
+/// are checked against it.
+fn checked_trust(
+    rekor: &Option<RekorSpec>,
+    ctlog: &Option<CtlogSpec>,
     at: &Location,
     ctx: &mut LoadContext<'_>,
-    notes: &mut Vec<String>,
-) -> Result<AttestorSet, PolicyError> {
-    let mut entries = Vec::new();
-    for (j, entry) in spec.entries.iter().enumerate() {
-        entries.extend(attestor_entries(
-            entry,
-            &at.at(format!("entries[{j}]")),
-            ctx,
-            notes,
-        )?);
-    }
-    // Kyverno: count nil or 0 = every entry (after key expansion).
-    let count = spec.count.filter(|c| *c > 0);
-    AttestorSet::new(count, entries).map_err(|e| invalid(at, e.to_string()))
+) -> Result<Arc<TrustRoot>, PolicyError> {
+    let trust = ctx.default_trust(at)?;
+    check_rekor(rekor, at, &trust)?;
+    check_ctlog(ctlog, at, &trust)?;
+    Ok(trust)
 }
 
-/// One Kyverno entry; several when `publicKeys` holds several keys.
-fn attestor_entries(
-    spec: &AttestorSpec,
-    at: &Location,
-    ctx: &mut LoadContext<'_>,
-    notes: &mut Vec<String>,
-) -> Result<Vec<AttestorEntry>, PolicyError> {
-    if spec.annotations.is_some() {
-        return Err(unsupported(
-            &at.at("annotations"),
-            "attestor annotations compare the object's own (unsigned) annotations, which is \
-             not an attestation; not supported",
-        ));
-    }
-    if let Some(reference) = non_empty(&spec.repository) {
-        return Err(PolicyError::Repository {
-            at: at.at("repository"),
-            reference: reference.to_string(),
-        });
-    }
-    check_algorithm(&spec.signature_algorithm, &at.at("signatureAlgorithm"))?;
-    let kinds = [
-        spec.keys.is_some(),
-        spec.certificates.is_some(),
-        spec.keyless.is_some(),
-        spec.attestor.is_some(),
-    ];
-    if kinds.iter().filter(|k| **k).count() != 1 {
-        return Err(invalid(
-            at,
-            "an entry needs exactly one of keys, certificates, keyless, attestor",
-        ));
-    }
-    if let Some(nested) = &spec.attestor {
-        return Ok(vec![AttestorEntry::Nested(attestor_set(
-            nested,
-            &at.at("attestor"),
-            ctx,
-            notes,
-        )?)]);
-    }
-    if let Some(keys) = &spec.keys {
-        let at = at.at("keys");
-        return keys_entries(keys, &at, ctx);
-    }
-    if let Some(keyless) = &spec.keyless {
-        let at = at.at("keyless");
-        return Ok(vec![AttestorEntry::Keyless(keyless_attestor(
-            keyless, &at, ctx, notes,
-        )?)]);
-    }
-    if let Some(certificates) = &spec.certificates {
-        let at = at.at("certificates");
-        return Ok(vec![certificates_entry(certificates, &at, ctx)?]);
-    }
-    Err(invalid(at, "empty entry"))
+/// An entry named by its place in the rule (`attestors[0].entries[1].keys`), as verdicts
+/// print it.
+fn entry_name(at: &Location) -> String {
+    at.field
+        .rsplit_once("validate.manifests.")
+        .map_or(at.field.as_str(), |(_, rest)| rest)
+        .to_string()
 }
 
 fn keys_entries(
@@ -563,18 +554,11 @@ fn keys_entries(
         ));
     }
     check_algorithm(&keys.signature_algorithm, &at.at("signatureAlgorithm"))?;
-    let trust = ctx.default_trust(at)?;
-    check_rekor(&keys.rekor, at, &trust)?;
-    check_ctlog(&keys.ctlog, at, &trust)?;
+    let trust = checked_trust(&keys.rekor, &keys.ctlog, at, ctx)?;
     let Some(text) = non_empty(&keys.public_keys) else {
         return Err(invalid(&at.at("publicKeys"), "publicKeys is required"));
     };
-    // Named by its place in the rule (`attestors[0].entries[1].keys`), as verdicts print it.
-    let name = at
-        .field
-        .rsplit_once("validate.manifests.")
-        .map_or(at.field.as_str(), |(_, rest)| rest)
-        .to_string();
+    let name = entry_name(at);
     let field = at.at("publicKeys");
     let reference = match (KeyReference::parse_k8s_uri(text), parse_data_variable(text)) {
         (Some(parsed), _) => Some(parsed.map_err(|e| invalid(&field, e))?),
@@ -613,18 +597,12 @@ fn certificates_entry(
     at: &Location,
     ctx: &mut LoadContext<'_>,
 ) -> Result<AttestorEntry, PolicyError> {
-    let trust = ctx.default_trust(at)?;
-    check_rekor(&c.rekor, at, &trust)?;
-    check_ctlog(&c.ctlog, at, &trust)?;
+    let trust = checked_trust(&c.rekor, &c.ctlog, at, ctx)?;
     let (cert, chain) = (non_empty(&c.cert), non_empty(&c.cert_chain));
     if cert.is_none() && chain.is_none() {
         return Err(invalid(at, "certificates needs cert, certChain or both"));
     }
-    let name = at
-        .field
-        .rsplit_once("validate.manifests.")
-        .map_or(at.field.as_str(), |(_, rest)| rest)
-        .to_string();
+    let name = entry_name(at);
     Ok(AttestorEntry::Certificate(certificate_attestor(
         &name, cert, chain, at, trust,
     )?))
@@ -643,7 +621,6 @@ fn keyless_attestor(
     k: &KeylessSpec,
     at: &Location,
     ctx: &mut LoadContext<'_>,
-    notes: &mut Vec<String>,
 ) -> Result<KeylessAttestor, PolicyError> {
     let selected = ctx.default_trust(at)?;
     let trust = match non_empty(&k.roots) {
@@ -653,13 +630,13 @@ fn keyless_attestor(
     check_rekor(&k.rekor, at, &trust)?;
     check_ctlog(&k.ctlog, at, &trust)?;
     if k.rekor.as_ref().and_then(|r| r.ignore_tlog) == Some(true) {
-        notes.push(format!(
+        ctx.notes.push(format!(
             "{at}: rekor.ignoreTlog has no effect: mansign always verifies the transparency \
              log entry of keyless signatures"
         ));
     }
     if k.ctlog.as_ref().and_then(|c| c.ignore_sct) == Some(true) {
-        notes.push(format!(
+        ctx.notes.push(format!(
             "{at}: ctlog.ignoreSCT has no effect: mansign always verifies the certificate's SCT"
         ));
     }
@@ -705,7 +682,7 @@ fn keyless_attestor(
         other => invalid(at, other.to_string()),
     })?;
     if !identity.checks_issuer() {
-        notes.push(issuer_not_checked_warning(at, &identity));
+        ctx.notes.push(issuer_not_checked_warning(at, &identity));
     }
     Ok(KeylessAttestor::new(trust, identity))
 }

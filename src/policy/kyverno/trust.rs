@@ -39,6 +39,42 @@ fn pem_ders(text: &str, tag: &str, at: &Location) -> Result<Vec<Vec<u8>>, Policy
 /// Bound on the PEM blocks of one `roots` / `pubkey` value.
 const MAX_PEM_BLOCKS: usize = 16;
 
+/// The transparency logs whose keys a Kyverno entry may name.
+#[derive(Clone, Copy)]
+enum Log {
+    Rekor,
+    Ct,
+}
+
+/// A log key (`rekor.pubkey`, `ctlog.pubkey` at `field`): accepted when every key of the PEM
+/// text is the key of such a log of the trust root, else refused.
+fn check_log_key(
+    text: &str,
+    field: &Location,
+    trust: &TrustRoot,
+    log: Log,
+) -> Result<(), PolicyError> {
+    let keys = pem_ders(text, "PUBLIC KEY", field)?;
+    let known = |k: &Vec<u8>| match log {
+        Log::Rekor => trust.has_rekor_key(k),
+        Log::Ct => trust.has_ctlog_key(k),
+    };
+    if keys.iter().all(known) {
+        return Ok(());
+    }
+    let refusal = match log {
+        Log::Rekor => format!(
+            "this Rekor key is not a log of the trust root ({}); a Rekor key outside                      a trust root is not supported: pass a trusted_root.json                      (--trusted-root, or keyless.trustedRoot in a ManifestPolicy) that lists                      the log",
+            trust.origin()
+        ),
+        Log::Ct => format!(
+            "this CT log key is not a CT log of the trust root ({}); CT log keys                          outside a trust root are not supported: pass a trusted_root.json                          (--trusted-root)",
+            trust.origin()
+        ),
+    };
+    Err(unsupported(field, refusal))
+}
+
 /// `rekor`: `url` is not contacted (mansign verifies offline). `pubkey` is accepted only
 /// when it is the key of a Rekor log of the trust root (it then says nothing new);
 /// any other key is refused: a log key outside a trust root has no validity window.
@@ -50,17 +86,7 @@ pub(super) fn check_rekor(
     if let Some(r) = rekor
         && let Some(text) = non_empty(&r.pubkey)
     {
-        let field = at.at("rekor.pubkey");
-        let keys = pem_ders(text, "PUBLIC KEY", &field)?;
-        if !keys.iter().all(|k| trust.has_rekor_key(k)) {
-            return Err(unsupported(
-                &field,
-                format!(
-                    "this Rekor key is not a log of the trust root ({}); a Rekor key outside                      a trust root is not supported: pass a trusted_root.json                      (--trusted-root, or keyless.trustedRoot in a ManifestPolicy) that lists                      the log",
-                    trust.origin()
-                ),
-            ));
-        }
+        check_log_key(text, &at.at("rekor.pubkey"), trust, Log::Rekor)?;
     }
     Ok(())
 }
@@ -74,17 +100,7 @@ pub(super) fn check_ctlog(
 ) -> Result<(), PolicyError> {
     if let Some(c) = ctlog {
         if let Some(text) = non_empty(&c.pubkey) {
-            let field = at.at("ctlog.pubkey");
-            let keys = pem_ders(text, "PUBLIC KEY", &field)?;
-            if !keys.iter().all(|k| trust.has_ctlog_key(k)) {
-                return Err(unsupported(
-                    &field,
-                    format!(
-                        "this CT log key is not a CT log of the trust root ({}); CT log keys                          outside a trust root are not supported: pass a trusted_root.json                          (--trusted-root)",
-                        trust.origin()
-                    ),
-                ));
-            }
+            check_log_key(text, &at.at("ctlog.pubkey"), trust, Log::Ct)?;
         }
         if non_empty(&c.tsa_cert_chain).is_some() {
             return Err(unsupported(

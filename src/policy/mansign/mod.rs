@@ -55,9 +55,9 @@ use super::selector::{
     MatchResources, ObjectReference, ResourceDescription, ResourceFilter, RuleSelector, Subject,
 };
 use super::{
-    IgnoreBinding, KeyObject, KeyReference, LoadContext, Location, NamespaceBinding, PolicyError,
-    PolicyRule, PolicySet, RuleSource, attestor_policy, certificate_attestor, invalid,
-    parse_public_keys,
+    AttestorFormat, FormatEntry, IgnoreBinding, KeyObject, KeyReference, LoadContext, Location,
+    NamespaceBinding, PolicyError, PolicyRule, PolicySet, RuleSource, attestor_requirement,
+    certificate_attestor, given_claims, invalid, parse_public_keys,
 };
 use crate::annotations::AnnotationDomain;
 use crate::manifest::{
@@ -66,7 +66,7 @@ use crate::manifest::{
 };
 use crate::trust::TrustRoot;
 use crate::verify::{
-    AttestorEntry, AttestorSet, CertificateAttestor, Claim, IdentityPolicy, IdentityPolicyError,
+    AttestorEntry, CertificateAttestor, Claim, IdentityPolicy, IdentityPolicyError,
     KeylessAttestor, TrustedKey, Verifier,
 };
 use serde::Deserialize;
@@ -443,22 +443,11 @@ pub(crate) fn load(
         None => AnnotationDomain::default(),
         Some(d) => AnnotationDomain::new(d).map_err(|e| invalid(&at.at("annotationDomain"), e))?,
     };
-    let mut notes = Vec::new();
-    let mut sets = Vec::new();
     ctx.document_any_issuer = spec.insecure_any_issuer;
-    let loaded: Result<(), PolicyError> =
-        spec.attestors.iter().enumerate().try_for_each(|(i, set)| {
-            sets.push(attestor_set(
-                set,
-                &at.at(format!("attestors[{i}]")),
-                ctx,
-                &mut notes,
-            )?);
-            Ok(())
-        });
+    let requirement = attestor_requirement(&at, &spec.attestors, ctx);
     ctx.document_any_issuer = false;
-    loaded?;
-    let requirement = attestor_policy(sets, &at.at("attestors"), &mut notes)?;
+    let requirement = requirement?;
+    let mut notes = std::mem::take(&mut ctx.notes);
     let mut ignore = Vec::new();
     for (i, binding) in spec.ignore_fields.iter().enumerate() {
         let mut fields = Vec::new();
@@ -631,54 +620,48 @@ fn namespace_binding(list: &[String]) -> NamespaceBinding {
     }
 }
 
-fn attestor_set(
-    spec: &AttestorSetSpec,
-    at: &Location,
-    ctx: &mut LoadContext<'_>,
-    notes: &mut Vec<String>,
-) -> Result<AttestorSet, PolicyError> {
-    let mut entries = Vec::new();
-    for (j, entry) in spec.entries.iter().enumerate() {
-        let entry_at = at.at(format!("entries[{j}]"));
-        let kinds = [
-            entry.keys.is_some(),
-            entry.keyless.is_some(),
-            entry.certificates.is_some(),
-            entry.attestor.is_some(),
-        ];
-        if kinds.iter().filter(|k| **k).count() != 1 {
-            return Err(invalid(
-                &entry_at,
-                "an entry needs exactly one of keys, keyless, certificates, attestor",
-            ));
-        }
-        if let Some(nested) = &entry.attestor {
-            entries.push(AttestorEntry::Nested(attestor_set(
-                nested,
-                &entry_at.at("attestor"),
-                ctx,
-                notes,
-            )?));
-        } else if let Some(keys) = &entry.keys {
-            for key in keys_entry(keys, &entry_at.at("keys"), ctx)? {
-                entries.push(AttestorEntry::Keys(vec![key]));
-            }
-        } else if let Some(keyless) = &entry.keyless {
-            entries.push(AttestorEntry::Keyless(keyless_entry(
-                keyless,
-                &entry_at.at("keyless"),
-                ctx,
-                notes,
-            )?));
-        } else if let Some(certificates) = &entry.certificates {
-            entries.push(AttestorEntry::Certificate(certificates_entry(
-                certificates,
-                &entry_at.at("certificates"),
-                ctx,
-            )?));
-        }
+/// The attestor sets of a `ManifestPolicy`, read by [`super::attestor_set`].
+impl AttestorFormat for AttestorSetSpec {
+    type Entry = AttestorSpec;
+    const KINDS: &'static str = "keys, keyless, certificates, attestor";
+
+    /// `count` absent: every entry.
+    fn count_and_entries(&self) -> (Option<usize>, &[AttestorSpec]) {
+        (self.count, &self.entries)
     }
-    AttestorSet::new(spec.count, entries).map_err(|e| invalid(at, e.to_string()))
+
+    fn entry<'e>(
+        entry: &'e AttestorSpec,
+        at: &Location,
+        ctx: &mut LoadContext<'_>,
+    ) -> Result<FormatEntry<'e, Self>, PolicyError> {
+        let AttestorSpec {
+            keys,
+            keyless,
+            certificates,
+            attestor,
+        } = entry;
+        Ok(match (keys, keyless, certificates, attestor) {
+            (Some(keys), None, None, None) => FormatEntry::Read(
+                keys_entry(keys, &at.at("keys"), ctx)?
+                    .into_iter()
+                    .map(|key| AttestorEntry::Keys(vec![key]))
+                    .collect(),
+            ),
+            (None, Some(keyless), None, None) => FormatEntry::Read(vec![AttestorEntry::Keyless(
+                keyless_entry(keyless, &at.at("keyless"), ctx)?,
+            )]),
+            (None, None, Some(certificates), None) => {
+                FormatEntry::Read(vec![AttestorEntry::Certificate(certificates_entry(
+                    certificates,
+                    &at.at("certificates"),
+                    ctx,
+                )?)])
+            }
+            (None, None, None, Some(nested)) => FormatEntry::Nested(nested),
+            _ => FormatEntry::NotOneKind,
+        })
+    }
 }
 
 fn keys_entry(
@@ -804,34 +787,22 @@ fn keyless_entry(
     k: &KeylessSpec,
     at: &Location,
     ctx: &mut LoadContext<'_>,
-    notes: &mut Vec<String>,
 ) -> Result<KeylessAttestor, PolicyError> {
-    let mut b = IdentityPolicy::builder();
-    let exact = [(Claim::Issuer, &k.issuer), (Claim::Subject, &k.subject)];
-    for (claim, value) in exact {
-        if let Some(v) = value {
-            b = b.exact(claim, v);
-        }
-    }
-    if let Some(p) = &k.issuer_reg_exp {
-        b = b.issuer_regex(p);
-    }
-    if let Some(p) = &k.subject_reg_exp {
-        b = b.subject_regex(p);
-    }
+    let mut exact = vec![(Claim::Issuer, &k.issuer), (Claim::Subject, &k.subject)];
     if let Some(g) = &k.github {
-        for (claim, value) in [
+        exact.extend([
             (Claim::GithubWorkflowRepository, &g.repository),
             (Claim::GithubWorkflowRef, &g.git_ref),
             (Claim::GithubWorkflowTrigger, &g.trigger),
             (Claim::GithubWorkflowSha, &g.sha),
             (Claim::GithubWorkflowName, &g.name),
-        ] {
-            if let Some(v) = value {
-                b = b.exact(claim, v);
-            }
-        }
+        ]);
     }
+    let regex = [
+        (Claim::Issuer, &k.issuer_reg_exp),
+        (Claim::Subject, &k.subject_reg_exp),
+    ];
+    let mut b = given_claims(IdentityPolicy::builder(), &exact, &regex);
     if k.issuer.is_none() && k.issuer_reg_exp.is_none() && ctx.insecure_any_issuer() {
         b = b.insecure_any_issuer();
     }
@@ -844,7 +815,8 @@ fn keyless_entry(
         other => invalid(at, other.to_string()),
     })?;
     if !identity.checks_issuer() {
-        notes.push(super::kyverno::issuer_not_checked_warning(at, &identity));
+        ctx.notes
+            .push(super::kyverno::issuer_not_checked_warning(at, &identity));
     }
     let trust = match &k.trusted_root {
         Some(path) => {
