@@ -1,5 +1,5 @@
 //! The second pass of `mansign sign`: the planned files are signed window by window
-//! ([`crate::manifest::INPUT_WINDOW`] files, one signer call each; a keyless signer keeps
+//! (at most [`crate::manifest::INPUT_WINDOW`] files, one signer call each; a keyless signer keeps
 //! its certificate across windows), each window's new signatures are verified against the
 //! trust root, and its outputs and `--bundle-out` files are staged beside their targets.
 //! Nothing is renamed into place before the last window was staged
