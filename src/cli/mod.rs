@@ -17,6 +17,7 @@ mod sign;
 mod sign_batch;
 mod sign_plan;
 mod sign_report;
+mod spill;
 mod trust;
 mod verify;
 mod verify_hints;

@@ -48,7 +48,7 @@ pub struct Staging {
     /// Closed once written (the path is kept, and removed on drop): a batch of 100,000
     /// outputs must not hold 100,000 open files.
     files: Vec<(tempfile::TempPath, PathBuf)>,
-    stdout: super::verify_report::Spill,
+    stdout: super::spill::Spill,
     /// Whether stdout has text, and whether that text ends in a line break.
     stdout_used: bool,
     stdout_line_ended: bool,
@@ -58,7 +58,7 @@ impl Staging {
     pub fn new() -> Self {
         Staging {
             files: Vec::new(),
-            stdout: super::verify_report::Spill::new(super::verify_report::SPILL_AT),
+            stdout: super::spill::Spill::new(super::spill::SPILL_AT),
             stdout_used: false,
             stdout_line_ended: true,
         }
