@@ -52,6 +52,24 @@ impl RunSigner {
         }
     }
 
+    /// What this signer's new signature sets are verified as, once for the run; `None` for
+    /// a key without the log (nothing in its sets to check against a trust root).
+    fn new_sets(&self) -> anyhow::Result<Option<NewSets>> {
+        Ok(match self {
+            RunSigner::Key(_) => None,
+            RunSigner::Keyless(_) => Some(NewSets::Certificate),
+            RunSigner::KeyWithTlog(s) => Some(NewSets::LoggedKey(
+                p256::pkcs8::DecodePublicKey::from_public_key_pem(s.public_key_pem())
+                    .map(|k: p256::PublicKey| {
+                        p256::pkcs8::EncodePublicKey::to_public_key_der(&k)
+                            .map(|d| d.as_bytes().to_vec())
+                    })
+                    .context("cannot re-read our own public key")?
+                    .context("cannot encode our own public key")?,
+            )),
+        })
+    }
+
     /// The certificate of the last call (keyless only).
     fn certificate(&self) -> Option<SigningCertificate> {
         match self {
@@ -59,6 +77,13 @@ impl RunSigner {
             _ => None,
         }
     }
+}
+
+/// What a run's new signature sets are verified as: keyless sets (certificate and log
+/// entry), or key sets logged in Rekor with this DER public key.
+enum NewSets {
+    Certificate,
+    LoggedKey(Vec<u8>),
 }
 
 /// What the windows of a run produced, staged and not yet written.
@@ -92,18 +117,23 @@ impl SignRun<'_> {
             log_indexes: Vec::new(),
             certificates: Vec::new(),
         };
+        // How new sets are checked, derived once for the run.
+        let check = match self.trust {
+            Some(trust) => self.signer.new_sets()?.map(|kind| (trust, kind)),
+            None => None,
+        };
         // Where the next window's bundles start in the planned list.
         let mut next_bundle = 0;
         for range in plan.windows() {
             let mut files = plan.window(range.clone(), &self.options.limits)?;
             let summary = sign_files(&mut files, self.signer.as_dyn(), self.options)?;
-            if let Some(trust) = self.trust {
+            if let Some((trust, kind)) = &check {
                 run.checked += self_verify(
                     &files,
                     &self.options.domain,
                     &self.options.limits,
                     trust,
-                    self.signer,
+                    kind,
                 )?;
             }
             for (file, target) in files.iter().zip(&plan.targets[range]) {
@@ -165,21 +195,8 @@ fn self_verify(
     domain: &AnnotationDomain,
     limits: &Limits,
     trust: &TrustRoot,
-    signer: &RunSigner,
+    kind: &NewSets,
 ) -> anyhow::Result<usize> {
-    let key_der = match signer {
-        RunSigner::KeyWithTlog(s) => Some(
-            p256::pkcs8::DecodePublicKey::from_public_key_pem(s.public_key_pem())
-                .map(|k: p256::PublicKey| {
-                    p256::pkcs8::EncodePublicKey::to_public_key_der(&k)
-                        .map(|d| d.as_bytes().to_vec())
-                })
-                .context("cannot re-read our own public key")?
-                .context("cannot encode our own public key")?,
-        ),
-        RunSigner::Key(_) => return Ok(0),
-        RunSigner::Keyless(_) => None,
-    };
     let mut checked = 0;
     for file in files {
         for doc in &file.documents {
@@ -189,12 +206,12 @@ fn self_verify(
             let Some(set) = signed.sets.last() else {
                 bail!("{}: no signature after signing", doc.origin);
             };
-            let (verified, what) = match &key_der {
-                None => (
+            let (verified, what) = match kind {
+                NewSets::Certificate => (
                     crate::verify::verify_certificate_set(trust, &signed.message, set).map(|_| ()),
                     "the new signature does not verify",
                 ),
-                Some(der) => (
+                NewSets::LoggedKey(der) => (
                     crate::verify::verify_key_set_with_bundle(trust, &signed.message, set, der)
                         .map(|_| ()),
                     "the new signature's Rekor entry does not verify",

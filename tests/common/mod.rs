@@ -137,6 +137,16 @@ pub fn sign_to(input: &Path, key: &Path, out: &Path, extra: &[&str]) {
         .success();
 }
 
+/// `mansign verify -f PATH --key KEY` must succeed and report every one of `count`
+/// documents verified.
+pub fn verifies_all_with_key(path: &Path, key: &Path, count: usize) {
+    verify_with_key(path, key)
+        .success()
+        .stdout(predicates::str::contains(format!(
+            "{count} of {count} document(s) verified"
+        )));
+}
+
 /// `mansign verify -f PATH --key KEY`, run; the caller asserts the outcome.
 pub fn verify_with_key(path: &Path, key: &Path) -> assert_cmd::assert::Assert {
     with_key("verify", &[], path, key).assert()
