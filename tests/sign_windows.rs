@@ -193,7 +193,7 @@ fn an_input_that_changes_between_the_passes_is_refused() {
         2,
         &[
             &pipe.display().to_string(),
-            "changed during the run (1 document(s) when first read, 2 now)",
+            "changed during the run (files added, removed or renamed, or documents added or removed",
             "nothing was written",
         ],
     );
@@ -339,4 +339,36 @@ fn a_keyless_run_of_several_windows_uses_one_certificate() {
         .assert()
         .success()
         .stdout(predicates::str::contains("130 of 130 document(s) verified"));
+}
+
+/// `--remove-input` on a tree of three windows whose output directory lies inside it
+/// (`sign -f t/ -o t/signed/`, with a `t/signed/` from an earlier run): every input is
+/// removed except the one that is another file's output, which now holds that file's
+/// signed text; every output verifies; `-v` names every removal.
+#[test]
+fn remove_input_keeps_an_input_that_is_another_files_output() {
+    let keys = key_dir("cosign");
+    let root = keys.path().join("t");
+    tree(&root, 300);
+    write(&root, "signed/team-0/cm-000.yaml", &config_map("old-output"));
+    let out = root.join("signed");
+    let run = with_key("sign", &["--remove-input", "-v"], &root, &keys.key)
+        .arg("-o")
+        .arg(format!("{}/", out.display()))
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&run.get_output().stderr).to_string();
+    assert_eq!(stderr.matches("\nremoved ").count(), 300, "{stderr}");
+    let left = files_under(&root);
+    // 301 outputs: 300 of the tree (one of them in the old output's place) and the old
+    // output's own output.
+    assert_eq!(left.len(), 301, "{:?}", &left[..3.min(left.len())]);
+    assert!(left.iter().all(|f| f.starts_with("signed/")), "an input was left");
+    assert!(left.contains(&"signed/signed/team-0/cm-000.yaml".to_string()));
+    let kept = documents_under(&out.join("team-0"))
+        .into_iter()
+        .find(|(f, _)| f == "cm-000.yaml")
+        .expect("the input that is an output is kept");
+    assert_eq!(kept.1["metadata"]["name"], "cm-0", "it holds the new output");
+    common::verifies_all_with_key(&out, &keys.pubkey, 301);
 }

@@ -45,9 +45,11 @@ pub fn refuse_directory(target: &Target) -> anyhow::Result<()> {
 /// writes window by window stages every window first, so a failure in the last one still
 /// leaves no output.
 pub struct Staging {
-    /// Closed once written (the path is kept, and removed on drop): a batch of 100,000
-    /// outputs must not hold 100,000 open files.
-    files: Vec<(tempfile::TempPath, PathBuf)>,
+    /// (temporary file, target) of every staged file, closed once written and kept as a
+    /// [`super::spill::PathLog`]: a batch of 100,000 outputs holds neither 100,000 open
+    /// files nor their paths in memory. `None` once committed; dropped before that, every
+    /// temporary file is removed.
+    files: Option<super::spill::PathLog>,
     stdout: super::spill::Spill,
     /// Whether stdout has text, and whether that text ends in a line break.
     stdout_used: bool,
@@ -57,7 +59,7 @@ pub struct Staging {
 impl Staging {
     pub fn new() -> Self {
         Staging {
-            files: Vec::new(),
+            files: Some(super::spill::PathLog::new(2)),
             stdout: super::spill::Spill::new(super::spill::SPILL_AT),
             stdout_used: false,
             stdout_line_ended: true,
@@ -93,28 +95,78 @@ impl Staging {
                 std::fs::create_dir_all(&dir).with_context(|| {
                     format!("{}: cannot create output directory", dir.display())
                 })?;
-                self.files
-                    .push((stage(path, text, false)?.into_temp_path(), path.clone()));
+                let tmp = stage(path, text, false)?.into_temp_path();
+                let Some(files) = &mut self.files else {
+                    bail!("{}: staged after the run was committed", path.display());
+                };
+                // Recorded before it is kept: a temporary file that could not be recorded
+                // is still removed (by its TempPath) when this returns an error.
+                files
+                    .push(&[&tmp, path])
+                    .context("cannot keep the list of staged outputs")?;
+                tmp.keep().with_context(|| {
+                    format!("{}: cannot keep the staged output", path.display())
+                })?;
             }
         }
         Ok(())
     }
 
     /// Renames every staged file into place, in the order staged, then prints stdout's
-    /// text.
-    pub fn commit(self) -> anyhow::Result<()> {
-        for (tmp, path) in self.files {
-            tmp.persist(&path)
-                .with_context(|| format!("{}: cannot write", path.display()))?;
+    /// text. A rename that fails stops the run: the temporary files not yet renamed are
+    /// removed.
+    pub fn commit(mut self) -> anyhow::Result<()> {
+        let Some(files) = self.files.take() else {
+            return Ok(());
+        };
+        let mut failed = None;
+        for record in files
+            .into_records()
+            .context("cannot read back the list of staged outputs")?
+        {
+            let record = record.context("cannot read back the list of staged outputs")?;
+            let [tmp, path] = record.as_slice() else {
+                bail!("the list of staged outputs is corrupt");
+            };
+            if failed.is_some() {
+                let _ = std::fs::remove_file(tmp);
+                continue;
+            }
+            if let Err(e) = std::fs::rename(tmp, path) {
+                let _ = std::fs::remove_file(tmp);
+                failed = Some(
+                    anyhow::Error::new(e).context(format!("{}: cannot write", path.display())),
+                );
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e);
         }
         if self.stdout_used {
-            let text = self
-                .stdout
+            let stdout = std::mem::replace(&mut self.stdout, super::spill::Spill::new(0));
+            let text = stdout
                 .into_reader()
                 .context("cannot read back the output for stdout")?;
             copy_stdout(text)?;
         }
         Ok(())
+    }
+}
+
+impl Drop for Staging {
+    /// A run that failed before its commit leaves no temporary file behind.
+    fn drop(&mut self) {
+        let Some(files) = self.files.take() else {
+            return;
+        };
+        let Ok(records) = files.into_records() else {
+            return;
+        };
+        for record in records.flatten() {
+            if let Some(tmp) = record.first() {
+                let _ = std::fs::remove_file(tmp);
+            }
+        }
     }
 }
 

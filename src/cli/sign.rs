@@ -13,11 +13,10 @@
 use super::Outcome;
 use super::args::{ReportFormat, TrustRootArg, output_path};
 use super::sign_batch::{RunSigner, SignRun, SignedRun};
-use super::sign_plan::{Plan, remove_inputs, show_target, where_written};
+use super::sign_plan::Plan;
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
 use crate::manifest::InputSelection;
-use crate::signing::keyless::SigningCertificate;
 use crate::signing::sign_in::{DEFAULT_OIDC_CLIENT_ID, DEFAULT_OIDC_ISSUER};
 use crate::signing::token::{DEFAULT_AUDIENCE, acquire_token_blocking};
 use crate::signing::{
@@ -238,11 +237,11 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
 
     // A long batch takes a while (a Rekor entry per signature): say what is going on, on
     // a terminal only (a CI log gets the summary).
-    let documents = plan.documents();
+    let documents = plan.documents;
     if documents >= LONG_BATCH && std::io::stderr().is_terminal() {
         eprintln!(
             "signing {documents} document(s) in {} file(s){}{}...",
-            plan.files.len(),
+            plan.files,
             if tlog_upload {
                 " (one Rekor entry per signature)"
             } else {
@@ -259,6 +258,9 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
         signer: &signer,
         options: &options,
         trust: trust.as_deref(),
+        verbose: args.verbose,
+        json: args.format == ReportFormat::Json,
+        remove_input: args.remove_input,
     }
     .sign(&mut plan)?;
     if args.verbose
@@ -278,38 +280,29 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
         staging,
         documents,
         signatures,
-        log_indexes,
         certificates,
+        mut record,
+        removals,
         ..
     } = signed;
     staging.commit()?;
 
-    report_run(
-        &args,
-        &plan,
-        &certificates,
-        &log_indexes,
+    // Every file on its own line only when asked (-v; `--format json` lists them too):
+    // 300 files would otherwise be one 7 KB line.
+    record.print_verbose(&certificates)?;
+    eprintln!(
+        "signed {documents} document(s) in {} file(s) with {signatures} signature(s) -> {}",
+        plan.files,
+        record.written.describe(args.verbose)
+    );
+    if let Some(removals) = removals {
+        removals.remove(args.verbose)?;
+    }
+    record.print_json(
         documents,
         signatures,
+        super::sign_report::signer_json(args.key.as_deref(), certificates.first().cloned()),
     )?;
-    if args.remove_input {
-        remove_inputs(&plan, args.verbose)?;
-    }
-    if args.format == ReportFormat::Json {
-        let report = super::sign_report::SignReport {
-            files: &plan.files,
-            targets: &plan.targets,
-            documents,
-            signatures,
-            signer: super::sign_report::signer_json(
-                args.key.as_deref(),
-                certificates.first().cloned(),
-            ),
-            log_indexes,
-            bundles: plan.bundles.as_deref().unwrap_or_default(),
-        };
-        super::output::print_report(&report.to_json_text())?;
-    }
     Ok(Outcome::Success)
 }
 
@@ -357,48 +350,6 @@ fn run_signer(args: &SignArgs, tlog_upload: bool) -> anyhow::Result<RunSigner> {
         }
         None => RunSigner::Keyless(Box::new(keyless_signer(args, rekor)?)),
     })
-}
-
-/// The text report on stderr: with `-v` every file, the certificates and log indexes; the
-/// summary line always.
-fn report_run(
-    args: &SignArgs,
-    plan: &Plan,
-    certificates: &[SigningCertificate],
-    log_indexes: &[i64],
-    documents: usize,
-    signatures: usize,
-) -> anyhow::Result<()> {
-    // Every file on its own line only when asked (-v; `--format json` lists them too):
-    // 300 files would otherwise be one 7 KB line.
-    if args.verbose {
-        for (f, target) in plan.files.iter().zip(&plan.targets) {
-            eprintln!(
-                "signed {} -> {} ({} document(s))",
-                f.source,
-                show_target(target),
-                f.documents
-            );
-        }
-        for cert in certificates {
-            eprintln!(
-                "certificate for {} from issuer {}, valid until {}",
-                cert.identity.as_deref().unwrap_or("<no subject>"),
-                cert.issuer.as_deref().unwrap_or("<no issuer>"),
-                cert.not_after
-            );
-        }
-        if !log_indexes.is_empty() {
-            let list: Vec<String> = log_indexes.iter().map(i64::to_string).collect();
-            eprintln!("Rekor log indexes: {}", list.join(", "));
-        }
-    }
-    eprintln!(
-        "signed {documents} document(s) in {} file(s) with {signatures} signature(s) -> {}",
-        plan.files.len(),
-        where_written(&plan.targets, args.verbose)
-    );
-    Ok(())
 }
 
 fn load_key(key_path: &Path) -> anyhow::Result<KeySigner> {

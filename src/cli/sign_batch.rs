@@ -7,7 +7,8 @@
 //! a run does not grow with the number of files (see BENCHMARKS.md, "Scale").
 
 use super::output::{Staging, Target};
-use super::sign_plan::Plan;
+use super::sign_plan::{Plan, Removals};
+use super::sign_report::SignRecord;
 use crate::annotations::{AnnotationDomain, extract};
 use crate::limits::Limits;
 use crate::manifest::{ManifestFile, to_yaml};
@@ -93,97 +94,113 @@ pub(super) struct SignedRun {
     pub signatures: usize,
     /// Documents whose new signature was verified against the trust root.
     pub checked: usize,
-    pub log_indexes: Vec<i64>,
     /// Every certificate the run signed with, in order (one, unless the run outlived it).
     pub certificates: Vec<SigningCertificate>,
+    /// The report, gathered window by window.
+    pub record: SignRecord,
+    /// `--remove-input`: the inputs to remove once the outputs are written.
+    pub removals: Option<Removals>,
 }
 
-/// How a run signs: the signer, the options, and the root new signatures are checked
-/// against (none for key signing without the log).
+/// How a run signs: the signer, the options, the root new signatures are checked against
+/// (none for key signing without the log), and what it reports.
 pub(super) struct SignRun<'a> {
     pub signer: &'a RunSigner,
     pub options: &'a SignOptions,
     pub trust: Option<&'a TrustRoot>,
+    /// `-v` and `--format json`
+    pub verbose: bool,
+    pub json: bool,
+    pub remove_input: bool,
 }
 
 impl SignRun<'_> {
     /// Signs, verifies and stages every window of `plan` (see the module docs).
-    pub fn sign(&self, plan: &mut Plan) -> anyhow::Result<SignedRun> {
+    pub fn sign(&self, plan: &mut Plan<'_>) -> anyhow::Result<SignedRun> {
         let mut run = SignedRun {
             staging: Staging::new(),
             documents: 0,
             signatures: 0,
             checked: 0,
-            log_indexes: Vec::new(),
             certificates: Vec::new(),
+            record: SignRecord::new(self.verbose, self.json),
+            removals: self.remove_input.then(Removals::new),
         };
         // How new sets are checked, derived once for the run.
         let check = match self.trust {
             Some(trust) => self.signer.new_sets()?.map(|kind| (trust, kind)),
             None => None,
         };
-        // Where the next window's bundles start in the planned list.
-        let mut next_bundle = 0;
-        for range in plan.windows() {
-            let mut files = plan.window(range.clone(), &self.options.limits)?;
-            let summary = sign_files(&mut files, self.signer.as_dyn(), self.options)?;
-            if let Some((trust, kind)) = &check {
-                run.checked += self_verify(
-                    &files,
-                    &self.options.domain,
-                    &self.options.limits,
-                    trust,
-                    kind,
-                )?;
-            }
-            for (file, target) in files.iter().zip(&plan.targets[range]) {
-                run.staging.add(target, &render(file))?;
-            }
-            let (log_indexes, bundles): (Vec<i64>, Vec<String>) =
-                self.signer.logged().into_iter().unzip();
-            if let Some(planned) = &plan.bundles {
-                let paths = planned
-                    .get(next_bundle..next_bundle + summary.messages.len())
-                    .unwrap_or_default();
-                if bundles.len() != summary.messages.len() || paths.len() != bundles.len() {
-                    bail!(
-                        "--bundle-out: {} Sigstore bundle(s) and {} message(s) for {} signature(s) \
-                         (bundles need --tlog-upload)",
-                        bundles.len(),
-                        summary.messages.len(),
-                        paths.len()
-                    );
-                }
-                next_bundle += paths.len();
-                for ((files, json), message) in paths.iter().zip(bundles).zip(&summary.messages) {
-                    // M is YAML text built by mansign's emitter, so always UTF-8.
-                    let message = std::str::from_utf8(message)
-                        .context("--bundle-out: a signed message is not UTF-8 text")?;
-                    run.staging
-                        .add(&Target::File(files.bundle.clone()), &(json + "\n"))?;
-                    run.staging
-                        .add(&Target::File(files.message.clone()), message)?;
-                }
-            }
-            run.documents += summary.documents;
-            run.signatures += summary.signatures;
-            run.log_indexes.extend(log_indexes);
-            if let Some(cert) = self.signer.certificate()
-                && run.certificates.last() != Some(&cert)
-            {
-                run.certificates.push(cert);
-            }
-        }
-        if let Some(planned) = &plan.bundles
-            && next_bundle != planned.len()
-        {
-            bail!(
-                "--bundle-out: {} signature(s) for {} planned bundle(s)",
-                next_bundle,
-                planned.len()
-            );
-        }
+        let limits = self.options.limits;
+        plan.windows(&limits, |plan, mut files| {
+            self.sign_window(plan, &mut files, check.as_ref(), &mut run)
+        })?;
         Ok(run)
+    }
+
+    /// Signs one window, verifies its new signatures, stages its outputs and records them.
+    fn sign_window(
+        &self,
+        plan: &Plan<'_>,
+        files: &mut [ManifestFile],
+        check: Option<&(&TrustRoot, NewSets)>,
+        run: &mut SignedRun,
+    ) -> anyhow::Result<()> {
+        let summary = sign_files(files, self.signer.as_dyn(), self.options)?;
+        if let Some((trust, kind)) = check {
+            run.checked += self_verify(
+                files,
+                &self.options.domain,
+                &self.options.limits,
+                trust,
+                kind,
+            )?;
+        }
+        let (log_indexes, bundles): (Vec<i64>, Vec<String>) =
+            self.signer.logged().into_iter().unzip();
+        let mut planned_bundles = Vec::new();
+        for file in files.iter() {
+            let target = plan.target(file);
+            run.staging.add(&target, &render(file))?;
+            run.record
+                .file(&file.source, &target, file.documents.len())?;
+            if let Some(removals) = &mut run.removals {
+                removals.add(&file.source, &target)?;
+            }
+            planned_bundles.extend(plan.bundle_files(file, &target));
+        }
+        if plan.bundles() {
+            if bundles.len() != summary.messages.len() || planned_bundles.len() != bundles.len() {
+                bail!(
+                    "--bundle-out: {} Sigstore bundle(s) and {} message(s) for {} signature(s) \
+                     (bundles need --tlog-upload)",
+                    bundles.len(),
+                    summary.messages.len(),
+                    planned_bundles.len()
+                );
+            }
+            for ((files, json), message) in
+                planned_bundles.iter().zip(bundles).zip(&summary.messages)
+            {
+                // M is YAML text built by mansign's emitter, so always UTF-8.
+                let message = std::str::from_utf8(message)
+                    .context("--bundle-out: a signed message is not UTF-8 text")?;
+                run.staging
+                    .add(&Target::File(files.bundle.clone()), &(json + "\n"))?;
+                run.staging
+                    .add(&Target::File(files.message.clone()), message)?;
+                run.record.bundle(files)?;
+            }
+        }
+        run.record.log_indexes(&log_indexes)?;
+        run.documents += summary.documents;
+        run.signatures += summary.signatures;
+        if let Some(cert) = self.signer.certificate()
+            && run.certificates.last() != Some(&cert)
+        {
+            run.certificates.push(cert);
+        }
+        Ok(())
     }
 }
 

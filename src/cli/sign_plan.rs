@@ -1,34 +1,32 @@
 //! The first pass of `mansign sign`: every input is read and parsed once, window by window,
 //! before an identity token is spent or anything is signed, and what the run will write is
-//! decided from it: the output of each file, the `--bundle-out` files of each signature.
-//! A bad file, a clash of outputs or a directory in an output's place fails here.
+//! checked from it: a bad file, a clash of outputs or of `--bundle-out` files, or a
+//! directory in an output's place fails here.
 //!
-//! Only what the run needs of each file is kept (its source, its path below its argument,
-//! how many documents it holds), not the documents: a tree of 100,000 files is read again,
-//! window by window, when it is signed ([`Plan::window`]). A run of one window keeps its
-//! files and reads nothing twice; stdin, which cannot be read twice, is always kept.
+//! Nothing of each file is kept but a digest of each window of the walk (its files' paths
+//! and numbers of documents): the second pass walks the inputs again ([`Plan::windows`]),
+//! reads each window again, and refuses a window that is not the one first read. The
+//! outputs of a file are derived from it when it is signed ([`Plan::target`],
+//! [`Plan::bundle_files`]). So the memory of a run does not grow with its number of files
+//! (one exception: a run whose outputs could clash keeps a 16-byte digest per output to
+//! find the clash; see [`Plan::read`]). A run of one window keeps its files and reads
+//! nothing twice; stdin, which cannot be read twice, is always kept.
 
 use super::output::{Target, refuse_directory};
+use super::spill::PathLog;
 use crate::limits::Limits;
-use crate::manifest::{INPUT_WINDOW, InputSelection, ManifestFile, Source, load_paths};
+use crate::manifest::{
+    Found, INPUT_WINDOW, InputSelection, ManifestFile, Source, load_found, visit_found_windows,
+};
 use crate::signing::SignScope;
-use anyhow::bail;
-use std::collections::VecDeque;
-use std::ops::Range;
+use anyhow::{Context, bail};
+use sha2::{Digest, Sha256};
+use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 /// Documents signed in one window at most (one signer call: a Rekor entry each for a logged
 /// signer), unless a single file holds more.
 const WINDOW_DOCUMENTS: usize = 1024;
-
-/// One input file as the first pass read it.
-pub(super) struct PlannedFile {
-    pub source: Source,
-    /// Its path below its input argument (mirrored below an output directory).
-    pub relative_path: PathBuf,
-    /// How many documents it held.
-    pub documents: usize,
-}
 
 /// What `--bundle-out` writes for one signature: the Sigstore bundle, and beside it the
 /// signed message M (the bundle's artifact).
@@ -39,304 +37,426 @@ pub(super) struct BundleFiles {
     pub message: PathBuf,
 }
 
-/// Every input of a run, where each goes, and the files kept from the first pass.
-pub(super) struct Plan {
-    pub files: Vec<PlannedFile>,
-    /// The output of each file, in the order of `files`.
-    pub targets: Vec<Target>,
-    /// The `--bundle-out` files, one pair per signature, in signing order.
-    pub bundles: Option<Vec<BundleFiles>>,
-    /// Files read by the first pass and not to be read again, by their index in `files`.
-    kept: VecDeque<(usize, ManifestFile)>,
+/// Where the outputs of a run go (`-o`).
+enum Outputs {
+    /// No `-o`: `<input>.signed` beside each file, stdout for stdin.
+    Beside,
+    /// `-o -`
+    Stdout,
+    /// `-o DIR/`: each file at its path below its argument.
+    Dir(PathBuf),
+    /// `-o FILE`: one input only.
+    File(PathBuf),
 }
 
-impl Plan {
-    /// Reads every input (see the module docs) and plans the outputs; `bundle_dir` is
-    /// `--bundle-out`.
+/// Every input of a run, where each goes, and what the second pass checks it against.
+pub(super) struct Plan<'a> {
+    inputs: &'a [PathBuf],
+    selection: &'a InputSelection,
+    outputs: Outputs,
+    bundle_dir: Option<PathBuf>,
+    scope: SignScope,
+    /// Files and documents the first pass read.
+    pub files: usize,
+    pub documents: usize,
+    /// The digest of each window of the first pass ([`window_digest`]), in order.
+    digests: Vec<[u8; 32]>,
+    /// Every file, when the first pass was one window: nothing is read twice.
+    kept: Option<Vec<ManifestFile>>,
+    /// What was read from stdin (it cannot be read twice), in order.
+    stdin: VecDeque<ManifestFile>,
+}
+
+impl<'a> Plan<'a> {
+    /// Reads every input (see the module docs) and checks the outputs; `output` is `-o`,
+    /// `bundle_dir` is `--bundle-out`.
+    ///
+    /// Two inputs can be written to one `-o DIR/` file only when the run has several
+    /// arguments or a glob pattern (the paths below one directory are distinct): only
+    /// then is a digest of each output kept to find a clash. `--bundle-out` names bundles
+    /// after output file names, which clash across directories: a digest of each bundle
+    /// is kept.
     pub fn read(
-        inputs: &[PathBuf],
-        selection: &InputSelection,
+        inputs: &'a [PathBuf],
+        selection: &'a InputSelection,
         limits: &Limits,
         output: Option<&str>,
         bundle_dir: Option<&Path>,
         scope: SignScope,
-    ) -> anyhow::Result<Plan> {
-        let mut files = Vec::new();
-        let mut kept = VecDeque::new();
-        // Files are kept until the run outgrows one window (in files or documents); stdin
-        // always.
-        let mut keep_all = true;
-        let mut documents = 0;
-        crate::manifest::visit_inputs_with(inputs, selection, limits, INPUT_WINDOW, |window| {
-            for file in window {
-                let index = files.len();
-                documents += file.documents.len();
-                files.push(PlannedFile {
-                    source: file.source.clone(),
-                    relative_path: file.relative_path.clone(),
-                    documents: file.documents.len(),
-                });
-                if keep_all || !matches!(file.source, Source::File(_)) {
-                    kept.push_back((index, file));
-                }
-            }
-            if keep_all && (files.len() > INPUT_WINDOW || documents > WINDOW_DOCUMENTS) {
-                keep_all = false;
-                kept.retain(|(_, f)| !matches!(f.source, Source::File(_)));
-            }
-            Ok::<(), anyhow::Error>(())
-        })?;
-        let targets = plan_targets(&files, output)?;
-        for target in &targets {
-            refuse_directory(target)?;
-        }
-        let bundles = match bundle_dir {
-            Some(dir) => Some(plan_bundles(dir, &files, &targets, scope)?),
-            None => None,
+    ) -> anyhow::Result<Plan<'a>> {
+        let outputs = match output {
+            None => Outputs::Beside,
+            Some("-") => Outputs::Stdout,
+            Some(o) if o.ends_with('/') || Path::new(o).is_dir() => Outputs::Dir(o.into()),
+            Some(o) => Outputs::File(o.into()),
         };
-        Ok(Plan {
-            files,
-            targets,
-            bundles,
-            kept,
-        })
-    }
-
-    /// How many documents the run signs.
-    pub fn documents(&self) -> usize {
-        self.files.iter().map(|f| f.documents).sum()
-    }
-
-    /// The windows of the second pass: ranges of `files`, at most [`INPUT_WINDOW`] files
-    /// and, unless one file holds more, at most [`WINDOW_DOCUMENTS`] documents each (a file
-    /// may hold up to `Limits::max_documents`: 128 such files would be one huge batch).
-    pub fn windows(&self) -> Vec<Range<usize>> {
-        let mut windows = Vec::new();
-        let (mut start, mut documents) = (0, 0);
-        for (index, file) in self.files.iter().enumerate() {
-            let full =
-                index - start == INPUT_WINDOW || documents + file.documents > WINDOW_DOCUMENTS;
-            if index > start && full {
-                windows.push(start..index);
-                (start, documents) = (index, 0);
-            }
-            documents += file.documents;
-        }
-        if start < self.files.len() {
-            windows.push(start..self.files.len());
-        }
-        windows
-    }
-
-    /// The files of one window (in order): the ones kept from the first pass, the others
-    /// read again. A file that no longer holds the documents the first pass counted
-    /// changed during the run, and is refused: its outputs were planned from that count.
-    pub fn window(
-        &mut self,
-        range: Range<usize>,
-        limits: &Limits,
-    ) -> anyhow::Result<Vec<ManifestFile>> {
-        // The kept files are in index order, and those of earlier windows are taken.
-        let kept: Vec<usize> = self
-            .kept
-            .iter()
-            .map(|(i, _)| *i)
-            .take_while(|i| *i < range.end)
-            .collect();
-        let mut again = Vec::new();
-        for index in range.clone() {
-            if kept.binary_search(&index).is_ok() {
-                continue;
-            }
-            match &self.files[index].source {
-                Source::File(path) => {
-                    again.push((path.clone(), self.files[index].relative_path.clone()))
-                }
-                other => bail!("{other}: cannot be read twice"),
-            }
-        }
-        let mut read = load_paths(&again, limits)?.into_iter();
-        let mut window = Vec::with_capacity(range.len());
-        for index in range {
-            let file = match self.kept.front() {
-                Some((i, _)) if *i == index => self.kept.pop_front().map(|(_, f)| f),
-                _ => read.next(),
-            };
-            let Some(file) = file else {
-                bail!("{}: cannot be read again", self.files[index].source);
-            };
-            let planned = &self.files[index];
-            if file.documents.len() != planned.documents {
-                bail!(
-                    "{}: changed during the run ({} document(s) when first read, {} now); \
-                     nothing was written",
-                    planned.source,
-                    planned.documents,
-                    file.documents.len()
-                );
-            }
-            window.push(file);
-        }
-        Ok(window)
-    }
-}
-
-/// Decides where each file goes before anything is signed, so a bad `-o` fails early.
-fn plan_targets(files: &[PlannedFile], output: Option<&str>) -> anyhow::Result<Vec<Target>> {
-    match output {
-        None => Ok(files
-            .iter()
-            .map(|f| match &f.source {
-                Source::File(p) => {
-                    let mut s = p.clone().into_os_string();
-                    s.push(".signed");
-                    Target::File(PathBuf::from(s))
-                }
-                _ => Target::Stdout,
-            })
-            .collect()),
-        Some("-") => Ok(vec![Target::Stdout; files.len()]),
-        Some(o) if o.ends_with('/') || std::path::Path::new(o).is_dir() => {
-            let dir = PathBuf::from(o);
-            let mut seen = std::collections::HashSet::new();
-            let mut targets = Vec::new();
-            for f in files {
-                let t = dir.join(&f.relative_path);
-                if !seen.insert(t.clone()) {
+        let mut plan = Plan {
+            inputs,
+            selection,
+            outputs,
+            bundle_dir: bundle_dir.map(Path::to_path_buf),
+            scope,
+            files: 0,
+            documents: 0,
+            digests: Vec::new(),
+            kept: Some(Vec::new()),
+            stdin: VecDeque::new(),
+        };
+        let may_clash = matches!(plan.outputs, Outputs::Dir(_))
+            && (inputs.len() > 1
+                || inputs.iter().any(|i| {
+                    !i.exists() && i.to_str().is_some_and(|s| s.contains(['*', '?', '[']))
+                }));
+        let mut targets: HashSet<[u8; 16]> = HashSet::new();
+        let mut bundles: HashSet<[u8; 16]> = HashSet::new();
+        visit_found_windows(inputs, selection, INPUT_WINDOW, |found| {
+            let window = load_found(found, limits)?;
+            plan.digests.push(window_digest(&window));
+            for file in &window {
+                plan.files += 1;
+                plan.documents += file.documents.len();
+                if let Outputs::File(o) = &plan.outputs
+                    && plan.files > 1
+                {
                     bail!(
-                        "two inputs would be written to {}: sign them in separate runs or pass their directory",
-                        t.display()
+                        "-o {}: more than one input file but one output file; use a directory \
+                         (`-o DIR/`)",
+                        o.display()
                     );
                 }
-                targets.push(Target::File(t));
+                let target = plan.target(file);
+                refuse_directory(&target)?;
+                if may_clash
+                    && let Target::File(path) = &target
+                    && !targets.insert(path_digest(path))
+                {
+                    bail!(
+                        "two inputs would be written to {}: sign them in separate runs or pass \
+                         their directory",
+                        path.display()
+                    );
+                }
+                for files in plan.bundle_files(file, &target) {
+                    if !bundles.insert(path_digest(&files.bundle)) {
+                        bail!(
+                            "--bundle-out: two signatures would be written to {} (bundles are \
+                             named after the output file name); sign files with the same name \
+                             in separate runs",
+                            files.bundle.display()
+                        );
+                    }
+                }
             }
-            Ok(targets)
-        }
-        Some(o) => {
-            if files.len() != 1 {
-                bail!(
-                    "-o {o}: {} input files but one output file; use a directory (`-o DIR/`)",
-                    files.len()
+            // Files are kept while the run is one window; stdin always (from the first
+            // window's files too, once there is a second).
+            if plan.digests.len() == 2
+                && let Some(kept) = plan.kept.take()
+            {
+                plan.stdin.extend(
+                    kept.into_iter()
+                        .filter(|f| !matches!(f.source, Source::File(_))),
                 );
             }
-            Ok(vec![Target::File(PathBuf::from(o))])
+            for file in window {
+                match &mut plan.kept {
+                    Some(kept) => kept.push(file),
+                    None if matches!(file.source, Source::File(_)) => {}
+                    None => plan.stdin.push_back(file),
+                }
+            }
+            Ok(())
+        })?;
+        Ok(plan)
+    }
+
+    /// Where a file of this run is written.
+    pub fn target(&self, file: &ManifestFile) -> Target {
+        match (&self.outputs, &file.source) {
+            (Outputs::Beside, Source::File(p)) => {
+                let mut s = p.clone().into_os_string();
+                s.push(".signed");
+                Target::File(PathBuf::from(s))
+            }
+            (Outputs::Beside | Outputs::Stdout, _) => Target::Stdout,
+            (Outputs::Dir(dir), _) => Target::File(dir.join(&file.relative_path)),
+            (Outputs::File(path), _) => Target::File(path.clone()),
         }
     }
-}
 
-/// Bundle and message paths in `dir`, one pair per signed message, decided before anything
-/// is signed. They are named after the output file name only, so inputs with the same name
-/// in different directories would share a bundle file and one would silently replace the
-/// other: that is refused here, before a token or certificate is spent.
-fn plan_bundles(
-    dir: &Path,
-    files: &[PlannedFile],
-    targets: &[Target],
-    scope: SignScope,
-) -> anyhow::Result<Vec<BundleFiles>> {
-    let mut seen = std::collections::HashSet::new();
-    let mut planned = Vec::new();
-    for name in bundle_names(files, targets, scope) {
-        let bundle = dir.join(format!("{name}.sigstore.json"));
-        if !seen.insert(bundle.clone()) {
-            bail!(
-                "--bundle-out: two signatures would be written to {} (bundles are named after \
-                 the output file name); sign files with the same name in separate runs",
-                bundle.display()
-            );
-        }
-        planned.push(BundleFiles {
-            bundle,
-            message: dir.join(format!("{name}.message")),
-        });
+    /// Whether the run writes `--bundle-out` files.
+    pub fn bundles(&self) -> bool {
+        self.bundle_dir.is_some()
     }
-    Ok(planned)
-}
 
-/// The name stem of each signature's bundle and message, in the order `sign_files` builds
-/// messages: `<output file name>.<document number, from 1>`, or `<output file name>` with
-/// `--scope file`.
-fn bundle_names(files: &[PlannedFile], targets: &[Target], scope: SignScope) -> Vec<String> {
-    let mut names = Vec::new();
-    for (file, target) in files.iter().zip(targets) {
-        let base = match target {
-            Target::File(p) => p
+    /// The `--bundle-out` files of a file's signatures (none without it), in the order
+    /// `sign_files` builds its messages: `<output file name>.<document number, from 1>`,
+    /// or `<output file name>` with `--scope file`.
+    pub fn bundle_files(&self, file: &ManifestFile, target: &Target) -> Vec<BundleFiles> {
+        let Some(dir) = &self.bundle_dir else {
+            return Vec::new();
+        };
+        let base = match (target, &file.source) {
+            (Target::File(p), _) | (Target::Stdout, Source::File(p)) => p
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "output".to_string()),
-            Target::Stdout => match &file.source {
-                Source::File(p) => p
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "stdout".to_string()),
-                _ => "stdout".to_string(),
-            },
+            (Target::Stdout, _) => "stdout".to_string(),
         };
-        match scope {
-            SignScope::Document => {
-                // Numbered from 1, as documents are everywhere else.
-                for i in 1..=file.documents {
-                    names.push(format!("{base}.{i}"));
-                }
+        let names: Vec<String> = match self.scope {
+            // Numbered from 1, as documents are everywhere else.
+            SignScope::Document => (1..=file.documents.len())
+                .map(|i| format!("{base}.{i}"))
+                .collect(),
+            SignScope::File => vec![base],
+        };
+        names
+            .into_iter()
+            .map(|name| BundleFiles {
+                bundle: dir.join(format!("{name}.sigstore.json")),
+                message: dir.join(format!("{name}.message")),
+            })
+            .collect()
+    }
+
+    /// The second pass: hands `sign` the files of the run in order, in windows of at most
+    /// [`INPUT_WINDOW`] files and, unless one file holds more, [`WINDOW_DOCUMENTS`]
+    /// documents (a file may hold up to `Limits::max_documents`: 128 such files would be
+    /// one huge batch). The files are the ones kept from the first pass, or read again; a
+    /// window read again that is not the one first read (a file added, removed or renamed,
+    /// or holding another number of documents) is refused before it is signed: the
+    /// outputs were checked from the first.
+    pub fn windows(
+        &mut self,
+        limits: &Limits,
+        mut sign: impl FnMut(&Plan<'a>, Vec<ManifestFile>) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        if let Some(kept) = self.kept.take() {
+            return self.split(kept, &mut sign);
+        }
+        let mut next = 0;
+        let (inputs, selection) = (self.inputs, self.selection);
+        visit_found_windows(inputs, selection, INPUT_WINDOW, |found| {
+            let window = if found.as_slice() == [Found::Stdin] {
+                let Some(file) = self.stdin.pop_front() else {
+                    bail!("stdin: cannot be read twice");
+                };
+                vec![file]
+            } else {
+                load_found(found, limits)?
+            };
+            if self.digests.get(next) != Some(&window_digest(&window)) {
+                bail!(
+                    "{}: changed during the run (files added, removed or renamed, or \
+                     documents added or removed, since the first read); nothing was written",
+                    window_names(&window)
+                );
             }
-            SignScope::File => names.push(base),
+            next += 1;
+            self.split(window, &mut sign)
+        })?;
+        if next != self.digests.len() {
+            bail!(
+                "{}: changed during the run (files removed since the first read); nothing was \
+                 written",
+                self.inputs
+                    .iter()
+                    .map(|i| i.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        Ok(())
+    }
+
+    /// Hands `sign` the files in windows of at most [`WINDOW_DOCUMENTS`] documents (a file
+    /// holding more is a window of its own).
+    fn split(
+        &self,
+        files: Vec<ManifestFile>,
+        sign: &mut impl FnMut(&Plan<'a>, Vec<ManifestFile>) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let mut window = Vec::new();
+        let mut documents = 0;
+        for file in files {
+            if !window.is_empty() && documents + file.documents.len() > WINDOW_DOCUMENTS {
+                sign(self, std::mem::take(&mut window))?;
+                documents = 0;
+            }
+            documents += file.documents.len();
+            window.push(file);
+        }
+        if !window.is_empty() {
+            sign(self, window)?;
+        }
+        Ok(())
+    }
+}
+
+/// What the two passes must agree on for one window: each file's source, its path below
+/// its argument and its number of documents, in order.
+fn window_digest(files: &[ManifestFile]) -> [u8; 32] {
+    let mut hash = Sha256::new();
+    for file in files {
+        let source = match &file.source {
+            Source::File(path) => path.as_os_str().as_encoded_bytes().to_vec(),
+            other => other.to_string().into_bytes(),
+        };
+        for part in [
+            source.as_slice(),
+            file.relative_path.as_os_str().as_encoded_bytes(),
+        ] {
+            hash.update((part.len() as u64).to_le_bytes());
+            hash.update(part);
+        }
+        hash.update((file.documents.len() as u64).to_le_bytes());
+    }
+    hash.finalize().into()
+}
+
+/// A 16-byte digest of a path, to find two outputs at one path without keeping the paths.
+fn path_digest(path: &Path) -> [u8; 16] {
+    let digest = Sha256::digest(path.as_os_str().as_encoded_bytes());
+    let mut short = [0u8; 16];
+    short.copy_from_slice(&digest[..16]);
+    short
+}
+
+/// A window's files, for an error: the only one, or the first and the last.
+fn window_names(files: &[ManifestFile]) -> String {
+    match files {
+        [] => "(no files)".to_string(),
+        [one] => one.source.to_string(),
+        [first, .., last] => format!("{} … {}", first.source, last.source),
+    }
+}
+
+/// `--remove-input`: the inputs of a run, to be removed once every output was written, and
+/// a digest of each output's canonical path (an input that is also an output is kept).
+/// The inputs wait in a [`PathLog`]; the digests (16 bytes per output) are the one thing
+/// this flag keeps per file.
+pub(super) struct Removals {
+    /// (input as given, its canonical path)
+    inputs: PathLog,
+    outputs: HashSet<[u8; 16]>,
+}
+
+impl Removals {
+    pub fn new() -> Self {
+        Removals {
+            inputs: PathLog::new(2),
+            outputs: HashSet::new(),
         }
     }
-    names
+
+    /// One signed file, once its output was staged (its directory exists).
+    pub fn add(&mut self, source: &Source, target: &Target) -> anyhow::Result<()> {
+        if let Target::File(path) = target {
+            // The output does not exist yet: its directory's canonical path and its name
+            // are where the rename will put it.
+            let canonical = match path.file_name() {
+                Some(name) => std::fs::canonicalize(super::output::parent_dir(path))
+                    .map(|dir| dir.join(name))
+                    .unwrap_or_else(|_| path.clone()),
+                None => path.clone(),
+            };
+            self.outputs.insert(path_digest(&canonical));
+        }
+        if let Source::File(path) = source {
+            let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+            self.inputs
+                .push(&[path, &canonical])
+                .context("cannot keep the list of inputs to remove")?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the input files (after every output was written). An input that is also an
+    /// output is kept.
+    pub fn remove(self, verbose: bool) -> anyhow::Result<()> {
+        for record in self
+            .inputs
+            .into_records()
+            .context("cannot read back the list of inputs to remove")?
+        {
+            let record = record.context("cannot read back the list of inputs to remove")?;
+            let [path, canonical] = record.as_slice() else {
+                bail!("the list of inputs to remove is corrupt");
+            };
+            if self.outputs.contains(&path_digest(canonical)) {
+                continue;
+            }
+            std::fs::remove_file(path).with_context(|| {
+                format!("{}: signed, but cannot remove the input", path.display())
+            })?;
+            if verbose {
+                eprintln!("removed {}", path.display());
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Outputs listed by name in the summary line at most; more are summarised as a count and
 /// the directory they were written to.
 const LISTED_OUTPUTS: usize = 3;
 
-/// Where a run wrote, for the summary line: the outputs themselves when there are few,
-/// else their count and the directory that holds them all (`-v` and `--format json` list
-/// every one).
-pub(super) fn where_written(targets: &[Target], verbose: bool) -> String {
-    if targets.len() <= LISTED_OUTPUTS {
-        let shown: Vec<String> = targets.iter().map(show_target).collect();
-        return shown.join(", ");
-    }
-    let files: Vec<&Path> = targets
-        .iter()
-        .filter_map(|t| match t {
-            Target::File(p) => Some(p.as_path()),
-            Target::Stdout => None,
-        })
-        .collect();
-    let more = if verbose {
-        "listed above"
-    } else {
-        "-v or --format json lists them"
-    };
-    if files.len() != targets.len() {
-        return format!("{} outputs, to files and stdout ({more})", targets.len());
-    }
-    let dir = common_dir(&files);
-    let dir = if dir.as_os_str().is_empty() {
-        ".".to_string()
-    } else {
-        format!("{}/", dir.display())
-    };
-    format!("{} files in {dir} ({more})", files.len())
+/// Where a run wrote, gathered output by output for the summary line: the outputs
+/// themselves when there are few, else their count and the directory that holds them all
+/// (`-v` and `--format json` list every one).
+#[derive(Default)]
+pub(super) struct Written {
+    count: usize,
+    /// The first [`LISTED_OUTPUTS`] + 1 outputs, as the summary names them.
+    first: Vec<String>,
+    /// Whether every output is a file, and the deepest directory holding them all.
+    stdout: bool,
+    common: Option<PathBuf>,
 }
 
-/// The deepest directory that holds every file (empty: the current directory).
-fn common_dir(files: &[&Path]) -> PathBuf {
-    let mut common: Option<PathBuf> = None;
-    for file in files {
-        let parent = file.parent().unwrap_or(Path::new(""));
-        common = Some(match common {
-            None => parent.to_path_buf(),
-            Some(c) => c
-                .components()
-                .zip(parent.components())
-                .take_while(|(a, b)| a == b)
-                .map(|(a, _)| a)
-                .collect(),
-        });
+impl Written {
+    pub fn add(&mut self, target: &Target) {
+        self.count += 1;
+        if self.first.len() <= LISTED_OUTPUTS {
+            self.first.push(show_target(target));
+        }
+        match target {
+            Target::Stdout => self.stdout = true,
+            Target::File(path) => {
+                let parent = path.parent().unwrap_or(Path::new(""));
+                self.common = Some(match self.common.take() {
+                    None => parent.to_path_buf(),
+                    Some(c) => c
+                        .components()
+                        .zip(parent.components())
+                        .take_while(|(a, b)| a == b)
+                        .map(|(a, _)| a)
+                        .collect(),
+                });
+            }
+        }
     }
-    common.unwrap_or_default()
+
+    /// The summary line's account of the outputs.
+    pub fn describe(&self, verbose: bool) -> String {
+        if self.count <= LISTED_OUTPUTS {
+            return self.first.join(", ");
+        }
+        let more = if verbose {
+            "listed above"
+        } else {
+            "-v or --format json lists them"
+        };
+        if self.stdout {
+            return format!("{} outputs, to files and stdout ({more})", self.count);
+        }
+        let dir = self.common.clone().unwrap_or_default();
+        let dir = if dir.as_os_str().is_empty() {
+            ".".to_string()
+        } else {
+            format!("{}/", dir.display())
+        };
+        format!("{} files in {dir} ({more})", self.count)
+    }
 }
 
 /// How the summary and the report name an output.
@@ -347,31 +467,172 @@ pub(super) fn show_target(t: &Target) -> String {
     }
 }
 
-/// Deletes the input files (after every output was written). An input that is also an
-/// output is kept.
-pub(super) fn remove_inputs(plan: &Plan, verbose: bool) -> anyhow::Result<()> {
-    use anyhow::Context as _;
-    let outputs: std::collections::HashSet<PathBuf> = plan
-        .targets
-        .iter()
-        .filter_map(|t| match t {
-            Target::File(p) => Some(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())),
-            Target::Stdout => None,
-        })
-        .collect();
-    for file in &plan.files {
-        let Source::File(path) = &file.source else {
-            continue;
-        };
-        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
-        if outputs.contains(&canonical) {
-            continue;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config_maps(names: &[String]) -> String {
+        names
+            .iter()
+            .map(|n| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {n}\n"))
+            .collect::<Vec<_>>()
+            .join("---\n")
+    }
+
+    /// A tree of `files` files below `team-N/` directories, one document each, and a last
+    /// file of `last` documents.
+    fn tree(root: &Path, files: usize, last: usize) {
+        for i in 0..files {
+            let dir = root.join(format!("team-{}", i / 50));
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join(format!("cm-{i:04}.yaml")),
+                config_maps(&[format!("cm-{i}")]),
+            )
+            .unwrap();
         }
-        std::fs::remove_file(path)
-            .with_context(|| format!("{}: signed, but cannot remove the input", path.display()))?;
-        if verbose {
-            eprintln!("removed {}", path.display());
+        let names: Vec<String> = (0..last).map(|d| format!("last-{d}")).collect();
+        std::fs::write(root.join("zz-last.yaml"), config_maps(&names)).unwrap();
+    }
+
+    /// The names of the documents each window of the second pass holds.
+    fn second_pass(plan: &mut Plan<'_>) -> anyhow::Result<Vec<Vec<String>>> {
+        let mut windows = Vec::new();
+        plan.windows(&Limits::default(), |_, files| {
+            windows.push(
+                files
+                    .iter()
+                    .flat_map(|f| &f.documents)
+                    .map(|d| d.value["metadata"]["name"].as_str().unwrap().to_string())
+                    .collect(),
+            );
+            Ok(())
+        })?;
+        Ok(windows)
+    }
+
+    #[test]
+    fn the_second_pass_reads_every_file_again_in_windows_of_files_and_documents() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path(), 300, 1000);
+        let inputs = [dir.path().to_path_buf()];
+        let selection = InputSelection::default();
+        let mut plan = Plan::read(
+            &inputs,
+            &selection,
+            &Limits::default(),
+            Some("out/"),
+            None,
+            SignScope::Document,
+        )
+        .unwrap();
+        assert_eq!((plan.files, plan.documents), (301, 1300));
+        // What the plan keeps: a digest per window of the walk, no file.
+        assert_eq!(plan.digests.len(), 3);
+        assert!(plan.kept.is_none() && plan.stdin.is_empty());
+        let windows = second_pass(&mut plan).unwrap();
+        let sizes: Vec<usize> = windows.iter().map(Vec::len).collect();
+        // 128 + 128 files; then 44 files, and the file of 1,000 documents on its own.
+        assert_eq!(sizes, [128, 128, 44, 1000]);
+        let names: Vec<String> = windows.concat();
+        assert_eq!(names[0], "cm-0");
+        assert_eq!(names[299], "cm-299");
+        assert_eq!(names[1299], "last-999");
+    }
+
+    #[test]
+    fn a_tree_changed_between_the_passes_is_refused_before_its_window_is_signed() {
+        type Change = fn(&Path);
+        let changes: [(&str, Change); 4] = [
+            ("a file added", |root| {
+                std::fs::write(
+                    root.join("team-1/cm-0060b.yaml"),
+                    config_maps(&["new".into()]),
+                )
+                .unwrap()
+            }),
+            ("a file removed", |root| {
+                std::fs::remove_file(root.join("team-5/cm-0260.yaml")).unwrap()
+            }),
+            ("a file renamed", |root| {
+                std::fs::rename(
+                    root.join("team-0/cm-0010.yaml"),
+                    root.join("team-0/cm-0010x.yaml"),
+                )
+                .unwrap()
+            }),
+            ("a document added", |root| {
+                std::fs::write(
+                    root.join("team-2/cm-0100.yaml"),
+                    config_maps(&["a".into(), "b".into()]),
+                )
+                .unwrap()
+            }),
+        ];
+        for (case, change) in changes {
+            let dir = tempfile::tempdir().unwrap();
+            tree(dir.path(), 300, 1);
+            let inputs = [dir.path().to_path_buf()];
+            let selection = InputSelection::default();
+            let mut plan = Plan::read(
+                &inputs,
+                &selection,
+                &Limits::default(),
+                Some("out/"),
+                None,
+                SignScope::Document,
+            )
+            .unwrap();
+            change(dir.path());
+            let mut signed = 0;
+            let err = plan
+                .windows(&Limits::default(), |_, files| {
+                    signed += files.len();
+                    Ok(())
+                })
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("changed during the run") && err.contains("nothing was written"),
+                "{case}: {err}"
+            );
+            assert!(signed < 301, "{case}: refused before the last window");
         }
     }
-    Ok(())
+
+    #[test]
+    fn outputs_that_clash_across_arguments_are_refused_in_the_first_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        for side in ["a", "b"] {
+            tree(&dir.path().join(side), 200, 1);
+        }
+        let inputs = [dir.path().join("a"), dir.path().join("b")];
+        let selection = InputSelection::default();
+        let err = Plan::read(
+            &inputs,
+            &selection,
+            &Limits::default(),
+            Some("out/"),
+            None,
+            SignScope::Document,
+        )
+        .err()
+        .expect("a clash");
+        assert!(
+            err.to_string().contains("two inputs would be written to"),
+            "{err}"
+        );
+        // One argument: its paths are distinct, nothing is kept per file.
+        let one = [dir.path().join("a")];
+        let bundles = dir.path().join("bundles");
+        let err = Plan::read(
+            &one,
+            &selection,
+            &Limits::default(),
+            Some("out/"),
+            Some(&bundles),
+            SignScope::File,
+        );
+        assert!(err.is_ok(), "distinct output names give distinct bundles");
+    }
 }

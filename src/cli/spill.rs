@@ -4,9 +4,11 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 
-/// Bytes of report kept in memory before the rest goes to a temporary file.
-pub const SPILL_AT: usize = 4 << 20;
+/// Bytes of report kept in memory before the rest goes to a temporary file: small, so that
+/// a run's memory stays flat (a temporary file costs nothing a report would notice).
+pub const SPILL_AT: usize = 256 << 10;
 
 /// Text kept for the end of a run: in memory up to its limit, then in an anonymous
 /// temporary file (removed when dropped). Where no temporary file can be made, the text
@@ -77,6 +79,174 @@ impl Write for Spill {
 /// A report's text to read back, from its start.
 pub type Text = Box<dyn Read>;
 
+/// A JSON array built one entry at a time and kept in a [`Spill`], written as a member
+/// of a top-level object exactly as `serde_json::to_string_pretty` writes the whole
+/// object: the streamed report of a run of 100,000 files is the report of one whole run.
+pub struct JsonArray {
+    body: Spill,
+    entries: usize,
+}
+
+impl JsonArray {
+    pub fn new() -> Self {
+        Self::with_spill_at(SPILL_AT)
+    }
+
+    pub fn with_spill_at(limit: usize) -> Self {
+        JsonArray {
+            body: Spill::new(limit),
+            entries: 0,
+        }
+    }
+
+    /// Appends one entry.
+    pub fn push(&mut self, value: &serde_json::Value) -> std::io::Result<()> {
+        let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+        if self.entries > 0 {
+            self.body.write_all(b",\n")?;
+        }
+        // An entry of a top-level object's array: every line indented two levels
+        // (strings never hold a raw line break in JSON).
+        let mut entry = String::with_capacity(text.len() + 64);
+        for (i, part) in text.split('\n').enumerate() {
+            if i > 0 {
+                entry.push('\n');
+            }
+            entry.push_str("    ");
+            entry.push_str(part);
+        }
+        self.body.write_all(entry.as_bytes())?;
+        self.entries += 1;
+        Ok(())
+    }
+
+    /// How many entries were pushed.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.entries
+    }
+
+    /// `"key": [...]` as the member of a top-level pretty-printed object (no comma, no
+    /// line break after it), to read back.
+    pub fn into_member(self, key: &str) -> std::io::Result<Text> {
+        let key = serde_json::to_string(key).map_err(std::io::Error::other)?;
+        if self.entries == 0 {
+            return Ok(Box::new(std::io::Cursor::new(format!("  {key}: []"))));
+        }
+        let head = std::io::Cursor::new(format!("  {key}: [\n"));
+        let tail = std::io::Cursor::new("\n  ]");
+        Ok(Box::new(head.chain(self.body.into_reader()?).chain(tail)))
+    }
+}
+
+/// Bytes of a [`PathLog`] kept in memory before the rest goes to a temporary file.
+const PATH_LOG_AT: usize = 64 << 10;
+
+/// Records of paths (a fixed number per record) kept for the end of a run in a
+/// [`Spill`]: what a run staged, or the inputs it will remove, without holding memory in
+/// proportion to its number of files. Any path round-trips (no separator is assumed).
+pub struct PathLog {
+    body: Spill,
+    width: usize,
+    records: usize,
+}
+
+impl PathLog {
+    /// A log of records of `width` paths each.
+    pub fn new(width: usize) -> Self {
+        PathLog {
+            body: Spill::new(PATH_LOG_AT),
+            width,
+            records: 0,
+        }
+    }
+
+    /// Appends a record (`paths.len()` must be the log's width).
+    pub fn push(&mut self, paths: &[&Path]) -> std::io::Result<()> {
+        if paths.len() != self.width {
+            return Err(std::io::Error::other("a path record of the wrong width"));
+        }
+        for path in paths {
+            let bytes = path_bytes(path);
+            let len = u32::try_from(bytes.len()).map_err(std::io::Error::other)?;
+            self.body.write_all(&len.to_le_bytes())?;
+            self.body.write_all(&bytes)?;
+        }
+        self.records += 1;
+        Ok(())
+    }
+
+    /// How many records were pushed.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.records
+    }
+
+    /// The records, in the order pushed.
+    pub fn into_records(self) -> std::io::Result<PathRecords> {
+        Ok(PathRecords {
+            reader: self.body.into_reader()?,
+            width: self.width,
+            left: self.records,
+        })
+    }
+}
+
+/// The records of a [`PathLog`], read back.
+pub struct PathRecords {
+    reader: Text,
+    width: usize,
+    left: usize,
+}
+
+impl Iterator for PathRecords {
+    type Item = std::io::Result<Vec<PathBuf>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let mut record = Vec::with_capacity(self.width);
+        for _ in 0..self.width {
+            let mut len = [0u8; 4];
+            if let Err(e) = self.reader.read_exact(&mut len) {
+                self.left = 0;
+                return Some(Err(e));
+            }
+            let mut bytes = vec![0u8; u32::from_le_bytes(len) as usize];
+            if let Err(e) = self.reader.read_exact(&mut bytes) {
+                self.left = 0;
+                return Some(Err(e));
+            }
+            record.push(path_from_bytes(bytes));
+        }
+        Some(Ok(record))
+    }
+}
+
+#[cfg(unix)]
+fn path_bytes(path: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes().to_vec()
+}
+
+#[cfg(unix)]
+fn path_from_bytes(bytes: Vec<u8>) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    PathBuf::from(std::ffi::OsString::from_vec(bytes))
+}
+
+#[cfg(not(unix))]
+fn path_bytes(path: &Path) -> Vec<u8> {
+    path.to_string_lossy().into_owned().into_bytes()
+}
+
+#[cfg(not(unix))]
+fn path_from_bytes(bytes: Vec<u8>) -> PathBuf {
+    PathBuf::from(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +266,52 @@ mod tests {
         assert!(spill.spilled());
         spill.write_all(b"def\n").unwrap();
         assert_eq!(read_all(spill), b"0123456789abcdef\n");
+    }
+
+    #[test]
+    fn a_json_array_is_the_member_serde_json_writes_spilled_or_not() {
+        let entries = [
+            serde_json::json!({"source": "a \"b\"\nc", "n": [1, 2]}),
+            serde_json::json!(7),
+            serde_json::json!({}),
+        ];
+        for spill_at in [4, usize::MAX] {
+            for count in 0..=entries.len() {
+                let mut array = JsonArray::with_spill_at(spill_at);
+                for entry in &entries[..count] {
+                    array.push(entry).unwrap();
+                }
+                assert_eq!(array.len(), count);
+                let mut text = String::from("{\n");
+                array
+                    .into_member("files")
+                    .unwrap()
+                    .read_to_string(&mut text)
+                    .unwrap();
+                text.push_str(",\n  \"n\": 1\n}");
+                let whole = serde_json::json!({"files": &entries[..count], "n": 1});
+                assert_eq!(text, serde_json::to_string_pretty(&whole).unwrap());
+            }
+        }
+    }
+
+    #[test]
+    fn a_path_log_reads_back_every_record_spilled_or_not() {
+        let odd = PathBuf::from("dir with space/new\nline/ä.yaml");
+        let mut log = PathLog::new(2);
+        for i in 0..5000 {
+            let other = PathBuf::from(format!("out/{i}.yaml"));
+            log.push(&[&odd, &other]).unwrap();
+        }
+        assert!(log.push(&[&odd]).is_err(), "a record of the wrong width");
+        assert_eq!(log.len(), 5000);
+        let records: Vec<Vec<PathBuf>> = log
+            .into_records()
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(records.len(), 5000);
+        assert_eq!(records[4999], vec![odd, PathBuf::from("out/4999.yaml")]);
     }
 
     #[test]

@@ -104,22 +104,264 @@ pub fn load_inputs_with(
 #[cfg(feature = "cli")]
 pub(crate) const INPUT_WINDOW: usize = 128;
 
-/// Reads these files (path, and path below its input argument) as one window of
-/// [`visit_inputs_with`] reads them: in parallel, in order, the first failed file's error.
-/// For a streaming caller's second pass over inputs it already listed.
-#[cfg(feature = "cli")]
-pub(crate) fn load_paths(
-    found: &[(PathBuf, PathBuf)],
+/// One input the walk found: stdin, or a file with its path below its input argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Found {
+    Stdin,
+    File { path: PathBuf, relative: PathBuf },
+}
+
+/// The inputs of a run, one at a time and in the order they are read: `-` is stdin, a
+/// directory is walked lazily (each directory's entries sorted by name, so that only the
+/// directories being walked are in memory, never the list of a whole tree), a glob pattern
+/// expands to its sorted matches, anything else is one file. An error (an unreadable path,
+/// a file that is not a manifest, a symbolic link loop, an empty directory) is the last
+/// item. Walking the same unchanged inputs twice yields the same items.
+pub(crate) struct InputWalk<'a> {
+    inputs: std::slice::Iter<'a, PathBuf>,
+    selection: &'a InputSelection,
+    current: Current<'a>,
+    failed: bool,
+}
+
+type DirWalk<'a> = Box<dyn Iterator<Item = walkdir::Result<walkdir::DirEntry>> + 'a>;
+
+enum Current<'a> {
+    Nothing,
+    Dir {
+        root: PathBuf,
+        walker: DirWalk<'a>,
+        found_any: bool,
+    },
+    Matches(std::vec::IntoIter<(PathBuf, PathBuf)>),
+}
+
+impl<'a> InputWalk<'a> {
+    pub(crate) fn new(inputs: &'a [PathBuf], selection: &'a InputSelection) -> Self {
+        InputWalk {
+            inputs: inputs.iter(),
+            selection,
+            current: Current::Nothing,
+            failed: false,
+        }
+    }
+
+    /// The next item of the current directory or pattern; `None` once it is done.
+    fn next_in_current(&mut self) -> Option<Result<Found, ManifestError>> {
+        match &mut self.current {
+            Current::Nothing => None,
+            Current::Matches(matches) => matches
+                .next()
+                .map(|(path, relative)| Ok(Found::File { path, relative })),
+            Current::Dir {
+                root,
+                walker,
+                found_any,
+            } => loop {
+                let Some(entry) = walker.next() else {
+                    if !*found_any {
+                        return Some(Err(ManifestError::EmptyDirectory { path: root.clone() }));
+                    }
+                    return None;
+                };
+                match walk_entry(root, entry) {
+                    Ok(None) => continue,
+                    Ok(Some(found)) => {
+                        *found_any = true;
+                        return Some(Ok(found));
+                    }
+                    Err(e) => return Some(Err(e)),
+                }
+            },
+        }
+    }
+
+    /// Starts the next input argument: stdin or a file is its own item; a directory or a
+    /// pattern becomes the current walk.
+    fn start(&mut self, input: &'a Path) -> Result<Option<Found>, ManifestError> {
+        if input.as_os_str() == "-" {
+            return Ok(Some(Found::Stdin));
+        }
+        if !input.exists() && is_glob(input) {
+            let selection = self.selection;
+            let found: Vec<_> = expand_glob(input)?
+                .into_iter()
+                .filter(|(_, relative)| !selection.excludes(relative))
+                .collect();
+            self.current = Current::Matches(found.into_iter());
+            return Ok(None);
+        }
+        let meta = std::fs::metadata(input).map_err(|source| ManifestError::Read {
+            path: input.to_path_buf(),
+            source,
+        })?;
+        if meta.is_dir() {
+            let selection = self.selection;
+            let walker = walkdir::WalkDir::new(input)
+                .follow_links(true)
+                .sort_by_file_name()
+                .into_iter()
+                .filter_entry(move |e| {
+                    e.depth() == 0 || !selection.excludes(&relative_to(input, e.path()))
+                });
+            self.current = Current::Dir {
+                root: input.to_path_buf(),
+                walker: Box::new(walker),
+                found_any: false,
+            };
+            return Ok(None);
+        }
+        let relative = input
+            .file_name()
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("manifest.yaml"));
+        Ok(Some(Found::File {
+            path: input.to_path_buf(),
+            relative,
+        }))
+    }
+}
+
+impl Iterator for InputWalk<'_> {
+    type Item = Result<Found, ManifestError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let item = loop {
+            if let Some(item) = self.next_in_current() {
+                break item;
+            }
+            self.current = Current::Nothing;
+            let input = self.inputs.next()?;
+            match self.start(input) {
+                Ok(None) => continue,
+                Ok(Some(found)) => break Ok(found),
+                Err(e) => break Err(e),
+            }
+        };
+        self.failed = item.is_err();
+        Some(item)
+    }
+}
+
+/// A path below a walked directory, relative to it.
+fn relative_to(root: &Path, path: &Path) -> PathBuf {
+    path.strip_prefix(root).unwrap_or(path).to_path_buf()
+}
+
+/// One entry of a directory walk: a manifest file, nothing (a directory), or the error
+/// that ends the walk (a file kubectl would read that is not a manifest, a link loop, an
+/// unreadable entry).
+fn walk_entry(
+    root: &Path,
+    entry: walkdir::Result<walkdir::DirEntry>,
+) -> Result<Option<Found>, ManifestError> {
+    let entry = entry.map_err(|e| {
+        if let Some(ancestor) = e.loop_ancestor() {
+            return ManifestError::SymlinkLoop {
+                path: e.path().map(Path::to_path_buf).unwrap_or_default(),
+                ancestor: ancestor.to_path_buf(),
+            };
+        }
+        let path = e
+            .path()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| root.to_path_buf());
+        let source = e
+            .into_io_error()
+            .unwrap_or_else(|| std::io::Error::other("directory walk failed"));
+        ManifestError::Read { path, source }
+    })?;
+    if entry.file_type().is_dir() {
+        return Ok(None);
+    }
+    let path = entry.into_path();
+    let relative = relative_to(root, &path);
+    let is_manifest = path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+        MANIFEST_EXTENSIONS
+            .iter()
+            .any(|m| e.eq_ignore_ascii_case(m))
+    });
+    if !is_manifest {
+        return Err(ManifestError::NotAManifestFile { path, relative });
+    }
+    Ok(Some(Found::File { path, relative }))
+}
+
+/// Walks the inputs ([`InputWalk`]) and hands what it finds to `visit` in windows: at most
+/// `window` files each, stdin always a window of its own (the files found before it are
+/// handed over first). Walking the same unchanged inputs twice gives the same windows. A
+/// walk error ends it, after the files found before it were handed over, so the first
+/// error in input order is the one a reader of the windows meets.
+pub(crate) fn visit_found_windows<E: From<ManifestError>>(
+    inputs: &[PathBuf],
+    selection: &InputSelection,
+    window: usize,
+    mut visit: impl FnMut(Vec<Found>) -> Result<(), E>,
+) -> Result<(), E> {
+    let window = window.max(1);
+    let mut part: Vec<Found> = Vec::new();
+    for found in InputWalk::new(inputs, selection) {
+        match found {
+            Ok(Found::Stdin) => {
+                if !part.is_empty() {
+                    visit(std::mem::take(&mut part))?;
+                }
+                visit(vec![Found::Stdin])?;
+            }
+            Ok(file) => {
+                part.push(file);
+                if part.len() == window {
+                    visit(std::mem::take(&mut part))?;
+                }
+            }
+            Err(e) => {
+                if !part.is_empty() {
+                    visit(part)?;
+                }
+                return Err(e.into());
+            }
+        }
+    }
+    if !part.is_empty() {
+        visit(part)?;
+    }
+    Ok(())
+}
+
+/// Reads one window of [`visit_found_windows`]: its files in parallel and in order
+/// (the first failed file's error), stdin from the process's standard input.
+pub(crate) fn load_found(
+    found: Vec<Found>,
     limits: &Limits,
 ) -> Result<Vec<ManifestFile>, ManifestError> {
-    load_files(found, limits)
+    if found.as_slice() == [Found::Stdin] {
+        let stdin = std::io::stdin();
+        return Ok(vec![load_reader(
+            Source::Stdin,
+            PathBuf::from("stdin.yaml"),
+            stdin.lock(),
+            limits,
+        )?]);
+    }
+    let files: Vec<(PathBuf, PathBuf)> = found
+        .into_iter()
+        .filter_map(|f| match f {
+            Found::File { path, relative } => Some((path, relative)),
+            Found::Stdin => None,
+        })
+        .collect();
+    load_files(&files, limits)
 }
 
 /// Reads the inputs as [`load_inputs_with`] does, in the same order and with the same
 /// first error, but hands them to `visit` at most `window` files at a time, and drops each
-/// window once `visit` returned: a tree of 100,000 files is never in memory at once (its
-/// list of paths is). No file after a failed one is read, and nothing after an error of
-/// `visit` either.
+/// window once `visit` returned: the inputs are walked as they are read
+/// ([`visit_found_windows`]), so neither the files of a tree of 100,000 nor its list of
+/// paths are ever in memory at once. No file after a failed one is read, and nothing
+/// after an error of `visit` either.
 pub(crate) fn visit_inputs_with<E: From<ManifestError>>(
     inputs: &[PathBuf],
     selection: &InputSelection,
@@ -127,52 +369,9 @@ pub(crate) fn visit_inputs_with<E: From<ManifestError>>(
     window: usize,
     mut visit: impl FnMut(Vec<ManifestFile>) -> Result<(), E>,
 ) -> Result<(), E> {
-    let window = window.max(1);
-    for input in inputs {
-        if input.as_os_str() == "-" {
-            let stdin = std::io::stdin();
-            visit(vec![load_reader(
-                Source::Stdin,
-                PathBuf::from("stdin.yaml"),
-                stdin.lock(),
-                limits,
-            )?])?;
-            continue;
-        }
-        if !input.exists() && is_glob(input) {
-            let found: Vec<_> = expand_glob(input)?
-                .into_iter()
-                .filter(|(_, relative)| !selection.excludes(relative))
-                .collect();
-            for part in found.chunks(window) {
-                visit(load_files(part, limits)?)?;
-            }
-            continue;
-        }
-        let meta = std::fs::metadata(input).map_err(|source| ManifestError::Read {
-            path: input.clone(),
-            source,
-        })?;
-        if meta.is_dir() {
-            let found = walk(input, selection)?;
-            if found.is_empty() {
-                return Err(ManifestError::EmptyDirectory {
-                    path: input.clone(),
-                }
-                .into());
-            }
-            for part in found.chunks(window) {
-                visit(load_files(part, limits)?)?;
-            }
-        } else {
-            let relative = input
-                .file_name()
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("manifest.yaml"));
-            visit(vec![load_file(input, relative, limits)?])?;
-        }
-    }
-    Ok(())
+    visit_found_windows(inputs, selection, window, |found| {
+        visit(load_found(found, limits)?)
+    })
 }
 
 /// An argument with `*`, `?` or `[` that names no existing file is a glob pattern (for
@@ -231,50 +430,6 @@ fn expand_glob(pattern: &Path) -> Result<Vec<(PathBuf, PathBuf)>, ManifestError>
     }
     paths.sort();
     Ok(paths)
-}
-
-/// The manifest files of a tree, sorted, each with its path below `root`.
-fn walk(root: &Path, selection: &InputSelection) -> Result<Vec<(PathBuf, PathBuf)>, ManifestError> {
-    let relative_of = |path: &Path| path.strip_prefix(root).unwrap_or(path).to_path_buf();
-    let walker = walkdir::WalkDir::new(root)
-        .follow_links(true)
-        .sort_by_file_name()
-        .into_iter()
-        .filter_entry(|e| e.depth() == 0 || !selection.excludes(&relative_of(e.path())));
-    let mut found = Vec::new();
-    for entry in walker {
-        let entry = entry.map_err(|e| {
-            if let Some(ancestor) = e.loop_ancestor() {
-                return ManifestError::SymlinkLoop {
-                    path: e.path().map(Path::to_path_buf).unwrap_or_default(),
-                    ancestor: ancestor.to_path_buf(),
-                };
-            }
-            let path = e
-                .path()
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| root.to_path_buf());
-            let source = e
-                .into_io_error()
-                .unwrap_or_else(|| std::io::Error::other("directory walk failed"));
-            ManifestError::Read { path, source }
-        })?;
-        if entry.file_type().is_dir() {
-            continue;
-        }
-        let path = entry.path().to_path_buf();
-        let relative = relative_of(&path);
-        let is_manifest = path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
-            MANIFEST_EXTENSIONS
-                .iter()
-                .any(|m| e.eq_ignore_ascii_case(m))
-        });
-        if !is_manifest {
-            return Err(ManifestError::NotAManifestFile { path, relative });
-        }
-        found.push((path, relative));
-    }
-    Ok(found)
 }
 
 /// Most threads reading files at once: each file's parse is bounded (nodes, bytes), and
