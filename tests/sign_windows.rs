@@ -341,8 +341,9 @@ fn a_keyless_run_of_several_windows_uses_one_certificate() {
         .stdout(predicates::str::contains("130 of 130 document(s) verified"));
 }
 
-/// `--remove-input` on a tree of three windows whose output directory lies inside it
-/// (`sign -f t/ -o t/signed/`, with a `t/signed/` from an earlier run): every input is
+/// `--remove-input` on a tree of three windows whose output directory lies inside it and
+/// is walked last (`sign -f t/ -o t/zz-signed/`, with a `t/zz-signed/` from an earlier
+/// run): the second walk passes over the outputs the run staged there; every input is
 /// removed except the one that is another file's output, which now holds that file's
 /// signed text; every output verifies; `-v` names every removal.
 #[test]
@@ -350,8 +351,8 @@ fn remove_input_keeps_an_input_that_is_another_files_output() {
     let keys = key_dir("cosign");
     let root = keys.path().join("t");
     tree(&root, 300);
-    write(&root, "signed/team-0/cm-000.yaml", &config_map("old-output"));
-    let out = root.join("signed");
+    write(&root, "zz-signed/team-0/cm-000.yaml", &config_map("old-output"));
+    let out = root.join("zz-signed");
     let run = with_key("sign", &["--remove-input", "-v"], &root, &keys.key)
         .arg("-o")
         .arg(format!("{}/", out.display()))
@@ -363,12 +364,41 @@ fn remove_input_keeps_an_input_that_is_another_files_output() {
     // 301 outputs: 300 of the tree (one of them in the old output's place) and the old
     // output's own output.
     assert_eq!(left.len(), 301, "{:?}", &left[..3.min(left.len())]);
-    assert!(left.iter().all(|f| f.starts_with("signed/")), "an input was left");
-    assert!(left.contains(&"signed/signed/team-0/cm-000.yaml".to_string()));
+    assert!(left.iter().all(|f| f.starts_with("zz-signed/")), "an input was left");
+    assert!(left.contains(&"zz-signed/zz-signed/team-0/cm-000.yaml".to_string()));
     let kept = documents_under(&out.join("team-0"))
         .into_iter()
         .find(|(f, _)| f == "cm-000.yaml")
         .expect("the input that is an output is kept");
     assert_eq!(kept.1["metadata"]["name"], "cm-0", "it holds the new output");
     common::verifies_all_with_key(&out, &keys.pubkey, 301);
+}
+
+/// Signing in place with `--remove-input` (`sign -f d/ -o d/`), where one input is a
+/// symbolic link to a file outside the tree: the link is replaced by its signed output,
+/// which is kept (it is an output), and the file it pointed to is untouched.
+#[test]
+fn remove_input_in_place_keeps_the_output_that_replaced_a_link() {
+    let keys = key_dir("cosign");
+    let shared = write(keys.path(), "shared/app.yaml", &config_map("app"));
+    let dir = keys.path().join("d");
+    tree(&dir, 130);
+    std::os::unix::fs::symlink(&shared, dir.join("app.yaml")).unwrap();
+    with_key("sign", &["--remove-input"], &dir, &keys.key)
+        .arg("-o")
+        .arg(format!("{}/", dir.display()))
+        .assert()
+        .success();
+    let link = dir.join("app.yaml");
+    assert!(
+        !link.symlink_metadata().unwrap().file_type().is_symlink(),
+        "the link was replaced by its output"
+    );
+    assert_eq!(files_under(&dir).len(), 131, "every output in place is kept");
+    assert_eq!(
+        std::fs::read_to_string(&shared).unwrap(),
+        config_map("app"),
+        "the file the link pointed to is untouched"
+    );
+    common::verifies_all_with_key(&dir, &keys.pubkey, 131);
 }

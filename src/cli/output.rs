@@ -50,6 +50,8 @@ pub struct Staging {
     /// files nor their paths in memory. `None` once committed; dropped before that, every
     /// temporary file is removed.
     files: Option<super::spill::PathLog>,
+    /// The name prefix of the temporary files.
+    prefix: String,
     stdout: super::spill::Spill,
     /// Whether stdout has text, and whether that text ends in a line break.
     stdout_used: bool,
@@ -58,7 +60,14 @@ pub struct Staging {
 
 impl Staging {
     pub fn new() -> Self {
+        Self::with_prefix(".mansign-".to_string())
+    }
+
+    /// Stages into temporary files named `<prefix><random>.tmp`: a run that walks its
+    /// inputs again while it stages passes over its own by this prefix.
+    pub fn with_prefix(prefix: String) -> Self {
         Staging {
+            prefix,
             files: Some(super::spill::PathLog::new(2)),
             stdout: super::spill::Spill::new(super::spill::SPILL_AT),
             stdout_used: false,
@@ -95,7 +104,7 @@ impl Staging {
                 std::fs::create_dir_all(&dir).with_context(|| {
                     format!("{}: cannot create output directory", dir.display())
                 })?;
-                let tmp = stage(path, text, false)?.into_temp_path();
+                let tmp = stage(path, text, false, &self.prefix)?.into_temp_path();
                 let Some(files) = &mut self.files else {
                     bail!("{}: staged after the run was committed", path.display());
                 };
@@ -119,12 +128,11 @@ impl Staging {
         let Some(files) = self.files.take() else {
             return Ok(());
         };
+        const UNREADABLE: &str = "cannot read back the list of staged outputs (temporary \
+             files .mansign-*.tmp may be left beside the outputs)";
         let mut failed = None;
-        for record in files
-            .into_records()
-            .context("cannot read back the list of staged outputs")?
-        {
-            let record = record.context("cannot read back the list of staged outputs")?;
+        for record in files.into_records().context(UNREADABLE)? {
+            let record = record.context(UNREADABLE)?;
             let [tmp, path] = record.as_slice() else {
                 bail!("the list of staged outputs is corrupt");
             };
@@ -180,10 +188,15 @@ pub fn parent_dir(path: &Path) -> PathBuf {
 
 /// Writes `text` to a synced temporary file beside `path`, mode 0600 for a secret and
 /// 0644 otherwise; the caller renames it into place once everything is staged.
-fn stage(path: &Path, text: &str, secret: bool) -> anyhow::Result<tempfile::NamedTempFile> {
+fn stage(
+    path: &Path,
+    text: &str,
+    secret: bool,
+    prefix: &str,
+) -> anyhow::Result<tempfile::NamedTempFile> {
     let dir = parent_dir(path);
     let mut tmp = tempfile::Builder::new()
-        .prefix(".mansign-")
+        .prefix(prefix)
         .suffix(".tmp")
         .tempfile_in(&dir)
         .with_context(|| format!("{}: output directory is not writable", dir.display()))?;
@@ -277,7 +290,7 @@ pub fn write_new_files(files: &[NewFile<'_>], force: bool) -> anyhow::Result<()>
     }
     let mut staged = Vec::new();
     for f in files {
-        staged.push((stage(f.path, f.text, f.secret)?, f.path));
+        staged.push((stage(f.path, f.text, f.secret, ".mansign-")?, f.path));
     }
     for (tmp, path) in staged {
         tmp.persist(path)

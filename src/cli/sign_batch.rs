@@ -118,7 +118,7 @@ impl SignRun<'_> {
     /// Signs, verifies and stages every window of `plan` (see the module docs).
     pub fn sign(&self, plan: &mut Plan<'_>) -> anyhow::Result<SignedRun> {
         let mut run = SignedRun {
-            staging: Staging::new(),
+            staging: Staging::with_prefix(plan.staged_prefix()),
             documents: 0,
             signatures: 0,
             checked: 0,

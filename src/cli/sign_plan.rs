@@ -7,10 +7,11 @@
 //! and numbers of documents): the second pass walks the inputs again ([`Plan::windows`]),
 //! reads each window again, and refuses a window that is not the one first read. The
 //! outputs of a file are derived from it when it is signed ([`Plan::target`],
-//! [`Plan::bundle_files`]). So the memory of a run does not grow with its number of files
-//! (one exception: a run whose outputs could clash keeps a 16-byte digest per output to
-//! find the clash; see [`Plan::read`]). A run of one window keeps its files and reads
-//! nothing twice; stdin, which cannot be read twice, is always kept.
+//! [`Plan::bundle_files`]). So the memory of a run does not grow with its number of files,
+//! but for 32 bytes per window of 128 files and three exceptions that keep a 16-byte
+//! digest per output: a run whose outputs could clash ([`Plan::read`]), `--bundle-out`
+//! (per signature) and `--remove-input` ([`Removals`]). A run of one window keeps its files
+//! and reads nothing twice; stdin, which cannot be read twice, is always kept.
 
 use super::output::{Target, refuse_directory};
 use super::spill::PathLog;
@@ -65,6 +66,8 @@ pub(super) struct Plan<'a> {
     kept: Option<Vec<ManifestFile>>,
     /// What was read from stdin (it cannot be read twice), in order.
     stdin: VecDeque<ManifestFile>,
+    /// The name prefix of this run's staged files, which the second walk passes over.
+    staged: String,
 }
 
 impl<'a> Plan<'a> {
@@ -101,6 +104,7 @@ impl<'a> Plan<'a> {
             digests: Vec::new(),
             kept: Some(Vec::new()),
             stdin: VecDeque::new(),
+            staged: staged_prefix(),
         };
         let may_clash = matches!(plan.outputs, Outputs::Dir(_))
             && (inputs.len() > 1
@@ -109,7 +113,7 @@ impl<'a> Plan<'a> {
                 }));
         let mut targets: HashSet<[u8; 16]> = HashSet::new();
         let mut bundles: HashSet<[u8; 16]> = HashSet::new();
-        visit_found_windows(inputs, selection, INPUT_WINDOW, |found| {
+        visit_found_windows(inputs, selection, INPUT_WINDOW, None, |found| {
             let window = load_found(found, limits)?;
             plan.digests.push(window_digest(&window));
             for file in &window {
@@ -167,6 +171,11 @@ impl<'a> Plan<'a> {
             Ok(())
         })?;
         Ok(plan)
+    }
+
+    /// The name prefix of this run's staged files (see `output::Staging::with_prefix`).
+    pub fn staged_prefix(&self) -> String {
+        self.staged.clone()
     }
 
     /// Where a file of this run is written.
@@ -235,7 +244,8 @@ impl<'a> Plan<'a> {
         }
         let mut next = 0;
         let (inputs, selection) = (self.inputs, self.selection);
-        visit_found_windows(inputs, selection, INPUT_WINDOW, |found| {
+        let staged = self.staged.clone();
+        visit_found_windows(inputs, selection, INPUT_WINDOW, Some(&staged), |found| {
             let window = if found.as_slice() == [Found::Stdin] {
                 let Some(file) = self.stdin.pop_front() else {
                     bail!("stdin: cannot be read twice");
@@ -292,6 +302,16 @@ impl<'a> Plan<'a> {
     }
 }
 
+/// A name prefix for one run's staged files that no other file has: the outputs of earlier
+/// windows are staged beside their targets, and the second walk meets those inside the
+/// input tree (`sign -f d/ -o d/signed/`).
+fn staged_prefix() -> String {
+    let mut random = [0u8; 8];
+    rand_core::RngCore::fill_bytes(&mut rand_core::OsRng, &mut random);
+    let hex: String = random.iter().map(|b| format!("{b:02x}")).collect();
+    format!(".mansign-{hex}-")
+}
+
 /// What the two passes must agree on for one window: each file's source, its path below
 /// its argument and its number of documents, in order.
 fn window_digest(files: &[ManifestFile]) -> [u8; 32] {
@@ -335,7 +355,7 @@ fn window_names(files: &[ManifestFile]) -> String {
 /// The inputs wait in a [`PathLog`]; the digests (16 bytes per output) are the one thing
 /// this flag keeps per file.
 pub(super) struct Removals {
-    /// (input as given, its canonical path)
+    /// The inputs, as given.
     inputs: PathLog,
     outputs: HashSet<[u8; 16]>,
 }
@@ -343,7 +363,7 @@ pub(super) struct Removals {
 impl Removals {
     pub fn new() -> Self {
         Removals {
-            inputs: PathLog::new(2),
+            inputs: PathLog::new(1),
             outputs: HashSet::new(),
         }
     }
@@ -352,7 +372,7 @@ impl Removals {
     pub fn add(&mut self, source: &Source, target: &Target) -> anyhow::Result<()> {
         if let Target::File(path) = target {
             // The output does not exist yet: its directory's canonical path and its name
-            // are where the rename will put it.
+            // are where the rename will put it (a link in its place is replaced).
             let canonical = match path.file_name() {
                 Some(name) => std::fs::canonicalize(super::output::parent_dir(path))
                     .map(|dir| dir.join(name))
@@ -362,9 +382,8 @@ impl Removals {
             self.outputs.insert(path_digest(&canonical));
         }
         if let Source::File(path) = source {
-            let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
             self.inputs
-                .push(&[path, &canonical])
+                .push(&[path])
                 .context("cannot keep the list of inputs to remove")?;
         }
         Ok(())
@@ -379,10 +398,13 @@ impl Removals {
             .context("cannot read back the list of inputs to remove")?
         {
             let record = record.context("cannot read back the list of inputs to remove")?;
-            let [path, canonical] = record.as_slice() else {
+            let [path] = record.as_slice() else {
                 bail!("the list of inputs to remove is corrupt");
             };
-            if self.outputs.contains(&path_digest(canonical)) {
+            // Resolved now that every output is in place: an input signed in place, a
+            // link replaced by its output, or a link to an output is an output.
+            let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+            if self.outputs.contains(&path_digest(&canonical)) {
                 continue;
             }
             std::fs::remove_file(path).with_context(|| {

@@ -302,6 +302,7 @@ impl Check {
             );
         }
         let mut verifier = Verifier::new(attestors)
+            .with_cache(run_cache())
             .with_domain(domain)
             .with_limits(limits)
             .with_tolerances(Tolerances {
@@ -373,6 +374,17 @@ impl Check {
     }
 }
 
+/// Acceptances a `verify` run remembers per requirement. A run reads each file once, so
+/// the cache only answers for an object signed alike more than once in the run; the
+/// webhook's default (16,384 entries, for a cluster re-applying the same objects) would
+/// fill with objects never seen again, and a run's memory would grow with its number of
+/// files up to that bound (BENCHMARKS.md, "Scale").
+const RUN_CACHE_ENTRIES: usize = 1024;
+
+fn run_cache() -> Arc<crate::verify::VerificationCache> {
+    Arc::new(crate::verify::VerificationCache::new(RUN_CACHE_ENTRIES))
+}
+
 /// `verify --policy`: the policy file, with `--max-age` tightening each rule's own.
 fn load_policy(
     args: &VerifyArgs,
@@ -403,6 +415,9 @@ fn load_policy(
             let effective = rule.verifier.max_age().map_or(max_age, |p| p.min(max_age));
             rule.verifier = rule.verifier.clone().with_max_age(effective);
         }
+    }
+    for rule in &mut policy.rules {
+        rule.verifier = rule.verifier.clone().with_cache(run_cache());
     }
     for note in policy.notes.iter().chain(&policy.offline_notes()) {
         eprintln!("note: {note}");

@@ -122,6 +122,9 @@ pub(crate) struct InputWalk<'a> {
     selection: &'a InputSelection,
     current: Current<'a>,
     failed: bool,
+    /// Files of walked directories whose names start with this are passed over: a signing
+    /// run's own staged outputs, met by its second walk ([`visit_found_windows`]).
+    staged: Option<&'a str>,
 }
 
 type DirWalk<'a> = Box<dyn Iterator<Item = walkdir::Result<walkdir::DirEntry>> + 'a>;
@@ -143,6 +146,7 @@ impl<'a> InputWalk<'a> {
             selection,
             current: Current::Nothing,
             failed: false,
+            staged: None,
         }
     }
 
@@ -164,7 +168,7 @@ impl<'a> InputWalk<'a> {
                     }
                     return None;
                 };
-                match walk_entry(root, entry) {
+                match walk_entry(root, entry, self.staged) {
                     Ok(None) => continue,
                     Ok(Some(found)) => {
                         *found_any = true;
@@ -257,6 +261,7 @@ fn relative_to(root: &Path, path: &Path) -> PathBuf {
 fn walk_entry(
     root: &Path,
     entry: walkdir::Result<walkdir::DirEntry>,
+    staged: Option<&str>,
 ) -> Result<Option<Found>, ManifestError> {
     let entry = entry.map_err(|e| {
         if let Some(ancestor) = e.loop_ancestor() {
@@ -277,6 +282,14 @@ fn walk_entry(
     if entry.file_type().is_dir() {
         return Ok(None);
     }
+    if let Some(prefix) = staged
+        && entry
+            .file_name()
+            .as_encoded_bytes()
+            .starts_with(prefix.as_bytes())
+    {
+        return Ok(None);
+    }
     let path = entry.into_path();
     let relative = relative_to(root, &path);
     let is_manifest = path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
@@ -294,16 +307,21 @@ fn walk_entry(
 /// `window` files each, stdin always a window of its own (the files found before it are
 /// handed over first). Walking the same unchanged inputs twice gives the same windows. A
 /// walk error ends it, after the files found before it were handed over, so the first
-/// error in input order is the one a reader of the windows meets.
+/// error in input order is the one a reader of the windows meets. `staged` is the name
+/// prefix of the files a signing run staged since its first walk (passed over in walked
+/// directories, where they would be files that are not manifests).
 pub(crate) fn visit_found_windows<E: From<ManifestError>>(
     inputs: &[PathBuf],
     selection: &InputSelection,
     window: usize,
+    staged: Option<&str>,
     mut visit: impl FnMut(Vec<Found>) -> Result<(), E>,
 ) -> Result<(), E> {
     let window = window.max(1);
     let mut part: Vec<Found> = Vec::new();
-    for found in InputWalk::new(inputs, selection) {
+    let mut walk = InputWalk::new(inputs, selection);
+    walk.staged = staged;
+    for found in walk {
         match found {
             Ok(Found::Stdin) => {
                 if !part.is_empty() {
@@ -369,7 +387,7 @@ pub(crate) fn visit_inputs_with<E: From<ManifestError>>(
     window: usize,
     mut visit: impl FnMut(Vec<ManifestFile>) -> Result<(), E>,
 ) -> Result<(), E> {
-    visit_found_windows(inputs, selection, window, |found| {
+    visit_found_windows(inputs, selection, window, None, |found| {
         visit(load_found(found, limits)?)
     })
 }
