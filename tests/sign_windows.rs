@@ -351,7 +351,11 @@ fn remove_input_keeps_an_input_that_is_another_files_output() {
     let keys = key_dir("cosign");
     let root = keys.path().join("t");
     tree(&root, 300);
-    write(&root, "zz-signed/team-0/cm-000.yaml", &config_map("old-output"));
+    write(
+        &root,
+        "zz-signed/team-0/cm-000.yaml",
+        &config_map("old-output"),
+    );
     let out = root.join("zz-signed");
     let run = with_key("sign", &["--remove-input", "-v"], &root, &keys.key)
         .arg("-o")
@@ -364,13 +368,19 @@ fn remove_input_keeps_an_input_that_is_another_files_output() {
     // 301 outputs: 300 of the tree (one of them in the old output's place) and the old
     // output's own output.
     assert_eq!(left.len(), 301, "{:?}", &left[..3.min(left.len())]);
-    assert!(left.iter().all(|f| f.starts_with("zz-signed/")), "an input was left");
+    assert!(
+        left.iter().all(|f| f.starts_with("zz-signed/")),
+        "an input was left"
+    );
     assert!(left.contains(&"zz-signed/zz-signed/team-0/cm-000.yaml".to_string()));
     let kept = documents_under(&out.join("team-0"))
         .into_iter()
         .find(|(f, _)| f == "cm-000.yaml")
         .expect("the input that is an output is kept");
-    assert_eq!(kept.1["metadata"]["name"], "cm-0", "it holds the new output");
+    assert_eq!(
+        kept.1["metadata"]["name"], "cm-0",
+        "it holds the new output"
+    );
     common::verifies_all_with_key(&out, &keys.pubkey, 301);
 }
 
@@ -394,7 +404,11 @@ fn remove_input_in_place_keeps_the_output_that_replaced_a_link() {
         !link.symlink_metadata().unwrap().file_type().is_symlink(),
         "the link was replaced by its output"
     );
-    assert_eq!(files_under(&dir).len(), 131, "every output in place is kept");
+    assert_eq!(
+        files_under(&dir).len(),
+        131,
+        "every output in place is kept"
+    );
     assert_eq!(
         std::fs::read_to_string(&shared).unwrap(),
         config_map("app"),
