@@ -8,7 +8,7 @@
 
 use super::args::ReportFormat;
 use super::output::{copy_report, copy_stdout};
-use super::spill::{SPILL_AT, Spill, Text};
+use super::spill::{JsonArray, SPILL_AT, Spill, Text};
 use crate::manifest::{ManifestFile, to_yaml};
 use anyhow::Context;
 use serde_json::Value;
@@ -18,8 +18,10 @@ use std::io::{Read, Write};
 pub struct StreamedReport {
     format: ReportFormat,
     print_verified: bool,
-    /// The text lines, or the JSON entries of `documents` (pretty, indented for the array).
+    /// The text lines.
     body: Spill,
+    /// The JSON entries of `documents`.
+    entries: JsonArray,
     /// With `--print-verified`, the YAML stream of the documents so far; dropped at the
     /// first failure (nothing is printed then).
     verified_documents: Option<Spill>,
@@ -39,6 +41,7 @@ impl StreamedReport {
             format,
             print_verified,
             body: Spill::new(spill_at),
+            entries: JsonArray::with_spill_at(spill_at),
             verified_documents: print_verified.then(|| Spill::new(spill_at)),
             documents: 0,
             total: 0,
@@ -66,21 +69,7 @@ impl StreamedReport {
                     self.body.write_all(text.as_bytes()).context(write_error)?;
                 }
                 ReportFormat::Json => {
-                    let text = serde_json::to_string_pretty(&json(verdict))?;
-                    if self.total > 0 {
-                        self.body.write_all(b",\n").context(write_error)?;
-                    }
-                    // An entry of the top-level object's `documents` array: every line
-                    // indented two levels (strings never hold a raw line break in JSON).
-                    let mut entry = String::with_capacity(text.len() + 64);
-                    for (i, part) in text.split('\n').enumerate() {
-                        if i > 0 {
-                            entry.push('\n');
-                        }
-                        entry.push_str("    ");
-                        entry.push_str(part);
-                    }
-                    self.body.write_all(entry.as_bytes()).context(write_error)?;
+                    self.entries.push(&json(verdict)).context(write_error)?;
                 }
             }
             self.total += 1;
@@ -130,28 +119,22 @@ impl StreamedReport {
     /// documents to print (none when a document failed).
     fn into_parts(self) -> anyhow::Result<(bool, Text, Option<Text>)> {
         let verified = self.verified();
-        let (head, tail) = match self.format {
-            ReportFormat::Text => (
-                String::new(),
-                format!("{} of {} document(s) verified\n", self.ok, self.total),
-            ),
-            ReportFormat::Json if self.total == 0 => (
-                format!("{{\n  \"verified\": {verified},\n  \"documents\": []"),
-                "\n}\n".to_string(),
-            ),
-            ReportFormat::Json => (
-                format!("{{\n  \"verified\": {verified},\n  \"documents\": [\n"),
-                "\n  ]\n}\n".to_string(),
+        let report: Text = match self.format {
+            ReportFormat::Text => {
+                let tail = format!("{} of {} document(s) verified\n", self.ok, self.total);
+                Box::new(self.body.into_reader()?.chain(std::io::Cursor::new(tail)))
+            }
+            ReportFormat::Json => Box::new(
+                std::io::Cursor::new(format!("{{\n  \"verified\": {verified},\n"))
+                    .chain(self.entries.into_member("documents")?)
+                    .chain(std::io::Cursor::new("\n}\n")),
             ),
         };
-        let report = std::io::Cursor::new(head)
-            .chain(self.body.into_reader()?)
-            .chain(std::io::Cursor::new(tail));
         let documents = match self.verified_documents {
             Some(stream) if verified => Some(stream.into_reader()?),
             _ => None,
         };
-        Ok((verified, Box::new(report), documents))
+        Ok((verified, report, documents))
     }
 }
 
