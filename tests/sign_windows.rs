@@ -416,3 +416,60 @@ fn remove_input_in_place_keeps_the_output_that_replaced_a_link() {
     );
     common::verifies_all_with_key(&dir, &keys.pubkey, 131);
 }
+
+/// A run stopped by SIGINT (Ctrl-C, a cancelled CI job) or SIGTERM while it stages its
+/// outputs (3,000 files: the signal is sent once the first staged file is seen) exits with
+/// 128 + the signal, says nothing was written, and leaves no output and no temporary file.
+#[test]
+fn an_interrupted_run_leaves_no_output_and_no_temporary_file() {
+    let keys = key_dir("cosign");
+    let src = keys.path().join("unsigned");
+    tree(&src, 3000);
+    for (signal, code) in [("INT", 130), ("TERM", 143)] {
+        let out = keys.path().join(format!("signed-{signal}"));
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mansign"))
+            .env("COSIGN_PASSWORD", "test-password")
+            .arg("sign")
+            .arg("-f")
+            .arg(&src)
+            .arg("--key")
+            .arg(&keys.key)
+            .arg("-o")
+            .arg(format!("{}/", out.display()))
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("mansign");
+        let started = std::time::Instant::now();
+        let staging = loop {
+            let staged = files_under(&out)
+                .iter()
+                .any(|f| f.rsplit('/').next().unwrap_or("").starts_with(".mansign-"));
+            if staged || started.elapsed() > std::time::Duration::from_secs(120) {
+                break staged;
+            }
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("SIG{signal}: the run ended ({status}) before a staged file was seen");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        };
+        assert!(staging, "SIG{signal}: no staged file seen");
+        let sent = std::process::Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(child.id().to_string())
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let done = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&done.stderr);
+        assert_eq!(done.status.code(), Some(code), "SIG{signal}: {stderr}");
+        assert!(
+            stderr.contains(&format!("SIG{signal}: stopped; nothing was written")),
+            "SIG{signal}: {stderr}"
+        );
+        assert_eq!(
+            files_under(&out),
+            Vec::<String>::new(),
+            "SIG{signal}: no output and no temporary file"
+        );
+    }
+}

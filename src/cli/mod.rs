@@ -10,6 +10,7 @@ mod args;
 mod completion;
 mod conformance;
 mod generate_key_pair;
+mod interrupt;
 mod output;
 mod password;
 mod policy;

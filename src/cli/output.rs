@@ -52,6 +52,8 @@ pub struct Staging {
     files: Option<super::spill::PathLog>,
     /// The name prefix of the temporary files.
     prefix: String,
+    /// The run's watch for SIGINT and SIGTERM, if it has one.
+    interrupts: Option<std::sync::Arc<super::interrupt::Interrupts>>,
     stdout: super::spill::Spill,
     /// Whether stdout has text, and whether that text ends in a line break.
     stdout_used: bool,
@@ -68,11 +70,19 @@ impl Staging {
     pub fn with_prefix(prefix: String) -> Self {
         Staging {
             prefix,
+            interrupts: None,
             files: Some(super::spill::PathLog::new(2)),
             stdout: super::spill::Spill::new(super::spill::SPILL_AT),
             stdout_used: false,
             stdout_line_ended: true,
         }
+    }
+
+    /// Removes what was staged, and writes nothing, on SIGINT or SIGTERM (see
+    /// `cli/interrupt.rs`).
+    pub fn watched(mut self, interrupts: std::sync::Arc<super::interrupt::Interrupts>) -> Self {
+        self.interrupts = Some(interrupts);
+        self
     }
 
     /// Stages `text` for `target`: a synced temporary file beside a file target (its
@@ -101,6 +111,12 @@ impl Staging {
             }
             Target::File(path) => {
                 let dir = parent_dir(path);
+                // Held until the file is recorded: a signal's clean-up waits for it.
+                let interrupts = self.interrupts.clone();
+                let mut held = interrupts.as_deref().map(|i| i.hold()).transpose()?;
+                if let Some(held) = &mut held {
+                    held.staging_in(&dir);
+                }
                 std::fs::create_dir_all(&dir).with_context(|| {
                     format!("{}: cannot create output directory", dir.display())
                 })?;
@@ -128,6 +144,9 @@ impl Staging {
         let Some(files) = self.files.take() else {
             return Ok(());
         };
+        // A signal during the renames waits for their end: all outputs or none.
+        let interrupts = self.interrupts.clone();
+        let mut held = interrupts.as_deref().map(|i| i.hold()).transpose()?;
         const UNREADABLE: &str = "cannot read back the list of staged outputs (temporary \
              files .mansign-*.tmp may be left beside the outputs)";
         let mut failed = None;
@@ -150,6 +169,10 @@ impl Staging {
         if let Some(e) = failed {
             return Err(e);
         }
+        if let Some(held) = &mut held {
+            held.committed();
+        }
+        drop(held);
         if self.stdout_used {
             let stdout = std::mem::replace(&mut self.stdout, super::spill::Spill::new(0));
             let text = stdout
