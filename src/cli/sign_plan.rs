@@ -517,6 +517,23 @@ mod tests {
         std::fs::write(root.join("zz-last.yaml"), config_maps(&names)).unwrap();
     }
 
+    /// The plan of `sign -f <inputs> -o out/` (`--bundle-out` when `bundles` is given).
+    fn plan<'a>(
+        inputs: &'a [PathBuf],
+        selection: &'a InputSelection,
+        bundles: Option<&Path>,
+        scope: SignScope,
+    ) -> anyhow::Result<Plan<'a>> {
+        Plan::read(
+            inputs,
+            selection,
+            &Limits::default(),
+            Some("out/"),
+            bundles,
+            scope,
+        )
+    }
+
     /// The names of the documents each window of the second pass holds.
     fn second_pass(plan: &mut Plan<'_>) -> anyhow::Result<Vec<Vec<String>>> {
         let mut windows = Vec::new();
@@ -539,15 +556,7 @@ mod tests {
         tree(dir.path(), 300, 1000);
         let inputs = [dir.path().to_path_buf()];
         let selection = InputSelection::default();
-        let mut plan = Plan::read(
-            &inputs,
-            &selection,
-            &Limits::default(),
-            Some("out/"),
-            None,
-            SignScope::Document,
-        )
-        .unwrap();
+        let mut plan = plan(&inputs, &selection, None, SignScope::Document).unwrap();
         assert_eq!((plan.files, plan.documents), (301, 1300));
         // What the plan keeps: a digest per window of the walk, no file.
         assert_eq!(plan.digests.len(), 3);
@@ -596,15 +605,7 @@ mod tests {
             tree(dir.path(), 300, 1);
             let inputs = [dir.path().to_path_buf()];
             let selection = InputSelection::default();
-            let mut plan = Plan::read(
-                &inputs,
-                &selection,
-                &Limits::default(),
-                Some("out/"),
-                None,
-                SignScope::Document,
-            )
-            .unwrap();
+            let mut plan = plan(&inputs, &selection, None, SignScope::Document).unwrap();
             change(dir.path());
             let mut signed = 0;
             let err = plan
@@ -630,31 +631,20 @@ mod tests {
         }
         let inputs = [dir.path().join("a"), dir.path().join("b")];
         let selection = InputSelection::default();
-        let err = Plan::read(
-            &inputs,
-            &selection,
-            &Limits::default(),
-            Some("out/"),
-            None,
-            SignScope::Document,
-        )
-        .err()
-        .expect("a clash");
+        let err = plan(&inputs, &selection, None, SignScope::Document)
+            .err()
+            .expect("a clash");
         assert!(
             err.to_string().contains("two inputs would be written to"),
             "{err}"
         );
-        // One argument: its paths are distinct, nothing is kept per file.
+        // One argument with --bundle-out: distinct output names give distinct bundles.
         let one = [dir.path().join("a")];
         let bundles = dir.path().join("bundles");
-        let err = Plan::read(
-            &one,
-            &selection,
-            &Limits::default(),
-            Some("out/"),
-            Some(&bundles),
-            SignScope::File,
+        let planned = plan(&one, &selection, Some(&bundles), SignScope::File);
+        assert!(
+            planned.is_ok(),
+            "distinct output names give distinct bundles"
         );
-        assert!(err.is_ok(), "distinct output names give distinct bundles");
     }
 }
