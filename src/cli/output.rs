@@ -79,9 +79,9 @@ impl Staging {
     }
 
     /// Removes what was staged, and writes nothing, on SIGINT or SIGTERM (see
-    /// `cli/interrupt.rs`).
-    pub fn watched(mut self, interrupts: std::sync::Arc<super::interrupt::Interrupts>) -> Self {
-        self.interrupts = Some(interrupts);
+    /// `cli/interrupt.rs`; the staged files are found by this staging's prefix).
+    pub fn watched(mut self) -> Self {
+        self.interrupts = Some(super::interrupt::Interrupts::watch(&self.prefix));
         self
     }
 

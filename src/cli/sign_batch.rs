@@ -6,7 +6,6 @@
 //! ([`super::output::Staging`]), so a failure anywhere leaves no output, and the memory of
 //! a run does not grow with the number of files (see BENCHMARKS.md, "Scale").
 
-use super::interrupt::Interrupts;
 use super::output::{Staging, Target};
 use super::sign_plan::{Plan, Removals};
 use super::sign_report::SignRecord;
@@ -119,8 +118,7 @@ impl SignRun<'_> {
     /// Signs, verifies and stages every window of `plan` (see the module docs).
     pub fn sign(&self, plan: &mut Plan<'_>) -> anyhow::Result<SignedRun> {
         let mut run = SignedRun {
-            staging: Staging::with_prefix(plan.staged_prefix())
-                .watched(Interrupts::watch(&plan.staged_prefix())),
+            staging: Staging::with_prefix(plan.staged_prefix()).watched(),
             documents: 0,
             signatures: 0,
             checked: 0,

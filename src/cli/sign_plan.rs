@@ -17,7 +17,8 @@ use super::output::{Target, refuse_directory};
 use super::spill::PathLog;
 use crate::limits::Limits;
 use crate::manifest::{
-    Found, INPUT_WINDOW, InputSelection, ManifestFile, Source, load_found, visit_found_windows,
+    Found, INPUT_WINDOW, InputSelection, ManifestFile, Source, is_glob_input, load_found,
+    visit_found_windows,
 };
 use crate::signing::SignScope;
 use anyhow::{Context, bail};
@@ -107,10 +108,7 @@ impl<'a> Plan<'a> {
             staged: staged_prefix(),
         };
         let may_clash = matches!(plan.outputs, Outputs::Dir(_))
-            && (inputs.len() > 1
-                || inputs.iter().any(|i| {
-                    !i.exists() && i.to_str().is_some_and(|s| s.contains(['*', '?', '[']))
-                }));
+            && (inputs.len() > 1 || inputs.iter().any(|i| is_glob_input(i)));
         let mut targets: HashSet<[u8; 16]> = HashSet::new();
         let mut bundles: HashSet<[u8; 16]> = HashSet::new();
         visit_found_windows(inputs, selection, INPUT_WINDOW, None, |found| {

@@ -186,7 +186,7 @@ impl<'a> InputWalk<'a> {
         if input.as_os_str() == "-" {
             return Ok(Some(Found::Stdin));
         }
-        if !input.exists() && is_glob(input) {
+        if is_glob_input(input) {
             let selection = self.selection;
             let found: Vec<_> = expand_glob(input)?
                 .into_iter()
@@ -392,8 +392,14 @@ pub(crate) fn visit_inputs_with<E: From<ManifestError>>(
     })
 }
 
-/// An argument with `*`, `?` or `[` that names no existing file is a glob pattern (for
-/// shells that pass patterns through unexpanded, and for quoted patterns in CI files).
+/// An input argument that is read as a glob pattern: one with `*`, `?` or `[` that names
+/// no existing file (for shells that pass patterns through unexpanded, and for quoted
+/// patterns in CI files).
+pub(crate) fn is_glob_input(input: &Path) -> bool {
+    !input.exists() && is_glob(input)
+}
+
+/// Whether a path has `*`, `?` or `[` (see [`is_glob_input`]).
 fn is_glob(path: &Path) -> bool {
     path.to_str().is_some_and(|s| s.contains(['*', '?', '[']))
 }

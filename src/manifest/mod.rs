@@ -33,7 +33,9 @@ pub use expiry::{
 };
 pub use legacy_tar::LegacyTarError;
 #[cfg(feature = "cli")]
-pub(crate) use load::{Found, INPUT_WINDOW, load_found, visit_found_windows, visit_inputs_with};
+pub(crate) use load::{
+    Found, INPUT_WINDOW, is_glob_input, load_found, visit_found_windows, visit_inputs_with,
+};
 pub use load::{
     InputSelection, MANIFEST_EXTENSIONS, ManifestFile, load_inputs, load_inputs_with, load_reader,
 };
