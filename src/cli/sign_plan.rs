@@ -622,6 +622,29 @@ mod tests {
     }
 
     #[test]
+    fn one_output_file_for_several_inputs_is_refused_in_the_first_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path(), 2, 1);
+        let inputs = [dir.path().to_path_buf()];
+        let selection = InputSelection::default();
+        let err = Plan::read(
+            &inputs,
+            &selection,
+            &Limits::default(),
+            Some("signed.yaml"),
+            None,
+            SignScope::Document,
+        )
+        .err()
+        .expect("several inputs, one output file");
+        assert!(
+            err.to_string()
+                .contains("-o signed.yaml: more than one input file but one output file"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn outputs_that_clash_across_arguments_are_refused_in_the_first_pass() {
         let dir = tempfile::tempdir().unwrap();
         for side in ["a", "b"] {
