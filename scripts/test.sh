@@ -62,7 +62,7 @@ K8S_OPENAPI_ENABLED_VERSION=1.33 cargo build --locked --lib --no-default-feature
 cargo test --locked --doc --no-default-features
 
 log "module layering (imports point down, no cycles, sigstore crates only in adapters)"
-cargo test --locked --test layering
+cargo test --locked --test it layering::
 
 log "public API against its snapshot (tests/golden/public-api.txt)"
 bash scripts/public-api.sh
@@ -70,7 +70,7 @@ bash scripts/public-api.sh
 log "cargo package (crate contents and size)"
 bash scripts/check-package.sh
 
-log "cargo test (unit, integration, doc; actionlint and shellcheck in tests/ci_lint.rs)"
+log "cargo test (unit, integration, doc; actionlint and shellcheck in tests/it/ci_lint.rs)"
 cargo test --locked --all-targets
 cargo test --locked --doc
 

@@ -444,7 +444,7 @@ impl Builder<'_> {
     /// a tab right after its leading spaces: go-yaml v2 (scannerc.go,
     /// `yaml_parser_scan_block_scalar_breaks`) fails there ("found a tab character where an
     /// indentation space is expected") while the indentation is not yet known, saphyr-parser
-    /// reads the tab as text (found by tests/yaml_oracle.rs, issue 22).
+    /// reads the tab as text (found by tests/it/yaml_oracle.rs, issue 22).
     fn check_block_tabs(&mut self, span: Span) -> Result<(), YamlError> {
         let document = self.document;
         let start = self

@@ -17,7 +17,7 @@
 //!   `sigs.k8s.io/yaml/yaml.go` (string, int and bool keys become strings; null, uint64 and
 //!   big-integer keys are errors; float keys are formatted as 32-bit Go floats).
 //!   `testdata/yaml-readings/kubectl-readings.json` records what kubectl itself printed for
-//!   173 scalars, and `tests/yaml_readings.rs` holds this port to it.
+//!   173 scalars, and `tests/it/yaml_readings.rs` holds this port to it.
 //!
 //! Quoted and block scalars are strings in both readings, unless a core tag says otherwise
 //! (`!!int "0755"` is 493 for kubectl and 755 in YAML 1.2: refused).

@@ -23,7 +23,7 @@
 //! characters U+0085, U+2028 and U+2029, which YAML 1.1 (kubectl) reads as line breaks and
 //! YAML 1.2 as text: `a: b # c<U+2028>evil: true` is one comment for one and a second key for
 //! the other. It also refuses text go-yaml v2's scanner (kubectl) stops on and saphyr-parser
-//! reads (issue 22, held by tests/yaml_oracle.rs): a tab where a simple key may start in
+//! reads (issue 22, held by tests/it/yaml_oracle.rs): a tab where a simple key may start in
 //! block context, a tab in the indentation after a plain scalar, and `|`, `>` or `?` starting
 //! a token in a flow collection where go-yaml fails or reads a key.
 

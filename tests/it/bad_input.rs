@@ -1,0 +1,232 @@
+//! Bad input: a clear message naming the file, document and field, exit code 2, and no
+//! partial output.
+
+use crate::common;
+
+use common::{MULTI_DOC, files_under, mansign, write};
+use predicates::prelude::*;
+
+#[test]
+fn not_yaml_names_file_and_document_and_exits_2() {
+    let kd = common::key_dir("cosign");
+    let bad = kd.write(
+        "bad.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkey: [unclosed\n",
+    );
+    kd.sign_fails(&[], &bad, &["bad.yaml: document 2: not valid YAML"]);
+}
+
+#[test]
+fn document_that_is_not_a_kubernetes_object_names_the_missing_field() {
+    let kd = common::key_dir("cosign");
+    let bad = kd.write("bad.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nmetadata: {name: b}\n",
+    );
+    for (cmd, k) in [("sign", &kd.key), ("verify", &kd.pubkey)] {
+        common::fails(
+            &mut common::with_key(cmd, &[], &bad, k),
+            2,
+            &["bad.yaml: document 2: not a Kubernetes object: missing field `kind`"],
+        );
+    }
+    let no_name = kd.write(
+        "noname.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {namespace: x}\n",
+    );
+    kd.sign_fails(
+        &[],
+        &no_name,
+        &["document 1: not a Kubernetes object: missing field `metadata.name`"],
+    );
+    assert_eq!(
+        files_under(kd.path()),
+        ["bad.yaml", "cosign.key", "cosign.pub", "noname.yaml"]
+    );
+}
+
+#[test]
+fn unreadable_input_names_the_file() {
+    let kd = common::key_dir("cosign");
+    kd.sign_fails(
+        &[],
+        &kd.path().join("missing.yaml"),
+        &["missing.yaml: cannot read"],
+    );
+    let not_utf8 = kd.path().join("binary.yaml");
+    std::fs::write(&not_utf8, [0xff, 0xfe, 0x00, 0x41]).unwrap();
+    kd.sign_fails(
+        &[],
+        &not_utf8,
+        &["binary.yaml: document 1: not valid YAML: not UTF-8"],
+    );
+}
+
+/// A new key directory with MULTI_DOC at each of `names` under `in/`.
+fn key_dir_with_inputs(names: &[&str]) -> common::KeyDir {
+    let kd = common::key_dir("cosign");
+    for name in names {
+        kd.write(&format!("in/{name}"), MULTI_DOC);
+    }
+    kd
+}
+
+/// `mansign sign FLAGS -f in --key KEY -o out/` in the key directory must fail with exit 2,
+/// naming each of `words`.
+fn sign_in_to_out_fails(kd: &common::KeyDir, flags: &[&str], words: &[&str]) {
+    common::fails(
+        common::with_key("sign", flags, kd.path().join("in"), &kd.key)
+            .arg("-o")
+            .arg(format!("{}/", kd.path().join("out").display())),
+        2,
+        words,
+    );
+}
+
+#[test]
+fn unwritable_output_directory_leaves_no_partial_output() {
+    let kd = key_dir_with_inputs(&["a.yaml", "sub/b.yaml"]);
+    let out = kd.path().join("out");
+    // `out/sub` is a file, so `out/sub/b.yaml` cannot be written; `out/a.yaml` could be,
+    // but must not be left behind.
+    write(&out, "sub", "a file in the way");
+    sign_in_to_out_fails(&kd, &[], &["out/sub"]);
+    assert_eq!(files_under(&out), ["sub"]);
+}
+
+#[test]
+fn output_path_taken_by_a_directory_leaves_no_partial_output() {
+    let kd = key_dir_with_inputs(&["a.yaml", "b.yaml"]);
+    let out = kd.path().join("out");
+    // `out/b.yaml` is a directory: every temporary file can be written, but that one
+    // cannot be renamed into place. `out/a.yaml` must not be left behind either.
+    std::fs::create_dir_all(out.join("b.yaml")).unwrap();
+    sign_in_to_out_fails(&kd, &["--remove-input"], &["b.yaml"]);
+    assert_eq!(files_under(&out), Vec::<String>::new());
+    assert!(kd.path().join("in/a.yaml").is_file(), "input kept");
+}
+
+#[test]
+fn one_bad_file_in_a_batch_writes_nothing() {
+    let kd = common::key_dir("cosign");
+    let good = kd.write("good.yaml", MULTI_DOC);
+    let bad = kd.write("zbad.yaml", "kind: [");
+    common::with_key("sign", &[], &good, &kd.key)
+        .arg("-f")
+        .arg(&bad)
+        .assert()
+        .code(2);
+    assert!(!kd.path().join("good.yaml.signed").exists());
+}
+
+#[test]
+fn wrong_key_password_exits_2_without_output() {
+    let kd = common::key_dir("cosign");
+    let input = kd.write("x.yaml", MULTI_DOC);
+    common::fails(
+        common::with_key("sign", &[], &input, &kd.key).env("COSIGN_PASSWORD", "not-the-password"),
+        2,
+        &["cosign.key: cannot load private key", "password"],
+    );
+    assert!(!kd.path().join("x.yaml.signed").exists());
+}
+
+#[test]
+fn verify_with_an_unusable_key_file_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "x.yaml", MULTI_DOC);
+    let not_a_key = write(dir.path(), "k.pub", "hello");
+    common::verify_with_key(&input, &not_a_key)
+        .code(2)
+        .stderr(predicate::str::contains("k.pub: not a usable public key"));
+}
+
+#[test]
+fn output_file_with_several_inputs_is_a_usage_error() {
+    let kd = common::key_dir("cosign");
+    let a = kd.write("a.yaml", MULTI_DOC);
+    let b = kd.write("b.yaml", MULTI_DOC);
+    common::fails(
+        common::with_key("sign", &[], &a, &kd.key)
+            .arg("-f")
+            .arg(&b)
+            .args(["-o", "one.yaml"])
+            .current_dir(kd.path()),
+        2,
+        &["use a directory"],
+    );
+    assert!(!kd.path().join("one.yaml").exists());
+}
+
+#[test]
+fn unknown_flags_are_usage_errors_with_exit_2() {
+    mansign().args(["verify", "--bogus"]).assert().code(2);
+    mansign().args(["sign"]).assert().code(2);
+}
+
+#[test]
+fn empty_directory_is_an_error() {
+    let kd = common::key_dir("cosign");
+    let empty = kd.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    kd.sign_fails(&[], &empty, &["no .yaml, .yml or .json files found"]);
+}
+
+#[test]
+fn oversized_annotation_is_rejected_by_the_verifier() {
+    let kd = common::key_dir("cosign");
+    let huge = "A".repeat(300 * 1024);
+    let doc = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    cosign.sigstore.dev/message: {huge}\n    cosign.sigstore.dev/signature: AAAA\n"
+    );
+    let f = kd.write("big.yaml", &doc);
+    common::verify_fails_naming(
+        &f,
+        &kd.pubkey,
+        "annotations total 307260 bytes, more than the 262144 bytes the Kubernetes API server accepts",
+    );
+}
+
+#[test]
+fn a_trusted_root_that_trusts_nothing_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = write(dir.path(), "x.yaml", MULTI_DOC);
+    let root = write(dir.path(), "root.json", "{}");
+    let identity = [
+        "--certificate-identity",
+        "a@b",
+        "--certificate-oidc-issuer",
+        "https://i",
+    ];
+    common::fails(
+        mansign()
+            .args(["verify", "-f"])
+            .arg(&doc)
+            .args(identity)
+            .arg("--trusted-root")
+            .arg(&root),
+        2,
+        &["no certificate authority and no transparency log"],
+    );
+}
+
+#[test]
+fn an_expiry_date_is_accepted_and_a_wrong_one_names_the_forms() {
+    let kd = common::key_dir("cosign");
+    let doc = kd.write(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+    );
+    common::with_key("sign", &["--expires", "2099-12-31"], &doc, &kd.key)
+        .assert()
+        .success();
+    let signed = std::fs::read_to_string(kd.path().join("cm.yaml.signed")).unwrap();
+    assert!(
+        signed.contains("mansign.dev/expires: \"2100-01-01T00:00:00Z\""),
+        "{signed}"
+    );
+    common::fails(
+        &mut common::with_key("sign", &["--expires", "soon"], &doc, &kd.key),
+        2,
+        &["RFC 3339 time"],
+    );
+}
