@@ -46,6 +46,14 @@ for tools in "peers.sh" "cluster.sh build" "ops-tools.sh"; do
   echo "scripts/$tools: ready in $(($(date +%s) - started)) s" >&2
 done
 
+log "cargo-nextest (the test runner: groups and per-test timeouts in .config/nextest.toml)"
+# Installed from crates.io when missing (a few CPU-minutes once; ~/.cargo/bin keeps it).
+nextest_version=0.9.151
+if ! cargo nextest --version 2>/dev/null | grep -q "cargo-nextest $nextest_version"; then
+  cargo install --locked "cargo-nextest@$nextest_version"
+fi
+cargo nextest --version | head -1
+
 log "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -62,7 +70,7 @@ K8S_OPENAPI_ENABLED_VERSION=1.33 cargo build --locked --lib --no-default-feature
 cargo test --locked --doc --no-default-features
 
 log "module layering (imports point down, no cycles, sigstore crates only in adapters)"
-cargo test --locked --test it layering::
+cargo nextest run --locked --profile ci --test it -E 'test(/^layering::/)'
 
 log "public API against its snapshot (tests/golden/public-api.txt)"
 bash scripts/public-api.sh
@@ -70,8 +78,11 @@ bash scripts/public-api.sh
 log "cargo package (crate contents and size)"
 bash scripts/check-package.sh
 
-log "cargo test (unit, integration, doc; actionlint and shellcheck in tests/it/ci_lint.rs)"
-cargo test --locked --all-targets
+log "unit and integration tests under nextest (one process a test; actionlint and shellcheck in tests/it/ci_lint.rs)"
+cargo nextest run --locked --profile ci --lib --bins --tests
+
+log "benches once in test mode, and doc tests"
+cargo test --locked --benches
 cargo test --locked --doc
 
 log "fuzz smoke: 30 s per target (scripts/fuzz.sh; nightly, or stable with RUSTC_BOOTSTRAP=1)"
