@@ -18,8 +18,16 @@ ISSUER=https://token.actions.githubusercontent.com
 
 step "install the local Sigstore stack (npm + sigstore-python) and build mansign"
 if [ ! -x target/debug/mansign ]; then
-  echo "The first run builds mansign and its dependencies: about 5 minutes on a laptop, up to"
-  echo "20 minutes on a busy 2-core machine. cargo shows its progress below; later runs take seconds."
+  # A cold debug build of the binary costs about 330 s of CPU (docs/design.md, "Build cost");
+  # cargo keeps every core busy, so this machine's share is that over its cores, stretched
+  # by whatever else is running (the load average).
+  cores=$(nproc 2>/dev/null || echo 2)
+  load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
+  estimate=$(awk -v c="$cores" -v l="$load" 'BEGIN { busy = l / c; if (busy < 0) busy = 0;
+    printf "%d", (330 / c) * (1 + busy) / 60 + 1 }')
+  echo "The first run builds mansign and its dependencies (about 330 CPU-seconds): on this"
+  echo "machine ($cores cores, load $load) about $estimate min. cargo shows its progress below;"
+  echo "later runs take seconds."
 fi
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq nodejs npm

@@ -12,8 +12,8 @@
 //! reach the webhook through its watch, the check is repeated until it holds (at most 60 s;
 //! a limit for a failing run, not a timed assertion).
 
-use crate::common::admission_fixture;
 use crate::common;
+use crate::common::admission_fixture;
 
 use admission_fixture::{Key, key, sign};
 use common::cluster::Cluster;

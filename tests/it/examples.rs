@@ -14,8 +14,8 @@
 //! - every manifest parses as Kubernetes objects; the Argo CD Application applies `signed/`
 //!   with server-side apply.
 
-use crate::common::actions_runner;
 use crate::common;
+use crate::common::actions_runner;
 use crate::common::file_server;
 use crate::common::stack;
 use crate::common::stub_server;

@@ -6,8 +6,8 @@
 //! GitHub-workflow-shaped token minted by the loopback Sigstore stack), then `verify`, its
 //! outputs and its job summary.
 
-use crate::common::actions_runner;
 use crate::common;
+use crate::common::actions_runner;
 use crate::common::file_server;
 use crate::common::stack;
 use crate::common::stub_server;

@@ -16,8 +16,8 @@
 //! any rule is walked (skipped operations, subresources, a status-only write) are checked
 //! to be exactly those.
 
-use crate::common::admission_fixture;
 use crate::common;
+use crate::common::admission_fixture;
 
 use admission_fixture::{Key, key, review_body, sign, with_server_metadata};
 use mansign::admission::{Decision, Outcome, ReviewOptions, Reviewer};
