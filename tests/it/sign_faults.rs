@@ -548,7 +548,7 @@ fn fifo_inputs() -> Result<String, String> {
             .arg(&arg)
             .arg("-o")
             .arg(format!("{}/", out.display()));
-        let done = run_within(cmd, Duration::from_secs(30)).map_err(|e| format!("{what}: {e}"))?;
+        let done = run_within(cmd, Duration::from_secs(60)).map_err(|e| format!("{what}: {e}"))?;
         expect_exit(
             &done,
             2,
@@ -590,10 +590,12 @@ fn rekor_broken_bodies() -> Result<String, String> {
             .arg(&input)
             .arg("-o")
             .arg(&out)
-            .args(["--timeout", "2"]);
+            // Long enough for a loaded machine's normal answer, short against the endless one.
+            .args(["--timeout", "5"]);
         let done = run(cmd)?;
         expect_exit(&done, 0, &[]).map_err(|e| format!("{what}: {e}"))?;
-        check(rekor.count("POST", REKOR_PATH) == 2, || {
+        // At least the broken upload and its retry (a loaded machine may retry once more).
+        check(rekor.count("POST", REKOR_PATH) >= 2, || {
             format!("{what}: {} uploads", rekor.count("POST", REKOR_PATH))
         })?;
         let verified = Command::new(assert_cmd::cargo::cargo_bin("mansign"))
@@ -611,7 +613,7 @@ fn rekor_broken_bodies() -> Result<String, String> {
         rows.push(what);
     }
     Ok(format!(
-        "retried once, exit 0, the output verifies ({})",
+        "retried, exit 0, the output verifies ({})",
         rows.join(", ")
     ))
 }
