@@ -8,8 +8,9 @@
 //! each CI provider, and `pkg/identity/*`): the `email` claim for email issuers, the `sub`
 //! claim for URI and SPIFFE issuers, and a URI built from CI claims for GitHub Actions
 //! (`https://github.com/{job_workflow_ref}`), GitLab (`https://{ci_config_ref_uri}`),
-//! Buildkite (`https://buildkite.com/{organization_slug}/{pipeline_slug}`), CircleCI and
-//! Codefresh. The issuer extension is the token's `iss`, or for Sigstore's Dex
+//! Buildkite (`https://buildkite.com/{organization_slug}/{pipeline_slug}`), CircleCI,
+//! Codefresh and Kubernetes service accounts
+//! (`https://kubernetes.io/namespaces/{namespace}/serviceaccounts/{name}`). The issuer extension is the token's `iss`, or for Sigstore's Dex
 //! (`issuer-claim: $.federated_claims.connector_id`) the upstream issuer it names.
 //!
 //! Which type Fulcio assigns an issuer is its configuration, not the token's; so every
@@ -74,6 +75,19 @@ impl TokenIdentities {
             let platform = text("platform_url").unwrap_or("https://g.codefresh.io");
             add(format!(
                 "{platform}/{account}/{pipeline}:{account_id}/{pipeline_id}"
+            ));
+        }
+        // Kubernetes service account tokens (pkg/identity/kubernetes/principal.go).
+        if let (Some(namespace), Some(account)) = (
+            claims
+                .pointer("/kubernetes.io/namespace")
+                .and_then(Value::as_str),
+            claims
+                .pointer("/kubernetes.io/serviceaccount/name")
+                .and_then(Value::as_str),
+        ) {
+            add(format!(
+                "https://kubernetes.io/namespaces/{namespace}/serviceaccounts/{account}"
             ));
         }
         let mut issuers = vec![iss.to_string()];
@@ -145,6 +159,15 @@ mod tests {
             &json!({"sub": "x", "organization_slug": "o", "pipeline_slug": "p"}),
             "https://agent.buildkite.com",
         );
+        let pod = TokenIdentities::from_claims(
+            &json!({"sub": "system:serviceaccount:ci:signer",
+                    "kubernetes.io": {"namespace": "ci", "serviceaccount": {"name": "signer"}}}),
+            "https://kubernetes.default.svc",
+        );
+        assert!(pod.admits(
+            Some("https://kubernetes.io/namespaces/ci/serviceaccounts/signer"),
+            Some("https://kubernetes.default.svc")
+        ));
         assert!(buildkite.admits(
             Some("https://buildkite.com/o/p"),
             Some("https://agent.buildkite.com")
