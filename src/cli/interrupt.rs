@@ -1,14 +1,16 @@
-//! Ctrl-C (SIGINT) and SIGTERM while `mansign sign` stages its outputs: a CI job cancelled
-//! mid-run (GitHub Actions sends SIGINT, then SIGTERM) or a user at a terminal must not
-//! leave the run's temporary files beside the outputs, nor a half-written set of outputs.
+//! Ctrl-C (SIGINT), SIGTERM and SIGHUP while `mansign sign` stages its outputs: a CI job
+//! cancelled mid-run (GitHub Actions sends SIGINT, then SIGTERM), a user at a terminal, or
+//! a terminal or SSH session that closes (SIGHUP) must not leave the run's temporary files
+//! beside the outputs, nor a half-written set of outputs.
 //!
-//! [`Interrupts::watch`] starts a thread that waits for either signal. On one, it marks the
+//! [`Interrupts::watch`] starts a thread that waits for these signals. On one, it marks the
 //! run interrupted, waits for the file operation in progress ([`Interrupts::hold`]: the
 //! staging of one file, or the whole commit), removes every file the run staged (found by
-//! the run's name prefix in each directory it staged into) and exits with 128 + the signal
-//! (130 or 143). Staging refuses to start a file once the run is interrupted, so nothing is
-//! created after the clean-up; a commit that began runs to its end first, so the outputs
-//! are all written or none is.
+//! the run's name prefix in each directory it staged into, as resolved when the file was
+//! created) and exits with 128 + the signal (130, 143 or 129). A staged file that cannot be
+//! removed (its directory became unwritable) is named. Staging refuses to start a file once
+//! the run is interrupted, so nothing is created after the clean-up; a commit that began
+//! runs to its end first, so the outputs are all written or none is.
 
 use anyhow::bail;
 use std::collections::BTreeSet;
@@ -26,7 +28,7 @@ struct Staged {
     committed: bool,
 }
 
-/// A run's watch for SIGINT and SIGTERM (see the module docs).
+/// A run's watch for SIGINT, SIGTERM and SIGHUP (see the module docs).
 pub struct Interrupts {
     interrupted: AtomicBool,
     staged: Mutex<Staged>,
@@ -77,13 +79,17 @@ impl Interrupts {
                 };
                 let code = runtime.block_on(async move {
                     use tokio::signal::unix::{SignalKind, signal};
-                    let handlers = signal(SignalKind::interrupt())
-                        .and_then(|int| signal(SignalKind::terminate()).map(|term| (int, term)));
+                    let handlers = signal(SignalKind::interrupt()).and_then(|int| {
+                        let term = signal(SignalKind::terminate())?;
+                        let hup = signal(SignalKind::hangup())?;
+                        Ok((int, term, hup))
+                    });
                     let _ = ready.send(());
-                    let (mut int, mut term) = handlers.ok()?;
+                    let (mut int, mut term, mut hup) = handlers.ok()?;
                     Some(tokio::select! {
                         _ = int.recv() => 130,
                         _ = term.recv() => 143,
+                        _ = hup.recv() => 129,
                     })
                 });
                 if let Some(code) = code {
@@ -109,40 +115,60 @@ impl Interrupts {
     fn clean_up_and_exit(&self, code: i32) -> ! {
         self.interrupted.store(true, Ordering::SeqCst);
         let staged = self.staged.lock().unwrap_or_else(|e| e.into_inner());
-        let removed = if staged.committed {
-            0
-        } else {
-            remove_staged(&staged.prefix, &staged.dirs)
+        let signal = match code {
+            130 => "SIGINT",
+            129 => "SIGHUP",
+            _ => "SIGTERM",
         };
-        let signal = if code == 130 { "SIGINT" } else { "SIGTERM" };
         if staged.committed {
             eprintln!("mansign: {signal}: stopped after the outputs were written");
-        } else {
+            std::process::exit(code);
+        }
+        let (removed, left) = remove_staged(&staged.prefix, &staged.dirs);
+        if left.is_empty() {
             eprintln!(
                 "mansign: {signal}: stopped; nothing was written ({removed} staged file(s) removed)"
+            );
+        } else {
+            eprintln!(
+                "mansign: {signal}: stopped; nothing was written ({removed} staged file(s) \
+                 removed; {} could not be removed and are left behind: {})",
+                left.len(),
+                left.join(", ")
             );
         }
         std::process::exit(code);
     }
 }
 
-/// Removes the files named `<prefix>…` in `dirs`; returns how many.
-fn remove_staged(prefix: &str, dirs: &BTreeSet<PathBuf>) -> usize {
+/// Removes the files named `<prefix>…` in `dirs`; returns how many, and what could not be
+/// removed (a file, or a directory that cannot be listed), with why.
+fn remove_staged(prefix: &str, dirs: &BTreeSet<PathBuf>) -> (usize, Vec<String>) {
     let mut removed = 0;
+    let mut left = Vec::new();
     for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
+        let entries = match std::fs::read_dir(dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                left.push(format!("{}/{prefix}*.tmp ({e})", dir.display()));
+                continue;
+            }
         };
         for entry in entries.flatten() {
-            if entry
+            if !entry
                 .file_name()
                 .as_encoded_bytes()
                 .starts_with(prefix.as_bytes())
-                && std::fs::remove_file(entry.path()).is_ok()
             {
-                removed += 1;
+                continue;
+            }
+            match std::fs::remove_file(entry.path()) {
+                Ok(()) => removed += 1,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => left.push(format!("{} ({e})", entry.path().display())),
             }
         }
     }
-    removed
+    (removed, left)
 }

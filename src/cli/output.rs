@@ -45,10 +45,12 @@ pub fn refuse_directory(target: &Target) -> anyhow::Result<()> {
 /// writes window by window stages every window first, so a failure in the last one still
 /// leaves no output.
 pub struct Staging {
-    /// (temporary file, target) of every staged file, closed once written and kept as a
-    /// [`super::spill::PathLog`]: a batch of 100,000 outputs holds neither 100,000 open
-    /// files nor their paths in memory. `None` once committed; dropped before that, every
-    /// temporary file is removed.
+    /// (temporary file, where it is renamed to, the target as given) of every staged
+    /// file, closed once written and kept as a [`super::spill::PathLog`]: a batch of
+    /// 100,000 outputs holds neither 100,000 open files nor their paths in memory. The
+    /// first two are in the directory the file was created in, resolved when it was
+    /// created (see [`Staging::add`]). `None` once committed or discarded; dropped before
+    /// that, every temporary file is removed.
     files: Option<super::spill::PathLog>,
     /// The name prefix of the temporary files.
     prefix: String,
@@ -71,14 +73,14 @@ impl Staging {
         Staging {
             prefix,
             interrupts: None,
-            files: Some(super::spill::PathLog::new(2)),
+            files: Some(super::spill::PathLog::new(3)),
             stdout: super::spill::Spill::new(super::spill::SPILL_AT),
             stdout_used: false,
             stdout_line_ended: true,
         }
     }
 
-    /// Removes what was staged, and writes nothing, on SIGINT or SIGTERM (see
+    /// Removes what was staged, and writes nothing, on SIGINT, SIGTERM or SIGHUP (see
     /// `cli/interrupt.rs`; the staged files are found by this staging's prefix).
     pub fn watched(mut self) -> Self {
         self.interrupts = Some(super::interrupt::Interrupts::watch(&self.prefix));
@@ -87,6 +89,11 @@ impl Staging {
 
     /// Stages `text` for `target`: a synced temporary file beside a file target (its
     /// directory created), or more of stdout's text.
+    ///
+    /// The file is created in the target's directory as resolved now (links followed), and
+    /// recorded by that path: removed, or renamed into place, through the directory it was
+    /// created in, even if a link on the way was re-pointed since (`-o out/` with `out` a
+    /// link that a deployment swaps). A path re-resolved at the end would miss it.
     pub fn add(&mut self, target: &Target, text: &str) -> anyhow::Result<()> {
         refuse_directory(target)?;
         match target {
@@ -114,20 +121,27 @@ impl Staging {
                 // Held until the file is recorded: a signal's clean-up waits for it.
                 let interrupts = self.interrupts.clone();
                 let mut held = interrupts.as_deref().map(|i| i.hold()).transpose()?;
-                if let Some(held) = &mut held {
-                    held.staging_in(&dir);
-                }
                 std::fs::create_dir_all(&dir).with_context(|| {
                     format!("{}: cannot create output directory", dir.display())
                 })?;
-                let tmp = stage(path, text, false, &self.prefix)?.into_temp_path();
+                let real_dir = std::fs::canonicalize(&dir).with_context(|| {
+                    format!("{}: cannot resolve the output directory", dir.display())
+                })?;
+                let Some(name) = path.file_name() else {
+                    bail!("{}: not a file name", path.display());
+                };
+                let renamed_to = real_dir.join(name);
+                if let Some(held) = &mut held {
+                    held.staging_in(&real_dir);
+                }
+                let tmp = stage_in(&real_dir, path, text, false, &self.prefix)?.into_temp_path();
                 let Some(files) = &mut self.files else {
                     bail!("{}: staged after the run was committed", path.display());
                 };
                 // Recorded before it is kept: a temporary file that could not be recorded
                 // is still removed (by its TempPath) when this returns an error.
                 files
-                    .push(&[&tmp, path])
+                    .push(&[&tmp, &renamed_to, path])
                     .context("cannot keep the list of staged outputs")?;
                 tmp.keep().with_context(|| {
                     format!("{}: cannot keep the staged output", path.display())
@@ -147,27 +161,33 @@ impl Staging {
         // A signal during the renames waits for their end: all outputs or none.
         let interrupts = self.interrupts.clone();
         let mut held = interrupts.as_deref().map(|i| i.hold()).transpose()?;
-        const UNREADABLE: &str = "cannot read back the list of staged outputs (temporary \
-             files .mansign-*.tmp may be left beside the outputs)";
+        let unreadable = || {
+            format!(
+                "cannot read back the list of staged outputs (temporary files {}*.tmp may be \
+                 left beside the outputs)",
+                self.prefix
+            )
+        };
         let mut failed = None;
-        for record in files.into_records().context(UNREADABLE)? {
-            let record = record.context(UNREADABLE)?;
-            let [tmp, path] = record.as_slice() else {
+        let mut left = LeftBehind::default();
+        for record in files.into_records().with_context(unreadable)? {
+            let record = record.with_context(unreadable)?;
+            let [tmp, renamed_to, path] = record.as_slice() else {
                 bail!("the list of staged outputs is corrupt");
             };
             if failed.is_some() {
-                let _ = std::fs::remove_file(tmp);
+                left.remove(tmp);
                 continue;
             }
-            if let Err(e) = std::fs::rename(tmp, path) {
-                let _ = std::fs::remove_file(tmp);
+            if let Err(e) = std::fs::rename(tmp, renamed_to) {
+                left.remove(tmp);
                 failed = Some(
                     anyhow::Error::new(e).context(format!("{}: cannot write", path.display())),
                 );
             }
         }
         if let Some(e) = failed {
-            return Err(e);
+            return Err(left.note_on(e, &self.prefix, false));
         }
         if let Some(held) = &mut held {
             held.committed();
@@ -184,20 +204,116 @@ impl Staging {
     }
 }
 
-impl Drop for Staging {
-    /// A run that failed before its commit leaves no temporary file behind.
-    fn drop(&mut self) {
+impl Staging {
+    /// Removes every staged file (the run failed) and returns `error`, with the files that
+    /// could not be removed named on it: a directory that became unwritable keeps them, and
+    /// the person must know what to clean up.
+    pub fn discard(mut self, error: anyhow::Error) -> anyhow::Error {
+        let left = self.remove_staged();
+        left.note_on(error, &self.prefix, true)
+    }
+
+    /// Removes every staged file not yet renamed; what could not be removed.
+    fn remove_staged(&mut self) -> LeftBehind {
+        let mut left = LeftBehind::default();
         let Some(files) = self.files.take() else {
-            return;
+            return left;
         };
-        let Ok(records) = files.into_records() else {
-            return;
-        };
-        for record in records.flatten() {
-            if let Some(tmp) = record.first() {
-                let _ = std::fs::remove_file(tmp);
+        match files.into_records() {
+            Ok(records) => {
+                for record in records {
+                    match record {
+                        Ok(record) => {
+                            if let Some(tmp) = record.first() {
+                                left.remove(tmp);
+                            }
+                        }
+                        Err(_) => left.unlisted = true,
+                    }
+                }
+            }
+            Err(_) => left.unlisted = true,
+        }
+        left
+    }
+}
+
+impl Drop for Staging {
+    /// A run that failed before its commit leaves no temporary file behind; one that
+    /// cannot be removed is named on stderr (a caller that can, uses
+    /// [`Staging::discard`] to name it in its error instead).
+    fn drop(&mut self) {
+        let left = self.remove_staged();
+        if !left.is_empty() {
+            eprintln!("mansign: {}", left.describe(&self.prefix));
+        }
+    }
+}
+
+/// Staged files that could not be removed after a failure.
+#[derive(Default)]
+struct LeftBehind {
+    /// Each one, with why (the first [`LISTED_LEFT`]), and how many in all.
+    listed: Vec<String>,
+    count: usize,
+    /// The list of staged files itself could not be read back.
+    unlisted: bool,
+}
+
+/// Files named one by one when staged files are left behind; the rest are counted.
+const LISTED_LEFT: usize = 10;
+
+impl LeftBehind {
+    /// Removes one staged file; one already gone is not left behind.
+    fn remove(&mut self, tmp: &Path) {
+        match std::fs::remove_file(tmp) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                self.count += 1;
+                if self.listed.len() < LISTED_LEFT {
+                    self.listed.push(format!("{} ({e})", tmp.display()));
+                }
             }
         }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.count == 0 && !self.unlisted
+    }
+
+    fn describe(&self, prefix: &str) -> String {
+        let mut text = format!(
+            "{} staged file(s) could not be removed and are left behind: {}",
+            self.count,
+            self.listed.join(", ")
+        );
+        if self.count > self.listed.len() {
+            text.push_str(&format!(", and {} more", self.count - self.listed.len()));
+        }
+        if self.unlisted {
+            if self.count == 0 {
+                text = "the list of staged files could not be read back".to_string();
+            } else {
+                text.push_str("; and the list of staged files could not be read back");
+            }
+        }
+        text.push_str(&format!(" (all named {prefix}*.tmp)"));
+        text
+    }
+
+    /// `error`, with the files left behind named first (and, before any rename, that
+    /// nothing else was written).
+    fn note_on(self, error: anyhow::Error, prefix: &str, nothing_written: bool) -> anyhow::Error {
+        if self.is_empty() {
+            return error;
+        }
+        let written = if nothing_written {
+            "nothing was written, but "
+        } else {
+            ""
+        };
+        error.context(format!("{written}{}", self.describe(prefix)))
     }
 }
 
@@ -217,11 +333,21 @@ fn stage(
     secret: bool,
     prefix: &str,
 ) -> anyhow::Result<tempfile::NamedTempFile> {
-    let dir = parent_dir(path);
+    stage_in(&parent_dir(path), path, text, secret, prefix)
+}
+
+/// [`stage`] into `dir` (the directory of `path`, maybe resolved).
+fn stage_in(
+    dir: &Path,
+    path: &Path,
+    text: &str,
+    secret: bool,
+    prefix: &str,
+) -> anyhow::Result<tempfile::NamedTempFile> {
     let mut tmp = tempfile::Builder::new()
         .prefix(prefix)
         .suffix(".tmp")
-        .tempfile_in(&dir)
+        .tempfile_in(dir)
         .with_context(|| format!("{}: output directory is not writable", dir.display()))?;
     tmp.write_all(text.as_bytes())
         .and_then(|_| tmp.as_file().sync_all())

@@ -101,7 +101,8 @@ pub struct SignArgs {
     pub bundle_out: Option<PathBuf>,
 
     /// Delete the input files once every output was written (never on error, never an
-    /// input that is also an output).
+    /// input that is also an output). An input whose bytes changed since they were signed
+    /// fails the run before anything is written, and is kept.
     #[arg(long)]
     pub remove_input: bool,
 
@@ -120,8 +121,9 @@ pub struct SignArgs {
     #[arg(long, value_enum, default_value_t = ReportFormat::Text, value_name = "FORMAT")]
     pub format: ReportFormat,
 
-    /// Time allowed for one request to Fulcio or Rekor, in seconds; a request that takes
-    /// longer is retried (3 attempts in all, like server errors).
+    /// Time allowed for one request to Fulcio or Rekor, in seconds, its answer's body
+    /// included; a request that takes longer, or whose answer breaks off, is retried (3
+    /// attempts in all, like server errors).
     #[arg(long, default_value_t = 30, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub timeout: u64,
 
@@ -282,9 +284,16 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
         signatures,
         certificates,
         mut record,
-        removals,
+        mut removals,
         ..
     } = signed;
+    // An input edited after its window was signed fails the run before anything is
+    // written: removing it would lose the edit.
+    if let Some(removals) = &mut removals
+        && let Err(e) = removals.check_unchanged()
+    {
+        return Err(staging.discard(e));
+    }
     staging.commit()?;
 
     // Every file on its own line only when asked (-v; `--format json` lists them too):

@@ -1,15 +1,21 @@
 //! The second pass of `mansign sign`: the planned files are signed window by window
 //! (at most [`crate::manifest::INPUT_WINDOW`] files, one signer call each; a keyless signer keeps
 //! its certificate across windows), each window's new signatures are verified against the
-//! trust root, and its outputs and `--bundle-out` files are staged beside their targets.
+//! trust root, and so is each `--bundle-out` bundle, as its reader will verify it (the
+//! whole Sigstore bundle check: chain, SCT, inclusion proof and checkpoint, SET, signature
+//! over the message, signer); then its outputs and `--bundle-out` files are staged beside
+//! their targets.
 //! Nothing is renamed into place before the last window was staged
 //! ([`super::output::Staging`]), so a failure anywhere leaves no output, and the memory of
 //! a run does not grow with the number of files (see BENCHMARKS.md, "Scale").
 
 use super::output::{Staging, Target};
-use super::sign_plan::{Plan, Removals};
+use super::sign_plan::{Digest32, Plan, Removals};
 use super::sign_report::SignRecord;
 use crate::annotations::{AnnotationDomain, extract};
+use crate::conformance::{
+    BundleArtifact, BundleKey, BundleVerifier, ExpectedSigner, SigstoreBundle,
+};
 use crate::limits::Limits;
 use crate::manifest::{ManifestFile, to_yaml};
 use crate::signing::keyless::SigningCertificate;
@@ -71,6 +77,27 @@ impl RunSigner {
         })
     }
 
+    /// Who the `--bundle-out` bundles of the last call must name as their signer: the
+    /// certificate's identity and issuer, or our public key.
+    fn bundle_signer(&self) -> anyhow::Result<ExpectedSigner> {
+        Ok(match self {
+            RunSigner::Key(_) => bail!("--bundle-out needs --tlog-upload"),
+            RunSigner::KeyWithTlog(s) => ExpectedSigner::Key(
+                BundleKey::from_pem("the signing key's public key", s.public_key_pem())
+                    .context("cannot read back our own public key")?,
+            ),
+            RunSigner::Keyless(_) => {
+                let Some(cert) = self.certificate() else {
+                    bail!("--bundle-out: no certificate for the signatures just made");
+                };
+                match (cert.identity, cert.issuer) {
+                    (Some(identity), Some(issuer)) => ExpectedSigner::identity(identity, issuer),
+                    _ => bail!("--bundle-out: the certificate names no identity or issuer"),
+                }
+            }
+        })
+    }
+
     /// The certificate of the last call (keyless only).
     fn certificate(&self) -> Option<SigningCertificate> {
         match self {
@@ -124,7 +151,9 @@ impl SignRun<'_> {
             checked: 0,
             certificates: Vec::new(),
             record: SignRecord::new(self.verbose, self.json),
-            removals: self.remove_input.then(Removals::new),
+            removals: self
+                .remove_input
+                .then(|| Removals::new(self.options.limits)),
         };
         // How new sets are checked, derived once for the run.
         let check = match self.trust {
@@ -132,10 +161,14 @@ impl SignRun<'_> {
             None => None,
         };
         let limits = self.options.limits;
-        plan.windows(&limits, |plan, mut files| {
-            self.sign_window(plan, &mut files, check.as_ref(), &mut run)
-        })?;
-        Ok(run)
+        let signed = plan.windows(&limits, |plan, mut files, digests| {
+            self.sign_window(plan, &mut files, &digests, check.as_ref(), &mut run)
+        });
+        match signed {
+            Ok(()) => Ok(run),
+            // Removed now, so that a staged file that cannot be removed is named in the error.
+            Err(e) => Err(run.staging.discard(e)),
+        }
     }
 
     /// Signs one window, verifies its new signatures, stages its outputs and records them.
@@ -143,6 +176,7 @@ impl SignRun<'_> {
         &self,
         plan: &Plan<'_>,
         files: &mut [ManifestFile],
+        digests: &[Digest32],
         check: Option<&(&TrustRoot, NewSets)>,
         run: &mut SignedRun,
     ) -> anyhow::Result<()> {
@@ -158,17 +192,10 @@ impl SignRun<'_> {
         }
         let (log_indexes, bundles): (Vec<i64>, Vec<String>) =
             self.signer.logged().into_iter().unzip();
-        let mut planned_bundles = Vec::new();
-        for file in files.iter() {
-            let target = plan.target(file);
-            run.staging.add(&target, &render(file))?;
-            run.record
-                .file(&file.source, &target, file.documents.len())?;
-            if let Some(removals) = &mut run.removals {
-                removals.add(&file.source, &target)?;
-            }
-            planned_bundles.extend(plan.bundle_files(file, &target));
-        }
+        let planned_bundles: Vec<_> = files
+            .iter()
+            .flat_map(|file| plan.bundle_files(file, &plan.target(file)))
+            .collect();
         if plan.bundles() {
             if bundles.len() != summary.messages.len() || planned_bundles.len() != bundles.len() {
                 bail!(
@@ -179,6 +206,37 @@ impl SignRun<'_> {
                     planned_bundles.len()
                 );
             }
+            // Verified before anything of the window is staged: a bundle the reader would
+            // refuse fails the run, with nothing written.
+            let Some((trust, _)) = check else {
+                bail!("--bundle-out: no trust root to verify the bundles against");
+            };
+            let signer = self.signer.bundle_signer()?;
+            for ((files, json), message) in
+                planned_bundles.iter().zip(&bundles).zip(&summary.messages)
+            {
+                verify_bundle(trust, &self.options.limits, json, message, &signer).with_context(
+                    || {
+                        format!(
+                            "{}: the Sigstore bundle does not verify against {}, as `mansign \
+                             verify-bundle` would read it; nothing was written",
+                            files.bundle.display(),
+                            trust.origin()
+                        )
+                    },
+                )?;
+            }
+        }
+        for (file, digest) in files.iter().zip(digests) {
+            let target = plan.target(file);
+            run.staging.add(&target, &render(file))?;
+            run.record
+                .file(&file.source, &target, file.documents.len())?;
+            if let Some(removals) = &mut run.removals {
+                removals.add(&file.source, &target, digest)?;
+            }
+        }
+        if plan.bundles() {
             for ((files, json), message) in
                 planned_bundles.iter().zip(bundles).zip(&summary.messages)
             {
@@ -202,6 +260,25 @@ impl SignRun<'_> {
         }
         Ok(())
     }
+}
+
+/// Verifies one `--bundle-out` bundle and the message beside it as `mansign verify-bundle`
+/// (and sigstore-python, cosign verify-blob) will: every check of
+/// [`BundleVerifier::verify`], from the JSON text that is written.
+fn verify_bundle(
+    trust: &TrustRoot,
+    limits: &Limits,
+    json: &str,
+    message: &[u8],
+    signer: &ExpectedSigner,
+) -> anyhow::Result<()> {
+    let bundle = SigstoreBundle::from_json(json)?;
+    BundleVerifier::new(trust).with_limits(*limits).verify(
+        &bundle,
+        BundleArtifact::Bytes(message),
+        signer,
+    )?;
+    Ok(())
 }
 
 /// Verifies every signature set this run added, from the signed documents themselves

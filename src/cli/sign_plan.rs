@@ -3,22 +3,24 @@
 //! checked from it: a bad file, a clash of outputs or of `--bundle-out` files, or a
 //! directory in an output's place fails here.
 //!
-//! Nothing of each file is kept but a digest of each window of the walk (its files' paths
-//! and numbers of documents): the second pass walks the inputs again ([`Plan::windows`]),
-//! reads each window again, and refuses a window that is not the one first read. The
+//! Nothing of each file is kept but a digest of each window of the walk (its files' paths,
+//! numbers of documents and the SHA-256 of their bytes): the second pass walks the inputs
+//! again ([`Plan::windows`]), reads each window again, and refuses a window that is not the
+//! one first read, to the byte (a value or a comment changed is a changed file). The
 //! outputs of a file are derived from it when it is signed ([`Plan::target`],
 //! [`Plan::bundle_files`]). So the memory of a run does not grow with its number of files,
 //! but for 32 bytes per window of 128 files and three exceptions that keep a 16-byte
 //! digest per output: a run whose outputs could clash ([`Plan::read`]), `--bundle-out`
-//! (per signature) and `--remove-input` ([`Removals`]). A run of one window keeps its files
-//! and reads nothing twice; stdin, which cannot be read twice, is always kept.
+//! (per signature) and `--remove-input` ([`Removals`], which also keeps the digest of each
+//! input's signed bytes, on disk). A run of one window keeps its files and reads nothing
+//! twice; stdin, which cannot be read twice, is always kept.
 
 use super::output::{Target, refuse_directory};
 use super::spill::PathLog;
 use crate::limits::Limits;
 use crate::manifest::{
-    Found, INPUT_WINDOW, InputSelection, ManifestFile, Source, is_glob_input, load_found,
-    visit_found_windows,
+    Found, INPUT_WINDOW, InputSelection, ManifestFile, Source, digest_of_file, is_glob_input,
+    load_found_digested, visit_found_windows,
 };
 use crate::signing::SignScope;
 use anyhow::{Context, bail};
@@ -29,6 +31,9 @@ use std::path::{Path, PathBuf};
 /// Documents signed in one window at most (one signer call: a Rekor entry each for a logged
 /// signer), unless a single file holds more.
 const WINDOW_DOCUMENTS: usize = 1024;
+
+/// The SHA-256 of the bytes a file was read from.
+pub(super) type Digest32 = [u8; 32];
 
 /// What `--bundle-out` writes for one signature: the Sigstore bundle, and beside it the
 /// signed message M (the bundle's artifact).
@@ -63,10 +68,11 @@ pub(super) struct Plan<'a> {
     pub documents: usize,
     /// The digest of each window of the first pass ([`window_digest`]), in order.
     digests: Vec<[u8; 32]>,
-    /// Every file, when the first pass was one window: nothing is read twice.
-    kept: Option<Vec<ManifestFile>>,
+    /// Every file (and the digest of its bytes), when the first pass was one window:
+    /// nothing is read twice.
+    kept: Option<Vec<(ManifestFile, Digest32)>>,
     /// What was read from stdin (it cannot be read twice), in order.
-    stdin: VecDeque<ManifestFile>,
+    stdin: VecDeque<(ManifestFile, Digest32)>,
     /// The name prefix of this run's staged files, which the second walk passes over.
     staged: String,
 }
@@ -112,9 +118,9 @@ impl<'a> Plan<'a> {
         let mut targets: HashSet<[u8; 16]> = HashSet::new();
         let mut bundles: HashSet<[u8; 16]> = HashSet::new();
         visit_found_windows(inputs, selection, INPUT_WINDOW, None, |found| {
-            let window = load_found(found, limits)?;
+            let window = load_found_digested(found, limits)?;
             plan.digests.push(window_digest(&window));
-            for file in &window {
+            for (file, _) in &window {
                 plan.files += 1;
                 plan.documents += file.documents.len();
                 if let Outputs::File(o) = &plan.outputs
@@ -156,14 +162,14 @@ impl<'a> Plan<'a> {
             {
                 plan.stdin.extend(
                     kept.into_iter()
-                        .filter(|f| !matches!(f.source, Source::File(_))),
+                        .filter(|(f, _)| !matches!(f.source, Source::File(_))),
                 );
             }
-            for file in window {
+            for read in window {
                 match &mut plan.kept {
-                    Some(kept) => kept.push(file),
-                    None if matches!(file.source, Source::File(_)) => {}
-                    None => plan.stdin.push_back(file),
+                    Some(kept) => kept.push(read),
+                    None if matches!(read.0.source, Source::File(_)) => {}
+                    None => plan.stdin.push_back(read),
                 }
             }
             Ok(())
@@ -225,17 +231,18 @@ impl<'a> Plan<'a> {
             .collect()
     }
 
-    /// The second pass: hands `sign` the files of the run in order, in windows of at most
-    /// [`INPUT_WINDOW`] files and, unless one file holds more, [`WINDOW_DOCUMENTS`]
-    /// documents (a file may hold up to `Limits::max_documents`: 128 such files would be
-    /// one huge batch). The files are the ones kept from the first pass, or read again; a
-    /// window read again that is not the one first read (a file added, removed or renamed,
-    /// or holding another number of documents) is refused before it is signed: the
-    /// outputs were checked from the first.
+    /// The second pass: hands `sign` the files of the run in order, each with the digest of
+    /// the bytes it was read from, in windows of at most [`INPUT_WINDOW`] files and, unless
+    /// one file holds more, [`WINDOW_DOCUMENTS`] documents (a file may hold up to
+    /// `Limits::max_documents`: 128 such files would be one huge batch). The files are the
+    /// ones kept from the first pass, or read again; a window read again that is not the
+    /// one first read (a file added, removed, renamed or edited) is refused before it is
+    /// signed: the outputs were checked from the first, and what is signed must be what
+    /// was checked.
     pub fn windows(
         &mut self,
         limits: &Limits,
-        mut sign: impl FnMut(&Plan<'a>, Vec<ManifestFile>) -> anyhow::Result<()>,
+        mut sign: impl FnMut(&Plan<'a>, Vec<ManifestFile>, Vec<Digest32>) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         if let Some(kept) = self.kept.take() {
             return self.split(kept, &mut sign);
@@ -245,17 +252,17 @@ impl<'a> Plan<'a> {
         let staged = self.staged.clone();
         visit_found_windows(inputs, selection, INPUT_WINDOW, Some(&staged), |found| {
             let window = if found.as_slice() == [Found::Stdin] {
-                let Some(file) = self.stdin.pop_front() else {
+                let Some(read) = self.stdin.pop_front() else {
                     bail!("stdin: cannot be read twice");
                 };
-                vec![file]
+                vec![read]
             } else {
-                load_found(found, limits)?
+                load_found_digested(found, limits)?
             };
             if self.digests.get(next) != Some(&window_digest(&window)) {
                 bail!(
-                    "{}: changed during the run (files added, removed or renamed, or \
-                     documents added or removed, since the first read); nothing was written",
+                    "{}: changed during the run (a file added, removed, renamed or edited \
+                     since the first read); nothing was written",
                     window_names(&window)
                 );
             }
@@ -280,21 +287,27 @@ impl<'a> Plan<'a> {
     /// holding more is a window of its own).
     fn split(
         &self,
-        files: Vec<ManifestFile>,
-        sign: &mut impl FnMut(&Plan<'a>, Vec<ManifestFile>) -> anyhow::Result<()>,
+        files: Vec<(ManifestFile, Digest32)>,
+        sign: &mut impl FnMut(&Plan<'a>, Vec<ManifestFile>, Vec<Digest32>) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         let mut window = Vec::new();
+        let mut digests = Vec::new();
         let mut documents = 0;
-        for file in files {
+        for (file, digest) in files {
             if !window.is_empty() && documents + file.documents.len() > WINDOW_DOCUMENTS {
-                sign(self, std::mem::take(&mut window))?;
+                sign(
+                    self,
+                    std::mem::take(&mut window),
+                    std::mem::take(&mut digests),
+                )?;
                 documents = 0;
             }
             documents += file.documents.len();
             window.push(file);
+            digests.push(digest);
         }
         if !window.is_empty() {
-            sign(self, window)?;
+            sign(self, window, digests)?;
         }
         Ok(())
     }
@@ -311,10 +324,10 @@ fn staged_prefix() -> String {
 }
 
 /// What the two passes must agree on for one window: each file's source, its path below
-/// its argument and its number of documents, in order.
-fn window_digest(files: &[ManifestFile]) -> [u8; 32] {
+/// its argument, its number of documents and the digest of its bytes, in order.
+fn window_digest(files: &[(ManifestFile, Digest32)]) -> [u8; 32] {
     let mut hash = Sha256::new();
-    for file in files {
+    for (file, bytes) in files {
         let source = match &file.source {
             Source::File(path) => path.as_os_str().as_encoded_bytes().to_vec(),
             other => other.to_string().into_bytes(),
@@ -327,6 +340,7 @@ fn window_digest(files: &[ManifestFile]) -> [u8; 32] {
             hash.update(part);
         }
         hash.update((file.documents.len() as u64).to_le_bytes());
+        hash.update(bytes);
     }
     hash.finalize().into()
 }
@@ -340,34 +354,49 @@ fn path_digest(path: &Path) -> [u8; 16] {
 }
 
 /// A window's files, for an error: the only one, or the first and the last.
-fn window_names(files: &[ManifestFile]) -> String {
+fn window_names(files: &[(ManifestFile, Digest32)]) -> String {
     match files {
         [] => "(no files)".to_string(),
-        [one] => one.source.to_string(),
-        [first, .., last] => format!("{} … {}", first.source, last.source),
+        [one] => one.0.source.to_string(),
+        [first, .., last] => format!("{} … {}", first.0.source, last.0.source),
     }
 }
 
 /// `--remove-input`: the inputs of a run, to be removed once every output was written, and
 /// a digest of each output's canonical path (an input that is also an output is kept).
-/// The inputs wait in a [`PathLog`]; the digests (16 bytes per output) are the one thing
-/// this flag keeps per file.
+/// The inputs wait in a [`PathLog`] with the digest of the bytes that were signed; the
+/// output digests (16 bytes per output) are the one thing this flag keeps in memory per
+/// file.
+///
+/// An input is removed only while its bytes are still the ones signed: a document
+/// appended to a file after its window was signed is in neither the input nor the output
+/// otherwise. [`Removals::check_unchanged`] runs before the outputs are written (a changed
+/// input fails the run with nothing written), and [`Removals::remove`] checks each input
+/// again just before removing it.
 pub(super) struct Removals {
-    /// The inputs, as given.
+    /// The inputs as given, each with the hex SHA-256 of the bytes signed.
     inputs: PathLog,
     outputs: HashSet<[u8; 16]>,
+    limits: Limits,
 }
 
 impl Removals {
-    pub fn new() -> Self {
+    pub fn new(limits: Limits) -> Self {
         Removals {
-            inputs: PathLog::new(1),
+            inputs: PathLog::new(2),
             outputs: HashSet::new(),
+            limits,
         }
     }
 
-    /// One signed file, once its output was staged (its directory exists).
-    pub fn add(&mut self, source: &Source, target: &Target) -> anyhow::Result<()> {
+    /// One signed file, once its output was staged (its directory exists); `signed` is the
+    /// digest of the bytes it was signed from.
+    pub fn add(
+        &mut self,
+        source: &Source,
+        target: &Target,
+        signed: &Digest32,
+    ) -> anyhow::Result<()> {
         if let Target::File(path) = target {
             // The output does not exist yet: its directory's canonical path and its name
             // are where the rename will put it (a link in its place is replaced).
@@ -380,39 +409,85 @@ impl Removals {
             self.outputs.insert(path_digest(&canonical));
         }
         if let Source::File(path) = source {
+            let digest = PathBuf::from(hex::encode(signed));
             self.inputs
-                .push(&[path])
+                .push(&[path, &digest])
                 .context("cannot keep the list of inputs to remove")?;
         }
         Ok(())
     }
 
-    /// Deletes the input files (after every output was written). An input that is also an
-    /// output is kept.
-    pub fn remove(self, verbose: bool) -> anyhow::Result<()> {
-        for record in self
-            .inputs
+    /// Every input still holds the bytes it was signed from; else the run fails, naming
+    /// the first input that changed, before anything is written. Reads every input once
+    /// more (within the input size limit).
+    pub fn check_unchanged(&mut self) -> anyhow::Result<()> {
+        // Read back and written again as it is read: the log stays for `remove`.
+        let records = self.drain()?;
+        for record in records {
+            let (path, signed) = read_record(record)?;
+            self.unchanged(&path, &signed)?;
+            self.inputs
+                .push(&[&path, Path::new(&signed)])
+                .context("cannot keep the list of inputs to remove")?;
+        }
+        Ok(())
+    }
+
+    /// The recorded inputs, taken out of the log.
+    fn drain(&mut self) -> anyhow::Result<super::spill::PathRecords> {
+        std::mem::replace(&mut self.inputs, PathLog::new(2))
             .into_records()
-            .context("cannot read back the list of inputs to remove")?
-        {
-            let record = record.context("cannot read back the list of inputs to remove")?;
-            let [path] = record.as_slice() else {
-                bail!("the list of inputs to remove is corrupt");
-            };
+            .context("cannot read back the list of inputs to remove")
+    }
+
+    /// `path` holds the bytes whose hex digest is `signed`.
+    fn unchanged(&self, path: &Path, signed: &str) -> anyhow::Result<()> {
+        let now = digest_of_file(path, &self.limits)
+            .with_context(|| format!("{}: cannot read the input again", path.display()))?;
+        if hex::encode(now) != signed {
+            bail!(
+                "{}: changed after it was signed (--remove-input removes an input only while \
+                 it holds the bytes signed); the input is kept",
+                path.display()
+            );
+        }
+        Ok(())
+    }
+
+    /// Deletes the input files (after every output was written). An input that is also an
+    /// output is kept, and so is one whose bytes changed since it was signed (an error,
+    /// naming it, after the others were removed).
+    pub fn remove(mut self, verbose: bool) -> anyhow::Result<()> {
+        let mut changed = None;
+        for record in self.drain()? {
+            let (path, signed) = read_record(record)?;
             // Resolved now that every output is in place: an input signed in place, a
             // link replaced by its output, or a link to an output is an output.
-            let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+            let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
             if self.outputs.contains(&path_digest(&canonical)) {
                 continue;
             }
-            std::fs::remove_file(path).with_context(|| {
+            if let Err(e) = self.unchanged(&path, &signed) {
+                changed.get_or_insert(e.context("the outputs were written"));
+                continue;
+            }
+            std::fs::remove_file(&path).with_context(|| {
                 format!("{}: signed, but cannot remove the input", path.display())
             })?;
             if verbose {
                 eprintln!("removed {}", path.display());
             }
         }
-        Ok(())
+        changed.map_or(Ok(()), Err)
+    }
+}
+
+/// One record of [`Removals`]' log: an input and the hex digest of its signed bytes.
+fn read_record(record: std::io::Result<Vec<PathBuf>>) -> anyhow::Result<(PathBuf, String)> {
+    let record = record.context("cannot read back the list of inputs to remove")?;
+    match record.as_slice() {
+        [path, digest] => Ok((path.clone(), digest.to_string_lossy().into_owned())),
+        _ => bail!("the list of inputs to remove is corrupt"),
     }
 }
 
@@ -535,7 +610,7 @@ mod tests {
     /// The names of the documents each window of the second pass holds.
     fn second_pass(plan: &mut Plan<'_>) -> anyhow::Result<Vec<Vec<String>>> {
         let mut windows = Vec::new();
-        plan.windows(&Limits::default(), |_, files| {
+        plan.windows(&Limits::default(), |_, files, _| {
             windows.push(
                 files
                     .iter()
@@ -572,7 +647,7 @@ mod tests {
     #[test]
     fn a_tree_changed_between_the_passes_is_refused_before_its_window_is_signed() {
         type Change = fn(&Path);
-        let changes: [(&str, Change); 4] = [
+        let changes: [(&str, Change); 6] = [
             ("a file added", |root| {
                 std::fs::write(
                     root.join("team-1/cm-0060b.yaml"),
@@ -589,6 +664,18 @@ mod tests {
                     root.join("team-0/cm-0010x.yaml"),
                 )
                 .unwrap()
+            }),
+            ("a value changed", |root| {
+                std::fs::write(
+                    root.join("team-3/cm-0150.yaml"),
+                    config_maps(&["changed".into()]),
+                )
+                .unwrap()
+            }),
+            ("a comment added", |root| {
+                let path = root.join("team-4/cm-0200.yaml");
+                let text = std::fs::read_to_string(&path).unwrap();
+                std::fs::write(&path, format!("{text}# reviewed\n")).unwrap()
             }),
             ("a document added", |root| {
                 std::fs::write(
@@ -607,7 +694,7 @@ mod tests {
             change(dir.path());
             let mut signed = 0;
             let err = plan
-                .windows(&Limits::default(), |_, files| {
+                .windows(&Limits::default(), |_, files, _| {
                     signed += files.len();
                     Ok(())
                 })

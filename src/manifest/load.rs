@@ -14,6 +14,7 @@ use super::{Document, DocumentOrigin, ManifestError, Source, parse_documents};
 use crate::limits::Limits;
 use crate::parallel::{default_parallelism, map_in_order};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -199,6 +200,12 @@ impl<'a> InputWalk<'a> {
             path: input.to_path_buf(),
             source,
         })?;
+        if !meta.is_dir() && !meta.is_file() {
+            return Err(ManifestError::NotARegularFile {
+                path: input.to_path_buf(),
+                kind: file_kind(&meta.file_type()),
+            });
+        }
         if meta.is_dir() {
             let selection = self.selection;
             let walker = walkdir::WalkDir::new(input)
@@ -290,8 +297,16 @@ fn walk_entry(
     {
         return Ok(None);
     }
+    let file_type = entry.file_type();
     let path = entry.into_path();
     let relative = relative_to(root, &path);
+    // The walk follows links, so this is the type of what a link leads to.
+    if !file_type.is_file() {
+        return Err(ManifestError::NotARegularFile {
+            path,
+            kind: file_kind(&file_type),
+        });
+    }
     let is_manifest = path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
         MANIFEST_EXTENSIONS
             .iter()
@@ -355,9 +370,20 @@ pub(crate) fn load_found(
     found: Vec<Found>,
     limits: &Limits,
 ) -> Result<Vec<ManifestFile>, ManifestError> {
+    Ok(load_found_digested(found, limits)?
+        .into_iter()
+        .map(|(file, _)| file)
+        .collect())
+}
+
+/// [`load_found`], each file with the SHA-256 of the bytes it was read from.
+pub(crate) fn load_found_digested(
+    found: Vec<Found>,
+    limits: &Limits,
+) -> Result<Vec<(ManifestFile, [u8; 32])>, ManifestError> {
     if found.as_slice() == [Found::Stdin] {
         let stdin = std::io::stdin();
-        return Ok(vec![load_reader(
+        return Ok(vec![load_digested(
             Source::Stdin,
             PathBuf::from("stdin.yaml"),
             stdin.lock(),
@@ -466,7 +492,7 @@ const MAX_LOADER_THREADS: usize = 4;
 fn load_files(
     found: &[(PathBuf, PathBuf)],
     limits: &Limits,
-) -> Result<Vec<ManifestFile>, ManifestError> {
+) -> Result<Vec<(ManifestFile, [u8; 32])>, ManifestError> {
     let first_failed = AtomicUsize::new(usize::MAX);
     let numbered: Vec<(usize, &(PathBuf, PathBuf))> = found.iter().enumerate().collect();
     let results = map_in_order(
@@ -491,16 +517,86 @@ fn load_files(
     Ok(files)
 }
 
+/// What a file that is not a regular file is, for [`ManifestError::NotARegularFile`].
+fn file_kind(file_type: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if file_type.is_fifo() {
+        "named pipe (FIFO)"
+    } else if file_type.is_socket() {
+        "socket"
+    } else if file_type.is_block_device() || file_type.is_char_device() {
+        "device"
+    } else if file_type.is_symlink() {
+        "symbolic link"
+    } else if file_type.is_dir() {
+        "directory"
+    } else {
+        "special file"
+    }
+}
+
+/// Opens a manifest file for reading without blocking: the walk checked its type, but the
+/// path may have been replaced since, and opening a FIFO waits for a writer. With
+/// `O_NONBLOCK` the open returns at once, and what it opened is checked before a byte is
+/// read (the flag changes nothing for a regular file).
+fn open_regular(path: &Path) -> Result<std::fs::File, ManifestError> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let read_error = |source| ManifestError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(O_NONBLOCK)
+        .open(path)
+        .map_err(read_error)?;
+    let file_type = file.metadata().map_err(read_error)?.file_type();
+    if !file_type.is_file() {
+        return Err(ManifestError::NotARegularFile {
+            path: path.to_path_buf(),
+            kind: file_kind(&file_type),
+        });
+    }
+    Ok(file)
+}
+
+/// The SHA-256 of a manifest file's bytes as it is now (opened as the walk opens it, at most
+/// `Limits::max_input_bytes` read): what `sign --remove-input` compares with the digest of
+/// the bytes it signed.
+#[cfg(feature = "cli")]
+pub(crate) fn digest_of_file(path: &Path, limits: &Limits) -> Result<[u8; 32], ManifestError> {
+    let file = open_regular(path)?;
+    let mut hash = Sha256::new();
+    let limit = limits.max_input_bytes as u64;
+    let read = std::io::copy(&mut file.take(limit + 1), &mut hash).map_err(|source| {
+        ManifestError::Read {
+            path: path.to_path_buf(),
+            source,
+        }
+    })?;
+    if read > limit {
+        return Err(ManifestError::TooLarge {
+            source_name: path.display().to_string(),
+            limit: limits.max_input_bytes,
+        });
+    }
+    Ok(hash.finalize().into())
+}
+
+/// `O_NONBLOCK` of Linux (and of the BSDs and macOS, where it is 4): the value
+/// `open(2)` takes on the machines mansign is built for, without a dependency on `libc`.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const O_NONBLOCK: i32 = 0o4000;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const O_NONBLOCK: i32 = 4;
+
 fn load_file(
     path: &Path,
     relative: PathBuf,
     limits: &Limits,
-) -> Result<ManifestFile, ManifestError> {
-    let file = std::fs::File::open(path).map_err(|source| ManifestError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    load_reader(Source::File(path.to_path_buf()), relative, file, limits)
+) -> Result<(ManifestFile, [u8; 32]), ManifestError> {
+    let file = open_regular(path)?;
+    load_digested(Source::File(path.to_path_buf()), relative, file, limits)
 }
 
 /// Loads the documents of one stream. Every non-empty document must be a Kubernetes
@@ -511,6 +607,17 @@ pub fn load_reader(
     reader: impl Read,
     limits: &Limits,
 ) -> Result<ManifestFile, ManifestError> {
+    load_digested(source, relative_path, reader, limits).map(|(file, _)| file)
+}
+
+/// [`load_reader`], and the SHA-256 of the bytes read: what a signing run compares to know
+/// that the bytes it signed are the bytes still there.
+fn load_digested(
+    source: Source,
+    relative_path: PathBuf,
+    reader: impl Read,
+    limits: &Limits,
+) -> Result<(ManifestFile, [u8; 32]), ManifestError> {
     let mut bytes = Vec::new();
     let limit = limits.max_input_bytes;
     reader
@@ -526,6 +633,7 @@ pub fn load_reader(
             limit,
         });
     }
+    let digest: [u8; 32] = Sha256::digest(&bytes).into();
     let text = String::from_utf8(bytes).map_err(|e| ManifestError::Yaml {
         source_name: source.to_string(),
         error: super::YamlError::Syntax {
@@ -594,11 +702,14 @@ pub fn load_reader(
             source_name: source.to_string(),
         });
     }
-    Ok(ManifestFile {
-        source,
-        relative_path,
-        documents,
-    })
+    Ok((
+        ManifestFile {
+            source,
+            relative_path,
+            documents,
+        },
+        digest,
+    ))
 }
 
 /// kubectl decodes any object with a top-level `items` field as a list
@@ -698,6 +809,46 @@ mod parallel_tests {
         for (i, f) in files.iter().enumerate() {
             assert_eq!(f.documents[0].value["metadata"]["name"], format!("cm-{i}"));
         }
+    }
+
+    /// A FIFO is refused, in a tree, through a link and as an argument, without waiting for
+    /// a writer (the loads run on a thread: a regression hangs there, and fails here).
+    #[test]
+    fn files_that_are_not_regular_files_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.yaml"), config_map(0)).unwrap();
+        let fifo = dir.path().join("pipe.yaml");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let linked = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(&fifo, linked.path().join("link.yaml")).unwrap();
+        for (input, named) in [
+            (dir.path().to_path_buf(), fifo.clone()),
+            (linked.path().to_path_buf(), linked.path().join("link.yaml")),
+            (fifo.clone(), fifo.clone()),
+        ] {
+            let (done, result) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = done.send(load_inputs(&[input], &Limits::default()).map(|_| ()));
+            });
+            let err = result
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .expect("the load returned without waiting for a writer")
+                .unwrap_err();
+            assert!(
+                matches!(&err, ManifestError::NotARegularFile { path, kind: "named pipe (FIFO)" } if *path == named),
+                "{err}"
+            );
+        }
+        // And a file replaced by a FIFO after the walk: opened without blocking, refused.
+        let err = open_regular(&fifo).unwrap_err();
+        assert!(
+            matches!(err, ManifestError::NotARegularFile { .. }),
+            "{err}"
+        );
     }
 
     #[test]

@@ -34,7 +34,8 @@ pub use expiry::{
 pub use legacy_tar::LegacyTarError;
 #[cfg(feature = "cli")]
 pub(crate) use load::{
-    Found, INPUT_WINDOW, is_glob_input, load_found, visit_found_windows, visit_inputs_with,
+    Found, INPUT_WINDOW, digest_of_file, is_glob_input, load_found_digested, visit_found_windows,
+    visit_inputs_with,
 };
 pub use load::{
     InputSelection, MANIFEST_EXTENSIONS, ManifestFile, load_inputs, load_inputs_with, load_reader,
@@ -86,4 +87,13 @@ pub enum ManifestError {
     SymlinkLoop { path: PathBuf, ancestor: PathBuf },
     #[error("{source_name}: contains no Kubernetes objects")]
     NoDocuments { source_name: String },
+    /// A FIFO, socket or device where a manifest file was expected: reading one can block
+    /// forever or yield other bytes on each read, so it is refused before it is opened for
+    /// reading (standard input is read with `-`).
+    #[error(
+        "{path}: not a regular file (a {kind}); only regular files are read as manifests \
+         (pipe a stream to `-f -` instead)",
+        path = path.display()
+    )]
+    NotARegularFile { path: PathBuf, kind: &'static str },
 }

@@ -89,6 +89,18 @@ pub enum KeylessError {
     },
     #[error("cannot build the Sigstore bundle for message {}: {reason}", .message + 1)]
     Bundle { message: usize, reason: String },
+    /// See `keyless::CERTIFICATE_MARGIN`.
+    #[error(
+        "Fulcio issued a certificate valid from {not_before} until {not_after}, which is not \
+         usable at {now} (a batch needs a certificate already valid with more than 2 minutes \
+         left; check this machine's clock and Fulcio's); refused before anything was signed \
+         or uploaded"
+    )]
+    CertificateNotUsable {
+        not_before: jiff::Timestamp,
+        not_after: jiff::Timestamp,
+        now: jiff::Timestamp,
+    },
     #[error("cannot run the signing requests: {0}")]
     Runtime(#[source] std::io::Error),
 }

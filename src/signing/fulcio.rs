@@ -8,6 +8,7 @@
 //! the one cosign and sigstore-rust send (Fulcio's `CreateSigningCertificateRequest`, proto
 //! JSON).
 
+use super::certificate_identity::TokenIdentities;
 use super::http::{self, BodyError};
 use super::retry::{Attempts, RetryPolicy, retry};
 use super::sigstore::{CertificateFacts, EphemeralKey, IdentityToken, certificate_facts};
@@ -54,6 +55,20 @@ pub enum FulcioError {
     Response { url: String, reason: String },
     #[error("Fulcio issued a certificate for another public key than ours")]
     CertificateForAnotherKey,
+    /// The certificate names another signer than the token: every signature would verify
+    /// as that signer (see `certificate_identity.rs`).
+    #[error(
+        "Fulcio at {url} issued a certificate for {certificate_identity} (issuer \
+         {certificate_issuer}), but the identity token is for {token_identity} (issuer \
+         {token_issuer}); refused before anything was signed or uploaded"
+    )]
+    CertificateForAnotherIdentity {
+        url: String,
+        certificate_identity: String,
+        certificate_issuer: String,
+        token_identity: String,
+        token_issuer: String,
+    },
 }
 
 /// A certificate Fulcio issued for our key.
@@ -76,7 +91,7 @@ pub(crate) struct FulcioRequest<'a> {
 type Attempt = http::Attempt<BodyError>;
 
 /// Asks Fulcio for a certificate for `key`, retrying transient failures, and checks that
-/// the leaf certifies our key.
+/// the leaf certifies our key and the token's identity (`certificate_identity.rs`).
 pub(crate) async fn request_certificate(
     request: &FulcioRequest<'_>,
     token: &IdentityToken,
@@ -130,6 +145,17 @@ pub(crate) async fn request_certificate(
     })?;
     if facts.public_key_der != key.public_key_der().map_err(key_error)? {
         return Err(FulcioError::CertificateForAnotherKey);
+    }
+    let token_identities = TokenIdentities::from_claims(&token.claims_json(), token.issuer());
+    if !token_identities.admits(facts.identity.as_deref(), facts.issuer.as_deref()) {
+        let none = || "no identity".to_string();
+        return Err(FulcioError::CertificateForAnotherIdentity {
+            url,
+            certificate_identity: facts.identity.clone().unwrap_or_else(none),
+            certificate_issuer: facts.issuer.clone().unwrap_or_else(none),
+            token_identity: TokenIdentities::describe(&token_identities.subjects),
+            token_issuer: TokenIdentities::describe(&token_identities.issuers),
+        });
     }
     Ok(IssuedCertificate { leaf_der, facts })
 }

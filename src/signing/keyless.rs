@@ -9,8 +9,8 @@
 //! only, while the certificate has at least [`CERTIFICATE_MARGIN`] left; a batch that
 //! starts later gets a new key and certificate with the same token (public-good Fulcio
 //! certificates live 10 minutes, so only a run longer than about 8 minutes asks twice). The Rekor uploads run concurrently (bounded). Every request is
-//! retried on 429, 5xx and connection failures, honouring `Retry-After`, with jittered
-//! backoff; another 4xx is never retried (see `retry.rs`).
+//! retried on 429, 5xx, connection failures and answers broken off mid-body, honouring
+//! `Retry-After`, with jittered backoff; another 4xx is never retried (see `retry.rs`).
 //!
 //! What each message gets ([`SignatureSet`]): the DER ECDSA signature over SHA-256(M),
 //! the Fulcio leaf certificate (PEM), and the cosign RekorBundle made from Rekor's answer
@@ -18,7 +18,9 @@
 //! entry (inclusion proof and checkpoint) is kept too, for `--bundle-out`.
 //!
 //! The signer does not verify what Fulcio and Rekor returned beyond the checks that need
-//! no trust root (the certificate is for our key, the entry is the one we uploaded). A
+//! no trust root, made as each answer arrives: the certificate is for our key and for the
+//! token's identity and issuer (`certificate_identity.rs`), and valid now with more than
+//! [`CERTIFICATE_MARGIN`] left; the entry is the one we uploaded. A
 //! caller with a trust root verifies the results before writing them (the CLI does so
 //! with `--trusted-root`).
 
@@ -189,6 +191,19 @@ impl KeylessSigner {
             &key,
         )
         .await?;
+        // Checked on arrival: a certificate already expired, about to, or not yet valid
+        // (a clock off by hours) would sign a whole window before its log times showed it.
+        let now = jiff::Timestamp::now();
+        let not_yet_valid = now
+            .checked_add(CERTIFICATE_MARGIN)
+            .is_ok_and(|late| issued.facts.not_before > late);
+        if !still_usable(issued.facts.not_after, now) || not_yet_valid {
+            return Err(KeylessError::CertificateNotUsable {
+                not_before: issued.facts.not_before,
+                not_after: issued.facts.not_after,
+                now,
+            });
+        }
         let fresh = Arc::new(Issued {
             certificate: SigningCertificate {
                 pem: pem_lf("CERTIFICATE", &issued.leaf_der),

@@ -17,11 +17,13 @@
 //! | `github_actions.rs` | the GitHub Actions token request |
 //! | `sign_in/` | interactive sign-in at an OIDC issuer on `openidconnect` (browser, device) |
 //! | `token.rs` | where a token comes from, in order, and its client-side checks |
+//! | `certificate_identity.rs` | the identities a token can yield in a Fulcio certificate |
 //! | `fulcio.rs`, `rekor_upload.rs` | the certificate request, the Rekor uploads |
 //! | `error.rs`, `signer.rs` | [`SignError`], [`KeylessError`]; the [`Signer`] trait |
 //! | `key.rs`, `keyless.rs`, `tlog_signer.rs` | the signers |
 //! | `pipeline.rs` | [`sign_files`] |
 
+mod certificate_identity;
 mod error;
 mod fulcio;
 mod github_actions;

@@ -108,11 +108,15 @@ pub enum RekorError {
 type Attempt = http::Attempt<RekorError>;
 
 impl Transient for RekorError {
-    /// Past the status, Rekor's answer is judged, not asked again for: a failure there
-    /// (a body too large or broken off, not a log entry, a 409 without `Location`) is
-    /// never retried.
+    /// An answer broken off while its body was read (a reset, or a body still arriving at
+    /// the timeout) is asked for again, as a connection failure is: the entry may have
+    /// been logged before the answer broke, and then the retry logs it again or Rekor
+    /// answers 409 with the existing entry. A second entry for the same signature is
+    /// harmless: each one is a valid record of it, and the run uses the one it was
+    /// answered with. An answer that arrived whole is judged, not asked again for: a body
+    /// too large, not a log entry, a 409 without `Location` is never retried.
     fn is_transient(&self) -> bool {
-        false
+        matches!(self, RekorError::Body(body) if body.is_transient())
     }
 }
 

@@ -83,6 +83,7 @@ pub(crate) struct CertificateFacts {
     pub identity: Option<String>,
     /// The OIDC issuer extension.
     pub issuer: Option<String>,
+    pub not_before: jiff::Timestamp,
     pub not_after: jiff::Timestamp,
     /// SubjectPublicKeyInfo DER.
     pub public_key_der: Vec<u8>,
@@ -95,6 +96,7 @@ pub(crate) fn certificate_facts(der: &[u8]) -> Result<CertificateFacts, Sigstore
     Ok(CertificateFacts {
         identity: info.identity.map(|san| san.as_str().to_string()),
         issuer: info.issuer,
+        not_before: info.not_before,
         not_after: info.not_after,
         public_key_der: info.public_key.as_bytes().to_vec(),
     })
@@ -132,6 +134,23 @@ impl IdentityToken {
 
     pub fn expiration(&self) -> jiff::Timestamp {
         self.0.expiration()
+    }
+
+    /// Every claim of the token (its JWT payload, read without checking the signature), for
+    /// the claims the typed view does not name (CI claims, `federated_claims`); `Null` if the
+    /// payload cannot be read again (it was read once by [`IdentityToken::parse`]).
+    pub fn claims_json(&self) -> serde_json::Value {
+        use base64::Engine as _;
+        self.jwt()
+            .split('.')
+            .nth(1)
+            .and_then(|payload| {
+                base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .decode(payload.trim_end_matches('='))
+                    .ok()
+            })
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or(serde_json::Value::Null)
     }
 
     /// What Fulcio expects signed as proof of possession: the email claim if there is

@@ -48,6 +48,7 @@ mod policy_test;
 mod release;
 mod resource_bounds;
 mod review_verify_path;
+mod sign_faults;
 mod sign_verify_keys;
 mod sign_windows;
 mod tamper_matrix;

@@ -1083,3 +1083,283 @@ fn kyverno_and_mansign_on_keyless_entries_on_the_local_sigstore_stack() {
         (11, 6, 5)
     );
 }
+
+/// Kyverno's `apply` summary counts: (pass, fail, warn, error, skip).
+fn kyverno_counts(run: &Run) -> (u64, u64, u64, u64, u64) {
+    let all = run.all();
+    let line = all
+        .lines()
+        .find(|l| l.trim_start().starts_with("pass: "))
+        .unwrap_or_else(|| panic!("no summary in kubectl-kyverno output: {run:?}"));
+    let count = |name: &str| -> u64 {
+        line.split(',')
+            .map(str::trim)
+            .find_map(|part| part.strip_prefix(&format!("{name}: ")))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} count in {line:?}"))
+    };
+    (
+        count("pass"),
+        count("fail"),
+        count("warn"),
+        count("error"),
+        count("skip"),
+    )
+}
+
+/// Kyverno gave no result at all: the policy applied no rule to the resource.
+const NO_RESULT: (u64, u64, u64, u64, u64) = (0, 0, 0, 0, 0);
+/// Kyverno's `error` (a refusal, as `run_matrix` reads it).
+const ERROR: (u64, u64, u64, u64, u64) = (0, 0, 0, 1, 0);
+const PASS: (u64, u64, u64, u64, u64) = (1, 0, 0, 0, 0);
+
+/// A ClusterPolicy like [`policy`] with the rule's `failureAction`, extra `match` lines under
+/// the resources (indented 10) and the attestors' body.
+fn policy_with(name: &str, action: &str, match_extra: &str, manifests: &str) -> String {
+    policy(name, manifests)
+        .replace(
+            "failureAction: Enforce",
+            &format!("failureAction: {action}"),
+        )
+        .replace(
+            "          kinds:\n          - ConfigMap\n",
+            &format!("          kinds:\n          - ConfigMap\n{match_extra}"),
+        )
+}
+
+/// `mansign verify --policy POLICY -f RESOURCE`: its verdict and everything it printed.
+fn mansign_verdict(policy: &Path, resource: &Path) -> (Verdict, String) {
+    let out = mansign_with(&Setting::default(), &["verify"])
+        .arg("--policy")
+        .arg(policy)
+        .arg("-f")
+        .arg(resource)
+        .output()
+        .unwrap();
+    (
+        exit_verdict(&out, "mansign verify --policy"),
+        common::all_output(&out),
+    )
+}
+
+/// Issue 41, item 9 (docs/compatibility.md, "Disagreements"): two PEM keys in one
+/// `publicKeys` value. Kyverno v1.19 splits the value but keeps the line break before the
+/// second key, which it then reads as a file path: only the first key works, and a
+/// signature that needs the second gives `error`. mansign reads both keys, as the author
+/// meant, and `policy explain` says where the two differ.
+#[test]
+fn two_keys_in_one_public_keys_value_kyverno_reads_only_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let home = d.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let (k1, p1) = key_pair(d, "k1");
+    let (k2, p2) = key_pair(d, "k2");
+    let both = format!(
+        "{}{}",
+        std::fs::read_to_string(&p1).unwrap(),
+        std::fs::read_to_string(&p2).unwrap()
+    );
+    let both_file = write(d, "both.pub", &both);
+    let entries = |count: &str| {
+        format!(
+            "        attestors:\n        - {count}entries:\n          - keys:\n              publicKeys: |-\n{}              signatureAlgorithm: sha256\n",
+            key_block(&both_file, 16)
+        )
+    };
+    let unsigned = write(d, "cm.yaml", &CM.replace("NAME", "cm"));
+    let by_k1 = d.join("cm.k1.yaml");
+    sign(&unsigned, &by_k1, &k1, &[]);
+    let by_k2 = d.join("cm.k2.yaml");
+    sign(&unsigned, &by_k2, &k2, &[]);
+    let by_both = d.join("cm.k12.yaml");
+    sign(&by_k1, &by_both, &k2, &["--append"]);
+    let all = write(d, "all.yaml", &policy("two-keys-all", &entries("")));
+    let one = write(
+        d,
+        "one.yaml",
+        &policy("two-keys-one", &entries("count: 1\n          ")),
+    );
+    for (name, policy, resource, kyverno_says, mansign_says) in [
+        (
+            "every entry, signed by both keys",
+            &all,
+            &by_both,
+            ERROR,
+            Verdict::Pass,
+        ),
+        (
+            "count 1, signed by the second key",
+            &one,
+            &by_k2,
+            ERROR,
+            Verdict::Pass,
+        ),
+        (
+            "count 1, signed by the first key",
+            &one,
+            &by_k1,
+            PASS,
+            Verdict::Pass,
+        ),
+    ] {
+        let os = |p: &Path| p.as_os_str().to_owned();
+        let run = kyverno(
+            &home,
+            &Setting::default(),
+            &[
+                OsStr::new("apply"),
+                &os(policy),
+                OsStr::new("--resource"),
+                &os(resource),
+            ],
+        );
+        let (ours, text) = mansign_verdict(policy, resource);
+        println!(
+            "{name}: kyverno {:?}, mansign {ours:?}",
+            kyverno_counts(&run)
+        );
+        assert_eq!(kyverno_counts(&run), kyverno_says, "{name}: {run:?}");
+        assert_eq!(ours, mansign_says, "{name}: {text}");
+        assert!(
+            text.contains(
+                "2 keys in one value, each read as its own entry; Kyverno v1.19 uses only the first"
+            ),
+            "{name}: the note: {text}"
+        );
+    }
+    let explained = mansign()
+        .args(["policy", "explain"])
+        .arg(&all)
+        .output()
+        .unwrap();
+    let text = common::all_output(&explained);
+    assert!(explained.status.success(), "{text}");
+    assert!(
+        text.contains("publicKeys: 2 keys in one value")
+            && text.contains("give each key its own entry to be read alike"),
+        "policy explain notes it: {text}"
+    );
+}
+
+/// Issue 41, items 10 and 11 (docs/compatibility.md, "Disagreements"): spellings the Kyverno
+/// CLI applies no rule for (`count: 0`, a lower-case rule-level `validate.failureAction`;
+/// Kyverno's CRD refuses both: `count` has `minimum: 1` and `failureAction` the enum
+/// `Audit`/`Enforce`), and conditions offline `verify` cannot know (an operation, the
+/// namespace of an object without one), which mansign takes as met. In each case Kyverno
+/// gives no result; mansign applies the rule, so it can deny.
+#[test]
+fn spellings_kyverno_applies_no_rule_to_and_unknowns_offline_verify_takes_as_met() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let home = d.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let (k1, p1) = key_pair(d, "k1");
+    let (k2, p2) = key_pair(d, "k2");
+    let two = |count: &str| {
+        format!(
+            "        attestors:\n        - {count}entries:\n{}{}",
+            key_entry(&p1, 10),
+            key_entry(&p2, 10)
+        )
+    };
+    let unsigned = write(d, "cm.yaml", &CM.replace("NAME", "cm"));
+    let by_k1 = d.join("cm.k1.yaml");
+    sign(&unsigned, &by_k1, &k1, &[]);
+    let by_both = d.join("cm.k12.yaml");
+    sign(&by_k1, &by_both, &k2, &["--append"]);
+    let no_namespace = write(
+        d,
+        "cm-no-namespace.yaml",
+        &CM.replace("NAME", "cmn")
+            .replace("  namespace: team-a\n", ""),
+    );
+    let cases: [(&str, String, &Path, Verdict, &str); 7] = [
+        (
+            "count 0, signed by one of two keys",
+            policy_with("count-zero", "Enforce", "", &two("count: 0\n          ")),
+            &by_k1,
+            Verdict::Fail,
+            "1 of 2 required entries verified",
+        ),
+        (
+            "count 0, signed by both keys",
+            policy_with("count-zero", "Enforce", "", &two("count: 0\n          ")),
+            &by_both,
+            Verdict::Pass,
+            "verified",
+        ),
+        (
+            "failureAction enforce, unsigned",
+            policy_with("lower-enforce", "enforce", "", &two("")),
+            &unsigned,
+            Verdict::Fail,
+            "FAILED [not-signed] (Enforce)",
+        ),
+        (
+            "failureAction audit, signed by one of two keys",
+            policy_with("lower-audit", "audit", "", &two("")),
+            &by_k1,
+            Verdict::Fail,
+            "(Audit) attestor policy not satisfied",
+        ),
+        (
+            "operations [DELETE], unsigned",
+            policy_with(
+                "delete-only",
+                "Enforce",
+                "          operations:\n          - DELETE\n",
+                &two(""),
+            ),
+            &unsigned,
+            Verdict::Fail,
+            "FAILED [not-signed]",
+        ),
+        (
+            "operations [DELETE], signed by both",
+            policy_with(
+                "delete-only",
+                "Enforce",
+                "          operations:\n          - DELETE\n",
+                &two(""),
+            ),
+            &by_both,
+            Verdict::Pass,
+            "verified",
+        ),
+        (
+            "namespaces [team-b], an object without a namespace, unsigned",
+            policy_with(
+                "team-b-only",
+                "Enforce",
+                "          namespaces:\n          - team-b\n",
+                &two(""),
+            ),
+            &no_namespace,
+            Verdict::Fail,
+            "FAILED [not-signed]",
+        ),
+    ];
+    for (i, (name, text, resource, mansign_says, says)) in cases.iter().enumerate() {
+        let policy = write(d, &format!("policy-{i}.yaml"), text);
+        let os = |p: &Path| p.as_os_str().to_owned();
+        let run = kyverno(
+            &home,
+            &Setting::default(),
+            &[
+                OsStr::new("apply"),
+                &os(&policy),
+                OsStr::new("--resource"),
+                &os(resource),
+            ],
+        );
+        let (ours, out) = mansign_verdict(&policy, resource);
+        println!(
+            "{name}: kyverno {:?}, mansign {ours:?}",
+            kyverno_counts(&run)
+        );
+        assert_eq!(kyverno_counts(&run), NO_RESULT, "{name}: {run:?}");
+        assert_eq!(ours, *mansign_says, "{name}: {out}");
+        assert!(out.contains(says), "{name}: mansign says {says:?}: {out}");
+    }
+}

@@ -584,6 +584,18 @@ fn keys_entries(
         Some(reference) => ctx.referenced_keys(reference, &field, &name, trust),
         None => parse_public_keys(text, &field, &name, trust)?,
     };
+    if keys.len() > 1 {
+        // Kyverno v1.19 splits the value into PEM blocks but keeps the line break before
+        // each block after the first, which it then reads as a file path: only the first
+        // key works there (docs/compatibility.md, "Disagreements").
+        ctx.notes.push(format!(
+            "{field}: {} keys in one value, each read as its own entry; Kyverno v1.19 uses \
+             only the first (it reads the others as file paths and reports an error), so a \
+             signature by another of them passes here and errors in Kyverno; give each key \
+             its own entry to be read alike",
+            keys.len()
+        ));
+    }
     Ok(keys
         .into_iter()
         .map(|k| AttestorEntry::Keys(vec![k]))

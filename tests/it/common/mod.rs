@@ -5,6 +5,7 @@ pub mod actions_runner;
 pub mod admission_fixture;
 pub mod cluster;
 pub mod dup_tests_a;
+pub mod fault_proxy;
 pub mod file_server;
 pub mod fixtures;
 pub mod ops_tools;
