@@ -8,7 +8,8 @@
 //! also reads other formats (`.jsonnet`), and a verification that silently skips files is
 //! not one. Files and directories the user names with `--exclude GLOB` (matched against the
 //! path below the directory argument) are left out, explicitly. Symbolic links are followed;
-//! a link that leads back into its own ancestors is refused.
+//! a link that leads back into its own ancestors is refused. `--exclude` patterns are matched
+//! as `.gitignore` patterns are ([`InputSelection`]).
 
 use super::{Document, DocumentOrigin, ManifestError, Source, parse_documents};
 use crate::limits::Limits;
@@ -42,37 +43,92 @@ impl ManifestFile {
     }
 }
 
-/// Which files of a directory tree are left out.
+/// Which files of a directory tree are left out (`--exclude`), matched as `.gitignore`
+/// patterns are, against the path below the directory argument (or below a glob pattern's
+/// fixed prefix):
+///
+/// * a pattern with no `/` but a trailing one (`README.md`, `*.md`, `docs/`) matches a file
+///   or directory name at any depth (`*.md` leaves out `sub/README.md` too);
+/// * a pattern with a `/` at its start or in its middle (`/kustomization.yaml`,
+///   `docs/*.yaml`) matches from the directory argument down only;
+/// * a trailing `/` matches directories only;
+/// * `*` and `?` do not cross a `/`; `**` matches any number of directories.
+///
+/// A matching directory is not entered.
 #[derive(Debug, Clone, Default)]
 pub struct InputSelection {
-    /// Glob patterns (`**` allowed) matched against paths relative to the directory
-    /// argument, such as `kustomization.yaml`, `docs/**` or `**/*.md`. A matching
-    /// directory is not entered.
-    pub exclude: Vec<glob::Pattern>,
+    exclude: Vec<ExcludePattern>,
+}
+
+#[derive(Debug, Clone)]
+struct ExcludePattern {
+    /// The compiled glob, `**/`-prefixed for a pattern that matches at any depth.
+    glob: glob::Pattern,
+    directories_only: bool,
+}
+
+/// A bad `--exclude` pattern.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("--exclude {pattern:?}: {reason}")]
+pub struct ExcludePatternError {
+    pub pattern: String,
+    pub reason: String,
 }
 
 impl InputSelection {
-    /// Parses `--exclude` patterns; the error names the bad one.
-    pub fn with_excludes<S: AsRef<str>>(patterns: &[S]) -> Result<Self, String> {
+    /// Parses `--exclude` patterns (see [`InputSelection`]); the error names the bad one.
+    pub fn with_excludes<S: AsRef<str>>(patterns: &[S]) -> Result<Self, ExcludePatternError> {
         let exclude = patterns
             .iter()
-            .map(|p| {
-                glob::Pattern::new(p.as_ref())
-                    .map_err(|e| format!("--exclude {:?}: {e}", p.as_ref()))
-            })
+            .map(|p| ExcludePattern::parse(p.as_ref()))
             .collect::<Result<_, _>>()?;
         Ok(InputSelection { exclude })
     }
 
-    fn excludes(&self, relative: &Path) -> bool {
+    /// True when nothing is excluded.
+    pub fn is_empty(&self) -> bool {
+        self.exclude.is_empty()
+    }
+
+    fn excludes(&self, relative: &Path, is_dir: bool) -> bool {
         let options = glob::MatchOptions {
             case_sensitive: true,
             require_literal_separator: true,
             require_literal_leading_dot: false,
         };
-        self.exclude
-            .iter()
-            .any(|p| p.matches_path_with(relative, options))
+        self.exclude.iter().any(|p| {
+            (is_dir || !p.directories_only) && p.glob.matches_path_with(relative, options)
+        })
+    }
+}
+
+impl ExcludePattern {
+    fn parse(text: &str) -> Result<Self, ExcludePatternError> {
+        let error = |reason: String| ExcludePatternError {
+            pattern: text.to_string(),
+            reason,
+        };
+        let (body, directories_only) = match text.strip_suffix('/') {
+            Some(body) => (body, true),
+            None => (text, false),
+        };
+        let (body, anchored) = match body.strip_prefix('/') {
+            Some(body) => (body, true),
+            None => (body, body.contains('/')),
+        };
+        if body.is_empty() || body.starts_with('/') || body.ends_with('/') {
+            return Err(error("an empty pattern, or one of only slashes, matches nothing".into()));
+        }
+        let glob_text = if anchored {
+            body.to_string()
+        } else {
+            format!("**/{body}")
+        };
+        let glob = glob::Pattern::new(&glob_text).map_err(|e| error(e.to_string()))?;
+        Ok(ExcludePattern {
+            glob,
+            directories_only,
+        })
     }
 }
 
@@ -191,7 +247,7 @@ impl<'a> InputWalk<'a> {
             let selection = self.selection;
             let found: Vec<_> = expand_glob(input)?
                 .into_iter()
-                .filter(|(_, relative)| !selection.excludes(relative))
+                .filter(|(_, relative)| !selection.excludes(relative, false))
                 .collect();
             self.current = Current::Matches(found.into_iter());
             return Ok(None);
@@ -213,7 +269,9 @@ impl<'a> InputWalk<'a> {
                 .sort_by_file_name()
                 .into_iter()
                 .filter_entry(move |e| {
-                    e.depth() == 0 || !selection.excludes(&relative_to(input, e.path()))
+                    e.depth() == 0
+                        || !selection
+                            .excludes(&relative_to(input, e.path()), e.file_type().is_dir())
                 });
             self.current = Current::Dir {
                 root: input.to_path_buf(),
@@ -734,6 +792,50 @@ fn is_list(value: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn excluded(patterns: &[&str], path: &str, is_dir: bool) -> bool {
+        InputSelection::with_excludes(patterns)
+            .unwrap()
+            .excludes(Path::new(path), is_dir)
+    }
+
+    #[test]
+    fn an_exclude_pattern_without_a_slash_matches_a_name_at_any_depth() {
+        assert!(excluded(&["*.md"], "README.md", false));
+        assert!(excluded(&["*.md"], "sub/README.md", false));
+        assert!(excluded(&["*.md"], "a/b/c/NOTES.md", false));
+        assert!(excluded(&["README.md"], "sub/README.md", false));
+        assert!(excluded(&["docs"], "team/docs", true));
+        assert!(!excluded(&["*.md"], "sub/README.md.yaml", false));
+        assert!(!excluded(&["*.md"], "sub/md", false));
+    }
+
+    #[test]
+    fn an_exclude_pattern_with_a_slash_is_anchored_at_the_directory_argument() {
+        assert!(excluded(&["/kustomization.yaml"], "kustomization.yaml", false));
+        assert!(!excluded(&["/kustomization.yaml"], "base/kustomization.yaml", false));
+        assert!(excluded(&["docs/*.yaml"], "docs/a.yaml", false));
+        assert!(!excluded(&["docs/*.yaml"], "team/docs/a.yaml", false));
+        // `*` does not cross a `/`; `**` does
+        assert!(!excluded(&["docs/*.yaml"], "docs/deep/a.yaml", false));
+        assert!(excluded(&["docs/**/*.yaml"], "docs/deep/a.yaml", false));
+    }
+
+    #[test]
+    fn an_exclude_pattern_with_a_trailing_slash_matches_directories_only() {
+        assert!(excluded(&["generated/"], "generated", true));
+        assert!(excluded(&["generated/"], "x/generated", true));
+        assert!(!excluded(&["generated/"], "generated", false));
+    }
+
+    #[test]
+    fn an_empty_or_malformed_exclude_pattern_is_refused_naming_it() {
+        for bad in ["", "/", "//", "a/["] {
+            let e = InputSelection::with_excludes(&[bad]).unwrap_err();
+            assert_eq!(e.pattern, bad);
+            assert!(e.to_string().starts_with(&format!("--exclude {bad:?}: ")), "{e}");
+        }
+    }
 
     /// Loads `text` as standard input with the default limits.
     fn load(text: &str) -> Result<ManifestFile, ManifestError> {

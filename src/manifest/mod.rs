@@ -38,7 +38,7 @@ pub(crate) use load::{
     visit_inputs_with,
 };
 pub use load::{
-    InputSelection, MANIFEST_EXTENSIONS, ManifestFile, load_inputs, load_inputs_with, load_reader,
+    ExcludePatternError, InputSelection, MANIFEST_EXTENSIONS, ManifestFile, load_inputs, load_inputs_with, load_reader,
 };
 pub use message::{MessageError, build_message, parse_message};
 pub use yaml::error::{ScalarReadings, YamlError, YamlLocation};
@@ -77,7 +77,9 @@ pub enum ManifestError {
     #[error(
         "{path}: not a manifest file (.yaml, .yml, .json): kubectl skips it, but other tools \
          may read it, so mansign does not pass over it silently; leave it out with --exclude \
-         {relative:?} or move it out of the tree", path = path.display(), relative = relative.display()
+         {name:?} (a pattern without '/' matches at any depth, as in .gitignore) or move it out \
+         of the tree", path = path.display(),
+        name = relative.file_name().unwrap_or(relative.as_os_str()).to_string_lossy()
     )]
     NotAManifestFile { path: PathBuf, relative: PathBuf },
     #[error(

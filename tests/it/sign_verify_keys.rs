@@ -669,3 +669,42 @@ fn a_batch_of_more_outputs_than_open_files_allowed_is_written() {
     assert_eq!(files_under(&out).len(), 300);
     common::verifies_all_with_key(&out, &pubkey, 300);
 }
+
+/// `--exclude` reads patterns as `.gitignore` does: `*.md` leaves out a README.md at any
+/// depth, `/x` only at the top, `dir/` only directories; the hint for a nested file names a
+/// pattern that works (issue 39, item 10).
+#[test]
+fn exclude_patterns_match_as_gitignore_patterns_do() {
+    let kd = common::key_dir("k");
+    let src = kd.path().join("tree");
+    write(&src, "a.yaml", MULTI_DOC);
+    write(&src, "sub/b.yaml", MULTI_DOC);
+    write(&src, "sub/README.md", "not a manifest");
+    write(&src, "generated/c.yaml", MULTI_DOC);
+    let out = kd.path().join("signed");
+    let sign = |extra: &[&str]| {
+        let mut cmd = mansign();
+        cmd.args(["sign", "-f"])
+            .arg(&src)
+            .arg("--key")
+            .arg(&kd.key)
+            .arg("-o")
+            .arg(format!("{}/", out.display()))
+            .args(extra);
+        cmd.assert()
+    };
+    // the nested README's hint is its name, which matches at any depth
+    sign(&[])
+        .code(2)
+        .stderr(predicate::str::contains("sub/README.md: not a manifest file"))
+        .stderr(predicate::str::contains("--exclude \"README.md\""));
+    assert!(!out.exists(), "nothing written on error");
+    // an anchored pattern does not reach the nested file
+    sign(&["--exclude", "/README.md"])
+        .code(2)
+        .stderr(predicate::str::contains("sub/README.md: not a manifest file"));
+    assert!(!out.exists(), "nothing written on error");
+    // `generated/` leaves out the directory, `*.md` the nested README
+    sign(&["--exclude", "*.md", "--exclude", "generated/"]).success();
+    assert_eq!(files_under(&out), ["a.yaml", "sub/b.yaml"]);
+}
