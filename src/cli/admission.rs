@@ -51,11 +51,16 @@ fn review(args: ReviewArgs) -> anyhow::Result<Outcome> {
     match reviewed.response {
         Ok(response) => {
             let decision = &reviewed.decision;
-            // stdout: the response body, byte for byte what the server sends.
+            // stdout: the response body, byte for byte what the server sends, and a newline
+            // (JSON readers ignore it; a shell prompt or `cat` of two answers needs it).
             super::output::print_stdout_bytes(&response)?;
+            super::output::print_stdout_bytes(b"\n")?;
+            // The code once: a message that already names it (`... [modified]: ...`) is not
+            // prefixed with it again.
             let reason = decision
                 .reason_code
                 .as_deref()
+                .filter(|c| !decision.message.contains(&format!("[{c}]")))
                 .map(|c| format!(" [{c}]"))
                 .unwrap_or_default();
             eprintln!(
@@ -87,7 +92,8 @@ fn read_bounded(input: &Path, limit: usize) -> anyhow::Result<(String, Vec<u8>)>
             .take(cap)
             .read_to_end(&mut body)
             .context("cannot read stdin")?;
-        Ok(("stdin".into(), body))
+        // named as every other command names standard input (manifest::Source::Stdin)
+        Ok(("<stdin>".into(), body))
     } else {
         let label = input.display().to_string();
         std::fs::File::open(input)

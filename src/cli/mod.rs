@@ -61,6 +61,7 @@ enum Command {
         mut_arg("inputs", |a| a.hide(true)),
         mut_arg("paths", |a| a.hide(true)),
         mut_arg("exclude", |a| a.hide(true)),
+        mut_arg("recursive", |a| a.hide(true)),
     )]
     VerifyResource(verify_resource::VerifyResourceArgs),
     /// Write a cosign-compatible key pair (encrypted private key and public key).
@@ -68,7 +69,8 @@ enum Command {
     GenerateKeyPair(generate_key_pair::GenerateKeyPairArgs),
     /// Admission checker: the validating webhook (`serve`) and offline answers (`review`).
     Admission(admission::AdmissionArgs),
-    /// Policy files: convert Kyverno policies to mansign's format, explain what one enforces.
+    /// Policy files: convert Kyverno policies to mansign's format, explain what one enforces,
+    /// run Kyverno CLI test suites (`test`).
     #[command(after_help = EXIT_CODES)]
     Policy(policy::PolicyArgs),
     /// Inspect or refresh trust roots (`trust update` fetches trusted_root.json over TUF).
@@ -123,12 +125,21 @@ pub fn main() -> ExitCode {
 /// `kubectl mansign ...`: the same commands, with help and usage naming it that way.
 fn parse_command_line() -> Result<Cli, clap::Error> {
     use clap::{CommandFactory, FromArgMatches};
-    let mut command = Cli::command();
+    let mut command = hide_env_values(Cli::command());
     if called_as_plugin() {
         command = command.bin_name("kubectl mansign");
     }
     let matches = command.try_get_matches()?;
     Cli::from_arg_matches(&matches)
+}
+
+/// Help shows `[env: SIGSTORE_FULCIO_URL]`, not the variable's current value: an unset one
+/// read as `[env: SIGSTORE_FULCIO_URL=]` (an empty setting), and a set one could be a secret
+/// printed into a CI log.
+fn hide_env_values(command: clap::Command) -> clap::Command {
+    command
+        .mut_args(|a| a.hide_env_values(true))
+        .mut_subcommands(hide_env_values)
 }
 
 /// Whether the binary was called as `kubectl-mansign` (the kubectl plugin).

@@ -46,10 +46,17 @@ pub struct SignArgs {
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
 
-    /// Leave out files or directories of a directory argument whose path below it matches
-    /// this glob (`kustomization.yaml`, `docs/**`, `**/*.md`). Repeatable.
+    /// Leave out files or directories below a directory argument, matched as .gitignore
+    /// patterns are: without a `/`, a name at any depth (`*.md`, `README.md`); with a
+    /// leading or inner `/`, from the argument down (`/kustomization.yaml`, `docs/**`); a
+    /// trailing `/` for directories only (`generated/`). Repeatable.
     #[arg(long = "exclude", value_name = "GLOB")]
     pub exclude: Vec<String>,
+
+    /// Accepted for kubectl's habit (`kubectl apply -R -f DIR`) and changes nothing:
+    /// directories are always read recursively.
+    #[arg(short = 'R', long = "recursive")]
+    pub recursive: bool,
 
     /// Where the signed manifests go (verify's `-o` is its report format; here that is
     /// `--format`): a file, a directory (`DIR/`, created; each file keeps its path below

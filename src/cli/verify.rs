@@ -42,11 +42,18 @@ pub struct VerifyArgs {
     #[arg(skip)]
     pub preloaded: Option<Vec<crate::manifest::ManifestFile>>,
 
-    /// Leave out files or directories of a directory argument whose path below it matches
-    /// this glob (`kustomization.yaml`, `docs/**`, `**/*.md`). Repeatable. Whatever is left
+    /// Leave out files or directories below a directory argument, matched as .gitignore
+    /// patterns are: without a `/`, a name at any depth (`*.md`, `README.md`); with a
+    /// leading or inner `/`, from the argument down (`/kustomization.yaml`, `docs/**`); a
+    /// trailing `/` for directories only (`generated/`). Repeatable. Whatever is left
     /// out is not verified: exclude only what is not applied to the cluster.
     #[arg(long = "exclude", value_name = "GLOB")]
     pub exclude: Vec<String>,
+
+    /// Accepted for kubectl's habit (`kubectl apply -R -f DIR`) and changes nothing:
+    /// directories are always read recursively.
+    #[arg(short = 'R', long = "recursive")]
+    pub recursive: bool,
 
     /// Policy file: mansign `ManifestPolicy` and/or Kyverno `ClusterPolicy`/`Policy`
     /// documents with `validate.manifests` rules (docs/policy.md). Every rule that
@@ -79,6 +86,7 @@ pub struct VerifyArgs {
     /// `kyverno-compat` (Kyverno's defaults with its unanchored matching; migration only,
     /// over-matches). Example: `kubernetes,argocd`.
     #[arg(long, default_value_t = IgnoreProfiles::NONE, value_name = "PROFILE[,PROFILE]",
+          value_hint = clap::ValueHint::Other,
           value_parser = |s: &str| s.parse::<IgnoreProfiles>())]
     pub ignore_profile: IgnoreProfiles,
 
