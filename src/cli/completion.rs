@@ -4,6 +4,14 @@ use super::{Cli, Outcome};
 use clap::{Args, CommandFactory};
 use clap_complete::Shell;
 
+/// How to install the script, shown by `mansign completion --help` (docs/cli.md has the same).
+pub const INSTALL: &str = "\
+Install (then open a new shell):
+  bash  mansign completion bash > ~/.local/share/bash-completion/completions/mansign
+  zsh   mansign completion zsh > ~/.zfunc/_mansign   (with fpath+=(~/.zfunc) before compinit in ~/.zshrc)
+  fish  mansign completion fish > ~/.config/fish/completions/mansign.fish
+As the kubectl plugin, call it as kubectl-mansign: the script then completes that name.";
+
 #[derive(Debug, Args)]
 pub struct CompletionArgs {
     /// Shell to generate the completion script for.

@@ -78,6 +78,7 @@ enum Command {
     /// Print version information.
     Version(version::VersionArgs),
     /// Print a shell completion script.
+    #[command(after_help = completion::INSTALL)]
     Completion(completion::CompletionArgs),
     /// sigstore-conformance client: sign and verify blobs as standard Sigstore bundles.
     Conformance(conformance::ConformanceArgs),

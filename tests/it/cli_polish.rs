@@ -1226,3 +1226,56 @@ fn explain_names_the_subjects_of_an_exclusion_and_what_offline_verify_does() {
         panic!("a ManifestPolicy with exclude.subjects did not load: {text}");
     }
 }
+
+/// Issue 39, item 15: the small rough edges of the command line, each as a user meets it.
+#[test]
+fn help_shows_env_variables_without_values_and_names_every_policy_command() {
+    let out = mansign()
+        .env("SIGSTORE_REKOR_URL", "https://secret.example/rekor")
+        .args(["sign", "--help"])
+        .assert()
+        .success();
+    let help = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(help.contains("[env: SIGSTORE_FULCIO_URL]"), "{help}");
+    assert!(!help.contains("SIGSTORE_FULCIO_URL="), "{help}");
+    assert!(!help.contains("secret.example"), "a set value is not printed: {help}");
+    let out = mansign().arg("--help").assert().success();
+    let top = String::from_utf8_lossy(&out.get_output().stdout).replace('\n', " ");
+    let policy = top.split("  policy ").nth(1).unwrap_or_default();
+    assert!(policy.contains("(`test`)"), "{top}");
+}
+
+#[test]
+fn recursive_flag_of_kubectl_habit_is_accepted_and_changes_nothing() {
+    let (dir, signed, pubkey) = signed_fixture();
+    let tree = dir.path().join("tree/nested");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::copy(&signed, tree.join("x.yaml")).unwrap();
+    for flag in ["-R", "--recursive"] {
+        mansign()
+            .args(["verify", flag, "--key"])
+            .arg(&pubkey)
+            .arg(dir.path().join("tree"))
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("verified"));
+    }
+}
+
+#[test]
+fn completion_help_says_how_to_install_and_profiles_do_not_complete_files() {
+    mansign()
+        .args(["completion", "--help"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "mansign completion bash > ~/.local/share/bash-completion/completions/mansign",
+        ));
+    let out = mansign().args(["completion", "zsh"]).assert().success();
+    let script = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let profile = script
+        .lines()
+        .find(|l| l.starts_with("'--ignore-profile="))
+        .expect("--ignore-profile in the zsh script");
+    assert!(profile.ends_with(":PROFILE[,PROFILE]:' \\"), "{profile}");
+}
