@@ -12,7 +12,6 @@
 //! the run is interrupted, so nothing is created after the clean-up; a commit that began
 //! runs to its end first, so the outputs are all written or none is.
 
-use anyhow::bail;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -106,7 +105,14 @@ impl Interrupts {
     pub fn hold(&self) -> anyhow::Result<Held<'_>> {
         let held = Held(self.staged.lock().unwrap_or_else(|e| e.into_inner()));
         if self.interrupted.load(Ordering::SeqCst) {
-            bail!("interrupted");
+            // The signal thread owns the end of the run: it removes the staged files and
+            // exits with the signal's code. Returning an error here would race it to
+            // `exit` with the usage code 2 ("error: interrupted") under load, so this
+            // thread gives up the lock and waits for the process to end.
+            drop(held);
+            loop {
+                std::thread::park();
+            }
         }
         Ok(held)
     }
