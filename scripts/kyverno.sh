@@ -187,8 +187,12 @@ cmd_start() {
   done
   mapfile -t names < <(cat "$crds"/*/*.yaml | sed -n 's/^  name: \(.*\.\(kyverno\.io\|wgpolicyk8s\.io\|reports\.kyverno\.io\|openreports\.io\)\)$/crd\/\1/p' | sort -u)
   [ "${#names[@]}" -gt 0 ] || die "no CRD names found in $crds"
-  "${k[@]}" wait --for=condition=Established --timeout=60s "${names[@]}" >/dev/null ||
-    die "Kyverno's CRDs did not become established"
+  # `kubectl wait` fails at once on a CRD whose status has no conditions yet: retry it.
+  local crd_deadline=$(($(date +%s) + 60))
+  until "${k[@]}" wait --for=condition=Established --timeout=30s "${names[@]}" >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$crd_deadline" ] || die "Kyverno's CRDs did not become established within 60 s"
+    sleep 0.5
+  done
 
   # Its namespace, the exception namespace, and the two ConfigMaps it reads at start-up
   # (empty ones: Kyverno's defaults).

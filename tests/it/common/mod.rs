@@ -10,6 +10,7 @@ pub mod stub_server;
 pub mod cluster;
 pub mod dup_tests_a;
 pub mod fixtures;
+pub mod kyverno;
 pub mod ops_tools;
 pub mod peers;
 pub mod pki;
