@@ -1152,7 +1152,8 @@ spec:
         )
     };
     let configmap = |name: &str, value: &str| configmap_in("manifests-key", name, value);
-    let keyless_configmap = |name: &str, value: &str| configmap_in("manifests-keyless", name, value);
+    let keyless_configmap =
+        |name: &str, value: &str| configmap_in("manifests-keyless", name, value);
     // Real writes only: Kyverno v1.19.0 allows every dry-run request a manifest rule sees
     // (pkg/engine/handlers/validation/validate_manifest.go: "allowed because of DryRun
     // request"), so `--dry-run=server` never shows its verdict. Pinned below.
@@ -1172,15 +1173,20 @@ spec:
         }
         out
     };
-    eventually(Duration::from_secs(120), "Kyverno enforces the manifest rule", || {
-        let out = create(&configmap("probe", "x"));
-        kyverno::denied_by(&out, KYVERNO_CPOL)
-            .then_some(())
-            .ok_or_else(|| format!("{}{}", stdout(&out), stderr(&out)))
-    });
-    let dry = env
-        .cluster
-        .kubectl_stdin(&["create", "--dry-run=server", "-f", "-"], &configmap("unsigned-dry-run", "x"));
+    eventually(
+        Duration::from_secs(120),
+        "Kyverno enforces the manifest rule",
+        || {
+            let out = create(&configmap("probe", "x"));
+            kyverno::denied_by(&out, KYVERNO_CPOL)
+                .then_some(())
+                .ok_or_else(|| format!("{}{}", stdout(&out), stderr(&out)))
+        },
+    );
+    let dry = env.cluster.kubectl_stdin(
+        &["create", "--dry-run=server", "-f", "-"],
+        &configmap("unsigned-dry-run", "x"),
+    );
     assert!(
         dry.status.success(),
         "Kyverno v1.19.0 admits an unsigned object on a dry run: {}",
@@ -1208,7 +1214,11 @@ spec:
             false,
         ),
         ("unsigned, key rule", configmap("unsigned", "safe"), false),
-        ("unsigned, keyless rule", keyless_configmap("unsigned", "safe"), false),
+        (
+            "unsigned, keyless rule",
+            keyless_configmap("unsigned", "safe"),
+            false,
+        ),
     ];
     let mut rows = Vec::new();
     for (what, doc, expected) in &cases {
@@ -1227,7 +1237,11 @@ spec:
         let denied_by_kyverno = kyverno::denied_by(&out, KYVERNO_CPOL);
         rows.push(format!(
             "| {what} | {} | {} |",
-            if cli.status.success() { "verified" } else { "not verified" },
+            if cli.status.success() {
+                "verified"
+            } else {
+                "not verified"
+            },
             if admitted {
                 "admitted".to_string()
             } else if denied_by_kyverno {
@@ -1236,7 +1250,12 @@ spec:
                 format!("refused: {}", stderr(&out).trim())
             }
         ));
-        assert_eq!(cli.status.success(), *expected, "{what}: mansign verify: {}", common::all_output(&cli));
+        assert_eq!(
+            cli.status.success(),
+            *expected,
+            "{what}: mansign verify: {}",
+            common::all_output(&cli)
+        );
         assert!(
             admitted == *expected && (admitted || denied_by_kyverno),
             "{what}: Kyverno at admission: {}{}",
@@ -1244,9 +1263,15 @@ spec:
             stderr(&out)
         );
     }
-    eprintln!("| object | mansign verify (CLI) | Kyverno admission controller |\n|---|---|---|\n{}", rows.join("\n"));
+    eprintln!(
+        "| object | mansign verify (CLI) | Kyverno admission controller |\n|---|---|---|\n{}",
+        rows.join("\n")
+    );
     ok(
-        env.kubectl("clean up", &["delete", "clusterpolicy", "manifests-at-admission"]),
+        env.kubectl(
+            "clean up",
+            &["delete", "clusterpolicy", "manifests-at-admission"],
+        ),
         "delete the ClusterPolicy",
     );
 }
