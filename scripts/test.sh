@@ -34,12 +34,14 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 bash scripts/install-lint-tools.sh
 
-log "Go-built test tools: the peers (kubectl-sigstore, Kyverno CLI, kubectl's YAML reader), the test cluster (kube-apiserver, kubectl, etcd) and helm + the rule checker"
-# Built from tests/peers, tests/cluster and tests/ops (pinned Go modules) into a cache keyed by
+log "Go-built test tools: the peers (kubectl-sigstore, Kyverno CLI, kubectl's YAML reader), the test cluster (kube-apiserver, kubectl, etcd), helm + the rule checker and Kyverno's admission controller"
+# Built from tests/peers, tests/cluster, tests/ops and tests/kyverno (pinned Go modules) into a cache keyed by
 # go.sum under ${MANSIGN_TOOLS_CACHE:-$HOME/.cache/mansign-tools}: the first build on a fresh
 # machine takes long (docs/compatibility.md, docs/admission.md), later runs find it warm.
 # A missing Go toolchain or a failed build stops here: the tests that need them never skip.
-for tools in "peers.sh" "cluster.sh build" "ops-tools.sh"; do
+# kyverno.sh after peers.sh: it compiles mostly the Kyverno CLI's packages, found in Go's
+# build cache then (docs/compatibility.md has both builds' costs).
+for tools in "peers.sh" "cluster.sh build" "ops-tools.sh" "kyverno.sh build"; do
   started=$(date +%s)
   # shellcheck disable=SC2086 # the second word is the sub-command
   bash scripts/$tools >/dev/null

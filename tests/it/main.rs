@@ -31,6 +31,7 @@ mod keyless_attacks;
 mod keyless_sign;
 mod keyless_verify;
 mod kubectl_plugin;
+mod kyverno_in_the_loop;
 mod layering;
 mod migrating_doc;
 mod no_panic_on_hostile_input;

@@ -8,6 +8,7 @@ pub mod dup_tests_a;
 pub mod fault_proxy;
 pub mod file_server;
 pub mod fixtures;
+pub mod kyverno;
 pub mod ops_tools;
 pub mod peers;
 pub mod pki;

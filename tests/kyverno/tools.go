@@ -1,0 +1,11 @@
+//go:build tools
+
+// Package tools pins Kyverno's admission controller (issue 36). scripts/kyverno.sh builds
+// the import path below with `go build`; nothing here is linked into mansign. The version
+// is the one tests/peers/go.mod pins for the Kyverno CLI, so the CLI and the admission
+// controller the tests compare are one Kyverno.
+package tools
+
+import (
+	_ "github.com/kyverno/kyverno/cmd/kyverno"
+)
