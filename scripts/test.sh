@@ -81,11 +81,12 @@ log "cargo package (crate contents and size)"
 bash scripts/check-package.sh
 
 # The integration-test modules whose tests share one expensive environment per process (a
-# real API server with mansign's webhook registered, a stack's signed fixtures) run in one
+# real API server with mansign's webhook registered, Kyverno's admission controller beside
+# it, a stack's signed fixtures) run in one
 # process under cargo test: nextest starts a process per test, which would build that
 # environment once per test (apiserver_admission: 408 s under nextest, 141 s in one process;
 # docs/design.md, "Tests"). Everything else runs under nextest, with its groups and timeouts.
-in_process=(apiserver_admission apiserver_keys admission_review)
+in_process=(apiserver_admission apiserver_keys admission_review kyverno_in_the_loop)
 in_process_filter="test(/^($(IFS='|'; echo "${in_process[*]}"))::/)"
 
 log "unit and integration tests under nextest (one process a test; actionlint and shellcheck in tests/it/ci_lint.rs)"
