@@ -141,8 +141,10 @@ pub struct VerifyArgs {
     #[arg(long = "bind-namespace", value_name = "NAMESPACE")]
     pub bind_namespaces: Vec<String>,
 
-    /// Reject signatures whose transparency-log time is older than this (`90s`, `30m`,
-    /// `4h`, `7d`); signatures without a log time (key, no bundle) are rejected too.
+    /// Reject signatures older than this (`90s`, `30m`, `4h`, `7d`), measured from the signed
+    /// time `mansign.dev/signed-at` (inside the signature), bounded by the transparency-log
+    /// time where there is one; a key signature without a signed time is rejected (a log
+    /// time alone does not date it), a keyless one without it is dated by its log time.
     #[arg(long, value_name = "DURATION")]
     pub max_age: Option<String>,
 

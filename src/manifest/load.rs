@@ -96,9 +96,9 @@ impl InputSelection {
             require_literal_separator: true,
             require_literal_leading_dot: false,
         };
-        self.exclude.iter().any(|p| {
-            (is_dir || !p.directories_only) && p.glob.matches_path_with(relative, options)
-        })
+        self.exclude
+            .iter()
+            .any(|p| (is_dir || !p.directories_only) && p.glob.matches_path_with(relative, options))
     }
 }
 
@@ -117,7 +117,9 @@ impl ExcludePattern {
             None => (body, body.contains('/')),
         };
         if body.is_empty() || body.starts_with('/') || body.ends_with('/') {
-            return Err(error("an empty pattern, or one of only slashes, matches nothing".into()));
+            return Err(error(
+                "an empty pattern, or one of only slashes, matches nothing".into(),
+            ));
         }
         let glob_text = if anchored {
             body.to_string()
@@ -812,8 +814,16 @@ mod tests {
 
     #[test]
     fn an_exclude_pattern_with_a_slash_is_anchored_at_the_directory_argument() {
-        assert!(excluded(&["/kustomization.yaml"], "kustomization.yaml", false));
-        assert!(!excluded(&["/kustomization.yaml"], "base/kustomization.yaml", false));
+        assert!(excluded(
+            &["/kustomization.yaml"],
+            "kustomization.yaml",
+            false
+        ));
+        assert!(!excluded(
+            &["/kustomization.yaml"],
+            "base/kustomization.yaml",
+            false
+        ));
         assert!(excluded(&["docs/*.yaml"], "docs/a.yaml", false));
         assert!(!excluded(&["docs/*.yaml"], "team/docs/a.yaml", false));
         // `*` does not cross a `/`; `**` does
@@ -833,7 +843,10 @@ mod tests {
         for bad in ["", "/", "//", "a/["] {
             let e = InputSelection::with_excludes(&[bad]).unwrap_err();
             assert_eq!(e.pattern, bad);
-            assert!(e.to_string().starts_with(&format!("--exclude {bad:?}: ")), "{e}");
+            assert!(
+                e.to_string().starts_with(&format!("--exclude {bad:?}: ")),
+                "{e}"
+            );
         }
     }
 

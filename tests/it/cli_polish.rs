@@ -1238,7 +1238,10 @@ fn help_shows_env_variables_without_values_and_names_every_policy_command() {
     let help = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(help.contains("[env: SIGSTORE_FULCIO_URL]"), "{help}");
     assert!(!help.contains("SIGSTORE_FULCIO_URL="), "{help}");
-    assert!(!help.contains("secret.example"), "a set value is not printed: {help}");
+    assert!(
+        !help.contains("secret.example"),
+        "a set value is not printed: {help}"
+    );
     let out = mansign().arg("--help").assert().success();
     let top = String::from_utf8_lossy(&out.get_output().stdout).replace('\n', " ");
     let policy = top.split("  policy ").nth(1).unwrap_or_default();

@@ -411,3 +411,67 @@ mod logged_key_signatures {
         assert_eq!(rejection.check(), "max-age");
     }
 }
+
+/// Issue 39, item 2: `--max-age` on a key signature with no Rekor bundle is measured from
+/// the signed time, and `verify --help`, docs/cli.md and docs/policy.md say so.
+mod max_age_of_key_signatures {
+    use super::common::{self, MULTI_DOC, fixture, key_pair, mansign, write};
+    use predicates::prelude::*;
+
+    #[test]
+    fn a_key_signature_without_a_bundle_is_dated_by_its_signed_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let (key, pubkey) = key_pair(dir.path(), "k");
+        let input = write(dir.path(), "x.yaml", MULTI_DOC);
+        common::sign_with_key(&input, &key);
+        let signed = dir.path().join("x.yaml.signed");
+        mansign()
+            .args(["verify", "--max-age", "1h", "--key"])
+            .arg(&pubkey)
+            .arg(&signed)
+            .assert()
+            .success();
+        // kubectl-sigstore's key signature carries no signed time: rejected, saying why
+        let out = mansign()
+            .args(["verify", "--max-age", "36500d", "--key"])
+            .arg(fixture(
+                "k8s-manifest-sigstore/derived/pkg/k8smanifest/testdata/testpub.pem",
+            ))
+            .arg(fixture(
+                "k8s-manifest-sigstore/pkg/k8smanifest/testdata/sample-configmap-multi-signed.yaml",
+            ))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", common::all_output(&out));
+        assert!(
+            common::all_output(&out).contains("no signed signing time"),
+            "{}",
+            common::all_output(&out)
+        );
+    }
+
+    #[test]
+    fn help_and_docs_say_the_same_of_max_age() {
+        let out = mansign().args(["verify", "--help"]).assert().success();
+        let help = String::from_utf8_lossy(&out.get_output().stdout).replace('\n', " ");
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            help.contains("measured from the signed time `mansign.dev/signed-at`"),
+            "{help}"
+        );
+        for doc in ["docs/cli.md", "docs/policy.md"] {
+            let text =
+                std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(doc))
+                    .unwrap();
+            assert!(
+                text.contains("from the signed time") && text.contains("mansign.dev/signed-at"),
+                "{doc} dates maxAge from the signed time"
+            );
+            assert!(
+                !text.contains("have no log time and fail")
+                    && !text.contains("no log time = rejected"),
+                "{doc} still says a key signature without a log time fails"
+            );
+        }
+    }
+}

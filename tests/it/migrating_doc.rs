@@ -23,6 +23,8 @@ struct Example {
     line: usize,
     args: Vec<String>,
     expected: Vec<String>,
+    /// The block marks lines it leaves out with `...`.
+    cut: bool,
     exit: i32,
 }
 
@@ -64,6 +66,7 @@ fn examples() -> Vec<Example> {
                 .filter(|l| l.trim() != "...")
                 .map(|l| l.to_string())
                 .collect(),
+            cut: block.iter().any(|l| l.trim() == "..."),
             exit,
         });
     }
@@ -99,6 +102,16 @@ fn every_worked_example_of_the_migration_guide_runs_as_written() {
                 ex.line
             );
         }
+        // A block that shows part of the output says so with `...` (issue 39, item 5).
+        let unshown = printed
+            .iter()
+            .filter(|l| !l.trim().is_empty() && !ex.expected.iter().any(|w| w == *l))
+            .count();
+        assert!(
+            ex.cut || unshown == 0,
+            "docs/migrating.md:{}: {unshown} printed line(s) not shown and no `...` marks the cut\n--- printed:\n{stdout}{stderr}",
+            ex.line
+        );
     }
 }
 

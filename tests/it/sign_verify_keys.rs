@@ -696,13 +696,17 @@ fn exclude_patterns_match_as_gitignore_patterns_do() {
     // the nested README's hint is its name, which matches at any depth
     sign(&[])
         .code(2)
-        .stderr(predicate::str::contains("sub/README.md: not a manifest file"))
+        .stderr(predicate::str::contains(
+            "sub/README.md: not a manifest file",
+        ))
         .stderr(predicate::str::contains("--exclude \"README.md\""));
     assert!(!out.exists(), "nothing written on error");
     // an anchored pattern does not reach the nested file
     sign(&["--exclude", "/README.md"])
         .code(2)
-        .stderr(predicate::str::contains("sub/README.md: not a manifest file"));
+        .stderr(predicate::str::contains(
+            "sub/README.md: not a manifest file",
+        ));
     assert!(!out.exists(), "nothing written on error");
     // `generated/` leaves out the directory, `*.md` the nested README
     sign(&["--exclude", "*.md", "--exclude", "generated/"]).success();
