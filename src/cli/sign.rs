@@ -341,7 +341,7 @@ fn check_flags(args: &SignArgs) -> anyhow::Result<bool> {
         );
     }
     if let Some(key) = &args.key {
-        super::verify_hints::refuse_secret_reference(key)?;
+        super::verify_hints::refuse_signing_key_reference(key)?;
     }
     Ok(tlog_upload)
 }

@@ -45,6 +45,29 @@ pub fn ignore_fields(fields: &[String]) -> anyhow::Result<IgnoreFields> {
     Ok(IgnoreFields(patterns))
 }
 
+/// `sign --key k8s://ns/name` or `sign --key awskms://...` (cosign key references) would
+/// otherwise fail as a missing file; the advice is for signing, not for verifying.
+pub fn refuse_signing_key_reference(path: &Path) -> anyhow::Result<()> {
+    let text = path.to_string_lossy();
+    if let Some((scheme, _)) = text.split_once("://")
+        && !path.exists()
+    {
+        if scheme == "k8s" {
+            anyhow::bail!(
+                "--key {text}: sign --key reads a cosign private key file, not a k8s:// \
+                 reference; export the Secret's key (e.g. `kubectl get secret -n NS NAME -o \
+                 jsonpath='{{.data.cosign\\.key}}' | base64 -d > cosign.key`, its password in \
+                 COSIGN_PASSWORD) and pass that file, or sign keylessly (no --key)"
+            );
+        }
+        anyhow::bail!(
+            "--key {text}: {scheme}:// keys (KMS, hardware) cannot sign here: sign --key reads \
+             a cosign private key file (`mansign generate-key-pair`), or sign keylessly (no --key)"
+        );
+    }
+    Ok(())
+}
+
 /// `--key k8s://ns/name` (a cosign key reference) would otherwise fail as a missing file.
 pub fn refuse_secret_reference(path: &Path) -> anyhow::Result<()> {
     let text = path.to_string_lossy();

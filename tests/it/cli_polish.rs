@@ -285,8 +285,20 @@ fn a_kubernetes_secret_key_reference_is_explained() {
             .arg(&input)
             .args(["--key", "k8s://cosign-system/signing-key"]),
         2,
-        &["k8s:// key references"],
-    );
+        &["sign --key reads a cosign private key file", "cosign.key", "keylessly"],
+    )
+    // signing advice, not the verifying one (issue 39, item 6)
+    .stderr(predicate::str::contains("verify --policy").not())
+    .stderr(predicate::str::contains("cosign.pub").not());
+    common::fails(
+        mansign()
+            .args(["sign", "-f"])
+            .arg(&input)
+            .args(["--key", "awskms://alias/release"]),
+        2,
+        &["awskms:// keys (KMS, hardware) cannot sign here", "generate-key-pair"],
+    )
+    .stderr(predicate::str::contains("verify --policy").not());
 }
 
 // ---- 17 and 21. one field syntax; Kyverno spelling refused where it matches nothing ----
