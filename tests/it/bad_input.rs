@@ -230,3 +230,28 @@ fn an_expiry_date_is_accepted_and_a_wrong_one_names_the_forms() {
         &["RFC 3339 time"],
     );
 }
+
+/// The 1,000-document limit names the file, says it is mansign's limit and what to do, and
+/// docs/cli.md states it (issue 39, item 15).
+#[test]
+fn a_file_past_the_document_limit_is_refused_naming_the_limit() {
+    let kd = common::key_dir("cosign");
+    let many: String = (0..1001)
+        .map(|i| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i}}}\n---\n"))
+        .collect();
+    let bad = kd.write("many.yaml", &many);
+    kd.sign_fails(
+        &[],
+        &bad,
+        &[
+            "many.yaml",
+            "more than 1000 documents in one file (mansign's limit; split the file)",
+        ],
+    );
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/cli.md"),
+    )
+    .unwrap();
+    assert!(doc.contains("At most 1,000 documents per file"));
+    assert!(doc.contains("Comments are not kept."));
+}

@@ -285,7 +285,11 @@ fn a_kubernetes_secret_key_reference_is_explained() {
             .arg(&input)
             .args(["--key", "k8s://cosign-system/signing-key"]),
         2,
-        &["sign --key reads a cosign private key file", "cosign.key", "keylessly"],
+        &[
+            "sign --key reads a cosign private key file",
+            "cosign.key",
+            "keylessly",
+        ],
     )
     // signing advice, not the verifying one (issue 39, item 6)
     .stderr(predicate::str::contains("verify --policy").not())
@@ -296,7 +300,10 @@ fn a_kubernetes_secret_key_reference_is_explained() {
             .arg(&input)
             .args(["--key", "awskms://alias/release"]),
         2,
-        &["awskms:// keys (KMS, hardware) cannot sign here", "generate-key-pair"],
+        &[
+            "awskms:// keys (KMS, hardware) cannot sign here",
+            "generate-key-pair",
+        ],
     )
     .stderr(predicate::str::contains("verify --policy").not());
 }

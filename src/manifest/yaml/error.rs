@@ -30,7 +30,7 @@ impl fmt::Display for YamlLocation {
 pub enum YamlError {
     #[error("document {document}: not valid YAML: {message}")]
     Syntax { document: usize, message: String },
-    #[error("more than {limit} documents")]
+    #[error("more than {limit} documents in one file (mansign's limit; split the file)")]
     TooManyDocuments { limit: usize },
     #[error(
         "line {line}: invalid document separator `{text}`: only a comment may follow `---` on \
