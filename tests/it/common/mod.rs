@@ -3,16 +3,17 @@
 
 pub mod actions_runner;
 pub mod admission_fixture;
-pub mod file_server;
-pub mod rekor_log;
-pub mod stack;
-pub mod stub_server;
 pub mod cluster;
 pub mod dup_tests_a;
+pub mod file_server;
 pub mod fixtures;
 pub mod ops_tools;
 pub mod peers;
 pub mod pki;
+pub mod rekor_log;
+pub mod stack;
+pub mod stub_server;
+pub mod test_instance;
 pub mod webhook;
 
 use std::path::{Path, PathBuf};
@@ -209,7 +210,7 @@ pub fn files_under(dir: &Path) -> Vec<String> {
 
 /// Three documents many tests sign and verify: ConfigMaps `settings` and `other` around the
 /// PolicyException `allow-host-path`, all in `team-a` (`testdata/common/multi-doc.yaml`).
-pub const MULTI_DOC: &str = include_str!("../../testdata/common/multi-doc.yaml");
+pub const MULTI_DOC: &str = include_str!("../../../testdata/common/multi-doc.yaml");
 
 /// Reads a CI file (a GitHub Actions workflow or `action.yml`, GitLab CI) as those services
 /// read it: YAML 1.2 (`on:` is the key "on"), plain scalars resolved by the core schema for
