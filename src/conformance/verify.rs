@@ -56,7 +56,7 @@ use super::bundle::{
 use crate::limits::Limits;
 use crate::trust::TrustRoot;
 use crate::verify::SigstoreError;
-use crate::verify::sigstore::adapter::map_verify_error;
+use crate::verify::sigstore::adapter::{map_verify_error, webpki_algorithms};
 use crate::verify::sigstore::fulcio_chain;
 use sigstore_types::{DerPublicKey, Sha256Hash};
 use sigstore_verify::{PublicKeyVerificationPolicy, VerificationPolicy, VerificationResult};
@@ -229,7 +229,7 @@ impl<'t> BundleVerifier<'t> {
         // every verified time.
         if let Some((leaf, intermediates)) = bundle.certificate_chain() {
             for time in result.verified_timestamps() {
-                fulcio_chain::check(self.trust, leaf, &intermediates, *time)?;
+                fulcio_chain::check(webpki_algorithms(), self.trust, leaf, &intermediates, *time)?;
             }
         }
         Ok(result)

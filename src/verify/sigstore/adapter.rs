@@ -208,7 +208,7 @@ fn verify_certificate_bundle(
             "the certificate chain must be checked at the integrated time",
         ));
     };
-    let validity = super::fulcio_chain::check(trust, leaf, &[], t)?;
+    let validity = super::fulcio_chain::check(webpki_algorithms(), trust, leaf, &[], t)?;
     // The certificate may be remembered only when the chain was checked at exactly the one
     // time the authorities were computed for; it is vouched for only while the whole path
     // is valid.
@@ -297,7 +297,7 @@ fn verify_in_scheme(
 
 /// The signature algorithms certificate chains are checked with (rustls-webpki over
 /// aws-lc-rs, the set sigstore-verify uses), for mansign's own chain checks.
-pub(super) fn webpki_algorithms() -> &'static [&'static dyn SignatureVerificationAlgorithm] {
+pub(crate) fn webpki_algorithms() -> &'static [&'static dyn SignatureVerificationAlgorithm] {
     sigstore_crypto::WEBPKI_VERIFICATION_ALGS
 }
 

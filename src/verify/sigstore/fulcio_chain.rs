@@ -25,11 +25,10 @@
 //! (sigstore-tsa) and certificate attestors' chains (`super::certificate`) already checked
 //! every certificate; this makes the Fulcio path agree with them.
 
-use super::adapter::webpki_algorithms;
 use super::error::SigstoreError;
 use crate::trust::TrustRoot;
 use jiff::Timestamp;
-use rustls_pki_types::{CertificateDer, UnixTime};
+use rustls_pki_types::{CertificateDer, SignatureVerificationAlgorithm, UnixTime};
 use x509_cert::Certificate;
 use x509_cert::der::Decode;
 
@@ -85,11 +84,13 @@ fn validity(cert: &Certificate) -> Option<(Timestamp, Timestamp)> {
     Some((at(v.not_before)?, at(v.not_after)?))
 }
 
-/// Checks that `leaf` (DER) chains, with the code-signing EKU, through CA certificates of
+/// Checks, with the signature `algorithms` of the other chain checks
+/// (`adapter::webpki_algorithms`), that `leaf` (DER) chains, with the code-signing EKU, through CA certificates of
 /// the authorities of `trust` valid at `time` (and `extra_intermediates`, certificates a
 /// standard bundle ships, never trusted by themselves) to a trust anchor, and that every
 /// certificate of that path, the anchor included, is valid at `time`. See the module docs.
 pub(crate) fn check(
+    algorithms: &[&dyn SignatureVerificationAlgorithm],
     trust: &TrustRoot,
     leaf: &[u8],
     extra_intermediates: &[&[u8]],
@@ -153,7 +154,7 @@ pub(crate) fn check(
     let seconds = u64::try_from(time.as_second())
         .map_err(|_| SigstoreError::IntegratedTime(format!("{time} is before 1970")))?;
     let path = end_entity.verify_for_usage(
-        webpki_algorithms(),
+        algorithms,
         &anchors,
         &intermediates,
         UnixTime::since_unix_epoch(std::time::Duration::from_secs(seconds)),

@@ -142,7 +142,7 @@ fn verify_chain(
         WebpkiPathError::Untrusted(e) => SigstoreError::UntrustedCertificate(format!("{e:?}")),
     })?;
     // Every certificate of the path, the root included, valid at the integrated time.
-    let validity = fulcio_chain::check(trust, leaf, &[], time)?;
+    let validity = fulcio_chain::check(sigstore::webpki_algorithms(), trust, leaf, &[], time)?;
     // No embedded SCT (the certificate was refused above otherwise): accepted only from a
     // retired Fulcio authority, logged before it retired (the module docs say why).
     match trust.retired_at(validity.authority) {
