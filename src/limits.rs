@@ -59,6 +59,14 @@ pub struct Limits {
     /// Default 256: a policy of 8 entries against the 32 sets an object may carry. Each
     /// check runs at most once per object; past the budget the object is refused.
     pub max_signature_checks: usize,
+    /// Most transparency-log entries in one standard Sigstore bundle (`verify-bundle`).
+    /// Default 32, sigstore-go's bound (GHSA-cq38-jh5f-37mq): a real bundle has one, and
+    /// each costs a SET or an inclusion proof and checkpoint check. Refused before any
+    /// cryptography.
+    pub max_bundle_tlog_entries: usize,
+    /// Most RFC 3161 timestamps in one standard Sigstore bundle. Default 32 (sigstore-go's
+    /// bound, as above); each costs a TSA chain and signature check.
+    pub max_bundle_timestamps: usize,
 }
 
 /// Setters, one per field, for callers outside the crate: the struct is `#[non_exhaustive]`,
@@ -139,6 +147,16 @@ impl Limits {
         self.max_signature_checks = value;
         self
     }
+    /// Sets `max_bundle_tlog_entries`.
+    pub const fn with_max_bundle_tlog_entries(mut self, value: usize) -> Self {
+        self.max_bundle_tlog_entries = value;
+        self
+    }
+    /// Sets `max_bundle_timestamps`.
+    pub const fn with_max_bundle_timestamps(mut self, value: usize) -> Self {
+        self.max_bundle_timestamps = value;
+        self
+    }
 }
 
 impl Limits {
@@ -159,6 +177,8 @@ impl Limits {
         max_signature_material_bytes: 64 * 1024,
         max_signature_material_total_bytes: 1024 * 1024,
         max_signature_checks: 256,
+        max_bundle_tlog_entries: 32,
+        max_bundle_timestamps: 32,
     };
 }
 

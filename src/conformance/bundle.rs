@@ -42,6 +42,22 @@ impl BundleKey {
     /// Parses a PEM `PUBLIC KEY` (SubjectPublicKeyInfo); `origin` names it in messages.
     pub fn from_pem(origin: impl Into<String>, pem: &str) -> Result<Self, BundleError> {
         let origin = origin.into();
+        // Exactly one complete block, nothing else: a second key that lost its END line
+        // is refused, not silently dropped.
+        let malformed = |reason: String| BundleError::MalformedKey {
+            origin: origin.clone(),
+            reason,
+        };
+        match crate::keys::pem_blocks(pem) {
+            Ok(blocks) if blocks.len() == 1 => {}
+            Ok(blocks) => {
+                return Err(malformed(format!(
+                    "expected one PEM block, found {}",
+                    blocks.len()
+                )));
+            }
+            Err(e) => return Err(malformed(e.to_string())),
+        }
         let key = DerPublicKey::from_pem(pem).map_err(|e| BundleError::MalformedKey {
             origin: origin.clone(),
             reason: e.to_string(),
@@ -115,6 +131,16 @@ pub enum BundleError {
     },
     #[error("not a Sigstore bundle: {0}")]
     MalformedBundle(String),
+    #[error(
+        "the bundle holds {count} {what}, more than the limit of {limit}; refused before any \
+         of them is checked"
+    )]
+    TooManyEntries {
+        /// `transparency log entries` or `RFC 3161 timestamps`.
+        what: &'static str,
+        count: usize,
+        limit: usize,
+    },
     #[error("{origin}: not a usable PEM public key: {reason}")]
     MalformedKey { origin: String, reason: String },
 
@@ -139,6 +165,7 @@ impl BundleError {
             BundleError::Read { .. }
                 | BundleError::TooLarge { .. }
                 | BundleError::MalformedBundle(_)
+                | BundleError::TooManyEntries { .. }
                 | BundleError::MalformedKey { .. }
         )
     }
@@ -180,6 +207,46 @@ impl SigstoreBundle {
         self.inner
             .to_json_pretty()
             .map_err(|e| BundleError::MalformedBundle(e.to_string()))
+    }
+
+    /// Refuses a bundle with more transparency-log entries or RFC 3161 timestamps than
+    /// `limits` allow (sigstore-go GHSA-cq38-jh5f-37mq: thousands of entries cost seconds
+    /// of CPU each). Counting only: nothing is verified.
+    pub(super) fn check_counts(&self, limits: &Limits) -> Result<(), BundleError> {
+        let material = &self.inner.verification_material;
+        let counts = [
+            (
+                "transparency log entries",
+                material.tlog_entries.len(),
+                limits.max_bundle_tlog_entries,
+            ),
+            (
+                "RFC 3161 timestamps",
+                material
+                    .timestamp_verification_data
+                    .rfc3161_timestamps
+                    .len(),
+                limits.max_bundle_timestamps,
+            ),
+        ];
+        match counts.into_iter().find(|(_, count, limit)| count > limit) {
+            Some((what, count, limit)) => Err(BundleError::TooManyEntries { what, count, limit }),
+            None => Ok(()),
+        }
+    }
+
+    /// The signing certificate (DER) and the certificates shipped after it, for a
+    /// certificate bundle; `None` for a key bundle.
+    pub(super) fn certificate_chain(&self) -> Option<(&[u8], Vec<&[u8]>)> {
+        match &self.inner.verification_material.content {
+            VerificationMaterialContent::Certificate(c) => Some((c.raw_bytes.as_bytes(), vec![])),
+            VerificationMaterialContent::X509CertificateChain { certificates } => {
+                let (leaf, rest) = certificates.split_first()?;
+                let rest = rest.iter().map(|c| c.raw_bytes.as_bytes()).collect();
+                Some((leaf.raw_bytes.as_bytes(), rest))
+            }
+            _ => None,
+        }
     }
 
     pub(super) fn names_public_key(&self) -> bool {

@@ -9,13 +9,17 @@
 //!
 //! 1. the bundle names the kind of signer the caller expects: a Fulcio certificate for
 //!    [`ExpectedSigner::Identity`], a public-key hint for [`ExpectedSigner::Key`];
-//! 2. the bundle is well formed for its version (an inclusion proof is required from v0.2
-//!    on, an inclusion promise in v0.1) and has signing-time evidence;
+//! 2. the bundle holds at most [`Limits::max_bundle_tlog_entries`] log entries and
+//!    [`Limits::max_bundle_timestamps`] RFC 3161 timestamps, counted before any
+//!    cryptography (sigstore-go's bound since GHSA-cq38-jh5f-37mq); it is well formed for
+//!    its version (an inclusion proof is required from v0.2 on, an inclusion promise in
+//!    v0.1) and has signing-time evidence;
 //! 3. the verified times: RFC 3161 timestamps from a TSA of the root, valid within that
 //!    TSA's window, and the SET-backed integrated time of Rekor v1 entries. Wall-clock
 //!    "now" is never a signing time;
 //! 4. keyless: the certificate chains to a Fulcio CA of the root valid at *every* verified
-//!    time, has the code-signing EKU and was itself valid then; the embedded SCT verifies
+//!    time, has the code-signing EKU and was itself valid then, and so was every CA
+//!    certificate of its path, the root included (`verify::sigstore::fulcio_chain`); the embedded SCT verifies
 //!    against the root's CT logs; the SAN equals the expected subject and the Fulcio issuer
 //!    extension (`1.3.6.1.4.1.57264.1.8`, legacy `.1.1`) the expected issuer, exactly;
 //! 5. the inclusion proof and its signed checkpoint (with the root's log key; unknown
@@ -52,7 +56,8 @@ use super::bundle::{
 use crate::limits::Limits;
 use crate::trust::TrustRoot;
 use crate::verify::SigstoreError;
-use crate::verify::sigstore::adapter::map_verify_error;
+use crate::verify::sigstore::adapter::{map_verify_error, webpki_algorithms};
+use crate::verify::sigstore::fulcio_chain;
 use sigstore_types::{DerPublicKey, Sha256Hash};
 use sigstore_verify::{PublicKeyVerificationPolicy, VerificationPolicy, VerificationResult};
 use std::fmt;
@@ -190,6 +195,8 @@ impl<'t> BundleVerifier<'t> {
         artifact: BundleArtifact<'_>,
         policy: &(impl sigstore_verify::Policy + ?Sized),
     ) -> Result<VerificationResult, BundleError> {
+        // Bounded before any cryptography.
+        bundle.check_counts(&self.limits)?;
         let verifier = self.trust.verifier();
         let b = &bundle.inner;
         let result = match artifact {
@@ -215,7 +222,17 @@ impl<'t> BundleVerifier<'t> {
                 }
             }
         };
-        result.map_err(|e| BundleError::Check(map_verify_error(e, self.trust, None)))
+        let result =
+            result.map_err(|e| BundleError::Check(map_verify_error(e, self.trust, None)))?;
+        // sigstore-verify does not check the validity of the CA certificates it takes as
+        // anchors: every certificate of the Fulcio path, the root included, must be valid at
+        // every verified time.
+        if let Some((leaf, intermediates)) = bundle.certificate_chain() {
+            for time in result.verified_timestamps() {
+                fulcio_chain::check(webpki_algorithms(), self.trust, leaf, &intermediates, *time)?;
+            }
+        }
+        Ok(result)
     }
 }
 

@@ -11,6 +11,16 @@ pub enum KeyError {
     },
     #[error("no PEM block found")]
     NoPemBlock,
+    #[error(
+        "PEM block {block} ({label}) has no END line: a truncated list of keys is refused, \
+         not read as fewer keys"
+    )]
+    UnterminatedPemBlock { block: usize, label: String },
+    #[error(
+        "text outside the PEM blocks (after block {after_block}): {found:?}; only PEM blocks \
+         and whitespace are read"
+    )]
+    TextOutsidePemBlock { after_block: usize, found: String },
     #[error("expected exactly one PEM block, found {count}")]
     MultiplePemBlocks { count: usize },
     #[error("PEM block is labelled {found:?}, expected {expected}")]

@@ -41,6 +41,7 @@
 
 mod encrypted_key;
 mod error;
+mod pem_text;
 mod public_key;
 #[cfg(test)]
 mod tests;
@@ -51,6 +52,7 @@ pub use encrypted_key::{
     generate_key_pair,
 };
 pub use error::KeyError;
+pub(crate) use pem_text::pem_blocks;
 pub use public_key::{
     PUBLIC_KEY_LABEL, parse_public_key_pem, public_key_fingerprint, public_key_pem,
     spki_fingerprint,

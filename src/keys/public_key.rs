@@ -61,12 +61,11 @@ pub fn spki_fingerprint(der: &[u8]) -> String {
     }
 }
 
-/// Parses exactly one PEM block. Text around it is ignored, as Go's `pem.Decode`
-/// (which cosign uses) does, but a second block is refused because it would be
-/// ambiguous which key was meant.
+/// Parses exactly one PEM block, with only whitespace around it ([`super::pem_blocks`]):
+/// a second block is refused because it would be ambiguous which key was meant, and
+/// stray text because it may be a block that lost its END line.
 pub(super) fn single_pem_block(pem_text: &str) -> Result<pem::Pem, KeyError> {
-    let mut blocks =
-        pem::parse_many(pem_text.trim()).map_err(|source| KeyError::InvalidPem { source })?;
+    let mut blocks = super::pem_blocks(pem_text)?;
     match blocks.len() {
         0 => Err(KeyError::NoPemBlock),
         1 => blocks.pop().ok_or(KeyError::NoPemBlock),

@@ -749,7 +749,8 @@ pub(crate) fn parse_public_keys(
             reference: trimmed.chars().take(80).collect(),
         });
     }
-    let blocks = pem::parse_many(trimmed).map_err(|e| PolicyError::Invalid {
+    // Strict: a block that lost its END line is refused, not dropped (issue 35, item 8).
+    let blocks = crate::keys::pem_blocks(trimmed).map_err(|e| PolicyError::Invalid {
         at: at.clone(),
         reason: format!("not valid PEM: {e}"),
     })?;

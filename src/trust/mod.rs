@@ -590,6 +590,41 @@ impl TrustRoot {
             .collect()
     }
 
+    /// The certificate chains (DER, leaf-most first, as the root lists them) of the Fulcio
+    /// authorities whose validity window contains `time`, each with the authority's
+    /// position in the root (the index [`FulcioAuthorities`] and [`Self::retired_at`]
+    /// use).
+    pub(crate) fn fulcio_chains_at(&self, time: jiff::Timestamp) -> Vec<(usize, Vec<&[u8]>)> {
+        self.root
+            .certificate_authorities
+            .iter()
+            .enumerate()
+            .filter(|(_, ca)| ca.valid_for.is_none_or(|w| w.contains(time)))
+            .map(|(i, ca)| {
+                let chain = ca.cert_chain.certificates.iter();
+                (i, chain.map(|c| c.raw_bytes.as_bytes()).collect())
+            })
+            .collect()
+    }
+
+    /// When the Fulcio authority at position `authority` stopped issuing, as this root
+    /// says it: `None` while its `validFor` window is open (it is a current authority);
+    /// otherwise the earlier of its window's end and the start of the first authority whose
+    /// window starts after its own (its successor). The legacy `rekord` path accepts a
+    /// certificate without an embedded SCT only if it chains to a retired authority and was
+    /// logged before this time (`verify::sigstore::legacy_rekord`, docs/compatibility.md).
+    pub(crate) fn retired_at(&self, authority: usize) -> Option<jiff::Timestamp> {
+        let cas = &self.root.certificate_authorities;
+        let window = cas.get(authority)?.valid_for?;
+        let end = window.end?;
+        let successor = cas
+            .iter()
+            .filter_map(|ca| ca.valid_for.map(|w| w.start))
+            .filter(|start| *start > window.start)
+            .min();
+        Some(successor.map_or(end, |s| s.min(end)))
+    }
+
     /// DER of every Fulcio CA certificate whose authority was valid at `time`. Each one
     /// is a trust anchor: Sigstore ships intermediates as anchors too (sigstore-verify
     /// does the same).

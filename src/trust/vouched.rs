@@ -8,19 +8,23 @@
 //! field of [`TrustRoot`](super::TrustRoot), so another root never sees it):
 //!
 //! * **key**: SHA-256 of the leaf certificate's DER;
-//! * **value**: the leaf's validity window and the Fulcio authorities of the root that were
-//!   valid at the time the chain was checked ([`FulcioAuthorities`]), and what the verifier
-//!   read from the certificate ([`KeptFacts`]: its identity, issuer, claims and key),
-//!   so a later set with the same certificate does not parse it again.
+//! * **value**: the window in which every certificate of the verified path (leaf,
+//!   intermediates and the root it ends in) is valid, the Fulcio authorities of the root
+//!   that were valid at the time the chain was checked ([`FulcioAuthorities`]), and what
+//!   the verifier read from the certificate ([`KeptFacts`]: its identity, issuer, claims
+//!   and key), so a later set with the same certificate does not parse it again.
 //!
 //! A later set with the same certificate at time `t` may skip the chain and SCT only if
-//! [`VouchedCertificate::covers`] `t`: the leaf is valid at `t` **and** the root's Fulcio
-//! authorities valid at `t` are exactly those of the first check. Why that is enough: the
-//! chain is built from the leaf and the root's anchors alone (intermediates are never taken
-//! from the annotation), rustls-webpki does not check an anchor's own dates, and the
-//! authorities' windows decide which anchors take part; so with the same anchors and a leaf
-//! valid at `t`, the chain check at `t` has the result it had. The SCT is checked against
-//! the CT log keys valid at the SCT's own timestamp, which is inside the certificate.
+//! [`VouchedCertificate::covers`] `t`: every certificate of the path is valid at `t`
+//! **and** the root's Fulcio authorities valid at `t` are exactly those of the first check.
+//! Why that is enough: the chain is built from the leaf and the root's CA certificates
+//! alone (intermediates are never taken from the annotation), the authorities' windows
+//! decide which of them take part, and the path's validity (webpki's for the leaf and the
+//! intermediates, mansign's own for the anchor, `verify::sigstore::fulcio_chain`) is the
+//! only part of the check that depends on the time; so with the same authorities and the
+//! whole path valid at `t`, the chain check at `t` has the result it had. The SCT is
+//! checked against the CT log keys valid at the SCT's own timestamp, which is inside the
+//! certificate.
 //!
 //! Everything else — the SET, the integrated time (not in the future, inside the leaf's
 //! validity), the Rekor body, the signature over the message, the identity policy, the
@@ -54,7 +58,8 @@ pub(crate) type KeptFacts = Arc<dyn Any + Send + Sync>;
 /// What the first full check of a certificate established.
 #[derive(Debug, Clone)]
 pub(crate) struct VouchedCertificate {
-    /// The leaf's validity window (inclusive at both ends, as RFC 5280 and webpki read it).
+    /// The window in which the leaf and every CA certificate of its verified path are
+    /// valid (inclusive at both ends, as RFC 5280 and webpki read it).
     pub not_before: jiff::Timestamp,
     pub not_after: jiff::Timestamp,
     /// The authorities valid when the chain was checked.

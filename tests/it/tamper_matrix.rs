@@ -1704,3 +1704,307 @@ mod api_server_model {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// The crypto path (issue 35, items 1, 2, 3 and 8): keyless signatures made by a Sigstore
+// instance of the test (tests/it/common/test_instance.rs), each case one fault, each
+// category with benign controls that must verify. Self-contained: no stack.
+mod crypto_path {
+    use crate::common::admission_fixture::key;
+    use crate::common::test_instance::{
+        IDENTITY, ISSUER, SIGNING_TIME, Signed, TestInstance, Validity,
+    };
+    use mansign::conformance::{BundleArtifact, BundleVerifier, ExpectedSigner, SigstoreBundle};
+    use mansign::policy::{KeyObject, KeyReference, LoadOptions, ResolvedKeys, load_str_with_keys};
+    use mansign::trust::TrustRoot;
+    use mansign::verify::verify_certificate_set;
+    use serde_json::{Value, json};
+
+    #[derive(Default)]
+    struct Category {
+        must_reject: usize,
+        wrongly_accepted: Vec<String>,
+        benign: usize,
+        wrongly_denied: Vec<String>,
+    }
+
+    impl Category {
+        fn reject(&mut self, what: String, accepted: bool) {
+            self.must_reject += 1;
+            if accepted {
+                self.wrongly_accepted.push(format!("ACCEPTED {what}"));
+            }
+        }
+        fn benign(&mut self, what: String, accepted: bool) {
+            self.benign += 1;
+            if !accepted {
+                self.wrongly_denied.push(format!("DENIED {what}"));
+            }
+        }
+    }
+
+    fn cold(trust: &TrustRoot, s: &Signed) -> bool {
+        verify_certificate_set(trust, &s.message, &s.set).is_ok()
+    }
+
+    fn bundle_ok(trust: &TrustRoot, bundle: &Value, message: &[u8]) -> bool {
+        SigstoreBundle::from_json(&bundle.to_string()).is_ok_and(|b| {
+            BundleVerifier::new(trust)
+                .verify(
+                    &b,
+                    BundleArtifact::Bytes(message),
+                    &ExpectedSigner::identity(IDENTITY, ISSUER),
+                )
+                .is_ok()
+        })
+    }
+
+    fn closed(mut v: Validity) -> Validity {
+        v.valid_for = ("2020-01-01T00:00:00Z", Some("2030-01-01T00:00:00Z"));
+        v
+    }
+
+    const FUTURE_ROOT: Validity = Validity {
+        root: ((2026, 1, 1), (2040, 1, 1)),
+        ..Validity::GOOD
+    };
+
+    fn chain_validity(c: &mut Category) {
+        let faults = [
+            ("intermediate expired", Validity::EXPIRED_INTERMEDIATE),
+            ("root expired, window open", Validity::EXPIRED_ROOT),
+            ("intermediate not yet valid", Validity::FUTURE_INTERMEDIATE),
+            ("root not yet valid", FUTURE_ROOT),
+        ];
+        for (name, validity) in faults.into_iter().chain([("good chain", Validity::GOOD)]) {
+            let good = name == "good chain";
+            let mut case = |what: &str, accepted: bool| {
+                let what = format!("{name}: {what}");
+                if good {
+                    c.benign(what, accepted)
+                } else {
+                    c.reject(what, accepted)
+                }
+            };
+            let instance = TestInstance::new(validity);
+            let trust = instance.trust_root();
+            let signed = instance.sign("hashedrekord", true);
+            case("hashedrekord annotations, cold", cold(&trust, &signed));
+            case(
+                "hashedrekord annotations, second sight",
+                cold(&trust, &signed),
+            );
+            case(
+                "standard bundle v0.1",
+                bundle_ok(&trust, &signed.bundle_json(), &signed.message),
+            );
+            let legacy = TestInstance::new(closed(validity));
+            case(
+                "legacy rekord, retired authority",
+                cold(&legacy.trust_root(), &legacy.sign("rekord", false)),
+            );
+        }
+        // The vouched path at a later time the intermediate no longer covers.
+        let instance = TestInstance::new(Validity::INTERMEDIATE_EXPIRES_DURING_LEAF);
+        let trust = instance.trust_root();
+        let signed = instance.sign("hashedrekord", true);
+        c.benign(
+            "vouched: first sight before the intermediate expired".into(),
+            cold(&trust, &signed),
+        );
+        let later = signed.with_set(instance.log.at(&signed.set, SIGNING_TIME + 86_400));
+        c.reject(
+            "vouched: the same certificate after the intermediate expired".into(),
+            cold(&trust, &later),
+        );
+    }
+
+    fn sct_by_kind(c: &mut Category) {
+        let current = TestInstance::new(Validity::GOOD);
+        let trust = current.trust_root();
+        c.reject(
+            "no SCT, hashedrekord, current authority".into(),
+            cold(&trust, &current.sign("hashedrekord", false)),
+        );
+        c.reject(
+            "no SCT, rekord, current authority".into(),
+            cold(&trust, &current.sign("rekord", false)),
+        );
+        c.reject(
+            "embedded SCT, rekord (unchecked there)".into(),
+            cold(&trust, &current.sign("rekord", true)),
+        );
+        c.benign(
+            "embedded SCT, hashedrekord".into(),
+            cold(&trust, &current.sign("hashedrekord", true)),
+        );
+        let retired = TestInstance::new(closed(Validity::GOOD));
+        let trust = retired.trust_root();
+        c.reject(
+            "no SCT, hashedrekord, retired authority".into(),
+            cold(&trust, &retired.sign("hashedrekord", false)),
+        );
+        c.benign(
+            "no SCT, rekord, retired authority, logged before it retired".into(),
+            cold(&trust, &retired.sign("rekord", false)),
+        );
+        for start in ["2021-01-01T00:00:00Z", "2025-06-01T11:59:59Z"] {
+            let mut root = retired.trusted_root_json();
+            let mut successor =
+                TestInstance::new(Validity::GOOD).trusted_root_json()["certificateAuthorities"][0]
+                    .clone();
+            successor["validFor"] = json!({"start": start});
+            root["certificateAuthorities"]
+                .as_array_mut()
+                .unwrap()
+                .push(successor);
+            let trust = TrustRoot::from_json(&root.to_string()).unwrap();
+            c.reject(
+                format!("no SCT, rekord, logged after a successor authority started {start}"),
+                cold(&trust, &retired.sign("rekord", false)),
+            );
+        }
+    }
+
+    fn bundle_counts(c: &mut Category) {
+        let instance = TestInstance::new(Validity::GOOD);
+        let trust = instance.trust_root();
+        let signed = instance.sign("hashedrekord", true);
+        let with = |entries: usize, timestamps: usize| {
+            let mut b = signed.bundle_json();
+            let entry = b["verificationMaterial"]["tlogEntries"][0].clone();
+            b["verificationMaterial"]["tlogEntries"] = Value::Array(vec![entry; entries]);
+            if timestamps > 0 {
+                b["verificationMaterial"]["timestampVerificationData"] = json!({
+                    "rfc3161Timestamps": vec![json!({"signedTimestamp": "MAA="}); timestamps]
+                });
+            }
+            b
+        };
+        for entries in [33, 64, 1_000, 5_000] {
+            c.reject(
+                format!("{entries} log entries"),
+                bundle_ok(&trust, &with(entries, 0), &signed.message),
+            );
+        }
+        for timestamps in [33, 1_000] {
+            c.reject(
+                format!("{timestamps} RFC 3161 timestamps"),
+                bundle_ok(&trust, &with(1, timestamps), &signed.message),
+            );
+        }
+        c.benign(
+            "one log entry".into(),
+            bundle_ok(&trust, &with(1, 0), &signed.message),
+        );
+    }
+
+    fn pem_key_lists(c: &mut Category) {
+        let (a, b) = (key().public_key_pem, key().public_key_pem);
+        let cut = |p: &str| p[..p.find("-----END").unwrap()].to_string();
+        let begin_only = |p: &str| p.lines().next().unwrap().to_string() + "\n";
+        let cases: Vec<(&str, String, bool)> = vec![
+            (
+                "second key lost its END line",
+                format!("{a}{}", cut(&b)),
+                false,
+            ),
+            (
+                "first key lost its END line",
+                format!("{}{b}", cut(&a)),
+                false,
+            ),
+            (
+                "a lone BEGIN line after the keys",
+                format!("{a}{b}{}", begin_only(&b)),
+                false,
+            ),
+            ("text after the keys", format!("{a}{b}trailing\n"), false),
+            ("text between the keys", format!("{a}junk\n{b}"), false),
+            ("text before the keys", format!("comment\n{a}{b}"), false),
+            ("two complete keys", format!("{a}{b}"), true),
+            (
+                "two complete keys, blank lines between",
+                format!("{a}\n\n{b}"),
+                true,
+            ),
+        ];
+        let reference =
+            KeyReference::new(KeyObject::Secret, "cosign-system", "release", "cosign.pub").unwrap();
+        for (what, keys, admit) in cases {
+            let indented: String = keys
+                .lines()
+                .map(|l| format!("                {l}\n"))
+                .collect();
+            let policy = |public_keys: &str| {
+                format!(
+                    "apiVersion: kyverno.io/v1\nkind: ClusterPolicy\nmetadata: {{name: keys}}\n\
+                     spec:\n  rules:\n  - name: signed\n    match: {{any: [{{resources: {{kinds: \
+                     [ConfigMap]}}}}]}}\n    validate:\n      manifests:\n        attestors:\n        \
+                     - entries:\n          - keys:\n              publicKeys: {public_keys}"
+                )
+            };
+            let options = LoadOptions::default();
+            let file = load_str_with_keys(
+                "p.yaml",
+                &policy(&format!("|\n{indented}")),
+                ".".as_ref(),
+                &options,
+                &ResolvedKeys::new(),
+            )
+            .is_ok();
+            let mut resolved = ResolvedKeys::new();
+            resolved.insert(reference.clone(), Ok(keys.clone()));
+            let cluster = load_str_with_keys(
+                "p.yaml",
+                &policy("k8s://cosign-system/release"),
+                ".".as_ref(),
+                &options,
+                &resolved,
+            )
+            .is_ok_and(|set| set.unresolved_keys().is_empty());
+            for (path, loaded) in [("policy file", file), ("cluster Secret", cluster)] {
+                let what = format!("{what} ({path})");
+                if admit {
+                    c.benign(what, loaded)
+                } else {
+                    c.reject(what, loaded)
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn crypto_path_categories_have_no_wrong_verdict() {
+        type Check = (&'static str, fn(&mut Category));
+        let checks: [Check; 4] = [
+            ("Fulcio chain validity at the signing time", chain_validity),
+            ("SCT whatever the log entry kind", sct_by_kind),
+            ("bundle entry and timestamp counts", bundle_counts),
+            ("truncated PEM key lists", pem_key_lists),
+        ];
+        let mut wrong = Vec::new();
+        for (name, check) in checks {
+            let mut c = Category::default();
+            check(&mut c);
+            println!(
+                "tamper matrix: {name}: {} of {} must-reject cases rejected, {} wrongly \
+                 accepted; {} of {} benign cases allowed",
+                c.must_reject - c.wrongly_accepted.len(),
+                c.must_reject,
+                c.wrongly_accepted.len(),
+                c.benign - c.wrongly_denied.len(),
+                c.benign
+            );
+            assert!(c.must_reject >= 5 && c.benign >= 1, "{name}: too few cases");
+            wrong.extend(c.wrongly_accepted.iter().map(|w| format!("{name}: {w}")));
+            wrong.extend(c.wrongly_denied.iter().map(|w| format!("{name}: {w}")));
+        }
+        assert!(
+            wrong.is_empty(),
+            "{} wrong verdicts:\n{}",
+            wrong.len(),
+            wrong.join("\n")
+        );
+    }
+}

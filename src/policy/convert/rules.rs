@@ -158,7 +158,7 @@ pub(super) fn attestor_entries(
         }
         // One entry per key, as the loader expands them, so `count` keeps its meaning.
         let pem = raw;
-        let blocks = pem::parse_many(pem).map_err(|e| PolicyError::Invalid {
+        let blocks = crate::keys::pem_blocks(pem).map_err(|e| PolicyError::Invalid {
             at: at.at("keys.publicKeys"),
             reason: format!("not valid PEM: {e}"),
         })?;

@@ -10,7 +10,8 @@ use crate::trust::{RestrictError, TrustRoot};
 /// DER blocks of a PEM text with the given tag (`CERTIFICATE`, `PUBLIC KEY`), at most
 /// [`MAX_PEM_BLOCKS`]; anything else is invalid.
 fn pem_ders(text: &str, tag: &str, at: &Location) -> Result<Vec<Vec<u8>>, PolicyError> {
-    let blocks = pem::parse_many(text.trim()).map_err(|e| invalid(at, format!("not PEM: {e}")))?;
+    let blocks =
+        crate::keys::pem_blocks(text.trim()).map_err(|e| invalid(at, format!("not PEM: {e}")))?;
     if blocks.is_empty() {
         return Err(invalid(at, format!("no PEM {tag} found")));
     }

@@ -91,6 +91,8 @@ fn workflow_claims(c: &sigstore_crypto::FulcioCiClaims) -> WorkflowClaims {
 /// ([`crate::trust::VouchedCertificate`]).
 #[derive(Debug)]
 pub(super) struct ChainVerified {
+    /// The window in which every certificate of the path (leaf, intermediates, root) is
+    /// valid ([`super::fulcio_chain::ChainValidity`]).
     pub not_before: jiff::Timestamp,
     pub not_after: jiff::Timestamp,
     /// The root's Fulcio authorities valid at that time.
@@ -120,8 +122,8 @@ pub(super) fn verify_hashedrekord(
     };
     let verifier = trust.verifier();
     let (result, chain) = match material {
-        SigningMaterial::Certificate(_) => {
-            verify_certificate_bundle(trust, message, &bundle, entry, map)?
+        SigningMaterial::Certificate(leaf) => {
+            verify_certificate_bundle(trust, message, leaf, &bundle, entry, map)?
         }
         SigningMaterial::PublicKey(spki) => {
             let policy =
@@ -160,6 +162,7 @@ pub(super) fn verify_hashedrekord(
 fn verify_certificate_bundle(
     trust: &TrustRoot,
     message: &[u8],
+    leaf: &[u8],
     bundle: &Bundle,
     entry: &RekorEntry,
     map: impl Fn(sigstore_verify::Error) -> SigstoreError,
@@ -197,13 +200,23 @@ fn verify_certificate_bundle(
             "certificate chain and SCT must be verified",
         ));
     }
+    // sigstore-verify never checks the validity of the CA certificates it takes as anchors
+    // (intermediates included): every certificate of the path, the root too, must be
+    // valid at the integrated time ([`super::fulcio_chain`]).
+    let Some(t) = time else {
+        return Err(SigstoreError::SkippedCheck(
+            "the certificate chain must be checked at the integrated time",
+        ));
+    };
+    let validity = super::fulcio_chain::check(webpki_algorithms(), trust, leaf, &[], t)?;
     // The certificate may be remembered only when the chain was checked at exactly the one
-    // time the authorities were computed for.
-    let chain = match (time, authorities, result.certificate()) {
-        (Some(t), Some(authorities), Some(info)) if result.verified_timestamps() == [t] => {
+    // time the authorities were computed for; it is vouched for only while the whole path
+    // is valid.
+    let chain = match (authorities, result.certificate()) {
+        (Some(authorities), Some(_)) if result.verified_timestamps() == [t] => {
             Some(ChainVerified {
-                not_before: info.not_before,
-                not_after: info.not_after,
+                not_before: validity.not_before,
+                not_after: validity.not_after,
                 authorities,
             })
         }
@@ -284,7 +297,7 @@ fn verify_in_scheme(
 
 /// The signature algorithms certificate chains are checked with (rustls-webpki over
 /// aws-lc-rs, the set sigstore-verify uses), for mansign's own chain checks.
-pub(super) fn webpki_algorithms() -> &'static [&'static dyn SignatureVerificationAlgorithm] {
+pub(crate) fn webpki_algorithms() -> &'static [&'static dyn SignatureVerificationAlgorithm] {
     sigstore_crypto::WEBPKI_VERIFICATION_ALGS
 }
 

@@ -434,10 +434,18 @@ fn pem_certificates(
     what: &'static str,
     text: &str,
 ) -> Result<Vec<Vec<u8>>, CertificateAttestorError> {
-    let blocks = pem::parse_many(text.trim()).map_err(|e| CertificateAttestorError::Pem {
-        what,
-        reason: e.to_string(),
-    })?;
+    let blocks = match crate::keys::pem_blocks(text.trim()) {
+        Ok(blocks) => blocks,
+        Err(crate::keys::KeyError::NoPemBlock) => {
+            return Err(CertificateAttestorError::NoCertificate { what });
+        }
+        Err(e) => {
+            return Err(CertificateAttestorError::Pem {
+                what,
+                reason: e.to_string(),
+            });
+        }
+    };
     if blocks.is_empty() {
         return Err(CertificateAttestorError::NoCertificate { what });
     }

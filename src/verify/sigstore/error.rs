@@ -63,6 +63,23 @@ pub enum SigstoreError {
         time: Option<jiff::Timestamp>,
         detail: String,
     },
+    /// A CA certificate of the Fulcio chain (an intermediate, or the root the chain ends
+    /// in) was not valid at the verified signing time.
+    #[error(
+        "Fulcio {role} certificate {subject} {} the {}",
+        ValidityText::new(.not_before, .not_after, .time),
+        SigningTimeText(&Some(*.time))
+    )]
+    ChainCertificateNotValidAt {
+        /// `intermediate` or `root` (the anchor the chain ends in).
+        role: &'static str,
+        /// The certificate's subject (RFC 4514).
+        subject: String,
+        not_before: jiff::Timestamp,
+        not_after: jiff::Timestamp,
+        /// The verified signing time it was checked at.
+        time: jiff::Timestamp,
+    },
     #[error("signed certificate timestamp does not verify: {0}")]
     Sct(String),
     #[error("certificate subject {found} is not the expected identity {expected}")]
@@ -111,6 +128,9 @@ impl SigstoreError {
             SigstoreError::Timestamp(_) => "timestamp-invalid",
             SigstoreError::UntrustedCertificate(_) => "untrusted-chain",
             SigstoreError::CertificateNotValidAt { .. } => "certificate-not-valid-at-signing-time",
+            SigstoreError::ChainCertificateNotValidAt { .. } => {
+                "chain-certificate-not-valid-at-signing-time"
+            }
             SigstoreError::Sct(_) => "sct-invalid",
             SigstoreError::IdentityMismatch { .. } => "identity-mismatch",
             SigstoreError::IssuerMismatch { .. } => "issuer-mismatch",
@@ -136,6 +156,43 @@ impl fmt::Display for SigningTimeText<'_> {
     }
 }
 
+/// "expired at N, before" or "not valid before N, after" (the signing time follows).
+struct ValidityText<'a> {
+    not_before: &'a jiff::Timestamp,
+    not_after: &'a jiff::Timestamp,
+    time: &'a jiff::Timestamp,
+}
+
+impl<'a> ValidityText<'a> {
+    fn new(
+        not_before: &'a jiff::Timestamp,
+        not_after: &'a jiff::Timestamp,
+        time: &'a jiff::Timestamp,
+    ) -> Self {
+        ValidityText {
+            not_before,
+            not_after,
+            time,
+        }
+    }
+}
+
+impl fmt::Display for ValidityText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.time > self.not_after {
+            write!(f, "expired at {}, before", self.not_after)
+        } else if self.time < self.not_before {
+            write!(f, "is not valid before {}, later than", self.not_before)
+        } else {
+            write!(
+                f,
+                "(valid {} to {}) is refused at",
+                self.not_before, self.not_after
+            )
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,5 +209,22 @@ mod tests {
              2026-01-02T03:00:00Z"
         );
         assert_eq!(e.code(), "certificate-not-valid-at-signing-time");
+    }
+
+    #[test]
+    fn chain_certificate_validity_failure_names_the_certificate_and_both_times() {
+        let e = SigstoreError::ChainCertificateNotValidAt {
+            role: "intermediate",
+            subject: "CN=test-intermediate".into(),
+            not_before: "2020-01-01T00:00:00Z".parse().unwrap(),
+            not_after: "2024-01-01T00:00:00Z".parse().unwrap(),
+            time: "2025-01-02T03:04:05Z".parse().unwrap(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "Fulcio intermediate certificate CN=test-intermediate expired at \
+             2024-01-01T00:00:00Z, before the signing time 2025-01-02T03:04:05Z"
+        );
+        assert_eq!(e.code(), "chain-certificate-not-valid-at-signing-time");
     }
 }

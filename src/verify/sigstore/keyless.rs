@@ -11,8 +11,11 @@
 //! 2. the SET verifies with that log's key, valid at the integrated time; the integrated
 //!    time is not in the future;
 //! 3. the certificate chains to a Fulcio CA of the trust root that was valid at the
-//!    integrated time, has the code-signing EKU, and was itself valid at that time;
-//! 4. the embedded SCT verifies against the trust root's CT logs;
+//!    integrated time, has the code-signing EKU, and was itself valid at that time, and so
+//!    was every CA certificate of the path, the root included
+//!    ([`fulcio_chain`](super::fulcio_chain));
+//! 4. the embedded SCT verifies against the trust root's CT logs (legacy `rekord` entries:
+//!    see [`legacy_rekord`](super::legacy_rekord) for the one bounded exception);
 //! 5. the signature verifies over M with the certificate's key;
 //! 6. the Rekor entry body describes this signature: same signature bytes, same
 //!    certificate, hash = SHA-256(M) (CVE-2022-36056).

@@ -17,19 +17,46 @@
 //! 3. `integratedTime` is not in the future;
 //! 4. (certificate) the certificate chains, with rustls-webpki and the code-signing EKU, to
 //!    a Fulcio CA of the trust root valid at `integratedTime`, and is itself valid then;
+//!    every CA certificate of the path, the root included, is valid then too
+//!    ([`fulcio_chain`]);
+//!
+//!    4a. (certificate) the SCT rule below;
 //! 5. the signature verifies over M with the certificate's (or the trusted) key;
 //! 6. the body holds the same signature bytes, the same certificate DER (or the same
 //!    public key) and SHA-256(M).
 //!
-//! Difference from the `hashedrekord` path, on purpose: **no SCT check**. Fulcio in 2021
-//! returned the SCT detached, and cosign never stored it, so these certificates carry none.
-//! Certificate transparency still holds in the weaker sense that the whole certificate is
-//! inside the Rekor entry the SET vouches for. A certificate that *does* embed an SCT is
-//! refused here rather than accepted unchecked (it would be a 2022+ certificate, which
-//! never needs this path).
+//! # Certificate transparency: where the line is
+//!
+//! Fulcio in 2021 returned the SCT detached, and cosign never stored it, so the certificates
+//! of 2021 kubectl-sigstore signatures carry none, and this path cannot check one. But the
+//! entry's kind is the signer's choice: if "no SCT" were accepted for every `rekord` entry,
+//! a certificate a mis-issuing CA never sent to a CT log would verify by being logged as
+//! `rekord` instead of `hashedrekord` (the `hashedrekord` path requires the SCT). So a
+//! certificate without an embedded SCT is accepted here only when the trust root itself
+//! says its CA has stopped issuing:
+//!
+//! * the Fulcio authority its chain ends in has a **closed** `validFor` window (a current
+//!   authority, open-ended, never qualifies: its certificates need an SCT), and
+//! * the entry's SET-backed integrated time is **before that authority retired**: the
+//!   earlier of its window's end and the start of the next authority's window
+//!   ([`TrustRoot::retired_at`]).
+//!
+//! For the public-good root that is the 2021 `sigstore` CA (`validFor` 2021-03-07 to
+//! 2022-12-31) and entries integrated before 2022-04-13T20:06:15Z, when the
+//! `sigstore-intermediate` authority (whose certificates embed SCTs) took over. An attacker
+//! would need a Rekor SET dated inside that window: the log's key, not the CA's. The CT
+//! logs' own `validFor` windows do not draw the line: the 2021 log (`ctfe.sigstore.dev/test`)
+//! started on 2021-03-14, before the certificates it must let through. cosign has no such
+//! exception: it refuses a certificate without an embedded SCT unless given a detached one
+//! or `--insecure-ignore-sct` (`pkg/cosign/verify.go`, `ValidateAndUnpackCert`), so by
+//! default it does not verify these signatures at all; docs/compatibility.md says the same.
+//!
+//! A certificate that *does* embed an SCT is refused here rather than accepted unchecked
+//! (it would be a 2022+ certificate, which never needs this path).
 
 use super::adapter::{self as sigstore, SigningMaterial, WebpkiPathError};
 use super::error::SigstoreError;
+use super::fulcio_chain;
 use super::logged_entry::read_with_set;
 use super::rekor_entry::RekorEntry;
 use crate::trust::TrustRoot;
@@ -68,6 +95,7 @@ pub(super) fn verify(
     logged.describes(message, signature, material)
 }
 
+/// Steps 4 and 4a of the module docs: the chain at the integrated time, and the SCT rule.
 fn verify_chain(
     trust: &TrustRoot,
     leaf: &[u8],
@@ -112,5 +140,24 @@ fn verify_chain(
             detail: format!("{e:?}"),
         },
         WebpkiPathError::Untrusted(e) => SigstoreError::UntrustedCertificate(format!("{e:?}")),
-    })
+    })?;
+    // Every certificate of the path, the root included, valid at the integrated time.
+    let validity = fulcio_chain::check(sigstore::webpki_algorithms(), trust, leaf, &[], time)?;
+    // No embedded SCT (the certificate was refused above otherwise): accepted only from a
+    // retired Fulcio authority, logged before it retired (the module docs say why).
+    match trust.retired_at(validity.authority) {
+        Some(retired) if time < retired => Ok(()),
+        Some(retired) => Err(SigstoreError::Sct(format!(
+            "the certificate has no embedded SCT, and its entry was integrated at {time}, \
+             not before {retired}, when the Fulcio authority it chains to retired (the trust \
+             root's validFor); only certificates issued before Fulcio embedded SCTs may \
+             lack one"
+        ))),
+        None => Err(SigstoreError::Sct(
+            "the certificate has no embedded SCT, and the Fulcio authority it chains to is \
+             current (its validFor window in the trust root is open): certificate \
+             transparency is required whatever the log entry's kind"
+                .into(),
+        )),
+    }
 }

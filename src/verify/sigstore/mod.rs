@@ -1,14 +1,15 @@
 //! Signature evidence: the adapter over the sigstore crates (adapter, the only file of
 //! `verify` that names them, and their errors as [`SigstoreError`](error::SigstoreError)),
 //! Rekor entries (rekor_entry, logged_entry, hashedrekord, legacy_rekord), keyless and key
-//! signature sets with their bundles (keyless, key_bundle), certificate attestors' own PKI
-//! (certificate, pem), and what a verified signature proves (evidence, signer). Imports
-//! nothing else of `verify`.
+//! signature sets with their bundles (keyless, key_bundle), the Fulcio chain's validity at
+//! the signing time (fulcio_chain), certificate attestors' own PKI (certificate, pem), and
+//! what a verified signature proves (evidence, signer). Imports nothing else of `verify`.
 
 pub(crate) mod adapter;
 pub(super) mod certificate;
 pub(super) mod error;
 pub(super) mod evidence;
+pub(crate) mod fulcio_chain;
 pub(super) mod hashedrekord;
 pub(super) mod key_bundle;
 pub(super) mod keyless;
