@@ -3,16 +3,17 @@
 
 pub mod actions_runner;
 pub mod admission_fixture;
-pub mod file_server;
-pub mod rekor_log;
-pub mod stack;
-pub mod stub_server;
 pub mod cluster;
 pub mod dup_tests_a;
+pub mod fault_proxy;
+pub mod file_server;
 pub mod fixtures;
 pub mod ops_tools;
 pub mod peers;
 pub mod pki;
+pub mod rekor_log;
+pub mod stack;
+pub mod stub_server;
 pub mod webhook;
 
 use std::path::{Path, PathBuf};
