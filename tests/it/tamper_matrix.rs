@@ -1771,7 +1771,7 @@ mod unanswerable_requests {
         let text = String::from_utf8(exception_review(json!("x"))).unwrap();
         cases.push((
             "body cut short".into(),
-            text[..text.len() - 10].as_bytes().to_vec(),
+            text.as_bytes()[..text.len() - 10].to_vec(),
         ));
         cases.push((
             "body larger than the limit".into(),
