@@ -90,9 +90,42 @@ pub fn body(request: &AdmissionRequest<DynamicObject>, answer: &Answer) -> Vec<u
     serde_json::to_vec(&response.into_review()).unwrap_or_default()
 }
 
+/// The response body (HTTP 200, `allowed: false`, `status.code` 403) for a request that
+/// cannot be answered, whose `uid` is all that could be read of it
+/// ([`readable_uid`](super::request::readable_uid)): the message ends with `[code]`. An
+/// HTTP error instead would leave the decision to the webhook's `failurePolicy`, which
+/// under `Ignore` admits what mansign could not check.
+pub fn refusal(uid: &str, code: &str, message: &str) -> Vec<u8> {
+    let mut response = AdmissionResponse::invalid("");
+    response.uid = uid.to_string();
+    response = response.deny(bounded(
+        &printable(&format!("{message} [{code}]")),
+        MAX_MESSAGE_CHARS,
+    ));
+    response.result.code = 403;
+    response.result.reason = "Forbidden".into();
+    serde_json::to_vec(&response.into_review()).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_denies_the_request_it_names() {
+        let body = refusal("u-1", "too-deeply-nested", "nested \u{202e}deep");
+        let review: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let response = &review["response"];
+        assert_eq!(review["apiVersion"], "admission.k8s.io/v1");
+        assert_eq!(review["kind"], "AdmissionReview");
+        assert_eq!(response["uid"], "u-1");
+        assert_eq!(response["allowed"], false);
+        assert_eq!(response["status"]["code"], 403);
+        assert_eq!(
+            response["status"]["message"],
+            "nested \\u{202e}deep [too-deeply-nested]"
+        );
+    }
 
     #[test]
     fn bounded_cuts_on_characters_and_marks_the_cut() {

@@ -3,7 +3,9 @@
 //!
 //! The decision, step by step (`docs/admission.md`):
 //!
-//! 1. Read the body ([`super::request`]): bounded, or a [`BadReview`] (HTTP 400).
+//! 1. Read the body ([`super::request`]): bounded, or a [`BadReview`]: refused with
+//!    `allowed: false` when its uid can be read ([`super::request::readable_uid`]), else
+//!    HTTP 400 (not an `AdmissionReview` at all).
 //! 2. `DELETE` and `CONNECT`: allowed ([`Outcome::Skipped`]). A write through a
 //!    subresource other than `status`: denied (`subresource`). A `status` write: verified
 //!    like any write, without the fields its kind's status strategy takes from the stored
@@ -30,8 +32,8 @@
 
 use super::decision::{Decision, Outcome, RequestKind};
 pub use super::request::BadReview;
-use super::request::{ParsedRequest, operation_name, parse};
-use super::response::{Answer, MAX_WARNING_CHARS, body as response_body, bounded};
+use super::request::{ParsedRequest, operation_name, parse, readable_uid};
+use super::response::{Answer, MAX_WARNING_CHARS, body as response_body, bounded, refusal};
 use super::status_write::{strategy_of, unverified_fields};
 use crate::manifest::{Document, DocumentOrigin, ObjectIdentity, Source};
 use crate::policy::{
@@ -190,9 +192,15 @@ impl Reviewer {
             match parse(body, self.options.max_body_bytes, MAX_REVIEW_DEPTH) {
                 Ok(parsed) => parsed,
                 Err(bad) => {
+                    // With a readable uid, refused (HTTP 200): `failurePolicy` never decides.
+                    let uid = readable_uid(body);
                     return Some(Reviewed {
+                        response: match &uid {
+                            Some(uid) => Ok(refusal(uid, bad.code, &bad.message)),
+                            None => Err(bad.clone()),
+                        },
                         decision: Decision {
-                            uid: String::new(),
+                            uid: uid.unwrap_or_default(),
                             outcome: Outcome::Invalid,
                             kind: String::new(),
                             request_kind: RequestKind::default(),
@@ -203,9 +211,8 @@ impl Reviewer {
                             dry_run: false,
                             signers: Vec::new(),
                             reason_code: Some(bad.code.into()),
-                            message: bad.message.clone(),
+                            message: bad.message,
                         },
-                        response: Err(bad),
                     });
                 }
             };

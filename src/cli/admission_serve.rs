@@ -142,14 +142,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
     let changed = Arc::new(tokio::sync::Notify::new());
     // The Secrets and ConfigMaps the policies name are watched through the API server; each
     // load takes their current values, and names the objects to watch from then on.
-    let keys = KeyWatcher::new(
+    let keys = Arc::new(KeyWatcher::new(
         ClusterAccess {
             kubeconfig: args.kubeconfig,
             context: args.context,
         },
         changed.clone(),
         options.log_format,
-    );
+    ));
+    let key_watcher = keys.clone();
     let source = ReviewerSource {
         files,
         load: Arc::new(move || {
@@ -169,6 +170,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
             Ok(Reviewer::new(set, ReviewOptions::default()))
         }),
         changed,
+        key_watcher: Some(key_watcher),
     };
     server::run(options, source)?;
     Ok(Outcome::Success)

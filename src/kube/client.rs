@@ -2,7 +2,8 @@
 //! object (`get`), a list narrowed to one name (`fieldSelector=metadata.name=NAME`) with its
 //! `resourceVersion`, and a watch from that version, read event by event. Every body and
 //! every watch event is bounded ([`Limits::max_document_bytes`], the API server's own
-//! request limit); TLS trusts only the configured CA.
+//! request limit); TLS trusts only the configured CA. Every read is bounded in time
+//! ([`READ_TIMEOUT`]), and each request has a connection of its own (HTTP/1.1, no pool).
 
 use super::KubeError;
 use super::config::{ClusterConfig, Credentials, read_token};
@@ -14,6 +15,10 @@ use std::time::Duration;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Time for a get or list.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest wait for the next bytes of any answer: above the 30 s a watch of the
+/// admission server's key watcher is asked to last (`timeoutSeconds`), so a healthy watch
+/// never meets it, while a connection that went silent without a FIN is given up.
+const READ_TIMEOUT: Duration = Duration::from_secs(40);
 
 /// A client for one API server.
 #[derive(Debug, Clone)]
@@ -76,6 +81,13 @@ impl KubeClient {
         let mut builder = reqwest::Client::builder()
             .user_agent(concat!("mansign/", env!("CARGO_PKG_VERSION")))
             .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(READ_TIMEOUT)
+            // One connection per request, HTTP/1.1: a connection that died silently (no
+            // FIN) then holds one request until its timeout, never the next one (a pooled
+            // or HTTP/2 connection would carry every later list and watch into the same
+            // silence).
+            .http1_only()
+            .pool_max_idle_per_host(0)
             .redirect(reqwest::redirect::Policy::none());
         if let Some(ca) = &config.ca_pem {
             let certs = reqwest::Certificate::from_pem_bundle(ca).map_err(|e| {

@@ -1053,13 +1053,36 @@ fn kyverno_policies_express_the_same_per_namespace_signers() {
 // ---------------------------------------------------------------------------------------
 // Bad reviews: an error with a code, never a panic, never an answer
 
-fn bad_code(body: &[u8]) -> &'static str {
+/// The code of a body the reviewer cannot read. Such a body is refused by its uid (HTTP 200,
+/// `allowed: false`, `[code]` in the message) when the uid can be read, and is an HTTP 400
+/// ([`mansign::admission::BadReview`]) only when it cannot: an HTTP error would leave the
+/// request to the webhook's failurePolicy (issue 35, item 4).
+fn bad_code(body: &[u8]) -> String {
     let r = reviewer(kyverno_unit_policy(""));
     let reviewed = r.review(body);
     assert_eq!(reviewed.decision.outcome, Outcome::Invalid);
-    let bad = reviewed.response.expect_err("a bad review");
-    assert_eq!(reviewed.decision.reason_code.as_deref(), Some(bad.code));
-    bad.code
+    let code = reviewed
+        .decision
+        .reason_code
+        .clone()
+        .expect("a reason code");
+    match (
+        &reviewed.response,
+        mansign::admission::request::readable_uid(body),
+    ) {
+        (Err(bad), None) => assert_eq!(bad.code, code),
+        (Ok(answer), Some(uid)) => {
+            let answer: Value = serde_json::from_slice(answer).unwrap();
+            let response = &answer["response"];
+            assert_eq!(response["uid"], uid.as_str(), "{answer}");
+            assert_eq!(response["allowed"], false, "{answer}");
+            let message = response["status"]["message"].as_str().unwrap();
+            assert!(message.ends_with(&format!("[{code}]")), "{message}");
+            assert_eq!(reviewed.decision.uid, uid);
+        }
+        (response, uid) => panic!("uid {uid:?} read, yet answered {response:?}"),
+    }
+    code
 }
 
 fn signed_review_value() -> Value {
@@ -1126,7 +1149,7 @@ fn bad_reviews_are_refused_with_their_code() {
             let mut v = signed_review_value();
             edit(&mut v);
             let got = bad_code(&serde_json::to_vec(&v).unwrap());
-            assert_eq!(&got, code, "edit {i} of the {code} cases");
+            assert_eq!(got, *code, "edit {i} of the {code} cases");
         }
     }
 }
@@ -1139,8 +1162,14 @@ fn oversized_body_is_a_bad_review_before_it_is_read() {
     );
     let body = kyverno_review("signed");
     assert!(body.len() > 1024);
-    let bad = r.review(&body).response.unwrap_err();
-    assert_eq!(bad.code, "body-too-large");
+    // A review with a readable uid is refused by it (HTTP 200): never left to failurePolicy.
+    let reviewed = r.review(&body);
+    assert_eq!(
+        reviewed.decision.reason_code.as_deref(),
+        Some("body-too-large")
+    );
+    let answer: Value = serde_json::from_slice(&reviewed.response.unwrap()).unwrap();
+    assert_eq!(answer["response"]["allowed"], false, "{answer}");
     // The default limit: 3 MiB, one byte over is refused.
     let big = vec![b' '; 3 * 1024 * 1024 + 1];
     assert_eq!(bad_code(&big), "body-too-large");

@@ -218,6 +218,7 @@ fn every_value_set_gates_both_policyexception_kinds_in_every_namespace() {
             );
             assert_eq!(strings(&rule["resources"]), ["policyexceptions"], "{name}");
             assert!(strings(&rule["operations"]).contains(&"CREATE"), "{name}");
+            assert!(strings(&rule["operations"]).contains(&"UPDATE"), "{name}");
         }
         // The service it calls is the chart's, and its deadline is above the server's.
         let service = find(&objects, "Service");
@@ -428,6 +429,8 @@ fn the_schema_refuses_bad_values() {
     let set_json: &[(&str, &str)] = &[
         ("webhook.operations=[\"DELETE\"]", "operations"),
         ("webhook.operations=[\"UPDATE\"]", "operations"),
+        // Without UPDATE an admitted exception could be edited unchecked.
+        ("webhook.operations=[\"CREATE\"]", "operations"),
         (
             "policy.documents=[{\"kind\":\"ManifestPolicy\"}]",
             "apiVersion",
@@ -475,6 +478,30 @@ fn the_templates_refuse_values_that_do_not_fit_together() {
             &["--set-json", "policy.documents=[]"],
             "the webhook needs a policy",
         ),
+        // Ignore admits unverified writes while the webhook is unreachable: only when
+        // acknowledged.
+        (
+            &["--set", "webhook.failurePolicy=Ignore"],
+            "set webhook.failOpenAcknowledged=true to accept that",
+        ),
+        (
+            &[
+                "--set",
+                "webhook.failurePolicy=Ignore",
+                "--set",
+                "webhook.failOpenAcknowledged=false",
+            ],
+            "webhook.failurePolicy Ignore admits every PolicyException write UNVERIFIED",
+        ),
+        // The templates hold without the schema too.
+        (
+            &[
+                "--skip-schema-validation",
+                "--set-json",
+                "webhook.operations=[\"CREATE\"]",
+            ],
+            "must list CREATE and UPDATE",
+        ),
     ];
     for (set, message) in cases {
         let error = refused(set);
@@ -486,6 +513,14 @@ fn the_templates_refuse_values_that_do_not_fit_together() {
     // The same values one step inside the bounds render.
     rendered_text(&["--set", "server.deadline=9999ms"]);
     rendered_text(&["--set", "podDisruptionBudget.minAvailable=2"]);
+    let acknowledged = parse(&rendered_text(&[
+        "--set",
+        "webhook.failurePolicy=Ignore",
+        "--set",
+        "webhook.failOpenAcknowledged=true",
+    ]));
+    let vwc = find(&acknowledged, "ValidatingWebhookConfiguration");
+    assert_eq!(vwc[0]["webhooks"][0]["failurePolicy"], "Ignore");
 }
 
 // ---------------------------------------------------------------------------------------

@@ -2006,5 +2006,133 @@ mod crypto_path {
             wrong.len(),
             wrong.join("\n")
         );
+
+// Requests the reviewer cannot answer (issue 35, item 4): a client can shape an object the
+// API server forwards so that mansign cannot read it. Each such request whose uid can be
+// read must be ANSWERED `allowed: false` (HTTP 200, the uid echoed): an HTTP error leaves
+// it to the webhook's failurePolicy, which under `Ignore` admits it ("wrongly accepted"
+// below). A body that is no AdmissionReview v1 at all keeps its HTTP error (not a case).
+
+mod unanswerable_requests {
+    use super::admission_fixture::{key, review_body, reviewer};
+    use serde_json::{Value, json};
+
+    const UID: &str = "3a7c1d2e-0b4f-4c5d-9e8f-1a2b3c4d5e6f";
+
+    /// The review of an unsigned PolicyException whose condition value is `value`.
+    fn exception_review(value: Value) -> Vec<u8> {
+        review_body(
+            &json!({"apiVersion": "kyverno.io/v2", "kind": "PolicyException",
+                    "metadata": {"name": "x", "namespace": "team-a"},
+                    "spec": {"conditions": {"all": [{"key": "k", "operator": "Equals",
+                                                     "value": value}]}}}),
+            "CREATE",
+            None,
+        )
+    }
+
+    /// The review with its condition value written as `value` (JSON text): a nesting too
+    /// deep for a `Value` (or the stack) to hold.
+    fn raw_exception_review(value: &str) -> Vec<u8> {
+        let text = String::from_utf8(exception_review(json!("VALUE"))).unwrap();
+        assert!(text.contains("\"VALUE\""));
+        text.replace("\"VALUE\"", value).into_bytes()
+    }
+
+    fn nested(depth: usize) -> String {
+        format!("{}\"bottom\"{}", "{\"a\":".repeat(depth), "}".repeat(depth))
+    }
+
+    /// The review with `edit` applied to its `request` (as JSON).
+    fn edited_request(edit: impl Fn(&mut Value)) -> Vec<u8> {
+        let mut review: Value = serde_json::from_slice(&exception_review(json!("x"))).unwrap();
+        edit(&mut review["request"]);
+        serde_json::to_vec(&review).unwrap()
+    }
+
+    #[test]
+    fn every_unanswerable_request_with_a_uid_is_refused_not_left_to_the_failure_policy() {
+        let r = reviewer(&key(), "  match: {kinds: [PolicyException]}\n");
+        let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
+        for depth in [70, 200, 10_000] {
+            cases.push((
+                format!("condition value nested {depth} deep"),
+                raw_exception_review(&nested(depth)),
+            ));
+        }
+        let deep_list = format!("{}{}", "[".repeat(100), "]".repeat(100));
+        cases.push((
+            "condition value lists nested 100 deep".into(),
+            raw_exception_review(&deep_list),
+        ));
+        cases.push((
+            "condition value nested 1,000,000 deep, unterminated".into(),
+            raw_exception_review(&"[".repeat(1_000_000)),
+        ));
+        let text = String::from_utf8(exception_review(json!("x"))).unwrap();
+        cases.push((
+            "body cut short".into(),
+            text.as_bytes()[..text.len() - 10].to_vec(),
+        ));
+        cases.push((
+            "body larger than the limit".into(),
+            exception_review(json!("<".repeat(3 * 1024 * 1024))),
+        ));
+        cases.push((
+            "request without operation".into(),
+            edited_request(|r| {
+                r.as_object_mut().unwrap().remove("operation");
+            }),
+        ));
+        cases.push((
+            "request with an unknown operation".into(),
+            edited_request(|r| r["operation"] = json!("PATCH")),
+        ));
+        cases.push((
+            "request without userInfo".into(),
+            edited_request(|r| {
+                r.as_object_mut().unwrap().remove("userInfo");
+            }),
+        ));
+        cases.push((
+            "CREATE without object".into(),
+            edited_request(|r| {
+                r.as_object_mut().unwrap().remove("object");
+            }),
+        ));
+        cases.push((
+            "object null".into(),
+            edited_request(|r| r["object"] = Value::Null),
+        ));
+        cases.push((
+            "kind not an object".into(),
+            edited_request(|r| r["kind"] = json!("PolicyException")),
+        ));
+        let (mut refused, mut wrong) = (0, Vec::new());
+        for (what, body) in &cases {
+            let reviewed = r.review(body);
+            match &reviewed.response {
+                Ok(answer) => {
+                    let answer: Value = serde_json::from_slice(answer).unwrap();
+                    let response = &answer["response"];
+                    if response["uid"] == UID && response["allowed"] == false {
+                        refused += 1;
+                    } else {
+                        wrong.push(format!("{what}: answered {response}"));
+                    }
+                }
+                Err(bad) => wrong.push(format!(
+                    "{what}: HTTP 400 [{}], left to failurePolicy",
+                    bad.code
+                )),
+            }
+        }
+        println!(
+            "tamper matrix: unanswerable requests: {refused} of {} refused by their uid, {} \
+             wrongly accepted (left to failurePolicy: Ignore)",
+            cases.len(),
+            wrong.len()
+        );
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 }

@@ -10,6 +10,28 @@
 //! follows replaces or removes it. Each change wakes the reloader
 //! ([`ReviewerSource::changed`](super::ReviewerSource::changed)), which loads the policies
 //! again with the new values and swaps them in.
+//!
+//! Bounds (docs/admission.md, "Bounds when the watch breaks"):
+//!
+//! * **A value is trusted only while the API server keeps confirming it.** A successful
+//!   list, every watch event (bookmarks included: watches ask for them) and the server's
+//!   own end of a watch confirm it. Each watch asks the server to end it after
+//!   [`WATCH_TIMEOUT`], so a healthy watch is never silent for longer; a value not
+//!   confirmed for [`SILENCE_LIMIT`] (a connection that died without a FIN, a proxy that
+//!   stopped forwarding, a stuck list) is dropped (`stale`: the rules naming it deny) and
+//!   the object is listed again. So a deleted or rotated key stops verifying within
+//!   seconds on a healthy path and within [`SILENCE_LIMIT`] on a silently broken one.
+//! * **Retries are quick again after every success.** A failed list is retried after a
+//!   backoff that starts at [`BACKOFF_START`], doubles up to [`BACKOFF_MAX`] and starts
+//!   over after a good list; a failed watch has its own backoff, which starts over once a
+//!   watch delivered something. After an outage, the first list that succeeds (at most
+//!   [`BACKOFF_MAX`] after the API server answers again) restores the value.
+//! * Every read has a read timeout ([`SILENCE_LIMIT`]); HTTP/1.1 only, one connection
+//!   per watch, so a dead connection is only ever one watch's (an HTTP/2 connection
+//!   would carry every list and watch, and a silent one would hold them all).
+//!
+//! [`KeyWatcher::status`] says, per object, whether its value is current and when it was
+//! last confirmed: `/readyz` lists it and `/metrics` counts it.
 
 use super::{LogFormat, log_line, now_rfc3339};
 use crate::kube::{ClusterConfig, KubeClient, WatchEvent, resource_version};
@@ -22,11 +44,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
-/// How long one watch request runs before it is resumed.
-const WATCH_TIMEOUT: Duration = Duration::from_secs(290);
-/// First and longest wait before a list is retried.
-const BACKOFF_START: Duration = Duration::from_millis(250);
-const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// How long one watch request runs before the server ends it (and it is resumed): the
+/// longest a healthy watch is silent.
+pub const WATCH_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a value is trusted without word from the API server (see the module
+/// documentation); also the read timeout of every request.
+pub const SILENCE_LIMIT: Duration = Duration::from_secs(40);
+/// First and longest wait before a failed list or watch is retried.
+pub const BACKOFF_START: Duration = Duration::from_millis(250);
+pub const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// How long a load waits for the first read of a newly named object.
 const FIRST_READ_WAIT: Duration = Duration::from_secs(5);
 
@@ -64,8 +90,28 @@ impl ClusterAccess {
 
 struct Shared {
     objects: Mutex<BTreeMap<ObjectKey, ObjectState>>,
+    /// When each object's state was last confirmed by the API server, and whether its
+    /// value was dropped for want of confirmation.
+    confirmed: Mutex<BTreeMap<ObjectKey, (Instant, bool)>>,
     changed: Arc<Notify>,
     log_format: LogFormat,
+}
+
+/// What is known of one watched object, for `/readyz` and `/metrics`.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[non_exhaustive]
+pub struct WatchStatus {
+    /// `Secret NAMESPACE/NAME` or `ConfigMap NAMESPACE/NAME`.
+    pub object: String,
+    /// `current` (a value the API server confirmed within [`SILENCE_LIMIT`]), `absent`
+    /// (it does not exist), `stale` (its value was dropped: no confirmation within
+    /// [`SILENCE_LIMIT`]), `unreadable` (the last read failed) or `pending` (not read yet).
+    pub state: &'static str,
+    /// Seconds since the API server last confirmed the state (a list, an event, a
+    /// bookmark or the server's end of a watch); `None` before the first.
+    pub confirmed_seconds_ago: Option<f64>,
+    /// Why the value is not available (`stale`, `unreadable`).
+    pub error: Option<String>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -73,6 +119,27 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// `state`, as the API server just said it.
+    fn confirm(&self, key: &ObjectKey, state: ObjectState) {
+        lock(&self.confirmed).insert(key.clone(), (Instant::now(), false));
+        self.set(key, state);
+    }
+
+    /// Drops the value of `key`: the API server has not confirmed it for [`SILENCE_LIMIT`].
+    fn stale(&self, key: &ObjectKey, what: &str) {
+        if let Some(entry) = lock(&self.confirmed).get_mut(key) {
+            entry.1 = true;
+        }
+        self.set(
+            key,
+            Err(format!(
+                "stale: no word from the API server about the {what} for {} s (the watch is \
+                 silent or broken), so its last value is no longer trusted; reading it again",
+                SILENCE_LIMIT.as_secs()
+            )),
+        );
+    }
+
     fn set(&self, key: &ObjectKey, state: ObjectState) {
         let mut objects = lock(&self.objects);
         if objects.get(key) == Some(&state) {
@@ -115,6 +182,7 @@ impl KeyWatcher {
         KeyWatcher {
             shared: Arc::new(Shared {
                 objects: Mutex::new(BTreeMap::new()),
+                confirmed: Mutex::new(BTreeMap::new()),
                 changed,
                 log_format,
             }),
@@ -147,6 +215,38 @@ impl KeyWatcher {
         out
     }
 
+    /// What is known of each watched object (in the order of the references).
+    pub fn status(&self) -> Vec<WatchStatus> {
+        let objects = lock(&self.shared.objects);
+        let confirmed = lock(&self.shared.confirmed);
+        let mut seen = std::collections::BTreeSet::new();
+        let mut out = Vec::new();
+        for reference in lock(&self.references).iter() {
+            let key = object_key(reference);
+            if !seen.insert(key.clone()) {
+                continue;
+            }
+            let (at, stale) = match confirmed.get(&key) {
+                Some((at, stale)) => (Some(at.elapsed().as_secs_f64()), *stale),
+                None => (None, false),
+            };
+            let (state, error) = match objects.get(&key) {
+                None => ("pending", None),
+                Some(Ok(Some(_))) => ("current", None),
+                Some(Ok(None)) => ("absent", None),
+                Some(Err(e)) if stale => ("stale", Some(e.clone())),
+                Some(Err(e)) => ("unreadable", Some(e.clone())),
+            };
+            out.push(WatchStatus {
+                object: format!("{} {}/{}", key.0.kind(), key.1, key.2),
+                state,
+                confirmed_seconds_ago: at.map(|s| (s * 10.0).round() / 10.0),
+                error,
+            });
+        }
+        out
+    }
+
     /// Watches exactly the objects `references` name (starting new watches, ending those
     /// no longer named). Called from the policy load (a blocking thread of the server's
     /// runtime). Returns true when a new object is watched.
@@ -160,6 +260,7 @@ impl KeyWatcher {
             if !keep {
                 task.abort();
                 lock(&self.shared.objects).remove(key);
+                lock(&self.shared.confirmed).remove(key);
             }
             keep
         });
@@ -239,63 +340,160 @@ fn data_of(object: &Value) -> Value {
     json!({"data": object.get("data").cloned().unwrap_or(Value::Null)})
 }
 
+/// The next wait after a failure: doubled, at most [`BACKOFF_MAX`].
+fn next_backoff(backoff: Duration) -> Duration {
+    (backoff * 2).min(BACKOFF_MAX)
+}
+
+/// The deadline of a value held: [`SILENCE_LIMIT`] after its last confirmation (`None`
+/// while no value is held: an absent or unreadable object denies anyway).
+fn deadline_of(state: &ObjectState) -> Option<tokio::time::Instant> {
+    matches!(state, Ok(Some(_))).then(|| tokio::time::Instant::now() + SILENCE_LIMIT)
+}
+
+/// `work`, awaited to its end; if `deadline` passes first, the value held is dropped as
+/// stale meanwhile (and `deadline` cleared).
+async fn unless_silent<T>(
+    shared: &Shared,
+    key: &ObjectKey,
+    what: &str,
+    deadline: &mut Option<tokio::time::Instant>,
+    work: impl std::future::Future<Output = T>,
+) -> T {
+    tokio::pin!(work);
+    if let Some(at) = *deadline {
+        match tokio::time::timeout_at(at, &mut work).await {
+            Ok(out) => return out,
+            Err(_) => {
+                shared.stale(key, what);
+                *deadline = None;
+            }
+        }
+    }
+    work.await
+}
+
 /// List, then watch from the list's version, forever (the task is aborted when no policy
-/// names the object any more).
+/// names the object any more). See the module documentation for the bounds.
 async fn watch_object(client: KubeClient, key: ObjectKey, shared: Arc<Shared>) {
     let (object, namespace, name) = (key.0, key.1.clone(), key.2.clone());
     let what = format!("{} {namespace}/{name}", object.kind());
     let resource = object.resource();
-    let mut backoff = BACKOFF_START;
+    let mut list_backoff = BACKOFF_START;
+    let mut watch_backoff = BACKOFF_START;
+    // While a value is held: when it goes stale unless the API server confirms it.
+    let mut deadline: Option<tokio::time::Instant> = None;
     'list: loop {
-        let mut version = match client.list(&namespace, resource, &name).await {
+        let listed = unless_silent(
+            &shared,
+            &key,
+            &what,
+            &mut deadline,
+            client.list(&namespace, resource, &name),
+        )
+        .await;
+        let mut version = match listed {
             Ok(list) => {
-                shared.set(&key, Ok(list.items.first().map(data_of)));
+                let state = Ok(list.items.first().map(data_of));
+                deadline = deadline_of(&state);
+                shared.confirm(&key, state);
+                list_backoff = BACKOFF_START;
                 list.resource_version
             }
             Err(e) => {
                 shared.set(&key, Err(format!("cannot read the {what}: {e}")));
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(BACKOFF_MAX);
+                deadline = None;
+                tokio::time::sleep(list_backoff).await;
+                list_backoff = next_backoff(list_backoff);
                 continue 'list;
             }
         };
         loop {
-            let mut stream = match client
-                .watch(&namespace, resource, &name, &version, WATCH_TIMEOUT)
-                .await
-            {
-                Ok(stream) => stream,
-                Err(_) => {
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(BACKOFF_MAX);
-                    continue 'list;
-                }
+            let watched = unless_silent(
+                &shared,
+                &key,
+                &what,
+                &mut deadline,
+                client.watch(&namespace, resource, &name, &version, WATCH_TIMEOUT),
+            )
+            .await;
+            let Ok(mut stream) = watched else {
+                unless_silent(
+                    &shared,
+                    &key,
+                    &what,
+                    &mut deadline,
+                    tokio::time::sleep(watch_backoff),
+                )
+                .await;
+                watch_backoff = next_backoff(watch_backoff);
+                continue 'list;
             };
             loop {
-                match stream.next().await {
+                // A value held is dropped once the watch is silent past its deadline; the
+                // connection is given up then (it may be dead without a FIN) and the
+                // object listed again.
+                let event = match deadline {
+                    Some(at) => match tokio::time::timeout_at(at, stream.next()).await {
+                        Ok(event) => event,
+                        Err(_) => {
+                            shared.stale(&key, &what);
+                            deadline = None;
+                            continue 'list;
+                        }
+                    },
+                    None => stream.next().await,
+                };
+                match event {
                     Ok(Some(WatchEvent::Applied(o))) => {
                         version = resource_version(&o).unwrap_or(&version).to_string();
-                        shared.set(&key, Ok(Some(data_of(&o))));
-                        backoff = BACKOFF_START;
+                        let state = Ok(Some(data_of(&o)));
+                        deadline = deadline_of(&state);
+                        shared.confirm(&key, state);
+                        watch_backoff = BACKOFF_START;
                     }
                     Ok(Some(WatchEvent::Deleted(o))) => {
                         version = resource_version(&o).unwrap_or(&version).to_string();
-                        shared.set(&key, Ok(None));
+                        deadline = None;
+                        shared.confirm(&key, Ok(None));
+                        watch_backoff = BACKOFF_START;
                     }
                     Ok(Some(WatchEvent::Bookmark(v))) => {
                         if !v.is_empty() {
                             version = v;
                         }
+                        let state = lock(&shared.objects).get(&key).cloned();
+                        if let Some(state) = state {
+                            deadline = deadline_of(&state);
+                            shared.confirm(&key, state);
+                        }
+                        watch_backoff = BACKOFF_START;
                     }
                     // The version is too old: list again at once.
                     Ok(Some(WatchEvent::Error { code: 410, .. })) => continue 'list,
                     Ok(Some(WatchEvent::Error { .. })) | Err(_) => {
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(BACKOFF_MAX);
+                        unless_silent(
+                            &shared,
+                            &key,
+                            &what,
+                            &mut deadline,
+                            tokio::time::sleep(watch_backoff),
+                        )
+                        .await;
+                        watch_backoff = next_backoff(watch_backoff);
                         continue 'list;
                     }
-                    // The server ended the watch (its timeout): resume from `version`.
-                    Ok(None) => break,
+                    // The server ended the watch (its timeout): everything up to now was
+                    // delivered, so the state is confirmed; resume from `version`.
+                    Ok(None) => {
+                        let state = lock(&shared.objects).get(&key).cloned();
+                        if let Some(state) = state {
+                            deadline = deadline_of(&state);
+                            shared.confirm(&key, state);
+                        }
+                        watch_backoff = BACKOFF_START;
+                        break;
+                    }
                 }
             }
         }
@@ -396,6 +594,7 @@ mod tests {
         let changed = Arc::new(Notify::new());
         let shared = Arc::new(Shared {
             objects: Mutex::new(BTreeMap::new()),
+            confirmed: Mutex::new(BTreeMap::new()),
             changed: changed.clone(),
             log_format: LogFormat::Json,
         });

@@ -55,6 +55,7 @@ pub async fn serve(
         tls_config,
         source.files.clone(),
         (options.tls_cert.clone(), options.tls_key.clone()),
+        source.key_watcher.clone(),
     ));
     let (stop_tx, stop_rx) = signal_channel::channel(false);
     let watcher = tokio::spawn(watch(

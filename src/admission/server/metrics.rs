@@ -9,6 +9,7 @@
 //! `kind`, as kube-state-metrics labels objects (`kube_customresource_*`), so that a query
 //! can select a kind without parsing a `group/version, Kind=...` string.
 
+use super::keys::WatchStatus;
 use crate::admission::{Decision, RequestKind, Reviewer};
 use crate::verify::CacheStats;
 use rustls::sign::CertifiedKey;
@@ -149,7 +150,8 @@ impl Metrics {
         self.observe(latency);
     }
 
-    /// A request answered with an HTTP error before or instead of a decision.
+    /// A request that could not be answered, before or instead of a decision: refused by
+    /// its uid (HTTP 200, `allowed: false`) or, without one, answered with an HTTP error.
     pub(super) fn failed(&self, reason: &str, latency: Duration) {
         self.count("error", &RequestKind::default(), "", reason);
         self.observe(latency);
@@ -209,6 +211,7 @@ impl Metrics {
         cache: CacheStats,
         reviews_running: usize,
         failing: (bool, bool),
+        key_watches: &[WatchStatus],
     ) -> String {
         let mut out = String::new();
         family(
@@ -351,6 +354,29 @@ impl Metrics {
         if not_after != i64::MIN {
             let _ = writeln!(out, "{name} {not_after}");
         }
+        let name = family(
+            &mut out,
+            "mansign_key_watches",
+            "gauge",
+            "Secrets and ConfigMaps the policies read keys from, by the state of their watch (stale: the value was dropped, the API server did not confirm it in time).",
+        );
+        for state in ["current", "absent", "stale", "unreadable", "pending"] {
+            let n = key_watches.iter().filter(|w| w.state == state).count();
+            let _ = writeln!(out, "{name}{{state=\"{state}\"}} {n}");
+        }
+        let name = family(
+            &mut out,
+            "mansign_key_watch_oldest_confirmation_seconds",
+            "gauge",
+            "Seconds since the API server last confirmed the least recently confirmed watched key object (no sample without one).",
+        );
+        let oldest = key_watches
+            .iter()
+            .filter_map(|w| w.confirmed_seconds_ago)
+            .fold(None::<f64>, |max, s| Some(max.map_or(s, |m| m.max(s))));
+        if let Some(oldest) = oldest {
+            let _ = writeln!(out, "{name} {oldest}");
+        }
         out
     }
 }
@@ -431,7 +457,7 @@ mod tests {
             kind: "PolicyException".into(),
         };
         m.count("denied", &kind, "CREATE", "modified");
-        let text = m.render(CacheStats::default(), 0, (false, false));
+        let text = m.render(CacheStats::default(), 0, (false, false), &[]);
         assert!(
             text.contains(
                 "mansign_admission_requests_total{verdict=\"denied\",group=\"kyverno.io\",\
@@ -478,7 +504,7 @@ mod tests {
         m.observe(Duration::from_micros(300));
         m.observe(Duration::from_millis(3));
         m.observe(Duration::from_secs(60));
-        let text = m.render(CacheStats::default(), 0, (false, true));
+        let text = m.render(CacheStats::default(), 0, (false, true), &[]);
         assert!(text.contains("_bucket{le=\"0.0005\"} 1\n"), "{text}");
         assert!(text.contains("_bucket{le=\"0.005\"} 2\n"), "{text}");
         assert!(text.contains("_bucket{le=\"10\"} 2\n"), "{text}");

@@ -45,6 +45,9 @@ pub struct ReviewerSource {
     /// ConfigMaps the policies name, [`KeyWatcher`](super::keys::KeyWatcher)): the
     /// reviewer is then loaded again at once, without waiting for the next poll.
     pub changed: Arc<tokio::sync::Notify>,
+    /// The watches of those Secrets and ConfigMaps, when `load` reads any: `/readyz` and
+    /// `/metrics` show whether each value is current ([`KeyWatcher::status`](super::keys::KeyWatcher::status)).
+    pub key_watcher: Option<Arc<super::keys::KeyWatcher>>,
 }
 
 impl std::fmt::Debug for ReviewerSource {
@@ -79,6 +82,7 @@ pub(super) struct Live {
     draining: AtomicBool,
     pub(super) watched: Vec<PathBuf>,
     pub(super) tls_files: (PathBuf, PathBuf),
+    pub(super) key_watcher: Option<Arc<super::keys::KeyWatcher>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -92,6 +96,7 @@ impl Live {
         tls_config: LiveTls,
         watched: Vec<PathBuf>,
         tls_files: (PathBuf, PathBuf),
+        key_watcher: Option<Arc<super::keys::KeyWatcher>>,
     ) -> Self {
         let fresh = ReloadStatus {
             loaded_at: now_rfc3339(),
@@ -106,7 +111,16 @@ impl Live {
             draining: AtomicBool::new(false),
             watched,
             tls_files,
+            key_watcher,
         }
+    }
+
+    /// What is known of each watched key object (empty without key references).
+    pub(super) fn key_watches(&self) -> Vec<super::keys::WatchStatus> {
+        self.key_watcher
+            .as_ref()
+            .map(|w| w.status())
+            .unwrap_or_default()
     }
 
     /// The reviewer for a request that starts now.
@@ -178,6 +192,11 @@ impl Live {
                     .collect::<Vec<_>>(),
                 // Rules naming one of these deny every object (docs/admission.md).
                 "unresolved_keys": reviewer.policies().unresolved_keys(),
+                // Whether each watched Secret or ConfigMap is current; a `stale` one lost
+                // its value for want of word from the API server. Not a reason to be
+                // unready: the rules naming it deny with the reason, which an unready
+                // webhook (every replica out of the Service) could not say.
+                "key_watches": self.key_watches(),
                 "rules": reviewer.policies().rules.len(),
                 "status": policies,
             },

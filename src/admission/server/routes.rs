@@ -3,7 +3,7 @@
 //!
 //! | route | answer |
 //! |---|---|
-//! | `POST /validate` | the `AdmissionReview` response (200), 400 for a body that is no review, 408 body too slow, 413 body too large, 415 not JSON, 503 deadline passed or shutting down |
+//! | `POST /validate` | the `AdmissionReview` response (200); a request that cannot be answered (body too large or too slow, nested too deeply, deadline passed, ...) is refused with 200 and `allowed: false` whenever its uid can be read from what arrived; otherwise 400 for a body that is no review, 408 body too slow, 413 body too large, 415 not JSON, 503 deadline passed |
 //! | `GET /healthz` | 200 while the process runs |
 //! | `GET /readyz` | 200 with the configuration's status, 503 while shutting down |
 //! | `GET /metrics` | Prometheus text |
@@ -12,8 +12,10 @@ use super::metrics::{Metrics, ReviewPath};
 use super::reload::Live;
 use super::{ServeOptions, decision_line, log_line, now_rfc3339};
 use crate::admission::Reviewed;
+use crate::admission::request::readable_uid;
+use crate::admission::response::refusal;
 use crate::verify::BlockingVerifications;
-use http_body_util::{BodyExt as _, Full, LengthLimitError, Limited};
+use http_body_util::{BodyExt as _, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
@@ -56,6 +58,7 @@ pub(super) async fn handle(
                 state.live.cache_totals(),
                 state.pool.in_use(),
                 state.live.failing(),
+                &state.live.key_watches(),
             ),
         ),
         (_, "/validate" | "/healthz" | "/readyz" | "/metrics") => {
@@ -66,26 +69,97 @@ pub(super) async fn handle(
     Ok(answer)
 }
 
+/// What the body read gave: the whole body, or why it stopped and the bytes read so far
+/// (at most the body limit), from which a refusal may still read the request's uid.
+enum BodyRead {
+    Complete(Bytes),
+    TooLarge(Vec<u8>),
+    TimedOut(Vec<u8>),
+    Unreadable(Vec<u8>, String),
+}
+
+/// How much of a body whose declared length is over the limit is read, for its uid (the
+/// API server writes `request.uid` in the first hundred bytes), and how long that read may
+/// take: the API server sends its body at once, and a client that sent only the head gets
+/// its 413 without waiting for `--body-timeout`.
+const DECLARED_TOO_LARGE_PREFIX: usize = 64 * 1024;
+const DECLARED_TOO_LARGE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Reads the body: at most `keep` bytes, more is [`BodyRead::TooLarge`] (so is a body
+/// declared over the limit, once `keep` bytes are read or [`DECLARED_TOO_LARGE_WAIT`] has
+/// passed), within `timeout`.
+async fn read_body(
+    mut body: Incoming,
+    keep: usize,
+    declared_too_large: bool,
+    timeout: std::time::Duration,
+) -> BodyRead {
+    let timeout = if declared_too_large {
+        timeout.min(DECLARED_TOO_LARGE_WAIT)
+    } else {
+        timeout
+    };
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut read: Vec<u8> = Vec::new();
+    loop {
+        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+            Err(_) if declared_too_large => return BodyRead::TooLarge(read),
+            Err(_) => return BodyRead::TimedOut(read),
+            Ok(None) if declared_too_large => return BodyRead::TooLarge(read),
+            Ok(None) => return BodyRead::Complete(Bytes::from(read)),
+            Ok(Some(Err(e))) => return BodyRead::Unreadable(read, e.to_string()),
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        if read.len() + data.len() > keep {
+            read.extend_from_slice(&data[..keep - read.len()]);
+            return BodyRead::TooLarge(read);
+        }
+        read.extend_from_slice(&data);
+        if declared_too_large && read.len() == keep {
+            return BodyRead::TooLarge(read);
+        }
+    }
+}
+
 /// `POST /validate`.
 async fn validate(state: &Arc<State>, request: Request<Incoming>) -> Answer {
     let started = Instant::now();
     let _in_flight = state.metrics.request_started();
     let options = &state.options;
-    let fail = |status: StatusCode, reason: &'static str, message: String| {
+    // A request that cannot be answered: refused (HTTP 200, `allowed: false`) when its uid
+    // can be read from what arrived, so that no `failurePolicy` decides it; else `status`.
+    let fail = |status: StatusCode, reason: &'static str, message: String, read: &[u8]| {
+        let uid = readable_uid(read);
+        let answered = if uid.is_some() {
+            StatusCode::OK
+        } else {
+            status
+        };
         state.metrics.failed(reason, started.elapsed());
         log_line(
             options.log_format,
             false,
             &json!({
                 "ts": now_rfc3339(),
+                "uid": uid,
                 "verdict": "error",
                 "reason": reason,
                 "message": message,
-                "status": status.as_u16(),
+                "status": answered.as_u16(),
                 "latency_ms": started.elapsed().as_secs_f64() * 1000.0,
             }),
         );
-        text(status, &format!("{message}\n"))
+        match uid {
+            Some(uid) => respond(
+                StatusCode::OK,
+                "application/json",
+                refusal(&uid, reason, &message),
+            ),
+            None => text(status, &format!("{message}\n")),
+        }
     };
 
     if !is_json(request.headers().get(CONTENT_TYPE)) {
@@ -93,6 +167,7 @@ async fn validate(state: &Arc<State>, request: Request<Incoming>) -> Answer {
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported-media-type",
             "the AdmissionReview must be sent as Content-Type: application/json".into(),
+            &[],
         );
     }
     let declared = request
@@ -100,25 +175,37 @@ async fn validate(state: &Arc<State>, request: Request<Incoming>) -> Answer {
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    let too_large = || {
-        fail(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body-too-large",
-            format!(
-                "the request body is larger than {} bytes",
-                options.max_body_bytes
-            ),
-        )
+    let too_large_message = format!(
+        "the request body is larger than {} bytes",
+        options.max_body_bytes
+    );
+    let declared_too_large = declared.is_some_and(|n| n > options.max_body_bytes as u64);
+    let keep = if declared_too_large {
+        DECLARED_TOO_LARGE_PREFIX.min(options.max_body_bytes)
+    } else {
+        options.max_body_bytes
     };
-    if declared.is_some_and(|n| n > options.max_body_bytes as u64) {
-        return too_large();
-    }
 
     // The body, bounded in size and in time (a client trickling it holds a connection slot,
     // not the server).
-    let limited = Limited::new(request.into_body(), options.max_body_bytes);
-    let body = match tokio::time::timeout(options.body_timeout, limited.collect()).await {
-        Err(_) => {
+    let body = match read_body(
+        request.into_body(),
+        keep,
+        declared_too_large,
+        options.body_timeout,
+    )
+    .await
+    {
+        BodyRead::Complete(body) => body,
+        BodyRead::TooLarge(read) => {
+            return fail(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "body-too-large",
+                too_large_message,
+                &read,
+            );
+        }
+        BodyRead::TimedOut(read) => {
             return fail(
                 StatusCode::REQUEST_TIMEOUT,
                 "body-timeout",
@@ -126,19 +213,17 @@ async fn validate(state: &Arc<State>, request: Request<Incoming>) -> Answer {
                     "the request body did not arrive within {} ms",
                     options.body_timeout.as_millis()
                 ),
+                &read,
             );
         }
-        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => {
-            return too_large();
-        }
-        Ok(Err(e)) => {
+        BodyRead::Unreadable(read, e) => {
             return fail(
                 StatusCode::BAD_REQUEST,
                 "body-unreadable",
                 format!("the request body could not be read: {e}"),
+                &read,
             );
         }
-        Ok(Ok(collected)) => collected.to_bytes(),
     };
 
     let deadline_exceeded = || {
@@ -149,6 +234,7 @@ async fn validate(state: &Arc<State>, request: Request<Incoming>) -> Answer {
                 "no answer within the deadline of {} ms",
                 options.deadline.as_millis()
             ),
+            &body,
         )
     };
     if started.elapsed() >= options.deadline {
@@ -172,15 +258,17 @@ async fn validate(state: &Arc<State>, request: Request<Incoming>) -> Answer {
     }
     // The review, on the blocking pool, within what is left of the deadline. A review that
     // outlives the deadline finishes on its thread (CPU work cannot be interrupted) but its
-    // answer is not waited for: the API server gets 503 and applies its failurePolicy.
+    // answer is not waited for: the request is refused (its uid is read from the body).
     state.metrics.reviewed(ReviewPath::Pool);
-    let run = state.pool.run(move || reviewer.review(&body));
+    let reviewed_body = body.clone();
+    let run = state.pool.run(move || reviewer.review(&reviewed_body));
     match tokio::time::timeout(remaining, run).await {
         Err(_) => deadline_exceeded(),
         Ok(Err(e)) => fail(
             StatusCode::INTERNAL_SERVER_ERROR,
             "review-failed",
             e.to_string(),
+            &body,
         ),
         Ok(Ok(reviewed)) => answer(state, started, reviewed),
     }

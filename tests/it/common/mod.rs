@@ -15,6 +15,7 @@ pub mod pki;
 pub mod rekor_log;
 pub mod stack;
 pub mod stub_server;
+pub mod tcp_fault_proxy;
 pub mod test_instance;
 pub mod webhook;
 

@@ -69,6 +69,16 @@ impl Webhook {
     /// Starts the real binary on `127.0.0.1:port` (0: any) with `dir/tls.{crt,key}` and
     /// `policies`; returns once it listens (fails the test if it exits or takes 30 s).
     pub fn start(dir: &Path, policies: &[PathBuf], port: u16) -> Webhook {
+        Webhook::start_with(dir, policies, port, &[])
+    }
+
+    /// [`Webhook::start`] with more `mansign admission serve` arguments (`--kubeconfig F`).
+    pub fn start_with(
+        dir: &Path,
+        policies: &[PathBuf],
+        port: u16,
+        extra: &[&std::ffi::OsStr],
+    ) -> Webhook {
         static STARTED: AtomicUsize = AtomicUsize::new(0);
         let n = STARTED.fetch_add(1, Ordering::SeqCst);
         let stdout = dir.join(format!("webhook-{n}.stdout"));
@@ -84,6 +94,7 @@ impl Webhook {
         for p in policies {
             cmd.arg("--policy").arg(p);
         }
+        cmd.args(extra);
         let child = cmd
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&stdout).unwrap())
