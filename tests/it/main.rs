@@ -9,6 +9,7 @@ mod admission_api_server;
 mod admission_review;
 mod admission_server;
 mod apiserver_admission;
+mod apiserver_defaults;
 mod apiserver_keys;
 mod bad_input;
 mod certificate_attestor;
