@@ -1250,7 +1250,7 @@ mod api_server_model {
 
     /// One object of each kind the API server model covers (workloads, a Service, a
     /// Namespace, a PVC, a PodDisruptionBudget, a custom resource).
-    const WORKLOADS: &str = include_str!("../testdata/tamper-matrix/workloads.yaml");
+    const WORKLOADS: &str = include_str!("../../testdata/tamper-matrix/workloads.yaml");
 
     const KUBERNETES: &str = "  ignoreProfile: kubernetes\n";
 

@@ -209,7 +209,7 @@ pub fn files_under(dir: &Path) -> Vec<String> {
 
 /// Three documents many tests sign and verify: ConfigMaps `settings` and `other` around the
 /// PolicyException `allow-host-path`, all in `team-a` (`testdata/common/multi-doc.yaml`).
-pub const MULTI_DOC: &str = include_str!("../../testdata/common/multi-doc.yaml");
+pub const MULTI_DOC: &str = include_str!("../../../testdata/common/multi-doc.yaml");
 
 /// Reads a CI file (a GitHub Actions workflow or `action.yml`, GitLab CI) as those services
 /// read it: YAML 1.2 (`on:` is the key "on"), plain scalars resolved by the core schema for
