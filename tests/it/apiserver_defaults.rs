@@ -288,6 +288,9 @@ fn cron_job(name: &str, ns: &str) -> String {
     )
 }
 
+/// Writes the unsigned document of one kind: `(name, namespace)`.
+type Maker = fn(&str, &str) -> String;
+
 // ---------------------------------------------------------------------------------------
 // Item 10: the server's defaults of each kind, and only those
 // ---------------------------------------------------------------------------------------
@@ -299,7 +302,7 @@ fn signed_services_workloads_jobs_and_cron_jobs_are_admitted_with_the_server_s_d
     let env = env();
     let ns = "defaults-admitted";
     env.namespace(ns, true);
-    let makers: &[(&str, &str, fn(&str, &str) -> String)] = &[
+    let makers: &[(&str, &str, Maker)] = &[
         ("Service (a port without targetPort)", "service", service),
         ("StatefulSet", "statefulset", |n, ns| {
             workload("StatefulSet", n, ns, &format!("  serviceName: {n}\n"))
