@@ -431,7 +431,7 @@ pub struct Tolerances {
     /// none tolerated. Read back (`kubectl get` strips `managedFields`) a field a manager
     /// owns is still refused, but an object without them is judged by its value alone
     /// (docs/policy.md). The DaemonSet template generation and a scaled `replicas` also read
-    /// the operation and `oldObject` ([`Computed`]).
+    /// the operation and `oldObject` (docs/policy.md lists each rule).
     pub admission: Option<AdmissionWrite>,
 }
 
