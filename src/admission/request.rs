@@ -50,6 +50,10 @@ pub struct ParsedRequest {
     pub request: AdmissionRequest<DynamicObject>,
     /// `request.object` exactly as sent (`None` when absent or `null`).
     pub object: Option<Value>,
+    /// `request.oldObject` exactly as sent (`None` when absent or `null`): the stored object
+    /// an `UPDATE` replaces. Not verified; the tolerances that depend on the object's history
+    /// read it (`manifest::AdmissionWrite`).
+    pub old_object: Option<Value>,
 }
 
 fn bad(code: &'static str, message: impl Into<String>) -> BadReview {
@@ -157,8 +161,11 @@ pub fn parse(
         None | Some(Value::Null) => None,
         Some(v) => Some(v),
     };
-    // Not used: the new object is what is verified (research §2.8).
-    request.remove("oldObject");
+    // Not verified (the new object is, research §2.8); kept for the tolerances.
+    let old_object = match request.remove("oldObject") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v),
+    };
     let typed: AdmissionReview<DynamicObject> = serde_json::from_value(review)
         .map_err(|e| bad("malformed-request", format!("request is malformed: {e}")))?;
     let request: AdmissionRequest<DynamicObject> = typed
@@ -173,7 +180,11 @@ pub fn parse(
             ),
         ));
     }
-    Ok(ParsedRequest { request, object })
+    Ok(ParsedRequest {
+        request,
+        object,
+        old_object,
+    })
 }
 
 /// Longest `request.uid` [`readable_uid`] returns (the API server sends a UUID).

@@ -35,7 +35,7 @@ pub use super::request::BadReview;
 use super::request::{ParsedRequest, operation_name, parse, readable_uid};
 use super::response::{Answer, MAX_WARNING_CHARS, body as response_body, bounded, refusal};
 use super::status_write::{strategy_of, unverified_fields};
-use crate::manifest::{Document, DocumentOrigin, ObjectIdentity, Source};
+use crate::manifest::{AdmissionWrite, Document, DocumentOrigin, ObjectIdentity, Source};
 use crate::policy::{
     CacheMode, Evaluation, FailureAction, PolicySet, RequestContext, RuleVerdict, UserInfo,
     evaluate_rules,
@@ -188,35 +188,38 @@ impl Reviewer {
         if checks != FULL && body.len() > CACHED_REVIEW_MAX_BYTES {
             return None;
         }
-        let ParsedRequest { request, object } =
-            match parse(body, self.options.max_body_bytes, MAX_REVIEW_DEPTH) {
-                Ok(parsed) => parsed,
-                Err(bad) => {
-                    // With a readable uid, refused (HTTP 200): `failurePolicy` never decides.
-                    let uid = readable_uid(body);
-                    return Some(Reviewed {
-                        response: match &uid {
-                            Some(uid) => Ok(refusal(uid, bad.code, &bad.message)),
-                            None => Err(bad.clone()),
-                        },
-                        decision: Decision {
-                            uid: uid.unwrap_or_default(),
-                            outcome: Outcome::Invalid,
-                            kind: String::new(),
-                            request_kind: RequestKind::default(),
-                            namespace: None,
-                            name: String::new(),
-                            operation: String::new(),
-                            user: String::new(),
-                            dry_run: false,
-                            signers: Vec::new(),
-                            reason_code: Some(bad.code.into()),
-                            message: bad.message,
-                        },
-                    });
-                }
-            };
-        let (decision, answer) = self.decide(&request, object, now, checks)?;
+        let ParsedRequest {
+            request,
+            object,
+            old_object,
+        } = match parse(body, self.options.max_body_bytes, MAX_REVIEW_DEPTH) {
+            Ok(parsed) => parsed,
+            Err(bad) => {
+                // With a readable uid, refused (HTTP 200): `failurePolicy` never decides.
+                let uid = readable_uid(body);
+                return Some(Reviewed {
+                    response: match &uid {
+                        Some(uid) => Ok(refusal(uid, bad.code, &bad.message)),
+                        None => Err(bad.clone()),
+                    },
+                    decision: Decision {
+                        uid: uid.unwrap_or_default(),
+                        outcome: Outcome::Invalid,
+                        kind: String::new(),
+                        request_kind: RequestKind::default(),
+                        namespace: None,
+                        name: String::new(),
+                        operation: String::new(),
+                        user: String::new(),
+                        dry_run: false,
+                        signers: Vec::new(),
+                        reason_code: Some(bad.code.into()),
+                        message: bad.message,
+                    },
+                });
+            }
+        };
+        let (decision, answer) = self.decide(&request, object, old_object, now, checks)?;
         Some(Reviewed {
             response: Ok(response_body(&request, &answer)),
             decision,
@@ -233,6 +236,7 @@ impl Reviewer {
         &self,
         request: &AdmissionRequest<DynamicObject>,
         object: Option<Value>,
+        old_object: Option<Value>,
         now: Option<jiff::Timestamp>,
         checks: CacheMode,
     ) -> Option<(Decision, Answer)> {
@@ -305,7 +309,7 @@ impl Reviewer {
                         mode: checks,
                         clock: now,
                         unverified: status_write.as_ref(),
-                        admission_request: true,
+                        admission: Some(admission_write(&request.operation, old_object)),
                     };
                     let verdicts = evaluate_rules(&matched, &doc, &eval)?;
                     failures_of(verdicts, &mut decision.signers)
@@ -313,6 +317,17 @@ impl Reviewer {
             }
         };
         Some(finish(decision, failures))
+    }
+}
+
+/// What the tolerances read of the request besides its object (only `CREATE` and `UPDATE`
+/// are verified).
+fn admission_write(operation: &Operation, old_object: Option<Value>) -> AdmissionWrite {
+    match operation {
+        Operation::Update => AdmissionWrite::Update {
+            old_object: old_object.map(std::sync::Arc::new),
+        },
+        _ => AdmissionWrite::Create,
     }
 }
 

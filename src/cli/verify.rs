@@ -321,7 +321,7 @@ impl Check {
                 namespace_binding: args.bind_namespaces.clone(),
                 status_kinds: args.status_kinds.clone(),
                 gitops,
-                admission_request: false,
+                admission: None,
             })
             .with_ignore_fields(super::verify_hints::ignore_fields(&args.ignore_fields)?);
         if let Some(max_age) = max_age {

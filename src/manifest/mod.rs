@@ -23,7 +23,7 @@ pub use compare::gitops::{
     check_argocd_installation_id, tracking_id_names,
 };
 pub use compare::tolerance::{
-    GroupKind, IgnoreProfile, IgnoreProfiles, LAST_APPLIED_ANNOTATION, Tolerances,
+    AdmissionWrite, GroupKind, IgnoreProfile, IgnoreProfiles, LAST_APPLIED_ANNOTATION, Tolerances,
     UnboundGitopsKey, has_status_subresource, unbound_gitops_keys, upstream_dotted,
 };
 pub use document::{Document, DocumentOrigin, ObjectIdentity, Source};

@@ -7,7 +7,7 @@ use super::action::FailureAction;
 use super::selector::RequestContext;
 use super::verdict::{ObjectVerdict, RuleVerdict};
 use super::{PolicyRule, PolicySet};
-use crate::manifest::{Document, IgnoreFields, ObjectIdentity, Tolerances};
+use crate::manifest::{AdmissionWrite, Document, IgnoreFields, ObjectIdentity, Tolerances};
 use crate::verify::VerifyMode;
 use serde_json::Value;
 
@@ -42,10 +42,11 @@ pub struct Evaluation<'a> {
     /// Fields no rule compares (a `status` write: what the API server takes from the
     /// stored object).
     pub unverified: Option<&'a IgnoreFields>,
-    /// The document is an admission request's object, not a file: tolerances that hold
-    /// only for a stored object's history (a field with no managedFields owner) apply only
-    /// when the request says so (see `Tolerances::admission_request`).
-    pub admission_request: bool,
+    /// The document is an admission request's object, not a file: the request's operation
+    /// and, for an `UPDATE`, the stored object it replaces. Tolerances that depend on the
+    /// object's history (a field with no managedFields owner, a value kept from the stored
+    /// object) read it (see `Tolerances::admission`).
+    pub admission: Option<AdmissionWrite>,
 }
 
 impl<'a> Evaluation<'a> {
@@ -57,7 +58,7 @@ impl<'a> Evaluation<'a> {
             mode: CacheMode::Full,
             clock: None,
             unverified: None,
-            admission_request: false,
+            admission: None,
         }
     }
 
@@ -85,9 +86,9 @@ impl<'a> Evaluation<'a> {
         self
     }
 
-    /// The document is an admission request's object.
-    pub fn with_admission_request(mut self, admission_request: bool) -> Self {
-        self.admission_request = admission_request;
+    /// The document is an admission request's object, written by `write`.
+    pub fn with_admission(mut self, write: AdmissionWrite) -> Self {
+        self.admission = Some(write);
         self
     }
 }
@@ -148,10 +149,10 @@ pub fn evaluate_rules(
         .iter()
         .map(|rule| {
             let mut verifier = rule.verifier_for(&doc.identity);
-            if eval.admission_request {
+            if let Some(write) = &eval.admission {
                 let tolerances = verifier.tolerances().clone();
                 verifier = verifier.with_tolerances(Tolerances {
-                    admission_request: true,
+                    admission: Some(write.clone()),
                     ..tolerances
                 });
             }

@@ -339,7 +339,7 @@ impl PolicyRule {
                 namespace_binding,
                 status_kinds: self.status_kinds.clone(),
                 gitops: self.gitops.clone(),
-                admission_request: false,
+                admission: None,
             })
     }
 }

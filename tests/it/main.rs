@@ -10,6 +10,7 @@ mod admission_review;
 mod admission_server;
 mod advisories;
 mod apiserver_admission;
+mod apiserver_defaults;
 mod apiserver_failures;
 mod apiserver_keys;
 mod bad_input;

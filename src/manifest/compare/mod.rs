@@ -1,7 +1,9 @@
 //! The difference engine: field-by-field comparison with ignore patterns (diff), the
 //! tolerated differences of ignore profiles (tolerance) and the GitOps tracking keys they
-//! bind (gitops). Reads documents; imports nothing of the YAML reader.
+//! bind (gitops), and who set a field (managed_fields, read by the tolerances). Reads
+//! documents; imports nothing of the YAML reader.
 
 pub(super) mod diff;
 pub(super) mod gitops;
+pub(super) mod managed_fields;
 pub(super) mod tolerance;

@@ -36,8 +36,10 @@
 
 use super::diff::{DiffKind, Difference, FieldPattern, Step};
 use super::gitops::{GitopsBindings, argocd_tolerates, flux_tolerates};
+use super::managed_fields::{owners, places_holding, subresource};
 use crate::manifest::document::ObjectIdentity;
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// One built-in list of tolerated differences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,6 +212,24 @@ enum Rule {
     /// A field the signed document does not have, holding exactly the value the API server
     /// computes for this object ([`Computed`]).
     Computed(FieldPattern, Computed),
+    /// [`Rule::Default`], only where the defaulting function sets it ([`When`]).
+    DefaultWhen(FieldPattern, Value, When),
+}
+
+/// Where a conditional default ([`Rule::DefaultWhen`]) is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum When {
+    /// The live `spec.<strategy>.type` is `RollingUpdate` (the DaemonSet and StatefulSet
+    /// defaulting functions fill the rolling-update parameters only for that type).
+    RollingUpdate(&'static str),
+    /// A StatefulSet's `partition: 0`: `SetDefaults_StatefulSet` creates `rollingUpdate`
+    /// when it defaults the type itself (the signed document has no
+    /// `spec.updateStrategy.type`), and fills `partition` of a `rollingUpdate` the signed
+    /// document has; under the `RollingUpdate` type only.
+    StatefulSetPartition,
+    /// The signed document has no `spec.<field>` (`SetDefaults_Job`: `completions` is 1 only
+    /// when neither it nor `parallelism` was set).
+    SignedLacks(&'static str),
 }
 
 /// A value the API server derives from the rest of the object. Each one is checked
@@ -248,10 +268,64 @@ enum Computed {
     RollingUpdate25Percent,
     /// The object's own `metadata.name` (Namespace label `kubernetes.io/metadata.name`).
     OwnName,
-    /// A generation or revision counter the API server or a controller writes as a
-    /// positive decimal integer (`deprecated.daemonset.template.generation`,
-    /// `deployment.kubernetes.io/revision`).
+    /// The deployment controller's revision counter, a positive decimal integer
+    /// (`deployment.kubernetes.io/revision`).
     PositiveInteger,
+    /// DaemonSet annotation `deprecated.daemonset.template.generation`, the apps/v1 form of
+    /// `spec.templateGeneration` (`pkg/apis/apps/v1/conversion.go`). The DaemonSet
+    /// controller labels pods with it and counts pods of another generation as out of date,
+    /// so a client's value is not harmless. `pkg/registry/apps/daemonset/strategy.go`:
+    /// `PrepareForCreate` keeps a client's value of 1 or more (and writes 1 otherwise), so
+    /// on an admission `CREATE` only `1` is the server's; `PrepareForUpdate` ignores the
+    /// client's and writes the stored one, plus one when the pod template changed, so on an
+    /// `UPDATE` only those two values of `oldObject`'s are (the template compared as JSON:
+    /// equal means unchanged, different may still be equal to the API server's
+    /// `Semantic.DeepEqual`, which reads `1000m` as `1`). Read back (no request): a positive
+    /// decimal integer, the history being unknown.
+    TemplateGeneration,
+    /// `spec.replicas` of a workload with a `scale` subresource (Deployment, StatefulSet,
+    /// ReplicaSet) signed without it: a value an autoscaler or `kubectl scale` wrote through
+    /// the `scale` subresource, that is, owned in `managedFields` only by entries of
+    /// subresource `scale`; or, on an admission `UPDATE`, the value `oldObject` holds when no
+    /// manager of the main resource owns it there or now. A client that writes `replicas`
+    /// into the object itself owns it as a main-resource manager: refused. The default `1`
+    /// is a plain default beside this rule.
+    ScaledReplicas,
+    /// Service `spec.ports[*].targetPort`: the port's own `port` (`pkg/apis/core/v1/
+    /// defaults.go` `SetDefaults_Service`: a zero or empty target port becomes `port`).
+    ServicePortTargetPort,
+    /// The object's own `metadata.uid`: a Job's `batch.kubernetes.io/controller-uid` (and
+    /// legacy `controller-uid`) template label and selector, which
+    /// `pkg/registry/batch/job/strategy.go` `generateSelector` writes unless
+    /// `spec.manualSelector` is true.
+    JobOwnUid,
+    /// The Job's own `metadata.name`: its `batch.kubernetes.io/job-name` (and legacy
+    /// `job-name`) template labels, from the same `generateSelector`.
+    JobOwnName,
+    /// A Job's `metadata.labels[key]`: `SetDefaults_Job` gives a Job signed without labels
+    /// its pod template's labels map (the same Go map, so the labels `generateSelector`
+    /// adds to the template appear on the Job as well): the live template's value of that
+    /// key, when the signed document has no Job labels and does have template labels.
+    JobLabelFromTemplate,
+    /// Job `spec.backoffLimit`: 6, or 2147483647 when `backoffLimitPerIndex` is set
+    /// (`SetDefaults_Job`).
+    JobBackoffLimit,
+    /// Job `spec.podReplacementPolicy`: `Failed` when `podFailurePolicy` is set,
+    /// `TerminatingOrFailed` otherwise (`SetDefaults_Job`, feature `JobPodReplacementPolicy`,
+    /// GA and locked on in 1.34).
+    JobPodReplacementPolicy,
+}
+
+/// What an admission request says beside its object: the tolerances that depend on the
+/// object's history read it ([`Tolerances::admission`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum AdmissionWrite {
+    /// A `CREATE`: nothing was stored before.
+    Create,
+    /// An `UPDATE`, with the stored object it replaces (`request.oldObject`; `None` when
+    /// the request carries none: then nothing that depends on it is tolerated).
+    Update { old_object: Option<Arc<Value>> },
 }
 
 /// A kind named by API group and kind (`PolicyException.kyverno.io`; the core group is
@@ -349,12 +423,16 @@ pub struct Tolerances {
     /// The values the `argocd` and `flux` profiles accept (empty: unbound; see
     /// `manifest::gitops`).
     pub gitops: GitopsBindings,
-    /// The object is an admission request's: an allocated value (a Service address)
-    /// is tolerated only when `metadata.managedFields` shows no manager set it, and an
-    /// object without `managedFields` gets none tolerated. Off for objects read back
-    /// (`kubectl get` strips `managedFields`): there a field a manager owns is still refused,
-    /// but an object without them is judged by its value alone (docs/policy.md).
-    pub admission_request: bool,
+    /// The object is an admission request's (`None`: a file or an object read back). In a
+    /// request an allocated value (a Service address) is tolerated only when
+    /// `metadata.managedFields` shows no manager set it, and, on an `UPDATE`, no manager
+    /// owned it in `oldObject` either (a plain `kubectl replace` drops a client's ownership
+    /// while the registry copies its address back); an object without `managedFields` gets
+    /// none tolerated. Read back (`kubectl get` strips `managedFields`) a field a manager
+    /// owns is still refused, but an object without them is judged by its value alone
+    /// (docs/policy.md). The DaemonSet template generation and a scaled `replicas` also read
+    /// the operation and `oldObject` (docs/policy.md lists each rule).
+    pub admission: Option<AdmissionWrite>,
 }
 
 fn p(text: &str) -> FieldPattern {
@@ -385,6 +463,10 @@ enum KindRules {
     Service,
     Deployment,
     DaemonSet,
+    StatefulSet,
+    ReplicaSet,
+    Job,
+    CronJob,
 }
 
 /// What decides an object's `kubernetes` rules: a small, fixed key space, so the rules
@@ -403,6 +485,10 @@ impl RulesKey {
             ("", "Service") => KindRules::Service,
             ("apps", "Deployment") => KindRules::Deployment,
             ("apps", "DaemonSet") => KindRules::DaemonSet,
+            ("apps", "StatefulSet") => KindRules::StatefulSet,
+            ("apps", "ReplicaSet") => KindRules::ReplicaSet,
+            ("batch", "Job") => KindRules::Job,
+            ("batch", "CronJob") => KindRules::CronJob,
             _ => KindRules::None,
         };
         let restart_always = id.kind != "Job" && id.kind != "CronJob";
@@ -413,7 +499,7 @@ impl RulesKey {
     }
 }
 
-/// The rules of every key, built once (immutable afterwards): 5 kinds x 7 pod-spec shapes.
+/// The rules of every key, built once (immutable afterwards): 9 kinds x 5 pod-spec shapes.
 fn kubernetes_rules(id: &ObjectIdentity) -> &'static [Rule] {
     static ALL: std::sync::LazyLock<Vec<(RulesKey, Vec<Rule>)>> = std::sync::LazyLock::new(|| {
         let kinds = [
@@ -422,6 +508,10 @@ fn kubernetes_rules(id: &ObjectIdentity) -> &'static [Rule] {
             KindRules::Service,
             KindRules::Deployment,
             KindRules::DaemonSet,
+            KindRules::StatefulSet,
+            KindRules::ReplicaSet,
+            KindRules::Job,
+            KindRules::CronJob,
         ];
         let mut pod_specs = vec![None];
         for kind in [
@@ -497,6 +587,10 @@ fn build_kubernetes_rules(key: RulesKey) -> Vec<Rule> {
                     Computed::ServiceInternalTrafficPolicy,
                 ),
                 Rule::Default(p("spec.ports[*].protocol"), json!("TCP")),
+                Rule::Computed(
+                    p("spec.ports[*].targetPort"),
+                    Computed::ServicePortTargetPort,
+                ),
             ]);
         }
         KindRules::Deployment => {
@@ -510,6 +604,7 @@ fn build_kubernetes_rules(key: RulesKey) -> Vec<Rule> {
                 Rule::Default(p("spec.progressDeadlineSeconds"), json!(600)),
                 Rule::Default(p("spec.revisionHistoryLimit"), json!(10)),
                 Rule::Default(p("spec.replicas"), json!(1)),
+                Rule::Computed(p("spec.replicas"), Computed::ScaledReplicas),
                 Rule::Default(p("spec.strategy.type"), json!("RollingUpdate")),
                 Rule::Computed(
                     p("spec.strategy.rollingUpdate.maxSurge"),
@@ -523,11 +618,114 @@ fn build_kubernetes_rules(key: RulesKey) -> Vec<Rule> {
         }
         KindRules::DaemonSet => {
             // `spec.templateGeneration` written back by the apps/v1 conversion
-            // (`pkg/apis/apps/v1/conversion.go`); the strategy starts it at 1.
-            rules.push(Rule::Computed(
-                p("metadata.annotations[\"deprecated.daemonset.template.generation\"]"),
-                Computed::PositiveInteger,
-            ));
+            // (`pkg/apis/apps/v1/conversion.go`); `pkg/apis/apps/v1/defaults.go`
+            // `SetDefaults_DaemonSet` for the rest.
+            let rolling = When::RollingUpdate("updateStrategy");
+            rules.extend([
+                Rule::Computed(
+                    p("metadata.annotations[\"deprecated.daemonset.template.generation\"]"),
+                    Computed::TemplateGeneration,
+                ),
+                Rule::Default(p("spec.updateStrategy.type"), json!("RollingUpdate")),
+                Rule::DefaultWhen(
+                    p("spec.updateStrategy.rollingUpdate.maxUnavailable"),
+                    json!(1),
+                    rolling,
+                ),
+                Rule::DefaultWhen(
+                    p("spec.updateStrategy.rollingUpdate.maxSurge"),
+                    json!(0),
+                    rolling,
+                ),
+                Rule::Default(p("spec.revisionHistoryLimit"), json!(10)),
+            ]);
+        }
+        KindRules::StatefulSet => {
+            // `pkg/apis/apps/v1/defaults.go` `SetDefaults_StatefulSet` (feature
+            // `MaxUnavailableStatefulSet` is off in 1.34: no `maxUnavailable`;
+            // `StatefulSetAutoDeletePVC` is GA: the retention policy).
+            rules.extend([
+                Rule::Default(p("spec.podManagementPolicy"), json!("OrderedReady")),
+                Rule::Default(p("spec.updateStrategy.type"), json!("RollingUpdate")),
+                Rule::DefaultWhen(
+                    p("spec.updateStrategy.rollingUpdate.partition"),
+                    json!(0),
+                    When::StatefulSetPartition,
+                ),
+                Rule::Default(
+                    p("spec.persistentVolumeClaimRetentionPolicy.whenDeleted"),
+                    json!("Retain"),
+                ),
+                Rule::Default(
+                    p("spec.persistentVolumeClaimRetentionPolicy.whenScaled"),
+                    json!("Retain"),
+                ),
+                Rule::Default(p("spec.replicas"), json!(1)),
+                Rule::Computed(p("spec.replicas"), Computed::ScaledReplicas),
+                Rule::Default(p("spec.revisionHistoryLimit"), json!(10)),
+            ]);
+        }
+        KindRules::ReplicaSet => {
+            // `SetDefaults_ReplicaSet`.
+            rules.extend([
+                Rule::Default(p("spec.replicas"), json!(1)),
+                Rule::Computed(p("spec.replicas"), Computed::ScaledReplicas),
+            ]);
+        }
+        KindRules::Job => {
+            // `pkg/apis/batch/v1/defaults.go` `SetDefaults_Job` and
+            // `pkg/registry/batch/job/strategy.go` `generateSelector`.
+            rules.extend([
+                Rule::DefaultWhen(
+                    p("spec.completions"),
+                    json!(1),
+                    When::SignedLacks("parallelism"),
+                ),
+                Rule::Default(p("spec.parallelism"), json!(1)),
+                Rule::Computed(p("spec.backoffLimit"), Computed::JobBackoffLimit),
+                Rule::Default(p("spec.completionMode"), json!("NonIndexed")),
+                Rule::Default(p("spec.suspend"), json!(false)),
+                Rule::Default(p("spec.manualSelector"), json!(false)),
+                Rule::Computed(
+                    p("spec.podReplacementPolicy"),
+                    Computed::JobPodReplacementPolicy,
+                ),
+                Rule::Computed(p("metadata.labels.*"), Computed::JobLabelFromTemplate),
+                Rule::Computed(
+                    p("spec.selector.matchLabels[\"batch.kubernetes.io/controller-uid\"]"),
+                    Computed::JobOwnUid,
+                ),
+                Rule::Computed(
+                    p("spec.template.metadata.labels[\"batch.kubernetes.io/controller-uid\"]"),
+                    Computed::JobOwnUid,
+                ),
+                Rule::Computed(
+                    p("spec.template.metadata.labels[\"controller-uid\"]"),
+                    Computed::JobOwnUid,
+                ),
+                Rule::Computed(
+                    p("spec.template.metadata.labels[\"batch.kubernetes.io/job-name\"]"),
+                    Computed::JobOwnName,
+                ),
+                Rule::Computed(
+                    p("spec.template.metadata.labels[\"job-name\"]"),
+                    Computed::JobOwnName,
+                ),
+                Rule::Default(
+                    p("spec.podFailurePolicy.rules[*].onPodConditions[*].status"),
+                    json!("True"),
+                ),
+            ]);
+        }
+        KindRules::CronJob => {
+            // `pkg/apis/batch/v1/defaults.go` `SetDefaults_CronJob` (the Job template gets
+            // no Job defaults: `SetDefaults_Job` is the Job's, not its spec's).
+            rules.extend([
+                Rule::Default(p("spec.concurrencyPolicy"), json!("Allow")),
+                Rule::Default(p("spec.suspend"), json!(false)),
+                Rule::Default(p("spec.successfulJobsHistoryLimit"), json!(3)),
+                Rule::Default(p("spec.failedJobsHistoryLimit"), json!(1)),
+            ]);
         }
         KindRules::None => {}
     }
@@ -541,10 +739,15 @@ fn build_kubernetes_rules(key: RulesKey) -> Vec<Rule> {
             ));
         }
         if prefix == "spec.jobTemplate.spec.template.spec" {
-            rules.push(Rule::Default(
-                p("spec.jobTemplate.metadata.creationTimestamp"),
-                Value::Null,
-            ));
+            // A CronJob's `jobTemplate.metadata` comes back as `{}` from the 1.34 API server
+            // (nothing set: the same as absent), or with the `null` timestamp.
+            rules.extend([
+                Rule::Default(p("spec.jobTemplate.metadata"), json!({})),
+                Rule::Default(
+                    p("spec.jobTemplate.metadata.creationTimestamp"),
+                    Value::Null,
+                ),
+            ]);
         }
         let at = |rest: &str| p(&format!("{prefix}.{rest}"));
         rules.extend([
@@ -765,7 +968,8 @@ impl Tolerances {
         d: &Difference<'_>,
     ) -> bool {
         let profiles = self.profiles;
-        (profiles.contains(IgnoreProfile::Kubernetes) && self.kubernetes_tolerates(id, object, d))
+        (profiles.contains(IgnoreProfile::Kubernetes)
+            && self.kubernetes_tolerates(id, signed, object, d))
             || (profiles.contains(IgnoreProfile::KyvernoCompat) && kyverno_tolerates(id, d))
             || (profiles.contains(IgnoreProfile::Argocd)
                 && argocd_tolerates(id, signed, object, d, &self.gitops))
@@ -777,13 +981,19 @@ impl Tolerances {
     fn kubernetes_tolerates(
         &self,
         id: &ObjectIdentity,
+        signed: &Value,
         object: &Value,
         d: &Difference<'_>,
     ) -> bool {
+        let judged = Judged {
+            object,
+            signed,
+            admission: self.admission.as_ref(),
+        };
         (self.ignores_status(id) && matches!(d.path.first(), Some(Step::Key("status"))))
             || kubernetes_rules(id)
                 .iter()
-                .any(|r| rule_tolerates(r, object, d, self.admission_request))
+                .any(|r| rule_tolerates(r, &judged, d))
     }
 
     /// Whether `last-applied-configuration` may differ from the signed document when its
@@ -813,57 +1023,107 @@ impl Tolerances {
     }
 }
 
-fn rule_tolerates(
-    rule: &Rule,
-    object: &Value,
-    d: &Difference<'_>,
-    admission_request: bool,
-) -> bool {
+/// What a rule looks at besides the difference: the live object, the signed document and
+/// the admission request the object came in (if any).
+struct Judged<'a> {
+    object: &'a Value,
+    signed: &'a Value,
+    admission: Option<&'a AdmissionWrite>,
+}
+
+fn rule_tolerates(rule: &Rule, judged: &Judged<'_>, d: &Difference<'_>) -> bool {
+    let added_at = |p: &FieldPattern| d.kind == DiffKind::Added && p.matches_steps_exactly(d.path);
     match rule {
         Rule::Ignore(p) => p.matches_steps(d.path),
-        Rule::Default(p, value) => {
-            d.kind == DiffKind::Added && p.matches_steps_exactly(d.path) && d.actual == Some(value)
+        Rule::Default(p, value) => added_at(p) && d.actual == Some(value),
+        Rule::DefaultWhen(p, value, when) => {
+            added_at(p) && d.actual == Some(value) && when.holds(judged)
         }
         Rule::Computed(p, computed) => {
-            d.kind == DiffKind::Added
-                && p.matches_steps_exactly(d.path)
+            added_at(p)
                 && d.actual
-                    .is_some_and(|actual| computed.accepts(object, d.path, actual))
-                && (!computed.is_allocated()
-                    || match field_owned(object, d.path) {
-                        Some(owned) => !owned,
-                        None => !admission_request,
-                    })
+                    .is_some_and(|actual| computed.accepts(judged, d.path, actual))
+                && (!computed.is_allocated() || allocated_by_the_server(judged, d.path, d.actual))
         }
     }
 }
 
-/// Whether a manager in `object`'s `metadata.managedFields` owns the field at `path` (keys
-/// only) or anything below it: `None` when the object has no `managedFields` entry with
-/// `fieldsV1` to tell. The API server's field manager computes the entries from what the
-/// request sent, before the Service registry allocates addresses (k8s.io/apiserver v0.34.4
-/// `pkg/endpoints/handlers/create.go`/`update.go` run it before `rest.Create`/`Update`,
-/// whose `BeginCreate`/`BeginUpdate` allocate); an allocated value is owned by no manager,
-/// a value a client sent is owned by that client's manager.
-fn field_owned(object: &Value, path: &[Step<'_>]) -> Option<bool> {
-    let entries = object
-        .get("metadata")?
-        .get("managedFields")?
-        .as_array()?
-        .iter()
-        .filter_map(|e| e.get("fieldsV1"))
-        .collect::<Vec<_>>();
-    if entries.is_empty() {
-        return None;
+/// Whether the value at `path` of the live object shows no sign of a client's choice: no
+/// `managedFields` entry owns it (in an admission request, an object without
+/// `managedFields` cannot show it), and, on an `UPDATE`, no entry of `oldObject` owned the
+/// same value where the stored object held it. The Service registry copies an address or
+/// node port the update left out back from the stored object
+/// (`pkg/registry/core/service/storage/storage.go` `patchAllocatedValues`), while the
+/// field manager gives the update's manager no ownership of it, so the new object alone
+/// shows a client's old choice as "owned by no manager" (issue 35).
+fn allocated_by_the_server(judged: &Judged<'_>, path: &[Step<'_>], actual: Option<&Value>) -> bool {
+    let unowned_now = match owners(judged.object, path) {
+        Some(owners) => owners.is_empty(),
+        None => judged.admission.is_none(),
+    };
+    match judged.admission {
+        Some(AdmissionWrite::Update { old_object }) => {
+            let (Some(old), Some(actual)) = (old_object, actual) else {
+                return false;
+            };
+            unowned_now
+                && places_holding(old, path, actual)
+                    .iter()
+                    .all(|place| owners(old, place).is_some_and(|o| o.is_empty()))
+        }
+        _ => unowned_now,
     }
-    Some(entries.iter().any(|fields| {
-        path.iter()
-            .try_fold(*fields, |v, step| match step {
-                Step::Key(k) => v.get(format!("f:{k}")),
-                Step::Index(_) => None,
-            })
-            .is_some()
-    }))
+}
+
+/// Whether `spec.replicas` at `path` was written through the `scale` subresource or kept
+/// from the stored object, never by a client of the main resource ([`Computed::ScaledReplicas`]).
+fn replicas_scaled(judged: &Judged<'_>, path: &[Step<'_>], actual: &Value) -> bool {
+    let through_scale = |owners: &[&Value]| owners.iter().all(|e| subresource(e) == "scale");
+    let now = owners(judged.object, path);
+    if let Some(owners) = &now
+        && !owners.is_empty()
+    {
+        return through_scale(owners);
+    }
+    // Nobody owns it now (or the request cleared `managedFields`): only a value kept from
+    // the stored object, where no main-resource manager owned it either.
+    match judged.admission {
+        Some(AdmissionWrite::Update {
+            old_object: Some(old),
+        }) => {
+            value_at(old, path) == Some(actual)
+                && owners(old, path).is_some_and(|owners| through_scale(&owners))
+        }
+        _ => false,
+    }
+}
+
+impl When {
+    fn holds(self, judged: &Judged<'_>) -> bool {
+        let spec = |v: &'_ Value| v.get("spec").cloned().unwrap_or(Value::Null);
+        match self {
+            When::RollingUpdate(strategy) => {
+                spec(judged.object)
+                    .get(strategy)
+                    .and_then(|s| s.get("type"))
+                    .and_then(Value::as_str)
+                    == Some("RollingUpdate")
+            }
+            When::StatefulSetPartition => {
+                let signed = spec(judged.signed);
+                let strategy = signed.get("updateStrategy");
+                let type_unset = strategy
+                    .and_then(|s| s.get("type"))
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty);
+                let has_rolling = strategy
+                    .and_then(|s| s.get("rollingUpdate"))
+                    .is_some_and(Value::is_object);
+                (type_unset || has_rolling) && When::RollingUpdate("updateStrategy").holds(judged)
+            }
+            When::SignedLacks(field) => spec(judged.signed).get(field).is_none(),
+        }
+    }
 }
 
 impl Computed {
@@ -880,7 +1140,8 @@ impl Computed {
 
     /// True if `actual`, found at `path` of the live `object`, is what the API server
     /// computes there.
-    fn accepts(self, object: &Value, path: &[Step<'_>], actual: &Value) -> bool {
+    fn accepts(self, judged: &Judged<'_>, path: &[Step<'_>], actual: &Value) -> bool {
+        let object = judged.object;
         let spec = object.get("spec").unwrap_or(&NULL);
         let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
         match self {
@@ -977,14 +1238,112 @@ impl Computed {
                 let name = object.get("metadata").and_then(|m| m.get("name"));
                 name.is_some_and(|name| name == actual)
             }
-            Computed::PositiveInteger => actual.as_str().is_some_and(|n| {
-                !n.is_empty()
-                    && n.len() <= 19
-                    && n.bytes().all(|b| b.is_ascii_digit())
-                    && !n.starts_with('0')
-            }),
+            Computed::PositiveInteger => actual.as_str().is_some_and(is_positive_integer),
+            Computed::TemplateGeneration => {
+                let Some(text) = actual.as_str().filter(|n| is_positive_integer(n)) else {
+                    return false;
+                };
+                match judged.admission {
+                    None => true,
+                    Some(AdmissionWrite::Create) => text == "1",
+                    Some(AdmissionWrite::Update { old_object }) => {
+                        let Some(old) = old_object else {
+                            return false;
+                        };
+                        let stored = old
+                            .get("metadata")
+                            .and_then(|m| m.get("annotations"))
+                            .and_then(|a| a.get(TEMPLATE_GENERATION_ANNOTATION))
+                            .and_then(Value::as_str)
+                            .filter(|n| is_positive_integer(n))
+                            .and_then(|n| n.parse::<u64>().ok());
+                        let Some(stored) = stored else {
+                            return false;
+                        };
+                        let changed = value_at(old, &[Step::Key("spec"), Step::Key("template")])
+                            != value_at(object, &[Step::Key("spec"), Step::Key("template")]);
+                        text == stored.to_string()
+                            || (changed
+                                && Some(text.to_string())
+                                    == stored.checked_add(1).map(|n| n.to_string()))
+                    }
+                }
+            }
+            Computed::ScaledReplicas => {
+                actual.as_u64().is_some() && replicas_scaled(judged, path, actual)
+            }
+            Computed::ServicePortTargetPort => {
+                let port = path
+                    .split_last()
+                    .and_then(|(_, port)| value_at(object, port))
+                    .and_then(|p| p.get("port"));
+                port.is_some_and(|port| port == actual)
+            }
+            Computed::JobOwnUid | Computed::JobOwnName => {
+                let manual = spec.get("manualSelector").and_then(Value::as_bool) == Some(true);
+                let own = object.get("metadata").and_then(|m| {
+                    m.get(if self == Computed::JobOwnUid {
+                        "uid"
+                    } else {
+                        "name"
+                    })
+                });
+                !manual
+                    && own.and_then(Value::as_str).is_some_and(|v| !v.is_empty())
+                    && own == Some(actual)
+            }
+            Computed::JobLabelFromTemplate => {
+                let Some(Step::Key(key)) = path.last() else {
+                    return false;
+                };
+                let labels = |v: &Value| v.get("metadata").and_then(|m| m.get("labels")).cloned();
+                let template_labels = |v: &Value| {
+                    v.get("spec")
+                        .and_then(|s| s.get("template"))
+                        .and_then(|t| t.get("metadata"))
+                        .and_then(|m| m.get("labels"))
+                        .cloned()
+                };
+                let signed_unlabelled = match labels(judged.signed) {
+                    None | Some(Value::Null) => true,
+                    Some(Value::Object(m)) => m.is_empty(),
+                    Some(_) => false,
+                };
+                let signed_template_labelled =
+                    template_labels(judged.signed).is_some_and(|l| l.is_object());
+                signed_unlabelled
+                    && signed_template_labelled
+                    && template_labels(object)
+                        .and_then(|l| l.get(*key).cloned())
+                        .as_ref()
+                        == Some(actual)
+            }
+            Computed::JobBackoffLimit => {
+                let per_index = spec
+                    .get("backoffLimitPerIndex")
+                    .is_some_and(|v| !v.is_null());
+                actual.as_i64() == Some(if per_index { 2_147_483_647 } else { 6 })
+            }
+            Computed::JobPodReplacementPolicy => {
+                let failure_policy = spec.get("podFailurePolicy").is_some_and(|v| !v.is_null());
+                actual.as_str()
+                    == Some(if failure_policy {
+                        "Failed"
+                    } else {
+                        "TerminatingOrFailed"
+                    })
+            }
         }
     }
+}
+
+/// The DaemonSet annotation holding `spec.templateGeneration` in apps/v1.
+const TEMPLATE_GENERATION_ANNOTATION: &str = "deprecated.daemonset.template.generation";
+
+/// A positive decimal integer as Go's `strconv.FormatInt` writes one (no sign, no leading
+/// zero), of at most 19 digits.
+fn is_positive_integer(n: &str) -> bool {
+    !n.is_empty() && n.len() <= 19 && n.bytes().all(|b| b.is_ascii_digit()) && !n.starts_with('0')
 }
 
 /// The JSON `null` a missing field reads as.
@@ -1504,7 +1863,7 @@ mod tests {
     fn an_address_a_manager_owns_is_the_client_s_choice_not_an_allocation() {
         let signed = service(json!({"selector": {"app": "x"}}));
         let admission = Tolerances {
-            admission_request: true,
+            admission: Some(AdmissionWrite::Create),
             ..kube()
         };
         let sent = json!({"f:spec": {"f:selector": {}, "f:ipFamilyPolicy": {}}});
@@ -1548,6 +1907,314 @@ mod tests {
             "type": "ClusterIP", "internalTrafficPolicy": "Cluster"}),
         );
         assert!(service_remaining(&admission, signed, live).is_empty());
+    }
+
+    /// [`kube`] for an admission request written by `write`.
+    fn admitted(write: AdmissionWrite) -> Tolerances {
+        Tolerances {
+            admission: Some(write),
+            ..kube()
+        }
+    }
+
+    fn update_of(old: Value) -> Tolerances {
+        admitted(AdmissionWrite::Update {
+            old_object: Some(Arc::new(old)),
+        })
+    }
+
+    #[test]
+    fn an_update_tolerates_an_address_only_when_the_stored_object_did_not_own_it_either() {
+        let signed = service(json!({"selector": {"app": "x"}}));
+        let sent = json!({"f:spec": {"f:selector": {}}});
+        let chose = json!({"f:spec": {"f:clusterIP": {}, "f:clusterIPs": {}}});
+        // The request: `kubectl replace` of the signed document, its address copied back.
+        let request = allocated_service(Some(vec![sent.clone()]));
+        // The client chose the address when it created the Service: laundered, refused.
+        let stored = allocated_service(Some(vec![sent.clone(), chose]));
+        assert_eq!(
+            service_remaining(&update_of(stored), signed.clone(), request.clone()),
+            ["spec.clusterIP", "spec.clusterIPs[0]"]
+        );
+        // The allocator chose it: tolerated.
+        let stored = allocated_service(Some(vec![sent.clone()]));
+        assert!(service_remaining(&update_of(stored), signed.clone(), request.clone()).is_empty());
+        // A stored object without managedFields, or no oldObject at all: cannot tell.
+        let stored = allocated_service(None);
+        assert_eq!(
+            service_remaining(&update_of(stored), signed.clone(), request.clone()).len(),
+            3
+        );
+        let no_old = admitted(AdmissionWrite::Update { old_object: None });
+        assert_eq!(
+            service_remaining(&no_old, signed.clone(), request.clone()).len(),
+            3
+        );
+        // An address the stored object did not hold (a new allocation) needs no history.
+        let mut stored = allocated_service(Some(vec![sent]));
+        stored["spec"] = json!({"type": "ExternalName", "externalName": "db.example"});
+        assert!(service_remaining(&update_of(stored), signed, request).is_empty());
+    }
+
+    fn daemon_set(generation: &str, image: &str) -> Value {
+        json!({"metadata": {"name": "x", "annotations":
+                {"deprecated.daemonset.template.generation": generation}},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}}})
+    }
+
+    #[test]
+    fn the_template_generation_is_the_one_the_server_writes_for_the_operation() {
+        let ds = id("apps", "DaemonSet");
+        let signed = json!({"metadata": {"name": "x"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "a:1"}]}}}});
+        let create = admitted(AdmissionWrite::Create);
+        assert!(remaining(&create, &ds, signed.clone(), daemon_set("1", "a:1")).is_empty());
+        let generation = ["metadata.annotations[\"deprecated.daemonset.template.generation\"]"];
+        assert_eq!(
+            remaining(&create, &ds, signed.clone(), daemon_set("5", "a:1")),
+            generation
+        );
+        // An update keeps the stored generation, plus one when the template changed.
+        let stored = update_of(daemon_set("3", "a:1"));
+        assert!(remaining(&stored, &ds, signed.clone(), daemon_set("3", "a:1")).is_empty());
+        assert_eq!(
+            remaining(&stored, &ds, signed.clone(), daemon_set("4", "a:1")),
+            generation
+        );
+        let signed_b = json!({"metadata": {"name": "x"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "b:1"}]}}}});
+        for n in ["3", "4"] {
+            assert!(remaining(&stored, &ds, signed_b.clone(), daemon_set(n, "b:1")).is_empty());
+        }
+        assert_eq!(
+            remaining(&stored, &ds, signed_b, daemon_set("5", "b:1")),
+            generation
+        );
+        let no_old = admitted(AdmissionWrite::Update { old_object: None });
+        assert_eq!(
+            remaining(&no_old, &ds, signed.clone(), daemon_set("1", "a:1")),
+            generation
+        );
+        // Read back: the history is unknown, any positive integer.
+        assert!(remaining(&kube(), &ds, signed.clone(), daemon_set("7", "a:1")).is_empty());
+        assert_eq!(
+            remaining(&kube(), &ds, signed, daemon_set("07", "a:1")),
+            generation
+        );
+    }
+
+    /// A workload with `spec.replicas: replicas` whose managers are `(manager, subresource,
+    /// owns replicas)`.
+    fn scaled(replicas: u64, managers: &[(&str, &str, bool)]) -> Value {
+        let entries: Vec<Value> = managers
+            .iter()
+            .map(|(manager, sub, owns)| {
+                let fields = if *owns {
+                    json!({"f:spec": {"f:replicas": {}}})
+                } else {
+                    json!({"f:spec": {"f:template": {}}})
+                };
+                let mut e = json!({"manager": manager, "operation": "Update",
+                    "fieldsType": "FieldsV1", "fieldsV1": fields});
+                if !sub.is_empty() {
+                    e["subresource"] = json!(sub);
+                }
+                e
+            })
+            .collect();
+        json!({"metadata": {"name": "x", "managedFields": entries}, "spec": {"replicas": replicas}})
+    }
+
+    #[test]
+    fn replicas_written_through_the_scale_subresource_or_kept_are_tolerated() {
+        let signed = json!({"metadata": {"name": "x"}, "spec": {}});
+        let hpa = ("kube-controller-manager", "scale", true);
+        let applier = ("kubectl-client-side-apply", "", false);
+        let client = ("kubectl-edit", "", true);
+        for kind in ["Deployment", "StatefulSet", "ReplicaSet"] {
+            let workload = id("apps", kind);
+            for t in [kube(), admitted(AdmissionWrite::Create)] {
+                let live = scaled(3, &[applier, hpa]);
+                assert!(
+                    remaining(&t, &workload, signed.clone(), live).is_empty(),
+                    "{kind}"
+                );
+                for managers in [&[applier, client][..], &[hpa, client], &[applier]] {
+                    let live = scaled(3, managers);
+                    assert_eq!(
+                        remaining(&t, &workload, signed.clone(), live),
+                        ["spec.replicas"],
+                        "{kind} {managers:?}"
+                    );
+                }
+            }
+            // Read back without managedFields: only the default.
+            let bare = json!({"metadata": {"name": "x"}, "spec": {"replicas": 3}});
+            assert_eq!(
+                remaining(&kube(), &workload, signed.clone(), bare.clone()),
+                ["spec.replicas"]
+            );
+            let one = json!({"metadata": {"name": "x"}, "spec": {"replicas": 1}});
+            assert!(remaining(&kube(), &workload, signed.clone(), one).is_empty());
+            // Kept from the stored object, where the autoscaler owned it.
+            let t = update_of(scaled(3, &[applier, hpa]));
+            assert!(remaining(&t, &workload, signed.clone(), bare.clone()).is_empty());
+            let changed = json!({"metadata": {"name": "x"}, "spec": {"replicas": 4}});
+            assert_eq!(
+                remaining(&t, &workload, signed.clone(), changed),
+                ["spec.replicas"]
+            );
+            let t = update_of(scaled(3, &[client]));
+            assert_eq!(
+                remaining(&t, &workload, signed.clone(), bare),
+                ["spec.replicas"]
+            );
+        }
+    }
+
+    #[test]
+    fn a_service_port_s_target_port_defaults_to_its_port_only() {
+        let signed = service(json!({"ports": [{"port": 80}, {"port": 443}]}));
+        let live = service(
+            json!({"ports": [{"port": 80, "targetPort": 80, "protocol": "TCP"},
+            {"port": 443, "targetPort": 8443, "protocol": "TCP"}]}),
+        );
+        assert_eq!(
+            service_remaining(&kube(), signed, live),
+            ["spec.ports[1].targetPort"]
+        );
+    }
+
+    #[test]
+    fn workload_defaults_are_tolerated_with_their_exact_values() {
+        let pod = json!({"spec": {"containers": [{"name": "c", "image": "a:1"}]}});
+        // StatefulSet.
+        let signed =
+            json!({"metadata": {"name": "x"}, "spec": {"serviceName": "x", "template": pod}});
+        let live = json!({"metadata": {"name": "x"}, "spec": {"serviceName": "x", "template": pod,
+            "podManagementPolicy": "OrderedReady", "replicas": 1, "revisionHistoryLimit": 10,
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}},
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"}}});
+        let sts = id("apps", "StatefulSet");
+        assert!(remaining(&kube(), &sts, signed.clone(), live).is_empty());
+        let live = json!({"metadata": {"name": "x"}, "spec": {"serviceName": "x", "template": pod,
+            "podManagementPolicy": "Parallel",
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}},
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete", "whenScaled": "Retain"}}});
+        assert_eq!(
+            remaining(&kube(), &sts, signed, live),
+            [
+                "spec.persistentVolumeClaimRetentionPolicy.whenDeleted",
+                "spec.podManagementPolicy",
+                "spec.updateStrategy.rollingUpdate.partition"
+            ]
+        );
+        // A signed `RollingUpdate` type gets no `rollingUpdate` from the server.
+        let signed = json!({"metadata": {"name": "x"}, "spec": {"updateStrategy": {"type": "RollingUpdate"}}});
+        let live = json!({"metadata": {"name": "x"}, "spec": {
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}}});
+        assert_eq!(
+            remaining(&kube(), &sts, signed, live),
+            ["spec.updateStrategy.rollingUpdate.partition"]
+        );
+        // DaemonSet.
+        let ds = id("apps", "DaemonSet");
+        let signed = json!({"metadata": {"name": "x"}, "spec": {"template": pod}});
+        let live = json!({"metadata": {"name": "x"}, "spec": {"template": pod, "revisionHistoryLimit": 10,
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}}});
+        assert!(remaining(&kube(), &ds, signed.clone(), live).is_empty());
+        let live = json!({"metadata": {"name": "x"}, "spec": {"template": pod,
+            "updateStrategy": {"type": "OnDelete", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}}});
+        assert_eq!(
+            remaining(&kube(), &ds, signed, live),
+            [
+                "spec.updateStrategy.rollingUpdate.maxSurge",
+                "spec.updateStrategy.rollingUpdate.maxUnavailable",
+                "spec.updateStrategy.type"
+            ]
+        );
+        // CronJob.
+        let cj = id("batch", "CronJob");
+        let signed = json!({"metadata": {"name": "x"}, "spec": {"schedule": "* * * * *"}});
+        let live = json!({"metadata": {"name": "x"}, "spec": {"schedule": "* * * * *",
+            "concurrencyPolicy": "Allow", "suspend": false, "successfulJobsHistoryLimit": 3,
+            "failedJobsHistoryLimit": 1}});
+        assert!(remaining(&kube(), &cj, signed.clone(), live).is_empty());
+        let live = json!({"metadata": {"name": "x"}, "spec": {"schedule": "* * * * *",
+            "concurrencyPolicy": "Forbid", "suspend": true}});
+        assert_eq!(
+            remaining(&kube(), &cj, signed, live),
+            ["spec.concurrencyPolicy", "spec.suspend"]
+        );
+    }
+
+    fn job(uid: &str, labels: Value, extra: Value) -> Value {
+        let mut spec = json!({"template": {"metadata": {"labels": labels},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "a:1"}]}}});
+        for (k, v) in extra.as_object().unwrap() {
+            spec[k] = v.clone();
+        }
+        json!({"metadata": {"name": "x", "uid": uid}, "spec": spec})
+    }
+
+    #[test]
+    fn a_job_gets_its_own_uid_and_name_in_its_selector_and_labels() {
+        let uid = "0b7e2a5c-1111-4222-8333-444455556666";
+        let generated = json!({"app": "x", "batch.kubernetes.io/controller-uid": uid,
+            "controller-uid": uid, "batch.kubernetes.io/job-name": "x", "job-name": "x"});
+        let signed = {
+            let mut s = job(uid, json!({"app": "x"}), json!({}));
+            s["metadata"].as_object_mut().unwrap().remove("uid");
+            s
+        };
+        let mut live = job(
+            uid,
+            generated.clone(),
+            json!({
+            "selector": {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}},
+            "completions": 1, "parallelism": 1, "backoffLimit": 6, "completionMode": "NonIndexed",
+            "suspend": false, "manualSelector": false, "podReplacementPolicy": "TerminatingOrFailed"}),
+        );
+        live["metadata"]["labels"] = generated.clone();
+        let j = id("batch", "Job");
+        assert!(remaining(&kube(), &j, signed.clone(), live.clone()).is_empty());
+        // Another Job's uid, a client's selector, a changed default: refused.
+        let other = "99999999-1111-4222-8333-444455556666";
+        let mut wrong = live.clone();
+        wrong["spec"]["selector"]["matchLabels"]["batch.kubernetes.io/controller-uid"] =
+            json!(other);
+        wrong["spec"]["template"]["metadata"]["labels"]["controller-uid"] = json!(other);
+        wrong["metadata"]["labels"]["team"] = json!("a");
+        wrong["spec"]["backoffLimit"] = json!(0);
+        wrong["spec"]["podReplacementPolicy"] = json!("Failed");
+        assert_eq!(
+            remaining(&kube(), &j, signed.clone(), wrong),
+            [
+                // The Job's copy of the template label no longer equals the template's.
+                "metadata.labels.controller-uid",
+                "metadata.labels.team",
+                "spec.backoffLimit",
+                "spec.podReplacementPolicy",
+                "spec.selector.matchLabels[\"batch.kubernetes.io/controller-uid\"]",
+                "spec.template.metadata.labels.controller-uid"
+            ]
+        );
+        // `completions: 1` is a default only when `parallelism` was not signed either.
+        let mut with_parallelism = signed.clone();
+        with_parallelism["spec"]["parallelism"] = json!(1);
+        assert_eq!(
+            remaining(&kube(), &j, with_parallelism, live.clone()),
+            ["spec.completions"]
+        );
+        // A signed Job with labels of its own keeps them.
+        let mut labelled = signed;
+        labelled["metadata"]["labels"] = json!({"team": "a"});
+        let mut live_labelled = live;
+        live_labelled["metadata"]["labels"] = json!({"team": "a", "app": "x"});
+        assert_eq!(
+            remaining(&kube(), &j, labelled, live_labelled),
+            ["metadata.labels.app"]
+        );
     }
 
     #[test]
