@@ -25,8 +25,8 @@ use crate::common;
 
 use common::admission_fixture::{Key, key, sign};
 use common::cluster::Cluster;
-use common::tcp_fault_proxy::{Fault, FaultProxy};
 use common::pki::Pki;
+use common::tcp_fault_proxy::{Fault, FaultProxy};
 use common::webhook::Webhook;
 use serde_json::{Value, json};
 use std::ffi::OsStr;

@@ -416,7 +416,6 @@ mod logged_key_signatures {
 /// the signed time, and `verify --help`, docs/cli.md and docs/policy.md say so.
 mod max_age_of_key_signatures {
     use super::common::{self, MULTI_DOC, fixture, key_pair, mansign, write};
-    use predicates::prelude::*;
 
     #[test]
     fn a_key_signature_without_a_bundle_is_dated_by_its_signed_time() {

@@ -2006,6 +2006,8 @@ mod crypto_path {
             wrong.len(),
             wrong.join("\n")
         );
+    }
+}
 
 // Requests the reviewer cannot answer (issue 35, item 4): a client can shape an object the
 // API server forwards so that mansign cannot read it. Each such request whose uid can be
