@@ -26,7 +26,7 @@ if [ ! -x target/debug/mansign ]; then
   estimate=$(awk -v c="$cores" -v l="$load" 'BEGIN { busy = l / c; if (busy < 0) busy = 0;
     printf "%d", (330 / c) * (1 + busy) / 60 + 1 }')
   echo "The first run builds mansign and its dependencies (about 330 CPU-seconds): on this"
-  echo "machine ($cores cores, load $load) about $estimate min. cargo shows its progress below;"
+  echo "machine ($cores cores, load $load) about $estimate minutes. cargo shows its progress below;"
   echo "later runs take seconds."
 fi
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then

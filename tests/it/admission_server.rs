@@ -941,13 +941,14 @@ async fn sigterm_during_load_answers_every_request_already_received_then_exits_0
     decide(&h2, &webhook, &review("warm", "CREATE", &object)).await;
 
     // 200 streams (below the 256 streams per connection) on one connection. Each carries
-    // a padded old object (a 512 KiB review) and there is one review slot, so the server
+    // a padded old object (a 2 MiB review, under the 3 MiB body bound; 512 KiB was answered
+    // too fast on an idle machine to leave any in flight) and there is one review slot, so the server
     // has a queue to work through when the signal comes.
     let mut load = tokio::task::JoinSet::new();
     for i in 0..200 {
         let uid = format!("term-{i}");
         let mut body = review(&uid, "UPDATE", &object);
-        body["request"]["oldObject"] = json!({"padding": "x".repeat(512 * 1024)});
+        body["request"]["oldObject"] = json!({"padding": "x".repeat(2 * 1024 * 1024)});
         let request = h2
             .post(webhook.url("/validate"))
             .header("content-type", "application/json")

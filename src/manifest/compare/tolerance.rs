@@ -1086,13 +1086,16 @@ fn replicas_scaled(judged: &Judged<'_>, path: &[Step<'_>], actual: &Value) -> bo
         return through_scale(owners);
     }
     // Nobody owns it now (or the request cleared `managedFields`): only a value kept from
-    // the stored object, where no main-resource manager owned it either.
+    // the stored object, where the `scale` subresource owned it. A stored value that nobody
+    // owned is not proof of a scale (it may predate the rule, or its managedFields were
+    // cleared): fail closed, as for allocated addresses.
     match judged.admission {
         Some(AdmissionWrite::Update {
             old_object: Some(old),
         }) => {
             value_at(old, path) == Some(actual)
-                && owners(old, path).is_some_and(|owners| through_scale(&owners))
+                && owners(old, path)
+                    .is_some_and(|owners| !owners.is_empty() && through_scale(&owners))
         }
         _ => false,
     }
