@@ -133,18 +133,6 @@ fn release_dir(root: &Path, version: &str) -> PathBuf {
         .arg(dir.join(ASSET))
         .arg(assert_cmd::cargo::cargo_bin("mansign")));
     assert!(out.status.success(), "strip (binutils): {}", log(&out));
-    // A debug build (dependencies unoptimized, Cargo.toml's [profile.dev]) is larger than a
-    // release build; past 24 MiB the stand-in asset is cut, to stay inside sign-bundle's
-    // 32 MiB input bound with the release binary's order of size.
-    let asset = dir.join(ASSET);
-    let len = std::fs::metadata(&asset).unwrap().len();
-    if len > 24 << 20 {
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .open(&asset)
-            .unwrap();
-        file.set_len(24 << 20).unwrap();
-    }
     dir
 }
 
