@@ -163,61 +163,60 @@ type Probe = fn() -> Result<String, String>;
 /// Item 1: a certificate for another SAN than the token's is refused before any upload,
 /// naming both identities.
 fn another_subject() -> Result<String, String> {
-    let stack = Stack::start();
-    let fulcio = fulcio_for_another_identity(
-        &stack,
-        serde_json::json!({"iss": stack.issuer(), "sub": "mallory@evil.example", "aud": "sigstore",
-                           "exp": 4_000_000_000u64}),
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let input = write(dir.path(), "cm.yaml", &config_map("cm"));
-    let out = dir.path().join("signed.yaml");
-    let mut cmd = sign_via(&stack, &fulcio.url, stack.rekor_url());
-    cmd.arg("-f").arg(&input).arg("-o").arg(&out);
-    let done = run(cmd)?;
-    expect_exit(
-        &done,
-        2,
-        &[
-            "issued a certificate for mallory@evil.example",
-            stack.identity(),
-            "refused before anything was signed or uploaded",
-        ],
+    refused_for_another_identity(
+        |stack| {
+            serde_json::json!({"iss": stack.issuer(), "sub": "mallory@evil.example",
+                               "aud": "sigstore", "exp": 4_000_000_000u64})
+        },
+        |stack| {
+            vec![
+                "issued a certificate for mallory@evil.example".into(),
+                stack.identity().to_string(),
+                "refused before anything was signed or uploaded".into(),
+            ]
+        },
     )?;
-    check(stack.stat("rekor_requests") == 0, || {
-        "a Rekor entry was uploaded".into()
-    })?;
-    check(!out.exists(), || "an output was written".into())?;
     Ok("exit 2 naming both identities; no Rekor request, no output".into())
 }
 
 /// Item 1: the same for another issuer.
 fn another_issuer() -> Result<String, String> {
+    refused_for_another_identity(
+        |stack| {
+            serde_json::json!({"iss": "https://evil.example", "sub": stack.identity(),
+                               "aud": "sigstore", "exp": 4_000_000_000u64})
+        },
+        |stack| {
+            vec![
+                "(issuer https://evil.example)".into(),
+                format!("(issuer {})", stack.issuer()),
+            ]
+        },
+    )?;
+    Ok("exit 2 naming both issuers; no Rekor request, no output".into())
+}
+
+/// Item 1's run: Fulcio issues a real certificate for the token `claims` makes; `sign` must
+/// exit 2 naming each of `words`, with no Rekor request and no output.
+fn refused_for_another_identity(
+    claims: impl Fn(&Stack) -> serde_json::Value,
+    words: impl Fn(&Stack) -> Vec<String>,
+) -> Result<(), String> {
     let stack = Stack::start();
-    let fulcio = fulcio_for_another_identity(
-        &stack,
-        serde_json::json!({"iss": "https://evil.example", "sub": stack.identity(),
-                           "aud": "sigstore", "exp": 4_000_000_000u64}),
-    );
+    let fulcio = fulcio_for_another_identity(&stack, claims(&stack));
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "cm.yaml", &config_map("cm"));
     let out = dir.path().join("signed.yaml");
     let mut cmd = sign_via(&stack, &fulcio.url, stack.rekor_url());
     cmd.arg("-f").arg(&input).arg("-o").arg(&out);
     let done = run(cmd)?;
-    expect_exit(
-        &done,
-        2,
-        &[
-            "(issuer https://evil.example)",
-            &format!("(issuer {})", stack.issuer()),
-        ],
-    )?;
+    let words = words(&stack);
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    expect_exit(&done, 2, &words)?;
     check(stack.stat("rekor_requests") == 0, || {
         "a Rekor entry was uploaded".into()
     })?;
-    check(!out.exists(), || "an output was written".into())?;
-    Ok("exit 2 naming both issuers; no Rekor request, no output".into())
+    check(!out.exists(), || "an output was written".into())
 }
 
 /// Item 2: Rekor answers whose inclusion proof or checkpoint is tampered with, or missing
