@@ -77,7 +77,12 @@ impl ObjectVerdict {
             v["item"] = json!(item + 1);
         }
         if self.no_rule_applies() {
-            v["failure"] = json!({"check": "no-policy-rule", "reason": "no policy rule applies to this object"});
+            // `code` as on every other failure (docs/schema/verify-output.schema.json).
+            v["failure"] = json!({
+                "check": "no-policy-rule",
+                "code": "no-policy-rule",
+                "reason": "no policy rule applies to this object",
+            });
         }
         v
     }

@@ -65,3 +65,4 @@ mod verification_cache;
 mod warm_cold;
 mod yaml_oracle;
 mod yaml_readings;
+mod output_schema;

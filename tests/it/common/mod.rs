@@ -634,3 +634,4 @@ pub fn admission_review_json(
         .unwrap_or_else(|e| panic!("{e}: {stdout}{}", String::from_utf8_lossy(&out.stderr)));
     (out, response)
 }
+pub mod json_schema;
