@@ -18,7 +18,8 @@ use crate::policy::{
 };
 use crate::trust::TrustRoot;
 use crate::verify::{
-    Attestor, Claim, IdentityPolicy, IdentityPolicyError, KeylessAttestor, TrustedKey, Verifier,
+    Attestor, CheckFailure, Claim, IdentityPolicy, IdentityPolicyError, KeylessAttestor, Rejection,
+    TrustedKey, Verifier,
 };
 use anyhow::{Context, bail};
 use clap::Args;
@@ -246,15 +247,36 @@ pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
 pub enum Check {
     /// `--policy`: the policy decides who must have signed each object.
     Policy(crate::policy::PolicySet),
-    /// The command-line signers, tolerances and ignore fields.
-    Flags(Box<Verifier>),
+    /// The command-line signers, tolerances and ignore fields; with `--key`, why the trust
+    /// root could not be loaded, if it could not (see [`needs_trust_root`]).
+    Flags(Box<Verifier>, Option<String>),
+}
+
+/// True when a document failed only because a key-signed set carries a Rekor bundle and
+/// no trust root was loaded to check it: a key-only run loads the root when it needs it,
+/// and that document needed it (issue 39 item 15).
+fn needs_trust_root(verdict: &crate::verify::DocumentVerdict) -> bool {
+    match &verdict.result {
+        Err(Rejection::NoTrustedSignature { attempts }) => attempts
+            .iter()
+            .any(|a| a.failure == CheckFailure::BundleWithoutTrustRoot),
+        _ => false,
+    }
 }
 
 impl Check {
     pub fn from_flags(args: &VerifyArgs) -> anyhow::Result<Check> {
         let domain = AnnotationDomain::new(&args.annotation_domain).map_err(anyhow::Error::msg)?;
         let limits = Limits::default();
-        let trust = args.trust.load()?;
+        // With `--key` (and no policy) the trust root only checks Rekor bundles, so a root
+        // that cannot be loaded fails such a run only when a signature carries one
+        // ([`Check::run`]); every other run needs it and fails here.
+        let key_only = args.policy.is_none() && !args.keys.is_empty();
+        let (trust, root_error) = match args.trust.load() {
+            Ok(trust) => (Some(trust), None),
+            Err(e) if key_only => (None, Some(format!("{e:#}"))),
+            Err(e) => return Err(e),
+        };
         let max_age = args
             .max_age
             .as_deref()
@@ -263,6 +285,7 @@ impl Check {
             .map_err(|e| anyhow::anyhow!("--max-age: {e}"))?;
         InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
         if let Some(path) = &args.policy {
+            let trust = loaded(trust, args)?;
             return Ok(Check::Policy(load_policy(
                 args, path, trust, limits, max_age,
             )?));
@@ -275,7 +298,7 @@ impl Check {
         }
         let attestors = if args.keys.is_empty() {
             vec![Attestor::Keyless(KeylessAttestor::new(
-                trust,
+                loaded(trust, args)?,
                 identity_policy(args)?,
             ))]
         } else {
@@ -290,10 +313,12 @@ impl Check {
                 super::verify_hints::refuse_secret_reference(path)?;
                 let pem = std::fs::read_to_string(path)
                     .with_context(|| format!("{}: cannot read key", path.display()))?;
-                let key = TrustedKey::from_pem(path.display().to_string(), &pem)
+                let mut key = TrustedKey::from_pem(path.display().to_string(), &pem)
                     .map_err(anyhow::Error::msg)
-                    .with_context(|| format!("{}: not a usable public key", path.display()))?
-                    .with_trust_root(trust.clone());
+                    .with_context(|| format!("{}: not a usable public key", path.display()))?;
+                if let Some(trust) = &trust {
+                    key = key.with_trust_root(trust.clone());
+                }
                 attestors.push(Attestor::Key(key));
             }
             attestors
@@ -327,7 +352,7 @@ impl Check {
         if let Some(max_age) = max_age {
             verifier = verifier.with_max_age(max_age);
         }
-        Ok(Check::Flags(Box::new(verifier)))
+        Ok(Check::Flags(Box::new(verifier), root_error))
     }
 
     /// Reads the inputs (`-f`, the paths, or the objects `verify-resource` read) and
@@ -359,9 +384,22 @@ impl Check {
                         |o| o.to_json(),
                     )
                 }
-                Check::Flags(verifier) => {
+                Check::Flags(verifier, root_error) => {
                     let verdict =
                         verifier.verify_documents(files.iter().flat_map(|f| &f.documents));
+                    if let Some(root_error) = root_error
+                        && let Some(v) = verdict.documents.iter().find(|v| needs_trust_root(v))
+                    {
+                        let place = match &v.origin {
+                            Some(o) => format!("{o}: {}", v.object),
+                            None => v.object.to_string(),
+                        };
+                        bail!(
+                            "{place}: its signature carries a Rekor bundle, which is checked \
+                             against the trust root, and the trust root cannot be loaded: \
+                             {root_error}"
+                        );
+                    }
                     if args.ignore_profile.is_none() {
                         hint.add(verifier, &files, &verdict);
                     }
@@ -393,6 +431,15 @@ const RUN_CACHE_ENTRIES: usize = 1024;
 
 fn run_cache() -> Arc<crate::verify::VerificationCache> {
     Arc::new(crate::verify::VerificationCache::new(RUN_CACHE_ENTRIES))
+}
+
+/// The trust root [`Check::from_flags`] loaded (every run but a key-only one loads it
+/// first), else loaded now.
+fn loaded(trust: Option<Arc<TrustRoot>>, args: &VerifyArgs) -> anyhow::Result<Arc<TrustRoot>> {
+    match trust {
+        Some(trust) => Ok(trust),
+        None => args.trust.load(),
+    }
 }
 
 /// `verify --policy`: the policy file, with `--max-age` tightening each rule's own.

@@ -66,3 +66,4 @@ mod warm_cold;
 mod yaml_oracle;
 mod yaml_readings;
 mod output_schema;
+mod trust_root_lazy;
