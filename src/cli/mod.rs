@@ -29,11 +29,87 @@ mod version;
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-const EXIT_CODES: &str = "\
+macro_rules! exit_codes {
+    () => {
+        "\
 Exit codes:
   0  success (for verify: every document verified)
   1  verification failed (a signature, signer or document check failed)
-  2  usage or input error (bad flags, unreadable or invalid input, bad key or password, signing failed)";
+  2  usage or input error (bad flags, unreadable or invalid input, bad key or password, signing failed)"
+    };
+}
+
+const EXIT_CODES: &str = exit_codes!();
+
+// The `Examples:` of each command's help: commands that work as shown (the
+// `help_examples::` tests parse every one with this parser and run those that need no
+// network or cluster). A line ending in ` \` continues on the next.
+const SIGN_HELP: &str = concat!(
+    "\
+Examples:
+  # with a key pair from `mansign generate-key-pair`: writes deploy.yaml.signed
+  mansign sign -f deploy.yaml --key cosign.key
+  # keylessly (a browser sign-in, or the CI's identity token), into signed/
+  mansign sign -f manifests/ -o signed/
+
+",
+    exit_codes!()
+);
+
+const VERIFY_HELP: &str = concat!(
+    "\
+Examples:
+  mansign verify -f deploy.yaml.signed --key cosign.pub
+  mansign verify -f deploy.yaml.signed --policy policy.yaml -o json
+  # keyless: who must have signed (cosign's flags)
+  mansign verify -f signed/ --certificate-identity you@example.com \\
+    --certificate-oidc-issuer https://github.com/login/oauth
+
+",
+    exit_codes!()
+);
+
+const VERIFY_RESOURCE_HELP: &str = concat!(
+    "\
+Examples:
+  mansign verify-resource configmap/settings -n team-a --key cosign.pub
+  mansign verify-resource deployments -A --policy policy.yaml
+
+",
+    exit_codes!()
+);
+
+const GENERATE_KEY_PAIR_HELP: &str = concat!(
+    "\
+Examples:
+  # cosign.key (encrypted with $COSIGN_PASSWORD, else a password it asks for), cosign.pub
+  mansign generate-key-pair
+  mansign generate-key-pair --output-key-prefix release
+
+",
+    exit_codes!()
+);
+
+const POLICY_HELP: &str = concat!(
+    "\
+Examples:
+  mansign policy explain policy.yaml
+  mansign policy convert kyverno-policy.yaml --from-signed signed/ -o policy.yaml
+  mansign policy test tests/
+
+",
+    exit_codes!()
+);
+
+const ADMISSION_HELP: &str = "\
+Examples:
+  mansign admission review --policy policy.yaml -f review.json
+  mansign admission serve --policy policy.yaml --tls-cert tls.crt --tls-key tls.key";
+
+const TRUST_HELP: &str = "\
+Examples:
+  mansign trust show
+  mansign trust update";
 
 /// Sign Kubernetes YAML manifests with Sigstore and verify them.
 #[derive(Debug, Parser)]
@@ -47,16 +123,16 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Sign manifests: embed message, signature (and certificate, bundle) annotations.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = SIGN_HELP)]
     Sign(sign::SignArgs),
     /// Verify signed manifests: signature, signer and that each object equals what was signed.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = VERIFY_HELP)]
     Verify(verify::VerifyArgs),
     /// Verify live objects: `kubectl get KIND[/NAME] -o json`, then `verify` with
     /// `--ignore-profile kubernetes` (by default; a `--policy` brings its own) and any other
     /// verify flag; one line per object.
     #[command(
-        after_help = EXIT_CODES,
+        after_help = VERIFY_RESOURCE_HELP,
         mut_arg("ignore_profile", |a| a.default_value("kubernetes")),
         mut_arg("inputs", |a| a.hide(true)),
         mut_arg("paths", |a| a.hide(true)),
@@ -65,15 +141,17 @@ enum Command {
     )]
     VerifyResource(verify_resource::VerifyResourceArgs),
     /// Write a cosign-compatible key pair (encrypted private key and public key).
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = GENERATE_KEY_PAIR_HELP)]
     GenerateKeyPair(generate_key_pair::GenerateKeyPairArgs),
     /// Admission checker: the validating webhook (`serve`) and offline answers (`review`).
+    #[command(after_help = ADMISSION_HELP)]
     Admission(admission::AdmissionArgs),
     /// Policy files: convert Kyverno policies to mansign's format, explain what one enforces,
     /// run Kyverno CLI test suites (`test`).
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = POLICY_HELP)]
     Policy(policy::PolicyArgs),
     /// Inspect or refresh trust roots (`trust update` fetches trusted_root.json over TUF).
+    #[command(after_help = TRUST_HELP)]
     Trust(trust::TrustArgs),
     /// Print version information.
     Version(version::VersionArgs),

@@ -67,3 +67,4 @@ mod yaml_oracle;
 mod yaml_readings;
 mod output_schema;
 mod trust_root_lazy;
+mod help_examples;
