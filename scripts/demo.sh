@@ -46,9 +46,8 @@ cleanup() { bash scripts/sigstore-stack/stop.sh "$STATE" >/dev/null 2>&1 || true
 trap cleanup EXIT
 
 step "start the local Sigstore stack"
-bash scripts/sigstore-stack/start.sh "$STATE" >/dev/null
-# shellcheck disable=SC1091
-. "$STATE/env"
+# The README's command for the stack by hand: it prints the exports to evaluate.
+eval "$(bash scripts/sigstore-stack/start.sh --env "$STATE" 2>/dev/null)"
 echo "OIDC issuer $SIGSTORE_OIDC_ISSUER, Fulcio $SIGSTORE_FULCIO_URL, Rekor $SIGSTORE_REKOR_URL"
 LOCAL_ISSUER=$SIGSTORE_OIDC_ISSUER
 echo "CI identity: $IDENTITY (issuer $ISSUER)"

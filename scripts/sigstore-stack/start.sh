@@ -1,5 +1,11 @@
 #!/usr/bin/env bash
-# start.sh STATE_DIR -- start a loopback Sigstore stack and write its trust material.
+# start.sh [--env] STATE_DIR -- start a loopback Sigstore stack and write its trust material.
+#
+# By hand (README, "Keyless on a local Sigstore"): --env prints the exports instead of the
+# status line (that goes to stderr), including SIGSTORE_ID_TOKEN, so that
+#   eval "$(bash scripts/sigstore-stack/start.sh --env /tmp/mansign-stack)"
+# leaves `mansign sign` and `mansign verify` pointed at the stack; stop it with
+#   bash scripts/sigstore-stack/stop.sh /tmp/mansign-stack
 #
 # Starts (all on 127.0.0.1, ports chosen by the OS unless *_PORT is set):
 #   oidc   node oidc-issuer.mjs   (npm oauth2-mock-server): discovery, JWKS, /token
@@ -22,8 +28,13 @@
 #   NODE (default node), PYTHON (default .venv/bin/python if present, else python3)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+PRINT_ENV=0
+if [ "${1:-}" = --env ]; then
+  PRINT_ENV=1
+  shift
+fi
 if [ $# -ne 1 ] || [ -z "$1" ]; then
-  echo "usage: $0 STATE_DIR" >&2
+  echo "usage: $0 [--env] STATE_DIR" >&2
   exit 2
 fi
 mkdir -p "$1"
@@ -150,4 +161,10 @@ if [ "$SUBJECT" = email ]; then IDENTITY=$OIDC_EMAIL; else IDENTITY=$OIDC_SUB; f
 mv "$STATE/env.tmp" "$STATE/env"
 t1=$(date +%s%N)
 started_ok=1
-echo "sigstore stack up in $(((t1 - t0) / 1000000)) ms; state in $STATE (. $STATE/env)"
+if [ "$PRINT_ENV" = 1 ]; then
+  echo "sigstore stack up in $(((t1 - t0) / 1000000)) ms; state in $STATE; stop: bash $HERE/stop.sh $STATE" >&2
+  cat "$STATE/env"
+  printf 'export SIGSTORE_ID_TOKEN=%q\n' "$(cat "$STATE/id_token")"
+else
+  echo "sigstore stack up in $(((t1 - t0) / 1000000)) ms; state in $STATE (. $STATE/env)"
+fi

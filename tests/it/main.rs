@@ -68,3 +68,4 @@ mod yaml_readings;
 mod output_schema;
 mod trust_root_lazy;
 mod help_examples;
+mod local_stack_env;

@@ -105,8 +105,7 @@ fn key_policy(dir: &Path, pubkeys: &[&Path]) -> std::path::PathBuf {
     )
 }
 
-const KEYLESS_CM: &str =
-    "k8s-manifest-sigstore/pkg-k8smanifest-testdata/sample-configmap-keyless-multi-signed.yaml";
+const KEYLESS_CM: &str = "kyverno/k8s-manifest-sigstore/pkg-k8smanifest-testdata/sample-configmap-keyless-multi-signed.yaml";
 
 /// A keyless `ManifestPolicy` for the upstream keyless fixture's first signer.
 fn keyless_policy(dir: &Path, extra: &str) -> std::path::PathBuf {
