@@ -248,7 +248,7 @@ pub enum Check {
     /// `--policy`: the policy decides who must have signed each object.
     Policy(crate::policy::PolicySet),
     /// The command-line signers, tolerances and ignore fields; with `--key`, why the trust
-    /// root could not be loaded, if it could not (see [`needs_trust_root`]).
+    /// root could not be loaded, if it could not (see `needs_trust_root`).
     Flags(Box<Verifier>, Option<String>),
 }
 
@@ -270,7 +270,7 @@ impl Check {
         let limits = Limits::default();
         // With `--key` (and no policy) the trust root only checks Rekor bundles, so a root
         // that cannot be loaded fails such a run only when a signature carries one
-        // ([`Check::run`]); every other run needs it and fails here.
+        // (`Check::run`); every other run needs it and fails here.
         let key_only = args.policy.is_none() && !args.keys.is_empty();
         let (trust, root_error) = match args.trust.load() {
             Ok(trust) => (Some(trust), None),
@@ -433,7 +433,7 @@ fn run_cache() -> Arc<crate::verify::VerificationCache> {
     Arc::new(crate::verify::VerificationCache::new(RUN_CACHE_ENTRIES))
 }
 
-/// The trust root [`Check::from_flags`] loaded (every run but a key-only one loads it
+/// The trust root `Check::from_flags` loaded (every run but a key-only one loads it
 /// first), else loaded now.
 fn loaded(trust: Option<Arc<TrustRoot>>, args: &VerifyArgs) -> anyhow::Result<Arc<TrustRoot>> {
     match trust {

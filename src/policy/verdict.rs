@@ -81,7 +81,7 @@ impl ObjectVerdict {
             v["failure"] = json!({
                 "check": "no-policy-rule",
                 "code": "no-policy-rule",
-                "reason": "no policy rule applies to this object",
+                "reason": "no policy rule applies to this object"
             });
         }
         v

@@ -167,14 +167,14 @@ fn policy_verdicts_match_the_schema_and_no_policy_rule_has_a_code() {
     let input = kd.write("multi.yaml", common::MULTI_DOC);
     let signed = common::sign_with_key(&input, &kd.key);
 
-    let one_key = key_policy(kd.path(), &[&kd.pubkey]);
+    let one_key = key_policy(kd.path(), &[kd.pubkey.as_path()]);
     let v = checked(policy_json(&signed, &one_key), 0, "policy pass");
     assert_eq!(v["documents"][0]["rules"][0]["action"], "Enforce");
 
     // Two keys required, one signed: the attestor set is not satisfied.
     let other = common::key_dir("other");
     let dir = tempfile::tempdir().unwrap();
-    let two_keys = key_policy(dir.path(), &[&kd.pubkey, &other.pubkey]);
+    let two_keys = key_policy(dir.path(), &[kd.pubkey.as_path(), other.pubkey.as_path()]);
     let v = checked(policy_json(&signed, &two_keys), 1, "attestor set");
     let failure = &v["documents"][0]["rules"][0]["failure"];
     assert_eq!(failure["check"], "signature");
