@@ -35,6 +35,7 @@ pub mod metrics;
 pub mod reload;
 pub mod routes;
 mod tls;
+mod verify_call;
 
 pub use listener::{run, serve};
 pub use reload::{ReloadStatus, ReviewerSource};
