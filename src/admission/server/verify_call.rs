@@ -24,7 +24,9 @@
 //! (its `apiVersion`, `kind`, `metadata.namespace`, `metadata.name`; the operation is
 //! `CREATE`, which no tolerance of an update loosens). Refusals (`allowed: false`), each a
 //! stable code: `body-too-large`, `too-deeply-nested`, `malformed-json`, `unknown-field`,
-//! `missing-object`, `malformed-request`, `unsupported-operation`, and the webhook's own
+//! `missing-object`, `malformed-request`, `unsupported-operation`, `number-out-of-range`
+//! (an integer of 2^53 or more, which Kyverno's float64 numbers cannot carry exactly), and
+//! the webhook's own
 //! (`body-timeout`, `deadline-exceeded`, ...).
 
 use crate::admission::request::nesting_exceeds;
@@ -185,6 +187,18 @@ pub(super) fn review_of(body: &[u8], max_body_bytes: usize) -> Result<Vec<u8>, R
             ));
         }
     };
+    for (field, value) in [("object", &object), ("oldObject", &old_object)] {
+        if let Some(n) = inexact_integer(value) {
+            return Err(refused(
+                "number-out-of-range",
+                format!(
+                    "{field} holds the integer {n}, at or beyond 2^53: Kyverno's http library \
+                     passes numbers as float64, so a changed integer of that size could \
+                     arrive equal to the signed one (use mansign's webhook for such objects)"
+                ),
+            ));
+        }
+    }
     if operation == "UPDATE" && old_object.is_null() {
         return Err(refused(
             "malformed-request",
@@ -328,6 +342,28 @@ pub(super) fn review_of(body: &[u8], max_body_bytes: usize) -> Result<Vec<u8>, R
             format!("the call cannot be reviewed: {e}"),
         )
     })
+}
+
+/// The first integer of `value` whose magnitude is 2^53 or more: Kyverno's CEL `http`
+/// library converts the body to a protobuf `Value`, whose numbers are float64, and only
+/// integers below 2^53 survive that exactly. Recursion is bounded by the nesting check.
+fn inexact_integer(value: &Value) -> Option<serde_json::Number> {
+    const EXACT: u64 = 1 << 53;
+    match value {
+        Value::Number(n) => {
+            let too_large = match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => u >= EXACT,
+                (None, Some(i)) => i.unsigned_abs() >= EXACT,
+                (None, None) => n
+                    .as_f64()
+                    .is_some_and(|f| f.fract() == 0.0 && f.abs() >= EXACT as f64),
+            };
+            too_large.then(|| n.clone())
+        }
+        Value::Array(items) => items.iter().find_map(inexact_integer),
+        Value::Object(map) => map.values().find_map(inexact_integer),
+        _ => None,
+    }
 }
 
 /// Refuses a field of `map` not in `allowed`.
@@ -499,6 +535,18 @@ spec:
                 "malformed-request",
             ),
             (too_deep.into_bytes(), "too-deeply-nested"),
+            (
+                br#"{"object": {"spec": {"n": 9007199254740992}}}"#.to_vec(),
+                "number-out-of-range",
+            ),
+            (
+                br#"{"object": {}, "oldObject": {"a": [-9007199254740993]}}"#.to_vec(),
+                "number-out-of-range",
+            ),
+            (
+                br#"{"object": {"spec": {"n": 1e300}}}"#.to_vec(),
+                "number-out-of-range",
+            ),
         ];
         for (body, code) in cases {
             let a = answer(&body);
