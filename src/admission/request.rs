@@ -65,7 +65,7 @@ fn bad(code: &'static str, message: impl Into<String>) -> BadReview {
 
 /// The deepest nesting of `[`/`{` in `body`, stopping as soon as it passes `limit`.
 /// Strings are skipped (escapes included), so brackets inside them do not count.
-fn nesting_exceeds(body: &[u8], limit: usize) -> bool {
+pub(crate) fn nesting_exceeds(body: &[u8], limit: usize) -> bool {
     /// Where the scan is: outside strings, in a string, or just after a `\` in one.
     #[derive(Clone, Copy)]
     enum Place {

@@ -43,7 +43,7 @@ pub fn bounded(text: &str, max: usize) -> String {
 /// (bidirectional overrides and isolates, zero-width characters, the byte-order mark) are
 /// written as `\u{…}`: a quoted value must not reorder or hide the text around it when
 /// kubectl prints the message.
-fn printable(text: &str) -> String {
+pub(crate) fn printable(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if c.is_control() {

@@ -665,6 +665,8 @@ fn every_file_in_examples_is_exercised_by_a_test() {
         "github/sign.yaml",
         "github/verify-pr.yaml",
         "gitlab/.gitlab-ci.yml",
+        // tests/it/kyverno_cel_route.rs (the ValidatingPolicy asking mansign's endpoint)
+        "kyverno/mansign-validatingpolicy.yaml",
         // tests/it/kyverno_in_the_loop.rs (guarding Kyverno's policies, with the real Kyverno)
         "policy/guard-kyverno-policies.yaml",
         "policy/kyverno-clusterpolicy.yaml",

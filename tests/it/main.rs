@@ -37,6 +37,7 @@ mod keyless_attacks;
 mod keyless_sign;
 mod keyless_verify;
 mod kubectl_plugin;
+mod kyverno_cel_route;
 mod kyverno_in_the_loop;
 mod layering;
 mod legacy_rekord_sct;

@@ -15,6 +15,8 @@
 //!    in time gets HTTP 503, never an "allowed": the API server then applies the webhook's
 //!    `failurePolicy`. A verification failure is an HTTP 200 *deny*, whatever that policy.
 //!    A body that is no `AdmissionReview` gets HTTP 400 with the reviewer's message.
+//!    `POST /kyverno/v1/verify` (Kyverno's CEL `http` library) is answered by the same review
+//!    under the same bounds, always as HTTP 200 JSON (`verify_call`).
 //!    `GET /healthz`, `GET /readyz`, `GET /metrics` (Prometheus text format, [`metrics`]).
 //! 3. **Reloads** ([`reload`]): the policy files, the trust root and the TLS certificate and
 //!    key are polled (content digests) every [`ServeOptions::reload_interval`]; a change is
@@ -35,6 +37,7 @@ pub mod metrics;
 pub mod reload;
 pub mod routes;
 mod tls;
+mod verify_call;
 
 pub use listener::{run, serve};
 pub use reload::{ReloadStatus, ReviewerSource};

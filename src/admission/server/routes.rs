@@ -4,12 +4,14 @@
 //! | route | answer |
 //! |---|---|
 //! | `POST /validate` | the `AdmissionReview` response (200); a request that cannot be answered (body too large or too slow, nested too deeply, deadline passed, ...) is refused with 200 and `allowed: false` whenever its uid can be read from what arrived; otherwise 400 for a body that is no review, 408 body too slow, 413 body too large, 415 not JSON, 503 deadline passed |
+//! | `POST /kyverno/v1/verify` | the verification endpoint for Kyverno's CEL `http` library ([`super::verify_call`]): always 200 and JSON, `allowed: true` only when the webhook's review of the same write allows it; a call that cannot be answered (the same bounds as `/validate`, or a malformed call) is refused with `allowed: false` and a code |
 //! | `GET /healthz` | 200 while the process runs |
 //! | `GET /readyz` | 200 with the configuration's status, 503 while shutting down |
 //! | `GET /metrics` | Prometheus text |
 
 use super::metrics::{Metrics, ReviewPath};
 use super::reload::Live;
+use super::verify_call;
 use super::{ServeOptions, decision_line, log_line, now_rfc3339};
 use crate::admission::Reviewed;
 use crate::admission::request::readable_uid;
@@ -40,7 +42,8 @@ pub(super) async fn handle(
     request: Request<Incoming>,
 ) -> Result<Answer, Infallible> {
     let answer = match (request.method(), request.uri().path()) {
-        (&Method::POST, "/validate") => validate(&state, request).await,
+        (&Method::POST, "/validate") => validate(&state, request, Route::Review).await,
+        (&Method::POST, verify_call::PATH) => validate(&state, request, Route::Call).await,
         (&Method::GET, "/healthz") => text(StatusCode::OK, "ok\n"),
         (&Method::GET, "/readyz") => {
             let (ready, body) = state.live.readiness();
@@ -61,7 +64,7 @@ pub(super) async fn handle(
                 &state.live.key_watches(),
             ),
         ),
-        (_, "/validate" | "/healthz" | "/readyz" | "/metrics") => {
+        (_, "/validate" | verify_call::PATH | "/healthz" | "/readyz" | "/metrics") => {
             text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed\n")
         }
         _ => text(StatusCode::NOT_FOUND, "not found\n"),
@@ -124,15 +127,34 @@ async fn read_body(
     }
 }
 
-/// `POST /validate`.
-async fn validate(state: &Arc<State>, request: Request<Incoming>) -> Answer {
+/// Which answer a review route gives.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// `POST /validate`: the body is an `AdmissionReview`, the answer its response.
+    Review,
+    /// `POST /kyverno/v1/verify`: the body is a call of Kyverno's CEL `http` library,
+    /// answered through the review of the same write ([`verify_call`]).
+    Call,
+}
+
+/// `POST /validate` and `POST /kyverno/v1/verify`: the same bounds, the same review.
+async fn validate(state: &Arc<State>, request: Request<Incoming>, route: Route) -> Answer {
     let started = Instant::now();
     let _in_flight = state.metrics.request_started();
     let options = &state.options;
     // A request that cannot be answered: refused (HTTP 200, `allowed: false`) when its uid
     // can be read from what arrived, so that no `failurePolicy` decides it; else `status`.
     let fail = |status: StatusCode, reason: &'static str, message: String, read: &[u8]| {
-        let uid = readable_uid(read);
+        // A call is always answered with JSON (HTTP 200, `allowed: false`): the CEL side
+        // reads its code; a read uid is the call's own, not a caller's.
+        let uid = match route {
+            Route::Review => readable_uid(read),
+            Route::Call => None,
+        };
+        let status = match route {
+            Route::Review => status,
+            Route::Call => StatusCode::OK,
+        };
         let answered = if uid.is_some() {
             StatusCode::OK
         } else {
@@ -152,6 +174,13 @@ async fn validate(state: &Arc<State>, request: Request<Incoming>) -> Answer {
                 "latency_ms": started.elapsed().as_secs_f64() * 1000.0,
             }),
         );
+        if route == Route::Call {
+            return respond(
+                StatusCode::OK,
+                "application/json",
+                verify_call::refusal_body(reason, &message),
+            );
+        }
         match uid {
             Some(uid) => respond(
                 StatusCode::OK,
@@ -166,7 +195,13 @@ async fn validate(state: &Arc<State>, request: Request<Incoming>) -> Answer {
         return fail(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "unsupported-media-type",
-            "the AdmissionReview must be sent as Content-Type: application/json".into(),
+            match route {
+                Route::Review => {
+                    "the AdmissionReview must be sent as Content-Type: application/json"
+                }
+                Route::Call => "the call must be sent as Content-Type: application/json",
+            }
+            .into(),
             &[],
         );
     }
@@ -226,6 +261,16 @@ async fn validate(state: &Arc<State>, request: Request<Incoming>) -> Answer {
         }
     };
 
+    // A call becomes the review of the write it describes.
+    let body = match route {
+        Route::Review => body,
+        Route::Call => match verify_call::review_of(&body, options.max_body_bytes) {
+            Ok(review) => Bytes::from(review),
+            Err(refused) => {
+                return fail(StatusCode::OK, refused.code, refused.message, &[]);
+            }
+        },
+    };
     let deadline_exceeded = || {
         fail(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -250,7 +295,7 @@ async fn validate(state: &Arc<State>, request: Request<Incoming>) -> Answer {
     }));
     if let Ok(Some(reviewed)) = inline {
         state.metrics.reviewed(ReviewPath::Inline);
-        return answer(state, started, reviewed);
+        return answer(state, started, reviewed, route);
     }
     let remaining = options.deadline.saturating_sub(started.elapsed());
     if remaining.is_zero() {
@@ -270,12 +315,12 @@ async fn validate(state: &Arc<State>, request: Request<Incoming>) -> Answer {
             e.to_string(),
             &body,
         ),
-        Ok(Ok(reviewed)) => answer(state, started, reviewed),
+        Ok(Ok(reviewed)) => answer(state, started, reviewed, route),
     }
 }
 
 /// Counts, logs and sends one decided review.
-fn answer(state: &State, started: Instant, reviewed: Reviewed) -> Answer {
+fn answer(state: &State, started: Instant, reviewed: Reviewed, route: Route) -> Answer {
     let options = &state.options;
 
     let latency = started.elapsed();
@@ -285,6 +330,13 @@ fn answer(state: &State, started: Instant, reviewed: Reviewed) -> Answer {
         false,
         &decision_line(&reviewed.decision, latency),
     );
+    if route == Route::Call {
+        return respond(
+            StatusCode::OK,
+            "application/json",
+            verify_call::answer_body(&reviewed),
+        );
+    }
     match reviewed.response {
         Ok(body) => respond(StatusCode::OK, "application/json", body),
         Err(bad) => text(StatusCode::BAD_REQUEST, &format!("{}\n", bad.message)),
