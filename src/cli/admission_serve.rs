@@ -2,9 +2,10 @@
 
 use super::Outcome;
 use super::admission_policy::PolicyArgs;
-use crate::admission::server::keys::{ClusterAccess, KeyWatcher};
+use crate::admission::server::keys::KeyWatcher;
 use crate::admission::server::{self, LogFormat, ReviewerSource, ServeOptions};
 use crate::admission::{ReviewOptions, Reviewer};
+use crate::kube::ClusterAccess;
 use clap::{Args, ValueEnum};
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -497,7 +497,7 @@ fn read_key_references(
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ");
-    let access = crate::admission::server::keys::ClusterAccess {
+    let access = crate::kube::ClusterAccess {
         kubeconfig: args.kubeconfig.clone(),
         context: args.context.clone(),
     };

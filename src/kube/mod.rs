@@ -4,9 +4,11 @@
 //! name by reference. No kube-rs client: mansign reads two core kinds by name, which is a
 //! few hundred lines over the `reqwest`/rustls stack it already has (docs/design.md).
 
+mod access;
 mod client;
 mod config;
 
+pub use access::ClusterAccess;
 pub use client::{KubeClient, ObjectList, WatchEvent, WatchStream, resource_version};
 pub use config::{ClusterConfig, Credentials, Kubeconfig, SERVICE_ACCOUNT_DIR};
 

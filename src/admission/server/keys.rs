@@ -34,12 +34,11 @@
 //! last confirmed: `/readyz` lists it and `/metrics` counts it.
 
 use super::{LogFormat, log_line, now_rfc3339};
-use crate::kube::{ClusterConfig, KubeClient, WatchEvent, resource_version};
+use crate::kube::{ClusterAccess, KubeClient, WatchEvent, resource_version};
 use crate::limits::Limits;
 use crate::policy::{KeyObject, KeyReference, ResolvedKeys};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -62,31 +61,6 @@ type ObjectKey = (KeyObject, String, String);
 /// What is known of one object: its `data` (`None`: it does not exist), or why it could
 /// not be read.
 type ObjectState = Result<Option<Value>, String>;
-
-/// Where the API server is: `--kubeconfig`/`--context`, else the pod's service account,
-/// else the default kubeconfig.
-#[derive(Debug, Clone, Default)]
-pub struct ClusterAccess {
-    pub kubeconfig: Option<PathBuf>,
-    pub context: Option<String>,
-}
-
-impl ClusterAccess {
-    pub fn config(&self, limits: &Limits) -> Result<ClusterConfig, String> {
-        let config = if self.kubeconfig.is_some() || self.context.is_some() {
-            ClusterConfig::from_kubeconfig(
-                self.kubeconfig.as_deref(),
-                self.context.as_deref(),
-                limits,
-            )
-        } else if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
-            ClusterConfig::in_cluster()
-        } else {
-            ClusterConfig::from_kubeconfig(None, None, limits)
-        };
-        config.map_err(|e| e.to_string())
-    }
-}
 
 struct Shared {
     objects: Mutex<BTreeMap<ObjectKey, ObjectState>>,
@@ -503,7 +477,7 @@ async fn watch_object(client: KubeClient, key: ObjectKey, shared: Arc<Shared>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::Credentials;
+    use crate::kube::{ClusterConfig, Credentials};
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
     /// A scripted API server on loopback (plain HTTP): answers list and watch requests in

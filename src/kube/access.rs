@@ -1,0 +1,32 @@
+//! Which API server a command or the webhook reads, chosen one way for all of them: the
+//! CLI's `verify --policy` (`k8s://` key references) and the admission webhook's key
+//! watches both name a [`ClusterAccess`] and read through [`KubeClient`](super::KubeClient).
+
+use super::ClusterConfig;
+use crate::limits::Limits;
+use std::path::PathBuf;
+
+/// Where the API server is: `--kubeconfig`/`--context`, else the pod's service account,
+/// else the default kubeconfig.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterAccess {
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+}
+
+impl ClusterAccess {
+    pub fn config(&self, limits: &Limits) -> Result<ClusterConfig, String> {
+        let config = if self.kubeconfig.is_some() || self.context.is_some() {
+            ClusterConfig::from_kubeconfig(
+                self.kubeconfig.as_deref(),
+                self.context.as_deref(),
+                limits,
+            )
+        } else if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
+            ClusterConfig::in_cluster()
+        } else {
+            ClusterConfig::from_kubeconfig(None, None, limits)
+        };
+        config.map_err(|e| e.to_string())
+    }
+}
