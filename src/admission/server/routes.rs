@@ -4,7 +4,7 @@
 //! | route | answer |
 //! |---|---|
 //! | `POST /validate` | the `AdmissionReview` response (200); a request that cannot be answered (body too large or too slow, nested too deeply, deadline passed, ...) is refused with 200 and `allowed: false` whenever its uid can be read from what arrived; otherwise 400 for a body that is no review, 408 body too slow, 413 body too large, 415 not JSON, 503 deadline passed |
-//! | `POST /kyverno/v1/verify` | the verification endpoint for Kyverno's CEL `http` library ([`super::verify_call`]): always 200 and JSON, `allowed: true` only when the webhook's review of the same write allows it; a call that cannot be answered (the same bounds as `/validate`, or a malformed call) is refused with `allowed: false` and a code |
+//! | `POST /kyverno/v1/verify` | the verification endpoint for Kyverno's CEL `http` library (`verify_call`): always 200 and JSON, `allowed: true` only when the webhook's review of the same write allows it; a call that cannot be answered (the same bounds as `/validate`, or a malformed call) is refused with `allowed: false` and a code |
 //! | `GET /healthz` | 200 while the process runs |
 //! | `GET /readyz` | 200 with the configuration's status, 503 while shutting down |
 //! | `GET /metrics` | Prometheus text |
