@@ -3,18 +3,23 @@
 # cluster the way Kyverno's own development setup runs it: the binary on this machine, a
 # kubeconfig, a server IP on loopback for its webhook registrations, its CRDs applied first.
 #
-#   scripts/kyverno.sh build                 build github.com/kyverno/kyverno/cmd/kyverno (once)
-#                                            from the Go module tests/kyverno/ and print
-#                                            kyverno=PATH (its config/crds beside it, in
-#                                            PATH/../../crds)
+#   scripts/kyverno.sh build                 build github.com/kyverno/kyverno/cmd/kyverno and
+#                                            cmd/reports-controller (once) from the Go module
+#                                            tests/kyverno/ and print kyverno=PATH and
+#                                            reports-controller=PATH (config/crds beside them,
+#                                            in PATH/../../crds)
 #   scripts/kyverno.sh start DIR KUBECONFIG  apply the CRDs, the namespaces and the ConfigMaps
 #                                            it reads to the cluster of KUBECONFIG, start it on
 #                                            a free 127.0.0.1 port, write DIR/kyverno.pid,
 #                                            DIR/kyverno.log, DIR/env, and wait until it
 #                                            answers /health/readiness and has registered its
-#                                            policy and exception webhooks
-#   scripts/kyverno.sh stop DIR              stop exactly the process recorded in
-#                                            DIR/kyverno.pid (the log stays)
+#                                            policy and exception webhooks; with
+#                                            KYVERNO_REPORTS_CONTROLLER=1 also its reports
+#                                            controller (background scans, PolicyReports),
+#                                            DIR/reports.pid and DIR/reports.log, ready once it
+#                                            holds its leader-election Lease
+#   scripts/kyverno.sh stop DIR              stop exactly the processes recorded in
+#                                            DIR/kyverno.pid and DIR/reports.pid (the logs stay)
 #
 # PolicyExceptions are on, as Kyverno documents for production (kyverno.io/docs/exceptions):
 # --enablePolicyException and --exceptionNamespace naming ONE namespace, by default
@@ -32,13 +37,18 @@
 # tests that need Kyverno fail, they never skip.
 #
 # Settings (environment): KYVERNO_READY_TIMEOUT (s, default 180), KYVERNO_EXCEPTION_NAMESPACE,
-# KYVERNO_ARGS (extra flags, e.g. --httpAllowlist=...), KUBECTL (default: the test cluster's,
-# scripts/cluster.sh build), KYVERNO_OWNER_PID (stop Kyverno when that process exits).
+# KYVERNO_ARGS (extra flags, e.g. --httpAllowlist=...), KYVERNO_REPORTS_CONTROLLER (1: start
+# the reports controller too), KYVERNO_REPORTS_ARGS (its extra flags; the http settings a
+# ValidatingPolicy's background scan needs are its own, --httpBlocklist included), KUBECTL
+# (default: the test cluster's, scripts/cluster.sh build), KYVERNO_OWNER_PID (stop Kyverno
+# when that process exits).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MOD=$ROOT/tests/kyverno
 CACHE=${MANSIGN_TOOLS_CACHE:-$HOME/.cache/mansign-tools}
 PACKAGE=github.com/kyverno/kyverno/cmd/kyverno
+# The reports controller: Kyverno's background scans and PolicyReports (issue 37).
+REPORTS_PACKAGE=github.com/kyverno/kyverno/cmd/reports-controller
 LDFLAGS="-s -w"
 # Kyverno's own namespace and the names its cmd/internal/check.go requires in the environment.
 NAMESPACE=kyverno
@@ -67,7 +77,7 @@ top_dir() {
     cd "$MOD"
     {
       cat go.mod go.sum tools.go
-      printf '%s\n' "$PACKAGE" "$LDFLAGS" "${CRD_DIRS[@]}"
+      printf '%s\n' "$PACKAGE" "$REPORTS_PACKAGE" "$LDFLAGS" "${CRD_DIRS[@]}"
       go version
     } | sha256sum | cut -c1-16
   ) || die "could not compute the cache key in $MOD"
@@ -75,7 +85,7 @@ top_dir() {
 }
 
 complete() { # TOP
-  [ -x "$1/bin/kyverno" ] && [ -d "$1/crds/kyverno" ]
+  [ -x "$1/bin/kyverno" ] && [ -x "$1/bin/reports-controller" ] && [ -d "$1/crds/kyverno" ]
 }
 
 cmd_build() {
@@ -89,11 +99,14 @@ cmd_build() {
     trap "rm -rf '$tmp'" EXIT
     start=$(date +%s)
     version=$(version_of "$MOD")
-    echo "kyverno.sh: building $PACKAGE ($version, $(go version)) into $top (first build: many minutes)" >&2
+    echo "kyverno.sh: building $PACKAGE and $REPORTS_PACKAGE ($version, $(go version)) into $top (first build: many minutes)" >&2
     # -mod=readonly: go.mod and go.sum are the pin; a build never rewrites them.
-    if ! (cd "$MOD" && GOFLAGS="-mod=readonly -buildvcs=false" go build -ldflags "$LDFLAGS" -o "$tmp/bin/kyverno" "$PACKAGE") >&2; then
-      die "go build $PACKAGE in $MOD failed (see the messages above)"
-    fi
+    local pkg
+    for pkg in "$PACKAGE" "$REPORTS_PACKAGE"; do
+      if ! (cd "$MOD" && GOFLAGS="-mod=readonly -buildvcs=false" go build -ldflags "$LDFLAGS" -o "$tmp/bin/$(basename "$pkg")" "$pkg") >&2; then
+        die "go build $pkg in $MOD failed (see the messages above)"
+      fi
+    done
     # The CRDs of that same module version, copied beside the binary (the tests never read
     # Go's module cache).
     src=$(cd "$MOD" && GOFLAGS=-mod=readonly go list -m -f '{{.Dir}}' github.com/kyverno/kyverno) ||
@@ -104,7 +117,7 @@ cmd_build() {
       cp -R "$src/config/crds/$d" "$tmp/crds/$d"
     done
     chmod -R u+w "$tmp/crds"
-    printf '%s\n' "$(go version)" "$PACKAGE $version" "$LDFLAGS" >"$tmp/built-with"
+    printf '%s\n' "$(go version)" "$PACKAGE $version" "$REPORTS_PACKAGE $version" "$LDFLAGS" >"$tmp/built-with"
     # Atomic publish: another build that finished first wins; ours is discarded.
     if ! mv -T "$tmp" "$top" 2>/dev/null; then
       complete "$top" || die "could not move the build into $top"
@@ -114,6 +127,7 @@ cmd_build() {
     echo "kyverno.sh: built in $(($(date +%s) - start)) s" >&2
   fi
   echo "kyverno=$top/bin/kyverno"
+  echo "reports-controller=$top/bin/reports-controller"
 }
 
 # alive PID: running and not a zombie (kill -0 also succeeds on zombies)
@@ -134,25 +148,77 @@ ours() {
   tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -qF -- "$2"
 }
 
-# Stops the process recorded in DIR/kyverno.pid: SIGTERM, SIGKILL after 10 s. Never matches
-# by name; the PID is signalled only while its command line still names DIR.
+# Stops the process recorded in DIR/NAME.pid (NAME: kyverno, the default, or reports):
+# SIGTERM, SIGKILL after 10 s. Never matches by name; the PID is signalled only while its
+# command line still names DIR.
 stop_recorded() {
-  local dir=$1 pid
-  [ -f "$dir/kyverno.pid" ] || return 0
-  pid=$(cat "$dir/kyverno.pid")
+  local dir=$1 name=${2:-kyverno} pid
+  [ -f "$dir/$name.pid" ] || return 0
+  pid=$(cat "$dir/$name.pid")
   if [[ "$pid" =~ ^[0-9]+$ ]] && alive "$pid"; then
     if ! ours "$pid" "$dir"; then
-      echo "kyverno.sh: pid $pid from $dir/kyverno.pid no longer runs in $dir; not signalling it" >&2
+      echo "kyverno.sh: pid $pid from $dir/$name.pid no longer runs in $dir; not signalling it" >&2
     else
       kill -TERM "$pid" 2>/dev/null || true
       for _ in $(seq 200); do alive "$pid" || break; sleep 0.05; done
       if alive "$pid"; then
-        echo "kyverno.sh: kyverno (pid $pid) ignored SIGTERM, sending SIGKILL" >&2
+        echo "kyverno.sh: $name (pid $pid) ignored SIGTERM, sending SIGKILL" >&2
         kill -KILL "$pid" 2>/dev/null || return 1
       fi
     fi
   fi
-  rm -f "$dir/kyverno.pid"
+  rm -f "$dir/$name.pid"
+}
+
+stop_both() { # DIR
+  stop_recorded "$1" reports || true
+  stop_recorded "$1" kyverno
+}
+
+# The reports controller beside the admission controller (called from cmd_start, whose
+# locals it reads): the same kubeconfig and exception settings, its metrics on another
+# loopback port, no webhook (it has none). Ready once it holds its leader-election Lease
+# (Kyverno's scans start only then); its pod name is stable per DIR, so a restart takes the
+# Lease back at once instead of waiting for the old holder's to lapse.
+start_reports() {
+  local pod
+  pod="kyverno-reports-controller-$(basename "$dir")"
+  # shellcheck disable=SC2086 # KYVERNO_REPORTS_ARGS is a list of flags
+  env KYVERNO_NAMESPACE="$NAMESPACE" \
+    KYVERNO_SERVICEACCOUNT_NAME=kyverno-reports-controller \
+    KYVERNO_DEPLOYMENT=kyverno-reports-controller \
+    KYVERNO_POD_NAME="$pod" \
+    INIT_CONFIG=kyverno \
+    METRICS_CONFIG=kyverno-metrics \
+    "$reports" \
+    --kubeconfig="$kubeconfig" \
+    --metricsHost=127.0.0.1 \
+    --metricsPort="$reports_metrics_port" \
+    --enablePolicyException \
+    --exceptionNamespace="$exceptions" \
+    --autoMemLimitEnabled=false \
+    --disableLogColor \
+    ${KYVERNO_REPORTS_ARGS:-} \
+    >"$dir/reports.log" 2>&1 </dev/null &
+  echo $! >"$dir/reports.pid"
+  echo "export KYVERNO_REPORTS_LOG='$dir/reports.log'" >>"$dir/env"
+  local deadline=$(($(date +%s) + ready_timeout))
+  until [ "$("${k[@]}" get lease kyverno-reports-controller -n "$NAMESPACE" -o 'jsonpath={.spec.holderIdentity}' 2>/dev/null)" = "$pod" ]; do
+    if ! alive "$(cat "$dir/reports.pid")"; then
+      echo "kyverno.sh: the reports controller exited during start-up; last lines of $dir/reports.log:" >&2
+      tail -n 30 "$dir/reports.log" >&2 || true
+      rm -f "$dir/reports.pid"
+      stop_both "$dir" || true
+      exit 1
+    fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      echo "kyverno.sh: the reports controller holds no Lease after ${ready_timeout} s; last lines of $dir/reports.log:" >&2
+      tail -n 30 "$dir/reports.log" >&2 || true
+      stop_both "$dir" || true
+      exit 1
+    fi
+    sleep 0.5
+  done
 }
 
 cmd_start() {
@@ -166,9 +232,10 @@ cmd_start() {
   if [ -f "$dir/kyverno.pid" ] && alive "$(cat "$dir/kyverno.pid")"; then
     die "kyverno already running in $dir (pid $(cat "$dir/kyverno.pid")); run kyverno.sh stop $dir first"
   fi
-  local tools kyverno crds cluster_tools kubectl freeport
+  local tools kyverno reports crds cluster_tools kubectl freeport
   tools=$(cmd_build) || exit 1
   kyverno=$(sed -n 's/^kyverno=//p' <<<"$tools")
+  reports=$(sed -n 's/^reports-controller=//p' <<<"$tools")
   crds=$(dirname "$(dirname "$kyverno")")/crds
   cluster_tools=$(bash "$ROOT/scripts/cluster.sh" build) || die "scripts/cluster.sh build failed"
   kubectl=${KUBECTL:-$(sed -n 's/^kubectl=//p' <<<"$cluster_tools")}
@@ -220,10 +287,10 @@ metadata:
   namespace: $NAMESPACE
 EOF
 
-  local ports webhook_port metrics_port
-  mapfile -t ports < <("$freeport" 2)
-  webhook_port=${ports[0]} metrics_port=${ports[1]}
-  trap 'stop_recorded "$dir" || true' ERR
+  local ports webhook_port metrics_port reports_metrics_port
+  mapfile -t ports < <("$freeport" 3)
+  webhook_port=${ports[0]} metrics_port=${ports[1]} reports_metrics_port=${ports[2]}
+  trap 'stop_both "$dir" || true' ERR
   # Everything it listens on is on loopback: the webhook server (its TLS pair from the Secrets
   # it creates, with 127.0.0.1 in the certificate), the metrics endpoint; profiling is off
   # by default and the controller-runtime metrics server is disabled ("0").
@@ -277,11 +344,14 @@ EOF
     if [ "$(date +%s)" -ge "$deadline" ]; then
       echo "kyverno.sh: kyverno not ready after ${ready_timeout} s; last lines of $dir/kyverno.log:" >&2
       tail -n 30 "$dir/kyverno.log" >&2 || true
-      stop_recorded "$dir" || true
+      stop_both "$dir" || true
       exit 1
     fi
     sleep 0.5
   done
+  if [ "${KYVERNO_REPORTS_CONTROLLER:-}" = 1 ]; then
+    start_reports
+  fi
   trap - ERR
   # KYVERNO_OWNER_PID: stop Kyverno when that process ends (a test binary killed midway
   # leaves nothing running). The watcher ends too once Kyverno is stopped.
@@ -301,7 +371,7 @@ cmd_stop() {
   [ -d "$1" ] || return 0
   local dir
   dir=$(cd "$1" && pwd)
-  stop_recorded "$dir"
+  stop_both "$dir"
 }
 
 case ${1:-} in

@@ -21,6 +21,7 @@ use common::cluster::Cluster;
 use common::kyverno::{self, Kyverno};
 use common::pki::Pki;
 use common::stack::Stack;
+use common::tcp_fault_proxy::{Fault, FaultProxy};
 use common::webhook::Webhook;
 use common::{mansign, write};
 use serde_json::{Value, json};
@@ -40,6 +41,9 @@ const MANSIGN: &str = "policyexceptions.mansign.dev";
 /// The webhooks Kyverno registers for a ValidatingPolicy and a ClusterPolicy (Enforce).
 const KYVERNO_VPOL: &str = "vpol.validate.kyverno.svc-fail";
 const KYVERNO_CPOL: &str = "validate.kyverno.svc-fail";
+/// Kyverno's default `--httpBlocklist` without `127.0.0.0/8` and `::1/128` (upstream
+/// pkg/toggle/toggle.go): mansign's endpoint listens on loopback in these tests.
+const HTTP_BLOCKLIST: &str = "169.254.169.254,169.254.169.253,metadata.google.internal";
 /// How long Kyverno may take to see an exception (or its removal) once the API server
 /// stored it: its informers, not the test, decide; generous on a loaded 2-core machine.
 const KYVERNO_SYNC: Duration = Duration::from_secs(60);
@@ -63,8 +67,10 @@ struct Env {
     ca: PathBuf,
     ca_bundle: String,
     /// Shared by the tests that only add and remove their own objects; taken exclusively by
-    /// the one that stops the servers.
+    /// the ones that stop the servers or remove mansign's registration.
     gate: RwLock<()>,
+    /// mansign's ValidatingWebhookConfiguration as applied (JSON).
+    registration: OnceLock<String>,
 }
 
 fn shared() -> &'static Env {
@@ -94,15 +100,30 @@ impl Env {
         // trust the way cosign does: the Fulcio chain and the Rekor key from files named in
         // its environment (as the Kyverno CLI tests pass them, tests/it/peers_kyverno.rs).
         let pems = stack.trust_pems();
+        // mansign's serving CA, which Kyverno's http calls (the CEL route) trust as their
+        // system roots: Kyverno v1.19.0's http.Client(caBundle) does not work
+        // ([`cel_route_kyverno_validating_policy_asks_mansign`]).
+        let pki = Pki::new();
+        let ca = write(dir.path(), "ca.pem", &pki.ca_pem);
         let fulcio = write(dir.path(), "fulcio.pem", &pems.fulcio);
         let rekor = write(dir.path(), "rekor.pub", &pems.rekor);
         let ctlog = write(dir.path(), "ctlog.pub", &pems.ctlog);
+        // The reports controller runs too (the background scan of the CEL route,
+        // [`cel_route_kyverno_validating_policy_asks_mansign`]); both Kyverno processes get
+        // an http blocklist without loopback, where mansign's endpoint listens here (the
+        // default list is the metadata addresses plus 127.0.0.0/8 and ::1; a value
+        // replaces it).
+        let blocklist = format!("--httpBlocklist={HTTP_BLOCKLIST}");
         let kyverno = Kyverno::start_with(
             &cluster,
             &[
                 ("SIGSTORE_ROOT_FILE", fulcio.to_str().unwrap()),
                 ("SIGSTORE_REKOR_PUBLIC_KEY", rekor.to_str().unwrap()),
                 ("SIGSTORE_CT_LOG_PUBLIC_KEY_FILE", ctlog.to_str().unwrap()),
+                ("SSL_CERT_FILE", ca.to_str().unwrap()),
+                ("KYVERNO_ARGS", &blocklist),
+                ("KYVERNO_REPORTS_CONTROLLER", "1"),
+                ("KYVERNO_REPORTS_ARGS", &blocklist),
             ],
         );
         for ns in [PODS, ELSEWHERE] {
@@ -114,10 +135,8 @@ impl Env {
             write_policy(dir.path(), &stack),
             write_guard_policy(dir.path(), &stack),
         ];
-        let pki = Pki::new();
         pki.install(dir.path(), "mansign-webhook");
         let webhook = Webhook::start(dir.path(), &policies, 0);
-        let ca = write(dir.path(), "ca.pem", &pki.ca_pem);
         let env = Env {
             kyverno: Mutex::new(kyverno),
             webhook: Mutex::new(webhook),
@@ -128,6 +147,7 @@ impl Env {
             ca,
             ca_bundle: pki.ca_bundle(),
             gate: RwLock::new(()),
+            registration: OnceLock::new(),
         };
         env.register_mansign(&pki);
         env.apply_kyverno_policies();
@@ -167,9 +187,18 @@ impl Env {
         for hook in config["webhooks"].as_array_mut().expect("webhooks") {
             hook["clientConfig"] = json!({"url": url, "caBundle": pki.ca_bundle()});
         }
+        self.registration
+            .set(config.to_string())
+            .expect("mansign is registered once");
+        self.restore_mansign_registration();
+    }
+
+    /// Applies mansign's registration (as [`Env::register_mansign`] made it) and waits until
+    /// the API server calls mansign.
+    fn restore_mansign_registration(&self) {
+        let config = self.registration.get().expect("mansign's registration");
         ok(
-            self.cluster
-                .kubectl_stdin(&["apply", "-f", "-"], &config.to_string()),
+            self.cluster.kubectl_stdin(&["apply", "-f", "-"], config),
             "apply deploy/'s ValidatingWebhookConfiguration",
         );
         let probe = vpol_exception("probe", &self.exception_namespace(), "probe");
@@ -1055,21 +1084,37 @@ fn assert_mansign_policy_denied(out: &Output, code: &str) {
 // Item 3: Kyverno's own validate.manifests at admission
 // ---------------------------------------------------------------------------------------
 
-/// Kyverno v1.19.0's `validate.manifests` enforced by the real admission controller, with a
-/// key entry and a keyless entry (the stack's identity; the trust from the environment
-/// Kyverno was started with) in one attestor set (`count: 1`), on ConfigMaps in namespace
-/// `manifests`; each object also verified by `mansign verify` with the same ClusterPolicy
-/// (mansign loads it unchanged) and the stack's trust root. Prints the matrix; fails where
-/// the admission verdict differs from the expected one, which is the CLI's
-/// (docs/compatibility.md).
+/// Kyverno v1.19.0's `validate.manifests` enforced by the real admission controller on
+/// ConfigMaps, one rule per namespace (a key rule; a keyless rule with the stack's identity,
+/// its trust in Kyverno's own fields and in the environment Kyverno was started with; two
+/// keyless rules naming another subject or another issuer), against objects signed by
+/// mansign and by kubectl-sigstore, changed after signing, signed by another key, unsigned,
+/// and a dry run. Every object gets three verdicts on the same ClusterPolicy file:
+///
+/// * mansign: `mansign verify --policy` and `mansign admission review` of the object's
+///   AdmissionReview (the webhook's reviewer), which must agree;
+/// * the Kyverno CLI peer: `kubectl-kyverno apply POLICY --resource OBJECT` with the trust
+///   environment the admission controller has;
+/// * the Kyverno admission controller: `kubectl create` against the real API server.
+///
+/// Each verdict is asserted; the matrix, with its counts, must be the one in
+/// docs/compatibility.md between the `admission-matrix` markers (the test prints it, so a
+/// change shows what to write there).
 #[test]
-fn validate_manifests_at_admission_key_and_keyless_agree_with_the_cli() {
+fn validate_manifests_at_admission_mansign_kyverno_cli_and_controller() {
     let env = shared();
     let _gate = env.shared();
     let dir = env.dir().join("manifests");
     std::fs::create_dir_all(&dir).unwrap();
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
     let (key, pubkey) = common::key_pair(&dir, "release");
-    for ns in ["manifests-key", "manifests-keyless"] {
+    let (other_key, _) = common::key_pair(&dir, "other");
+    const KEY_NS: &str = "manifests-key";
+    const KEYLESS_NS: &str = "manifests-keyless";
+    const SUBJECT_NS: &str = "manifests-another-subject";
+    const ISSUER_NS: &str = "manifests-another-issuer";
+    for ns in [KEY_NS, KEYLESS_NS, SUBJECT_NS, ISSUER_NS] {
         let _ = env.cluster.kubectl(&["create", "namespace", ns]);
     }
     // The keyless entry carries the stack's trust in Kyverno's own fields too, as the Kyverno
@@ -1081,17 +1126,42 @@ fn validate_manifests_at_admission_key_and_keyless_agree_with_the_cli() {
             .map(|l| format!("{}{l}\n", " ".repeat(indent)))
             .collect()
     };
-    let key_pem: String = std::fs::read_to_string(&pubkey)
-        .unwrap()
-        .trim()
-        .lines()
-        .map(|l| format!("                  {l}\n"))
-        .collect();
-    // One rule per namespace, a key rule and a keyless rule: one attestor set holding both
-    // entries fails the keyless entry in Kyverno v1.19.0 (the options the key entry set,
-    // its key path in an environment variable Kyverno has removed again, are shared with
-    // the next entry: "failed to judge signature type from public key configuration"; the
-    // same defect as the Disagreements row "a keyless attestor set, then a key attestor set").
+    let key_pem = block(&std::fs::read_to_string(&pubkey).unwrap(), 18);
+    let keyless_rule = |name: &str, ns: &str, issuer: &str, subject: &str| {
+        format!(
+            "  - name: {name}
+    match:
+      any:
+      - resources:
+          kinds: [ConfigMap]
+          namespaces: [{ns}]
+    validate:
+      failureAction: Enforce
+      manifests:
+        attestors:
+        - entries:
+          - keyless:
+              issuer: {issuer}
+              subject: {subject}
+              roots: |-
+{roots}              rekor:
+                url: {rekor}
+                pubkey: |-
+{rekor_key}              ctlog:
+                pubkey: |-
+{ctlog_key}",
+            rekor = env.stack.rekor_url(),
+            roots = block(&pems.fulcio, 16),
+            rekor_key = block(&pems.rekor, 18),
+            ctlog_key = block(&pems.ctlog, 18),
+        )
+    };
+    // One rule per namespace and signer kind: one attestor set holding a key entry and then
+    // a keyless entry fails the keyless entry in Kyverno v1.19.0 (the options the key entry
+    // set, its key path in an environment variable Kyverno has removed again, are shared
+    // with the next entry: "failed to judge signature type from public key configuration";
+    // the same defect as the Disagreements row "a keyless attestor set, then a key attestor
+    // set").
     let policy = format!(
         "apiVersion: kyverno.io/v1
 kind: ClusterPolicy
@@ -1105,7 +1175,7 @@ spec:
       any:
       - resources:
           kinds: [ConfigMap]
-          namespaces: [manifests-key]
+          namespaces: [{KEY_NS}]
     validate:
       failureAction: Enforce
       manifests:
@@ -1113,12 +1183,876 @@ spec:
         - entries:
           - keys:
               publicKeys: |-
-{key_pem}  - name: keyless-signed-configmaps
+{key_pem}{keyless}{subject}{issuer}",
+        keyless = keyless_rule(
+            "keyless-signed-configmaps",
+            KEYLESS_NS,
+            env.stack.issuer(),
+            env.stack.identity()
+        ),
+        subject = keyless_rule(
+            "another-subject",
+            SUBJECT_NS,
+            env.stack.issuer(),
+            "someone-else@example.com"
+        ),
+        issuer = keyless_rule(
+            "another-issuer",
+            ISSUER_NS,
+            "https://issuer.example.com",
+            env.stack.identity()
+        ),
+    );
+    let policy_file = write(&dir, "policy.yaml", &policy);
+    ok(
+        env.cluster.kubectl_stdin(&["apply", "-f", "-"], &policy),
+        "apply the validate.manifests ClusterPolicy",
+    );
+    let configmap = |ns: &str, name: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\ndata:\n  mode: safe\n"
+        )
+    };
+    let name_of = |doc: &str| {
+        let value = yaml_docs(doc).remove(0);
+        (
+            value["metadata"]["namespace"].as_str().unwrap().to_string(),
+            value["metadata"]["name"].as_str().unwrap().to_string(),
+        )
+    };
+    // Real writes, deleted again after an admission.
+    let create = |doc: &str, extra: &[&str]| {
+        let mut args = vec!["create"];
+        args.extend(extra);
+        args.extend(["-f", "-"]);
+        let out = env.cluster.kubectl_stdin(&args, doc);
+        if out.status.success() && extra.is_empty() {
+            let (ns, name) = name_of(doc);
+            env.cluster
+                .kubectl_ok(&["delete", "configmap", &name, "-n", &ns]);
+        }
+        out
+    };
+    eventually(
+        Duration::from_secs(120),
+        "Kyverno enforces the manifest rule",
+        || {
+            let out = create(&configmap(KEY_NS, "probe"), &[]);
+            kyverno::denied_by(&out, KYVERNO_CPOL)
+                .then_some(())
+                .ok_or_else(|| format!("{}{}", stdout(&out), stderr(&out)))
+        },
+    );
+
+    let signed_file = |tag: &str, ns: &str| -> (PathBuf, PathBuf) {
+        let input = write(&dir, &format!("{tag}.yaml"), &configmap(ns, tag));
+        (input, dir.join(format!("{tag}.signed.yaml")))
+    };
+    let mansign_key = |tag: &str, key: &Path| {
+        let (input, out) = signed_file(tag, KEY_NS);
+        common::sign_to(&input, key, &out, &[]);
+        std::fs::read_to_string(&out).unwrap()
+    };
+    let kubectl_sigstore_key = |tag: &str, key: &Path| {
+        let (input, out) = signed_file(tag, KEY_NS);
+        common::peers::kubectl_sigstore_sign(&home, &input, key, &out, &[]);
+        std::fs::read_to_string(&out).unwrap()
+    };
+    let keyless = |tag: &str, ns: &str| env.sign(&configmap(ns, tag), &[]);
+    let tampered = |doc: String| {
+        assert!(doc.contains("mode: safe"), "{doc}");
+        doc.replace("mode: safe", "mode: unsafe")
+    };
+    // (what, object, extra kubectl flags, expected: mansign, Kyverno CLI (None: no such
+    // request offline), Kyverno admission controller)
+    type Case = (
+        &'static str,
+        String,
+        &'static [&'static str],
+        [Option<bool>; 3],
+    );
+    let yes = Some(true);
+    let no = Some(false);
+    let cases: Vec<Case> = vec![
+        (
+            "mansign, key",
+            mansign_key("mansign-key", &key),
+            &[],
+            [yes, yes, yes],
+        ),
+        (
+            "mansign, key, changed after signing",
+            tampered(mansign_key("mansign-key-tampered", &key)),
+            &[],
+            [no, no, no],
+        ),
+        (
+            "mansign, another key",
+            mansign_key("mansign-other-key", &other_key),
+            &[],
+            [no, no, no],
+        ),
+        (
+            "kubectl-sigstore, key",
+            kubectl_sigstore_key("ks-key", &key),
+            &[],
+            [yes, yes, yes],
+        ),
+        (
+            "kubectl-sigstore, key, changed after signing",
+            tampered(kubectl_sigstore_key("ks-key-tampered", &key)),
+            &[],
+            [no, no, no],
+        ),
+        (
+            "kubectl-sigstore, another key",
+            kubectl_sigstore_key("ks-other-key", &other_key),
+            &[],
+            [no, no, no],
+        ),
+        (
+            "mansign, keyless",
+            keyless("keyless", KEYLESS_NS),
+            &[],
+            [yes, yes, yes],
+        ),
+        (
+            "mansign, keyless, changed after signing",
+            tampered(keyless("keyless-tampered", KEYLESS_NS)),
+            &[],
+            [no, no, no],
+        ),
+        (
+            "mansign, keyless, the rule names another subject",
+            keyless("keyless-subject", SUBJECT_NS),
+            &[],
+            [no, no, no],
+        ),
+        (
+            "mansign, keyless, the rule names another issuer",
+            keyless("keyless-issuer", ISSUER_NS),
+            &[],
+            [no, yes, yes],
+        ),
+        (
+            "unsigned, key rule",
+            configmap(KEY_NS, "unsigned"),
+            &[],
+            [no, no, no],
+        ),
+        (
+            "unsigned, keyless rule",
+            configmap(KEYLESS_NS, "unsigned"),
+            &[],
+            [no, no, no],
+        ),
+        (
+            "unsigned, key rule, `kubectl create --dry-run=server`",
+            configmap(KEY_NS, "unsigned-dry-run"),
+            &["--dry-run=server"],
+            [no, None, yes],
+        ),
+    ];
+
+    let cli_env = [
+        (
+            "SIGSTORE_ROOT_FILE",
+            write(&dir, "fulcio.pem", &pems.fulcio),
+        ),
+        (
+            "SIGSTORE_REKOR_PUBLIC_KEY",
+            write(&dir, "rekor.pub", &pems.rekor),
+        ),
+        (
+            "SIGSTORE_CT_LOG_PUBLIC_KEY_FILE",
+            write(&dir, "ctlog.pub", &pems.ctlog),
+        ),
+    ];
+    let verdict = |v: Option<bool>| match v {
+        Some(true) => "allowed",
+        Some(false) => "denied",
+        None => "—",
+    };
+    let mut rows = Vec::new();
+    let (mut alike, mut differ) = (0, 0);
+    for (what, doc, extra, expected) in &cases {
+        let file = write(&dir, &format!("case-{}.yaml", unique()), doc);
+        let (ns, name) = name_of(doc);
+
+        // mansign: the CLI and the webhook's reviewer on the object's AdmissionReview.
+        let cli = mansign()
+            .args(["verify", "--policy"])
+            .arg(&policy_file)
+            .arg("--trusted-root")
+            .arg(env.stack.trusted_root())
+            .arg("-f")
+            .arg(&file)
+            .output()
+            .unwrap();
+        let review = json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": format!("case-{}", unique()),
+                "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+                "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+                "name": name,
+                "namespace": ns,
+                "operation": "CREATE",
+                "userInfo": {"username": "someone"},
+                "object": yaml_docs(doc).remove(0),
+                "dryRun": !extra.is_empty(),
+            }
+        });
+        let review_file = write(
+            &dir,
+            &format!("review-{}.json", unique()),
+            &review.to_string(),
+        );
+        let reviewed = mansign()
+            .args(["admission", "review", "--policy"])
+            .arg(&policy_file)
+            .arg("--trusted-root")
+            .arg(env.stack.trusted_root())
+            .arg("-f")
+            .arg(&review_file)
+            .output()
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&reviewed.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{what}: mansign admission review printed no AdmissionReview ({e}): {}",
+                common::all_output(&reviewed)
+            )
+        });
+        let reviewer_allowed = answer["response"]["allowed"].as_bool();
+        assert_eq!(
+            reviewer_allowed,
+            Some(cli.status.success()),
+            "{what}: mansign verify and the webhook's reviewer disagree: {}\n{answer}",
+            common::all_output(&cli)
+        );
+        assert!(
+            cli.status.code() == Some(0) || cli.status.code() == Some(1),
+            "{what}: mansign verify refused the case: {}",
+            common::all_output(&cli)
+        );
+        let ours = Some(cli.status.success());
+
+        // The Kyverno CLI, offline (a dead proxy), with the controller's trust environment.
+        let theirs = if expected[1].is_some() {
+            let mut cmd = common::peers::peer_command("kubectl-kyverno", &home);
+            cmd.env("HTTPS_PROXY", "http://127.0.0.1:9")
+                .env("HTTP_PROXY", "http://127.0.0.1:9")
+                .env("NO_PROXY", "127.0.0.1,localhost")
+                .arg("apply")
+                .arg(&policy_file)
+                .arg("--resource")
+                .arg(&file);
+            for (k, v) in &cli_env {
+                cmd.env(k, v);
+            }
+            let run = common::peers::run_bounded(cmd, None);
+            let (pass, fail, _, error, _) = common::peers::kyverno_apply_counts(&run);
+            assert!(
+                pass + fail + error == 1,
+                "{what}: exactly one rule applies: {run:?}"
+            );
+            Some(pass == 1)
+        } else {
+            None
+        };
+
+        // The admission controller.
+        let out = create(doc, extra);
+        let admitted = out.status.success();
+        assert!(
+            admitted || kyverno::denied_by(&out, KYVERNO_CPOL),
+            "{what}: refused, but not by Kyverno's manifest rule: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+        let actual = [ours, theirs, Some(admitted)];
+        report(what, &["create"], &out);
+        assert_eq!(
+            actual,
+            *expected,
+            "{what}: [mansign, Kyverno CLI, Kyverno admission controller]; mansign said: {}",
+            common::all_output(&cli)
+        );
+        let known: Vec<bool> = actual.iter().flatten().copied().collect();
+        if known.iter().all(|v| *v == known[0]) {
+            alike += 1;
+        } else {
+            differ += 1;
+        }
+        rows.push(format!(
+            "| {what} | {} | {} | {} |",
+            verdict(actual[0]),
+            verdict(actual[1]),
+            verdict(actual[2])
+        ));
+    }
+    let table = format!(
+        "| object | mansign (`verify --policy` and the webhook's reviewer) | Kyverno CLI `apply` | Kyverno admission controller |\n\
+         |---|---|---|---|\n{}\n\n{} objects: {alike} with one verdict everywhere, {differ} where the verdicts differ.",
+        rows.join("\n"),
+        cases.len()
+    );
+    eprintln!("{table}");
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/compatibility.md"),
+    )
+    .unwrap();
+    let documented = doc
+        .split_once("<!-- admission-matrix: begin -->")
+        .and_then(|(_, rest)| rest.split_once("<!-- admission-matrix: end -->"))
+        .map(|(inside, _)| inside.trim())
+        .expect("docs/compatibility.md has the admission-matrix markers");
+    assert_eq!(
+        documented, table,
+        "docs/compatibility.md's admission-time matrix is not the one this test found"
+    );
+    ok(
+        env.kubectl(
+            "clean up",
+            &["delete", "clusterpolicy", "manifests-at-admission"],
+        ),
+        "delete the ClusterPolicy",
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 37 item 3: Kyverno's CEL route to mansign (examples/kyverno/mansign-validatingpolicy.yaml)
+// ---------------------------------------------------------------------------------------
+
+/// examples/kyverno/mansign-validatingpolicy.yaml as shipped, its endpoint `url`.
+fn shipped_validating_policy(url: &str) -> String {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/kyverno/mansign-validatingpolicy.yaml"),
+    )
+    .unwrap();
+    let shipped_url = "https://mansign-webhook.mansign-system.svc:443/kyverno/v1/verify";
+    assert!(text.contains(shipped_url), "the example's endpoint URL");
+    text.replace(shipped_url, url)
+}
+
+/// Puts route A back when dropped, also when a test fails midway (the next test must find
+/// mansign registered): the policies named deleted, mansign's registration applied. Never
+/// panics; the normal path calls [`Env::restore_mansign_registration`], which also waits.
+struct RouteAOnDrop<'a> {
+    env: &'a Env,
+    /// (resource, name) to delete.
+    remove: &'static [(&'static str, &'static str)],
+}
+
+impl Drop for RouteAOnDrop<'_> {
+    fn drop(&mut self) {
+        for (resource, name) in self.remove {
+            let _ = self
+                .env
+                .cluster
+                .kubectl(&["delete", resource, name, "--ignore-not-found"]);
+        }
+        if let Some(config) = self.env.registration.get() {
+            let _ = self
+                .env
+                .cluster
+                .kubectl_stdin(&["apply", "-f", "-"], config);
+        }
+    }
+}
+
+/// Waits until Kyverno's background scan (its reports controller) has a PolicyReport result
+/// of the shipped ValidatingPolicy for the `policies.kyverno.io` PolicyException `name` in
+/// `ns`, and fails unless it is `result` with `message` in its message. The scan evaluates
+/// each stored object as a CREATE without a user; a new policy re-queues the objects, a new
+/// kind is listed first and queued 30 s later, the aggregation into the PolicyReport (named
+/// after the object's uid) follows 10 s after that (upstream pkg/controllers/report).
+fn background_scan_reports(env: &Env, ns: &str, name: &str, result: &str, message: &str) {
+    let uid = env
+        .get(&format!("policyexceptions.policies.kyverno.io/{name}"), ns)
+        .unwrap_or_else(|| panic!("exception {name} is stored"))["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut last = Value::Null;
+    eventually(
+        Duration::from_secs(240),
+        &format!("a PolicyReport result for {name}"),
+        || {
+            let Some(report) = env.get(&format!("policyreports.wgpolicyk8s.io/{uid}"), ns) else {
+                std::thread::sleep(Duration::from_secs(1));
+                return Err("no PolicyReport yet".into());
+            };
+            last = report.clone();
+            let found = report["results"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|r| r["policy"] == "mansign-signed-policy-exceptions");
+            let outcome = match found {
+                Some(r) if r["result"] == result => Ok(()),
+                Some(r) => Err(format!("result {}: {}", r["result"], r["message"])),
+                None => Err(format!("no result of the policy: {report}")),
+            };
+            outcome.inspect_err(|_| std::thread::sleep(Duration::from_secs(1)))
+        },
+    );
+    let found = last["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["policy"] == "mansign-signed-policy-exceptions")
+        .unwrap();
+    let text = found["message"].as_str().unwrap_or_default();
+    assert!(
+        text.contains(message),
+        "the background result for {name} names {message:?}: {found}"
+    );
+    assert_eq!(last["scope"]["name"], name, "{last}");
+    eprintln!(
+        "kyverno: background scan of {name}: {} ({text})",
+        found["result"]
+    );
+}
+
+/// Route B of docs/migrating.md with the real servers: mansign's own registration removed
+/// (Kyverno alone gates the exceptions), the shipped ValidatingPolicy applied, its call
+/// going to mansign's endpoint through a TCP proxy the test can stall. A signed exception
+/// is admitted; an unsigned and a tampered one are denied by Kyverno's webhook with
+/// mansign's code and message in Kyverno's message; mansign down and mansign stalled past
+/// the API server's timeout for Kyverno's webhook are denials. Then an exception stored
+/// while nothing guarded it, and tampered, is reported by Kyverno's background scan (the
+/// reports controller) in a PolicyReport with mansign's reason. The registration is put
+/// back at the end.
+#[test]
+fn cel_route_kyverno_validating_policy_asks_mansign() {
+    let env = shared();
+    let _gate = env.exclusive();
+    let ns = env.exception_namespace();
+    let port = env.webhook.lock().unwrap().port;
+    let proxy = FaultProxy::start(format!("127.0.0.1:{port}").parse().unwrap());
+    let url = format!("https://{}/kyverno/v1/verify", proxy.address());
+    let policy = shipped_validating_policy(&url);
+    let _route_a = RouteAOnDrop {
+        env,
+        remove: &[("validatingpolicy", "mansign-signed-policy-exceptions")],
+    };
+
+    // Route B: no mansign registration; the ValidatingPolicy is the only guard.
+    ok(
+        env.kubectl(
+            "route B: remove mansign's registration",
+            &[
+                "delete",
+                "validatingwebhookconfiguration",
+                "mansign-webhook",
+            ],
+        ),
+        "delete mansign's ValidatingWebhookConfiguration",
+    );
+    // Stored while nothing guards the exceptions: one signed, one signed and then changed.
+    // Kyverno's background scan reports both once the policy exists.
+    let stored_signed = env.sign(&vpol_exception("cel-stored-signed", &ns, "cel-stored"), &[]);
+    let stored_tampered = env
+        .sign(
+            &vpol_exception("cel-stored-tampered", &ns, "cel-stored"),
+            &[],
+        )
+        .replace("object.metadata.name == 'cel-stored'", "true");
+    for (what, doc) in [("signed", &stored_signed), ("tampered", &stored_tampered)] {
+        let out = env.kubectl_doc(
+            &format!("route B, unguarded: a {what} exception stored"),
+            &["create"],
+            doc,
+        );
+        assert!(out.status.success(), "{what}: {}", stderr(&out));
+    }
+    ok(
+        env.kubectl_doc("route B: the shipped ValidatingPolicy", &["apply"], &policy),
+        "apply the shipped ValidatingPolicy",
+    );
+    const CEL: &str = "mansign-signed-policy-exceptions";
+    let create = |what: &str, doc: &str| env.kubectl_doc(what, &["create"], doc);
+    let delete = |name: &str| {
+        env.cluster.kubectl_ok(&[
+            "delete",
+            "policyexceptions.policies.kyverno.io",
+            name,
+            "-n",
+            &ns,
+            "--ignore-not-found",
+        ]);
+    };
+    let denied_with = |out: &Output, code: &str, what: &str| {
+        let err = stderr(out);
+        assert!(
+            kyverno::denied_by(out, KYVERNO_VPOL)
+                && err.contains(CEL)
+                && err.contains(&format!("mansign: [{code}]")),
+            "{what}: expected Kyverno's denial by {CEL} with mansign's [{code}], kubectl said: {}{err}",
+            stdout(out)
+        );
+    };
+    let unsigned = vpol_exception("cel-route", &ns, "cel-route");
+    // Kyverno compiles the ValidatingPolicy and registers it: wait until it decides.
+    eventually(
+        Duration::from_secs(120),
+        "Kyverno enforces the shipped ValidatingPolicy",
+        || {
+            let out = env.cluster.kubectl_stdin(&["create", "-f", "-"], &unsigned);
+            if out.status.success() {
+                delete("cel-route");
+            }
+            kyverno::denied_by(&out, KYVERNO_VPOL)
+                .then_some(())
+                .ok_or_else(|| format!("{}{}", stdout(&out), stderr(&out)))
+        },
+    );
+    let out = create("route B: unsigned exception", &unsigned);
+    denied_with(&out, "not-signed", "unsigned");
+    let signed = env.sign(&unsigned, &[]);
+    let tampered = signed.replace("object.metadata.name == 'cel-route'", "true");
+    assert_ne!(tampered, signed);
+    let out = create("route B: tampered exception (names widened)", &tampered);
+    denied_with(&out, "modified", "tampered");
+    assert!(
+        env.get("policyexceptions.policies.kyverno.io/cel-route", &ns)
+            .is_none()
+    );
+    let out = create("route B: signed exception", &signed);
+    assert!(out.status.success(), "signed: {}", stderr(&out));
+    delete("cel-route");
+
+    // Kyverno v1.19.0's http.Client(caBundle), the form issue 37 first asked for: the client
+    // it returns has the CEL type of Kyverno's Go wrapper (libs.mockAwareHTTPContext), not
+    // http.Context, so its Post has no overload and every call is a rule error: a signed
+    // exception is denied too. Pinned so a Kyverno that fixes it shows up here.
+    let ca_pem = std::fs::read_to_string(&env.ca).unwrap();
+    let with_client = policy
+        .replace(
+            "  variables:\n",
+            &format!(
+                "  variables:\n  - name: caBundle\n    expression: {}\n",
+                serde_json::to_string(&format!("'''{}'''", ca_pem.trim())).unwrap()
+            ),
+        )
+        .replace("http.Post(", "http.Client(variables.caBundle).Post(");
+    assert_ne!(with_client, policy);
+    ok(
+        env.kubectl_doc("route B: http.Client(caBundle)", &["apply"], &with_client),
+        "apply the http.Client variant",
+    );
+    eventually(
+        Duration::from_secs(60),
+        "Kyverno compiles the http.Client variant",
+        || {
+            let out = env.cluster.kubectl_stdin(&["create", "-f", "-"], &signed);
+            if out.status.success() {
+                delete("cel-route");
+            }
+            (kyverno::denied_by(&out, KYVERNO_VPOL) && stderr(&out).contains("no such overload"))
+                .then_some(())
+                .ok_or_else(|| format!("{}{}", stdout(&out), stderr(&out)))
+        },
+    );
+    ok(
+        env.kubectl_doc(
+            "route B: the shipped ValidatingPolicy again",
+            &["apply"],
+            &policy,
+        ),
+        "apply the shipped ValidatingPolicy again",
+    );
+    eventually(
+        Duration::from_secs(60),
+        "the shipped policy decides again",
+        || {
+            let out = env.cluster.kubectl_stdin(&["create", "-f", "-"], &signed);
+            if out.status.success() {
+                delete("cel-route");
+                Ok(())
+            } else {
+                Err(stderr(&out))
+            }
+        },
+    );
+
+    background_scan_reports(env, &ns, "cel-stored-signed", "pass", "");
+    background_scan_reports(
+        env,
+        &ns,
+        "cel-stored-tampered",
+        "fail",
+        "mansign: [modified]",
+    );
+    for name in ["cel-stored-signed", "cel-stored-tampered"] {
+        delete(name);
+    }
+
+    // mansign down: the call fails (connection refused behind the proxy), a rule error,
+    // denied under the Deny action.
+    env.webhook.lock().unwrap().stop();
+    for (what, doc) in [("signed", &signed), ("unsigned", &unsigned)] {
+        let out = create(&format!("route B: {what} exception, mansign down"), doc);
+        assert!(
+            kyverno::denied_by(&out, KYVERNO_VPOL) && stderr(&out).contains(CEL),
+            "{what} exception with mansign down: {}{}",
+            stdout(&out),
+            stderr(&out)
+        );
+    }
+    *env.webhook.lock().unwrap() = Webhook::start(env.dir(), &env.policies, port);
+    eventually(Duration::from_secs(60), "mansign answers again", || {
+        let out = env.cluster.kubectl_stdin(&["create", "-f", "-"], &signed);
+        if out.status.success() {
+            delete("cel-route");
+            Ok(())
+        } else {
+            Err(stderr(&out))
+        }
+    });
+
+    // mansign stalled: Kyverno's http client waits without a timeout of its own; the API
+    // server gives up on Kyverno's webhook, whose failurePolicy Fail refuses the write.
+    proxy.set(Fault::Blackhole);
+    let started = Instant::now();
+    let out = create("route B: signed exception, mansign stalled", &signed);
+    let waited = started.elapsed();
+    assert!(
+        !out.status.success()
+            && stderr(&out).contains(&format!("failed calling webhook \"{KYVERNO_VPOL}\"")),
+        "signed exception with mansign stalled (after {waited:?}): {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    proxy.recover();
+    assert!(
+        env.get("policyexceptions.policies.kyverno.io/cel-route", &ns)
+            .is_none()
+    );
+
+    // Route A again: mansign's registration back, the ValidatingPolicy gone.
+    ok(
+        env.kubectl(
+            "route B: delete the ValidatingPolicy",
+            &["delete", "validatingpolicy", CEL],
+        ),
+        "delete the ValidatingPolicy",
+    );
+    env.restore_mansign_registration();
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 37 item 4: the three routes side by side (a benchmark, run by scripts/bench-routes.sh)
+// ---------------------------------------------------------------------------------------
+
+/// One route's admission path, as the benchmark configures it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// mansign's webhook (deploy/'s registration).
+    Webhook,
+    /// Kyverno's `validate.manifests` (a ClusterPolicy with the stack's keyless identity).
+    Manifests,
+    /// Kyverno's ValidatingPolicy asking mansign (the shipped example).
+    Cel,
+}
+
+impl Route {
+    fn name(self) -> &'static str {
+        match self {
+            Route::Webhook => "mansign's webhook",
+            Route::Manifests => "Kyverno `validate.manifests` (1.19)",
+            Route::Cel => "Kyverno ValidatingPolicy → mansign",
+        }
+    }
+    fn tag(self) -> &'static str {
+        match self {
+            Route::Webhook => "a",
+            Route::Manifests => "k",
+            Route::Cel => "b",
+        }
+    }
+    /// The webhook the API server times for this route.
+    fn webhook(self) -> &'static str {
+        match self {
+            Route::Webhook => MANSIGN,
+            Route::Manifests => KYVERNO_CPOL,
+            Route::Cel => KYVERNO_VPOL,
+        }
+    }
+}
+
+/// The API server's `apiserver_admission_webhook_admission_duration_seconds` histogram of
+/// validating CREATE calls to `webhook`: (bucket bounds with cumulative counts, sum, count).
+fn webhook_histogram(metrics: &str, webhook: &str) -> (Vec<(f64, f64)>, f64, f64) {
+    let name = format!("name=\"{webhook}\"");
+    let mine = |l: &&str| {
+        l.contains(&name) && l.contains("operation=\"CREATE\"") && l.contains("type=\"validating\"")
+    };
+    let value = |l: &str| -> f64 { l.rsplit(' ').next().unwrap().parse().unwrap() };
+    let mut buckets: Vec<(f64, f64)> = Vec::new();
+    let (mut sum, mut count) = (0.0, 0.0);
+    for line in metrics.lines().filter(mine) {
+        if let Some(rest) =
+            line.strip_prefix("apiserver_admission_webhook_admission_duration_seconds_bucket{")
+        {
+            let le = rest
+                .split("le=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
+            let le: f64 = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().unwrap()
+            };
+            match buckets.iter_mut().find(|(b, _)| *b == le) {
+                Some((_, c)) => *c += value(line),
+                None => buckets.push((le, value(line))),
+            }
+        } else if line.starts_with("apiserver_admission_webhook_admission_duration_seconds_sum{") {
+            sum += value(line);
+        } else if line.starts_with("apiserver_admission_webhook_admission_duration_seconds_count{")
+        {
+            count += value(line);
+        }
+    }
+    buckets.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
+    (buckets, sum, count)
+}
+
+/// CPU seconds (user + system) process `pid` has used.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    sorted[((sorted.len() as f64 * q).ceil() as usize).clamp(1, sorted.len()) - 1]
+}
+
+/// The three routes of issue 37 on the same kind of object (a signed `policies.kyverno.io`
+/// PolicyException, keyless on the loopback stack), one route configured at a time, each
+/// write a real CREATE posted to the API server with curl (its `time_total` is the
+/// request's total time) and deleted again: the API server's own time for the route's
+/// webhook (`apiserver_admission_webhook_admission_duration_seconds`: mean from its sum and
+/// count, p50/p99 as bucket bounds), the request's p50/p99, and CPU per admission of
+/// mansign's and Kyverno's processes. Fresh: objects the route has not seen; cached: the
+/// same objects again. Prints the table for BENCHMARKS.md; asserts only that every write
+/// was admitted.
+#[test]
+#[ignore = "a benchmark: scripts/bench-routes.sh runs it and prints the table for BENCHMARKS.md"]
+fn three_routes_benchmark() {
+    let n: usize = std::env::var("MANSIGN_BENCH_ROUTES_N")
+        .ok()
+        .map(|v| v.parse().expect("MANSIGN_BENCH_ROUTES_N is a number"))
+        .unwrap_or(30);
+    let env = shared();
+    let _gate = env.exclusive();
+    let ns = env.exception_namespace();
+    let _route_a = RouteAOnDrop {
+        env,
+        remove: &[
+            ("validatingpolicy", "mansign-signed-policy-exceptions"),
+            ("clusterpolicy", "bench-signed-exceptions"),
+        ],
+    };
+    let routes = [Route::Webhook, Route::Manifests, Route::Cel];
+    let started = Instant::now();
+    // The objects, signed once: n a route, written fresh and then cached.
+    let objects: Vec<Vec<(String, PathBuf)>> = routes
+        .iter()
+        .map(|route| {
+            (0..n)
+                .map(|i| {
+                    let name = format!("bench-{}-{i}", route.tag());
+                    let signed = env.sign(&vpol_exception(&name, &ns, &name), &[]);
+                    let file = write(env.dir(), &format!("{name}.yaml"), &signed);
+                    (name, file)
+                })
+                .collect()
+        })
+        .collect();
+    eprintln!(
+        "bench: {} objects signed in {:.1} s",
+        3 * n,
+        started.elapsed().as_secs_f64()
+    );
+
+    // curl against the API server with the kubeconfig's client certificate.
+    let kubeconfig: Value =
+        yaml_docs(&std::fs::read_to_string(env.cluster.kubeconfig()).unwrap()).remove(0);
+    let server = env.cluster.server().to_string();
+    let ca = kubeconfig["clusters"][0]["cluster"]["certificate-authority"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let cert = kubeconfig["users"][0]["user"]["client-certificate"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let key = kubeconfig["users"][0]["user"]["client-key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let collection =
+        format!("{server}/apis/policies.kyverno.io/v1/namespaces/{ns}/policyexceptions");
+    let curl = |method: &str, url: &str, body: Option<&Path>| -> (u16, f64, String) {
+        let mut cmd = std::process::Command::new("curl");
+        cmd.args([
+            "-sS",
+            "--max-time",
+            "30",
+            "-o",
+            "-",
+            "-w",
+            "\n%{http_code} %{time_total}",
+        ])
+        .args([
+            "--cacert", &ca, "--cert", &cert, "--key", &key, "-X", method,
+        ])
+        .arg(url);
+        if let Some(file) = body {
+            cmd.args(["-H", "Content-Type: application/yaml", "--data-binary"])
+                .arg(format!("@{}", file.display()));
+        }
+        let out = cmd.output().expect("run curl");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, tail) = text.rsplit_once('\n').unwrap_or(("", &text));
+        let mut parts = tail.split(' ');
+        let code = parts.next().unwrap_or("0").parse().unwrap_or(0);
+        let time = parts.next().unwrap_or("0").parse().unwrap_or(0.0);
+        (code, time, body.to_string())
+    };
+
+    // Kyverno's validate.manifests on the same exceptions.
+    let pems = env.stack.trust_pems();
+    let block = |pem: &str, indent: usize| -> String {
+        pem.trim()
+            .lines()
+            .map(|l| format!("{}{l}\n", " ".repeat(indent)))
+            .collect()
+    };
+    let manifests_policy = format!(
+        "apiVersion: kyverno.io/v1
+kind: ClusterPolicy
+metadata:
+  name: bench-signed-exceptions
+spec:
+  background: false
+  rules:
+  - name: signed-exceptions
     match:
       any:
       - resources:
-          kinds: [ConfigMap]
-          namespaces: [manifests-keyless]
+          kinds: [policies.kyverno.io/v1/PolicyException]
+          namespaces: [{ns}]
     validate:
       failureAction: Enforce
       manifests:
@@ -1141,139 +2075,157 @@ spec:
         rekor_key = block(&pems.rekor, 18),
         ctlog_key = block(&pems.ctlog, 18),
     );
-    let policy_file = write(&dir, "policy.yaml", &policy);
-    ok(
-        env.cluster.kubectl_stdin(&["apply", "-f", "-"], &policy),
-        "apply the validate.manifests ClusterPolicy",
-    );
-    let configmap_in = |ns: &str, name: &str, value: &str| {
-        format!(
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\ndata:\n  mode: {value}\n"
-        )
-    };
-    let configmap = |name: &str, value: &str| configmap_in("manifests-key", name, value);
-    let keyless_configmap =
-        |name: &str, value: &str| configmap_in("manifests-keyless", name, value);
-    // Real writes only: Kyverno v1.19.0 allows every dry-run request a manifest rule sees
-    // (pkg/engine/handlers/validation/validate_manifest.go: "allowed because of DryRun
-    // request"), so `--dry-run=server` never shows its verdict. Pinned below.
-    let create = |doc: &str| {
-        let out = env.cluster.kubectl_stdin(&["create", "-f", "-"], doc);
-        if out.status.success() {
-            let name = yaml_docs(doc).remove(0)["metadata"]["name"]
-                .as_str()
-                .unwrap()
-                .to_string();
-            let ns = yaml_docs(doc).remove(0)["metadata"]["namespace"]
-                .as_str()
-                .unwrap()
-                .to_string();
-            env.cluster
-                .kubectl_ok(&["delete", "configmap", &name, "-n", &ns]);
-        }
-        out
-    };
-    eventually(
-        Duration::from_secs(120),
-        "Kyverno enforces the manifest rule",
-        || {
-            let out = create(&configmap("probe", "x"));
-            kyverno::denied_by(&out, KYVERNO_CPOL)
-                .then_some(())
-                .ok_or_else(|| format!("{}{}", stdout(&out), stderr(&out)))
-        },
-    );
-    let dry = env.cluster.kubectl_stdin(
-        &["create", "--dry-run=server", "-f", "-"],
-        &configmap("unsigned-dry-run", "x"),
-    );
-    assert!(
-        dry.status.success(),
-        "Kyverno v1.19.0 admits an unsigned object on a dry run: {}",
-        stderr(&dry)
-    );
-
-    let key_signed = |name: &str| {
-        let input = write(&dir, &format!("{name}.yaml"), &configmap(name, "safe"));
-        let out = dir.join(format!("{name}.signed.yaml"));
-        common::sign_to(&input, &key, &out, &[]);
-        std::fs::read_to_string(&out).unwrap()
-    };
-    let keyless_signed = |name: &str| env.sign(&keyless_configmap(name, "safe"), &[]);
-    let cases: Vec<(&str, String, bool)> = vec![
-        ("mansign, key", key_signed("key-signed"), true),
-        ("mansign, keyless", keyless_signed("keyless-signed"), true),
-        (
-            "mansign, key, changed after signing",
-            key_signed("key-tampered").replace("mode: safe", "mode: unsafe"),
-            false,
-        ),
-        (
-            "mansign, keyless, changed after signing",
-            keyless_signed("keyless-tampered").replace("mode: safe", "mode: unsafe"),
-            false,
-        ),
-        ("unsigned, key rule", configmap("unsigned", "safe"), false),
-        (
-            "unsigned, keyless rule",
-            keyless_configmap("unsigned", "safe"),
-            false,
-        ),
-    ];
-    let mut rows = Vec::new();
-    for (what, doc, expected) in &cases {
-        let file = write(&dir, &format!("case-{}.yaml", unique()), doc);
-        let cli = mansign()
-            .args(["verify", "--policy"])
-            .arg(&policy_file)
-            .arg("--trusted-root")
-            .arg(env.stack.trusted_root())
-            .arg("-f")
-            .arg(&file)
-            .output()
-            .unwrap();
-        let out = create(doc);
-        let admitted = out.status.success();
-        let denied_by_kyverno = kyverno::denied_by(&out, KYVERNO_CPOL);
-        rows.push(format!(
-            "| {what} | {} | {} |",
-            if cli.status.success() {
-                "verified"
-            } else {
-                "not verified"
+    let cel_policy = shipped_validating_policy(&format!(
+        "https://127.0.0.1:{}/kyverno/v1/verify",
+        env.webhook.lock().unwrap().port
+    ));
+    let unsigned = vpol_exception("bench-unsigned", &ns, "bench-unsigned");
+    let wait_denied_by = |webhook: &str| {
+        eventually(
+            Duration::from_secs(120),
+            &format!("{webhook} decides"),
+            || {
+                let out = env.cluster.kubectl_stdin(&["create", "-f", "-"], &unsigned);
+                if out.status.success() {
+                    env.cluster.kubectl_ok(&[
+                        "delete",
+                        "policyexceptions.policies.kyverno.io",
+                        "bench-unsigned",
+                        "-n",
+                        &ns,
+                    ]);
+                }
+                kyverno::denied_by(&out, webhook)
+                    .then_some(())
+                    .ok_or_else(|| stderr(&out))
             },
-            if admitted {
-                "admitted".to_string()
-            } else if denied_by_kyverno {
-                "denied by Kyverno".to_string()
-            } else {
-                format!("refused: {}", stderr(&out).trim())
+        );
+    };
+
+    let kyverno_pid: u32 =
+        std::fs::read_to_string(env.kyverno.lock().unwrap().dir().join("kyverno.pid"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+    let mut rows = Vec::new();
+    for (r, route) in routes.iter().enumerate() {
+        match route {
+            Route::Webhook => wait_denied_by(MANSIGN),
+            Route::Manifests => {
+                env.cluster.kubectl_ok(&[
+                    "delete",
+                    "validatingwebhookconfiguration",
+                    "mansign-webhook",
+                ]);
+                ok(
+                    env.cluster
+                        .kubectl_stdin(&["apply", "-f", "-"], &manifests_policy),
+                    "apply the validate.manifests ClusterPolicy",
+                );
+                wait_denied_by(KYVERNO_CPOL);
             }
-        ));
-        assert_eq!(
-            cli.status.success(),
-            *expected,
-            "{what}: mansign verify: {}",
-            common::all_output(&cli)
-        );
-        assert!(
-            admitted == *expected && (admitted || denied_by_kyverno),
-            "{what}: Kyverno at admission: {}{}",
-            stdout(&out),
-            stderr(&out)
-        );
+            Route::Cel => {
+                env.cluster
+                    .kubectl_ok(&["delete", "clusterpolicy", "bench-signed-exceptions"]);
+                ok(
+                    env.cluster
+                        .kubectl_stdin(&["apply", "-f", "-"], &cel_policy),
+                    "apply the shipped ValidatingPolicy",
+                );
+                wait_denied_by(KYVERNO_VPOL);
+            }
+        }
+        for pass in ["fresh", "cached"] {
+            let mansign_pid = env.webhook.lock().unwrap().pid();
+            let before = webhook_histogram(&env.cluster.metrics(), route.webhook());
+            let cpu_before = (cpu_seconds(mansign_pid), cpu_seconds(kyverno_pid));
+            let mut times = Vec::new();
+            for (name, file) in &objects[r] {
+                let (code, time, body) = curl("POST", &collection, Some(file));
+                assert_eq!(
+                    code,
+                    201,
+                    "{} {pass}: {name} not admitted: {body}",
+                    route.name()
+                );
+                times.push(time);
+                let (code, _, body) = curl("DELETE", &format!("{collection}/{name}"), None);
+                assert_eq!(code, 200, "delete {name}: {body}");
+            }
+            let cpu = (
+                cpu_seconds(mansign_pid) - cpu_before.0,
+                cpu_seconds(kyverno_pid) - cpu_before.1,
+            );
+            let after = webhook_histogram(&env.cluster.metrics(), route.webhook());
+            let count = after.2 - before.2;
+            assert_eq!(
+                count as usize,
+                n,
+                "the API server timed every call to {}",
+                route.webhook()
+            );
+            let mean = (after.1 - before.1) / count;
+            let bucket = |q: f64| -> String {
+                let want = q * count;
+                let delta: Vec<(f64, f64)> = after
+                    .0
+                    .iter()
+                    .map(|(le, c)| {
+                        let was = before
+                            .0
+                            .iter()
+                            .find(|(b, _)| b == le)
+                            .map_or(0.0, |(_, c)| *c);
+                        (*le, c - was)
+                    })
+                    .collect();
+                let le = delta
+                    .iter()
+                    .find(|(_, c)| *c >= want)
+                    .map_or(f64::INFINITY, |(le, _)| *le);
+                format!("≤ {} ms", le * 1000.0)
+            };
+            times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            let ms = |s: f64| format!("{:.1}", s * 1000.0);
+            rows.push(format!(
+                "| {} | {pass} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                route.name(),
+                route.webhook(),
+                ms(mean),
+                bucket(0.5),
+                bucket(0.99),
+                ms(quantile(&times, 0.5)),
+                ms(quantile(&times, 0.99)),
+                ms(cpu.0 / n as f64),
+                ms(cpu.1 / n as f64),
+            ));
+            eprintln!("{}", rows.last().unwrap());
+        }
     }
-    eprintln!(
-        "| object | mansign verify (CLI) | Kyverno admission controller |\n|---|---|---|\n{}",
-        rows.join("\n")
-    );
     ok(
         env.kubectl(
-            "clean up",
-            &["delete", "clusterpolicy", "manifests-at-admission"],
+            "bench: clean up",
+            &[
+                "delete",
+                "validatingpolicy",
+                "mansign-signed-policy-exceptions",
+            ],
         ),
-        "delete the ClusterPolicy",
+        "delete the ValidatingPolicy",
     );
+    env.restore_mansign_registration();
+    let table = format!(
+        "{n} writes a pass, one route configured at a time (the others removed); objects: \
+         signed policies.kyverno.io PolicyExceptions, keyless on the loopback stack.\n\n\
+         | route | pass | webhook the API server timed | its mean (ms) | its p50 | its p99 | request p50 (ms) | request p99 (ms) | mansign CPU / admission (ms) | Kyverno CPU / admission (ms) |\n\
+         |---|---|---|---|---|---|---|---|---|---|\n{}\n",
+        rows.join("\n")
+    );
+    eprintln!("{table}");
+    if let Ok(out) = std::env::var("MANSIGN_BENCH_ROUTES_OUT") {
+        std::fs::write(&out, &table).unwrap();
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1612,19 +2564,24 @@ struct Step {
 
 /// The walkthrough's steps, in order. A marker not followed by a ```sh block (or an output
 /// marker not followed by a ```text block) fails: a typo must not turn a step off.
-fn walkthrough_steps(markdown: &str) -> Vec<Step> {
+fn walkthrough_steps(markdown: &str, heading: &str, marker: &str) -> Vec<Step> {
     let section = markdown
-        .split("\n## Kyverno and mansign side by side")
+        .split(&format!("\n{heading}"))
         .nth(1)
-        .expect("docs/migrating.md has the side-by-side section");
-    let section = section.split("\n## ").next().unwrap();
+        .unwrap_or_else(|| panic!("docs/migrating.md has no section {heading:?}"));
+    let level = heading.split(' ').next().unwrap();
+    let section = section.split(&format!("\n{level} ")).next().unwrap();
+    let (open, output) = (
+        format!("<!-- {marker}"),
+        format!("<!-- {marker}-output -->"),
+    );
     let lines: Vec<&str> = section.lines().collect();
     let mut steps: Vec<Step> = Vec::new();
     let mut i = 0;
     while i < lines.len() {
         let line = lines[i].trim();
         if let Some(rest) = line
-            .strip_prefix("<!-- loop")
+            .strip_prefix(open.as_str())
             .and_then(|r| r.strip_suffix("-->"))
             .filter(|r| r.is_empty() || r.starts_with(' '))
         {
@@ -1645,7 +2602,7 @@ fn walkthrough_steps(markdown: &str) -> Vec<Step> {
             i = next;
             continue;
         }
-        if line == "<!-- loop-output -->" {
+        if line == output {
             let (body, next) = common::fenced_block(&lines, i + 1, "```text", "docs/migrating.md");
             steps
                 .last_mut()
@@ -1667,11 +2624,59 @@ fn the_side_by_side_walkthrough_runs_with_kyverno_and_mansign() {
     let text =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/migrating.md"))
             .unwrap();
-    let steps = walkthrough_steps(&text);
+    let steps = walkthrough_steps(&text, "## Kyverno and mansign side by side", "loop");
     assert!(steps.len() >= 8, "found {} steps", steps.len());
     let env = shared();
     let _gate = env.shared();
     let work = tempfile::tempdir().unwrap();
+    run_walkthrough(env, work.path(), &steps, &[]);
+}
+
+/// docs/migrating.md's Route B walkthrough: every `<!-- route-b -->` block in order, in a
+/// directory holding a copy of examples/kyverno/, with what the side-by-side walkthrough
+/// has plus `MANSIGN_VERIFY_URL` (the endpoint). It removes
+/// mansign's registration, so it takes the environment exclusively and registers mansign
+/// again at the end.
+#[test]
+fn the_route_b_walkthrough_runs_with_kyverno_asking_mansign() {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/migrating.md"))
+            .unwrap();
+    let steps = walkthrough_steps(&text, "#### Route B, step by step", "route-b");
+    assert!(steps.len() >= 6, "found {} steps", steps.len());
+    let env = shared();
+    let _gate = env.exclusive();
+    let _route_a = RouteAOnDrop {
+        env,
+        remove: &[("validatingpolicy", "mansign-signed-policy-exceptions")],
+    };
+    let work = tempfile::tempdir().unwrap();
+    let examples = work.path().join("examples/kyverno");
+    std::fs::create_dir_all(&examples).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("examples/kyverno/mansign-validatingpolicy.yaml"),
+        examples.join("mansign-validatingpolicy.yaml"),
+    )
+    .unwrap();
+    let url = format!(
+        "https://127.0.0.1:{}/kyverno/v1/verify",
+        env.webhook.lock().unwrap().port
+    );
+    run_walkthrough(
+        env,
+        work.path(),
+        &steps,
+        &[("MANSIGN_VERIFY_URL", url.as_str())],
+    );
+    env.restore_mansign_registration();
+}
+
+/// Runs `steps` in order in `work` with `mansign` and `kubectl` on `PATH`, the test
+/// cluster's `KUBECONFIG`, keyless signing pointed at the loopback stack and `extra`
+/// variables; fails at the first step that exits otherwise than marked or does not print
+/// its lines.
+fn run_walkthrough(env: &Env, work: &Path, steps: &[Step], extra: &[(&str, &str)]) {
     let bin_dir = |p: &Path| p.parent().unwrap().display().to_string();
     let path = format!(
         "{}:{}:{}",
@@ -1679,22 +2684,25 @@ fn the_side_by_side_walkthrough_runs_with_kyverno_and_mansign() {
         bin_dir(&common::cluster::tools().kubectl),
         std::env::var("PATH").unwrap_or_default()
     );
-    for step in &steps {
+    for step in steps {
         let mut cmd = std::process::Command::new("bash");
         cmd.args(["-euo", "pipefail", "-c", &step.script])
-            .current_dir(work.path())
+            .current_dir(work)
             .stdin(std::process::Stdio::null());
         for var in common::stack::AMBIENT_VARS {
             cmd.env_remove(var);
         }
         cmd.env("PATH", &path)
-            .env("HOME", work.path())
+            .env("HOME", work)
             .env("KUBECONFIG", env.cluster.kubeconfig())
-            .env("MANSIGN_TRUST_DIR", work.path().join(".trust"))
+            .env("MANSIGN_TRUST_DIR", work.join(".trust"))
             .env("SIGSTORE_FULCIO_URL", env.stack.fulcio_url())
             .env("SIGSTORE_REKOR_URL", env.stack.rekor_url())
             .env("SIGSTORE_ID_TOKEN", env.stack.id_token())
             .env("MANSIGN_TRUSTED_ROOT", env.stack.trusted_root());
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
         let out = cmd.output().expect("run bash");
         let printed = common::all_output(&out);
         eprintln!("docs/migrating.md:{}:\n{printed}", step.line);

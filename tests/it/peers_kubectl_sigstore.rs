@@ -129,21 +129,7 @@ fn mansign_verify(file: &Path, key: &Path) -> std::process::Output {
 
 /// kubectl-sigstore sign -f IN -k KEY -o OUT --no-tlog-upload [extra...].
 fn ks_sign(home: &Path, input: &Path, key: &Path, out: &Path, extra: &[&str]) {
-    let mut args = vec![
-        os("sign"),
-        os("-f"),
-        input.as_os_str(),
-        os("-k"),
-        key.as_os_str(),
-        os("-o"),
-        out.as_os_str(),
-        os("--no-tlog-upload"),
-        os("--force"),
-    ];
-    args.extend(extra.iter().map(os));
-    let run = ks(home, &args);
-    assert!(run.success, "kubectl-sigstore sign failed: {run:?}");
-    assert!(out.is_file(), "kubectl-sigstore wrote no {}", out.display());
+    common::peers::kubectl_sigstore_sign(home, input, key, out, extra);
 }
 
 /// Replaces `from` by `to` once in the file, asserting it was there.

@@ -17,7 +17,7 @@
 use crate::common;
 use crate::common::stack;
 
-use common::peers::{Run, run_peer};
+use common::peers::{Run, kyverno_apply_counts, run_peer};
 use common::{key_pair, mansign, write};
 use serde_json::{Value, json};
 use stack::AMBIENT_VARS;
@@ -34,21 +34,9 @@ enum Verdict {
     Refused,
 }
 
-/// Kyverno's summary line: `pass: N, fail: N, warn: N, error: N, skip: N`.
+/// Kyverno's summary line read as one verdict; every rule must apply (no skip).
 fn kyverno_verdict(run: &Run) -> Verdict {
-    let all = run.all();
-    let line = all
-        .lines()
-        .find(|l| l.trim_start().starts_with("pass: "))
-        .unwrap_or_else(|| panic!("no summary in kubectl-kyverno output: {run:?}"));
-    let count = |name: &str| -> u64 {
-        line.split(',')
-            .map(str::trim)
-            .find_map(|part| part.strip_prefix(&format!("{name}: ")))
-            .and_then(|n| n.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {name} count in {line:?}"))
-    };
-    let (pass, fail, error, skip) = (count("pass"), count("fail"), count("error"), count("skip"));
+    let (pass, fail, _, error, skip) = kyverno_apply_counts(run);
     assert_eq!(skip, 0, "the policy must apply to the resource: {run:?}");
     if pass >= 1 && fail == 0 && error == 0 {
         Verdict::Pass
@@ -1084,29 +1072,6 @@ fn kyverno_and_mansign_on_keyless_entries_on_the_local_sigstore_stack() {
     );
 }
 
-/// Kyverno's `apply` summary counts: (pass, fail, warn, error, skip).
-fn kyverno_counts(run: &Run) -> (u64, u64, u64, u64, u64) {
-    let all = run.all();
-    let line = all
-        .lines()
-        .find(|l| l.trim_start().starts_with("pass: "))
-        .unwrap_or_else(|| panic!("no summary in kubectl-kyverno output: {run:?}"));
-    let count = |name: &str| -> u64 {
-        line.split(',')
-            .map(str::trim)
-            .find_map(|part| part.strip_prefix(&format!("{name}: ")))
-            .and_then(|n| n.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {name} count in {line:?}"))
-    };
-    (
-        count("pass"),
-        count("fail"),
-        count("warn"),
-        count("error"),
-        count("skip"),
-    )
-}
-
 /// Kyverno gave no result at all: the policy applied no rule to the resource.
 const NO_RESULT: (u64, u64, u64, u64, u64) = (0, 0, 0, 0, 0);
 /// Kyverno's `error` (a refusal, as `run_matrix` reads it).
@@ -1217,9 +1182,9 @@ fn two_keys_in_one_public_keys_value_kyverno_reads_only_the_first() {
         let (ours, text) = mansign_verdict(policy, resource);
         println!(
             "{name}: kyverno {:?}, mansign {ours:?}",
-            kyverno_counts(&run)
+            kyverno_apply_counts(&run)
         );
-        assert_eq!(kyverno_counts(&run), kyverno_says, "{name}: {run:?}");
+        assert_eq!(kyverno_apply_counts(&run), kyverno_says, "{name}: {run:?}");
         assert_eq!(ours, mansign_says, "{name}: {text}");
         assert!(
             text.contains(
@@ -1356,9 +1321,9 @@ fn spellings_kyverno_applies_no_rule_to_and_unknowns_offline_verify_takes_as_met
         let (ours, out) = mansign_verdict(&policy, resource);
         println!(
             "{name}: kyverno {:?}, mansign {ours:?}",
-            kyverno_counts(&run)
+            kyverno_apply_counts(&run)
         );
-        assert_eq!(kyverno_counts(&run), NO_RESULT, "{name}: {run:?}");
+        assert_eq!(kyverno_apply_counts(&run), NO_RESULT, "{name}: {run:?}");
         assert_eq!(ours, *mansign_says, "{name}: {out}");
         assert!(out.contains(says), "{name}: mansign says {says:?}: {out}");
     }

@@ -34,6 +34,8 @@ pub fn script() -> PathBuf {
 #[derive(Debug)]
 pub struct Tools {
     pub kyverno: PathBuf,
+    /// Kyverno's reports controller (background scans, PolicyReports).
+    pub reports_controller: PathBuf,
 }
 
 /// Builds Kyverno once per process; fails the test when the build fails.
@@ -46,6 +48,7 @@ pub fn tools() -> &'static Tools {
             &["build"],
             |get| Tools {
                 kyverno: get("kyverno"),
+                reports_controller: get("reports-controller"),
             },
         )
     })

@@ -175,3 +175,46 @@ pub fn to_run(out: Output) -> Run {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
+
+/// `kubectl-sigstore sign -f INPUT -k KEY -o OUT --no-tlog-upload --force [extra...]`, asserting
+/// it succeeded and wrote OUT. (The pinned peer swaps its two flags, docs/compatibility.md
+/// "Disagreements": passing both writes OUT and uploads nothing.)
+pub fn kubectl_sigstore_sign(home: &Path, input: &Path, key: &Path, out: &Path, extra: &[&str]) {
+    let mut cmd = peer_command("kubectl-sigstore", home);
+    cmd.arg("sign")
+        .arg("-f")
+        .arg(input)
+        .arg("-k")
+        .arg(key)
+        .arg("-o")
+        .arg(out)
+        .args(["--no-tlog-upload", "--force"])
+        .args(extra);
+    let run = run_bounded(cmd, None);
+    assert!(run.success, "kubectl-sigstore sign failed: {run:?}");
+    assert!(out.is_file(), "kubectl-sigstore wrote no {}", out.display());
+}
+
+/// The counts of `kubectl-kyverno apply`'s summary line (`pass: N, fail: N, warn: N, error:
+/// N, skip: N`): (pass, fail, warn, error, skip). Fails the test when there is no summary.
+pub fn kyverno_apply_counts(run: &Run) -> (u64, u64, u64, u64, u64) {
+    let all = run.all();
+    let line = all
+        .lines()
+        .find(|l| l.trim_start().starts_with("pass: "))
+        .unwrap_or_else(|| panic!("no summary in kubectl-kyverno output: {run:?}"));
+    let count = |name: &str| -> u64 {
+        line.split(',')
+            .map(str::trim)
+            .find_map(|part| part.strip_prefix(&format!("{name}: ")))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {name} count in {line:?}"))
+    };
+    (
+        count("pass"),
+        count("fail"),
+        count("warn"),
+        count("error"),
+        count("skip"),
+    )
+}

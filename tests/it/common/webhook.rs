@@ -120,6 +120,11 @@ impl Webhook {
         format!("https://127.0.0.1:{}/validate", self.port)
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The server's log so far (JSON lines: start-up, reloads, decisions' errors).
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
