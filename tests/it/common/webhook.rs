@@ -83,7 +83,12 @@ impl Webhook {
         let n = STARTED.fetch_add(1, Ordering::SeqCst);
         let stdout = dir.join(format!("webhook-{n}.stdout"));
         let stderr = dir.join(format!("webhook-{n}.stderr"));
-        let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("mansign"));
+        // MANSIGN_WEBHOOK_BIN: another build of the server (scripts/bench-routes.sh runs the
+        // release build); the tests' own build otherwise.
+        let program = std::env::var_os("MANSIGN_WEBHOOK_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| assert_cmd::cargo::cargo_bin("mansign"));
+        let mut cmd = Command::new(program);
         cmd.args(["admission", "serve", "--listen"])
             .arg(format!("127.0.0.1:{port}"))
             .arg("--tls-cert")
