@@ -148,10 +148,12 @@ impl StubServer {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let handler: Arc<Handler> = Arc::new(handler);
         let recorded = requests.clone();
+        // Recorded before the reply is written: a client that exits on the reply must find
+        // its request counted (a count read after the client's exit raced the push).
         let listening = Listening::start("stub server", move |stream, url| {
-            if let Some(req) = serve(stream, &*handler, url) {
-                recorded.lock().unwrap().push(req);
-            }
+            serve(stream, &*handler, url, |req| {
+                recorded.lock().unwrap().push(req.clone())
+            });
         });
         StubServer {
             url: listening.url.clone(),
@@ -209,13 +211,16 @@ pub fn read_request(stream: &TcpStream) -> Option<Request> {
     })
 }
 
-fn serve(stream: TcpStream, handler: &Handler, base: &str) -> Option<Request> {
-    let req = read_request(&stream)?;
+fn serve(stream: TcpStream, handler: &Handler, base: &str, record: impl FnOnce(&Request)) {
+    let Some(req) = read_request(&stream) else {
+        return;
+    };
     let Reply {
         status,
         headers: extra,
         body: text,
     } = handler(&req, base);
+    record(&req);
     let reason = match status {
         200 => "OK",
         400 => "Bad Request",
@@ -229,7 +234,6 @@ fn serve(stream: TcpStream, handler: &Handler, base: &str) -> Option<Request> {
     write_head(&mut stream, &status, "application/json", text.len(), &extra);
     let _ = stream.write_all(text.as_bytes());
     let _ = stream.flush();
-    Some(req)
 }
 
 /// Writes a response's status line and headers (`extra`: whole `Name: value\r\n` lines) for a
