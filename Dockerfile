@@ -1,6 +1,8 @@
 # A minimal static image of mansign (the admission webhook, or any other subcommand).
 #
-# NOT built in CI: the CI machine has no container runtime; tests/it/deploy.rs checks the
+# Built from source. Releases push ghcr.io/mansign/mansign:X.Y.Z from Dockerfile.release
+# instead (the signed static binaries, no second compilation; docs/releases.md). NOT built in
+# CI: the CI machine has no container runtime; tests/it/deploy.rs checks the
 # manifests, tests/it/admission_server.rs the binary. Build it yourself:
 #   docker build -t ghcr.io/mansign/mansign:0.1.0 .
 #

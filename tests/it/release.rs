@@ -401,8 +401,10 @@ fn the_release_workflow_signs_with_mansign_in_a_job_that_alone_has_id_token_writ
         let perms = &job["permissions"];
         let id_token = perms["id-token"].as_str() == Some("write");
         let contents_write = perms["contents"].as_str() == Some("write");
+        let packages_write = perms["packages"].as_str() == Some("write");
         assert_eq!(id_token, name == "sign", "job {name}: id-token");
         assert_eq!(contents_write, name == "publish", "job {name}: contents");
+        assert_eq!(packages_write, name == "image", "job {name}: packages");
     }
     let sign_steps = wf["jobs"]["sign"]["steps"].to_string();
     assert!(sign_steps.contains("scripts/release-checksums.sh dist"));
@@ -449,6 +451,9 @@ fn the_sign_job_packs_krew_archives_and_signs_every_asset_the_build_jobs_upload(
         )
         .unwrap();
     }
+    // The image job's artifact (what scripts/release-image.sh writes after the push).
+    let image = image_reference(&version);
+    std::fs::write(dist.join("mansign-image.txt"), format!("{image}\n")).unwrap();
     let github = StubServer::token_endpoint(github_token(&stack, &release_identity(&version)));
     let mut cmd = Command::new("bash");
     cmd.arg("-c").arg(script).current_dir(checkout.path());
@@ -456,7 +461,10 @@ fn the_sign_job_packs_krew_archives_and_signs_every_asset_the_build_jobs_upload(
     assert!(out.status.success(), "{}", log(&out));
 
     // What the publish job uploads: every asset, each with a bundle, all in SHA256SUMS.
-    let mut expected: Vec<String> = vec!["mansign.krew.yaml".to_string()];
+    let mut expected: Vec<String> = vec![
+        "mansign-image.txt".to_string(),
+        "mansign.krew.yaml".to_string(),
+    ];
     for target in TARGETS {
         expected.push(format!("mansign-{target}"));
         expected.push(format!("mansign-{target}.cdx.json"));
@@ -508,6 +516,17 @@ fn the_sign_job_packs_krew_archives_and_signs_every_asset_the_build_jobs_upload(
     let prelude = format!("VERSION={version}\nBASE={}\n", server.url);
     let out = doc_shell(&stack, user.path(), &format!("{prelude}{krew}"));
     assert!(out.status.success(), "{}", log(&out));
+    // The documented image check prints the digest to pin.
+    let out = doc_shell(&stack, user.path(), &format!("{prelude}{}", image_block()));
+    assert!(out.status.success(), "image: {}", log(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&format!(
+            "image.digest={}",
+            image.split_once('@').unwrap().1
+        )),
+        "{}",
+        log(&out)
+    );
     let sbom = format!("mansign-{}.cdx.json", TARGETS[0]);
     let out = doc_shell(
         &stack,
@@ -527,6 +546,253 @@ fn the_sign_job_packs_krew_archives_and_signs_every_asset_the_build_jobs_upload(
         &format!("{prelude}rm -f mansign.krew.yaml*\n{krew}"),
     );
     assert_failed(&out, "an edited krew manifest verified");
+
+    // An image digest file edited after signing (another digest) fails the documented check.
+    let edited = checkout.path().join(&version).join("mansign-image.txt");
+    std::fs::write(&edited, image_reference_with(&version, 'e') + "\n").unwrap();
+    let out = doc_shell(
+        &stack,
+        user.path(),
+        &format!("{prelude}rm -f mansign-image.txt*\n{}", image_block()),
+    );
+    assert_failed(&out, "an edited image digest file verified");
+}
+
+/// The doc's image block with the stack's trust root (the one substitution applies once).
+fn image_block() -> String {
+    let block = doc_block("image");
+    assert_eq!(
+        block.matches("mansign verify-bundle ").count(),
+        1,
+        "{block}"
+    );
+    block.replace(
+        "mansign verify-bundle ",
+        "mansign verify-bundle --trusted-root \"$TRUSTED_ROOT\" ",
+    )
+}
+
+/// What scripts/release-image.sh writes for a tag: the repository, the version without its
+/// `v`, and a digest (here made of one repeated hex digit).
+fn image_reference_with(tag: &str, digit: char) -> String {
+    format!(
+        "ghcr.io/mansign/mansign:{}@sha256:{}",
+        tag.trim_start_matches('v'),
+        digit.to_string().repeat(64)
+    )
+}
+
+fn image_reference(tag: &str) -> String {
+    image_reference_with(tag, 'a')
+}
+
+/// The sign step, run as the release job runs it, with only the image job's file in dist:
+/// the reference check comes before anything is packed or signed.
+fn sign_step_with_image_file(version: &str, content: Option<&str>) -> (Output, tempfile::TempDir) {
+    let step = workflow_step("sign", "krew archives and manifest");
+    let script = step["run"].as_str().unwrap();
+    let checkout = tempfile::tempdir().unwrap();
+    let dist = checkout.path().join("dist");
+    std::fs::create_dir_all(&dist).unwrap();
+    if let Some(content) = content {
+        std::fs::write(dist.join("mansign-image.txt"), content).unwrap();
+    }
+    let out = run(Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .current_dir(checkout.path())
+        .env("TAG", version));
+    (out, checkout)
+}
+
+#[test]
+fn the_sign_job_refuses_an_image_digest_file_that_is_not_this_release() {
+    let version = doc_version();
+    let good = image_reference(&version);
+    let other_version = image_reference("v9.9.9");
+    let two_lines = format!("{good}\n{good}\n");
+    let by_tag_only = good.split_once('@').unwrap().0.to_string();
+    let other_repository = good.replace("ghcr.io/mansign/", "ghcr.io/someone/");
+    let short_digest = good[..good.len() - 1].to_string();
+    let dot_as_any = good.replacen('.', "x", 2).replacen("ghcrxio", "ghcr.io", 1);
+    let cases: [(&str, Option<&str>); 7] = [
+        ("missing", None),
+        ("another version", Some(&other_version)),
+        ("two references", Some(&two_lines)),
+        ("a tag without a digest", Some(&by_tag_only)),
+        ("another repository", Some(&other_repository)),
+        ("a short digest", Some(&short_digest)),
+        (
+            "a version whose dots are other characters",
+            Some(&dot_as_any),
+        ),
+    ];
+    for (what, content) in cases {
+        let (out, checkout) = sign_step_with_image_file(&version, content);
+        assert!(!out.status.success(), "{what}: accepted\n{}", log(&out));
+        assert!(
+            log(&out).contains("mansign-image.txt is not one reference"),
+            "{what}: {}",
+            log(&out)
+        );
+        assert!(
+            !checkout.path().join("dist/SHA256SUMS").exists(),
+            "{what}: signed anyway"
+        );
+    }
+}
+
+#[test]
+fn the_release_workflow_pushes_the_image_that_the_chart_and_deploy_name_from_the_built_binaries() {
+    let text = std::fs::read_to_string(repo().join(".github/workflows/release.yml")).unwrap();
+    let wf: Value = common::ci_yaml(&text);
+    let image = &wf["jobs"]["image"];
+    assert_eq!(image["needs"], "build");
+    assert_eq!(
+        image["permissions"],
+        serde_json::json!({"contents": "read", "packages": "write"})
+    );
+    let step = workflow_step("image", "Build and push the image");
+    let run_text = step["run"].as_str().unwrap();
+    assert!(
+        run_text.contains("bash scripts/release-image.sh \"$TAG\" bin dist/mansign-image.txt"),
+        "{run_text}"
+    );
+    assert!(run_text.contains("docker login ghcr.io"), "{run_text}");
+    let steps = image["steps"].as_array().unwrap();
+    let download = steps
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/download-artifact@"))
+        })
+        .expect("the image job downloads the build artifacts");
+    assert_eq!(download["with"]["pattern"], "mansign-*-linux-musl");
+    assert_eq!(download["with"]["path"], "bin");
+    let upload = steps
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/upload-artifact@"))
+        })
+        .expect("the image job uploads the digest file");
+    assert_eq!(upload["with"]["name"], "mansign-image");
+    assert_eq!(upload["with"]["path"], "dist/mansign-image.txt");
+    // The sign job waits for it and downloads it with the binaries (`mansign-*`).
+    assert_eq!(
+        wf["jobs"]["sign"]["needs"],
+        serde_json::json!(["build", "image"])
+    );
+    let sign_download = wf["jobs"]["sign"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/download-artifact@"))
+        })
+        .unwrap()
+        .clone();
+    assert_eq!(sign_download["with"]["pattern"], "mansign-*");
+    // Both Linux targets the build matrix makes are in the image, by docker's names.
+    let script = std::fs::read_to_string(repo().join("scripts/release-image.sh")).unwrap();
+    for target in TARGETS.iter().filter(|t| t.contains("linux-musl")) {
+        assert!(
+            script.contains(&format!(":{target}")),
+            "release-image.sh lacks {target}"
+        );
+    }
+    let dockerfile = std::fs::read_to_string(repo().join("Dockerfile.release")).unwrap();
+    assert!(
+        dockerfile.contains("COPY --chmod=0755 bin/${TARGETARCH}/mansign /usr/local/bin/mansign")
+    );
+    assert!(
+        !dockerfile.contains("\nRUN "),
+        "no RUN: the image copies the signed binary only"
+    );
+    // One repository and one version everywhere the image is named.
+    let repository = script
+        .lines()
+        .find_map(|l| l.strip_prefix("repository="))
+        .expect("repository= in release-image.sh");
+    let values: Value = common::ci_yaml(
+        &std::fs::read_to_string(repo().join("charts/mansign/values.yaml")).unwrap(),
+    );
+    assert_eq!(values["image"]["repository"], repository);
+    let chart: Value = common::ci_yaml(
+        &std::fs::read_to_string(repo().join("charts/mansign/Chart.yaml")).unwrap(),
+    );
+    let kustomization: Value = common::ci_yaml(
+        &std::fs::read_to_string(repo().join("deploy/base/kustomization.yaml")).unwrap(),
+    );
+    let images = &kustomization["images"][0];
+    assert_eq!(images["name"], "mansign");
+    assert_eq!(images["newName"], repository);
+    let version = env!("CARGO_PKG_VERSION");
+    assert_eq!(images["newTag"], version);
+    assert_eq!(chart["appVersion"], version);
+    assert_eq!(doc_version(), format!("v{version}"));
+}
+
+#[test]
+fn release_image_sh_refuses_a_tag_that_is_not_a_release_and_missing_binaries_before_any_push() {
+    let script = repo().join("scripts/release-image.sh");
+    let dir = tempfile::tempdir().unwrap();
+    // A `docker` that would record being called: it must never be reached.
+    let bin = dir.path().join("path");
+    std::fs::create_dir_all(&bin).unwrap();
+    let called = dir.path().join("docker-called");
+    std::fs::write(
+        bin.join("docker"),
+        format!("#!/bin/sh\ntouch '{}'\nexit 1\n", called.display()),
+    )
+    .unwrap();
+    let mut perms = std::fs::metadata(bin.join("docker")).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(bin.join("docker"), perms).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let binaries = dir.path().join("bin");
+    std::fs::create_dir_all(&binaries).unwrap();
+    std::fs::write(binaries.join("mansign-x86_64-unknown-linux-musl"), b"x").unwrap();
+    let out_file = dir.path().join("mansign-image.txt");
+    for (tag, what) in [
+        ("main", "a branch"),
+        ("0.1.0", "no v"),
+        ("v0.1", "two parts"),
+    ] {
+        let out = run(Command::new("bash")
+            .arg(&script)
+            .arg(tag)
+            .arg(&binaries)
+            .arg(&out_file)
+            .env("PATH", &path));
+        assert_eq!(out.status.code(), Some(2), "{what}: {}", log(&out));
+        assert!(log(&out).contains("is not a release tag"), "{}", log(&out));
+    }
+    let out = run(Command::new("bash")
+        .arg(&script)
+        .arg("v0.1.0")
+        .arg(&binaries)
+        .arg(&out_file)
+        .env("PATH", &path));
+    assert_eq!(out.status.code(), Some(2), "{}", log(&out));
+    assert!(
+        log(&out).contains("mansign-aarch64-unknown-linux-musl is missing"),
+        "{}",
+        log(&out)
+    );
+    assert!(
+        !called.exists(),
+        "docker ran before the inputs were checked"
+    );
+    assert!(!out_file.exists(), "a digest file was written");
 }
 
 #[test]
