@@ -132,6 +132,9 @@ pub struct TrustRoot {
     /// Certificates whose chain and SCT this root has verified (bounded; see
     /// [`vouched`]).
     vouched: VouchedCertificates,
+    /// For a root narrowed by a policy's `keyless.roots`: the certificates it named, as
+    /// `subject (valid FROM to UNTIL)` (for the message when a chain does not reach them).
+    policy_roots: Option<String>,
 }
 
 impl fmt::Debug for TrustRoot {
@@ -324,7 +327,15 @@ impl TrustRoot {
             verifier,
             rekor_keys,
             vouched: VouchedCertificates::new(DEFAULT_VOUCHED_CERTIFICATES),
+            policy_roots: None,
         })
+    }
+
+    /// For a root narrowed to a policy's `keyless.roots`
+    /// ([`restricted_to_certificates`](Self::restricted_to_certificates)): the certificates
+    /// the policy named, each as `subject (valid FROM to UNTIL)`, joined by `; `.
+    pub fn policy_roots(&self) -> Option<&str> {
+        self.policy_roots.as_deref()
     }
 
     /// Where the root came from: a file path or [`TrustRoot::PUBLIC_GOOD`].
@@ -553,7 +564,7 @@ impl TrustRoot {
         let json = serde_json::to_string(&root).map_err(|e| RestrictError::Rebuild {
             reason: e.to_string(),
         })?;
-        Self::parse(
+        let mut narrowed = Self::parse(
             format!(
                 "{} (only the certificate authorities of keyless.roots)",
                 self.origin
@@ -562,7 +573,15 @@ impl TrustRoot {
         )
         .map_err(|e| RestrictError::Rebuild {
             reason: e.to_string(),
-        })
+        })?;
+        narrowed.policy_roots = Some(
+            certificates
+                .iter()
+                .map(|der| certificate_summary(der))
+                .collect::<Vec<_>>()
+                .join("; "),
+        );
+        Ok(narrowed)
     }
 
     /// True when `der` (SubjectPublicKeyInfo) is the key of one of the root's Rekor logs.
@@ -637,6 +656,29 @@ impl TrustRoot {
             .map(|c| c.raw_bytes.as_bytes())
             .collect()
     }
+}
+
+/// `subject (valid FROM to UNTIL)` of a certificate (DER), dates as `YYYY-MM-DD`; an
+/// unreadable one is `(an unreadable certificate)`.
+pub(crate) fn certificate_summary(der: &[u8]) -> String {
+    use x509_cert::der::Decode as _;
+    let Ok(cert) = x509_cert::Certificate::from_der(der) else {
+        return "(an unreadable certificate)".into();
+    };
+    let tbs = &cert.tbs_certificate;
+    let day = |t: x509_cert::time::Time| {
+        i64::try_from(t.to_unix_duration().as_secs())
+            .ok()
+            .and_then(|s| jiff::Timestamp::from_second(s).ok())
+            .map(|t| t.strftime("%Y-%m-%d").to_string())
+            .unwrap_or_else(|| "?".into())
+    };
+    format!(
+        "{} (valid {} to {})",
+        tbs.subject,
+        day(tbs.validity.not_before),
+        day(tbs.validity.not_after)
+    )
 }
 
 /// True when the CA certificate `child` (DER) was issued by `issuer` (DER): `child`'s

@@ -74,6 +74,7 @@ pub use sigstore::evidence::{
     CertificateSubject, RekorEvidence, SigstoreEvidence, WorkflowClaims, format_unix_time,
 };
 pub use sigstore::key_bundle::verify_key_set_with_bundle;
+pub(crate) use sigstore::keyless::leaf_issuer_name as sigstore_leaf_issuer_name;
 pub use sigstore::keyless::verify_certificate_set;
 pub use sigstore::signer::{SignerIdentity, SignerInfo, SignerName};
 pub use verdict::{DocumentVerdict, MAX_LISTED_DOCUMENTS, Rejection, Verdict, Verified};

@@ -932,3 +932,126 @@ fn convert_carries_the_failure_action_and_refuses_per_namespace_overrides() {
         mansign::policy::FailureAction::Audit
     );
 }
+
+/// The `roots` block of a wild policy (its PEM, as YAML holds it).
+fn roots_block(name: &str) -> String {
+    let text = std::fs::read_to_string(wild(name)).unwrap();
+    let start = text.find("              roots: |-\n").unwrap();
+    let end = text[start..].find("-----END CERTIFICATE-----\n").unwrap()
+        + start
+        + "-----END CERTIFICATE-----\n".len();
+    text[start..end].to_string()
+}
+
+/// What a chain that does not reach the policy's roots says (issue 39 item 7).
+const ROOTS_2021: &str = "CN=sigstore,O=sigstore.dev (valid 2021-03-07 to 2031-02-23)";
+
+#[test]
+fn roots_that_do_not_chain_the_signer_say_which_root_which_ca_and_that_kyverno_ignores_them() {
+    // The 2021 root only; the June 2022 signatures were issued by the 2022 intermediate.
+    let policy = load("roots-2021-only.yaml", true).unwrap();
+    let text = verdict(&policy, MULTI).to_string();
+    for part in [
+        "certificate does not chain to a trusted Fulcio root",
+        "the certificate was issued by CN=sigstore-intermediate,O=sigstore.dev",
+        &format!("this entry's keyless.roots narrows the trust root to {ROOTS_2021}"),
+        "Kyverno ignores keyless.roots for manifests (docs/compatibility.md#keyless-roots)",
+        "name the root that issued the signer's chain, or leave roots out",
+    ] {
+        assert!(text.contains(part), "{part:?} missing: {text}");
+    }
+    let compatibility = std::fs::read_to_string(path("docs/compatibility.md")).unwrap();
+    assert!(
+        compatibility.contains("<a id=\"keyless-roots\"></a>"),
+        "the anchor the message names"
+    );
+    // The same failure without roots narrowing (another trust root entirely) says nothing
+    // about keyless.roots.
+    let staging = Arc::new(
+        TrustRoot::from_file(path(
+            "testdata/sigstore-trust-roots/staging/trusted_root.json",
+        ))
+        .unwrap(),
+    );
+    let plain = load_under("subject-only.yaml", staging);
+    let text = verdict(&plain, MULTI).to_string();
+    assert!(!text.contains("keyless.roots"), "{text}");
+    // Through the command line, as a user meets it.
+    let out = common::mansign()
+        .args(["verify", "--insecure-any-issuer", "--policy"])
+        .arg(wild("roots-2021-only.yaml"))
+        .arg("-f")
+        .arg(path(MULTI))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(ROOTS_2021) && stdout.contains("docs/compatibility.md#keyless-roots"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn convert_warns_when_the_roots_it_keeps_do_not_chain_the_from_signed_sample() {
+    // public-good-root-only.yaml with the 2021 root pasted in instead: the subject's June
+    // 2022 signature in MULTI verifies under the trust root (its issuer is learned), but
+    // not under the roots kept.
+    let original = std::fs::read_to_string(wild("public-good-root-only.yaml")).unwrap();
+    let text = original.replace(
+        &roots_block("public-good-root-only.yaml"),
+        &roots_block("roots-2021-only.yaml"),
+    );
+    assert_ne!(text, original);
+    let convert_options = || {
+        ConvertOptions::default()
+            .with_from_signed(documents(MULTI))
+            .with_load(options(false))
+    };
+    let conversion = convert_str(
+        "pasted.yaml",
+        &text,
+        &path("testdata/policies/wild"),
+        &convert_options(),
+    )
+    .unwrap();
+    let warnings: Vec<&String> = conversion
+        .notes
+        .iter()
+        .filter(|n| n.contains("warning: the roots kept here"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{:#?}", conversion.notes);
+    for part in [
+        "keyless.roots: warning",
+        ROOTS_2021,
+        "do not chain the certificate of hirokuni.kitahara1@ibm.com in",
+        "sample-configmap-keyless-multi-signed.yaml: document 1",
+        "(issued by CN=sigstore-intermediate,O=sigstore.dev)",
+        "docs/compatibility.md#keyless-roots",
+    ] {
+        assert!(
+            warnings[0].contains(part),
+            "{part:?} missing: {}",
+            warnings[0]
+        );
+    }
+    // The converted policy does refuse it, as the warning says.
+    let converted = load_text("converted.yaml", &conversion.to_yaml(), false).unwrap();
+    assert!(!verdict(&converted, MULTI).is_verified());
+    // Roots that do chain the sample: no warning.
+    let conversion = convert_str(
+        "good.yaml",
+        &original,
+        &path("testdata/policies/wild"),
+        &convert_options(),
+    )
+    .unwrap();
+    assert!(
+        !conversion
+            .notes
+            .iter()
+            .any(|n| n.contains("roots kept here")),
+        "{:#?}",
+        conversion.notes
+    );
+}

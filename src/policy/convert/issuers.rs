@@ -17,6 +17,18 @@ use std::collections::{BTreeMap, BTreeSet};
 #[derive(Debug, Clone, Default)]
 pub struct LearnedIssuers {
     by_subject: BTreeMap<String, BTreeMap<Option<String>, usize>>,
+    /// Every keyless set that verified, to check a kept `keyless.roots` against.
+    samples: Vec<Sample>,
+}
+
+/// One verified keyless signature of `--from-signed`.
+#[derive(Debug, Clone)]
+struct Sample {
+    subject: String,
+    /// `FILE: document N`.
+    origin: String,
+    message: Vec<u8>,
+    set: crate::annotations::SignatureSet,
 }
 
 impl LearnedIssuers {
@@ -36,6 +48,12 @@ impl LearnedIssuers {
                 };
                 for set in &signed.sets {
                     if let Ok(evidence) = verify_certificate_set(trust, &signed.message, set) {
+                        learned.samples.push(Sample {
+                            subject: evidence.subject.as_str().to_string(),
+                            origin: doc.origin.to_string(),
+                            message: signed.message.clone(),
+                            set: set.clone(),
+                        });
                         *learned
                             .by_subject
                             .entry(evidence.subject.as_str().to_string())
@@ -72,6 +90,54 @@ impl LearnedIssuers {
 pub(super) struct Convert {
     issuer: Option<String>,
     learned: LearnedIssuers,
+    /// The trust root `--from-signed` was verified against (none without samples).
+    trust: Option<std::sync::Arc<TrustRoot>>,
+}
+
+/// A kept `keyless.roots` (`roots`, at `at`) that does not chain the `--from-signed`
+/// certificates of the entry's subject: mansign will refuse those signatures, though
+/// Kyverno, which ignores the field, admits them. One warning per sample that fails.
+pub(super) fn check_kept_roots(
+    k: &KeylessSpec,
+    roots: &str,
+    at: &Location,
+    options: &Convert,
+    out: &mut Conversion,
+) {
+    let Some(trust) = &options.trust else {
+        return;
+    };
+    // A roots value the loader refuses is reported when the converted policy loads.
+    let Ok(narrowed) = crate::policy::kyverno::roots_trust(roots, at, trust) else {
+        return;
+    };
+    let regex = text(&k.subject_reg_exp).and_then(|re| AnchoredRegex::new(re).ok());
+    let matches = |subject: &str| match (text(&k.subject), &regex) {
+        (Some(s), _) => s == subject,
+        (None, Some(re)) => re.is_match(subject),
+        (None, None) => true,
+    };
+    for sample in options
+        .learned
+        .samples
+        .iter()
+        .filter(|s| matches(&s.subject))
+    {
+        if verify_certificate_set(&narrowed, &sample.message, &sample.set).is_err() {
+            let issuer = crate::verify::sigstore_leaf_issuer_name(&sample.set)
+                .unwrap_or_else(|| "an unreadable issuer".into());
+            out.notes.push(format!(
+                "{at}: warning: the roots kept here ({}) do not chain the certificate of \
+                 {} in {} (issued by {issuer}), which verifies under the trust root: the \
+                 converted policy refuses that signature, while Kyverno, which ignores \
+                 keyless.roots for manifests (docs/compatibility.md#keyless-roots), admits \
+                 it; name the root that issued it, or drop roots",
+                narrowed.policy_roots().unwrap_or("?"),
+                sample.subject,
+                sample.origin,
+            ));
+        }
+    }
 }
 
 /// What `--issuer` and `--from-signed` give, learned with these annotation domains.
@@ -80,6 +146,7 @@ pub(super) fn learn(
     options: &ConvertOptions,
     domains: &[AnnotationDomain],
 ) -> Result<Convert, PolicyError> {
+    let mut used_trust = None;
     let learned = if options.from_signed.is_empty() {
         LearnedIssuers::default()
     } else {
@@ -96,11 +163,15 @@ pub(super) fn learn(
                 }
             })?),
         };
-        LearnedIssuers::learn(&options.from_signed, domains, &trust, &options.load.limits)
+        let learned =
+            LearnedIssuers::learn(&options.from_signed, domains, &trust, &options.load.limits);
+        used_trust = Some(trust);
+        learned
     };
     Ok(Convert {
         issuer: options.issuer.clone(),
         learned,
+        trust: used_trust,
     })
 }
 

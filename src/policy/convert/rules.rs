@@ -258,6 +258,7 @@ pub(super) fn keyless(
         m.insert("github".into(), Value::Object(github));
     }
     if let Some(roots) = text(&k.roots) {
+        super::issuers::check_kept_roots(k, roots, &at.at("roots"), options, out);
         m.insert("roots".into(), json!(roots));
     }
     if k.rekor.is_some() || k.ctlog.is_some() {

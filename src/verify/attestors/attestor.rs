@@ -20,8 +20,9 @@ use crate::annotations::SignatureSet;
 use crate::trust::TrustRoot;
 use crate::verify::sigstore::adapter::verify_signature;
 use crate::verify::sigstore::certificate::CertificateAttestor;
+use crate::verify::sigstore::error::SigstoreError;
 use crate::verify::sigstore::key_bundle::verify_key_set_with_bundle;
-use crate::verify::sigstore::keyless::verify_certificate_set;
+use crate::verify::sigstore::keyless::{leaf_issuer_name, verify_certificate_set};
 use crate::verify::sigstore::signer::SignerInfo;
 use p256::ecdsa::{DerSignature, VerifyingKey};
 use p256::pkcs8::EncodePublicKey as _;
@@ -121,12 +122,34 @@ impl KeylessAttestor {
         message: &[u8],
         set: &SignatureSet,
     ) -> Result<SignerInfo, CheckFailure> {
-        let evidence =
-            verify_certificate_set(&self.trust, message, set).map_err(CheckFailure::Sigstore)?;
+        let evidence = verify_certificate_set(&self.trust, message, set)
+            .map_err(|e| CheckFailure::Sigstore(self.explain_policy_roots(e, set)))?;
         self.identity
             .matches(&evidence)
             .map_err(CheckFailure::Identity)?;
         Ok(SignerInfo::from_evidence(evidence))
+    }
+}
+
+impl KeylessAttestor {
+    /// A chain that does not reach a trust root narrowed by the policy's `keyless.roots`
+    /// says which CA issued the certificate, which roots the entry names, and that Kyverno
+    /// ignores the field (a policy copied from Kyverno with a pasted root "works" there).
+    fn explain_policy_roots(&self, e: SigstoreError, set: &SignatureSet) -> SigstoreError {
+        match (e, self.trust.policy_roots()) {
+            (SigstoreError::UntrustedCertificate(detail), Some(named)) => {
+                let issuer = leaf_issuer_name(set).unwrap_or_else(|| "an unreadable issuer".into());
+                SigstoreError::UntrustedCertificate(format!(
+                    "the certificate was issued by {issuer}, and this entry's keyless.roots \
+                     narrows the trust root to {named}, which that CA does not chain to; \
+                     Kyverno ignores keyless.roots for manifests \
+                     (docs/compatibility.md#keyless-roots), so a policy that admits it there \
+                     is refused here: name the root that issued the signer's chain, or leave \
+                     roots out ({detail})"
+                ))
+            }
+            (e, _) => e,
+        }
     }
 }
 

@@ -132,6 +132,14 @@ pub(super) fn verify_logged_signature(
     }
 }
 
+/// The issuer name of the set's signing certificate (`CN=...,O=...`), when it can be read.
+pub(crate) fn leaf_issuer_name(set: &SignatureSet) -> Option<String> {
+    use x509_cert::der::Decode as _;
+    let der = leaf_certificate(set.certificate_pem.as_deref()?).ok()?;
+    let cert = x509_cert::Certificate::from_der(&der).ok()?;
+    Some(cert.tbs_certificate.issuer.to_string())
+}
+
 /// The first certificate of the annotation's PEM, DER. Intermediates are never taken from
 /// the annotation: the chain is built from the trust root only.
 fn leaf_certificate(pem_text: &str) -> Result<Vec<u8>, SigstoreError> {
