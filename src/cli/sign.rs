@@ -61,8 +61,9 @@ pub struct SignArgs {
     /// Where the signed manifests go (verify's `-o` is its report format; here that is
     /// `--format`): a file, a directory (`DIR/`, created; each file keeps its path below
     /// its directory argument or below the fixed part of its glob pattern, a file argument
-    /// its name) or `-` for stdout. Default: `<input>.signed` next to each input, stdout
-    /// for stdin.
+    /// its name) or `-` for stdout. Default, for one input file only: `<input>.signed`
+    /// beside it (kubectl-sigstore's default), stdout for stdin; a directory, several
+    /// inputs or a glob pattern matching several files need `-o` (`-o signed/`).
     #[arg(short = 'o', long = "output", value_name = "PATH",
           value_parser = output_path("for a JSON report use --format json"))]
     pub output: Option<String>,
@@ -213,11 +214,14 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
     let domain = AnnotationDomain::new(&args.annotation_domain).map_err(anyhow::Error::msg)?;
     let limits = Limits::default();
     let tlog_upload = check_flags(&args)?;
+    let inputs: Vec<PathBuf> = args.inputs.iter().chain(&args.paths).cloned().collect();
+    if args.output.is_none() {
+        refuse_tree_without_output(&inputs)?;
+    }
     let trust = trust_root(&args, tlog_upload)?;
 
     // Inputs and outputs first: a bad path or file must not cost an identity token.
     let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
-    let inputs: Vec<PathBuf> = args.inputs.iter().chain(&args.paths).cloned().collect();
     let mut plan = Plan::read(
         &inputs,
         &selection,
@@ -344,6 +348,36 @@ fn check_flags(args: &SignArgs) -> anyhow::Result<bool> {
         super::verify_hints::refuse_signing_key_reference(key)?;
     }
     Ok(tlog_upload)
+}
+
+/// Without `-o`, one file is signed to `FILE.signed` beside it, as kubectl-sigstore does
+/// (`mansign verify -f FILE.signed` and `kubectl apply -f FILE.signed` read a file they are
+/// named). A tree signed that way would be a tree of `.signed` files, which `kubectl apply
+/// -f DIR` skips and mansign refuses as files that are not manifests: a directory, several
+/// inputs, or a glob pattern matching several files (refused in `Plan::read`) need `-o`.
+/// Refused before any key, token or trust root is read.
+fn refuse_tree_without_output(inputs: &[PathBuf]) -> anyhow::Result<()> {
+    let directory = inputs.iter().find(|i| i.is_dir());
+    if let Some(dir) = directory {
+        bail!(
+            "{}",
+            needs_output("a directory", &dir.display().to_string())
+        );
+    }
+    if inputs.len() > 1 {
+        bail!("{}", needs_output("several inputs", "the inputs"));
+    }
+    Ok(())
+}
+
+/// Why `sign` of `what` (`a directory`, `several inputs`, ...) needs `-o`, and what to
+/// write; `tree` names what `-o DIR/` mirrors.
+pub(super) fn needs_output(what: &str, tree: &str) -> String {
+    format!(
+        "sign of {what} needs -o: write -o signed/ (a tree mirroring {tree}, which \
+         `kubectl apply -R -f signed/` and `mansign verify signed/` read), or -o - for one \
+         stream on stdout; without -o only a single file is signed, to FILE.signed beside it"
+    )
 }
 
 /// The run's signer: the key (its signatures logged in Rekor with `--tlog-upload`), or a

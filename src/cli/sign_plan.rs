@@ -123,6 +123,17 @@ impl<'a> Plan<'a> {
             for (file, _) in &window {
                 plan.files += 1;
                 plan.documents += file.documents.len();
+                if matches!(plan.outputs, Outputs::Beside) && plan.files > 1 {
+                    // One argument (a directory or several are refused before the walk):
+                    // a glob pattern that matched several files.
+                    bail!(
+                        "{}",
+                        super::sign::needs_output(
+                            "a glob pattern matching several files",
+                            "the pattern's fixed directory"
+                        )
+                    );
+                }
                 if let Outputs::File(o) = &plan.outputs
                     && plan.files > 1
                 {
