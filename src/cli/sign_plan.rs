@@ -20,7 +20,7 @@ use super::spill::PathLog;
 use crate::limits::Limits;
 use crate::manifest::{
     Found, INPUT_WINDOW, InputSelection, ManifestFile, Source, digest_of_file, is_glob_input,
-    load_found_digested, visit_found_windows,
+    load_found_digested, visit_found_windows, visit_loaded_windows,
 };
 use crate::signing::SignScope;
 use anyhow::{Context, bail};
@@ -117,8 +117,9 @@ impl<'a> Plan<'a> {
             && (inputs.len() > 1 || inputs.iter().any(|i| is_glob_input(i)));
         let mut targets: HashSet<[u8; 16]> = HashSet::new();
         let mut bundles: HashSet<[u8; 16]> = HashSet::new();
-        visit_found_windows(inputs, selection, INPUT_WINDOW, None, |found| {
-            let window = load_found_digested(found, limits)?;
+        // Every problem of the inputs at once (`visit_loaded_windows`); the checks of the
+        // outputs below stop at the first.
+        visit_loaded_windows(inputs, selection, limits, INPUT_WINDOW, |window| {
             plan.digests.push(window_digest(&window));
             for (file, _) in &window {
                 plan.files += 1;

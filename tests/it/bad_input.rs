@@ -367,3 +367,50 @@ fn the_outputs_the_refusal_names_and_a_single_file_signed_beside_itself_verify()
         .assert()
         .success();
 }
+
+/// A README.md, a `.signed` file and a YAML 1.1 scalar are three problems, named in one
+/// run (issue 39 item 9), by `sign` (nothing written, before the key is read) and by
+/// `verify` (no report, also with `-o json`), exit 2.
+#[test]
+fn every_input_problem_of_a_run_is_named_at_once() {
+    let kd = common::key_dir("cosign");
+    kd.write("unsigned/README.md", "# how to sign\n");
+    kd.write("unsigned/a.yaml", MULTI_DOC);
+    kd.write("unsigned/a.yaml.signed", MULTI_DOC);
+    kd.write(
+        "unsigned/team/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  enabled: on\n",
+    );
+    let problems = [
+        "3 problems in the inputs:",
+        "unsigned/README.md: not a manifest file",
+        "unsigned/a.yaml.signed: not a manifest file",
+        "unsigned/team/cm.yaml: document 1, data.enabled (line 6, column 12): plain scalar `on`",
+    ];
+    let before = files_under(kd.path());
+    let out = mansign()
+        .current_dir(kd.path())
+        .args(["sign", "unsigned/", "-o", "signed/", "--key", "missing.key"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for p in problems {
+        assert!(err.contains(p), "sign: {p:?} not in {err}");
+    }
+    assert!(!err.contains("missing.key"), "the key was read: {err}");
+    assert_eq!(files_under(kd.path()), before, "something was written");
+    for format in ["text", "json"] {
+        let out = mansign()
+            .current_dir(kd.path())
+            .args(["verify", "unsigned/", "--key", "cosign.pub", "-o", format])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "verify -o {format}: {err}");
+        for p in problems {
+            assert!(err.contains(p), "verify -o {format}: {p:?} not in {err}");
+        }
+        assert!(out.stdout.is_empty(), "verify -o {format} printed a report");
+    }
+}
