@@ -21,8 +21,8 @@ use crate::signing::sign_in::{DEFAULT_OIDC_CLIENT_ID, DEFAULT_OIDC_ISSUER};
 use crate::signing::token::{DEFAULT_AUDIENCE, acquire_token_blocking};
 use crate::signing::{
     AmbientEnvironment, DEFAULT_FULCIO_URL, DEFAULT_REKOR_URL, KeySigner, KeylessOptions,
-    KeylessSigner, RekorOptions, Secret, SignInOptions, SignInPrompt, SignOptions, SignScope,
-    TlogUploadingSigner, TokenOptions,
+    KeylessSigner, RekorOptions, RetryObserver, Secret, SignInOptions, SignInPrompt, SignOptions,
+    SignScope, TlogUploadingSigner, TokenOptions,
 };
 use crate::trust::TrustRoot;
 use anyhow::{Context, bail};
@@ -129,9 +129,10 @@ pub struct SignArgs {
     #[arg(long, value_enum, default_value_t = ReportFormat::Text, value_name = "FORMAT")]
     pub format: ReportFormat,
 
-    /// Time allowed for one request to Fulcio or Rekor, in seconds, its answer's body
-    /// included; a request that takes longer, or whose answer breaks off, is retried (3
-    /// attempts in all, like server errors).
+    /// Time allowed for one request to Fulcio, Rekor or a CI token endpoint, in seconds,
+    /// its answer's body included; a request that takes longer, or whose answer breaks off,
+    /// is retried (3 attempts in all, like server errors). Each retry is said on stderr (the
+    /// first of each service; with -v every one).
     #[arg(long, default_value_t = 30, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub timeout: u64,
 
@@ -383,9 +384,11 @@ pub(super) fn needs_output(what: &str, tree: &str) -> String {
 /// The run's signer: the key (its signatures logged in Rekor with `--tlog-upload`), or a
 /// keyless signer with an identity token (acquired here, after the inputs were read).
 fn run_signer(args: &SignArgs, tlog_upload: bool) -> anyhow::Result<RunSigner> {
+    let on_retry = retry_lines(args.verbose);
     let rekor = RekorOptions {
         url: args.keyless.rekor_url.clone(),
         timeout: std::time::Duration::from_secs(args.timeout),
+        on_retry: on_retry.clone(),
         ..RekorOptions::default()
     };
     Ok(match &args.key {
@@ -398,7 +401,22 @@ fn run_signer(args: &SignArgs, tlog_upload: bool) -> anyhow::Result<RunSigner> {
                 RunSigner::Key(key)
             }
         }
-        None => RunSigner::Keyless(Box::new(keyless_signer(args, rekor)?)),
+        None => RunSigner::Keyless(Box::new(keyless_signer(args, rekor, on_retry)?)),
+    })
+}
+
+/// What a run says of retried requests on stderr: with `-v`, every retry
+/// (`fulcio: attempt 1 of 3 failed after 30.0 s (timed out); retrying in 1.0 s`); without
+/// it, the first retry of each service, so that three timeouts in a row are never a silent
+/// minute and a half.
+fn retry_lines(verbose: bool) -> RetryObserver {
+    let told = std::sync::Mutex::new(std::collections::HashSet::new());
+    RetryObserver::new(move |event| {
+        if verbose {
+            eprintln!("{event}");
+        } else if told.lock().is_ok_and(|mut told| told.insert(event.service)) {
+            eprintln!("{event} (-v shows every retry)");
+        }
     })
 }
 
@@ -429,7 +447,11 @@ fn trust_root(args: &SignArgs, logged: bool) -> anyhow::Result<Option<Arc<TrustR
     Ok(Some(args.trust.load()?))
 }
 
-fn keyless_signer(args: &SignArgs, rekor: RekorOptions) -> anyhow::Result<KeylessSigner> {
+fn keyless_signer(
+    args: &SignArgs,
+    rekor: RekorOptions,
+    on_retry: RetryObserver,
+) -> anyhow::Result<KeylessSigner> {
     let k = &args.keyless;
     let token_options = TokenOptions {
         identity_token: k.identity_token.clone(),
@@ -441,6 +463,8 @@ fn keyless_signer(args: &SignArgs, rekor: RekorOptions) -> anyhow::Result<Keyles
             terminal: std::io::stdin().is_terminal(),
             timeout: std::time::Duration::from_secs(k.sign_in_timeout),
         },
+        timeout: std::time::Duration::from_secs(args.timeout),
+        on_retry: on_retry.clone(),
         ..TokenOptions::default()
     };
     let token = acquire_token_blocking(
@@ -465,6 +489,7 @@ fn keyless_signer(args: &SignArgs, rekor: RekorOptions) -> anyhow::Result<Keyles
             fulcio_url: k.fulcio_url.clone(),
             rekor,
             timeout: std::time::Duration::from_secs(args.timeout),
+            on_retry,
             ..KeylessOptions::default()
         },
     ))
