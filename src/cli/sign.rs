@@ -13,7 +13,7 @@
 use super::Outcome;
 use super::args::{ReportFormat, TrustRootArg, output_path};
 use super::sign_batch::{RunSigner, SignRun, SignedRun};
-use super::sign_plan::Plan;
+use super::sign_plan::{Plan, needs_output};
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
 use crate::manifest::InputSelection;
@@ -369,16 +369,6 @@ fn refuse_tree_without_output(inputs: &[PathBuf]) -> anyhow::Result<()> {
         bail!("{}", needs_output("several inputs", "the inputs"));
     }
     Ok(())
-}
-
-/// Why `sign` of `what` (`a directory`, `several inputs`, ...) needs `-o`, and what to
-/// write; `tree` names what `-o DIR/` mirrors.
-pub(super) fn needs_output(what: &str, tree: &str) -> String {
-    format!(
-        "sign of {what} needs -o: write -o signed/ (a tree mirroring {tree}, which \
-         `kubectl apply -R -f signed/` and `mansign verify signed/` read), or -o - for one \
-         stream on stdout; without -o only a single file is signed, to FILE.signed beside it"
-    )
 }
 
 /// The run's signer: the key (its signatures logged in Rekor with `--tlog-upload`), or a

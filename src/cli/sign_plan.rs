@@ -129,7 +129,7 @@ impl<'a> Plan<'a> {
                     // a glob pattern that matched several files.
                     bail!(
                         "{}",
-                        super::sign::needs_output(
+                        needs_output(
                             "a glob pattern matching several files",
                             "the pattern's fixed directory"
                         )
@@ -323,6 +323,16 @@ impl<'a> Plan<'a> {
         }
         Ok(())
     }
+}
+
+/// Why `sign` of `what` (`a directory`, `several inputs`, ...) needs `-o`, and what to
+/// write; `tree` names what `-o DIR/` mirrors.
+pub(super) fn needs_output(what: &str, tree: &str) -> String {
+    format!(
+        "sign of {what} needs -o: write -o signed/ (a tree mirroring {tree}, which \
+         `kubectl apply -R -f signed/` and `mansign verify signed/` read), or -o - for one \
+         stream on stdout; without -o only a single file is signed, to FILE.signed beside it"
+    )
 }
 
 /// A name prefix for one run's staged files that no other file has: the outputs of earlier
