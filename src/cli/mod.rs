@@ -49,7 +49,9 @@ const SIGN_HELP: &str = concat!(
 Examples:
   # with a key pair from `mansign generate-key-pair`: writes deploy.yaml.signed
   mansign sign -f deploy.yaml --key cosign.key
-  # keylessly (a browser sign-in, or the CI's identity token), into signed/
+  # a directory needs -o: signed/ mirrors unsigned/
+  mansign sign unsigned/ --key cosign.key -o signed/
+  # keylessly (a browser sign-in, or the CI's identity token); kubectl apply -R -f signed/
   mansign sign -f manifests/ -o signed/
 
 ",

@@ -13,7 +13,7 @@
 use super::Outcome;
 use super::args::{ReportFormat, TrustRootArg, output_path};
 use super::sign_batch::{RunSigner, SignRun, SignedRun};
-use super::sign_plan::Plan;
+use super::sign_plan::{Plan, needs_output};
 use crate::annotations::AnnotationDomain;
 use crate::limits::Limits;
 use crate::manifest::InputSelection;
@@ -21,8 +21,8 @@ use crate::signing::sign_in::{DEFAULT_OIDC_CLIENT_ID, DEFAULT_OIDC_ISSUER};
 use crate::signing::token::{DEFAULT_AUDIENCE, acquire_token_blocking};
 use crate::signing::{
     AmbientEnvironment, DEFAULT_FULCIO_URL, DEFAULT_REKOR_URL, KeySigner, KeylessOptions,
-    KeylessSigner, RekorOptions, Secret, SignInOptions, SignInPrompt, SignOptions, SignScope,
-    TlogUploadingSigner, TokenOptions,
+    KeylessSigner, RekorOptions, RetryObserver, Secret, SignInOptions, SignInPrompt, SignOptions,
+    SignScope, TlogUploadingSigner, TokenOptions,
 };
 use crate::trust::TrustRoot;
 use anyhow::{Context, bail};
@@ -61,8 +61,9 @@ pub struct SignArgs {
     /// Where the signed manifests go (verify's `-o` is its report format; here that is
     /// `--format`): a file, a directory (`DIR/`, created; each file keeps its path below
     /// its directory argument or below the fixed part of its glob pattern, a file argument
-    /// its name) or `-` for stdout. Default: `<input>.signed` next to each input, stdout
-    /// for stdin.
+    /// its name) or `-` for stdout. Default, for one input file only: `<input>.signed`
+    /// beside it (kubectl-sigstore's default), stdout for stdin; a directory, several
+    /// inputs or a glob pattern matching several files need `-o` (`-o signed/`).
     #[arg(short = 'o', long = "output", value_name = "PATH",
           value_parser = output_path("for a JSON report use --format json"))]
     pub output: Option<String>,
@@ -128,9 +129,10 @@ pub struct SignArgs {
     #[arg(long, value_enum, default_value_t = ReportFormat::Text, value_name = "FORMAT")]
     pub format: ReportFormat,
 
-    /// Time allowed for one request to Fulcio or Rekor, in seconds, its answer's body
-    /// included; a request that takes longer, or whose answer breaks off, is retried (3
-    /// attempts in all, like server errors).
+    /// Time allowed for one request to Fulcio, Rekor or a CI token endpoint, in seconds,
+    /// its answer's body included; a request that takes longer, or whose answer breaks off,
+    /// is retried (3 attempts in all, like server errors). Each retry is said on stderr (the
+    /// first of each service; with -v every one).
     #[arg(long, default_value_t = 30, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub timeout: u64,
 
@@ -213,11 +215,14 @@ pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
     let domain = AnnotationDomain::new(&args.annotation_domain).map_err(anyhow::Error::msg)?;
     let limits = Limits::default();
     let tlog_upload = check_flags(&args)?;
+    let inputs: Vec<PathBuf> = args.inputs.iter().chain(&args.paths).cloned().collect();
+    if args.output.is_none() {
+        refuse_tree_without_output(&inputs)?;
+    }
     let trust = trust_root(&args, tlog_upload)?;
 
     // Inputs and outputs first: a bad path or file must not cost an identity token.
     let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
-    let inputs: Vec<PathBuf> = args.inputs.iter().chain(&args.paths).cloned().collect();
     let mut plan = Plan::read(
         &inputs,
         &selection,
@@ -346,12 +351,34 @@ fn check_flags(args: &SignArgs) -> anyhow::Result<bool> {
     Ok(tlog_upload)
 }
 
+/// Without `-o`, one file is signed to `FILE.signed` beside it, as kubectl-sigstore does
+/// (`mansign verify -f FILE.signed` and `kubectl apply -f FILE.signed` read a file they are
+/// named). A tree signed that way would be a tree of `.signed` files, which `kubectl apply
+/// -f DIR` skips and mansign refuses as files that are not manifests: a directory, several
+/// inputs, or a glob pattern matching several files (refused in `Plan::read`) need `-o`.
+/// Refused before any key, token or trust root is read.
+fn refuse_tree_without_output(inputs: &[PathBuf]) -> anyhow::Result<()> {
+    let directory = inputs.iter().find(|i| i.is_dir());
+    if let Some(dir) = directory {
+        bail!(
+            "{}",
+            needs_output("a directory", &dir.display().to_string())
+        );
+    }
+    if inputs.len() > 1 {
+        bail!("{}", needs_output("several inputs", "the inputs"));
+    }
+    Ok(())
+}
+
 /// The run's signer: the key (its signatures logged in Rekor with `--tlog-upload`), or a
 /// keyless signer with an identity token (acquired here, after the inputs were read).
 fn run_signer(args: &SignArgs, tlog_upload: bool) -> anyhow::Result<RunSigner> {
+    let on_retry = retry_lines(args.verbose);
     let rekor = RekorOptions {
         url: args.keyless.rekor_url.clone(),
         timeout: std::time::Duration::from_secs(args.timeout),
+        on_retry: on_retry.clone(),
         ..RekorOptions::default()
     };
     Ok(match &args.key {
@@ -364,7 +391,22 @@ fn run_signer(args: &SignArgs, tlog_upload: bool) -> anyhow::Result<RunSigner> {
                 RunSigner::Key(key)
             }
         }
-        None => RunSigner::Keyless(Box::new(keyless_signer(args, rekor)?)),
+        None => RunSigner::Keyless(Box::new(keyless_signer(args, rekor, on_retry)?)),
+    })
+}
+
+/// What a run says of retried requests on stderr: with `-v`, every retry
+/// (`fulcio: attempt 1 of 3 failed after 30.0 s (timed out); retrying in 1.0 s`); without
+/// it, the first retry of each service, so that three timeouts in a row are never a silent
+/// minute and a half.
+fn retry_lines(verbose: bool) -> RetryObserver {
+    let told = std::sync::Mutex::new(std::collections::HashSet::new());
+    RetryObserver::new(move |event| {
+        if verbose {
+            eprintln!("{event}");
+        } else if told.lock().is_ok_and(|mut told| told.insert(event.service)) {
+            eprintln!("{event} (-v shows every retry)");
+        }
     })
 }
 
@@ -395,7 +437,11 @@ fn trust_root(args: &SignArgs, logged: bool) -> anyhow::Result<Option<Arc<TrustR
     Ok(Some(args.trust.load()?))
 }
 
-fn keyless_signer(args: &SignArgs, rekor: RekorOptions) -> anyhow::Result<KeylessSigner> {
+fn keyless_signer(
+    args: &SignArgs,
+    rekor: RekorOptions,
+    on_retry: RetryObserver,
+) -> anyhow::Result<KeylessSigner> {
     let k = &args.keyless;
     let token_options = TokenOptions {
         identity_token: k.identity_token.clone(),
@@ -407,6 +453,8 @@ fn keyless_signer(args: &SignArgs, rekor: RekorOptions) -> anyhow::Result<Keyles
             terminal: std::io::stdin().is_terminal(),
             timeout: std::time::Duration::from_secs(k.sign_in_timeout),
         },
+        timeout: std::time::Duration::from_secs(args.timeout),
+        on_retry: on_retry.clone(),
         ..TokenOptions::default()
     };
     let token = acquire_token_blocking(
@@ -431,6 +479,7 @@ fn keyless_signer(args: &SignArgs, rekor: RekorOptions) -> anyhow::Result<Keyles
             fulcio_url: k.fulcio_url.clone(),
             rekor,
             timeout: std::time::Duration::from_secs(args.timeout),
+            on_retry,
             ..KeylessOptions::default()
         },
     ))

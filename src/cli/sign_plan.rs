@@ -20,7 +20,7 @@ use super::spill::PathLog;
 use crate::limits::Limits;
 use crate::manifest::{
     Found, INPUT_WINDOW, InputSelection, ManifestFile, Source, digest_of_file, is_glob_input,
-    load_found_digested, visit_found_windows,
+    load_found_digested, visit_found_windows, visit_loaded_windows,
 };
 use crate::signing::SignScope;
 use anyhow::{Context, bail};
@@ -117,12 +117,24 @@ impl<'a> Plan<'a> {
             && (inputs.len() > 1 || inputs.iter().any(|i| is_glob_input(i)));
         let mut targets: HashSet<[u8; 16]> = HashSet::new();
         let mut bundles: HashSet<[u8; 16]> = HashSet::new();
-        visit_found_windows(inputs, selection, INPUT_WINDOW, None, |found| {
-            let window = load_found_digested(found, limits)?;
+        // Every problem of the inputs at once (`visit_loaded_windows`); the checks of the
+        // outputs below stop at the first.
+        visit_loaded_windows(inputs, selection, limits, INPUT_WINDOW, |window| {
             plan.digests.push(window_digest(&window));
             for (file, _) in &window {
                 plan.files += 1;
                 plan.documents += file.documents.len();
+                if matches!(plan.outputs, Outputs::Beside) && plan.files > 1 {
+                    // One argument (a directory or several are refused before the walk):
+                    // a glob pattern that matched several files.
+                    bail!(
+                        "{}",
+                        needs_output(
+                            "a glob pattern matching several files",
+                            "the pattern's fixed directory"
+                        )
+                    );
+                }
                 if let Outputs::File(o) = &plan.outputs
                     && plan.files > 1
                 {
@@ -311,6 +323,16 @@ impl<'a> Plan<'a> {
         }
         Ok(())
     }
+}
+
+/// Why `sign` of `what` (`a directory`, `several inputs`, ...) needs `-o`, and what to
+/// write; `tree` names what `-o DIR/` mirrors.
+pub(super) fn needs_output(what: &str, tree: &str) -> String {
+    format!(
+        "sign of {what} needs -o: write -o signed/ (a tree mirroring {tree}, which \
+         `kubectl apply -R -f signed/` and `mansign verify signed/` read), or -o - for one \
+         stream on stdout; without -o only a single file is signed, to FILE.signed beside it"
+    )
 }
 
 /// A name prefix for one run's staged files that no other file has: the outputs of earlier

@@ -151,8 +151,8 @@ pub fn load_inputs_with(
     limits: &Limits,
 ) -> Result<Vec<ManifestFile>, ManifestError> {
     let mut files = Vec::new();
-    visit_inputs_with(inputs, selection, limits, usize::MAX, |loaded| {
-        files.extend(loaded);
+    visit_found_windows(inputs, selection, usize::MAX, None, |found| {
+        files.extend(load_found(found, limits)?);
         Ok::<(), ManifestError>(())
     })?;
     Ok(files)
@@ -184,6 +184,9 @@ pub(crate) struct InputWalk<'a> {
     /// Files of walked directories whose names start with this are passed over: a signing
     /// run's own staged outputs, met by its second walk ([`visit_found_windows`]).
     staged: Option<&'a str>,
+    /// Whether the walk goes on after an error (to report every problem of a run at once,
+    /// [`visit_loaded_windows`]); else an error is its last item.
+    keep_going: bool,
 }
 
 type DirWalk<'a> = Box<dyn Iterator<Item = walkdir::Result<walkdir::DirEntry>> + 'a>;
@@ -206,6 +209,7 @@ impl<'a> InputWalk<'a> {
             current: Current::Nothing,
             failed: false,
             staged: None,
+            keep_going: false,
         }
     }
 
@@ -223,6 +227,8 @@ impl<'a> InputWalk<'a> {
             } => loop {
                 let Some(entry) = walker.next() else {
                     if !*found_any {
+                        // Reported once: a walk that goes on asks again.
+                        *found_any = true;
                         return Some(Err(ManifestError::EmptyDirectory { path: root.clone() }));
                     }
                     return None;
@@ -233,7 +239,12 @@ impl<'a> InputWalk<'a> {
                         *found_any = true;
                         return Some(Ok(found));
                     }
-                    Err(e) => return Some(Err(e)),
+                    Err(e) => {
+                        // A directory with a problem is not reported as empty as well (a
+                        // walk that goes on meets its end).
+                        *found_any = true;
+                        return Some(Err(e));
+                    }
                 }
             },
         }
@@ -312,7 +323,7 @@ impl Iterator for InputWalk<'_> {
                 Err(e) => break Err(e),
             }
         };
-        self.failed = item.is_err();
+        self.failed = item.is_err() && !self.keep_going;
         Some(item)
     }
 }
@@ -460,22 +471,200 @@ pub(crate) fn load_found_digested(
     load_files(&files, limits)
 }
 
-/// Reads the inputs as [`load_inputs_with`] does, in the same order and with the same
-/// first error, but hands them to `visit` at most `window` files at a time, and drops each
-/// window once `visit` returned: the inputs are walked as they are read
-/// ([`visit_found_windows`]), so neither the files of a tree of 100,000 nor its list of
-/// paths are ever in memory at once. No file after a failed one is read, and nothing
-/// after an error of `visit` either.
-pub(crate) fn visit_inputs_with<E: From<ManifestError>>(
+#[cfg(feature = "cli")]
+/// Reads the inputs as [`load_inputs_with`] does, in the same order, but hands them to
+/// `visit` at most `window` files at a time, drops each window once `visit` returned, and
+/// fails with every problem of the inputs ([`visit_loaded_windows`]).
+pub(crate) fn visit_inputs_with<E: From<InputProblems>>(
     inputs: &[PathBuf],
     selection: &InputSelection,
     limits: &Limits,
     window: usize,
     mut visit: impl FnMut(Vec<ManifestFile>) -> Result<(), E>,
 ) -> Result<(), E> {
-    visit_found_windows(inputs, selection, window, None, |found| {
-        visit(load_found(found, limits)?)
+    visit_loaded_windows(inputs, selection, limits, window, |files| {
+        visit(files.into_iter().map(|(file, _)| file).collect())
     })
+}
+
+#[cfg(feature = "cli")]
+/// Input problems one run reports, each with its own message; more are counted.
+pub(crate) const MAX_REPORTED_PROBLEMS: usize = 50;
+
+#[cfg(feature = "cli")]
+/// Entries a walk still visits after [`MAX_REPORTED_PROBLEMS`] problems, only to count the
+/// problems it meets (a hostile tree of millions of files is not walked to its end).
+const MAX_COUNTED_ENTRIES: usize = 1_000_000;
+
+#[cfg(feature = "cli")]
+/// Every problem of a run's inputs (files that are not manifests, unreadable files, FIFOs,
+/// link loops, files that do not parse or are over a limit), in input order: the first
+/// [`MAX_REPORTED_PROBLEMS`], and how many more. A tree with a `README.md`, a `.signed`
+/// file and a YAML 1.1 scalar shows all three in one run, not in three.
+///
+/// After the cap no file is read any more, only walked (bounded by
+/// [`MAX_COUNTED_ENTRIES`]): the walk's own problems are still counted exactly, but a
+/// file left unread may have had one, so the count is then a lower bound.
+#[derive(Debug, thiserror::Error)]
+pub(crate) struct InputProblems {
+    /// The first problems, in input order (at least one).
+    pub problems: Vec<ManifestError>,
+    /// Problems after the first [`MAX_REPORTED_PROBLEMS`].
+    pub more: usize,
+    /// Whether files were left unread after the cap (`more` is then a lower bound).
+    pub more_unread: bool,
+}
+
+#[cfg(feature = "cli")]
+impl InputProblems {
+    fn new() -> Self {
+        InputProblems {
+            problems: Vec::new(),
+            more: 0,
+            more_unread: false,
+        }
+    }
+
+    fn add(&mut self, problem: ManifestError) {
+        if self.problems.len() < MAX_REPORTED_PROBLEMS {
+            self.problems.push(problem);
+        } else {
+            self.more += 1;
+        }
+    }
+
+    /// Whether no more problems are reported, only counted.
+    fn full(&self) -> bool {
+        self.problems.len() >= MAX_REPORTED_PROBLEMS
+    }
+}
+
+#[cfg(feature = "cli")]
+impl std::fmt::Display for InputProblems {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let ([one], 0, false) = (self.problems.as_slice(), self.more, self.more_unread) {
+            return write!(f, "{one}");
+        }
+        let total = self.problems.len() + self.more;
+        let at_least = if self.more_unread { "at least " } else { "" };
+        write!(f, "{at_least}{total} problems in the inputs:")?;
+        for problem in &self.problems {
+            write!(f, "\n  {problem}")?;
+        }
+        match (self.more, self.more_unread) {
+            (0, false) => Ok(()),
+            (more, true) => write!(
+                f,
+                "\n  ... and at least {more} more (files after the \
+                 {MAX_REPORTED_PROBLEMS}th problem were not read)"
+            ),
+            (more, false) => write!(f, "\n  ... and {more} more"),
+        }
+    }
+}
+
+#[cfg(feature = "cli")]
+/// Walks and reads the inputs as [`visit_found_windows`] and [`load_found_digested`] do
+/// (each file with the SHA-256 of its bytes), handing `visit` at most `window` files at a
+/// time, but goes on after a problem so that the error names every problem of the inputs
+/// ([`InputProblems`]). Once there is one, `visit` is not called again (nothing of the
+/// run will be used); an error of `visit` itself ends the walk at once.
+pub(crate) fn visit_loaded_windows<E: From<InputProblems>>(
+    inputs: &[PathBuf],
+    selection: &InputSelection,
+    limits: &Limits,
+    window: usize,
+    mut visit: impl FnMut(Vec<(ManifestFile, [u8; 32])>) -> Result<(), E>,
+) -> Result<(), E> {
+    let window = window.max(1);
+    let mut problems = InputProblems::new();
+    let mut walk = InputWalk::new(inputs, selection);
+    walk.keep_going = true;
+    let mut part: Vec<Found> = Vec::new();
+    // Reads a window and hands it on, or records its problems.
+    let mut flush = |part: Vec<Found>, problems: &mut InputProblems| -> Result<(), E> {
+        if part.is_empty() {
+            return Ok(());
+        }
+        if problems.full() {
+            problems.more_unread = true;
+            return Ok(());
+        }
+        let mut files = Vec::with_capacity(part.len());
+        for loaded in load_each(part, limits) {
+            match loaded {
+                Ok(file) => files.push(file),
+                Err(e) => problems.add(e),
+            }
+        }
+        if problems.problems.is_empty() {
+            visit(files)?;
+        }
+        Ok(())
+    };
+    let mut counted = 0usize;
+    for found in walk.by_ref() {
+        if problems.full() {
+            counted += 1;
+            if counted > MAX_COUNTED_ENTRIES {
+                problems.more_unread = true;
+                break;
+            }
+        }
+        match found {
+            Ok(Found::Stdin) => {
+                flush(std::mem::take(&mut part), &mut problems)?;
+                flush(vec![Found::Stdin], &mut problems)?;
+            }
+            Ok(file) => {
+                part.push(file);
+                if part.len() == window {
+                    flush(std::mem::take(&mut part), &mut problems)?;
+                }
+            }
+            Err(e) => {
+                // The files found before it come first, in input order.
+                flush(std::mem::take(&mut part), &mut problems)?;
+                problems.add(e);
+            }
+        }
+    }
+    flush(part, &mut problems)?;
+    if problems.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.into())
+    }
+}
+
+#[cfg(feature = "cli")]
+/// Reads one window of found inputs, every file of it (in parallel, in order), each to its
+/// own result: the files after a bad one are read too, for their own problems.
+fn load_each(
+    found: Vec<Found>,
+    limits: &Limits,
+) -> Vec<Result<(ManifestFile, [u8; 32]), ManifestError>> {
+    if found.as_slice() == [Found::Stdin] {
+        let stdin = std::io::stdin();
+        return vec![load_digested(
+            Source::Stdin,
+            PathBuf::from("stdin.yaml"),
+            stdin.lock(),
+            limits,
+        )];
+    }
+    let files: Vec<(PathBuf, PathBuf)> = found
+        .into_iter()
+        .filter_map(|f| match f {
+            Found::File { path, relative } => Some((path, relative)),
+            Found::Stdin => None,
+        })
+        .collect();
+    map_in_order(
+        &files,
+        default_parallelism().min(MAX_LOADER_THREADS),
+        |(path, relative)| load_file(path, relative.clone(), limits),
+    )
 }
 
 /// An input argument that is read as a glob pattern: one with `*`, `?` or `[` that names
@@ -963,6 +1152,148 @@ mod parallel_tests {
         assert!(
             matches!(err, ManifestError::NotARegularFile { .. }),
             "{err}"
+        );
+    }
+
+    /// The problems of `visit_loaded_windows` over `root`, and the files it handed on.
+    #[cfg(feature = "cli")]
+    fn problems_of(root: &Path) -> (InputProblems, usize) {
+        let mut visited = 0;
+        let err = visit_loaded_windows(
+            &[root.to_path_buf()],
+            &InputSelection::default(),
+            &Limits::default(),
+            INPUT_WINDOW,
+            |files| {
+                visited += files.len();
+                Ok::<(), InputProblems>(())
+            },
+        )
+        .expect_err("the tree has problems");
+        (err, visited)
+    }
+
+    // Issue 39 item 9: a README.md, a `.signed` file, a YAML 1.1 scalar and a duplicate key
+    // are four problems, reported in one run, in input order, each with its own message.
+    #[cfg(feature = "cli")]
+    #[test]
+    fn every_problem_of_a_tree_is_reported_at_once_in_input_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write("README.md", "# notes\n");
+        write("a.yaml", &config_map(1));
+        write(
+            "b.yaml",
+            &format!("{}data:\n  enabled: on\n", config_map(2)),
+        );
+        write("c.yaml.signed", &config_map(3));
+        write("team/d.yaml", &format!("{}  name: again\n", config_map(4)));
+        write("team/e.yaml", &config_map(5));
+        let (err, visited) = problems_of(dir.path());
+        let messages: Vec<String> = err.problems.iter().map(ToString::to_string).collect();
+        assert_eq!(messages.len(), 4, "{messages:#?}");
+        assert!(
+            messages[0].contains("README.md: not a manifest file"),
+            "{messages:#?}"
+        );
+        assert!(
+            messages[1].contains(
+                "b.yaml: document 1, data.enabled (line 6, column 12): plain scalar `on`"
+            ),
+            "{messages:#?}"
+        );
+        assert!(
+            messages[2].contains("c.yaml.signed: not a manifest file"),
+            "{messages:#?}"
+        );
+        assert!(
+            messages[3].contains("d.yaml") && messages[3].contains("duplicate key \"name\""),
+            "{messages:#?}"
+        );
+        assert_eq!((err.more, err.more_unread), (0, false));
+        let text = err.to_string();
+        assert!(text.starts_with("4 problems in the inputs:\n  "), "{text}");
+        assert!(!text.contains("more"), "{text}");
+        assert_eq!(visited, 0, "nothing is handed on once there is a problem");
+    }
+
+    #[cfg(feature = "cli")]
+    #[test]
+    fn one_problem_reads_as_it_always_did() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.yaml"), config_map(1)).unwrap();
+        std::fs::write(dir.path().join("README.md"), "x").unwrap();
+        let (err, _) = problems_of(dir.path());
+        assert_eq!(err.problems.len(), 1);
+        assert_eq!(err.to_string(), err.problems[0].to_string());
+        // And an empty directory once, not again and again.
+        let empty = tempfile::tempdir().unwrap();
+        let (err, _) = problems_of(empty.path());
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: no .yaml, .yml or .json files found",
+                empty.path().display()
+            )
+        );
+    }
+
+    // The cap: 50 problems named, the rest counted exactly when the walk found them all.
+    #[cfg(feature = "cli")]
+    #[test]
+    fn problems_past_the_cap_are_counted_exactly_when_nothing_was_left_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..(MAX_REPORTED_PROBLEMS + 73) {
+            std::fs::write(dir.path().join(format!("{i:03}.md")), "x").unwrap();
+        }
+        let (err, _) = problems_of(dir.path());
+        assert_eq!(err.problems.len(), MAX_REPORTED_PROBLEMS);
+        assert_eq!((err.more, err.more_unread), (73, false));
+        let text = err.to_string();
+        assert!(text.starts_with("123 problems in the inputs:\n"), "{text}");
+        assert!(text.ends_with("\n  ... and 73 more"), "{text}");
+        assert_eq!(
+            text.lines().count(),
+            1 + MAX_REPORTED_PROBLEMS + 1,
+            "{text}"
+        );
+    }
+
+    // A tree of bad files is not read to its end: past the cap, files are walked, not read,
+    // and the count says it is a lower bound.
+    #[cfg(feature = "cli")]
+    #[test]
+    fn files_past_the_cap_are_not_read_and_the_count_is_a_lower_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = 3 * INPUT_WINDOW;
+        for i in 0..files {
+            std::fs::write(dir.path().join(format!("{i:04}.yaml")), "kind: [unclosed\n").unwrap();
+        }
+        std::fs::write(dir.path().join("zz.md"), "x").unwrap();
+        let (err, _) = problems_of(dir.path());
+        assert_eq!(err.problems.len(), MAX_REPORTED_PROBLEMS);
+        // The first window was read whole (its problems counted exactly), the other two
+        // were not read; the walk's own problem after them is still counted.
+        assert_eq!(err.more, INPUT_WINDOW - MAX_REPORTED_PROBLEMS + 1);
+        assert!(err.more_unread);
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "at least {} problems in the inputs:",
+                INPUT_WINDOW + 1
+            )),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(&format!(
+                "... and at least {} more (files after the 50th problem were not read)",
+                INPUT_WINDOW - MAX_REPORTED_PROBLEMS + 1
+            )),
+            "{text}"
         );
     }
 

@@ -39,7 +39,7 @@ pub use load::{
 #[cfg(feature = "cli")]
 pub(crate) use load::{
     Found, INPUT_WINDOW, digest_of_file, is_glob_input, load_found_digested, visit_found_windows,
-    visit_inputs_with,
+    visit_inputs_with, visit_loaded_windows,
 };
 pub use message::{MessageError, build_message, parse_message};
 pub use yaml::error::{ScalarReadings, YamlError, YamlLocation};

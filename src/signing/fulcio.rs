@@ -10,7 +10,7 @@
 
 use super::certificate_identity::TokenIdentities;
 use super::http::{self, BodyError};
-use super::retry::{Attempts, RetryPolicy, retry};
+use super::retry::{Attempts, RemoteService, RetryObserver, RetryPolicy, Retrying, retry};
 use super::sigstore::{CertificateFacts, EphemeralKey, IdentityToken, certificate_facts};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -85,6 +85,7 @@ pub(crate) struct FulcioRequest<'a> {
     pub url: &'a str,
     pub timeout: Duration,
     pub retry: RetryPolicy,
+    pub on_retry: &'a RetryObserver,
 }
 
 /// One attempt's failure, before retries are accounted for.
@@ -114,7 +115,12 @@ pub(crate) async fn request_certificate(
         },
     });
     let endpoint = format!("{url}/api/v2/signingCert");
-    let answer = retry(request.retry, || post(&client, &endpoint, &body))
+    let how = Retrying {
+        policy: request.retry,
+        service: RemoteService::Fulcio,
+        observer: request.on_retry,
+    };
+    let answer = retry(how, || post(&client, &endpoint, &body))
         .await
         .map_err(|(e, attempts)| match e {
             Attempt::Connection(source) => FulcioError::Unreachable {

@@ -9,7 +9,10 @@
 //! another 4xx, see [`super::retry`]), and tests can point it at a local endpoint.
 
 use super::http::{self, BodyError};
-use super::retry::{Attempts, RetryPolicy, Transient, retry, status_is_transient};
+use super::retry::{
+    Attempts, RemoteService, RetryObserver, RetryPolicy, Retrying, Transient, retry,
+    status_is_transient,
+};
 use super::secret::Secret;
 use std::time::{Duration, SystemTime};
 
@@ -83,6 +86,15 @@ impl Transient for Attempt {
             _ => None,
         }
     }
+
+    fn reason(&self) -> String {
+        match self {
+            Attempt::Connection(e) => http::request_failure(e),
+            Attempt::Status { status, .. } => format!("HTTP {status}"),
+            Attempt::Body(b) => b.reason(),
+            Attempt::NoValue => "no token in the answer".to_string(),
+        }
+    }
 }
 
 /// `GET $ACTIONS_ID_TOKEN_REQUEST_URL&audience=<aud>` with the job's bearer token; the
@@ -92,6 +104,7 @@ pub(crate) async fn request_token(
     request: &GitHubTokenRequest,
     audience: &str,
     policy: RetryPolicy,
+    on_retry: &RetryObserver,
 ) -> Result<Secret, GitHubTokenError> {
     let mut url = reqwest::Url::parse(&request.url).map_err(|e| GitHubTokenError::Url {
         reason: e.to_string(),
@@ -128,15 +141,18 @@ pub(crate) async fn request_token(
         let answer: Answer = serde_json::from_slice(&body).map_err(|_| Attempt::NoValue)?;
         answer.value.ok_or(Attempt::NoValue)
     };
-    retry(policy, attempt)
-        .await
-        .map_err(|(e, attempts)| match e {
-            Attempt::Connection(source) => GitHubTokenError::Connection {
-                attempts,
-                source: source.without_url(),
-            },
-            Attempt::Status { status, .. } => GitHubTokenError::Status { status, attempts },
-            Attempt::Body(b) => GitHubTokenError::Body(b),
-            Attempt::NoValue => GitHubTokenError::NoValue,
-        })
+    let how = Retrying {
+        policy,
+        service: RemoteService::GitHubActionsToken,
+        observer: on_retry,
+    };
+    retry(how, attempt).await.map_err(|(e, attempts)| match e {
+        Attempt::Connection(source) => GitHubTokenError::Connection {
+            attempts,
+            source: source.without_url(),
+        },
+        Attempt::Status { status, .. } => GitHubTokenError::Status { status, attempts },
+        Attempt::Body(b) => GitHubTokenError::Body(b),
+        Attempt::NoValue => GitHubTokenError::NoValue,
+    })
 }

@@ -106,6 +106,37 @@ impl Transient for BodyError {
     fn is_transient(&self) -> bool {
         matches!(self, BodyError::Read(_))
     }
+
+    fn reason(&self) -> String {
+        match self {
+            BodyError::Read(e) if e.is_timeout() => "timed out reading the answer".to_string(),
+            BodyError::Read(e) => format!("answer broken off: {}", innermost(e)),
+            BodyError::TooLarge { .. } => self.to_string(),
+        }
+    }
+}
+
+/// A request that got no answer, in a few words: `timed out`, or the innermost cause
+/// (`Connection refused (os error 111)`), which says more than reqwest's own wording.
+pub(crate) fn request_failure(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        return "timed out".to_string();
+    }
+    let cause = innermost(e);
+    if e.is_connect() {
+        format!("cannot connect: {cause}")
+    } else {
+        cause
+    }
+}
+
+/// The message of the last error in `e`'s chain of sources.
+fn innermost(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut last = e;
+    while let Some(next) = last.source() {
+        last = next;
+    }
+    last.to_string()
 }
 
 /// One failed attempt at a request to a Sigstore service (Fulcio, Rekor), before retries
@@ -134,6 +165,14 @@ impl<E: Transient> Transient for Attempt<E> {
         match self {
             Attempt::Status { retry_after, .. } => *retry_after,
             _ => None,
+        }
+    }
+
+    fn reason(&self) -> String {
+        match self {
+            Attempt::Connection(e) => request_failure(e),
+            Attempt::Status { status, .. } => format!("HTTP {status}"),
+            Attempt::Other(e) => e.reason(),
         }
     }
 }

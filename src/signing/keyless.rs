@@ -28,7 +28,7 @@ use super::error::{KeylessError, SignError};
 use super::fulcio::{DEFAULT_FULCIO_URL, FulcioRequest, request_certificate};
 use super::http;
 use super::rekor_upload::{EntryRequest, RekorOptions, RekorUploader};
-use super::retry::RetryPolicy;
+use super::retry::{RetryObserver, RetryPolicy};
 use super::signer::Signer;
 use super::sigstore::{BundleMaterial, EphemeralKey, message_bundle_json};
 use super::token::AcquiredToken;
@@ -47,6 +47,9 @@ pub struct KeylessOptions {
     pub retry: RetryPolicy,
     /// Bound of the certificate request. Default 30 s.
     pub timeout: Duration,
+    /// Told of each retried certificate request (Rekor's uploads tell `rekor.on_retry`).
+    /// Default: nobody.
+    pub on_retry: RetryObserver,
 }
 
 crate::setters::setters! {
@@ -61,6 +64,8 @@ crate::setters::setters! {
         with_retry => retry: RetryPolicy,
         /// Sets `timeout`.
         with_timeout => timeout: Duration,
+        /// Sets `on_retry`.
+        with_on_retry => on_retry: RetryObserver,
     }
 }
 
@@ -71,6 +76,7 @@ impl Default for KeylessOptions {
             rekor: RekorOptions::default(),
             retry: RetryPolicy::DEFAULT,
             timeout: Duration::from_secs(30),
+            on_retry: RetryObserver::default(),
         }
     }
 }
@@ -186,6 +192,7 @@ impl KeylessSigner {
                 url: &self.options.fulcio_url,
                 timeout: self.options.timeout,
                 retry: self.options.retry,
+                on_retry: &self.options.on_retry,
             },
             &self.token.token,
             &key,

@@ -49,7 +49,7 @@ pub use key::KeySigner;
 pub use keyless::{KeylessBatch, KeylessOptions, KeylessSigner};
 pub use pipeline::{SignOptions, SignScope, SignSummary, sign_files};
 pub use rekor_upload::{DEFAULT_REKOR_URL, RekorError, RekorOptions};
-pub use retry::{Attempts, MAX_RETRY_AFTER, RetryPolicy};
+pub use retry::{Attempts, MAX_RETRY_AFTER, RemoteService, RetryEvent, RetryObserver, RetryPolicy};
 pub use secret::Secret;
 pub use sign_in::{SignInError, SignInOptions, SignInPrompt, SilentPrompt};
 pub use signer::Signer;

@@ -17,7 +17,9 @@
 //! answer is parsed by the crate, through the adapter (`signing/sigstore.rs`).
 
 use super::http::{self, BodyError};
-use super::retry::{Attempts, RetryPolicy, Transient, retry};
+use super::retry::{
+    Attempts, RemoteService, RetryObserver, RetryPolicy, Retrying, Transient, retry,
+};
 use super::sigstore::RekorLogEntry;
 use crate::annotations::{RekorBundle, RekorPayload};
 use base64::Engine as _;
@@ -42,6 +44,8 @@ pub struct RekorOptions {
     pub retry: RetryPolicy,
     /// Bound of one request. Default 30 s.
     pub timeout: Duration,
+    /// Told of each retried upload. Default: nobody.
+    pub on_retry: RetryObserver,
 }
 
 crate::setters::setters! {
@@ -56,6 +60,8 @@ crate::setters::setters! {
         with_retry => retry: RetryPolicy,
         /// Sets `timeout`.
         with_timeout => timeout: Duration,
+        /// Sets `on_retry`.
+        with_on_retry => on_retry: RetryObserver,
     }
 }
 
@@ -66,6 +72,7 @@ impl Default for RekorOptions {
             concurrency: 8,
             retry: RetryPolicy::DEFAULT,
             timeout: Duration::from_secs(30),
+            on_retry: RetryObserver::default(),
         }
     }
 }
@@ -117,6 +124,13 @@ impl Transient for RekorError {
     /// too large, not a log entry, a 409 without `Location` is never retried.
     fn is_transient(&self) -> bool {
         matches!(self, RekorError::Body(body) if body.is_transient())
+    }
+
+    fn reason(&self) -> String {
+        match self {
+            RekorError::Body(body) => body.reason(),
+            other => other.to_string(),
+        }
     }
 }
 
@@ -220,7 +234,12 @@ impl RekorUploader {
     pub async fn upload(&self, request: &EntryRequest) -> Result<LoggedEntry, RekorError> {
         let entries_url = format!("{}/api/v1/log/entries", self.url);
         let body = request.body();
-        let entry = retry(self.options.retry, || self.post(&entries_url, &body))
+        let how = Retrying {
+            policy: self.options.retry,
+            service: RemoteService::Rekor,
+            observer: &self.options.on_retry,
+        };
+        let entry = retry(how, || self.post(&entries_url, &body))
             .await
             .map_err(|(e, attempts)| match e {
                 Attempt::Connection(source) => RekorError::Connection {

@@ -22,11 +22,16 @@
 //!   once, with the error and the delay the server asked for. A hostile or confused server
 //!   cannot park a signing run for hours (Fulcio certificates live ten minutes), and
 //!   retrying earlier than asked would only earn another 429.
+//!
+//! Each failed attempt that is retried is told to the caller's [`RetryObserver`] as a
+//! [`RetryEvent`] (which service, which attempt, how long it took, why it failed, the wait):
+//! three attempts that time out at 30 s are a minute and a half, and a person should see
+//! them go by. The library never prints; the CLI's observer does.
 
 use std::future::Future;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, SystemTime};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use backon::{ExponentialBuilder, Retryable as _, Sleeper};
 
@@ -90,6 +95,97 @@ pub(crate) trait Transient {
     fn retry_after(&self) -> Option<Duration> {
         None
     }
+    /// Why the attempt failed, in a few words (`timed out`, `HTTP 503`), for a
+    /// [`RetryEvent`].
+    fn reason(&self) -> String;
+}
+
+/// The service a retried request goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RemoteService {
+    /// Fulcio's certificate request.
+    Fulcio,
+    /// A Rekor upload.
+    Rekor,
+    /// The GitHub Actions identity token endpoint (the OIDC token fetch).
+    GitHubActionsToken,
+}
+
+impl std::fmt::Display for RemoteService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RemoteService::Fulcio => "fulcio",
+            RemoteService::Rekor => "rekor",
+            RemoteService::GitHubActionsToken => "github actions token",
+        })
+    }
+}
+
+/// One failed attempt of a request that is about to be tried again.
+///
+/// Its `Display` is the line a person reads:
+/// `fulcio: attempt 1 of 3 failed after 30.0 s (timed out); retrying in 1.0 s`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetryEvent {
+    pub service: RemoteService,
+    /// The attempt that failed, from 1.
+    pub attempt: u32,
+    /// Attempts the policy allows, the first one included.
+    pub attempts: u32,
+    /// How long the failed attempt took.
+    pub elapsed: Duration,
+    /// Why it failed (`timed out`, `HTTP 503`, `connection refused`).
+    pub reason: String,
+    /// The wait before the next attempt (backoff, plus any `Retry-After`).
+    pub wait: Duration,
+}
+
+impl std::fmt::Display for RetryEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: attempt {} of {} failed after {:.1} s ({}); retrying in {:.1} s",
+            self.service,
+            self.attempt,
+            self.attempts,
+            self.elapsed.as_secs_f64(),
+            self.reason,
+            self.wait.as_secs_f64()
+        )
+    }
+}
+
+/// Who is told of each retry ([`RetryEvent`]); by default nobody. Called from the task
+/// that made the request (Rekor uploads run concurrently: it must be `Send + Sync`).
+#[derive(Clone, Default)]
+pub struct RetryObserver(Option<Arc<OnRetry>>);
+
+/// What a [`RetryObserver`] calls.
+type OnRetry = dyn Fn(&RetryEvent) + Send + Sync;
+
+impl RetryObserver {
+    /// An observer that calls `on_retry` with each event.
+    pub fn new(on_retry: impl Fn(&RetryEvent) + Send + Sync + 'static) -> Self {
+        RetryObserver(Some(Arc::new(on_retry)))
+    }
+
+    fn notify(&self, event: &RetryEvent) {
+        if let Some(on_retry) = &self.0 {
+            on_retry(event);
+        }
+    }
+}
+
+impl std::fmt::Debug for RetryObserver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "RetryObserver(..)"
+        } else {
+            "RetryObserver(none)"
+        })
+    }
 }
 
 /// Whether an HTTP status is worth retrying: 429 and server errors.
@@ -122,22 +218,30 @@ impl std::fmt::Display for Attempts {
     }
 }
 
+/// Where a retried request goes and who hears of its retries.
+#[derive(Debug, Clone)]
+pub(crate) struct Retrying<'a> {
+    pub policy: RetryPolicy,
+    pub service: RemoteService,
+    pub observer: &'a RetryObserver,
+}
+
 /// Runs `attempt` until it succeeds, fails with a permanent error, the policy's attempts
-/// are used up, or the server asks for a wait above [`MAX_RETRY_AFTER`]. On failure returns
-/// the last error and how the attempts went.
-pub(crate) async fn retry<T, E, F, Fut>(policy: RetryPolicy, attempt: F) -> Result<T, (E, Attempts)>
+/// are used up, or the server asks for a wait above [`MAX_RETRY_AFTER`]; each retry is told
+/// to the observer first. On failure returns the last error and how the attempts went.
+pub(crate) async fn retry<T, E, F, Fut>(how: Retrying<'_>, attempt: F) -> Result<T, (E, Attempts)>
 where
     E: Transient,
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
 {
-    retry_with(policy, None, backon::TokioSleeper, attempt).await
+    retry_with(how, None, backon::TokioSleeper, attempt).await
 }
 
 /// [`retry`] with an injected random seed and sleeper (tests record the waits instead of
 /// sleeping).
 pub(crate) async fn retry_with<T, E, F, Fut, S>(
-    policy: RetryPolicy,
+    how: Retrying<'_>,
     seed: Option<u64>,
     sleeper: S,
     mut attempt: F,
@@ -148,12 +252,17 @@ where
     Fut: Future<Output = Result<T, E>>,
     S: Sleeper,
 {
-    // Shared with the closures below; atomics so the future stays `Send` (uploads run on
-    // a multi-threaded runtime).
+    let policy = how.policy;
+    // Shared with the closures below; atomics and locks so the future stays `Send`
+    // (uploads run on a multi-threaded runtime).
     let made = AtomicU32::new(0);
     let refused_wait = Mutex::new(None);
+    let started = Mutex::new(Instant::now());
     let result = (|| {
         made.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut started) = started.lock() {
+            *started = Instant::now();
+        }
         attempt()
     })
     .retry(policy.backoff(seed))
@@ -162,16 +271,25 @@ where
     .adjust(|e: &E, backoff: Option<Duration>| {
         // `None` from the backoff: the attempts are used up.
         let backoff = backoff?;
-        match e.retry_after() {
-            None => Some(backoff),
+        let wait = match e.retry_after() {
+            None => backoff,
             Some(asked) if asked > MAX_RETRY_AFTER => {
                 if let Ok(mut refused) = refused_wait.lock() {
                     *refused = Some(asked);
                 }
-                None
+                return None;
             }
-            Some(asked) => Some(asked.saturating_add(backoff)),
-        }
+            Some(asked) => asked.saturating_add(backoff),
+        };
+        how.observer.notify(&RetryEvent {
+            service: how.service,
+            attempt: made.load(Ordering::Relaxed),
+            attempts: policy.attempts.max(1),
+            elapsed: started.lock().map(|s| s.elapsed()).unwrap_or_default(),
+            reason: e.reason(),
+            wait,
+        });
+        Some(wait)
     })
     .await;
     result.map_err(|e| {
@@ -243,6 +361,9 @@ mod tests {
         fn retry_after(&self) -> Option<Duration> {
             self.retry_after
         }
+        fn reason(&self) -> String {
+            format!("HTTP {}", self.status)
+        }
     }
 
     /// Runs `answers` (one per attempt, then successes) through the retry loop with a
@@ -251,6 +372,24 @@ mod tests {
         policy: RetryPolicy,
         answers: Vec<Answer>,
     ) -> (Result<u32, (Answer, Attempts)>, Vec<Duration>) {
+        let (result, waits, _) = run_observed(policy, answers);
+        (result, waits)
+    }
+
+    /// The outcome, the waits slept and the events told.
+    type Observed = (
+        Result<u32, (Answer, Attempts)>,
+        Vec<Duration>,
+        Vec<RetryEvent>,
+    );
+
+    /// [`run`], and the events the observer was told.
+    fn run_observed(policy: RetryPolicy, answers: Vec<Answer>) -> Observed {
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let observer = {
+            let events = events.clone();
+            RetryObserver::new(move |e| events.lock().unwrap().push(e.clone()))
+        };
         let waits = Arc::new(Mutex::new(Vec::new()));
         let sleeper = {
             let waits = waits.clone();
@@ -264,14 +403,80 @@ mod tests {
         let result = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap()
-            .block_on(retry_with(policy, Some(7), sleeper, || {
-                calls.set(calls.get() + 1);
-                let next = answers.lock().unwrap().next();
-                let n = calls.get();
-                async move { next.map_or(Ok(n), Err) }
-            }));
+            .block_on(retry_with(
+                Retrying {
+                    policy,
+                    service: RemoteService::Fulcio,
+                    observer: &observer,
+                },
+                Some(7),
+                sleeper,
+                || {
+                    calls.set(calls.get() + 1);
+                    let next = answers.lock().unwrap().next();
+                    let n = calls.get();
+                    async move { next.map_or(Ok(n), Err) }
+                },
+            ));
         let waits = waits.lock().unwrap().clone();
-        (result, waits)
+        let events = events.lock().unwrap().clone();
+        (result, waits, events)
+    }
+
+    // Issue 39 item 11: every retry is told, with its attempt, reason and wait; the last
+    // failure (no retry follows) and a permanent one are not.
+    #[test]
+    fn every_retry_is_told_to_the_observer_with_its_attempt_reason_and_wait() {
+        let (r, waits, events) = run_observed(
+            RetryPolicy::DEFAULT,
+            vec![status(503), too_many(2), status(500)],
+        );
+        assert_eq!(r.unwrap_err().1.made, 3);
+        assert_eq!(events.len(), 2, "{events:?}");
+        for (n, (event, wait)) in events.iter().zip(&waits).enumerate() {
+            assert_eq!(
+                (event.service, event.attempt, event.attempts),
+                (RemoteService::Fulcio, n as u32 + 1, 3)
+            );
+            assert_eq!(event.wait, *wait, "the wait told is the wait slept");
+        }
+        assert_eq!(events[0].reason, "HTTP 503");
+        assert!(
+            events[1].wait >= Duration::from_secs(2),
+            "Retry-After counted"
+        );
+        let line = events[0].to_string();
+        assert!(
+            line.starts_with("fulcio: attempt 1 of 3 failed after ")
+                && line.contains(" s (HTTP 503); retrying in "),
+            "{line}"
+        );
+        let (_, _, events) = run_observed(RetryPolicy::DEFAULT, vec![status(400)]);
+        assert!(
+            events.is_empty(),
+            "a permanent error is not retried: {events:?}"
+        );
+        let (_, _, events) = run_observed(RetryPolicy::DEFAULT, vec![too_many(3600)]);
+        assert!(
+            events.is_empty(),
+            "a refused wait is not retried: {events:?}"
+        );
+    }
+
+    #[test]
+    fn a_retry_event_reads_as_one_line_with_tenths_of_seconds() {
+        let event = RetryEvent {
+            service: RemoteService::Rekor,
+            attempt: 2,
+            attempts: 3,
+            elapsed: Duration::from_millis(30_012),
+            reason: "timed out".into(),
+            wait: Duration::from_millis(1_460),
+        };
+        assert_eq!(
+            event.to_string(),
+            "rekor: attempt 2 of 3 failed after 30.0 s (timed out); retrying in 1.5 s"
+        );
     }
 
     #[test]

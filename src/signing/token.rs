@@ -25,7 +25,7 @@ use super::github_actions::{
     GitHubTokenRequest, request_token,
 };
 use super::http;
-use super::retry::RetryPolicy;
+use super::retry::{RetryObserver, RetryPolicy};
 use super::sign_in::{self, SignInError, SignInOptions, SignInPrompt};
 use super::sigstore::{IdentityToken, detect_ambient_ci_token};
 use super::token_source::SIGSTORE_ID_TOKEN;
@@ -100,6 +100,10 @@ pub struct TokenOptions {
     pub sign_in: SignInOptions,
     /// Retries of the GitHub Actions token request.
     pub retry: RetryPolicy,
+    /// Bound of one request to a CI token endpoint. Default 30 s.
+    pub timeout: Duration,
+    /// Told of each retried GitHub Actions token request. Default: nobody.
+    pub on_retry: RetryObserver,
 }
 
 crate::setters::setters! {
@@ -112,6 +116,10 @@ crate::setters::setters! {
         with_sign_in => sign_in: SignInOptions,
         /// Sets `retry`.
         with_retry => retry: RetryPolicy,
+        /// Sets `timeout`.
+        with_timeout => timeout: Duration,
+        /// Sets `on_retry`.
+        with_on_retry => on_retry: RetryObserver,
     }
 }
 
@@ -130,6 +138,8 @@ impl Default for TokenOptions {
             audience: DEFAULT_AUDIENCE.to_string(),
             sign_in: SignInOptions::default(),
             retry: RetryPolicy::DEFAULT,
+            timeout: Duration::from_secs(30),
+            on_retry: RetryObserver::default(),
         }
     }
 }
@@ -323,9 +333,16 @@ async fn find_token(
     if let Some(t) = &env.sigstore_id_token {
         return Ok((t.clone(), TokenSource::Environment));
     }
-    let http = http::client(Duration::from_secs(30)).map_err(TokenError::HttpClient)?;
+    let http = http::client(options.timeout).map_err(TokenError::HttpClient)?;
     if let Some(gh) = &env.github_actions {
-        let jwt = request_token(&http, gh, &options.audience, options.retry).await?;
+        let jwt = request_token(
+            &http,
+            gh,
+            &options.audience,
+            options.retry,
+            &options.on_retry,
+        )
+        .await?;
         return Ok((jwt, TokenSource::GitHubActions));
     }
     if env.in_github_actions {

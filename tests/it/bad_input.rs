@@ -113,9 +113,11 @@ fn one_bad_file_in_a_batch_writes_nothing() {
     common::with_key("sign", &[], &good, &kd.key)
         .arg("-f")
         .arg(&bad)
+        .arg("-o")
+        .arg(kd.path().join("out/"))
         .assert()
         .code(2);
-    assert!(!kd.path().join("good.yaml.signed").exists());
+    assert!(!kd.path().join("out").exists());
 }
 
 #[test]
@@ -168,7 +170,11 @@ fn empty_directory_is_an_error() {
     let kd = common::key_dir("cosign");
     let empty = kd.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    kd.sign_fails(&[], &empty, &["no .yaml, .yml or .json files found"]);
+    kd.sign_fails(
+        &["-o", "signed/"],
+        &empty,
+        &["no .yaml, .yml or .json files found"],
+    );
 }
 
 #[test]
@@ -254,4 +260,157 @@ fn a_file_past_the_document_limit_is_refused_naming_the_limit() {
     .unwrap();
     assert!(doc.contains("At most 1,000 documents per file"));
     assert!(doc.contains("Comments are not kept."));
+}
+
+/// `sign` of a tree without `-o` would write `*.yaml.signed` files, which `kubectl apply -f
+/// DIR` skips and mansign refuses (issue 39 item 8): refused before the key is read (the
+/// key named here does not exist), exit 2, nothing written, saying what to write.
+#[test]
+fn a_tree_without_an_output_is_refused_before_the_key_is_read_saying_what_to_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(dir.path(), "unsigned/a.yaml", MULTI_DOC);
+    let b = write(dir.path(), "unsigned/team/b.yaml", MULTI_DOC);
+    let before = files_under(dir.path());
+    let cases: [(&str, Vec<std::ffi::OsString>, &str); 3] = [
+        (
+            "a directory",
+            vec![dir.path().join("unsigned").into()],
+            "a directory",
+        ),
+        ("two files", vec![a.into(), b.into()], "several inputs"),
+        (
+            "two glob patterns",
+            vec![
+                dir.path().join("unsigned/*.yaml").into(),
+                dir.path().join("unsigned/team/*.yaml").into(),
+            ],
+            "several inputs",
+        ),
+    ];
+    for (case, inputs, what) in cases {
+        let out = mansign()
+            .arg("sign")
+            .args(&inputs)
+            .arg("--key")
+            .arg(dir.path().join("missing.key"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{case}: {err}");
+        let needs = format!("sign of {what} needs -o: write -o signed/");
+        for words in [
+            needs.as_str(),
+            "`kubectl apply -R -f signed/` and `mansign verify signed/` read",
+            "or -o - for one stream",
+        ] {
+            assert!(err.contains(words), "{case}: {err}");
+        }
+        assert!(
+            !err.contains("missing.key"),
+            "{case}: the key was read: {err}"
+        );
+        assert_eq!(
+            files_under(dir.path()),
+            before,
+            "{case}: something was written"
+        );
+    }
+    // One pattern matching two files: found by the walk, still before the key.
+    let out = mansign()
+        .arg("sign")
+        .arg(dir.path().join("unsigned/**/*.yaml"))
+        .arg("--key")
+        .arg(dir.path().join("missing.key"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("sign of a glob pattern matching several files needs -o: write -o signed/"),
+        "{err}"
+    );
+    assert!(!err.contains("missing.key"), "the key was read: {err}");
+    assert_eq!(files_under(dir.path()), before);
+}
+
+/// What the refusal says to write works: `-o signed/` mirrors the tree, and `verify`
+/// reads it; one file without `-o` keeps kubectl-sigstore's `FILE.signed`, the summary
+/// names it, and `verify -f FILE.signed` reads the file it is named.
+#[test]
+fn the_outputs_the_refusal_names_and_a_single_file_signed_beside_itself_verify() {
+    let kd = common::key_dir("cosign");
+    kd.write("unsigned/a.yaml", MULTI_DOC);
+    kd.write("unsigned/team/b.yaml", MULTI_DOC);
+    mansign()
+        .current_dir(kd.path())
+        .args(["sign", "unsigned/", "--key", "cosign.key", "-o", "signed/"])
+        .assert()
+        .success();
+    assert_eq!(
+        files_under(&kd.path().join("signed")),
+        ["a.yaml", "team/b.yaml"]
+    );
+    mansign()
+        .current_dir(kd.path())
+        .args(["verify", "signed/", "--key", "cosign.pub"])
+        .assert()
+        .success();
+    let one = kd.write("x.yaml", MULTI_DOC);
+    common::with_key("sign", &[], &one, &kd.key)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(format!(
+            "-> {}.signed",
+            one.display()
+        )));
+    common::with_key("verify", &[], kd.path().join("x.yaml.signed"), &kd.pubkey)
+        .assert()
+        .success();
+}
+
+/// A README.md, a `.signed` file and a YAML 1.1 scalar are three problems, named in one
+/// run (issue 39 item 9), by `sign` (nothing written, before the key is read) and by
+/// `verify` (no report, also with `-o json`), exit 2.
+#[test]
+fn every_input_problem_of_a_run_is_named_at_once() {
+    let kd = common::key_dir("cosign");
+    kd.write("unsigned/README.md", "# how to sign\n");
+    kd.write("unsigned/a.yaml", MULTI_DOC);
+    kd.write("unsigned/a.yaml.signed", MULTI_DOC);
+    kd.write(
+        "unsigned/team/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  enabled: on\n",
+    );
+    let problems = [
+        "3 problems in the inputs:",
+        "unsigned/README.md: not a manifest file",
+        "unsigned/a.yaml.signed: not a manifest file",
+        "unsigned/team/cm.yaml: document 1, data.enabled (line 6, column 12): plain scalar `on`",
+    ];
+    let before = files_under(kd.path());
+    let out = mansign()
+        .current_dir(kd.path())
+        .args(["sign", "unsigned/", "-o", "signed/", "--key", "missing.key"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for p in problems {
+        assert!(err.contains(p), "sign: {p:?} not in {err}");
+    }
+    assert!(!err.contains("missing.key"), "the key was read: {err}");
+    assert_eq!(files_under(kd.path()), before, "something was written");
+    for format in ["text", "json"] {
+        let out = mansign()
+            .current_dir(kd.path())
+            .args(["verify", "unsigned/", "--key", "cosign.pub", "-o", format])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "verify -o {format}: {err}");
+        for p in problems {
+            assert!(err.contains(p), "verify -o {format}: {p:?} not in {err}");
+        }
+        assert!(out.stdout.is_empty(), "verify -o {format} printed a report");
+    }
 }

@@ -75,10 +75,11 @@ fn every_example_in_the_help_parses() {
 
 /// The examples that need no network, cluster or browser, in the order they are run: each
 /// must be in the help as written here, and succeed.
-const RUN: [&str; 6] = [
+const RUN: [&str; 7] = [
     "mansign generate-key-pair",
     "mansign generate-key-pair --output-key-prefix release",
     "mansign sign -f deploy.yaml --key cosign.key",
+    "mansign sign unsigned/ --key cosign.key -o signed/",
     "mansign verify -f deploy.yaml.signed --key cosign.pub",
     "mansign policy explain policy.yaml",
     "mansign verify -f deploy.yaml.signed --policy policy.yaml -o json",
@@ -92,6 +93,11 @@ fn the_examples_that_need_nothing_outside_run() {
         dir.path(),
         "deploy.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  mode: strict\n",
+    );
+    common::write(
+        dir.path(),
+        "unsigned/team-a/owners.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: owners\ndata:\n  team: a\n",
     );
     for example in RUN {
         assert!(
@@ -128,6 +134,7 @@ fn the_examples_that_need_nothing_outside_run() {
         "release.key",
         "release.pub",
         "deploy.yaml.signed",
+        "signed/team-a/owners.yaml",
     ] {
         assert!(dir.path().join(file).is_file(), "{file} not written");
     }

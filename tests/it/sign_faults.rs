@@ -908,3 +908,109 @@ fn the_probe_table_covers_items_one_to_eight() {
     let names: std::collections::BTreeSet<&str> = ROWS.iter().map(|r| r.name).collect();
     assert_eq!(names.len(), ROWS.len());
 }
+
+/// The lines of `stderr` that tell a retry of `service` (`fulcio: attempt N of 3 failed
+/// after ...`).
+fn retry_lines<'a>(stderr: &'a str, service: &str) -> Vec<&'a str> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with(&format!("{service}: attempt ")))
+        .collect()
+}
+
+/// Each retry line names its attempt, says it timed out and how long it waits, in order.
+fn check_retry_lines(lines: &[&str], service: &str, verbose: bool) -> Result<(), String> {
+    for (n, line) in lines.iter().enumerate() {
+        let start = format!("{service}: attempt {} of 3 failed after ", n + 1);
+        let ok = line.starts_with(&start)
+            && line.contains(" s (timed out); retrying in ")
+            && line.ends_with(if verbose {
+                " s"
+            } else {
+                " s (-v shows every retry)"
+            });
+        check(ok, || format!("line {}: {line:?}", n + 1))?;
+    }
+    Ok(())
+}
+
+/// Issue 39 item 11: a Fulcio that accepts the connection and never answers. With `-v`,
+/// each of the two retries is a line naming its attempt, the timeout and the wait; without
+/// it, the first retry is (the run is never silent for three timeouts); then the run fails
+/// naming Fulcio and the three attempts, exit 2, nothing written. `--timeout 1` keeps the
+/// run short; the 120 s bound is only a guard against a hang.
+#[test]
+fn a_fulcio_that_never_answers_is_retried_and_each_retry_is_said() {
+    let stack = Stack::start();
+    let fulcio = FaultProxy::start(stack.fulcio_url(), |_, _| Fault::Stall);
+    let dir = tempfile::tempdir().unwrap();
+    let input = write(dir.path(), "cm.yaml", &config_map("cm"));
+    let out = dir.path().join("signed");
+    for (verbose, retries) in [(true, 2), (false, 1)] {
+        let mut cmd = sign_via(&stack, &fulcio.url, stack.rekor_url());
+        cmd.arg("-f")
+            .arg(&input)
+            .arg("-o")
+            .arg(format!("{}/", out.display()))
+            .args(["--timeout", "1"]);
+        if verbose {
+            cmd.arg("-v");
+        }
+        let done = run_within(cmd, Duration::from_secs(120)).unwrap();
+        let err = stderr(&done);
+        expect_exit(
+            &done,
+            2,
+            &[&format!(
+                "Fulcio at {} is unreachable after 3 attempt(s)",
+                fulcio.url
+            )],
+        )
+        .unwrap();
+        let lines = retry_lines(&err, "fulcio");
+        assert_eq!(lines.len(), retries, "-v {verbose}: {err}");
+        check_retry_lines(&lines, "fulcio", verbose).unwrap_or_else(|e| panic!("{e}\n{err}"));
+        assert!(!out.exists(), "something was written");
+    }
+    assert_eq!(fulcio.count("POST", FULCIO_PATH), 6, "3 attempts a run");
+}
+
+/// The same for a Rekor that never answers a `--key --tlog-upload` upload (no Fulcio, no
+/// token: nothing upstream is ever asked).
+#[test]
+fn a_rekor_that_never_answers_is_retried_and_each_retry_is_said() {
+    let rekor = FaultProxy::start("http://127.0.0.1:9", |_, _| Fault::Stall);
+    let dir = tempfile::tempdir().unwrap();
+    let (key, _) = common::key_pair(dir.path(), "cosign");
+    let input = write(dir.path(), "cm.yaml", &config_map("cm"));
+    let out = dir.path().join("signed.yaml");
+    for (verbose, retries) in [(true, 2), (false, 1)] {
+        let mut cmd = sign_with_key(&key);
+        cmd.arg("-f").arg(&input).arg("-o").arg(&out).args([
+            "--tlog-upload",
+            "--rekor-url",
+            &rekor.url,
+            "--timeout",
+            "1",
+        ]);
+        if verbose {
+            cmd.arg("-v");
+        }
+        let done = run_within(cmd, Duration::from_secs(120)).unwrap();
+        let err = stderr(&done);
+        expect_exit(
+            &done,
+            2,
+            &[&format!(
+                "Rekor at {} is unreachable after 3 attempt(s)",
+                rekor.url
+            )],
+        )
+        .unwrap();
+        let lines = retry_lines(&err, "rekor");
+        assert_eq!(lines.len(), retries, "-v {verbose}: {err}");
+        check_retry_lines(&lines, "rekor", verbose).unwrap_or_else(|e| panic!("{e}\n{err}"));
+        assert!(!out.exists(), "something was written");
+    }
+    assert_eq!(rekor.count("POST", REKOR_PATH), 6, "3 attempts a run");
+}

@@ -54,6 +54,9 @@ pub enum Fault {
     /// Forwarded; the client gets the head (a `Content-Length` of the real body) and then
     /// one byte of it every 500 ms, far slower than any client timeout, until it hangs up.
     EndlessBody,
+    /// Nothing is forwarded and nothing answered: the connection stays open, silent, until
+    /// the client hangs up (a service that accepts and never answers; at most 10 minutes).
+    Stall,
 }
 
 type Handler = dyn Fn(&Request, usize) -> Fault + Send + Sync;
@@ -137,6 +140,12 @@ fn serve(mut stream: TcpStream, upstream: &str, request: &Request, fault: Fault)
             let _ = stream.write_all(&answer.body[..half]);
             let _ = stream.flush();
             let _ = stream.shutdown(std::net::Shutdown::Both);
+            return;
+        }
+        Fault::Stall => {
+            // The request was read whole: the next read returns when the client hangs up.
+            stream.set_read_timeout(Some(Duration::from_secs(600))).ok();
+            let _ = stream.read(&mut [0u8; 1]);
             return;
         }
         Fault::EndlessBody => {
