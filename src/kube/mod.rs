@@ -39,8 +39,10 @@ pub enum KubeError {
     TooLarge { limit: usize },
     #[error("an answer mansign cannot read: {0}")]
     Malformed(String),
-    /// A kubeconfig `exec` credential plugin did not give a usable credential.
-    #[error("{origin}: exec credential plugin {command}: {reason}")]
+    /// A kubeconfig `exec` credential plugin did not give a usable credential. `origin`
+    /// names the kubeconfig, context and user (the callers print it with every error of
+    /// the client, so it is not repeated here).
+    #[error("exec credential plugin {command}: {reason}")]
     ExecPlugin {
         origin: String,
         command: String,
