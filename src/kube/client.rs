@@ -89,7 +89,7 @@ impl Transport {
 }
 
 /// A client for one API server.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct KubeClient {
     http: reqwest::Client,
     transport: Arc<Transport>,
@@ -100,6 +100,22 @@ pub struct KubeClient {
     impersonation: Impersonation,
     max_bytes: usize,
     origin: String,
+}
+
+impl std::fmt::Debug for KubeClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never a credential: not the exec plugin's key held for its HTTP client.
+        f.debug_struct("KubeClient")
+            .field("server", &self.server)
+            .field("credentials", &self.credentials)
+            .field("impersonation", &self.impersonation)
+            .field(
+                "proxy",
+                &self.transport.proxy.as_ref().map(url::Url::as_str),
+            )
+            .field("origin", &self.origin)
+            .finish_non_exhaustive()
+    }
 }
 
 /// An exec plugin's client certificate and key, and the HTTP client presenting them.

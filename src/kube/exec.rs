@@ -343,6 +343,16 @@ fn run(config: &ExecConfig) -> Result<ExecCredential, KubeError> {
         .recv_timeout(rest)
         .map(|t| String::from_utf8_lossy(&t).trim().to_string())
         .unwrap_or_default();
+    let stdout = out_rx.recv_timeout(rest);
+    // Past the limit first: the plugin then usually dies of the closed pipe (SIGPIPE), and
+    // the size is the reason.
+    if let Ok(Ok(bytes)) = &stdout
+        && bytes.len() as u64 > MAX_OUTPUT_BYTES
+    {
+        return Err(config.error(format!(
+            "printed more than {MAX_OUTPUT_BYTES} bytes (an ExecCredential is expected)"
+        )));
+    }
     if !status.success() {
         let stderr = if stderr.is_empty() {
             String::new()
@@ -351,7 +361,7 @@ fn run(config: &ExecConfig) -> Result<ExecCredential, KubeError> {
         };
         return Err(config.error(format!("failed ({status}){stderr}")));
     }
-    let stdout = match out_rx.recv_timeout(rest) {
+    let stdout = match stdout {
         Ok(Ok(bytes)) => bytes,
         Ok(Err(e)) => return Err(config.error(format!("cannot read its output: {e}"))),
         Err(_) => {
@@ -360,11 +370,6 @@ fn run(config: &ExecConfig) -> Result<ExecCredential, KubeError> {
             ));
         }
     };
-    if stdout.len() as u64 > MAX_OUTPUT_BYTES {
-        return Err(config.error(format!(
-            "printed more than {MAX_OUTPUT_BYTES} bytes (an ExecCredential is expected)"
-        )));
-    }
     parse_credential(&stdout, &config.api_version).map_err(|reason| config.error(reason))
 }
 
@@ -509,6 +514,68 @@ mod tests {
             let e = parse_credential(text.as_bytes(), V1).unwrap_err();
             assert!(e.contains(want), "{text}: {e}");
         }
+    }
+
+    /// An ExecConfig running the shell script `body` in `dir`.
+    fn script(dir: &Path, body: &str) -> ExecConfig {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("plugin.sh");
+        std::fs::write(
+            &path,
+            format!("#!/bin/sh\necho run >> '{}/runs'\n{body}", dir.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mut c =
+            parse(json!({"apiVersion": V1, "command": path, "interactiveMode": "Never"})).unwrap();
+        c.timeout = Duration::from_secs(5);
+        c
+    }
+
+    fn runs(dir: &Path) -> usize {
+        std::fs::read_to_string(dir.join("runs"))
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn a_credential_is_cached_until_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = script(
+            dir.path(),
+            "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",\"status\":{\"token\":\"t\"}}'\n",
+        );
+        let first = credential(&c).unwrap();
+        let second = credential(&c).unwrap();
+        assert_eq!(first, second);
+        assert_eq!(runs(dir.path()), 1, "no expiry: reused");
+        invalidate(&c, &first);
+        credential(&c).unwrap();
+        assert_eq!(runs(dir.path()), 2, "dropped after a 401: run again");
+    }
+
+    #[test]
+    fn a_plugin_printing_too_much_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = script(dir.path(), "head -c 3000000 /dev/zero | tr '\\0' ' '\n");
+        let e = run(&c).unwrap_err().to_string();
+        assert!(e.contains("printed more than 1048576 bytes"), "{e}");
+    }
+
+    #[test]
+    fn a_plugin_that_leaves_stdout_open_or_hangs_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = script(dir.path(), "exec sleep 30\n");
+        c.timeout = Duration::from_millis(300);
+        let start = Instant::now();
+        let e = run(&c).unwrap_err().to_string();
+        assert!(e.contains("did not finish within 0.3 s (killed)"), "{e}");
+        assert!(start.elapsed() < Duration::from_secs(5));
+        // Exits at once but leaves a child holding stdout.
+        let mut c = script(dir.path(), "sleep 30 &\nexit 0\n");
+        c.timeout = Duration::from_millis(500);
+        let e = run(&c).unwrap_err().to_string();
+        assert!(e.contains("output did not end"), "{e}");
     }
 
     #[test]
