@@ -871,3 +871,65 @@ fn verify_resource_resolves_kinds_by_discovery_and_fills_list_items() {
         common::all_output(&out)
     );
 }
+
+#[test]
+fn verify_resource_reads_every_namespace_and_cluster_scoped_kinds() {
+    let admin = env().cluster.kubeconfig();
+    let key = env().pubkey.to_str().unwrap();
+    // -A: both signed ConfigMaps verify; the API server's own ConfigMaps in kube-system
+    // are not signed, so the run as a whole fails.
+    let out = run(
+        &["verify-resource", "configmaps", "-A", "--key", key],
+        admin,
+        &[],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("/api/v1/configmaps: document 1, List item 1"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.matches(": verified (").count(), 2, "{stdout}");
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    // A cluster-scoped kind ignores -n; an unsigned Namespace fails verification (exit 1).
+    let out = run(
+        &[
+            "verify-resource",
+            "ns/access-a",
+            "-n",
+            "access-b",
+            "--key",
+            key,
+        ],
+        admin,
+        &[],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("/api/v1/namespaces/access-a: document 1:"),
+        "{stdout}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+}
+
+#[test]
+fn as_group_without_as_is_refused() {
+    let key = env().pubkey.to_str().unwrap();
+    let out = run(
+        &[
+            "verify-resource",
+            "configmaps",
+            "--key",
+            key,
+            "--as-group",
+            "dev",
+        ],
+        env().cluster.kubeconfig(),
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        common::all_output(&out).contains("--as-group without --as"),
+        "{}",
+        common::all_output(&out)
+    );
+}
