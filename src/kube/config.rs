@@ -354,7 +354,7 @@ fn config_error(origin: &str, reason: impl std::fmt::Display) -> KubeError {
     KubeError::Config(format!("{origin}: {reason}"))
 }
 
-pub(super) fn absolute(base: &Path, path: &Path) -> PathBuf {
+fn absolute(base: &Path, path: &Path) -> PathBuf {
     if path.is_absolute() {
         path.to_path_buf()
     } else {

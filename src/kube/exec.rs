@@ -163,7 +163,8 @@ impl ExecConfig {
         // client-go: a command with a path separator is relative to the kubeconfig's
         // directory; a bare name is looked up on PATH.
         let command = if command.contains('/') {
-            super::config::absolute(base_dir, std::path::Path::new(&command))
+            // An absolute path stays as it is (`join` replaces the base then).
+            base_dir.join(&command)
         } else {
             PathBuf::from(command)
         };
