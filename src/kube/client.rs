@@ -109,9 +109,17 @@ impl std::fmt::Debug for KubeClient {
             .field("server", &self.server)
             .field("credentials", &self.credentials)
             .field("impersonation", &self.impersonation)
+            // The proxy's address only: its URL may carry a password.
             .field(
                 "proxy",
-                &self.transport.proxy.as_ref().map(url::Url::as_str),
+                &self.transport.proxy.as_ref().map(|u| {
+                    format!(
+                        "{}://{}:{}",
+                        u.scheme(),
+                        u.host_str().unwrap_or_default(),
+                        u.port_or_known_default().unwrap_or_default()
+                    )
+                }),
             )
             .field("origin", &self.origin)
             .finish_non_exhaustive()
@@ -605,6 +613,21 @@ mod tests {
         assert!(c.url("ns", "secrets").is_ok());
         assert!(segment("name", "x?watch=1").is_err());
         assert!(segment("name", "..").is_ok()); // a dot-only name is refused by the server
+    }
+
+    #[test]
+    fn debug_shows_no_secret() {
+        let mut config = ClusterConfig::new(
+            "https://10.0.0.1:6443",
+            None,
+            Credentials::Token("s3cret-token".into()),
+            "test",
+        );
+        config.proxy_url = Some("http://user:s3cret-pass@proxy:3128".into());
+        let c = KubeClient::new(&config, &Limits::default()).unwrap();
+        let text = format!("{c:?}");
+        assert!(!text.contains("s3cret"), "{text}");
+        assert!(text.contains("http://proxy:3128"), "{text}");
     }
 
     #[test]
