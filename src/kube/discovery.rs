@@ -234,7 +234,27 @@ fn pick(text: &str, served: &[(ApiResource, Value)]) -> Result<ApiResource, Kube
 
 impl KubeClient {
     /// The resource `text` (`configmaps`, `deploy`, `Deployment`, `deployments.apps`,
-    /// `policyexceptions.kyverno.io`) names, by API discovery.
+    /// `policyexceptions.kyverno.io`) names, by API discovery; every discovery answer at
+    /// most `limit` bytes.
+    ///
+    /// What `verify-resource` reads, from a Rust caller:
+    ///
+    /// ```no_run
+    /// use mansign::kube::{ClusterAccess, KubeClient, Scope};
+    /// # async fn read() -> Result<(), Box<dyn std::error::Error>> {
+    /// let limits = mansign::Limits::default();
+    /// // The current context of $KUBECONFIG (exec plugins, proxies and all).
+    /// let config = ClusterAccess::default().config(&limits)?;
+    /// let client = KubeClient::new(&config, &limits)?;
+    /// let deployments = client.resolve("deploy", limits.max_document_bytes).await?;
+    /// let scope = Scope::Namespace("prod".into());
+    /// let (path, objects) = client
+    ///     .read_objects(&deployments, &scope, None, limits.max_input_bytes)
+    ///     .await?;
+    /// println!("{path}: {} objects, each with apiVersion and kind", objects.len());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub async fn resolve(&self, text: &str, limit: usize) -> Result<ApiResource, KubeError> {
         let lower = text.to_ascii_lowercase();
         let mut served = Vec::new();
