@@ -933,3 +933,59 @@ fn as_group_without_as_is_refused() {
         common::all_output(&out)
     );
 }
+
+#[test]
+fn a_kind_two_groups_serve_is_refused_as_ambiguous_and_resolved_with_its_group() {
+    // Kyverno's two PolicyException CRDs (kyverno.io and policies.kyverno.io): kubectl
+    // would take the first by discovery order; mansign asks which.
+    let cluster = &env().cluster;
+    static CRDS: OnceLock<()> = OnceLock::new();
+    CRDS.get_or_init(|| cluster.create_kyverno_crds());
+    let key = env().pubkey.to_str().unwrap();
+    let start = Instant::now();
+    loop {
+        let out = run(
+            &[
+                "verify-resource",
+                "policyexceptions",
+                "-n",
+                "access-a",
+                "--key",
+                key,
+            ],
+            cluster.kubeconfig(),
+            &[],
+        );
+        let text = common::all_output(&out);
+        if text.contains("\"policyexceptions\" is ambiguous") {
+            assert_eq!(out.status.code(), Some(2), "{text}");
+            assert!(
+                text.contains("policyexceptions.kyverno.io, policyexceptions.policies.kyverno.io"),
+                "{text}"
+            );
+            break;
+        }
+        // Until both CRDs are in discovery.
+        assert!(start.elapsed() < Duration::from_secs(60), "{text}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let out = run(
+        &[
+            "verify-resource",
+            "policyexceptions.kyverno.io",
+            "-n",
+            "access-a",
+            "--key",
+            key,
+        ],
+        cluster.kubeconfig(),
+        &[],
+    );
+    let text = common::all_output(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("/apis/kyverno.io/")
+            && text.contains("/namespaces/access-a/policyexceptions: no objects found"),
+        "{text}"
+    );
+}
