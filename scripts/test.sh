@@ -86,7 +86,7 @@ bash scripts/check-package.sh
 # process under cargo test: nextest starts a process per test, which would build that
 # environment once per test (apiserver_admission: 408 s under nextest, 141 s in one process;
 # docs/design.md, "Tests"). Everything else runs under nextest, with its groups and timeouts.
-in_process=(apiserver_admission apiserver_defaults apiserver_failures apiserver_keys admission_review kyverno_in_the_loop)
+in_process=(apiserver_admission apiserver_defaults apiserver_failures apiserver_keys cluster_access admission_review kyverno_in_the_loop)
 in_process_filter="test(/^($(IFS='|'; echo "${in_process[*]}"))::/)"
 
 log "unit and integration tests under nextest (one process a test; actionlint and shellcheck in tests/it/ci_lint.rs)"

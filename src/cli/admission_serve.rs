@@ -147,6 +147,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
         ClusterAccess {
             kubeconfig: args.kubeconfig,
             context: args.context,
+            impersonate: None,
         },
         changed.clone(),
         options.log_format,

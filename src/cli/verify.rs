@@ -219,6 +219,15 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "CONTEXT")]
     pub context: Option<String>,
 
+    /// Read the cluster as this user (impersonation, as kubectl's --as; replaces the
+    /// kubeconfig user's `as`).
+    #[arg(long = "as", value_name = "USER")]
+    pub as_user: Option<String>,
+
+    /// With --as: a group to impersonate (repeatable).
+    #[arg(long = "as-group", value_name = "GROUP")]
+    pub as_groups: Vec<String>,
+
     #[command(flatten)]
     pub trust: TrustRootArg,
 
@@ -234,6 +243,24 @@ pub struct VerifyArgs {
     /// Annotation domain of the signature annotations.
     #[arg(long, default_value = AnnotationDomain::DEFAULT, value_name = "DOMAIN")]
     pub annotation_domain: String,
+}
+
+impl VerifyArgs {
+    /// The cluster these flags name (`--kubeconfig`, `--context`, `--as`, `--as-group`).
+    pub(super) fn cluster_access(&self) -> crate::kube::ClusterAccess {
+        let impersonate = (self.as_user.is_some() || !self.as_groups.is_empty()).then(|| {
+            crate::kube::Impersonation {
+                user: self.as_user.clone(),
+                groups: self.as_groups.clone(),
+                ..Default::default()
+            }
+        });
+        crate::kube::ClusterAccess {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            impersonate,
+        }
+    }
 }
 
 pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
@@ -497,10 +524,7 @@ fn read_key_references(
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ");
-    let access = crate::kube::ClusterAccess {
-        kubeconfig: args.kubeconfig.clone(),
-        context: args.context.clone(),
-    };
+    let access = args.cluster_access();
     let client = access
         .config(&limits)
         .and_then(|c| KubeClient::new(&c, &limits).map_err(|e| e.to_string()))

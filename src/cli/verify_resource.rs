@@ -1,13 +1,19 @@
 //! `mansign verify-resource KIND[/NAME]` (and `kubectl mansign verify-resource`): verifies
-//! live objects read with `kubectl get -o json`, with the `kubernetes` ignore profile by
-//! default, one line per object; every `verify` flag applies.
+//! live objects, with the `kubernetes` ignore profile by default, one line per object;
+//! every `verify` flag applies.
 //!
-//! kubectl is run as a child process with a fixed argument list (no shell); the resource,
-//! namespace and context are checked first so none of them can be read as a kubectl flag,
-//! and its output is read up to the input size limit, no further.
+//! The objects are read through mansign's own client (`kube/`), the same way into the
+//! cluster as `verify --policy`'s key references and the webhook's: `KIND` resolved by API
+//! discovery, the objects read up to the input size limit, no further.
+//!
+//! Deprecated, kept for one release: `--kubectl PROGRAM` (or `MANSIGN_KUBECTL`) still reads
+//! through `kubectl get -o json` instead, run as a child process with a fixed argument list
+//! (no shell); the resource, namespace and context are checked first so none of them can be
+//! read as a kubectl flag.
 
 use super::Outcome;
 use super::verify::VerifyArgs;
+use crate::kube::{KubeClient, KubeError, Scope};
 use crate::limits::Limits;
 use crate::manifest::{Source, load_reader};
 use anyhow::{Context, bail};
@@ -39,14 +45,11 @@ pub struct VerifyResourceArgs {
     #[arg(short = 'A', long)]
     pub all_namespaces: bool,
 
-    /// The kubectl program. Default: `kubectl` on PATH.
-    #[arg(
-        long,
-        env = "MANSIGN_KUBECTL",
-        default_value = "kubectl",
-        value_name = "PROGRAM"
-    )]
-    pub kubectl: PathBuf,
+    /// Deprecated: read the objects by running this kubectl (`kubectl get -o json`) instead
+    /// of through mansign's own client. Without it, mansign reads the cluster itself, the
+    /// same way as `verify --policy` (kubeconfig, context, exec plugins, proxy).
+    #[arg(long, env = "MANSIGN_KUBECTL", value_name = "PROGRAM")]
+    pub kubectl: Option<PathBuf>,
 
     #[command(flatten)]
     pub verify: VerifyArgs,
@@ -61,8 +64,26 @@ pub fn run(mut args: VerifyResourceArgs) -> anyhow::Result<Outcome> {
     // is asked for anything.
     let check = super::verify::Check::from_flags(&args.verify)?;
     let limits = Limits::default();
+    let Some(kubectl) = &args.kubectl else {
+        let (shown, bytes) = read_cluster(&args, &limits)?;
+        let file = load_reader(
+            Source::Named(shown),
+            PathBuf::from("cluster.json"),
+            bytes.as_slice(),
+            &limits,
+        )?;
+        args.verify.preloaded = Some(vec![file]);
+        return check.run(&args.verify);
+    };
+    eprintln!(
+        "warning: --kubectl / MANSIGN_KUBECTL is deprecated: verify-resource reads the cluster \
+         itself (the same way as verify --policy); drop the option to do so"
+    );
+    if args.verify.as_user.is_some() || !args.verify.as_groups.is_empty() {
+        bail!("--as and --as-group are not passed to --kubectl; drop --kubectl");
+    }
     let shown = format!("kubectl {}", kubectl_args.join(" "));
-    let bytes = run_kubectl(&args.kubectl, &kubectl_args, limits.max_input_bytes)
+    let bytes = run_kubectl(kubectl, &kubectl_args, limits.max_input_bytes)
         .with_context(|| shown.clone())?;
     if is_empty_list(&bytes) {
         bail!("{shown}: no objects found");
@@ -75,6 +96,63 @@ pub fn run(mut args: VerifyResourceArgs) -> anyhow::Result<Outcome> {
     )?;
     args.verify.preloaded = Some(vec![file]);
     check.run(&args.verify)
+}
+
+/// Reads the objects through mansign's client: the label of what was read (the server and
+/// the URL path) and the objects as JSON, one object or a `List`, at most the input limit.
+fn read_cluster(args: &VerifyResourceArgs, limits: &Limits) -> anyhow::Result<(String, Vec<u8>)> {
+    let (kind, name) = match args.resource.split_once('/') {
+        Some((kind, name)) => (kind, Some(name)),
+        None => (args.resource.as_str(), None),
+    };
+    let config = args
+        .verify
+        .cluster_access()
+        .config(limits)
+        .map_err(|reason| anyhow::anyhow!("no cluster access: {reason}"))?;
+    let scope = match (&args.namespace, args.all_namespaces) {
+        (_, true) => Scope::AllNamespaces,
+        (Some(ns), false) => Scope::Namespace(ns.clone()),
+        (None, false) => Scope::Namespace(
+            config
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_string()),
+        ),
+    };
+    let client = KubeClient::new(&config, limits)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let limit = limits.max_input_bytes;
+    let at = || format!("{} ({})", client.server(), client.origin());
+    let (path, objects) = runtime
+        .block_on(async {
+            let resource = client.resolve(kind, limits.max_document_bytes).await?;
+            client.read_objects(&resource, &scope, name, limit).await
+        })
+        .map_err(|e| match e {
+            KubeError::TooLarge { limit } => {
+                anyhow::anyhow!(
+                    "{}: output larger than {limit} bytes: select fewer objects",
+                    at()
+                )
+            }
+            e => anyhow::Error::new(e).context(at()),
+        })?;
+    let shown = format!("{}{path}", client.server());
+    if objects.is_empty() {
+        bail!("{shown}: no objects found");
+    }
+    let value = match (name, objects.as_slice()) {
+        (Some(_), [one]) => one.clone(),
+        _ => serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects}),
+    };
+    let bytes = serde_json::to_vec(&value)?;
+    if bytes.len() > limit {
+        bail!("{shown}: output larger than {limit} bytes: select fewer objects");
+    }
+    Ok((shown, bytes))
 }
 
 /// `[--context C] get RESOURCE -o json [-n NS | -A]`, each part checked first.

@@ -2,16 +2,19 @@
 //! CLI's `verify --policy` (`k8s://` key references) and the admission webhook's key
 //! watches both name a [`ClusterAccess`] and read through [`KubeClient`](super::KubeClient).
 
-use super::ClusterConfig;
+use super::{ClusterConfig, Impersonation};
 use crate::limits::Limits;
 use std::path::PathBuf;
 
 /// Where the API server is: `--kubeconfig`/`--context`, else the pod's service account,
-/// else the default kubeconfig.
+/// else the default kubeconfig; and whom to act as.
 #[derive(Debug, Clone, Default)]
 pub struct ClusterAccess {
     pub kubeconfig: Option<PathBuf>,
     pub context: Option<String>,
+    /// `--as`/`--as-group`: replaces the kubeconfig user's impersonation (as kubectl's
+    /// flags do).
+    pub impersonate: Option<Impersonation>,
 }
 
 impl ClusterAccess {
@@ -27,6 +30,15 @@ impl ClusterAccess {
         } else {
             ClusterConfig::from_kubeconfig(None, None, limits)
         };
-        config.map_err(|e| e.to_string())
+        let mut config = config.map_err(|e| e.to_string())?;
+        if let Some(who) = &self.impersonate {
+            who.check().map_err(|reason| {
+                reason
+                    .replace("as-uid, as-groups or as-user-extra", "--as-group")
+                    .replace("`as`", "--as")
+            })?;
+            config.impersonation = who.clone();
+        }
+        Ok(config)
     }
 }

@@ -1,14 +1,23 @@
 //! Reads of named core objects (`secrets`, `configmaps`) over mansign's HTTP stack: one
 //! object (`get`), a list narrowed to one name (`fieldSelector=metadata.name=NAME`) with its
-//! `resourceVersion`, and a watch from that version, read event by event. Every body and
-//! every watch event is bounded ([`Limits::max_document_bytes`], the API server's own
-//! request limit); TLS trusts only the configured CA. Every read is bounded in time
+//! `resourceVersion`, and a watch from that version, read event by event; and, for
+//! `verify-resource`, reads of any resource API discovery names (discovery.rs). Every body
+//! and every watch event is bounded ([`Limits::max_document_bytes`], the API server's own
+//! request limit); TLS trusts only the configured CA (tls.rs). Every read is bounded in time
 //! ([`READ_TIMEOUT`]), and each request has a connection of its own (HTTP/1.1, no pool).
+//!
+//! Each request authenticates as the configuration says (a token, a token file re-read, a
+//! client certificate, or an `exec` plugin's credential, exec.rs), acts as the configured
+//! impersonation (`Impersonate-*` headers) and goes through the proxy the one rule of
+//! proxy.rs picks. A 401 to an `exec` credential drops it and the request is made once more
+//! with a fresh one (client-go refreshes on a 401 too, for the next request).
 
 use super::KubeError;
-use super::config::{ClusterConfig, Credentials, read_token};
+use super::config::{ClusterConfig, Credentials, Impersonation, read_token};
+use super::exec::{self, ExecCredential};
 use crate::limits::Limits;
 use serde_json::Value;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Time to connect to the API server.
@@ -20,14 +29,112 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// never meets it, while a connection that went silent without a FIN is given up.
 const READ_TIMEOUT: Duration = Duration::from_secs(40);
 
+/// How the client's connections are made (kept to make one for an exec plugin's client
+/// certificate).
+#[derive(Debug)]
+struct Transport {
+    ca_pem: Option<Vec<u8>>,
+    tls_server_name: Option<String>,
+    proxy: Option<url::Url>,
+    origin: String,
+}
+
+impl Transport {
+    /// An HTTP client presenting `identity` (PEM chain, PEM key) when given.
+    fn http(&self, identity: Option<(&[u8], &[u8])>) -> Result<reqwest::Client, KubeError> {
+        let mut builder = reqwest::Client::builder()
+            .user_agent(concat!("mansign/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(CONNECT_TIMEOUT)
+            .read_timeout(READ_TIMEOUT)
+            // One connection per request, HTTP/1.1: a connection that died silently (no
+            // FIN) then holds one request until its timeout, never the next one (a pooled
+            // or HTTP/2 connection would carry every later list and watch into the same
+            // silence).
+            .http1_only()
+            .pool_max_idle_per_host(0)
+            .redirect(reqwest::redirect::Policy::none())
+            // reqwest's own reading of the proxy environment is not kubectl's: proxy.rs is
+            // the only rule.
+            .no_proxy();
+        if let Some(proxy) = &self.proxy {
+            let proxy = reqwest::Proxy::all(proxy.as_str())
+                .map_err(|e| KubeError::Config(format!("{}: proxy: {e}", self.origin)))?;
+            builder = builder.proxy(proxy);
+        }
+        match (&self.ca_pem, identity) {
+            (Some(ca), identity) => {
+                let tls = super::tls::client_config(
+                    ca,
+                    self.tls_server_name.as_deref(),
+                    identity,
+                    &self.origin,
+                )?;
+                builder = builder.tls_backend_preconfigured(tls);
+            }
+            (None, Some((cert_pem, key_pem))) => {
+                let mut pem = cert_pem.to_vec();
+                pem.push(b'\n');
+                pem.extend_from_slice(key_pem);
+                let identity = reqwest::Identity::from_pem(&pem).map_err(|e| {
+                    KubeError::Config(format!("{}: client certificate: {e}", self.origin))
+                })?;
+                builder = builder.identity(identity);
+            }
+            (None, None) => {}
+        }
+        builder
+            .build()
+            .map_err(|e| KubeError::Config(format!("{}: {}", self.origin, error_chain(&e))))
+    }
+}
+
 /// A client for one API server.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct KubeClient {
     http: reqwest::Client,
+    transport: Arc<Transport>,
+    /// The HTTP client for an exec plugin's client certificate, and that certificate.
+    exec_http: Arc<Mutex<Option<ExecHttp>>>,
     server: String,
     credentials: Credentials,
+    impersonation: Impersonation,
     max_bytes: usize,
     origin: String,
+}
+
+impl std::fmt::Debug for KubeClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never a credential: not the exec plugin's key held for its HTTP client.
+        f.debug_struct("KubeClient")
+            .field("server", &self.server)
+            .field("credentials", &self.credentials)
+            .field("impersonation", &self.impersonation)
+            // The proxy's address only: its URL may carry a password.
+            .field(
+                "proxy",
+                &self.transport.proxy.as_ref().map(|u| {
+                    format!(
+                        "{}://{}:{}",
+                        u.scheme(),
+                        u.host_str().unwrap_or_default(),
+                        u.port_or_known_default().unwrap_or_default()
+                    )
+                }),
+            )
+            .field("origin", &self.origin)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An exec plugin's client certificate and key, and the HTTP client presenting them.
+type ExecHttp = (Vec<u8>, reqwest::Client);
+
+/// What one request authenticates with.
+struct Auth {
+    http: reqwest::Client,
+    token: Option<String>,
+    /// The exec credential used, to drop on a 401.
+    exec: Option<Arc<ExecCredential>>,
 }
 
 /// A list's items and the version to watch from.
@@ -61,7 +168,7 @@ pub fn resource_version(object: &Value) -> Option<&str> {
 }
 
 /// A path segment checked to be a Kubernetes name (no `/`, `?`, `%`...).
-fn segment(what: &str, text: &str) -> Result<(), KubeError> {
+pub(super) fn segment(what: &str, text: &str) -> Result<(), KubeError> {
     let ok = !text.is_empty()
         && text.len() <= 253
         && text
@@ -76,50 +183,71 @@ fn segment(what: &str, text: &str) -> Result<(), KubeError> {
     }
 }
 
+/// An `Impersonate-Extra-` key as client-go writes it: bytes that are not HTTP token
+/// characters, and `%`, percent-encoded (`%XX`), so any key survives as a header name.
+fn extra_header_key(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    for b in key.bytes() {
+        let token = b.is_ascii_alphanumeric() || b"!#$&'*+-.^_`|~".contains(&b);
+        if token {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 impl KubeClient {
     pub fn new(config: &ClusterConfig, limits: &Limits) -> Result<KubeClient, KubeError> {
-        let mut builder = reqwest::Client::builder()
-            .user_agent(concat!("mansign/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(CONNECT_TIMEOUT)
-            .read_timeout(READ_TIMEOUT)
-            // One connection per request, HTTP/1.1: a connection that died silently (no
-            // FIN) then holds one request until its timeout, never the next one (a pooled
-            // or HTTP/2 connection would carry every later list and watch into the same
-            // silence).
-            .http1_only()
-            .pool_max_idle_per_host(0)
-            .redirect(reqwest::redirect::Policy::none());
-        if let Some(ca) = &config.ca_pem {
-            let certs = reqwest::Certificate::from_pem_bundle(ca).map_err(|e| {
-                KubeError::Config(format!("{}: certificate authority: {e}", config.origin))
-            })?;
-            if certs.is_empty() {
-                return Err(KubeError::Config(format!(
-                    "{}: certificate authority: no PEM certificate",
-                    config.origin
-                )));
+        let server = url::Url::parse(&config.server).map_err(|e| {
+            KubeError::Config(format!(
+                "{}: server {:?}: {e}",
+                config.origin, config.server
+            ))
+        })?;
+        let proxy = super::proxy::choose(&server, config.proxy_url.as_deref(), |name| {
+            std::env::var(name).ok()
+        })
+        .map_err(|reason| KubeError::Config(format!("{}: {reason}", config.origin)))?
+        .map(|(url, _)| url);
+        config
+            .impersonation
+            .check()
+            .map_err(|reason| KubeError::Config(format!("{}: {reason}", config.origin)))?;
+        if config.tls_server_name.is_some() && config.ca_pem.is_none() {
+            return Err(KubeError::Config(format!(
+                "{}: tls-server-name needs the cluster's certificate authority",
+                config.origin
+            )));
+        }
+        let transport = Transport {
+            ca_pem: config.ca_pem.clone(),
+            tls_server_name: config.tls_server_name.clone(),
+            proxy,
+            origin: config.origin.clone(),
+        };
+        let http = match &config.credentials {
+            Credentials::ClientCertificate { cert_pem, key_pem } => {
+                transport.http(Some((cert_pem, key_pem)))?
             }
-            builder = builder.tls_certs_only(certs);
-        }
-        if let Credentials::ClientCertificate { cert_pem, key_pem } = &config.credentials {
-            let mut pem = cert_pem.clone();
-            pem.push(b'\n');
-            pem.extend_from_slice(key_pem);
-            let identity = reqwest::Identity::from_pem(&pem).map_err(|e| {
-                KubeError::Config(format!("{}: client certificate: {e}", config.origin))
-            })?;
-            builder = builder.identity(identity);
-        }
-        let http = builder
-            .build()
-            .map_err(|e| KubeError::Config(format!("{}: {e}", config.origin)))?;
+            _ => transport.http(None)?,
+        };
         Ok(KubeClient {
             http,
+            transport: Arc::new(transport),
+            exec_http: Arc::default(),
             server: config.server.clone(),
             credentials: config.credentials.clone(),
+            impersonation: config.impersonation.clone(),
             max_bytes: limits.max_document_bytes,
             origin: config.origin.clone(),
         })
+    }
+
+    /// The API server's URL (`https://HOST:PORT`).
+    pub fn server(&self) -> &str {
+        &self.server
     }
 
     /// Where the configuration came from (for messages).
@@ -140,58 +268,165 @@ impl KubeClient {
         ))
     }
 
-    fn request(&self, url: &str) -> Result<reqwest::RequestBuilder, KubeError> {
-        let req = self
-            .http
-            .get(url)
-            .header(reqwest::header::ACCEPT, "application/json");
-        Ok(match &self.credentials {
-            Credentials::Token(token) => req.bearer_auth(token),
-            Credentials::TokenFile(path) => req.bearer_auth(read_token(path)?),
-            _ => req,
-        })
+    /// The credential for the next request (an exec plugin runs when it has none valid).
+    async fn auth(&self) -> Result<Auth, KubeError> {
+        let plain = |token| Auth {
+            http: self.http.clone(),
+            token,
+            exec: None,
+        };
+        match &self.credentials {
+            Credentials::Token(token) => Ok(plain(Some(token.clone()))),
+            Credentials::TokenFile(path) => Ok(plain(Some(read_token(path)?))),
+            Credentials::Exec(config) => {
+                let run = (**config).clone();
+                let credential = tokio::task::spawn_blocking(move || exec::credential(&run))
+                    .await
+                    .map_err(|e| KubeError::ExecPlugin {
+                        origin: config.origin.clone(),
+                        command: config.command.display().to_string(),
+                        reason: e.to_string(),
+                    })??;
+                let http = match &credential.client_certificate {
+                    None => self.http.clone(),
+                    Some((cert, key)) => self.exec_http(cert, key)?,
+                };
+                Ok(Auth {
+                    http,
+                    token: credential.token.clone(),
+                    exec: Some(credential),
+                })
+            }
+            _ => Ok(plain(None)),
+        }
     }
 
-    async fn send(&self, req: reqwest::RequestBuilder) -> Result<reqwest::Response, KubeError> {
-        let response = req.send().await.map_err(|e| KubeError::Http {
-            server: self.server.clone(),
-            reason: error_chain(&e),
-        })?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(response);
+    /// The HTTP client presenting an exec plugin's client certificate (made once per
+    /// certificate).
+    fn exec_http(&self, cert: &[u8], key: &[u8]) -> Result<reqwest::Client, KubeError> {
+        let mut cached = self.exec_http.lock().unwrap_or_else(|p| p.into_inner());
+        let id = [cert, b"\n", key].concat();
+        if let Some((held, http)) = cached.as_ref()
+            && *held == id
+        {
+            return Ok(http.clone());
         }
-        let body = self.body(response).await.unwrap_or_default();
-        let message = serde_json::from_slice::<Value>(&body)
-            .ok()
-            .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_string))
-            .unwrap_or_else(|| String::from_utf8_lossy(&body).chars().take(300).collect());
-        Err(KubeError::Status {
-            code: status.as_u16(),
-            message,
-        })
+        let http = self.transport.http(Some((cert, key)))?;
+        *cached = Some((id, http.clone()));
+        Ok(http)
+    }
+
+    fn impersonate(&self, mut req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let who = &self.impersonation;
+        if let Some(user) = &who.user {
+            req = req.header("Impersonate-User", user);
+        }
+        if let Some(uid) = &who.uid {
+            req = req.header("Impersonate-Uid", uid);
+        }
+        for group in &who.groups {
+            req = req.header("Impersonate-Group", group);
+        }
+        for (key, values) in &who.extra {
+            let name = format!("Impersonate-Extra-{}", extra_header_key(key));
+            for value in values {
+                req = req.header(name.as_str(), value);
+            }
+        }
+        req
+    }
+
+    /// `GET url?query`, authenticated; a success, else the server's status as an error.
+    async fn send(
+        &self,
+        url: &str,
+        query: &[(&str, &str)],
+        timeout: Duration,
+    ) -> Result<reqwest::Response, KubeError> {
+        let mut retried = false;
+        loop {
+            let auth = self.auth().await?;
+            let mut req = auth
+                .http
+                .get(url)
+                .header(reqwest::header::ACCEPT, "application/json")
+                .timeout(timeout);
+            if !query.is_empty() {
+                req = req.query(query);
+            }
+            if let Some(token) = &auth.token {
+                req = req.bearer_auth(token);
+            }
+            let response = self
+                .impersonate(req)
+                .send()
+                .await
+                .map_err(|e| KubeError::Http {
+                    server: self.server.clone(),
+                    reason: error_chain(&e),
+                })?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok(response);
+            }
+            if status == reqwest::StatusCode::UNAUTHORIZED
+                && !retried
+                && let (Credentials::Exec(config), Some(used)) = (&self.credentials, &auth.exec)
+            {
+                exec::invalidate(config, used);
+                retried = true;
+                continue;
+            }
+            let body = self
+                .body(response, self.max_bytes)
+                .await
+                .unwrap_or_default();
+            let message = serde_json::from_slice::<Value>(&body)
+                .ok()
+                .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_string))
+                .unwrap_or_else(|| String::from_utf8_lossy(&body).chars().take(300).collect());
+            return Err(KubeError::Status {
+                code: status.as_u16(),
+                message,
+            });
+        }
+    }
+
+    /// `GET server/path?query` as JSON, the body at most `max_bytes`.
+    pub(super) async fn get_json(
+        &self,
+        path: &str,
+        query: &[(&str, &str)],
+        max_bytes: usize,
+    ) -> Result<Value, KubeError> {
+        let url = format!("{}{path}", self.server);
+        let response = self.send(&url, query, REQUEST_TIMEOUT).await?;
+        let body = self.body(response, max_bytes).await?;
+        serde_json::from_slice(&body).map_err(|e| KubeError::Malformed(e.to_string()))
     }
 
     /// The whole body, at most `max_bytes`.
-    async fn body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, KubeError> {
+    async fn body(
+        &self,
+        mut response: reqwest::Response,
+        max_bytes: usize,
+    ) -> Result<Vec<u8>, KubeError> {
         let mut out = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|e| KubeError::Http {
             server: self.server.clone(),
             reason: error_chain(&e),
         })? {
-            if out.len() + chunk.len() > self.max_bytes {
-                return Err(KubeError::TooLarge {
-                    limit: self.max_bytes,
-                });
+            if out.len() + chunk.len() > max_bytes {
+                return Err(KubeError::TooLarge { limit: max_bytes });
             }
             out.extend_from_slice(&chunk);
         }
         Ok(out)
     }
 
-    async fn json(&self, req: reqwest::RequestBuilder) -> Result<Value, KubeError> {
-        let response = self.send(req).await?;
-        let body = self.body(response).await?;
+    async fn json(&self, url: &str, query: &[(&str, &str)]) -> Result<Value, KubeError> {
+        let response = self.send(url, query, REQUEST_TIMEOUT).await?;
+        let body = self.body(response, self.max_bytes).await?;
         serde_json::from_slice(&body).map_err(|e| KubeError::Malformed(e.to_string()))
     }
 
@@ -204,10 +439,7 @@ impl KubeClient {
     ) -> Result<Option<Value>, KubeError> {
         segment("name", name)?;
         let url = format!("{}/{name}", self.url(namespace, resource)?);
-        match self
-            .json(self.request(&url)?.timeout(REQUEST_TIMEOUT))
-            .await
-        {
+        match self.json(&url, &[]).await {
             Ok(v) => Ok(Some(v)),
             Err(KubeError::Status { code: 404, .. }) => Ok(None),
             Err(e) => Err(e),
@@ -224,11 +456,9 @@ impl KubeClient {
         segment("name", name)?;
         let url = self.url(namespace, resource)?;
         let selector = format!("metadata.name={name}");
-        let req = self
-            .request(&url)?
-            .query(&[("fieldSelector", selector.as_str())])
-            .timeout(REQUEST_TIMEOUT);
-        let list = self.json(req).await?;
+        let list = self
+            .json(&url, &[("fieldSelector", selector.as_str())])
+            .await?;
         let items = list
             .get("items")
             .and_then(Value::as_array)
@@ -257,18 +487,15 @@ impl KubeClient {
         let url = self.url(namespace, resource)?;
         let selector = format!("metadata.name={name}");
         let seconds = timeout.as_secs().max(1).to_string();
-        let req = self
-            .request(&url)?
-            .query(&[
-                ("watch", "1"),
-                ("fieldSelector", selector.as_str()),
-                ("resourceVersion", resource_version),
-                ("allowWatchBookmarks", "true"),
-                ("timeoutSeconds", seconds.as_str()),
-            ])
-            // The server ends the watch at timeoutSeconds; this is only a backstop.
-            .timeout(timeout + REQUEST_TIMEOUT);
-        let response = self.send(req).await?;
+        let query = [
+            ("watch", "1"),
+            ("fieldSelector", selector.as_str()),
+            ("resourceVersion", resource_version),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", seconds.as_str()),
+        ];
+        // The server ends the watch at timeoutSeconds; the timeout is only a backstop.
+        let response = self.send(&url, &query, timeout + REQUEST_TIMEOUT).await?;
         Ok(WatchStream {
             response,
             buffer: Vec::new(),
@@ -345,7 +572,7 @@ fn parse_event(line: &[u8]) -> Result<WatchEvent, KubeError> {
 }
 
 /// An error with its sources (reqwest's own message is only the outermost).
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -379,18 +606,36 @@ mod tests {
 
     #[test]
     fn only_named_secrets_and_configmaps() {
-        let config = ClusterConfig {
-            server: "https://127.0.0.1:1".into(),
-            ca_pem: None,
-            credentials: Credentials::None,
-            namespace: None,
-            origin: "test".into(),
-        };
+        let config = ClusterConfig::new("https://127.0.0.1:1", None, Credentials::None, "test");
         let c = KubeClient::new(&config, &Limits::default()).unwrap();
         assert!(c.url("ns", "pods").is_err());
         assert!(c.url("a/b", "secrets").is_err());
         assert!(c.url("ns", "secrets").is_ok());
         assert!(segment("name", "x?watch=1").is_err());
         assert!(segment("name", "..").is_ok()); // a dot-only name is refused by the server
+    }
+
+    #[test]
+    fn debug_shows_no_secret() {
+        let mut config = ClusterConfig::new(
+            "https://10.0.0.1:6443",
+            None,
+            Credentials::Token("s3cret-token".into()),
+            "test",
+        );
+        config.proxy_url = Some("http://user:s3cret-pass@proxy:3128".into());
+        let c = KubeClient::new(&config, &Limits::default()).unwrap();
+        let text = format!("{c:?}");
+        assert!(!text.contains("s3cret"), "{text}");
+        assert!(text.contains("http://proxy:3128"), "{text}");
+    }
+
+    #[test]
+    fn extra_keys_are_percent_encoded_as_client_go_does() {
+        assert_eq!(extra_header_key("scopes"), "scopes");
+        assert_eq!(
+            extra_header_key("example.com/team a%"),
+            "example.com%2Fteam%20a%25"
+        );
     }
 }

@@ -3,14 +3,18 @@
 //! the CA as data or file) or the in-cluster service account (token, CA and
 //! `KUBERNETES_SERVICE_HOST`/`_PORT`, as client-go's `rest.InClusterConfig` reads them).
 //!
-//! Only what mansign needs to read Secrets and ConfigMaps: `exec` and `auth-provider`
-//! credential plugins, basic auth and `insecure-skip-tls-verify` are refused with the field
-//! named, never silently skipped. Files are read with a size bound.
+//! What kubectl supports for reading objects: client certificates, tokens and token files,
+//! `exec` credential plugins (exec.rs), impersonation (`as`, `as-uid`, `as-groups`,
+//! `as-user-extra`), a cluster's `proxy-url` (proxy.rs) and `tls-server-name` (tls.rs).
+//! `auth-provider` plugins, basic auth and `insecure-skip-tls-verify` are refused with the
+//! field named, never silently skipped. Files are read with a size bound.
 
 use super::KubeError;
+use super::exec::ExecConfig;
 use crate::limits::Limits;
 use serde::Deserialize;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
@@ -22,6 +26,7 @@ const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
 /// How requests authenticate.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Credentials {
     /// No credentials (an API server that allows anonymous reads; tests only).
     None,
@@ -32,6 +37,8 @@ pub enum Credentials {
     TokenFile(PathBuf),
     /// A client certificate chain and its private key (PEM).
     ClientCertificate { cert_pem: Vec<u8>, key_pem: Vec<u8> },
+    /// A credential plugin run for a token or a client certificate (kept until it expires).
+    Exec(Box<ExecConfig>),
 }
 
 impl std::fmt::Debug for Credentials {
@@ -42,12 +49,43 @@ impl std::fmt::Debug for Credentials {
             Credentials::Token(_) => "Token(..)",
             Credentials::TokenFile(_) => "TokenFile(..)",
             Credentials::ClientCertificate { .. } => "ClientCertificate(..)",
+            Credentials::Exec(_) => "Exec(..)",
         })
+    }
+}
+
+/// Who the requests act as (`Impersonate-*` headers), when not the authenticated user.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Impersonation {
+    /// `as` / `--as`: `Impersonate-User`.
+    pub user: Option<String>,
+    /// `as-uid`: `Impersonate-Uid`.
+    pub uid: Option<String>,
+    /// `as-groups` / `--as-group`: one `Impersonate-Group` each.
+    pub groups: Vec<String>,
+    /// `as-user-extra`: `Impersonate-Extra-KEY`, one per value.
+    pub extra: BTreeMap<String, Vec<String>>,
+}
+
+impl Impersonation {
+    /// Impersonating `user`, in `groups`.
+    pub fn user(user: impl Into<String>, groups: Vec<String>) -> Impersonation {
+        Impersonation {
+            user: Some(user.into()),
+            groups,
+            ..Impersonation::default()
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == Impersonation::default()
     }
 }
 
 /// One API server and the credentials for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ClusterConfig {
     /// `https://HOST:PORT` (no trailing slash).
     pub server: String,
@@ -55,6 +93,13 @@ pub struct ClusterConfig {
     /// system's roots.
     pub ca_pem: Option<Vec<u8>>,
     pub credentials: Credentials,
+    /// `tls-server-name`: the name the server's certificate must be valid for, instead of
+    /// the URL's host.
+    pub tls_server_name: Option<String>,
+    /// `proxy-url`: every request goes through this proxy; `None`: the environment's
+    /// proxy, as kubectl reads it (`HTTPS_PROXY`, `NO_PROXY`; docs/cli.md).
+    pub proxy_url: Option<String>,
+    pub impersonation: Impersonation,
     /// The context's namespace (kubeconfig), or the service account's.
     pub namespace: Option<String>,
     /// Where the configuration came from (for messages): `kubeconfig PATH, context NAME` or
@@ -95,6 +140,26 @@ pub(super) fn read_token(path: &Path) -> Result<String, KubeError> {
 }
 
 impl ClusterConfig {
+    /// A configuration for `server` with `credentials`, trusting `ca_pem` (`None`: the
+    /// system's roots), no proxy rule of its own, no impersonation.
+    pub fn new(
+        server: impl Into<String>,
+        ca_pem: Option<Vec<u8>>,
+        credentials: Credentials,
+        origin: impl Into<String>,
+    ) -> ClusterConfig {
+        ClusterConfig {
+            server: server.into(),
+            ca_pem,
+            credentials,
+            tls_server_name: None,
+            proxy_url: None,
+            impersonation: Impersonation::default(),
+            namespace: None,
+            origin: origin.into(),
+        }
+    }
+
     /// The in-cluster configuration of a pod: `KUBERNETES_SERVICE_HOST` and
     /// `KUBERNETES_SERVICE_PORT`, and the service account's `token`, `ca.crt` and
     /// `namespace` in [`SERVICE_ACCOUNT_DIR`].
@@ -146,13 +211,14 @@ impl ClusterConfig {
         } else {
             host.to_string()
         };
-        Ok(ClusterConfig {
-            server: format!("https://{host}:{port}"),
-            ca_pem: Some(ca),
-            credentials: Credentials::TokenFile(token),
-            namespace,
-            origin: "in-cluster service account".into(),
-        })
+        let mut config = ClusterConfig::new(
+            format!("https://{host}:{port}"),
+            Some(ca),
+            Credentials::TokenFile(token),
+            "in-cluster service account",
+        );
+        config.namespace = namespace;
+        Ok(config)
     }
 
     /// The kubeconfig `path` (else `$KUBECONFIG`, whose files are merged as kubectl merges
@@ -222,6 +288,8 @@ pub struct Kubeconfig {
     users: Vec<(String, UserEntry)>,
     contexts: Vec<(String, ContextEntry)>,
     origin: String,
+    /// Each user's kubeconfig directory (exec commands with a `/` are relative to it).
+    user_dirs: Vec<(String, PathBuf)>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -265,6 +333,12 @@ struct UserEntry {
     auth_provider: Option<Value>,
     #[serde(default, rename = "as")]
     impersonate: Option<String>,
+    #[serde(default, rename = "as-uid")]
+    impersonate_uid: Option<String>,
+    #[serde(default, rename = "as-groups")]
+    impersonate_groups: Option<Vec<String>>,
+    #[serde(default, rename = "as-user-extra")]
+    impersonate_extra: Option<BTreeMap<String, Vec<String>>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -355,6 +429,11 @@ impl Kubeconfig {
             .into_iter()
             .map(|(n, u)| (n, u.unwrap_or_default()))
             .collect();
+        out.user_dirs = out
+            .users
+            .iter()
+            .map(|(n, _)| (n.clone(), base_dir.to_path_buf()))
+            .collect();
         for (_, u) in &mut out.users {
             for p in [
                 &mut u.client_certificate,
@@ -391,6 +470,7 @@ impl Kubeconfig {
         }
         add(&mut self.clusters, other.clusters);
         add(&mut self.users, other.users);
+        add(&mut self.user_dirs, other.user_dirs);
         add(&mut self.contexts, other.contexts);
     }
 
@@ -432,35 +512,23 @@ impl Kubeconfig {
                  from a server it can authenticate; give certificate-authority(-data)",
             ));
         }
-        for (field, set) in [
-            ("proxy-url", cluster.proxy_url.is_some()),
-            ("tls-server-name", cluster.tls_server_name.is_some()),
-        ] {
-            if set {
-                return Err(config_error(
-                    &at,
-                    format!("cluster {field} is not supported"),
-                ));
-            }
+        let user_name = ctx.user.as_deref().unwrap_or_default();
+        let user_at = format!("{at}, user {user_name:?}");
+        if user.auth_provider.is_some() {
+            return Err(config_error(
+                &user_at,
+                "user auth-provider is not supported (kubectl itself dropped its gcp and azure \
+                 auth-providers): use the provider's exec credential plugin instead, e.g. \
+                 gke-gcloud-auth-plugin (GKE), kubelogin (AKS, OIDC), `aws eks get-token` (EKS)",
+            ));
         }
-        for (field, set) in [
-            ("exec", user.exec.is_some()),
-            ("auth-provider", user.auth_provider.is_some()),
-            (
-                "username/password",
-                user.username.is_some() || user.password.is_some(),
-            ),
-            ("as (impersonation)", user.impersonate.is_some()),
-        ] {
-            if set {
-                return Err(config_error(
-                    &at,
-                    format!(
-                        "user {field} is not supported (mansign authenticates with a client \
-                         certificate or a bearer token); use a kubeconfig with one of those"
-                    ),
-                ));
-            }
+        if user.username.is_some() || user.password.is_some() {
+            return Err(config_error(
+                &user_at,
+                "user username/password (basic auth) is not supported (the API server removed \
+                 basic authentication in Kubernetes 1.19): use a client certificate, a token \
+                 or an exec credential plugin",
+            ));
         }
         let server = cluster.server.trim_end_matches('/').to_string();
         if !server.starts_with("https://") {
@@ -469,6 +537,13 @@ impl Kubeconfig {
                 format!("server {server:?} is not https://"),
             ));
         }
+        let server_url = url::Url::parse(&server)
+            .map_err(|e| config_error(&at, format!("server {server:?}: {e}")))?;
+        if server_url.host_str().is_none() {
+            return Err(config_error(&at, format!("server {server:?}: no host")));
+        }
+        let tls_server_name = cluster.tls_server_name.clone().filter(|n| !n.is_empty());
+        let proxy_url = cluster.proxy_url.clone().filter(|p| !p.is_empty());
         let ca_pem = match (
             &cluster.certificate_authority_data,
             &cluster.certificate_authority,
@@ -477,8 +552,16 @@ impl Kubeconfig {
             (None, Some(path)) => Some(read_file(path)?),
             (None, None) => None,
         };
+        if tls_server_name.is_some() && ca_pem.is_none() {
+            return Err(config_error(
+                &at,
+                "cluster tls-server-name needs certificate-authority or \
+                 certificate-authority-data (mansign checks a renamed server only against the \
+                 cluster's own CA)",
+            ));
+        }
         let pem = |data: &Option<String>, path: &Option<PathBuf>, field: &str| match (data, path) {
-            (Some(d), _) => base64_data(&at, &format!("{field}-data"), d).map(Some),
+            (Some(d), _) => base64_data(&user_at, &format!("{field}-data"), d).map(Some),
             (None, Some(p)) => read_file(p).map(Some),
             (None, None) => Ok(None),
         };
@@ -488,27 +571,79 @@ impl Kubeconfig {
             "client-certificate",
         )?;
         let key = pem(&user.client_key_data, &user.client_key, "client-key")?;
-        let credentials = match (cert, key, &user.token, &user.token_file) {
+        let token = user.token.clone().filter(|t| !t.is_empty());
+        let mut credentials = match (cert, key, token, &user.token_file) {
             (Some(cert_pem), Some(key_pem), _, _) => {
                 Credentials::ClientCertificate { cert_pem, key_pem }
             }
             (Some(_), None, _, _) | (None, Some(_), _, _) => {
                 return Err(config_error(
-                    &at,
+                    &user_at,
                     "a client certificate needs its key (client-certificate and client-key)",
                 ));
             }
-            (None, None, Some(token), _) if !token.is_empty() => Credentials::Token(token.clone()),
+            (None, None, Some(token), _) => Credentials::Token(token),
             (None, None, _, Some(file)) => Credentials::TokenFile(file.clone()),
             _ => Credentials::None,
         };
-        Ok(ClusterConfig {
-            server,
-            ca_pem,
-            credentials,
-            namespace: ctx.namespace.clone().filter(|n| !n.is_empty()),
-            origin: at,
-        })
+        if let Some(exec) = &user.exec {
+            if credentials != Credentials::None {
+                return Err(config_error(
+                    &user_at,
+                    "user exec and a client certificate or token together: which one \
+                     authenticates is ambiguous; keep one",
+                ));
+            }
+            use base64::Engine as _;
+            let mut info = serde_json::json!({"server": server});
+            if let Some(ca) = &ca_pem {
+                info["certificate-authority-data"] =
+                    base64::engine::general_purpose::STANDARD.encode(ca).into();
+            }
+            if let Some(name) = &tls_server_name {
+                info["tls-server-name"] = name.clone().into();
+            }
+            if let Some(proxy) = &proxy_url {
+                info["proxy-url"] = proxy.clone().into();
+            }
+            let dir = self
+                .user_dirs
+                .iter()
+                .find(|(n, _)| n == user_name)
+                .map(|(_, d)| d.clone())
+                .unwrap_or_default();
+            credentials =
+                Credentials::Exec(Box::new(ExecConfig::parse(exec, &user_at, &dir, info)?));
+        }
+        let impersonation = Impersonation {
+            user: user.impersonate.clone().filter(|u| !u.is_empty()),
+            uid: user.impersonate_uid.clone().filter(|u| !u.is_empty()),
+            groups: user.impersonate_groups.clone().unwrap_or_default(),
+            extra: user.impersonate_extra.clone().unwrap_or_default(),
+        };
+        impersonation
+            .check()
+            .map_err(|reason| config_error(&user_at, reason))?;
+        let mut config = ClusterConfig::new(server, ca_pem, credentials, user_at);
+        config.tls_server_name = tls_server_name;
+        config.proxy_url = proxy_url;
+        config.impersonation = impersonation;
+        config.namespace = ctx.namespace.clone().filter(|n| !n.is_empty());
+        Ok(config)
+    }
+}
+
+impl Impersonation {
+    /// client-go's rule: a uid, groups or extras only with a user to impersonate.
+    pub(super) fn check(&self) -> Result<(), String> {
+        if self.user.is_none()
+            && (self.uid.is_some() || !self.groups.is_empty() || !self.extra.is_empty())
+        {
+            return Err(
+                "as-uid, as-groups or as-user-extra without `as` (the user to impersonate)".into(),
+            );
+        }
+        Ok(())
     }
 }
 
@@ -571,8 +706,9 @@ mod tests {
     fn refusals_name_what_is_not_supported() {
         let kc = parsed();
         for (context, want) in [
-            ("exec", "user exec is not supported"),
+            ("exec", "user \"exec\": user exec: interactiveMode: missing"),
             ("provider", "user auth-provider is not supported"),
+            ("provider", "gke-gcloud-auth-plugin"),
             ("nocluster", "no cluster named \"missing\""),
             ("nouser", "no user named \"missing\""),
             ("absent", "no context named \"absent\""),
@@ -615,6 +751,90 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(e.contains(want), "{text}: {e}");
+        }
+    }
+
+    #[test]
+    fn exec_impersonation_proxy_and_server_name_are_read() {
+        let text = r#"
+clusters:
+- name: eks
+  cluster:
+    server: https://api.example.com
+    certificate-authority-data: Q0E=
+    tls-server-name: kubernetes
+    proxy-url: http://proxy:3128
+users:
+- name: eks
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: ./bin/get-token
+      args: [eks, get-token]
+      interactiveMode: Never
+      provideClusterInfo: true
+    as: jane
+    as-uid: "1000"
+    as-groups: [dev, ops]
+    as-user-extra: {scopes: [view]}
+contexts:
+- name: eks
+  context: {cluster: eks, user: eks}
+current-context: eks
+"#;
+        let c = Kubeconfig::parse(text, "kc", Path::new("/home/k"), &Limits::default())
+            .unwrap()
+            .select(None)
+            .unwrap();
+        assert_eq!(c.tls_server_name.as_deref(), Some("kubernetes"));
+        assert_eq!(c.proxy_url.as_deref(), Some("http://proxy:3128"));
+        assert_eq!(c.impersonation.user.as_deref(), Some("jane"));
+        assert_eq!(c.impersonation.uid.as_deref(), Some("1000"));
+        assert_eq!(c.impersonation.groups, ["dev", "ops"]);
+        assert_eq!(c.impersonation.extra["scopes"], ["view"]);
+        let Credentials::Exec(exec) = &c.credentials else {
+            panic!("{:?}", c.credentials);
+        };
+        assert_eq!(exec.command, Path::new("/home/k/./bin/get-token"));
+        assert_eq!(exec.args, ["eks", "get-token"]);
+        let cluster = exec.cluster.as_ref().unwrap();
+        assert_eq!(cluster["server"], "https://api.example.com");
+        assert_eq!(cluster["certificate-authority-data"], "Q0E=");
+        assert_eq!(cluster["tls-server-name"], "kubernetes");
+        assert_eq!(format!("{:?}", c.credentials), "Exec(..)");
+        for (from, to, want) in [
+            (
+                "    as: jane\n",
+                "",
+                "as-uid, as-groups or as-user-extra without `as`",
+            ),
+            (
+                "    as: jane\n",
+                "    as: jane\n    token: abc\n",
+                "user exec and a client certificate or token together",
+            ),
+            (
+                "    as: jane\n",
+                "    as: jane\n    username: u\n    password: p\n",
+                "username/password (basic auth) is not supported",
+            ),
+            (
+                "    certificate-authority-data: Q0E=\n",
+                "",
+                "tls-server-name needs certificate-authority",
+            ),
+        ] {
+            let e = Kubeconfig::parse(
+                &text.replacen(from, to, 1),
+                "kc",
+                Path::new("/"),
+                &Limits::default(),
+            )
+            .and_then(|k| k.select(None))
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains(want), "{to}: {e}");
+            assert!(e.starts_with("kc, context \"eks\""), "{e}");
         }
     }
 

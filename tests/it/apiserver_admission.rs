@@ -347,8 +347,9 @@ impl Env {
         out
     }
 
-    /// `mansign verify-resource RESOURCE -n NS --key release.pub` against the live server,
-    /// with `extra` flags; the output, and whether it verified.
+    /// `mansign verify-resource RESOURCE -n NS --key release.pub` against the live server
+    /// (read through mansign's own client, `managedFields` and all), with `extra` flags;
+    /// the output, and whether it verified.
     fn verify_resource(&self, resource: &str, ns: Option<&str>, extra: &[&str]) -> (bool, String) {
         let mut cmd = mansign();
         cmd.args(["verify-resource", resource])
@@ -356,7 +357,7 @@ impl Env {
             .arg(&self.pubkey)
             .args(extra)
             .env("KUBECONFIG", self.cluster.kubeconfig())
-            .env("MANSIGN_KUBECTL", &common::cluster::tools().kubectl);
+            .env_remove("MANSIGN_KUBECTL");
         if let Some(ns) = ns {
             cmd.args(["-n", ns]);
         }

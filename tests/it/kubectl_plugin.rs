@@ -1,6 +1,8 @@
-//! The kubectl plugin: `mansign verify-resource` reads live objects through `kubectl get -o
-//! json` (a stand-in `kubectl` on PATH prints recorded objects and records its arguments),
-//! and the binary installed as `kubectl-mansign` is `kubectl mansign`.
+//! The kubectl plugin: `mansign verify-resource` with the deprecated `MANSIGN_KUBECTL`
+//! reads live objects through `kubectl get -o json` (a stand-in `kubectl` prints recorded
+//! objects and records its arguments), and the binary installed as `kubectl-mansign` is
+//! `kubectl mansign`. Reading through mansign's own client, against a real API server, is
+//! `cluster_access`.
 
 use crate::common;
 
@@ -45,11 +47,12 @@ impl FakeKubectl {
             .map(|t| t.lines().map(str::to_string).collect())
     }
 
-    /// `mansign` with this kubectl first on PATH.
+    /// `mansign` with this kubectl first on PATH and named by the deprecated
+    /// `MANSIGN_KUBECTL` (without it, verify-resource reads the cluster itself).
     fn mansign(&self) -> assert_cmd::Command {
         let mut cmd = mansign();
         cmd.env("PATH", self.path_var());
-        cmd.env_remove("MANSIGN_KUBECTL");
+        cmd.env("MANSIGN_KUBECTL", self.dir.path().join("kubectl"));
         cmd
     }
 
@@ -298,6 +301,7 @@ fn installed_as_kubectl_mansign_the_binary_is_the_kubectl_plugin() {
     let run = |args: &[&str]| {
         let mut cmd = assert_cmd::Command::new(&plugin);
         cmd.env("PATH", kubectl.path_var())
+            .env("MANSIGN_KUBECTL", kubectl.dir.path().join("kubectl"))
             .env("COSIGN_PASSWORD", "test-password")
             .args(args);
         cmd

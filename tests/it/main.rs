@@ -20,6 +20,7 @@ mod certificate_cache;
 mod ci_lint;
 mod citations;
 mod cli_polish;
+mod cluster_access;
 mod conformance;
 mod deploy;
 mod docs_examples;

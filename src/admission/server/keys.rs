@@ -557,13 +557,7 @@ mod tests {
             json!({"metadata": {"resourceVersion": "20"}, "items": []}).to_string(),
         ];
         let server = api_server(script, seen.clone()).await;
-        let config = ClusterConfig {
-            server,
-            ca_pem: None,
-            credentials: Credentials::None,
-            namespace: None,
-            origin: "test".into(),
-        };
+        let config = ClusterConfig::new(server, None, Credentials::None, "test");
         let client = KubeClient::new(&config, &Limits::default()).unwrap();
         let changed = Arc::new(Notify::new());
         let shared = Arc::new(Shared {

@@ -4,6 +4,7 @@
 pub mod actions_runner;
 pub mod admission_fixture;
 pub mod cluster;
+pub mod connect_proxy;
 pub mod dup_tests_a;
 pub mod fault_proxy;
 pub mod file_server;
