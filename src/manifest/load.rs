@@ -452,23 +452,37 @@ pub(crate) fn load_found_digested(
     found: Vec<Found>,
     limits: &Limits,
 ) -> Result<Vec<(ManifestFile, [u8; 32])>, ManifestError> {
-    if found.as_slice() == [Found::Stdin] {
-        let stdin = std::io::stdin();
-        return Ok(vec![load_digested(
-            Source::Stdin,
-            PathBuf::from("stdin.yaml"),
-            stdin.lock(),
-            limits,
-        )?]);
+    match window_files(found) {
+        None => Ok(vec![load_stdin(limits)?]),
+        Some(files) => load_files(&files, limits),
     }
-    let files: Vec<(PathBuf, PathBuf)> = found
-        .into_iter()
-        .filter_map(|f| match f {
-            Found::File { path, relative } => Some((path, relative)),
-            Found::Stdin => None,
-        })
-        .collect();
-    load_files(&files, limits)
+}
+
+/// The files of one window (path, path below its argument), or `None` for the window that
+/// is stdin (stdin is always a window of its own).
+fn window_files(found: Vec<Found>) -> Option<Vec<(PathBuf, PathBuf)>> {
+    if found.as_slice() == [Found::Stdin] {
+        return None;
+    }
+    Some(
+        found
+            .into_iter()
+            .filter_map(|f| match f {
+                Found::File { path, relative } => Some((path, relative)),
+                Found::Stdin => None,
+            })
+            .collect(),
+    )
+}
+
+/// The process's standard input, read as one manifest file.
+fn load_stdin(limits: &Limits) -> Result<(ManifestFile, [u8; 32]), ManifestError> {
+    load_digested(
+        Source::Stdin,
+        PathBuf::from("stdin.yaml"),
+        std::io::stdin().lock(),
+        limits,
+    )
 }
 
 #[cfg(feature = "cli")]
@@ -644,22 +658,9 @@ fn load_each(
     found: Vec<Found>,
     limits: &Limits,
 ) -> Vec<Result<(ManifestFile, [u8; 32]), ManifestError>> {
-    if found.as_slice() == [Found::Stdin] {
-        let stdin = std::io::stdin();
-        return vec![load_digested(
-            Source::Stdin,
-            PathBuf::from("stdin.yaml"),
-            stdin.lock(),
-            limits,
-        )];
-    }
-    let files: Vec<(PathBuf, PathBuf)> = found
-        .into_iter()
-        .filter_map(|f| match f {
-            Found::File { path, relative } => Some((path, relative)),
-            Found::Stdin => None,
-        })
-        .collect();
+    let Some(files) = window_files(found) else {
+        return vec![load_stdin(limits)];
+    };
     map_in_order(
         &files,
         default_parallelism().min(MAX_LOADER_THREADS),
