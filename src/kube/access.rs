@@ -2,6 +2,7 @@
 //! CLI's `verify --policy` (`k8s://` key references) and the admission webhook's key
 //! watches both name a [`ClusterAccess`] and read through [`KubeClient`](super::KubeClient).
 
+use super::config::ImpersonationSpelling;
 use super::{ClusterConfig, Impersonation};
 use crate::limits::Limits;
 use std::path::PathBuf;
@@ -32,11 +33,7 @@ impl ClusterAccess {
         };
         let mut config = config.map_err(|e| e.to_string())?;
         if let Some(who) = &self.impersonate {
-            who.check().map_err(|reason| {
-                reason
-                    .replace("as-uid, as-groups or as-user-extra", "--as-group")
-                    .replace("`as`", "--as")
-            })?;
+            who.check(&ImpersonationSpelling::FLAGS)?;
             config.impersonation = who.clone();
         }
         Ok(config)

@@ -13,7 +13,7 @@
 //! with a fresh one (client-go refreshes on a 401 too, for the next request).
 
 use super::KubeError;
-use super::config::{ClusterConfig, Credentials, Impersonation, read_token};
+use super::config::{ClusterConfig, Credentials, Impersonation, ImpersonationSpelling, read_token};
 use super::exec::{self, ExecCredential};
 use crate::limits::Limits;
 use serde_json::Value;
@@ -127,7 +127,7 @@ impl std::fmt::Debug for KubeClient {
 }
 
 /// An exec plugin's client certificate and key, and the HTTP client presenting them.
-type ExecHttp = (Vec<u8>, reqwest::Client);
+type ExecHttp = (Vec<u8>, Vec<u8>, reqwest::Client);
 
 /// What one request authenticates with.
 struct Auth {
@@ -213,7 +213,7 @@ impl KubeClient {
         .map(|(url, _)| url);
         config
             .impersonation
-            .check()
+            .check(&ImpersonationSpelling::KUBECONFIG)
             .map_err(|reason| KubeError::Config(format!("{}: {reason}", config.origin)))?;
         if config.tls_server_name.is_some() && config.ca_pem.is_none() {
             return Err(KubeError::Config(format!(
@@ -279,14 +279,20 @@ impl KubeClient {
             Credentials::Token(token) => Ok(plain(Some(token.clone()))),
             Credentials::TokenFile(path) => Ok(plain(Some(read_token(path)?))),
             Credentials::Exec(config) => {
-                let run = (**config).clone();
-                let credential = tokio::task::spawn_blocking(move || exec::credential(&run))
-                    .await
-                    .map_err(|e| KubeError::ExecPlugin {
-                        origin: config.origin.clone(),
-                        command: config.command.display().to_string(),
-                        reason: e.to_string(),
-                    })??;
+                // A valid cached credential needs no blocking thread; a plugin run does.
+                let credential = match exec::cached(config) {
+                    Some(cached) => cached,
+                    None => {
+                        let run = (**config).clone();
+                        tokio::task::spawn_blocking(move || exec::credential(&run))
+                            .await
+                            .map_err(|e| KubeError::ExecPlugin {
+                                origin: config.origin.clone(),
+                                command: config.command.display().to_string(),
+                                reason: e.to_string(),
+                            })??
+                    }
+                };
                 let http = match &credential.client_certificate {
                     None => self.http.clone(),
                     Some((cert, key)) => self.exec_http(cert, key)?,
@@ -305,14 +311,14 @@ impl KubeClient {
     /// certificate).
     fn exec_http(&self, cert: &[u8], key: &[u8]) -> Result<reqwest::Client, KubeError> {
         let mut cached = self.exec_http.lock().unwrap_or_else(|p| p.into_inner());
-        let id = [cert, b"\n", key].concat();
-        if let Some((held, http)) = cached.as_ref()
-            && *held == id
+        if let Some((held_cert, held_key, http)) = cached.as_ref()
+            && held_cert == cert
+            && held_key == key
         {
             return Ok(http.clone());
         }
         let http = self.transport.http(Some((cert, key)))?;
-        *cached = Some((id, http.clone()));
+        *cached = Some((cert.to_vec(), key.to_vec(), http.clone()));
         Ok(http)
     }
 
@@ -392,17 +398,16 @@ impl KubeClient {
         }
     }
 
-    /// `GET server/path?query` as JSON, the body at most `max_bytes`.
+    /// `GET server/path?query` as JSON, the body at most `max_bytes`; with the body's
+    /// size (what a paged read counts against its limit).
     pub(super) async fn get_json(
         &self,
         path: &str,
         query: &[(&str, &str)],
         max_bytes: usize,
-    ) -> Result<Value, KubeError> {
-        let url = format!("{}{path}", self.server);
-        let response = self.send(&url, query, REQUEST_TIMEOUT).await?;
-        let body = self.body(response, max_bytes).await?;
-        serde_json::from_slice(&body).map_err(|e| KubeError::Malformed(e.to_string()))
+    ) -> Result<(Value, usize), KubeError> {
+        self.json(&format!("{}{path}", self.server), query, max_bytes)
+            .await
     }
 
     /// The whole body, at most `max_bytes`.
@@ -424,10 +429,18 @@ impl KubeClient {
         Ok(out)
     }
 
-    async fn json(&self, url: &str, query: &[(&str, &str)]) -> Result<Value, KubeError> {
+    /// `GET url?query` as JSON, the body at most `max_bytes`, and the body's size.
+    async fn json(
+        &self,
+        url: &str,
+        query: &[(&str, &str)],
+        max_bytes: usize,
+    ) -> Result<(Value, usize), KubeError> {
         let response = self.send(url, query, REQUEST_TIMEOUT).await?;
-        let body = self.body(response, self.max_bytes).await?;
-        serde_json::from_slice(&body).map_err(|e| KubeError::Malformed(e.to_string()))
+        let body = self.body(response, max_bytes).await?;
+        let value =
+            serde_json::from_slice(&body).map_err(|e| KubeError::Malformed(e.to_string()))?;
+        Ok((value, body.len()))
     }
 
     /// One object; `None` when it does not exist.
@@ -439,8 +452,8 @@ impl KubeClient {
     ) -> Result<Option<Value>, KubeError> {
         segment("name", name)?;
         let url = format!("{}/{name}", self.url(namespace, resource)?);
-        match self.json(&url, &[]).await {
-            Ok(v) => Ok(Some(v)),
+        match self.json(&url, &[], self.max_bytes).await {
+            Ok((v, _)) => Ok(Some(v)),
             Err(KubeError::Status { code: 404, .. }) => Ok(None),
             Err(e) => Err(e),
         }
@@ -456,8 +469,12 @@ impl KubeClient {
         segment("name", name)?;
         let url = self.url(namespace, resource)?;
         let selector = format!("metadata.name={name}");
-        let list = self
-            .json(&url, &[("fieldSelector", selector.as_str())])
+        let (list, _) = self
+            .json(
+                &url,
+                &[("fieldSelector", selector.as_str())],
+                self.max_bytes,
+            )
             .await?;
         let items = list
             .get("items")

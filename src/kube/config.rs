@@ -288,8 +288,6 @@ pub struct Kubeconfig {
     users: Vec<(String, UserEntry)>,
     contexts: Vec<(String, ContextEntry)>,
     origin: String,
-    /// Each user's kubeconfig directory (exec commands with a `/` are relative to it).
-    user_dirs: Vec<(String, PathBuf)>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -339,6 +337,10 @@ struct UserEntry {
     impersonate_groups: Option<Vec<String>>,
     #[serde(default, rename = "as-user-extra")]
     impersonate_extra: Option<BTreeMap<String, Vec<String>>>,
+    /// The directory of the kubeconfig that defined the user (an exec command with a `/`
+    /// is relative to it).
+    #[serde(skip)]
+    dir: PathBuf,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -429,12 +431,8 @@ impl Kubeconfig {
             .into_iter()
             .map(|(n, u)| (n, u.unwrap_or_default()))
             .collect();
-        out.user_dirs = out
-            .users
-            .iter()
-            .map(|(n, _)| (n.clone(), base_dir.to_path_buf()))
-            .collect();
         for (_, u) in &mut out.users {
+            u.dir = base_dir.to_path_buf();
             for p in [
                 &mut u.client_certificate,
                 &mut u.client_key,
@@ -470,7 +468,6 @@ impl Kubeconfig {
         }
         add(&mut self.clusters, other.clusters);
         add(&mut self.users, other.users);
-        add(&mut self.user_dirs, other.user_dirs);
         add(&mut self.contexts, other.contexts);
     }
 
@@ -594,26 +591,25 @@ impl Kubeconfig {
                      authenticates is ambiguous; keep one",
                 ));
             }
-            use base64::Engine as _;
-            let mut info = serde_json::json!({"server": server});
-            if let Some(ca) = &ca_pem {
-                info["certificate-authority-data"] =
-                    base64::engine::general_purpose::STANDARD.encode(ca).into();
-            }
-            if let Some(name) = &tls_server_name {
-                info["tls-server-name"] = name.clone().into();
-            }
-            if let Some(proxy) = &proxy_url {
-                info["proxy-url"] = proxy.clone().into();
-            }
-            let dir = self
-                .user_dirs
-                .iter()
-                .find(|(n, _)| n == user_name)
-                .map(|(_, d)| d.clone())
-                .unwrap_or_default();
-            credentials =
-                Credentials::Exec(Box::new(ExecConfig::parse(exec, &user_at, &dir, info)?));
+            // `spec.cluster` of KUBERNETES_EXEC_INFO, made only for provideClusterInfo.
+            let info = || {
+                use base64::Engine as _;
+                let mut info = serde_json::json!({"server": server});
+                if let Some(ca) = &ca_pem {
+                    info["certificate-authority-data"] =
+                        base64::engine::general_purpose::STANDARD.encode(ca).into();
+                }
+                if let Some(name) = &tls_server_name {
+                    info["tls-server-name"] = name.clone().into();
+                }
+                if let Some(proxy) = &proxy_url {
+                    info["proxy-url"] = proxy.clone().into();
+                }
+                info
+            };
+            credentials = Credentials::Exec(Box::new(ExecConfig::parse(
+                exec, &user_at, &user.dir, info,
+            )?));
         }
         let impersonation = Impersonation {
             user: user.impersonate.clone().filter(|u| !u.is_empty()),
@@ -622,7 +618,7 @@ impl Kubeconfig {
             extra: user.impersonate_extra.clone().unwrap_or_default(),
         };
         impersonation
-            .check()
+            .check(&ImpersonationSpelling::KUBECONFIG)
             .map_err(|reason| config_error(&user_at, reason))?;
         let mut config = ClusterConfig::new(server, ca_pem, credentials, user_at);
         config.tls_server_name = tls_server_name;
@@ -633,15 +629,36 @@ impl Kubeconfig {
     }
 }
 
+/// How an impersonation was written, for [`Impersonation::check`]'s message: the name of
+/// the user setting, and of the settings that need it.
+pub(super) struct ImpersonationSpelling {
+    pub user: &'static str,
+    pub others: &'static str,
+}
+
+impl ImpersonationSpelling {
+    /// A kubeconfig user's fields (also what a library caller's configuration is named by).
+    pub const KUBECONFIG: ImpersonationSpelling = ImpersonationSpelling {
+        user: "`as`",
+        others: "as-uid, as-groups or as-user-extra",
+    };
+    /// The command line's flags.
+    pub const FLAGS: ImpersonationSpelling = ImpersonationSpelling {
+        user: "--as",
+        others: "--as-group",
+    };
+}
+
 impl Impersonation {
     /// client-go's rule: a uid, groups or extras only with a user to impersonate.
-    pub(super) fn check(&self) -> Result<(), String> {
+    pub(super) fn check(&self, spelled: &ImpersonationSpelling) -> Result<(), String> {
         if self.user.is_none()
             && (self.uid.is_some() || !self.groups.is_empty() || !self.extra.is_empty())
         {
-            return Err(
-                "as-uid, as-groups or as-user-extra without `as` (the user to impersonate)".into(),
-            );
+            return Err(format!(
+                "{} without {} (the user to impersonate)",
+                spelled.others, spelled.user
+            ));
         }
         Ok(())
     }

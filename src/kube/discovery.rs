@@ -258,7 +258,7 @@ impl KubeClient {
     pub async fn resolve(&self, text: &str, limit: usize) -> Result<ApiResource, KubeError> {
         let lower = text.to_ascii_lowercase();
         let mut served = Vec::new();
-        let core = self.get_json("/api", &[], limit).await?;
+        let (core, _) = self.get_json("/api", &[], limit).await?;
         for version in core
             .get("versions")
             .and_then(Value::as_array)
@@ -266,12 +266,12 @@ impl KubeClient {
             .flatten()
             .filter_map(Value::as_str)
         {
-            let list = self
+            let (list, _) = self
                 .get_json(&format!("/api/{version}"), &[], limit)
                 .await?;
             served.extend(resources("", version, &list));
         }
-        let groups = self.get_json("/apis", &[], limit).await?;
+        let (groups, _) = self.get_json("/apis", &[], limit).await?;
         for group in groups
             .get("groups")
             .and_then(Value::as_array)
@@ -309,7 +309,7 @@ impl KubeClient {
                     .get_json(&format!("/apis/{name}/{version}"), &[], limit)
                     .await
                 {
-                    Ok(list) => served.extend(resources(name, version, &list)),
+                    Ok((list, _)) => served.extend(resources(name, version, &list)),
                     // An aggregated API that is down (503) does not hide the others;
                     // kubectl warns and goes on too.
                     Err(KubeError::Status { code: 503, .. }) => {}
@@ -333,7 +333,7 @@ impl KubeClient {
         let path = resource.path(scope, name)?;
         if let Some(name) = name {
             let mut object = match self.get_json(&path, &[], limit).await {
-                Ok(o) => o,
+                Ok((o, _)) => o,
                 Err(KubeError::Status { code: 404, .. }) => {
                     return Err(KubeError::Resource(format!(
                         "{} {name:?} not found",
@@ -354,15 +354,15 @@ impl KubeClient {
             if let Some(token) = next.as_deref() {
                 query.push(("continue", token));
             }
-            let page = self
-                .get_json(&path, &query, left)
-                .await
-                .map_err(|e| match e {
-                    KubeError::TooLarge { .. } => KubeError::TooLarge { limit },
-                    e => e,
-                })?;
-            left = left.saturating_sub(serde_json::to_vec(&page).map_or(0, |b| b.len()));
-            let Some(Value::Array(page_items)) = page.get("items").cloned() else {
+            let (mut page, size) =
+                self.get_json(&path, &query, left)
+                    .await
+                    .map_err(|e| match e {
+                        KubeError::TooLarge { .. } => KubeError::TooLarge { limit },
+                        e => e,
+                    })?;
+            left = left.saturating_sub(size);
+            let Some(Value::Array(page_items)) = page.get_mut("items").map(Value::take) else {
                 return Err(KubeError::Malformed(format!(
                     "{path}: a list without items"
                 )));

@@ -140,7 +140,7 @@ impl ExecConfig {
         value: &Value,
         origin: &str,
         base_dir: &std::path::Path,
-        cluster: Value,
+        cluster: impl FnOnce() -> Value,
     ) -> Result<ExecConfig, KubeError> {
         let entry: ExecEntry =
             serde_json::from_value(value.clone()).map_err(|e| refused(origin, e))?;
@@ -208,10 +208,7 @@ impl ExecConfig {
                 .into_iter()
                 .map(|e| (e.name, e.value))
                 .collect(),
-            cluster: entry
-                .provide_cluster_info
-                .unwrap_or(false)
-                .then_some(cluster),
+            cluster: entry.provide_cluster_info.unwrap_or(false).then(cluster),
             install_hint: entry.install_hint.filter(|h| !h.trim().is_empty()),
             timeout: DEFAULT_TIMEOUT,
             origin: origin.to_string(),
@@ -261,14 +258,26 @@ fn cache() -> &'static Cache {
 pub(super) fn credential(config: &ExecConfig) -> Result<Arc<ExecCredential>, KubeError> {
     let key = config.cache_key();
     let mut cache = cache().lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(cached) = cache.get(&key)
-        && !cached.expired(jiff::Timestamp::now())
-    {
-        return Ok(cached.clone());
+    if let Some(cached) = valid(&cache, &key) {
+        return Ok(cached);
     }
     let fresh = Arc::new(run(config)?);
     cache.insert(key, fresh.clone());
     Ok(fresh)
+}
+
+/// The cached credential while it has not expired, without running the plugin (callers on
+/// an async runtime look here before they move to a blocking thread for [`credential`]).
+pub(super) fn cached(config: &ExecConfig) -> Option<Arc<ExecCredential>> {
+    let cache = cache().lock().unwrap_or_else(|p| p.into_inner());
+    valid(&cache, &config.cache_key())
+}
+
+fn valid(cache: &HashMap<String, Arc<ExecCredential>>, key: &str) -> Option<Arc<ExecCredential>> {
+    cache
+        .get(key)
+        .filter(|c| !c.expired(jiff::Timestamp::now()))
+        .cloned()
 }
 
 /// Forgets `used` (the API server answered 401 to it), so the next
@@ -445,7 +454,7 @@ mod tests {
             &entry,
             "kc, context \"c\", user \"u\"",
             Path::new("/kube"),
-            json!({"server": "https://h"}),
+            || json!({"server": "https://h"}),
         )
     }
 
