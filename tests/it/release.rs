@@ -642,6 +642,16 @@ fn the_sign_job_refuses_an_image_digest_file_that_is_not_this_release() {
     }
 }
 
+/// The step of `job` that uses the action `prefix` (`actions/upload-artifact@`).
+fn step_using<'a>(job: &'a Value, prefix: &str) -> &'a Value {
+    job["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["uses"].as_str().is_some_and(|u| u.starts_with(prefix)))
+        .unwrap_or_else(|| panic!("no step uses {prefix}"))
+}
+
 #[test]
 fn the_release_workflow_pushes_the_image_that_the_chart_and_deploy_name_from_the_built_binaries() {
     let text = std::fs::read_to_string(repo().join(".github/workflows/release.yml")).unwrap();
@@ -659,25 +669,10 @@ fn the_release_workflow_pushes_the_image_that_the_chart_and_deploy_name_from_the
         "{run_text}"
     );
     assert!(run_text.contains("docker login ghcr.io"), "{run_text}");
-    let steps = image["steps"].as_array().unwrap();
-    let download = steps
-        .iter()
-        .find(|s| {
-            s["uses"]
-                .as_str()
-                .is_some_and(|u| u.starts_with("actions/download-artifact@"))
-        })
-        .expect("the image job downloads the build artifacts");
+    let download = step_using(image, "actions/download-artifact@");
     assert_eq!(download["with"]["pattern"], "mansign-*-linux-musl");
     assert_eq!(download["with"]["path"], "bin");
-    let upload = steps
-        .iter()
-        .find(|s| {
-            s["uses"]
-                .as_str()
-                .is_some_and(|u| u.starts_with("actions/upload-artifact@"))
-        })
-        .expect("the image job uploads the digest file");
+    let upload = step_using(image, "actions/upload-artifact@");
     assert_eq!(upload["with"]["name"], "mansign-image");
     assert_eq!(upload["with"]["path"], "dist/mansign-image.txt");
     // The sign job waits for it and downloads it with the binaries (`mansign-*`).
@@ -685,17 +680,7 @@ fn the_release_workflow_pushes_the_image_that_the_chart_and_deploy_name_from_the
         wf["jobs"]["sign"]["needs"],
         serde_json::json!(["build", "image"])
     );
-    let sign_download = wf["jobs"]["sign"]["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| {
-            s["uses"]
-                .as_str()
-                .is_some_and(|u| u.starts_with("actions/download-artifact@"))
-        })
-        .unwrap()
-        .clone();
+    let sign_download = step_using(&wf["jobs"]["sign"], "actions/download-artifact@");
     assert_eq!(sign_download["with"]["pattern"], "mansign-*");
     // Both Linux targets the build matrix makes are in the image, by docker's names.
     let script = std::fs::read_to_string(repo().join("scripts/release-image.sh")).unwrap();
