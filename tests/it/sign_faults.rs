@@ -934,11 +934,37 @@ fn check_retry_lines(lines: &[&str], service: &str, verbose: bool) -> Result<(),
     Ok(())
 }
 
+/// Runs `sign` (the command `command` makes, with `--timeout 1`) against a service that
+/// never answers, with and without `-v`: each run fails naming the service as
+/// `unreachable` says, exit 2, nothing written at `out`, after two retry lines with `-v`
+/// and one without. The 120 s bound is only a guard against a hang.
+fn assert_each_retry_is_said(
+    mut command: impl FnMut() -> Command,
+    service: &str,
+    unreachable: &str,
+    out: &Path,
+) {
+    for (verbose, retries) in [(true, 2), (false, 1)] {
+        let mut cmd = command();
+        cmd.args(["--timeout", "1"]);
+        if verbose {
+            cmd.arg("-v");
+        }
+        let done = run_within(cmd, Duration::from_secs(120)).unwrap();
+        let err = stderr(&done);
+        expect_exit(&done, 2, &[unreachable]).unwrap();
+        let lines = retry_lines(&err, service);
+        assert_eq!(lines.len(), retries, "-v {verbose}: {err}");
+        check_retry_lines(&lines, service, verbose).unwrap_or_else(|e| panic!("{e}\n{err}"));
+        assert!(!out.exists(), "something was written");
+    }
+}
+
 /// Issue 39 item 11: a Fulcio that accepts the connection and never answers. With `-v`,
 /// each of the two retries is a line naming its attempt, the timeout and the wait; without
 /// it, the first retry is (the run is never silent for three timeouts); then the run fails
 /// naming Fulcio and the three attempts, exit 2, nothing written. `--timeout 1` keeps the
-/// run short; the 120 s bound is only a guard against a hang.
+/// run short.
 #[test]
 fn a_fulcio_that_never_answers_is_retried_and_each_retry_is_said() {
     let stack = Stack::start();
@@ -946,32 +972,19 @@ fn a_fulcio_that_never_answers_is_retried_and_each_retry_is_said() {
     let dir = tempfile::tempdir().unwrap();
     let input = write(dir.path(), "cm.yaml", &config_map("cm"));
     let out = dir.path().join("signed");
-    for (verbose, retries) in [(true, 2), (false, 1)] {
-        let mut cmd = sign_via(&stack, &fulcio.url, stack.rekor_url());
-        cmd.arg("-f")
-            .arg(&input)
-            .arg("-o")
-            .arg(format!("{}/", out.display()))
-            .args(["--timeout", "1"]);
-        if verbose {
-            cmd.arg("-v");
-        }
-        let done = run_within(cmd, Duration::from_secs(120)).unwrap();
-        let err = stderr(&done);
-        expect_exit(
-            &done,
-            2,
-            &[&format!(
-                "Fulcio at {} is unreachable after 3 attempt(s)",
-                fulcio.url
-            )],
-        )
-        .unwrap();
-        let lines = retry_lines(&err, "fulcio");
-        assert_eq!(lines.len(), retries, "-v {verbose}: {err}");
-        check_retry_lines(&lines, "fulcio", verbose).unwrap_or_else(|e| panic!("{e}\n{err}"));
-        assert!(!out.exists(), "something was written");
-    }
+    assert_each_retry_is_said(
+        || {
+            let mut cmd = sign_via(&stack, &fulcio.url, stack.rekor_url());
+            cmd.arg("-f")
+                .arg(&input)
+                .arg("-o")
+                .arg(format!("{}/", out.display()));
+            cmd
+        },
+        "fulcio",
+        &format!("Fulcio at {} is unreachable after 3 attempt(s)", fulcio.url),
+        &out,
+    );
     assert_eq!(fulcio.count("POST", FULCIO_PATH), 6, "3 attempts a run");
 }
 
@@ -984,33 +997,19 @@ fn a_rekor_that_never_answers_is_retried_and_each_retry_is_said() {
     let (key, _) = common::key_pair(dir.path(), "cosign");
     let input = write(dir.path(), "cm.yaml", &config_map("cm"));
     let out = dir.path().join("signed.yaml");
-    for (verbose, retries) in [(true, 2), (false, 1)] {
-        let mut cmd = sign_with_key(&key);
-        cmd.arg("-f").arg(&input).arg("-o").arg(&out).args([
-            "--tlog-upload",
-            "--rekor-url",
-            &rekor.url,
-            "--timeout",
-            "1",
-        ]);
-        if verbose {
-            cmd.arg("-v");
-        }
-        let done = run_within(cmd, Duration::from_secs(120)).unwrap();
-        let err = stderr(&done);
-        expect_exit(
-            &done,
-            2,
-            &[&format!(
-                "Rekor at {} is unreachable after 3 attempt(s)",
-                rekor.url
-            )],
-        )
-        .unwrap();
-        let lines = retry_lines(&err, "rekor");
-        assert_eq!(lines.len(), retries, "-v {verbose}: {err}");
-        check_retry_lines(&lines, "rekor", verbose).unwrap_or_else(|e| panic!("{e}\n{err}"));
-        assert!(!out.exists(), "something was written");
-    }
+    assert_each_retry_is_said(
+        || {
+            let mut cmd = sign_with_key(&key);
+            cmd.arg("-f").arg(&input).arg("-o").arg(&out).args([
+                "--tlog-upload",
+                "--rekor-url",
+                &rekor.url,
+            ]);
+            cmd
+        },
+        "rekor",
+        &format!("Rekor at {} is unreachable after 3 attempt(s)", rekor.url),
+        &out,
+    );
     assert_eq!(rekor.count("POST", REKOR_PATH), 6, "3 attempts a run");
 }
