@@ -5,7 +5,30 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-log() { printf '\n==> %s\n' "$*" >&2; }
+# Each step's wall time is printed when the next one starts, and every step's at the end
+# (also when a step fails), so a slow CI run says where its time went (docs/design.md, "Tests").
+step_name="" step_started=0 run_started=$(date +%s)
+steps=()
+finish_step() {
+  [ -n "$step_name" ] || return 0
+  local took=$(($(date +%s) - step_started))
+  steps+=("$(printf '%5d s  %s' "$took" "$step_name")")
+  printf '(%s: %d s)\n' "$step_name" "$took" >&2
+  step_name=""
+}
+log() {
+  finish_step
+  step_name=$*
+  step_started=$(date +%s)
+  printf '\n==> %s\n' "$*" >&2
+}
+summary() {
+  local rc=$?
+  finish_step
+  printf '\n==> step times (%s after %d s)\n' "$([ "$rc" = 0 ] && echo passed || echo "failed, exit $rc")" "$(($(date +%s) - run_started))" >&2
+  printf '%s\n' "${steps[@]}" >&2
+}
+trap summary EXIT
 
 log "toolchain components (rustfmt, clippy)"
 if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
