@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # start.sh [--env] STATE_DIR -- start a loopback Sigstore stack and write its trust material.
 #
-# By hand (README, "Keyless on a local Sigstore"): --env prints the exports instead of the
-# status line (that goes to stderr), including SIGSTORE_ID_TOKEN, so that
+# By hand (README, "Quickstart: keyless, in CI", the paragraph on a local Sigstore): --env
+# prints the exports instead of the status line (that goes to stderr), including
+# SIGSTORE_ID_TOKEN, so that
 #   eval "$(bash scripts/sigstore-stack/start.sh --env /tmp/mansign-stack)"
 # leaves `mansign sign` and `mansign verify` pointed at the stack; stop it with
 #   bash scripts/sigstore-stack/stop.sh /tmp/mansign-stack
