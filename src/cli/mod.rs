@@ -130,9 +130,9 @@ enum Command {
     /// Verify signed manifests: signature, signer and that each object equals what was signed.
     #[command(after_help = VERIFY_HELP)]
     Verify(verify::VerifyArgs),
-    /// Verify live objects: `kubectl get KIND[/NAME] -o json`, then `verify` with
-    /// `--ignore-profile kubernetes` (by default; a `--policy` brings its own) and any other
-    /// verify flag; one line per object.
+    /// Verify live objects: read KIND[/NAME] from the cluster (kubeconfig, as kubectl reaches
+    /// it), then `verify` with `--ignore-profile kubernetes` (by default; a `--policy` brings
+    /// its own) and any other verify flag; one line per object.
     #[command(
         after_help = VERIFY_RESOURCE_HELP,
         mut_arg("ignore_profile", |a| a.default_value("kubernetes")),

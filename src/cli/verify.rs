@@ -78,7 +78,7 @@ pub struct VerifyArgs {
     pub policy: Option<PathBuf>,
 
     /// Differences tolerated for live objects (`kubectl get -o yaml` output, or what a
-    /// GitOps tool applied), a comma-separated list of profiles: `none` (files; default),
+    /// GitOps tool applied), a comma-separated list of profiles: `none` (`verify`'s default),
     /// `kubernetes` (server-populated metadata, the status of kinds with a status
     /// subresource, server-assigned fields, exact defaults, and a
     /// last-applied-configuration that holds the signed manifest; anchored), `argocd` (Argo
