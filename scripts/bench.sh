@@ -16,7 +16,9 @@
 # 5. the targets of issue 26 as ratios to the ECDSA floor measured in the same run
 #    (`cargo bench --bench verify`: one P-256 check, one P-384 check), each next to its
 #    target, with the start of a minimal Rust binary built with the same release profile
-#    (scripts/bench-minimal/).
+#    (scripts/bench-minimal/);
+# 6. side by side with the real peers, kubectl-sigstore and `kubectl-kyverno apply`, signing
+#    and verifying 1, 100 and 1,000 files with a key and keylessly (scripts/bench-peers.sh).
 #
 #   scripts/bench.sh [N]
 set -euo pipefail
@@ -328,3 +330,7 @@ bash scripts/bounds.sh
 # The admission webhook under load (wrk on loopback): a third table.
 echo
 bash scripts/bench-webhook.sh
+
+# mansign beside kubectl-sigstore and the Kyverno CLI (issue 40): a fourth table.
+echo
+MANSIGN="$MANSIGN" bash scripts/bench-peers.sh
