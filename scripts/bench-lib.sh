@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Shared pieces of the benchmark scripts, sourced by them from the repository root.
 #
-# bench_stack_start (scripts/bench.sh, scripts/bench-scale.sh): WORK a temporary directory,
+# bench_exceptions DIR N: the PolicyExceptions the benchmarks sign and verify.
+#
+# bench_stack_start (scripts/bench.sh, scripts/bench-scale.sh, scripts/bench-peers.sh): WORK a temporary directory,
 # the loopback Sigstore stack started in WORK/stack (STATE) and its environment read; both
 # stopped and removed at exit.
 #
@@ -10,6 +12,30 @@
 # directory removed at exit, with the server (SERVER_PID) stopped; in WORK a throwaway TLS
 # certificate for 127.0.0.1, a cosign key pair `release` (password `bench`) and policy.yaml,
 # a ManifestPolicy requiring that key on PolicyExceptions.
+
+# bench_exceptions DIR N: N PolicyExceptions, one file each, in DIR (the benchmarks' input).
+bench_exceptions() {
+  mkdir -p "$1"
+  local i
+  for i in $(seq -w 1 "$2"); do
+    cat >"$1/exception-$i.yaml" <<YAML
+apiVersion: kyverno.io/v2
+kind: PolicyException
+metadata:
+  name: exception-$i
+  namespace: team-$i
+spec:
+  exceptions:
+  - policyName: disallow-host-path
+    ruleNames: [host-path]
+  match:
+    any:
+    - resources:
+        kinds: [Pod]
+        names: ["job-$i-*"]
+YAML
+  done
+}
 
 bench_stack_cleanup() {
   bash scripts/sigstore-stack/stop.sh "$STATE" >/dev/null 2>&1 || true

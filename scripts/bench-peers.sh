@@ -131,28 +131,6 @@ kyverno_policy key-signed "$WORK/key-entry" >"$WORK/kyverno-key.yaml"
 } >"$WORK/keyless-entry"
 kyverno_policy keyless-signed "$WORK/keyless-entry" >"$WORK/kyverno-keyless.yaml"
 
-exceptions() { # exceptions DIR N
-  mkdir -p "$1"
-  local i
-  for i in $(seq -w 1 "$2"); do
-    cat >"$1/exception-$i.yaml" <<YAML
-apiVersion: kyverno.io/v2
-kind: PolicyException
-metadata:
-  name: exception-$i
-  namespace: team-$i
-spec:
-  exceptions:
-  - policyName: disallow-host-path
-    ruleNames: [host-path]
-  match:
-    any:
-    - resources:
-        kinds: [Pod]
-        names: ["job-$i-*"]
-YAML
-  done
-}
 # each_file DIR CMD...: CMD FILE for every file of DIR, one process each, stopping at the
 # first failure (what a kubectl-sigstore user runs for a directory).
 cat >"$WORK/each-file" <<'SH'
@@ -214,7 +192,7 @@ row() { # row WORK N MANSIGN_CMD_LABEL PEER_LABEL "m_wall m_cpu m_rss" "p_wall p
 for n in "${SIZES[@]}"; do
   runs=$(runs_for "$n")
   in="$WORK/in-$n"
-  exceptions "$in" "$n"
+  bench_exceptions "$in" "$n"
 
   # signing, key: mansign once for the directory, kubectl-sigstore once per file
   l=$(load)

@@ -60,25 +60,7 @@ print(f"{statistics.median(times):.1f}")
 PY
 }
 
-mkdir -p "$WORK/in"
-for i in $(seq -w 1 "$N"); do
-  cat > "$WORK/in/exception-$i.yaml" <<YAML
-apiVersion: kyverno.io/v2
-kind: PolicyException
-metadata:
-  name: exception-$i
-  namespace: team-$i
-spec:
-  exceptions:
-  - policyName: disallow-host-path
-    ruleNames: [host-path]
-  match:
-    any:
-    - resources:
-        kinds: [Pod]
-        names: ["job-$i-*"]
-YAML
-done
+bench_exceptions "$WORK/in" "$N"
 
 common=(--fulcio-url "$SIGSTORE_FULCIO_URL" --rekor-url "$SIGSTORE_REKOR_URL"
         --identity-token "@$SIGSTORE_ID_TOKEN_FILE" --trusted-root "$SIGSTORE_TRUSTED_ROOT")
