@@ -72,8 +72,8 @@ pub struct ServeArgs {
     pub idle_timeout: Duration,
 
     /// kubeconfig for reading the Secrets and ConfigMaps policies name as key sources
-    /// (default: the pod's service account, else $KUBECONFIG or ~/.kube/config). Read only
-    /// when a policy names one.
+    /// (default, in kubectl's order: $KUBECONFIG or ~/.kube/config if one is there, else the
+    /// pod's service account). Read only when a policy names one.
     #[arg(long, value_name = "FILE")]
     pub kubeconfig: Option<PathBuf>,
 

@@ -7,8 +7,10 @@ use super::{ClusterConfig, Impersonation};
 use crate::limits::Limits;
 use std::path::PathBuf;
 
-/// Where the API server is: `--kubeconfig`/`--context`, else the pod's service account,
-/// else the default kubeconfig; and whom to act as.
+/// Where the API server is, in kubectl's order (client-go's deferred loading): `--kubeconfig`/
+/// `--context`, else a kubeconfig that is there (`$KUBECONFIG`'s files, else
+/// `~/.kube/config`), else the pod's service account, else the default kubeconfig's error;
+/// and whom to act as.
 #[derive(Debug, Clone, Default)]
 pub struct ClusterAccess {
     pub kubeconfig: Option<PathBuf>,
@@ -26,7 +28,7 @@ impl ClusterAccess {
                 self.context.as_deref(),
                 limits,
             )
-        } else if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
+        } else if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() && !kubeconfig_present() {
             ClusterConfig::in_cluster()
         } else {
             ClusterConfig::from_kubeconfig(None, None, limits)
@@ -37,5 +39,18 @@ impl ClusterAccess {
             config.impersonation = who.clone();
         }
         Ok(config)
+    }
+}
+
+/// Whether a kubeconfig file is there to be read without flags: one of `$KUBECONFIG`'s files,
+/// else `~/.kube/config`. kubectl reads such a file before it falls back to the pod's
+/// service account, so a job in a pod with `KUBECONFIG` set reads the cluster kubectl reads.
+fn kubeconfig_present() -> bool {
+    match std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+        Some(list) => {
+            std::env::split_paths(&list).any(|p| !p.as_os_str().is_empty() && p.is_file())
+        }
+        None => std::env::var_os("HOME")
+            .is_some_and(|home| PathBuf::from(home).join(".kube/config").is_file()),
     }
 }

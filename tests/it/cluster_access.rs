@@ -989,3 +989,55 @@ fn a_kind_two_groups_serve_is_refused_as_ambiguous_and_resolved_with_its_group()
         "{text}"
     );
 }
+
+/// Without `--kubeconfig`, a kubeconfig that is there wins over the pod's service account,
+/// as in kubectl: in a pod (`KUBERNETES_SERVICE_HOST` set, no service account mounted here)
+/// with `KUBECONFIG` naming the test cluster, `verify --policy` reads its `k8s://` key from
+/// that cluster. With no kubeconfig there, the service account is what it tries (and says so).
+#[test]
+fn a_kubeconfig_that_is_there_wins_over_the_pods_service_account_as_in_kubectl() {
+    let home = tempfile::tempdir().unwrap();
+    let in_pod = |kubeconfig: Option<&Path>| {
+        let mut cmd = mansign();
+        cmd.args([
+            "verify",
+            "--policy",
+            env().policy_a.to_str().unwrap(),
+            env().signed_a.to_str().unwrap(),
+        ]);
+        for name in [
+            "KUBECONFIG",
+            "MANSIGN_KUBECTL",
+            "HTTPS_PROXY",
+            "https_proxy",
+            "NO_PROXY",
+            "no_proxy",
+        ] {
+            cmd.env_remove(name);
+        }
+        cmd.env("HOME", home.path())
+            .env("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+            .env("KUBERNETES_SERVICE_PORT", "9");
+        if let Some(k) = kubeconfig {
+            cmd.env("KUBECONFIG", k);
+        }
+        let out = cmd.output().unwrap();
+        eprintln!(
+            "  in a pod, KUBECONFIG={kubeconfig:?}: {:?} {}",
+            out.status.code(),
+            common::all_output(&out).trim()
+        );
+        out
+    };
+    assert_verified(
+        &in_pod(Some(env().cluster.kubeconfig())),
+        "KUBECONFIG set in a pod: the kubeconfig's cluster",
+    );
+    let out = in_pod(None);
+    let text = common::all_output(&out);
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("service account token"),
+        "no kubeconfig: the service account is tried: {text}"
+    );
+}
