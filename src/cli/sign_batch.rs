@@ -41,24 +41,6 @@ impl RunSigner {
         }
     }
 
-    /// The Rekor entries of the last call, in message order: each one's log index and
-    /// Sigstore bundle (JSON). None for a key without the log.
-    fn logged(&self) -> Vec<(i64, String)> {
-        match self {
-            RunSigner::Key(_) => Vec::new(),
-            RunSigner::KeyWithTlog(s) => s.log_indexes().into_iter().zip(s.bundles()).collect(),
-            RunSigner::Keyless(s) => s
-                .last_batch()
-                .map(|b| {
-                    b.signatures
-                        .into_iter()
-                        .map(|s| (s.log_index, s.bundle_json))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        }
-    }
-
     /// What this signer's new signature sets are verified as, once for the run; `None` for
     /// a key without the log (nothing in its sets to check against a trust root).
     fn new_sets(&self) -> anyhow::Result<Option<NewSets>> {
@@ -77,9 +59,12 @@ impl RunSigner {
         })
     }
 
-    /// Who the `--bundle-out` bundles of the last call must name as their signer: the
-    /// certificate's identity and issuer, or our public key.
-    fn bundle_signer(&self) -> anyhow::Result<ExpectedSigner> {
+    /// Who the `--bundle-out` bundles of a call must name as their signer: the identity
+    /// and issuer of the `certificate` it returned, or our public key.
+    fn bundle_signer(
+        &self,
+        certificate: Option<&SigningCertificate>,
+    ) -> anyhow::Result<ExpectedSigner> {
         Ok(match self {
             RunSigner::Key(_) => bail!("--bundle-out needs --tlog-upload"),
             RunSigner::KeyWithTlog(s) => ExpectedSigner::Key(
@@ -87,23 +72,17 @@ impl RunSigner {
                     .context("cannot read back our own public key")?,
             ),
             RunSigner::Keyless(_) => {
-                let Some(cert) = self.certificate() else {
+                let Some(cert) = certificate else {
                     bail!("--bundle-out: no certificate for the signatures just made");
                 };
-                match (cert.identity, cert.issuer) {
-                    (Some(identity), Some(issuer)) => ExpectedSigner::identity(identity, issuer),
+                match (&cert.identity, &cert.issuer) {
+                    (Some(identity), Some(issuer)) => {
+                        ExpectedSigner::identity(identity.as_str(), issuer.as_str())
+                    }
                     _ => bail!("--bundle-out: the certificate names no identity or issuer"),
                 }
             }
         })
-    }
-
-    /// The certificate of the last call (keyless only).
-    fn certificate(&self) -> Option<SigningCertificate> {
-        match self {
-            RunSigner::Keyless(s) => s.last_batch().and_then(|b| b.certificate),
-            _ => None,
-        }
     }
 }
 
@@ -190,8 +169,11 @@ impl SignRun<'_> {
                 kind,
             )?;
         }
-        let (log_indexes, bundles): (Vec<i64>, Vec<String>) =
-            self.signer.logged().into_iter().unzip();
+        let (log_indexes, bundles): (Vec<i64>, Vec<String>) = summary
+            .log_entries
+            .into_iter()
+            .map(|e| (e.log_index, e.bundle_json))
+            .unzip();
         let planned_bundles: Vec<_> = files
             .iter()
             .flat_map(|file| plan.bundle_files(file, &plan.target(file)))
@@ -211,7 +193,7 @@ impl SignRun<'_> {
             let Some((trust, _)) = check else {
                 bail!("--bundle-out: no trust root to verify the bundles against");
             };
-            let signer = self.signer.bundle_signer()?;
+            let signer = self.signer.bundle_signer(summary.certificate.as_ref())?;
             for ((files, json), message) in
                 planned_bundles.iter().zip(&bundles).zip(&summary.messages)
             {
@@ -253,7 +235,7 @@ impl SignRun<'_> {
         run.record.log_indexes(&log_indexes)?;
         run.documents += summary.documents;
         run.signatures += summary.signatures;
-        if let Some(cert) = self.signer.certificate()
+        if let Some(cert) = summary.certificate
             && run.certificates.last() != Some(&cert)
         {
             run.certificates.push(cert);

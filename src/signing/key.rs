@@ -1,7 +1,7 @@
 //! Key-based signing with a cosign key pair.
 
 use super::error::SignError;
-use super::signer::Signer;
+use super::signer::{SignedBatch, Signer};
 use crate::annotations::SignatureSet;
 use p256::ecdsa::{Signature, SigningKey, signature::Signer as _};
 
@@ -23,20 +23,22 @@ impl KeySigner {
 }
 
 impl Signer for KeySigner {
-    fn sign_messages(&self, messages: &[Vec<u8>]) -> Result<Vec<SignatureSet>, SignError> {
-        Ok(messages
-            .iter()
-            .map(|m| {
-                let sig: Signature = self.key.sign(m);
-                let sig = sig.normalize_s().unwrap_or(sig);
-                SignatureSet {
-                    index: 0,
-                    signature: sig.to_der().as_bytes().to_vec(),
-                    certificate_pem: None,
-                    bundle: None,
-                }
-            })
-            .collect())
+    fn sign_messages(&self, messages: &[Vec<u8>]) -> Result<SignedBatch, SignError> {
+        Ok(SignedBatch::from_sets(
+            messages
+                .iter()
+                .map(|m| {
+                    let sig: Signature = self.key.sign(m);
+                    let sig = sig.normalize_s().unwrap_or(sig);
+                    SignatureSet {
+                        index: 0,
+                        signature: sig.to_der().as_bytes().to_vec(),
+                        certificate_pem: None,
+                        bundle: None,
+                    }
+                })
+                .collect(),
+        ))
     }
 }
 
@@ -49,9 +51,21 @@ mod tests {
     fn signatures_are_low_s() {
         let signer = KeySigner::new(SigningKey::random(&mut rand_core::OsRng));
         let messages: Vec<Vec<u8>> = (0..64u32).map(|i| i.to_be_bytes().to_vec()).collect();
-        for set in signer.sign_messages(&messages).unwrap() {
-            let sig = Signature::from_der(&set.signature).unwrap();
+        for signed in signer.sign_messages(&messages).unwrap().signatures {
+            let sig = Signature::from_der(&signed.set.signature).unwrap();
             assert!(!bool::from(sig.s().is_high()), "high-S signature emitted");
         }
+    }
+
+    #[test]
+    fn a_key_batch_returns_one_set_per_message_without_certificate_or_log_entries() {
+        let signer = KeySigner::new(SigningKey::random(&mut rand_core::OsRng));
+        let batch = signer
+            .sign_messages(&[b"a".to_vec(), b"b".to_vec()])
+            .unwrap();
+        assert_eq!(batch.certificate, None);
+        assert_eq!(batch.signatures.len(), 2);
+        assert_eq!(batch.log_entries().count(), 0);
+        assert!(batch.signatures.iter().all(|s| s.set.bundle.is_none()));
     }
 }

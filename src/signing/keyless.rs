@@ -15,7 +15,8 @@
 //! What each message gets ([`SignatureSet`]): the DER ECDSA signature over SHA-256(M),
 //! the Fulcio leaf certificate (PEM), and the cosign RekorBundle made from Rekor's answer
 //! (SET, body, integratedTime, logIndex, logID). A Sigstore bundle v0.3 with the full
-//! entry (inclusion proof and checkpoint) is kept too, for `--bundle-out`.
+//! entry (inclusion proof and checkpoint) is returned with it, for `--bundle-out`; each
+//! call returns its own [`SignedBatch`], the signer keeps only the key and certificate.
 //!
 //! The signer does not verify what Fulcio and Rekor returned beyond the checks that need
 //! no trust root, made as each answer arrives: the certificate is for our key and for the
@@ -29,7 +30,8 @@ use super::fulcio::{DEFAULT_FULCIO_URL, FulcioRequest, request_certificate};
 use super::http;
 use super::rekor_upload::{EntryRequest, RekorOptions, RekorUploader};
 use super::retry::{RetryObserver, RetryPolicy};
-use super::signer::Signer;
+pub use super::signer::SigningCertificate;
+use super::signer::{BatchSignature, LogEntry, SignedBatch, Signer};
 use super::sigstore::{BundleMaterial, EphemeralKey, message_bundle_json};
 use super::token::AcquiredToken;
 use crate::annotations::SignatureSet;
@@ -81,37 +83,6 @@ impl Default for KeylessOptions {
     }
 }
 
-/// The certificate a batch was signed with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SigningCertificate {
-    /// The Fulcio leaf, PEM.
-    pub pem: String,
-    /// The SAN Fulcio put in the certificate (email or URI).
-    pub identity: Option<String>,
-    /// The OIDC issuer extension.
-    pub issuer: Option<String>,
-    pub not_after: jiff::Timestamp,
-}
-
-/// One signed message.
-#[derive(Debug, Clone)]
-pub struct KeylessSignature {
-    /// What goes into the annotations.
-    pub set: SignatureSet,
-    /// The Rekor entry's global log index.
-    pub log_index: i64,
-    /// Sigstore bundle v0.3 (JSON) with the full Rekor entry, inclusion proof included.
-    pub bundle_json: String,
-}
-
-/// What one keyless run produced.
-#[derive(Debug, Clone)]
-pub struct KeylessBatch {
-    /// `None` only for an empty batch (nothing was requested).
-    pub certificate: Option<SigningCertificate>,
-    pub signatures: Vec<KeylessSignature>,
-}
-
 /// Signs batches keylessly with one token (see the module docs).
 ///
 /// ```no_run
@@ -126,8 +97,14 @@ pub struct KeylessBatch {
 ///     &SilentPrompt,
 /// )?;
 /// let signer = KeylessSigner::new(token, KeylessOptions::default());
-/// let sets = signer.sign_messages(&[b"apiVersion: v1\nkind: ConfigMap\n".to_vec()])?;
-/// assert!(sets[0].certificate_pem.is_some() && sets[0].bundle.is_some());
+/// let batch = signer.sign_messages(&[b"apiVersion: v1\nkind: ConfigMap\n".to_vec()])?;
+/// // The call returns what it produced: the certificate, and each signature's set and
+/// // Rekor entry.
+/// let certificate = batch.certificate.as_ref().expect("a keyless batch has a certificate");
+/// println!("signed as {:?}, valid until {}", certificate.identity, certificate.not_after);
+/// let signed = &batch.signatures[0];
+/// assert!(signed.set.certificate_pem.is_some() && signed.set.bundle.is_some());
+/// println!("logged at index {}", signed.log_entry.as_ref().map_or(-1, |e| e.log_index));
 /// # Ok(())
 /// # }
 /// ```
@@ -136,7 +113,6 @@ pub struct KeylessSigner {
     options: KeylessOptions,
     /// The key and certificate of the batches so far, while the certificate lasts.
     current: Mutex<Option<Arc<Issued>>>,
-    last: Mutex<Option<KeylessBatch>>,
 }
 
 /// An ephemeral key and the Fulcio certificate for it.
@@ -172,7 +148,6 @@ impl KeylessSigner {
             token,
             options,
             current: Mutex::new(None),
-            last: Mutex::new(None),
         }
     }
 
@@ -227,20 +202,12 @@ impl KeylessSigner {
         Ok(fresh)
     }
 
-    /// The result of the last [`Signer::sign_messages`] call (certificate, log indexes,
-    /// Sigstore bundles), if it succeeded.
-    pub fn last_batch(&self) -> Option<KeylessBatch> {
-        self.last.lock().ok().and_then(|l| l.clone())
-    }
-
     /// Signs `messages`: one certificate (the signer's, see the module docs), one Rekor
-    /// entry per message.
-    pub async fn sign_batch(&self, messages: &[Vec<u8>]) -> Result<KeylessBatch, KeylessError> {
+    /// entry per message. Returns what it produced: the certificate and, per message, the
+    /// signature set and its log entry (index and Sigstore bundle).
+    pub async fn sign_batch(&self, messages: &[Vec<u8>]) -> Result<SignedBatch, KeylessError> {
         if messages.is_empty() {
-            return Ok(KeylessBatch {
-                certificate: None,
-                signatures: Vec::new(),
-            });
+            return Ok(SignedBatch::default());
         }
         let issued = self.issued().await?;
         let (key, certificate) = (&issued.key, &issued.certificate);
@@ -285,18 +252,20 @@ impl KeylessSigner {
                 message: i,
                 reason: e.to_string(),
             })?;
-            out.push(KeylessSignature {
-                log_index: entry.rekor_bundle.payload.log_index,
+            out.push(BatchSignature {
+                log_entry: Some(LogEntry {
+                    log_index: entry.rekor_bundle.payload.log_index,
+                    bundle_json,
+                }),
                 set: SignatureSet {
                     index: 0,
                     signature: sig,
                     certificate_pem: Some(certificate.pem.clone()),
                     bundle: Some(entry.rekor_bundle),
                 },
-                bundle_json,
             });
         }
-        Ok(KeylessBatch {
+        Ok(SignedBatch {
             certificate: Some(certificate.clone()),
             signatures: out,
         })
@@ -304,13 +273,8 @@ impl KeylessSigner {
 }
 
 impl Signer for KeylessSigner {
-    fn sign_messages(&self, messages: &[Vec<u8>]) -> Result<Vec<SignatureSet>, SignError> {
-        let batch = http::block_on(self.sign_batch(messages)).map_err(KeylessError::Runtime)??;
-        let sets = batch.signatures.iter().map(|s| s.set.clone()).collect();
-        if let Ok(mut last) = self.last.lock() {
-            *last = Some(batch);
-        }
-        Ok(sets)
+    fn sign_messages(&self, messages: &[Vec<u8>]) -> Result<SignedBatch, SignError> {
+        Ok(http::block_on(self.sign_batch(messages)).map_err(KeylessError::Runtime)??)
     }
 }
 

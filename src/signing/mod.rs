@@ -19,7 +19,7 @@
 //! | `token.rs` | where a token comes from, in order, and its client-side checks |
 //! | `certificate_identity.rs` | the identities a token can yield in a Fulcio certificate |
 //! | `fulcio.rs`, `rekor_upload.rs` | the certificate request, the Rekor uploads |
-//! | `error.rs`, `signer.rs` | [`SignError`], [`KeylessError`]; the [`Signer`] trait |
+//! | `error.rs`, `signer.rs` | [`SignError`], [`KeylessError`]; the [`Signer`] trait and what a call returns ([`SignedBatch`]) |
 //! | `key.rs`, `keyless.rs`, `tlog_signer.rs` | the signers |
 //! | `pipeline.rs` | [`sign_files`] |
 
@@ -46,13 +46,13 @@ pub use fulcio::{DEFAULT_FULCIO_URL, FulcioError};
 pub use github_actions::{GitHubTokenError, GitHubTokenRequest};
 pub use http::BodyError;
 pub use key::KeySigner;
-pub use keyless::{KeylessBatch, KeylessOptions, KeylessSigner};
+pub use keyless::{KeylessOptions, KeylessSigner};
 pub use pipeline::{SignOptions, SignScope, SignSummary, sign_files};
 pub use rekor_upload::{DEFAULT_REKOR_URL, RekorError, RekorOptions};
 pub use retry::{Attempts, MAX_RETRY_AFTER, RemoteService, RetryEvent, RetryObserver, RetryPolicy};
 pub use secret::Secret;
 pub use sign_in::{SignInError, SignInOptions, SignInPrompt, SilentPrompt};
-pub use signer::Signer;
+pub use signer::{BatchSignature, LogEntry, SignedBatch, Signer, SigningCertificate};
 pub use tlog_signer::TlogUploadingSigner;
 pub use token::{AcquiredToken, AmbientEnvironment, TokenError, TokenOptions};
 pub use token_source::{CiProvider, TokenSource};

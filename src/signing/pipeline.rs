@@ -3,7 +3,7 @@
 //! [`Signer`] call, embed the signature sets.
 
 use super::error::SignError;
-use super::signer::Signer;
+use super::signer::{LogEntry, Signer, SigningCertificate};
 use crate::annotations::{
     AnnotationDomain, AnnotationError, EmbedMode, embed, extract, strip_signature_annotations,
 };
@@ -134,10 +134,17 @@ pub struct SignSummary {
     /// document, or one per file with [`SignScope::File`]): the artifacts the Sigstore
     /// bundles of the run are over.
     pub messages: Vec<Vec<u8>>,
+    /// The certificate the signatures carry (keyless signing); `None` for a key.
+    pub certificate: Option<SigningCertificate>,
+    /// The signatures' transparency-log entries, one per message of `messages` and in its
+    /// order, when the signer logs them (keyless, or a key with `--tlog-upload`); empty
+    /// otherwise.
+    pub log_entries: Vec<LogEntry>,
 }
 
-/// Signs every document of every file in place. On error nothing is guaranteed about
-/// `files`; callers write output only after this returns `Ok`.
+/// Signs every document of every file in place, and returns what the signer produced
+/// besides the embedded sets (the messages, the certificate, the log entries). On error
+/// nothing is guaranteed about `files`; callers write output only after this returns `Ok`.
 pub fn sign_files(
     files: &mut [ManifestFile],
     signer: &dyn Signer,
@@ -206,7 +213,7 @@ pub fn sign_files(
         }
     }
     // 2. Sign.
-    let sets = signer.sign_messages(&messages).map_err(|e| {
+    let batch = signer.sign_messages(&messages).map_err(|e| {
         // Name the file and document the failed message was built from.
         let origin = e.message_index().and_then(|m| {
             files
@@ -224,12 +231,14 @@ pub fn sign_files(
             None => e,
         }
     })?;
-    if sets.len() != messages.len() {
+    if batch.signatures.len() != messages.len() {
         return Err(SignError::BatchMismatch {
             expected: messages.len(),
-            got: sets.len(),
+            got: batch.signatures.len(),
         });
     }
+    let log_entries = batch.log_entries().cloned().collect();
+    let sets: Vec<_> = batch.signatures.into_iter().map(|s| s.set).collect();
     // 3. Embed.
     let mode = if options.append {
         EmbedMode::Append
@@ -241,6 +250,8 @@ pub fn sign_files(
         documents: 0,
         signatures: sets.len(),
         messages: Vec::new(),
+        certificate: batch.certificate,
+        log_entries,
     };
     for (file, idx) in files.iter_mut().zip(&message_of) {
         for (doc, &m) in file.documents.iter_mut().zip(idx) {

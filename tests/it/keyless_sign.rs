@@ -1197,6 +1197,146 @@ fn key_signing_does_not_upload_by_default() {
 }
 
 // ---------------------------------------------------------------------------------------
+// Signing as a library: each call returns what it produced.
+
+/// A keyless signer of the stack's identity, as a Rust caller builds one.
+fn library_signer(stack: &Stack) -> mansign::signing::KeylessSigner {
+    use mansign::signing::token::{AcquiredToken, TokenSource};
+    use mansign::signing::{KeylessOptions, KeylessSigner, RekorOptions};
+    let token = AcquiredToken::new(
+        &stack.id_token(),
+        TokenSource::Argument,
+        "sigstore",
+        jiff::Timestamp::now(),
+    )
+    .unwrap();
+    KeylessSigner::new(
+        token,
+        KeylessOptions::default()
+            .with_fulcio_url(stack.fulcio_url().to_string())
+            .with_rekor(RekorOptions::default().with_url(stack.rekor_url().to_string())),
+    )
+}
+
+/// Holds that `batch` signed exactly `messages`: one signature each, whose log entry is the
+/// set's Rekor bundle and whose Sigstore bundle verifies over that message as `signer`.
+fn assert_batch_of(
+    stack: &Stack,
+    batch: &mansign::signing::SignedBatch,
+    messages: &[Vec<u8>],
+    signer: &mansign::conformance::ExpectedSigner,
+) {
+    use mansign::conformance::{BundleArtifact, BundleVerifier, SigstoreBundle};
+    let trust = mansign::trust::TrustRoot::from_file(stack.trusted_root()).unwrap();
+    assert_eq!(batch.signatures.len(), messages.len());
+    for (signed, message) in batch.signatures.iter().zip(messages) {
+        let entry = signed
+            .log_entry
+            .as_ref()
+            .expect("a log entry per signature");
+        let annotated = signed.set.bundle.as_ref().expect("the set's Rekor bundle");
+        assert_eq!(entry.log_index, annotated.payload.log_index);
+        let bundle = SigstoreBundle::from_json(&entry.bundle_json).unwrap();
+        BundleVerifier::new(&trust)
+            .verify(&bundle, BundleArtifact::Bytes(message), signer)
+            .unwrap_or_else(|e| panic!("the bundle of {message:?}: {e}"));
+    }
+}
+
+#[test]
+fn a_keyless_batch_returns_its_certificate_and_log_entries_to_the_caller() {
+    use mansign::conformance::ExpectedSigner;
+    use mansign::signing::Signer as _;
+    let stack = Stack::start();
+    let signer = library_signer(&stack);
+    stack.reset();
+    let first_messages = vec![b"first: 1\n".to_vec(), b"first: 2\n".to_vec()];
+    let second_messages = vec![b"second: 1\n".to_vec()];
+
+    let first = signer.sign_messages(&first_messages).unwrap();
+    let second = signer.sign_messages(&second_messages).unwrap();
+
+    // The certificate comes with each call, the same one while it lasts.
+    let certificate = first.certificate.clone().expect("the batch's certificate");
+    assert_eq!(certificate.identity.as_deref(), Some(stack.identity()));
+    assert_eq!(certificate.issuer.as_deref(), Some(stack.issuer()));
+    assert_eq!(second.certificate.as_ref(), Some(&certificate));
+    assert_eq!(stack.stat("fulcio_signing_cert_requests"), 1);
+    for signed in first.signatures.iter().chain(&second.signatures) {
+        assert_eq!(
+            signed.set.certificate_pem.as_deref(),
+            Some(certificate.pem.as_str())
+        );
+    }
+    // Each call's entries are its own messages', not the other batch's.
+    let identity = ExpectedSigner::identity(stack.identity(), stack.issuer());
+    assert_batch_of(&stack, &first, &first_messages, &identity);
+    assert_batch_of(&stack, &second, &second_messages, &identity);
+    let indexes: std::collections::BTreeSet<i64> = first
+        .log_entries()
+        .chain(second.log_entries())
+        .map(|e| e.log_index)
+        .collect();
+    assert_eq!(indexes.len(), 3, "three entries: {indexes:?}");
+    assert_eq!(stack.stat("rekor_entries_created"), 3);
+    // An empty batch asks nothing and returns nothing.
+    let empty = signer.sign_messages(&[]).unwrap();
+    assert_eq!(empty, mansign::signing::SignedBatch::default());
+}
+
+#[test]
+fn two_batches_signed_at_once_on_one_signer_each_get_their_own_results() {
+    use mansign::conformance::ExpectedSigner;
+    use mansign::signing::Signer as _;
+    let stack = Stack::start();
+    let signer = library_signer(&stack);
+    let batches: Vec<Vec<Vec<u8>>> = (0..2)
+        .map(|b| {
+            (0..3)
+                .map(|m| format!("batch: {b}\nm: {m}\n").into_bytes())
+                .collect()
+        })
+        .collect();
+    let results: Vec<_> = std::thread::scope(|scope| {
+        let running: Vec<_> = batches
+            .iter()
+            .map(|messages| scope.spawn(|| signer.sign_messages(messages).unwrap()))
+            .collect();
+        running.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let identity = ExpectedSigner::identity(stack.identity(), stack.issuer());
+    for (batch, messages) in results.iter().zip(&batches) {
+        assert!(batch.certificate.is_some());
+        assert_batch_of(&stack, batch, messages, &identity);
+    }
+}
+
+#[test]
+fn a_key_batch_logged_in_rekor_returns_its_log_entries_to_the_caller() {
+    use mansign::conformance::{BundleKey, ExpectedSigner};
+    use mansign::signing::{KeySigner, RekorOptions, Signer as _, TlogUploadingSigner};
+    let stack = Stack::start();
+    let pair = mansign::keys::generate_key_pair(b"").unwrap();
+    let key = mansign::keys::decrypt_private_key(&pair.private_key_pem, b"").unwrap();
+    let signer = TlogUploadingSigner::new(
+        KeySigner::new(key),
+        pair.public_key_pem.clone(),
+        RekorOptions::default().with_url(stack.rekor_url().to_string()),
+    );
+    let first_messages = vec![b"first: 1\n".to_vec(), b"first: 2\n".to_vec()];
+    let second_messages = vec![b"second: 1\n".to_vec()];
+
+    let first = signer.sign_messages(&first_messages).unwrap();
+    let second = signer.sign_messages(&second_messages).unwrap();
+
+    assert_eq!(first.certificate, None, "a key signs without a certificate");
+    assert_eq!(second.certificate, None);
+    let key = ExpectedSigner::Key(BundleKey::from_pem("key", &pair.public_key_pem).unwrap());
+    assert_batch_of(&stack, &first, &first_messages, &key);
+    assert_batch_of(&stack, &second, &second_messages, &key);
+}
+
+// ---------------------------------------------------------------------------------------
 // Interoperability: sigstore-python verifies the --bundle-out bundles.
 
 /// `--bundle-out` writes, per signature, the bundle and the message it is over; any
