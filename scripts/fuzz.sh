@@ -49,7 +49,7 @@ mapfile -t manifests < <(find testdata/unsigned testdata/k8s-manifest-sigstore -
 mapfile -t kyverno < <(grep -rlE --include='*.yaml' 'kind: (Cluster)?Policy$' testdata/kyverno examples/policy | sort)
 mapfile -t bundles < <(find testdata/sigstore-conformance -name 'bundle.sigstore.json' | sort)
 seed annotations "${signed[@]}"
-seed message "${manifests[@]}"
+seed message "${manifests[@]}" testdata/fuzz-regressions/message-*
 # the decoded messages of the signed fixtures (YAML, or legacy gzip'd tarballs)
 msgdir=$(mktemp -d)
 trap 'rm -rf "$msgdir"' EXIT
