@@ -116,6 +116,14 @@ in_process_filter="test(/^($(IFS='|'; echo "${in_process[*]}"))::/)"
 
 log "unit and integration tests under nextest (one process a test; actionlint and shellcheck in tests/it/ci_lint.rs)"
 cargo nextest run --locked --profile ci --lib --bins --tests -E "not $in_process_filter"
+# The slowest tests of that run, from nextest's JUnit report (.config/nextest.toml).
+python3 - target/nextest/ci/junit.xml <<'PY' || true
+import sys, xml.etree.ElementTree as ET
+cases = [(float(c.get("time", 0)), c.get("name", "")) for c in ET.parse(sys.argv[1]).iter("testcase")]
+print(f"slowest of {len(cases)} tests ({sum(t for t, _ in cases):.0f} s in all):", file=sys.stderr)
+for t, name in sorted(cases, reverse=True)[:15]:
+    print(f"  {t:7.1f} s  {name}", file=sys.stderr)
+PY
 
 log "the shared-environment modules in one process: ${in_process[*]}"
 cargo test --locked --test it -- "${in_process[@]/%/::}"
