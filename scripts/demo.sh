@@ -18,15 +18,15 @@ ISSUER=https://token.actions.githubusercontent.com
 
 step "install the local Sigstore stack (npm + sigstore-python) and build mansign"
 if [ ! -x target/debug/mansign ]; then
-  # A cold debug build of the binary costs at most about 1,600 s of CPU (docs/design.md,
-  # "Build cost": measured with full debug info, which debug builds no longer write);
-  # cargo keeps every core busy, so this machine's share is that over its cores, stretched
-  # by whatever else is running (the load average).
+  # A cold debug build of the binary costs about 320 s of CPU (docs/design.md, "Build
+  # cost": measured on the 2-core machine, most of it aws-lc's C library); cargo keeps every
+  # core busy, so this machine's share is that over its cores, stretched by whatever else
+  # is running (the load average).
   cores=$(nproc 2>/dev/null || echo 2)
   load=$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)
   estimate=$(awk -v c="$cores" -v l="$load" 'BEGIN { busy = l / c; if (busy < 0) busy = 0;
-    printf "%d", (1600 / c) * (1 + busy) / 60 + 1 }')
-  echo "The first run builds mansign and its dependencies (at most ~1,600 CPU-seconds): on this"
+    printf "%d", (320 / c) * (1 + busy) / 60 + 1 }')
+  echo "The first run builds mansign and its dependencies (about 320 CPU-seconds): on this"
   echo "machine ($cores cores, load $load) about $estimate minutes. cargo shows its progress below;"
   echo "later runs take seconds."
 fi

@@ -49,7 +49,7 @@ mapfile -t manifests < <(find testdata/unsigned testdata/k8s-manifest-sigstore -
 mapfile -t kyverno < <(grep -rlE --include='*.yaml' 'kind: (Cluster)?Policy$' testdata/kyverno examples/policy | sort)
 mapfile -t bundles < <(find testdata/sigstore-conformance -name 'bundle.sigstore.json' | sort)
 seed annotations "${signed[@]}"
-seed message "${manifests[@]}"
+seed message "${manifests[@]}" testdata/fuzz-regressions/message-*
 # the decoded messages of the signed fixtures (YAML, or legacy gzip'd tarballs)
 msgdir=$(mktemp -d)
 trap 'rm -rf "$msgdir"' EXIT
@@ -87,14 +87,38 @@ PY
 fi
 seed sigstore_bundle "${bundles[@]}"
 
+# One build of every target first (a single cargo run compiles the tree once, in parallel),
+# then the targets run FUZZ_JOBS at a time (default: one per CPU; each fuzzer is a single
+# process), each for SECONDS_PER_TARGET.
+sanitizer=${FUZZ_SANITIZER:-none}
+mkdir -p fuzz/artifacts
+if ! nice "${CARGO[@]}" fuzz build --sanitizer "$sanitizer" >fuzz/artifacts/build.log 2>&1; then
+  tail -40 fuzz/artifacts/build.log >&2
+  echo "fuzz.sh: the fuzz targets do not build (fuzz/artifacts/build.log)" >&2
+  exit 1
+fi
+jobs_max=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
+run_target() { # run_target TARGET: exit status in fuzz/artifacts/TARGET.status
+  local t=$1 rc=0
+  nice "${CARGO[@]}" fuzz run --sanitizer "$sanitizer" "$t" "fuzz/corpus/$t" -- \
+    -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10 \
+    -print_final_stats=1 >"fuzz/artifacts/$t.log" 2>&1 || rc=$?
+  echo "$rc" >"fuzz/artifacts/$t.status"
+}
+for t in "${TARGETS[@]}"; do
+  rm -f "fuzz/artifacts/$t.status"
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do
+    wait -n || true
+  done
+  run_target "$t" &
+done
+wait
+
 status=0
 printf '| target | seconds | executions | result |\n|---|---:|---:|---|\n'
 for t in "${TARGETS[@]}"; do
   log="fuzz/artifacts/$t.log"
-  mkdir -p fuzz/artifacts
-  if nice "${CARGO[@]}" fuzz run --sanitizer "${FUZZ_SANITIZER:-none}" "$t" "fuzz/corpus/$t" -- \
-      -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=10 \
-      -print_final_stats=1 >"$log" 2>&1; then
+  if [ "$(cat "fuzz/artifacts/$t.status" 2>/dev/null)" = 0 ]; then
     result=ok
   else
     result="FAILED (see $log, fuzz/artifacts/$t/)"

@@ -88,10 +88,12 @@ cargo clippy --locked --all-targets -- -D warnings
 log "cargo doc (broken intra-doc links are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --quiet
 
-log "the library without the command line (default-features = false): build and doc examples"
+log "the library without the command line (default-features = false): check and doc examples"
 # kube-core's k8s-openapi needs a Kubernetes version, which only an application picks
-# (Cargo.toml); a plain library build names one in the environment.
-K8S_OPENAPI_ENABLED_VERSION=1.33 cargo build --locked --lib --no-default-features
+# (Cargo.toml): here the binary's, so that k8s-openapi and kube-core are the units clippy
+# checked above (K8S_OPENAPI_ENABLED_VERSION would rerun their build script and check them
+# again). A check, not a build: the doc examples below build the library without the CLI.
+cargo check --locked --lib --no-default-features --features k8s-openapi/earliest
 cargo test --locked --doc --no-default-features
 
 log "module layering (imports point down, no cycles, sigstore crates only in adapters)"
@@ -114,6 +116,14 @@ in_process_filter="test(/^($(IFS='|'; echo "${in_process[*]}"))::/)"
 
 log "unit and integration tests under nextest (one process a test; actionlint and shellcheck in tests/it/ci_lint.rs)"
 cargo nextest run --locked --profile ci --lib --bins --tests -E "not $in_process_filter"
+# The slowest tests of that run, from nextest's JUnit report (.config/nextest.toml).
+python3 - target/nextest/ci/junit.xml <<'PY' || true
+import sys, xml.etree.ElementTree as ET
+cases = [(float(c.get("time", 0)), c.get("name", "")) for c in ET.parse(sys.argv[1]).iter("testcase")]
+print(f"slowest of {len(cases)} tests ({sum(t for t, _ in cases):.0f} s in all):", file=sys.stderr)
+for t, name in sorted(cases, reverse=True)[:15]:
+    print(f"  {t:7.1f} s  {name}", file=sys.stderr)
+PY
 
 log "the shared-environment modules in one process: ${in_process[*]}"
 cargo test --locked --test it -- "${in_process[@]/%/::}"
@@ -122,5 +132,5 @@ log "benches once in test mode, and doc tests"
 cargo test --locked --benches
 cargo test --locked --doc
 
-log "fuzz smoke: 30 s per target (scripts/fuzz.sh; nightly, or stable with RUSTC_BOOTSTRAP=1)"
+log "fuzz smoke: 30 s per target, one per CPU at a time (scripts/fuzz.sh; nightly, or stable with RUSTC_BOOTSTRAP=1)"
 bash scripts/fuzz.sh 30

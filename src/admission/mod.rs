@@ -79,5 +79,6 @@ pub mod status_write;
 
 pub use decision::{Decision, Outcome, RequestKind};
 pub use review::{
-    BadReview, CACHED_REVIEW_MAX_BYTES, CACHED_REVIEW_MAX_RULES, ReviewOptions, Reviewed, Reviewer,
+    BadReview, CACHED_REVIEW_MAX_BYTES, CACHED_REVIEW_MAX_RULES, Look, PendingReview,
+    ReviewOptions, Reviewed, Reviewer,
 };

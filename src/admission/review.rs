@@ -35,7 +35,9 @@ pub use super::request::BadReview;
 use super::request::{ParsedRequest, operation_name, parse, readable_uid};
 use super::response::{Answer, MAX_WARNING_CHARS, body as response_body, bounded, refusal};
 use super::status_write::{strategy_of, unverified_fields};
-use crate::manifest::{AdmissionWrite, Document, DocumentOrigin, ObjectIdentity, Source};
+use crate::manifest::{
+    AdmissionWrite, Document, DocumentOrigin, IgnoreFields, ObjectIdentity, Source,
+};
 use crate::policy::{
     CacheMode, Evaluation, FailureAction, PolicySet, RequestContext, RuleVerdict, UserInfo,
     evaluate_rules,
@@ -44,6 +46,7 @@ use crate::verify::{Rejection, SignerInfo};
 use kube_core::admission::{AdmissionRequest, Operation};
 use kube_core::dynamic::DynamicObject;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// Bounds and switches of the reviewer.
 #[derive(Debug, Clone)]
@@ -94,6 +97,77 @@ pub struct Reviewed {
     /// The `AdmissionReview` response body (HTTP 200), or why the request cannot be answered.
     pub response: Result<Vec<u8>, BadReview>,
     pub decision: Decision,
+}
+
+/// What [`Reviewer::look`] found: the answer, or what it read for the check it could not
+/// make.
+#[derive(Debug)]
+pub enum Look {
+    /// Answered without a signature check (what [`Reviewer::review_cached`] returns).
+    Answered(Box<Reviewed>),
+    /// The answer needs a signature check: [`PendingReview::finish`] makes it (on a
+    /// blocking thread) from what was parsed and matched, without reading the body again.
+    Pending(PendingReview),
+    /// The body is larger than [`CACHED_REVIEW_MAX_BYTES`] and was not read: call
+    /// [`Reviewer::review`] (on a blocking thread).
+    Unread,
+}
+
+/// A request whose answer needs a signature check: its parsed request, its document and
+/// the rules that matched it, with the reviewer that matched them.
+pub struct PendingReview {
+    reviewer: Arc<Reviewer>,
+    request: Box<AdmissionRequest<DynamicObject>>,
+    verification: Box<Verification>,
+    clock: Option<jiff::Timestamp>,
+}
+
+impl std::fmt::Debug for PendingReview {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingReview")
+            .field("uid", &self.request.uid)
+            .field("rules", &self.verification.rules.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PendingReview {
+    /// The answer, with every signature check the cache could not answer made: the same
+    /// [`Reviewed`] that [`Reviewer::review`] gives for the body.
+    pub fn finish(self) -> Reviewed {
+        let PendingReview {
+            reviewer,
+            request,
+            verification,
+            clock,
+        } = self;
+        let (decision, answer) = match reviewer.verify(verification, clock, FULL) {
+            Ok(decided) => decided,
+            Err(_) => unreachable!("a review that may check signatures always decides"),
+        };
+        Reviewed {
+            response: Ok(response_body(&request, &answer)),
+            decision,
+        }
+    }
+}
+
+/// The part of a review that checks signatures: the document, the rules that matched it
+/// (indexes into the reviewer's policy set) and what their evaluation reads of the request.
+struct Verification {
+    decision: Decision,
+    rules: Vec<usize>,
+    doc: Document,
+    ctx: RequestContext,
+    identities: Vec<ObjectIdentity>,
+    unverified: Option<IgnoreFields>,
+    admission: Option<AdmissionWrite>,
+}
+
+/// How far [`Reviewer::decide`] got.
+enum Step {
+    Decided(Box<(Decision, Answer)>),
+    Verify(Box<Verification>),
 }
 
 /// Answers admission requests under a policy set. `Send + Sync`: share it behind an `Arc`.
@@ -177,6 +251,47 @@ impl Reviewer {
         self.review_with(body, Some(now), CACHED_ONLY)
     }
 
+    /// [`Reviewer::review_cached`], keeping on a miss what it read: the request parsed,
+    /// its object matched against the rules and read as a document, for
+    /// [`PendingReview::finish`] to check the signatures of without parsing or matching
+    /// again. The webhook answers [`Look::Answered`] on its own threads and finishes a
+    /// [`Look::Pending`] on its blocking pool.
+    pub fn look(self: &Arc<Self>, body: &[u8]) -> Look {
+        self.look_at(body, None)
+    }
+
+    fn look_at(self: &Arc<Self>, body: &[u8], now: Option<jiff::Timestamp>) -> Look {
+        if body.len() > CACHED_REVIEW_MAX_BYTES {
+            return Look::Unread;
+        }
+        let (request, step) = match self.read(body) {
+            Ok(read) => read,
+            Err(refused) => return Look::Answered(refused),
+        };
+        let verification = match step {
+            Step::Decided(decided) => {
+                let (decision, answer) = *decided;
+                return Look::Answered(Box::new(Reviewed {
+                    response: Ok(response_body(&request, &answer)),
+                    decision,
+                }));
+            }
+            Step::Verify(verification) => verification,
+        };
+        match self.verify(verification, now, CACHED_ONLY) {
+            Ok((decision, answer)) => Look::Answered(Box::new(Reviewed {
+                response: Ok(response_body(&request, &answer)),
+                decision,
+            })),
+            Err(verification) => Look::Pending(PendingReview {
+                reviewer: Arc::clone(self),
+                request: Box::new(request),
+                verification,
+                clock: now,
+            }),
+        }
+    }
+
     /// The review in `checks`' mode; `None` only under [`CACHED_ONLY`], when it needs a
     /// signature check or the body is larger than [`CACHED_REVIEW_MAX_BYTES`].
     fn review_with(
@@ -188,6 +303,23 @@ impl Reviewer {
         if checks != FULL && body.len() > CACHED_REVIEW_MAX_BYTES {
             return None;
         }
+        let (request, step) = match self.read(body) {
+            Ok(read) => read,
+            Err(refused) => return Some(*refused),
+        };
+        let (decision, answer) = match step {
+            Step::Decided(decided) => *decided,
+            Step::Verify(verification) => self.verify(verification, now, checks).ok()?,
+        };
+        Some(Reviewed {
+            response: Ok(response_body(&request, &answer)),
+            decision,
+        })
+    }
+
+    /// Steps 1 to 4: the body parsed (or refused), the request decided before any
+    /// signature check, or what the check needs.
+    fn read(&self, body: &[u8]) -> Result<(AdmissionRequest<DynamicObject>, Step), Box<Reviewed>> {
         let ParsedRequest {
             request,
             object,
@@ -197,7 +329,7 @@ impl Reviewer {
             Err(bad) => {
                 // With a readable uid, refused (HTTP 200): `failurePolicy` never decides.
                 let uid = readable_uid(body);
-                return Some(Reviewed {
+                return Err(Box::new(Reviewed {
                     response: match &uid {
                         Some(uid) => Ok(refusal(uid, bad.code, &bad.message)),
                         None => Err(bad.clone()),
@@ -216,30 +348,25 @@ impl Reviewer {
                         reason_code: Some(bad.code.into()),
                         message: bad.message,
                     },
-                });
+                }));
             }
         };
-        let (decision, answer) = self.decide(&request, object, old_object, now, checks)?;
-        Some(Reviewed {
-            response: Ok(response_body(&request, &answer)),
-            decision,
-        })
+        let step = self.decide(&request, object, old_object);
+        Ok((request, step))
     }
 }
 
 /// The decision on one parsed request: skipped, refused before verifying, or the one
 /// rule walk's verdicts.
 impl Reviewer {
-    /// The decision; `None` only under [`CACHED_ONLY`], when it needs a signature
-    /// check.
+    /// Steps 2 to 4: the decision when no signature check is needed, else what the check
+    /// needs.
     fn decide(
         &self,
         request: &AdmissionRequest<DynamicObject>,
         object: Option<Value>,
         old_object: Option<Value>,
-        now: Option<jiff::Timestamp>,
-        checks: CacheMode,
-    ) -> Option<(Decision, Answer)> {
+    ) -> Step {
         let namespace = request.namespace.clone().filter(|ns| !ns.is_empty());
         let mut decision = undecided(request, object.as_ref());
         let allow = Answer {
@@ -252,29 +379,35 @@ impl Reviewer {
         else {
             decision.outcome = Outcome::Skipped;
             decision.message = format!("{} requests are not verified", decision.operation);
-            return Some((decision, allow));
+            return Step::Decided(Box::new((decision, allow)));
         };
         // A `status` write keeps part of the request (its kind's status strategy says
         // which): verified like any write, without the fields that are not the request's.
         let mut status_write = None;
         if let Some(sub) = request.sub_resource.as_deref().filter(|s| !s.is_empty()) {
             if sub != "status" {
-                return Some(subresource_write(decision, request, sub));
+                let (decision, answer) = subresource_write(decision, request, sub);
+                return Step::Decided(Box::new((decision, answer)));
             }
             match unverified_fields(&request.kind.group, &request.kind.kind) {
                 Some(fields) => status_write = Some(fields),
-                None => return Some(status_only_write(decision, request)),
+                None => {
+                    let (decision, answer) = status_only_write(decision, request);
+                    return Step::Decided(Box::new((decision, answer)));
+                }
             }
         }
         let ctx = request_context(&decision.operation, request);
         let containing = containing_namespace(request, namespace.as_deref());
         let (object, namespace_conflict) = with_request_namespace(object, containing);
         let identities = identities_of(request, &decision.name, &object, &namespace_conflict);
-        let matched = self.policies.matching_rules(&object, &identities, &ctx);
-        let Some(first) = matched.first() else {
+        let rules = self
+            .policies
+            .matching_rule_indexes(&object, &identities, &ctx);
+        let Some(first) = rules.first().and_then(|&i| self.policies.rules.get(i)) else {
             decision.outcome = Outcome::NotMatched;
             decision.message = "no policy rule applies to this object".into();
-            return Some((decision, allow));
+            return Step::Decided(Box::new((decision, allow)));
         };
         let enforced = |code: &'static str, reason: String| RuleFailure {
             policy: first.policy.clone(),
@@ -283,40 +416,103 @@ impl Reviewer {
             code,
             reason,
         };
-        let failures = if let Some(claimed) = &namespace_conflict {
+        if let Some(claimed) = &namespace_conflict {
             let reason = format!(
                 "object metadata.namespace {claimed:?} is not the request's namespace {}",
                 containing.map_or("(none: cluster scope)".to_string(), |n| format!("{n:?}"))
             );
-            vec![enforced("namespace-mismatch", reason)]
-        } else {
-            let origin = DocumentOrigin {
-                source: Source::Named("request.object".into()),
-                index: 0,
-                item: None,
-            };
-            match Document::new(origin, object) {
-                Err(reason) => vec![enforced(
+            let (decision, answer) = finish(decision, vec![enforced("namespace-mismatch", reason)]);
+            return Step::Decided(Box::new((decision, answer)));
+        }
+        let origin = DocumentOrigin {
+            source: Source::Named("request.object".into()),
+            index: 0,
+            item: None,
+        };
+        let doc = match Document::new(origin, object) {
+            Ok(doc) => doc,
+            Err(reason) => {
+                let failure = enforced(
                     "malformed-object",
                     format!(
                         "request.object is not a Kubernetes object mansign can verify: {reason}"
                     ),
-                )],
-                Ok(doc) => {
-                    let eval = Evaluation {
-                        ctx: &ctx,
-                        identities,
-                        mode: checks,
-                        clock: now,
-                        unverified: status_write.as_ref(),
-                        admission: Some(admission_write(&request.operation, old_object)),
-                    };
-                    let verdicts = evaluate_rules(&matched, &doc, &eval)?;
-                    failures_of(verdicts, &mut decision.signers)
-                }
+                );
+                let (decision, answer) = finish(decision, vec![failure]);
+                return Step::Decided(Box::new((decision, answer)));
             }
         };
-        Some(finish(decision, failures))
+        Step::Verify(Box::new(Verification {
+            decision,
+            rules,
+            doc,
+            ctx,
+            identities,
+            unverified: status_write,
+            admission: Some(admission_write(&request.operation, old_object)),
+        }))
+    }
+
+    /// Step 5: every matched rule verifies the document. `Err` (the verification back, for
+    /// a later full check) only under [`CACHED_ONLY`], when a verdict needs a signature
+    /// check.
+    fn verify(
+        &self,
+        verification: Box<Verification>,
+        now: Option<jiff::Timestamp>,
+        checks: CacheMode,
+    ) -> Result<(Decision, Answer), Box<Verification>> {
+        let Verification {
+            mut decision,
+            rules: indexes,
+            doc,
+            ctx,
+            identities,
+            unverified,
+            admission,
+        } = *verification;
+        // The indexes are this reviewer's own matches (a pending review carries its
+        // reviewer); one that is not would mean a rule left unchecked, so it is refused.
+        let Some(rules) = indexes
+            .iter()
+            .map(|&i| self.policies.rules.get(i))
+            .collect::<Option<Vec<_>>>()
+        else {
+            let failure = RuleFailure {
+                policy: String::new(),
+                rule: String::new(),
+                action: FailureAction::Enforce,
+                code: "internal-error",
+                reason: "the matched rules are not this reviewer's".into(),
+            };
+            return Ok(finish(decision, vec![failure]));
+        };
+        let eval = Evaluation {
+            ctx: &ctx,
+            identities,
+            mode: checks,
+            clock: now,
+            unverified: unverified.as_ref(),
+            admission,
+        };
+        let Some(verdicts) = evaluate_rules(&rules, &doc, &eval) else {
+            let Evaluation {
+                identities,
+                admission,
+                ..
+            } = eval;
+            return Err(Box::new(Verification {
+                decision,
+                rules: indexes,
+                doc,
+                ctx,
+                identities,
+                unverified,
+                admission,
+            }));
+        };
+        let failures = failures_of(verdicts, &mut decision.signers);
+        Ok(finish(decision, failures))
     }
 }
 
@@ -652,6 +848,48 @@ mod tests {
     #[test]
     fn review_depth_is_the_manifest_depth_plus_the_envelope() {
         assert_eq!(MAX_REVIEW_DEPTH, crate::Limits::default().max_depth + 2);
+    }
+
+    #[test]
+    fn a_verification_naming_a_rule_the_reviewer_does_not_have_is_denied() {
+        // Fail closed: a rule index that is not the reviewer's is never a rule skipped.
+        let reviewer = Reviewer::new(PolicySet::default(), ReviewOptions::default());
+        let origin = DocumentOrigin {
+            source: Source::Named("request.object".into()),
+            index: 0,
+            item: None,
+        };
+        let object = serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "a"},
+        });
+        let verification = Verification {
+            decision: Decision {
+                uid: "u".into(),
+                outcome: Outcome::Allowed,
+                kind: "ConfigMap".into(),
+                request_kind: RequestKind::default(),
+                namespace: Some("a".into()),
+                name: "x".into(),
+                operation: "CREATE".into(),
+                user: String::new(),
+                dry_run: false,
+                signers: Vec::new(),
+                reason_code: None,
+                message: String::new(),
+            },
+            rules: vec![0],
+            doc: Document::new(origin, object).unwrap(),
+            ctx: RequestContext::default(),
+            identities: Vec::new(),
+            unverified: None,
+            admission: None,
+        };
+        let Ok((decision, answer)) = reviewer.verify(Box::new(verification), None, FULL) else {
+            panic!("a full check always decides");
+        };
+        assert!(!answer.allowed);
+        assert_eq!(decision.outcome, Outcome::Denied);
+        assert_eq!(decision.reason_code.as_deref(), Some("internal-error"));
     }
 
     #[test]

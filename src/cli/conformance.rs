@@ -246,7 +246,19 @@ fn sign(args: SignBundleArgs) -> anyhow::Result<Outcome> {
         (None, true) => BundleServices::staging()?,
         (None, false) => BundleServices::public_good()?,
     };
-    let input = read_input(&args.file, limits.max_input_bytes)?;
+    // A blob is hashed as it is read, in constant memory: an artifact of any size (a
+    // release binary, a tarball) is signed by its SHA-256, as cosign sign-blob does. An
+    // in-toto statement is parsed, so it is read whole, within the input bound.
+    let statement;
+    let payload = if args.in_toto {
+        statement = read_input(&args.file, limits.max_input_bytes)?;
+        BundlePayload::InTotoStatement(&statement)
+    } else {
+        let digest = std::fs::File::open(&args.file)
+            .and_then(Sha256Digest::of_reader)
+            .with_context(|| format!("cannot read {}", args.file.display()))?;
+        BundlePayload::BlobDigest(digest)
+    };
     // Before signing, so neither costs a Fulcio certificate and a Rekor entry: an existing
     // bundle is refused, and the temporary file the bundle is written to is created
     // beside it (the directory is writable). The bundle itself appears only complete, by
@@ -263,11 +275,6 @@ fn sign(args: SignBundleArgs) -> anyhow::Result<Outcome> {
         .suffix(".tmp")
         .tempfile_in(&dir)
         .with_context(|| format!("cannot create bundle {}", args.bundle.display()))?;
-    let payload = if args.in_toto {
-        BundlePayload::InTotoStatement(&input)
-    } else {
-        BundlePayload::Blob(&input)
-    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -34,6 +34,14 @@ impl Sha256Digest {
         Sha256Digest(Sha256::digest(data).into())
     }
 
+    /// The digest of everything `reader` yields, read to its end in constant memory (an
+    /// artifact of any size: a release binary, a tarball).
+    pub fn of_reader(mut reader: impl std::io::Read) -> std::io::Result<Self> {
+        let mut hasher = Sha256::new();
+        std::io::copy(&mut reader, &mut hasher)?;
+        Ok(Sha256Digest(hasher.finalize().into()))
+    }
+
     pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }

@@ -94,6 +94,10 @@ impl BundleServices {
 pub enum BundlePayload<'a> {
     /// Any bytes: a `messageSignature` bundle over them.
     Blob(&'a [u8]),
+    /// A blob given by its SHA-256 digest (hashed by the caller, e.g. streamed from a file
+    /// with [`Sha256Digest::of_reader`]): the same `messageSignature` bundle as
+    /// [`BundlePayload::Blob`] of those bytes, for an artifact of any size.
+    BlobDigest(Sha256Digest),
     /// An in-toto Statement (JSON), signed as-is in a DSSE envelope with payload type
     /// `application/vnd.in-toto+json`.
     InTotoStatement(&'a [u8]),
@@ -118,6 +122,11 @@ pub async fn sign_bundle(
     let signer = sigstore_sign::SigningContext::new(services.services.clone()).signer(token);
     let signed = match payload {
         BundlePayload::Blob(bytes) => signer.sign(bytes).await,
+        BundlePayload::BlobDigest(digest) => {
+            signer
+                .sign(sigstore_types::Sha256Hash::new(*digest.as_bytes()))
+                .await
+        }
         BundlePayload::InTotoStatement(statement) => signer.sign_raw_statement(statement).await,
     };
     let bundle = SigstoreBundle {
@@ -125,6 +134,7 @@ pub async fn sign_bundle(
     };
     let artifact = match payload {
         BundlePayload::Blob(bytes) => BundleArtifact::Bytes(bytes),
+        BundlePayload::BlobDigest(digest) => BundleArtifact::Digest(digest),
         BundlePayload::InTotoStatement(statement) => {
             BundleArtifact::Digest(first_subject_digest(statement).ok_or_else(|| {
                 BundleSignError::Signing(

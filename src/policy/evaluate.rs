@@ -116,6 +116,22 @@ impl PolicySet {
             .collect()
     }
 
+    /// [`PolicySet::matching_rules`] by their places in [`PolicySet::rules`], in policy
+    /// order: what a caller keeps to evaluate them later without borrowing the set.
+    pub fn matching_rule_indexes(
+        &self,
+        object: &Value,
+        identities: &[ObjectIdentity],
+        ctx: &RequestContext,
+    ) -> Vec<usize> {
+        self.rules
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| identities.iter().any(|id| r.applies_to(object, id, ctx)))
+            .map(|(i, _)| i)
+            .collect()
+    }
+
     /// Every rule that selects the document (its own identity or one of
     /// [`Evaluation::identities`]), with its verdict. `None` only under
     /// [`CacheMode::CachedOnly`], when a verdict needs a signature check.

@@ -272,21 +272,23 @@ fn describe_set(set: &AttestorSet, path: &str, depth: usize, lines: &mut Vec<Str
             AttestorEntry::Keys(keys) => {
                 let names: Vec<String> = keys
                     .iter()
-                    .map(|k| match k.name.strip_suffix(super::UNRESOLVED_KEY) {
-                        // A key the policy names in the cluster, not read here.
-                        Some(name) => format!("{name}, read from the cluster when verifying"),
-                        None => format!(
-                            "{} (sha256:{})",
-                            k.name,
-                            &k.fingerprint[..k.fingerprint.len().min(16)]
-                        ),
-                    })
+                    .map(
+                        |k| match k.name.strip_suffix(super::load::context::UNRESOLVED_KEY) {
+                            // A key the policy names in the cluster, not read here.
+                            Some(name) => format!("{name}, read from the cluster when verifying"),
+                            None => format!(
+                                "{} (sha256:{})",
+                                k.name,
+                                &k.fingerprint[..k.fingerprint.len().min(16)]
+                            ),
+                        },
+                    )
                     .collect();
                 lines.push(format!(
                     "{indent}{entry_path}: a signature by key {}",
                     names.join(" or ")
                 ));
-                json!({"kind": "key", "keys": keys.iter().map(|k| match k.name.strip_suffix(super::UNRESOLVED_KEY) {
+                json!({"kind": "key", "keys": keys.iter().map(|k| match k.name.strip_suffix(super::load::context::UNRESOLVED_KEY) {
                     Some(name) => json!({"name": name, "fromCluster": true}),
                     None => json!({"name": k.name, "fingerprint": k.fingerprint}),
                 }).collect::<Vec<_>>()})

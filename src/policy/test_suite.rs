@@ -28,7 +28,8 @@
 //! Everything is read within [`Limits`]; a bad suite is refused as a whole, naming the file,
 //! the document and the field.
 
-use super::{LoadOptions, PolicyError, PolicySet, load_str, read_documents, typed};
+use super::load::context::read_documents;
+use super::{LoadOptions, PolicyError, PolicySet, load_str, typed};
 use crate::limits::Limits;
 use crate::manifest::{Document, ManifestError, ObjectIdentity, load_inputs};
 use crate::verify::{Attempt, EntryFailureReason, Rejection, SetFailure};

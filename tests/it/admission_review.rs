@@ -7,7 +7,7 @@ use crate::common;
 use crate::common::stack;
 
 use common::dup_tests_a::template;
-use mansign::admission::{Outcome, ReviewOptions, Reviewed, Reviewer};
+use mansign::admission::{Look, Outcome, ReviewOptions, Reviewed, Reviewer};
 use mansign::policy::{LoadOptions, PolicySet, load_file, load_str};
 use mansign::trust::TrustRoot;
 use serde_json::{Value, json};
@@ -868,6 +868,116 @@ fn review_cached_needs_every_matched_rule_cached() {
     let cached = cached_answer(&r, || reviewer(policies()), &body).expect("both rules cached");
     assert_eq!(cached.decision.outcome, Outcome::Allowed);
     assert_eq!(cache_lookups(&r), vec![(2, 1), (1, 1)]);
+}
+
+/// `reviewer.look(body)` as the webhook answers it: inline, or finished from what the look
+/// parsed and matched (`PendingReview::finish` takes no body: nothing is read again), or,
+/// for a body too large to read inline, the full review.
+fn looked(reviewer: &Arc<Reviewer>, body: &[u8]) -> (&'static str, Reviewed) {
+    match reviewer.look(body) {
+        Look::Answered(reviewed) => ("answered", *reviewed),
+        Look::Pending(pending) => ("pending", pending.finish()),
+        Look::Unread => ("unread", reviewer.review(body)),
+    }
+}
+
+#[test]
+fn a_look_that_needs_a_check_is_finished_from_what_it_read_with_the_answer_review_gives() {
+    let policy = || platform_policy("");
+    let good = signed().backup_by_platform.clone();
+    let mut large = Request::create("backup", &good);
+    large.operation = "UPDATE";
+    large.old_object =
+        Some(json!({"padding": "x".repeat(mansign::admission::CACHED_REVIEW_MAX_BYTES)}));
+    let delete = Request {
+        operation: "DELETE",
+        namespace: Some("backup"),
+        object: None,
+        old_object: Some(good.clone()),
+        dry_run: false,
+    };
+    let by_team_a = {
+        let mut o = signed().by_team_a.clone();
+        o["metadata"]["namespace"] = json!("backup");
+        o
+    };
+    let cases: Vec<(&str, Vec<u8>, &str, Outcome)> = vec![
+        (
+            "signed",
+            in_namespace(&good, "backup"),
+            "pending",
+            Outcome::Allowed,
+        ),
+        (
+            "tampered",
+            in_namespace(&tampered(&good), "backup"),
+            "pending",
+            Outcome::Denied,
+        ),
+        (
+            "unsigned",
+            in_namespace(&unsigned_exception(), "backup"),
+            "pending",
+            Outcome::Denied,
+        ),
+        (
+            "another signer",
+            in_namespace(&by_team_a, "backup"),
+            "pending",
+            Outcome::Denied,
+        ),
+        (
+            "moved",
+            in_namespace(&good, "payments"),
+            "answered",
+            Outcome::Denied,
+        ),
+        ("delete", delete.body(), "answered", Outcome::Skipped),
+        (
+            "not json",
+            b"{not json".to_vec(),
+            "answered",
+            Outcome::Invalid,
+        ),
+        ("large", large.body(), "unread", Outcome::Allowed),
+    ];
+    for (what, body, path, outcome) in cases {
+        // A reviewer that never saw the object, as the webhook's on its first request.
+        let r = Arc::new(reviewer(policy()));
+        let (took, reviewed) = looked(&r, &body);
+        assert_eq!(took, path, "{what}");
+        assert_eq!(
+            reviewed.decision.outcome, outcome,
+            "{what}: {:?}",
+            reviewed.decision
+        );
+        let full = reviewer(policy()).review(&body);
+        assert_eq!(
+            reviewed.response.as_ref().map_err(|b| b.code),
+            full.response.as_ref().map_err(|b| b.code),
+            "{what}"
+        );
+        assert_eq!(
+            format!("{:?}", reviewed.decision),
+            format!("{:?}", full.decision),
+            "{what}"
+        );
+        // The cache-only look counted nothing; the finished check counted as one review.
+        let lookups = cache_lookups(&r);
+        let cold = reviewer(policy());
+        cold.review(&body);
+        assert_eq!(lookups, cache_lookups(&cold), "{what}");
+    }
+    // Once the signatures are cached, the look answers inline, as review_cached does.
+    let r = Arc::new(reviewer(policy()));
+    let body = in_namespace(&good, "backup");
+    assert_eq!(looked(&r, &body).0, "pending");
+    let (took, reviewed) = looked(&r, &body);
+    assert_eq!(
+        (took, reviewed.decision.outcome),
+        ("answered", Outcome::Allowed)
+    );
+    assert_eq!(cache_lookups(&r), vec![(1, 1)]);
 }
 
 #[test]

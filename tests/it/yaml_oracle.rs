@@ -522,6 +522,79 @@ fn kubectl_scanner_refusals_are_refused_by_mansign_too() {
     }
 }
 
+/// Found by the fuzz corpus of the reader (`message`, 2026-12-03): go-yaml's reader refuses
+/// any character outside YAML's printable set, anywhere in a YAML document ("control
+/// characters are not allowed"); saphyr-parser took one inside a quoted scalar or a comment
+/// as text. Both must refuse each, mansign naming the document, line and character; what
+/// both accept (tab, a BOM, no-break space, astral characters, and control characters in a
+/// JSON stream, which kubectl reads with a JSON decoder) both read alike.
+#[test]
+fn control_characters_are_refused_where_kubectl_refuses_them() {
+    let head = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n";
+    let refused: Vec<(&str, String, &str)> = vec![
+        ("U+0002 in a double-quoted scalar", format!("{head}data:\n  a: \"x\u{2}y\"\n"), "U+0002"),
+        ("U+0001 in a single-quoted scalar", format!("{head}data:\n  a: 'x\u{1}y'\n"), "U+0001"),
+        ("U+001B in a comment", format!("{head}# a \u{1b}[2J comment\ndata: {{}}\n"), "U+001B"),
+        ("DEL in a plain scalar", format!("{head}data:\n  a: x\u{7f}y\n"), "U+007F"),
+        ("U+0080 (C1) in a plain scalar", format!("{head}data:\n  a: x\u{80}y\n"), "U+0080"),
+        ("U+FFFE in a block scalar", format!("{head}data:\n  a: |\n    x\u{fffe}y\n"), "U+FFFE"),
+        (
+            "DEL in a JSON document of a YAML stream",
+            "# JSON after a comment: a YAML stream\n{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"c\"}, \"data\": {\"a\": \"x\u{7f}y\"}}\n".to_string(),
+            "U+007F",
+        ),
+        (
+            "U+0002 in the second document",
+            format!("{head}data: {{}}\n---\n{head}data:\n  a: \"x\u{2}y\"\n"),
+            "document 2",
+        ),
+    ];
+    let accepted: Vec<(&str, String)> = vec![
+        ("a tab in a quoted scalar", format!("{head}data:\n  a: \"x\ty\"\n")),
+        ("a byte order mark", format!("\u{feff}{head}data:\n  a: x\n")),
+        ("no-break space and an emoji", format!("{head}data:\n  a: \"x\u{a0}y \u{1F600}\"\n")),
+        (
+            "DEL and U+0080 in a JSON stream",
+            "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"c\"}, \"data\": {\"a\": \"x\u{7f}\u{80}y\"}}\n".to_string(),
+        ),
+    ];
+    let inputs: Vec<Vec<u8>> = refused
+        .iter()
+        .map(|(_, t, _)| t.as_bytes().to_vec())
+        .chain(accepted.iter().map(|(_, t)| t.as_bytes().to_vec()))
+        .collect();
+    let answers = kubectl_readings(&inputs);
+    for ((name, text, needle), kubectl) in refused.iter().zip(&answers) {
+        let Kubectl::Error(k) = kubectl else {
+            panic!("{name}: kubectl reads {kubectl:?}");
+        };
+        match mansign_reading(text.as_bytes()) {
+            Ok(m) => panic!("{name}: mansign reads {m:?}, kubectl refuses: {k}"),
+            Err(e) => {
+                println!("{name}: kubectl: {k}\n  mansign: {e}");
+                assert!(
+                    e.contains(needle) && e.contains("line") && e.contains("kubectl"),
+                    "{name}: {e}"
+                );
+            }
+        }
+    }
+    let mut tally = Tally::default();
+    for ((name, text), kubectl) in accepted.iter().zip(&answers[refused.len()..]) {
+        assert!(
+            matches!(kubectl, Kubectl::Objects(_)),
+            "{name}: kubectl refuses: {kubectl:?}"
+        );
+        tally.check(name, text.as_bytes(), kubectl);
+    }
+    tally.report("characters both accept");
+    assert!(
+        tally.mansign_stricter.is_empty(),
+        "mansign refuses what kubectl reads: {:?}",
+        tally.mansign_stricter
+    );
+}
+
 #[test]
 fn kubectl_reads_ten_thousand_generated_documents_as_mansign_does() {
     let mut g = Gen::new(0x6d61_6e73_6967_6e22);

@@ -13,9 +13,9 @@ use super::metrics::{Metrics, ReviewPath};
 use super::reload::Live;
 use super::verify_call;
 use super::{ServeOptions, decision_line, log_line, now_rfc3339};
-use crate::admission::Reviewed;
 use crate::admission::request::readable_uid;
 use crate::admission::response::refusal;
+use crate::admission::{Look, Reviewed};
 use crate::verify::BlockingVerifications;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::{Bytes, Incoming};
@@ -288,15 +288,18 @@ async fn validate(state: &Arc<State>, request: Request<Incoming>, route: Route) 
     let reviewer = state.live.reviewer();
     // A small review that needs no signature check (a re-applied object whose signatures
     // the cache holds, or one no rule verifies) is answered here: parsing and comparing
-    // take microseconds, less than the two thread hops of the blocking pool. A panic is
-    // contained as on the pool: the review goes there.
-    let inline = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        reviewer.review_cached(&body)
-    }));
-    if let Ok(Some(reviewed)) = inline {
-        state.metrics.reviewed(ReviewPath::Inline);
-        return answer(state, started, reviewed, route);
-    }
+    // take microseconds, less than the two thread hops of the blocking pool. One that
+    // needs a check goes to the pool with what was parsed and matched here, which is not
+    // done again. A panic is contained as on the pool: the whole review goes there.
+    let inline = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reviewer.look(&body)));
+    let pending = match inline {
+        Ok(Look::Answered(reviewed)) => {
+            state.metrics.reviewed(ReviewPath::Inline);
+            return answer(state, started, *reviewed, route);
+        }
+        Ok(Look::Pending(pending)) => Some(pending),
+        Ok(Look::Unread) | Err(_) => None,
+    };
     let remaining = options.deadline.saturating_sub(started.elapsed());
     if remaining.is_zero() {
         return deadline_exceeded();
@@ -305,8 +308,14 @@ async fn validate(state: &Arc<State>, request: Request<Incoming>, route: Route) 
     // outlives the deadline finishes on its thread (CPU work cannot be interrupted) but its
     // answer is not waited for: the request is refused (its uid is read from the body).
     state.metrics.reviewed(ReviewPath::Pool);
-    let reviewed_body = body.clone();
-    let run = state.pool.run(move || reviewer.review(&reviewed_body));
+    let work: Box<dyn FnOnce() -> Reviewed + Send> = match pending {
+        Some(pending) => Box::new(move || pending.finish()),
+        None => {
+            let reviewed_body = body.clone();
+            Box::new(move || reviewer.review(&reviewed_body))
+        }
+    };
+    let run = state.pool.run(work);
     match tokio::time::timeout(remaining, run).await {
         Err(_) => deadline_exceeded(),
         Ok(Err(e)) => fail(

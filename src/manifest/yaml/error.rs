@@ -75,6 +75,17 @@ pub enum YamlError {
         character: char,
     },
     #[error(
+        "{at}: control character U+{:04X} is not allowed in YAML (kubectl refuses the \
+         document: \"control characters are not allowed\"); remove it, or write it as \
+         \"\\u{:04x}\" inside a double-quoted string",
+        u32::from(*character),
+        u32::from(*character)
+    )]
+    ControlCharacter {
+        at: Box<YamlLocation>,
+        character: char,
+    },
+    #[error(
         "{at}: flow collection (`[...]` or `{{...}}`) larger than {limit} bytes; write it in \
          block style, or the whole document as JSON"
     )]
@@ -179,6 +190,7 @@ impl YamlError {
             | YamlError::Directive { at }
             | YamlError::KubectlScannerRefuses { at, .. }
             | YamlError::LineBreakCharacter { at, .. }
+            | YamlError::ControlCharacter { at, .. }
             | YamlError::FlowCollectionTooLarge { at, .. }
             | YamlError::TooDeep { at, .. }
             | YamlError::DocumentTooManyNodes { at, .. }

@@ -208,6 +208,14 @@ fn finding_error(f: Finding, chunk: &Chunk, limits: &Limits) -> YamlError {
             at: at(line, column),
             character,
         },
+        Finding::ControlCharacter {
+            line,
+            column,
+            character,
+        } => YamlError::ControlCharacter {
+            at: at(line, column),
+            character,
+        },
         Finding::FlowTooLarge { line, column } => YamlError::FlowCollectionTooLarge {
             at: at(line, column),
             limit: limits.max_flow_collection_bytes,

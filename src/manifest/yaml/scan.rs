@@ -39,6 +39,13 @@ pub(crate) enum Finding {
         column: usize,
         character: char,
     },
+    /// A character outside YAML's printable set, which go-yaml's reader (kubectl) refuses
+    /// anywhere in a document, comments and quoted scalars included.
+    ControlCharacter {
+        line: usize,
+        column: usize,
+        character: char,
+    },
     FlowTooLarge {
         line: usize,
         column: usize,
@@ -119,10 +126,16 @@ pub(crate) fn prescan(text: &str, limits: ScanLimits) -> Result<Vec<(usize, usiz
     Ok(lexer.flows)
 }
 
+/// The first character kubectl's YAML reader and mansign's would read differently, or that
+/// kubectl refuses: a YAML 1.1 line break (U+0085, U+2028, U+2029), or a character outside
+/// YAML's printable set (go-yaml v2 readerc.go, `yaml_parser_update_buffer`: tab, LF, CR,
+/// U+0020-U+007E, U+0085, U+00A0-U+D7FF, U+E000-U+FFFD, U+10000 and above), which it refuses
+/// with "control characters are not allowed" wherever it is, even in a comment or a quoted
+/// scalar, where saphyr-parser takes it as text.
 pub(crate) fn line_break_characters(text: &str) -> Result<(), Finding> {
     let Some((at, character)) = text
         .char_indices()
-        .find(|&(_, c)| matches!(c, '\u{85}' | '\u{2028}' | '\u{2029}'))
+        .find(|&(_, c)| is_yaml_11_line_break(c) || !is_printable(c))
     else {
         return Ok(());
     };
@@ -132,11 +145,30 @@ pub(crate) fn line_break_characters(text: &str) -> Result<(), Finding> {
         .chars()
         .count()
         + 1;
-    Err(Finding::LineBreakCharacter {
-        line,
-        column,
-        character,
+    Err(if is_yaml_11_line_break(character) {
+        Finding::LineBreakCharacter {
+            line,
+            column,
+            character,
+        }
+    } else {
+        Finding::ControlCharacter {
+            line,
+            column,
+            character,
+        }
     })
+}
+
+fn is_yaml_11_line_break(c: char) -> bool {
+    matches!(c, '\u{85}' | '\u{2028}' | '\u{2029}')
+}
+
+/// YAML's `c-printable` as go-yaml checks it (a Rust `char` is never a surrogate).
+fn is_printable(c: char) -> bool {
+    matches!(c,
+        '\t' | '\n' | '\r' | ' '..='~' | '\u{85}' | '\u{A0}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}'
+        | '\u{10000}'..)
 }
 
 // Character classes of saphyr-parser's char_traits.rs.

@@ -9,9 +9,8 @@ use crate::policy::kyverno::{
     AttestorSetSpec, AttestorSpec, CtlogSpec, KeylessSpec, KyvernoPolicyDocument, Manifests,
     RekorSpec,
 };
-use crate::policy::{
-    FailureAction, KeyReference, Location, PolicyError, at_each, parse_data_variable,
-};
+use crate::policy::load::context::at_each;
+use crate::policy::{FailureAction, KeyReference, Location, PolicyError, parse_data_variable};
 use serde_json::{Map, Value, json};
 
 pub(super) fn convert_document(

@@ -61,12 +61,14 @@ pub use schema::{
 };
 
 use super::action::{ActionOverride, FailureAction, FailureActions};
+use super::load::context::{
+    AttestorFormat, FormatEntry, LoadContext, PolicyError, attestor_requirement,
+    certificate_attestor, invalid, non_empty, parse_public_keys, unsupported,
+};
 use super::selector::{KindSelector, MatchResources, RuleSelector};
 use super::{
-    AttestorFormat, FormatEntry, IgnoreBinding, KeyObject, KeyReference, LoadContext, Location,
-    NamespaceBinding, PolicyError, PolicyRule, PolicySet, RuleSource, attestor_requirement,
-    certificate_attestor, invalid, non_empty, parse_data_variable, parse_public_keys,
-    translate_upstream_field, unsupported,
+    IgnoreBinding, KeyObject, KeyReference, Location, NamespaceBinding, PolicyRule, PolicySet,
+    RuleSource, parse_data_variable, translate_upstream_field,
 };
 use crate::annotations::AnnotationDomain;
 use crate::manifest::IgnoreProfile;
@@ -394,7 +396,7 @@ pub(crate) fn check_subject(
     })
 }
 
-/// Kyverno's attestor sets, read by [`super::attestor_set`].
+/// Kyverno's attestor sets, read by [`attestor_set`](super::load::context::attestor_set).
 impl AttestorFormat for AttestorSetSpec {
     type Entry = AttestorSpec;
     const KINDS: &'static str = "keys, certificates, keyless, attestor";

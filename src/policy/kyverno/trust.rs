@@ -4,7 +4,8 @@
 //! other keys and every validity window.
 
 use super::schema::{CtlogSpec, RekorSpec};
-use crate::policy::{Location, PolicyError, invalid, non_empty, unsupported};
+use crate::policy::load::context::{invalid, non_empty, unsupported};
+use crate::policy::{Location, PolicyError};
 use crate::trust::{RestrictError, TrustRoot};
 
 /// DER blocks of a PEM text with the given tag (`CERTIFICATE`, `PUBLIC KEY`), at most

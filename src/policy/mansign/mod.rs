@@ -51,13 +51,16 @@
 //! Every object and field is strict: an unknown field is an error naming it.
 
 use super::action::{FailureAction, FailureActions};
+use super::load::context::{
+    AttestorFormat, FormatEntry, LoadContext, PolicyError, attestor_requirement,
+    certificate_attestor, given_claims, invalid, parse_public_keys,
+};
 use super::selector::{
     MatchResources, ObjectReference, ResourceDescription, ResourceFilter, RuleSelector, Subject,
 };
 use super::{
-    AttestorFormat, FormatEntry, IgnoreBinding, KeyObject, KeyReference, LoadContext, Location,
-    NamespaceBinding, PolicyError, PolicyRule, PolicySet, RuleSource, attestor_requirement,
-    certificate_attestor, given_claims, invalid, parse_public_keys,
+    IgnoreBinding, KeyObject, KeyReference, Location, NamespaceBinding, PolicyRule, PolicySet,
+    RuleSource,
 };
 use crate::annotations::AnnotationDomain;
 use crate::manifest::{
@@ -620,7 +623,7 @@ fn namespace_binding(list: &[String]) -> NamespaceBinding {
     }
 }
 
-/// The attestor sets of a `ManifestPolicy`, read by [`super::attestor_set`].
+/// The attestor sets of a `ManifestPolicy`, read by [`attestor_set`](super::load::context::attestor_set).
 impl AttestorFormat for AttestorSetSpec {
     type Entry = AttestorSpec;
     const KINDS: &'static str = "keys, keyless, certificates, attestor";
