@@ -95,6 +95,7 @@ pub mod annotations;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod conformance;
+pub mod error;
 pub mod keys;
 pub mod kube;
 pub mod limits;

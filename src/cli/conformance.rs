@@ -227,7 +227,7 @@ fn verify(args: VerifyBundleArgs) -> anyhow::Result<Outcome> {
         Err(e) if e.is_input_error() => Err(e.into()),
         Err(e) => {
             // The reason first: it is what a reader (and the suite's log) needs.
-            eprintln!("verification failed: {e}");
+            eprintln!("verification failed: {}", crate::error::Chain(&e));
             eprintln!(
                 "  bundle {}; expected {signer}; trusted root {}",
                 args.bundle.display(),

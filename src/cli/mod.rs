@@ -269,21 +269,11 @@ fn without_insecure_suggestion(e: &clap::Error) -> Option<String> {
     Some(out)
 }
 
-/// The error and its causes on one line. Library errors often repeat their cause in
-/// their own message; a cause already shown is not printed again.
+/// The error and its causes on one line, `step: cause: cause`. Each error says only its own
+/// step and leaves the cause to `source()` (crate::error), so each cause is printed once;
+/// nothing is dropped because its text happens to appear in an earlier message.
 pub(crate) fn render_error(e: &anyhow::Error) -> String {
-    let mut out = String::new();
-    for cause in e.chain() {
-        let text = cause.to_string();
-        if out.contains(&text) {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push_str(": ");
-        }
-        out.push_str(&text);
-    }
-    out
+    crate::error::chain(e.as_ref())
 }
 
 /// Runs a parsed command line.
@@ -300,5 +290,25 @@ pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
         Command::Completion(a) => completion::run(a),
         Command::Conformance(a) => conformance::run(a),
         Command::ConformanceProtocol(c) => conformance::run_protocol(c),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render_error;
+
+    #[test]
+    fn render_error_prints_every_cause_once_even_when_an_earlier_message_holds_its_text() {
+        // The innermost cause, `keys`, is a word of both earlier messages. The old printer
+        // dropped every cause whose text was already in the output, so this one vanished
+        // (`--key keys/cosign.pub: cannot read keys`).
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "keys");
+        let e = anyhow::Error::new(io)
+            .context("cannot read keys")
+            .context("--key keys/cosign.pub");
+        assert_eq!(
+            render_error(&e),
+            "--key keys/cosign.pub: cannot read keys: keys"
+        );
     }
 }

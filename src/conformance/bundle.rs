@@ -116,7 +116,7 @@ impl fmt::Display for ExpectedSigner {
 #[non_exhaustive]
 pub enum BundleError {
     // -- input --
-    #[error("cannot read {what} {path}: {source}", path = path.display())]
+    #[error("cannot read {what} {path}", path = path.display())]
     Read {
         what: &'static str,
         path: PathBuf,

@@ -19,7 +19,7 @@ pub enum BundleSignError {
     SigningConfig { origin: String, reason: String },
     #[error("signing failed: {0}")]
     Signing(String),
-    #[error("the bundle just signed does not verify against {trust_root}: {source}")]
+    #[error("the bundle just signed does not verify against {trust_root}")]
     SelfCheck {
         trust_root: String,
         #[source]

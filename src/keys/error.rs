@@ -4,7 +4,7 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum KeyError {
-    #[error("not valid PEM: {source}")]
+    #[error("not valid PEM")]
     InvalidPem {
         #[source]
         source: pem::PemError,
@@ -28,12 +28,12 @@ pub enum KeyError {
         found: String,
         expected: &'static str,
     },
-    #[error("encrypted private key is not a valid cosign JSON envelope: {source}")]
+    #[error("encrypted private key is not a valid cosign JSON envelope")]
     InvalidEnvelopeJson {
         #[source]
         source: serde_json::Error,
     },
-    #[error("field {field} of the encrypted private key is not valid base64: {source}")]
+    #[error("field {field} of the encrypted private key is not valid base64")]
     InvalidBase64 {
         field: &'static str,
         #[source]
@@ -61,38 +61,38 @@ pub enum KeyError {
     CiphertextTooShort { len: usize, tag_len: usize },
     #[error("wrong password for the encrypted private key (or the key file was modified)")]
     WrongPassword,
-    #[error("decrypted private key is not valid PKCS#8: {source}")]
+    #[error("decrypted private key is not valid PKCS#8")]
     InvalidPrivateKey {
         #[source]
         source: pkcs8::Error,
     },
-    #[error("invalid public key: {source}")]
+    #[error("invalid public key")]
     InvalidPublicKey {
         #[source]
         source: spki::Error,
     },
     #[error("unsupported key type {algorithm}; only ECDSA P-256 keys are supported")]
     UnsupportedKeyType { algorithm: String },
-    #[error("the operating system's random number generator failed: {source}")]
+    #[error("the operating system's random number generator failed")]
     Randomness {
         #[source]
         source: rand_core::Error,
     },
     #[error("could not generate a P-256 private key from the random bytes drawn")]
     KeyGeneration,
-    #[error("encoding the private key as PKCS#8 failed: {source}")]
+    #[error("encoding the private key as PKCS#8 failed")]
     EncodePrivateKey {
         #[source]
         source: pkcs8::Error,
     },
-    #[error("encoding the public key as SubjectPublicKeyInfo failed: {source}")]
+    #[error("encoding the public key as SubjectPublicKeyInfo failed")]
     EncodePublicKey {
         #[source]
         source: spki::Error,
     },
     #[error("encrypting the private key failed")]
     Encrypt,
-    #[error("serializing the encrypted private key envelope failed: {source}")]
+    #[error("serializing the encrypted private key envelope failed")]
     EncodeEnvelope {
         #[source]
         source: serde_json::Error,

@@ -590,14 +590,7 @@ fn parse_event(line: &[u8]) -> Result<WatchEvent, KubeError> {
 
 /// An error with its sources (reqwest's own message is only the outermost).
 pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
+    crate::error::chain(e)
 }
 
 #[cfg(test)]

@@ -557,13 +557,13 @@ impl InputProblems {
 impl std::fmt::Display for InputProblems {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if let ([one], 0, false) = (self.problems.as_slice(), self.more, self.more_unread) {
-            return write!(f, "{one}");
+            return write!(f, "{}", crate::error::Chain(one));
         }
         let total = self.problems.len() + self.more;
         let at_least = if self.more_unread { "at least " } else { "" };
         write!(f, "{at_least}{total} problems in the inputs:")?;
         for problem in &self.problems {
-            write!(f, "\n  {problem}")?;
+            write!(f, "\n  {}", crate::error::Chain(problem))?;
         }
         match (self.more, self.more_unread) {
             (0, false) => Ok(()),
@@ -1195,7 +1195,11 @@ mod parallel_tests {
         write("team/d.yaml", &format!("{}  name: again\n", config_map(4)));
         write("team/e.yaml", &config_map(5));
         let (err, visited) = problems_of(dir.path());
-        let messages: Vec<String> = err.problems.iter().map(ToString::to_string).collect();
+        let messages: Vec<String> = err
+            .problems
+            .iter()
+            .map(|e| crate::error::chain(e))
+            .collect();
         assert_eq!(messages.len(), 4, "{messages:#?}");
         assert!(
             messages[0].contains("README.md: not a manifest file"),

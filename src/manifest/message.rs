@@ -21,9 +21,9 @@ use serde_json::Value;
 pub enum MessageError {
     #[error("signed message is not UTF-8 YAML")]
     NotText,
-    #[error("signed message: {0}")]
+    #[error("signed message")]
     Yaml(#[from] YamlError),
-    #[error("signed message (legacy tar.gz): {0}")]
+    #[error("signed message (legacy tar.gz)")]
     LegacyTar(#[from] LegacyTarError),
     #[error("signed message holds no documents")]
     Empty,

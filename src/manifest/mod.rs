@@ -53,7 +53,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ManifestError {
-    #[error("{path}: cannot read: {source}")]
+    #[error("{path}: cannot read")]
     Read {
         path: PathBuf,
         #[source]
@@ -61,7 +61,7 @@ pub enum ManifestError {
     },
     #[error("{source_name}: larger than the limit of {limit} bytes")]
     TooLarge { source_name: String, limit: usize },
-    #[error("{source_name}: {error}")]
+    #[error("{source_name}")]
     Yaml {
         source_name: String,
         #[source]

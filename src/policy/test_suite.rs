@@ -59,7 +59,7 @@ pub const MAX_ROWS: usize = 100_000;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SuiteError {
-    #[error("{path}: cannot read: {source}")]
+    #[error("{path}: cannot read")]
     Read {
         path: PathBuf,
         #[source]
@@ -74,14 +74,14 @@ pub enum SuiteError {
         document: usize,
         reason: String,
     },
-    #[error("{path}: document {document}: policies: {source}")]
+    #[error("{path}: document {document}: policies")]
     Policy {
         path: PathBuf,
         document: usize,
         #[source]
         source: Box<PolicyError>,
     },
-    #[error("{path}: document {document}: resources: {source}")]
+    #[error("{path}: document {document}: resources")]
     Resources {
         path: PathBuf,
         document: usize,
@@ -586,7 +586,7 @@ fn load_policies(
     };
     for file in files {
         let text = read_bounded(&file, &options.load.limits)
-            .map_err(|e| invalid(format!("policies: {e}")))?;
+            .map_err(|e| invalid(format!("policies: {}", crate::error::Chain(&e))))?;
         let policy_error = |source| SuiteError::Policy {
             path: path.to_path_buf(),
             document,

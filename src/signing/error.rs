@@ -11,7 +11,7 @@ use crate::manifest::DocumentOrigin;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SignError {
-    #[error("{origin}: {source}")]
+    #[error("{origin}")]
     Annotation {
         origin: DocumentOrigin,
         #[source]
@@ -23,7 +23,7 @@ pub enum SignError {
     Signer(String),
     #[error(transparent)]
     Keyless(#[from] KeylessError),
-    #[error("transparency log entry for message {}: {source}", .message + 1)]
+    #[error("transparency log entry for message {}", .message + 1)]
     Tlog {
         message: usize,
         #[source]
@@ -31,11 +31,11 @@ pub enum SignError {
     },
     #[error("cannot build the Sigstore bundle for message {}: {reason}", .message + 1)]
     Bundle { message: usize, reason: String },
-    #[error("cannot run the transparency log uploads: {0}")]
+    #[error("cannot run the transparency log uploads")]
     Runtime(#[source] std::io::Error),
     /// A failure for one message, with the file and document it was signing (messages are
     /// numbered from 1 in order, one per document or per file with `--scope file`).
-    #[error("{origin}: {source}")]
+    #[error("{origin}")]
     AtDocument {
         origin: DocumentOrigin,
         #[source]
@@ -71,7 +71,7 @@ pub enum KeylessError {
     Fulcio(#[from] FulcioError),
     #[error("signing message {} failed: {reason}", .message + 1)]
     Signing { message: usize, reason: String },
-    #[error("Rekor entry for message {}: {source}", .message + 1)]
+    #[error("Rekor entry for message {}", .message + 1)]
     Rekor {
         message: usize,
         #[source]
@@ -101,6 +101,6 @@ pub enum KeylessError {
         not_after: jiff::Timestamp,
         now: jiff::Timestamp,
     },
-    #[error("cannot run the signing requests: {0}")]
+    #[error("cannot run the signing requests")]
     Runtime(#[source] std::io::Error),
 }

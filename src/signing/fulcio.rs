@@ -31,11 +31,11 @@ pub enum FulcioError {
          this machine)"
     )]
     InsecureUrl { url: String },
-    #[error("cannot build the HTTP client: {0}")]
+    #[error("cannot build the HTTP client")]
     HttpClient(#[source] reqwest::Error),
     #[error("cannot use the ephemeral signing key: {0}")]
     Key(String),
-    #[error("Fulcio at {url} is unreachable after {attempts}: {source}")]
+    #[error("Fulcio at {url} is unreachable after {attempts}")]
     Unreachable {
         url: String,
         attempts: Attempts,
@@ -138,7 +138,7 @@ pub(crate) async fn request_certificate(
             },
             Attempt::Other(e) => FulcioError::Response {
                 url: url.clone(),
-                reason: e.to_string(),
+                reason: crate::error::chain(&e),
             },
         })?;
     let leaf_der = leaf_of(&answer).map_err(|reason| FulcioError::Response {

@@ -44,7 +44,7 @@ pub enum GitHubTokenError {
     InsecureUrl,
     #[error("GitHub Actions token request: {ACTIONS_ID_TOKEN_REQUEST_URL} is not a URL: {reason}")]
     Url { reason: String },
-    #[error("GitHub Actions token request failed after {attempts}: {source}")]
+    #[error("GitHub Actions token request failed after {attempts}")]
     Connection {
         attempts: Attempts,
         #[source]
@@ -55,7 +55,7 @@ pub enum GitHubTokenError {
          (does the job have `permissions: id-token: write`?)"
     )]
     Status { status: u16, attempts: Attempts },
-    #[error("GitHub Actions token response: {0}")]
+    #[error("GitHub Actions token response")]
     Body(#[source] BodyError),
     #[error("GitHub Actions token response has no string `value`")]
     NoValue,

@@ -94,7 +94,7 @@ const MAX_ERROR_BYTES: usize = 64 * 1024;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BodyError {
-    #[error("reading the response failed: {0}")]
+    #[error("reading the response failed")]
     Read(#[source] reqwest::Error),
     #[error("the response is larger than {limit} bytes")]
     TooLarge { limit: usize },

@@ -81,7 +81,7 @@ impl Default for RekorOptions {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RekorError {
-    #[error("Rekor at {url} is unreachable after {attempts}: {source}")]
+    #[error("Rekor at {url} is unreachable after {attempts}")]
     Connection {
         url: String,
         attempts: Attempts,
@@ -95,7 +95,7 @@ pub enum RekorError {
         attempts: Attempts,
         message: String,
     },
-    #[error("Rekor answer: {0}")]
+    #[error("Rekor answer")]
     Body(#[source] BodyError),
     #[error("Rekor answer is not a log entry: {reason}")]
     Response { reason: String },
@@ -107,7 +107,7 @@ pub enum RekorError {
     MissingSet,
     #[error("Rekor returned no integrated time")]
     MissingIntegratedTime,
-    #[error("cannot build the HTTP client: {0}")]
+    #[error("cannot build the HTTP client")]
     HttpClient(#[source] reqwest::Error),
 }
 

@@ -234,7 +234,7 @@ fn check_claims(
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TokenError {
-    #[error("cannot read the identity token file {}: {source}", path.display())]
+    #[error("cannot read the identity token file {}", path.display())]
     ReadFile {
         path: PathBuf,
         #[source]
@@ -274,13 +274,13 @@ pub enum TokenError {
         provider: CiProvider,
         reason: String,
     },
-    #[error("cannot build the HTTP client: {0}")]
+    #[error("cannot build the HTTP client")]
     HttpClient(#[source] reqwest::Error),
-    #[error("cannot start the async runtime: {0}")]
+    #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
     #[error(
         "no --identity-token, {SIGSTORE_ID_TOKEN} or CI credentials found, and the sign-in \
-         at {issuer} failed: {source}"
+         at {issuer} failed"
     )]
     SignIn {
         issuer: String,

@@ -36,7 +36,7 @@ use std::path::Path;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TrustRootError {
-    #[error("{origin}: cannot read trusted root: {source}")]
+    #[error("{origin}: cannot read trusted root")]
     Read {
         origin: String,
         #[source]

@@ -18,16 +18,16 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TrustUpdateError {
-    #[error("{path}: cannot read TUF root: {source}")]
+    #[error("{path}: cannot read TUF root")]
     ReadRoot {
         path: PathBuf,
         source: std::io::Error,
     },
     #[error("TUF update from {url} failed: {reason}")]
     Tuf { url: String, reason: String },
-    #[error("{0}")]
+    #[error(transparent)]
     Invalid(#[from] TrustRootError),
-    #[error("{path}: cannot write: {source}")]
+    #[error("{path}: cannot write")]
     Write {
         path: PathBuf,
         source: std::io::Error,

@@ -51,7 +51,8 @@ pub enum Rejection {
          refused"
     )]
     BudgetExceeded { limit: usize },
-    #[error("{0}")]
+    /// Displayed with its causes: a verdict's reason is read whole, it has no `source()`.
+    #[error("{}", crate::error::Chain(.0))]
     Message(MessageError),
     #[error(
         "the signed message has no document for {object} (it holds: {}{})",

@@ -58,6 +58,7 @@ mod policy_kyverno;
 mod policy_migration;
 mod policy_selection;
 mod policy_test;
+mod public_api;
 mod release;
 mod resource_bounds;
 mod review_verify_path;

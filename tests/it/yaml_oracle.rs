@@ -67,7 +67,7 @@ fn mansign_reading(input: &[u8]) -> Result<Vec<Value>, String> {
         &Limits::default(),
     )
     .map(|file| file.documents.into_iter().map(|d| d.value).collect())
-    .map_err(|e| e.to_string())
+    .map_err(|e| mansign::error::chain(&e))
 }
 
 /// The same JSON value, numbers compared as kubectl holds them: an integer must be the same

@@ -158,7 +158,7 @@ pub enum LogFormat {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServeError {
-    #[error("cannot listen on {address}: {source}")]
+    #[error("cannot listen on {address}")]
     Listen {
         address: SocketAddr,
         source: std::io::Error,

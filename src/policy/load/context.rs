@@ -19,7 +19,7 @@ use std::sync::Arc;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PolicyError {
-    #[error("{path}: cannot read policy: {source}")]
+    #[error("{path}: cannot read policy")]
     Read {
         path: PathBuf,
         #[source]
@@ -68,7 +68,7 @@ pub enum PolicyError {
     /// A value that is wrong on its own (bad PEM, bad regex, count above entries...).
     #[error("{at}: {reason}")]
     Invalid { at: Location, reason: String },
-    #[error("{at}: {source}")]
+    #[error("{at}")]
     TrustRoot {
         at: Location,
         #[source]

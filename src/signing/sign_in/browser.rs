@@ -8,7 +8,7 @@ use super::error::SignInError;
 use super::id_token::{self, ExpectedNonce};
 use super::oidc_http::OidcHttpClient;
 use super::options::{SignInOptions, SignInPrompt};
-use super::provider::{Provider, error_chain};
+use super::provider::Provider;
 use super::redirect_listener::receive_code;
 use crate::signing::secret::Secret;
 use openidconnect::core::CoreAuthenticationFlow;
@@ -66,11 +66,11 @@ pub(super) async fn browser_flow(
     };
     let response = client
         .exchange_code(AuthorizationCode::new(code.expose().to_string()))
-        .map_err(|e| token_error(error_chain(&e)))?
+        .map_err(|e| token_error(crate::error::chain(&e)))?
         .set_pkce_verifier(verifier)
         .request_async(http_client)
         .await
-        .map_err(|e| token_error(error_chain(&e)))?;
+        .map_err(|e| token_error(crate::error::chain(&e)))?;
     // Only the ID token goes on (to Fulcio); the access token is not used.
     let id_token = response.id_token().ok_or_else(|| SignInError::NoIdToken {
         issuer: provider.issuer.clone(),

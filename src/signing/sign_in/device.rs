@@ -9,7 +9,7 @@ use super::error::SignInError;
 use super::id_token::{self, ExpectedNonce};
 use super::oidc_http::OidcHttpClient;
 use super::options::{SignInOptions, SignInPrompt};
-use super::provider::{Provider, error_chain};
+use super::provider::Provider;
 use crate::signing::secret::Secret;
 use openidconnect::core::{CoreDeviceAuthorizationResponse, CoreTokenResponse};
 use openidconnect::{
@@ -40,7 +40,7 @@ pub(super) async fn device_flow(
         .add_scope(Scope::new("email".to_string()))
         .request_async(http_client)
         .await
-        .map_err(|e| device_error(error_chain(&e)))?;
+        .map_err(|e| device_error(crate::error::chain(&e)))?;
     // The issuer's numbers are input: bounded before they drive a sleep.
     let lifetime = details.expires_in().min(options.timeout);
     if details.interval() > options.timeout {
@@ -69,7 +69,7 @@ pub(super) async fn device_flow(
     };
     let polling = client
         .exchange_device_access_token(&details)
-        .map_err(|e| device_error(error_chain(&e)))?
+        .map_err(|e| device_error(crate::error::chain(&e)))?
         .request_async(http_client, sleep, Some(lifetime));
     let response: CoreTokenResponse = match tokio::time::timeout(lifetime, polling).await {
         Err(_) => return Err(SignInError::DeviceExpired),
@@ -80,16 +80,17 @@ pub(super) async fn device_flow(
                 DeviceCodeErrorResponseType::ExpiredToken => SignInError::DeviceExpired,
                 _ => SignInError::Token {
                     issuer: provider.issuer.clone(),
-                    reason: error_chain(
-                        &RequestTokenError::<super::oidc_http::OidcHttpError, _>::ServerResponse(e),
-                    ),
+                    reason: crate::error::chain(&RequestTokenError::<
+                        super::oidc_http::OidcHttpError,
+                        _,
+                    >::ServerResponse(e)),
                 },
             });
         }
         Ok(Err(e)) => {
             return Err(SignInError::Token {
                 issuer: provider.issuer.clone(),
-                reason: error_chain(&e),
+                reason: crate::error::chain(&e),
             });
         }
     };

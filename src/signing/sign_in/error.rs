@@ -18,7 +18,7 @@ pub enum SignInError {
          --identity-token, or --no-browser to sign in through a printed URL"
     )]
     NoInteractiveFlow { issuer: String },
-    #[error("cannot listen for the sign-in redirect on 127.0.0.1: {0}")]
+    #[error("cannot listen for the sign-in redirect on 127.0.0.1")]
     Listener(#[source] std::io::Error),
     #[error("no sign-in within {seconds} s")]
     TimedOut { seconds: u64 },
@@ -55,6 +55,6 @@ pub enum SignInError {
     DeviceDenied,
     #[error("the device code expired before the sign-in was approved")]
     DeviceExpired,
-    #[error("cannot build the HTTP client: {0}")]
+    #[error("cannot build the HTTP client")]
     HttpClient(#[source] reqwest::Error),
 }

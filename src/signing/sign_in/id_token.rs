@@ -33,7 +33,7 @@ pub(super) fn verify(
     };
     verified.map_err(|e| SignInError::IdToken {
         issuer: provider.issuer.clone(),
-        reason: super::provider::error_chain(&e),
+        reason: crate::error::chain(&e),
     })?;
     Ok(Secret::new(id_token.to_string()))
 }

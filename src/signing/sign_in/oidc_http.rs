@@ -20,11 +20,11 @@ pub(crate) enum OidcHttpError {
         "refusing to send a sign-in request to {url}: use https:// (plain http:// only to this machine)"
     )]
     Insecure { url: String },
-    #[error("{0}")]
-    Request(#[source] reqwest::Error),
-    #[error("{0}")]
-    Body(#[source] BodyError),
-    #[error("cannot pass the answer on: {0}")]
+    #[error(transparent)]
+    Request(reqwest::Error),
+    #[error(transparent)]
+    Body(BodyError),
+    #[error("cannot pass the answer on")]
     Answer(#[source] openidconnect::http::Error),
 }
 

@@ -81,7 +81,7 @@ pub(super) async fn discover(
         .await
         .map_err(|e| SignInError::Discovery {
             issuer: issuer.clone(),
-            reason: error_chain(&e),
+            reason: crate::error::chain(&e),
         })?;
     let device_endpoint = metadata
         .additional_metadata()
@@ -116,19 +116,4 @@ pub(super) async fn discover(
         client,
         device_endpoint,
     })
-}
-
-/// An error and its sources, on one line (the crate's errors wrap the cause).
-pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let more = s.to_string();
-        if !text.contains(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = s.source();
-    }
-    text
 }
