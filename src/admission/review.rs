@@ -462,18 +462,11 @@ impl Reviewer {
         now: Option<jiff::Timestamp>,
         checks: CacheMode,
     ) -> Result<(Decision, Answer), Box<Verification>> {
-        let Verification {
-            mut decision,
-            rules: indexes,
-            doc,
-            ctx,
-            identities,
-            unverified,
-            admission,
-        } = *verification;
+        let mut v = verification;
         // The indexes are this reviewer's own matches (a pending review carries its
         // reviewer); one that is not would mean a rule left unchecked, so it is refused.
-        let Some(rules) = indexes
+        let Some(rules) = v
+            .rules
             .iter()
             .map(|&i| self.policies.rules.get(i))
             .collect::<Option<Vec<_>>>()
@@ -485,32 +478,30 @@ impl Reviewer {
                 code: "internal-error",
                 reason: "the matched rules are not this reviewer's".into(),
             };
-            return Ok(finish(decision, vec![failure]));
+            return Ok(finish(v.decision, vec![failure]));
         };
+        // The evaluation borrows the rest; what it takes by value goes back if the
+        // verification is handed back for a full check.
         let eval = Evaluation {
-            ctx: &ctx,
-            identities,
+            ctx: &v.ctx,
+            identities: std::mem::take(&mut v.identities),
             mode: checks,
             clock: now,
-            unverified: unverified.as_ref(),
+            unverified: v.unverified.as_ref(),
+            admission: v.admission.take(),
+        };
+        let verdicts = evaluate_rules(&rules, &v.doc, &eval);
+        let Evaluation {
+            identities,
             admission,
+            ..
+        } = eval;
+        let Some(verdicts) = verdicts else {
+            v.identities = identities;
+            v.admission = admission;
+            return Err(v);
         };
-        let Some(verdicts) = evaluate_rules(&rules, &doc, &eval) else {
-            let Evaluation {
-                identities,
-                admission,
-                ..
-            } = eval;
-            return Err(Box::new(Verification {
-                decision,
-                rules: indexes,
-                doc,
-                ctx,
-                identities,
-                unverified,
-                admission,
-            }));
-        };
+        let mut decision = v.decision;
         let failures = failures_of(verdicts, &mut decision.signers);
         Ok(finish(decision, failures))
     }
