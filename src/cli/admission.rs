@@ -1,9 +1,9 @@
 //! `mansign admission serve` (the validating webhook) and `mansign admission review` (one
 //! `AdmissionReview` answered offline, exactly as the server would answer it).
 
-use super::Outcome;
 use super::admission_policy::PolicyArgs;
 use super::admission_serve::{self, ServeArgs};
+use super::outcome::Outcome;
 use crate::admission::{ReviewOptions, Reviewer};
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -38,7 +38,7 @@ pub struct ReviewArgs {
 
 pub fn run(args: AdmissionArgs) -> anyhow::Result<Outcome> {
     match args.command {
-        AdmissionCommand::Serve(a) => admission_serve::run(*a),
+        AdmissionCommand::Serve(a) => admission_serve::run((*a).into()),
         AdmissionCommand::Review(a) => review(a),
     }
 }

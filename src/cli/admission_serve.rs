@@ -1,7 +1,8 @@
 //! `mansign admission serve`: the HTTPS validating webhook.
 
-use super::Outcome;
 use super::admission_policy::PolicyArgs;
+use super::args::TrustRootChoice;
+use super::outcome::Outcome;
 use crate::admission::server::keys::KeyWatcher;
 use crate::admission::server::{self, LogFormat, ReviewerSource, ServeOptions};
 use crate::admission::{ReviewOptions, Reviewer};
@@ -115,43 +116,70 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
-pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
-    let mut options = ServeOptions::new(args.listen, args.tls_cert, args.tls_key);
-    options.deadline = args.deadline;
-    if let Some(n) = args.max_concurrent_reviews {
-        options.max_concurrent_reviews = n as usize;
-    }
-    options.max_connections = args.max_connections as usize;
-    options.shutdown_grace = args.shutdown_grace;
-    options.reload_interval = args.reload_interval;
-    options.body_timeout = args.body_timeout;
-    options.header_timeout = args.header_timeout;
-    options.handshake_timeout = args.handshake_timeout;
-    options.idle_timeout = args.idle_timeout;
-    options.log_format = match args.log_format {
-        LogFormatArg::Json => LogFormat::Json,
-        LogFormatArg::Text => LogFormat::Text,
-    };
+/// `mansign admission serve`'s flags, resolved once: the server's options, the trust root
+/// chosen (flag, environment, cache, embedded), the files watched for changes and the
+/// cluster access for key references. Every flag is checked by its parser (durations,
+/// ranges), and none conflicts with another, so resolving cannot fail; nothing is read.
+pub struct ServeSettings {
+    pub options: ServeOptions,
+    pub policy: PolicyArgs,
+    /// The trust root is chosen once, at start, as every other command chooses it; the
+    /// chosen file is then re-read when it changes. A cache written later by `mansign trust
+    /// update` is not picked up without a restart.
+    pub trust: TrustRootChoice,
+    /// The policy files and the chosen trust root's file, watched for changes.
+    pub files: Vec<PathBuf>,
+    /// Where the Secrets and ConfigMaps the policies name are read.
+    pub access: ClusterAccess,
+}
 
-    // The trust root is chosen once, at start, as every other command chooses it (flag,
-    // environment, cache, embedded); the chosen file is then re-read when it changes. A
-    // cache written later by `mansign trust update` is not picked up without a restart.
-    let trust = args.policy.trust.choice();
-    let mut files = args.policy.policies.clone();
-    files.extend(trust.file().map(PathBuf::from));
-    let policy = args.policy;
+impl From<ServeArgs> for ServeSettings {
+    fn from(args: ServeArgs) -> ServeSettings {
+        let mut options = ServeOptions::new(args.listen, args.tls_cert, args.tls_key);
+        options.deadline = args.deadline;
+        if let Some(n) = args.max_concurrent_reviews {
+            options.max_concurrent_reviews = n as usize;
+        }
+        options.max_connections = args.max_connections as usize;
+        options.shutdown_grace = args.shutdown_grace;
+        options.reload_interval = args.reload_interval;
+        options.body_timeout = args.body_timeout;
+        options.header_timeout = args.header_timeout;
+        options.handshake_timeout = args.handshake_timeout;
+        options.idle_timeout = args.idle_timeout;
+        options.log_format = match args.log_format {
+            LogFormatArg::Json => LogFormat::Json,
+            LogFormatArg::Text => LogFormat::Text,
+        };
+        let trust = args.policy.trust.choice();
+        let mut files = args.policy.policies.clone();
+        files.extend(trust.file().map(PathBuf::from));
+        ServeSettings {
+            options,
+            policy: args.policy,
+            trust,
+            files,
+            access: ClusterAccess {
+                kubeconfig: args.kubeconfig,
+                context: args.context,
+                impersonate: None,
+            },
+        }
+    }
+}
+
+pub fn run(settings: ServeSettings) -> anyhow::Result<Outcome> {
+    let ServeSettings {
+        options,
+        policy,
+        trust,
+        files,
+        access,
+    } = settings;
     let changed = Arc::new(tokio::sync::Notify::new());
     // The Secrets and ConfigMaps the policies name are watched through the API server; each
     // load takes their current values, and names the objects to watch from then on.
-    let keys = Arc::new(KeyWatcher::new(
-        ClusterAccess {
-            kubeconfig: args.kubeconfig,
-            context: args.context,
-            impersonate: None,
-        },
-        changed.clone(),
-        options.log_format,
-    ));
+    let keys = Arc::new(KeyWatcher::new(access, changed.clone(), options.log_format));
     let key_watcher = keys.clone();
     let source = ReviewerSource {
         files,
@@ -159,7 +187,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
             let load = |resolved| {
                 policy
                     .load_with_keys(&trust, &resolved)
-                    .map_err(|e| super::render_error(&e))
+                    .map_err(|e| super::outcome::render_error(&e))
             };
             let mut set = load(keys.resolved())?;
             if keys.watch(&set.key_references) {
@@ -181,6 +209,56 @@ pub fn run(args: ServeArgs) -> anyhow::Result<Outcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Resolving builds the server's options and the watched files from the flags alone:
+    /// the policy, trust root, TLS files and kubeconfig named do not exist and are not read.
+    /// (No two serve flags conflict; each is checked by its parser.)
+    #[test]
+    fn serve_flags_resolve_to_options_without_reading_a_file() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Flags {
+            #[command(flatten)]
+            serve: ServeArgs,
+        }
+        let args = Flags::try_parse_from([
+            "serve",
+            "--policy",
+            "/nonexistent/p.yaml",
+            "--trusted-root",
+            "/nonexistent/root.json",
+            "--tls-cert",
+            "/nonexistent/tls.crt",
+            "--tls-key",
+            "/nonexistent/tls.key",
+            "--deadline",
+            "3s",
+            "--max-concurrent-reviews",
+            "7",
+            "--log-format",
+            "text",
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+        ])
+        .expect("the flags parse")
+        .serve;
+        let settings = ServeSettings::from(args);
+        assert_eq!(settings.options.deadline, Duration::from_secs(3));
+        assert_eq!(settings.options.max_concurrent_reviews, 7);
+        assert_eq!(settings.options.log_format, LogFormat::Text);
+        assert_eq!(
+            settings.files,
+            [
+                PathBuf::from("/nonexistent/p.yaml"),
+                PathBuf::from("/nonexistent/root.json")
+            ]
+        );
+        assert_eq!(
+            settings.access.kubeconfig,
+            Some(PathBuf::from("/nonexistent/kubeconfig"))
+        );
+        assert!(settings.access.impersonate.is_none());
+    }
 
     #[test]
     fn durations() {

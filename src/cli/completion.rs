@@ -1,7 +1,7 @@
 //! `mansign completion SHELL`
 
-use super::{Cli, Outcome};
-use clap::{Args, CommandFactory};
+use super::outcome::Outcome;
+use clap::Args;
 use clap_complete::Shell;
 
 /// How to install the script, shown by `mansign completion --help` (docs/cli.md has the same).
@@ -22,13 +22,18 @@ pub struct CompletionArgs {
 /// when it is installed as the kubectl plugin (kubectl 1.26+ completes a plugin's
 /// arguments through an executable `kubectl_complete-mansign`; the script completes the
 /// plugin binary by its own name).
-pub fn run(args: CompletionArgs) -> anyhow::Result<Outcome> {
-    let name = if super::called_as_plugin() {
+/// `cmd` is the whole command line (`Cli::command()`), `as_plugin` how the binary was called:
+/// both given by the dispatch, so this file does not import it back.
+pub fn run(
+    args: CompletionArgs,
+    mut cmd: clap::Command,
+    as_plugin: bool,
+) -> anyhow::Result<Outcome> {
+    let name = if as_plugin {
         "kubectl-mansign"
     } else {
         "mansign"
     };
-    let mut cmd = Cli::command();
     // Written to memory first: clap_complete panics on a failed write, and a closed stdout
     // (`| head -1`) must not be a panic.
     let mut script = Vec::new();

@@ -16,8 +16,8 @@
 //! verify (the reason on stderr), 2 unusable input. These commands sign and verify *blobs*
 //! as standard Sigstore bundles, not manifests; the work is in [`crate::conformance`].
 
-use super::Outcome;
 use super::args::TrustRootArg;
+use super::outcome::Outcome;
 use crate::conformance::{
     BundleArtifact, BundleKey, BundlePayload, BundleServices, BundleVerifier, ExpectedSigner,
     Sha256Digest, SigstoreBundle, sign_bundle,

@@ -1,6 +1,6 @@
 //! `mansign generate-key-pair`
 
-use super::Outcome;
+use super::outcome::Outcome;
 use super::output::{NewFile, write_new_files};
 use crate::keys;
 use anyhow::Context;

@@ -11,6 +11,7 @@ mod completion;
 mod conformance;
 mod generate_key_pair;
 mod interrupt;
+mod outcome;
 mod output;
 mod password;
 mod policy;
@@ -25,6 +26,10 @@ mod verify_hints;
 mod verify_report;
 mod verify_resource;
 mod version;
+
+pub use outcome::Outcome;
+
+use outcome::render_error;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -167,13 +172,6 @@ enum Command {
     ConformanceProtocol(conformance::ProtocolCommand),
 }
 
-/// How a command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    Success,
-    VerificationFailed,
-}
-
 /// Entry point used by the binary.
 pub fn main() -> ExitCode {
     let cli = match parse_command_line() {
@@ -269,25 +267,19 @@ fn without_insecure_suggestion(e: &clap::Error) -> Option<String> {
     Some(out)
 }
 
-/// The error and its causes on one line, `step: cause: cause`. Each error says only its own
-/// step and leaves the cause to `source()` (crate::error), so each cause is printed once;
-/// nothing is dropped because its text happens to appear in an earlier message.
-pub(crate) fn render_error(e: &anyhow::Error) -> String {
-    crate::error::chain(e.as_ref())
-}
-
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<Outcome> {
+    use clap::CommandFactory;
     match cli.command {
-        Command::Sign(a) => sign::run(a),
-        Command::Verify(a) => verify::run(a),
-        Command::VerifyResource(a) => verify_resource::run(a),
+        Command::Sign(a) => sign::run(a.try_into()?),
+        Command::Verify(a) => verify::run(a.try_into()?),
+        Command::VerifyResource(a) => verify_resource::run(a.try_into()?),
         Command::GenerateKeyPair(a) => generate_key_pair::run(a),
         Command::Admission(a) => admission::run(a),
         Command::Policy(a) => policy::run(a),
         Command::Trust(a) => trust::run(a),
         Command::Version(a) => version::run(a),
-        Command::Completion(a) => completion::run(a),
+        Command::Completion(a) => completion::run(a, Cli::command(), called_as_plugin()),
         Command::Conformance(a) => conformance::run(a),
         Command::ConformanceProtocol(c) => conformance::run_protocol(c),
     }

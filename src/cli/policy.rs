@@ -1,8 +1,8 @@
 //! `mansign policy`: convert Kyverno policies to mansign's format, explain what a policy
 //! file enforces, and run Kyverno CLI test suites for manifest rules.
 
-use super::Outcome;
 use super::args::{ReportFormat, ReportFormatArg, TrustRootArg, output_path};
+use super::outcome::Outcome;
 use super::output::{Target, print_report, write_all};
 use crate::limits::Limits;
 use crate::manifest::load_inputs;

@@ -10,8 +10,8 @@
 //! spent; `sign_batch.rs` signs, verifies and stages them window by window, so a tree of
 //! 100,000 files is never in memory at once.
 
-use super::Outcome;
 use super::args::{ReportFormat, TrustRootArg, output_path};
+use super::outcome::Outcome;
 use super::sign_batch::{RunSigner, SignRun, SignedRun};
 use super::sign_plan::{Plan, needs_output};
 use crate::annotations::AnnotationDomain;
@@ -211,18 +211,54 @@ impl SignInPrompt for StderrPrompt {
     }
 }
 
-pub fn run(args: SignArgs) -> anyhow::Result<Outcome> {
-    let domain = AnnotationDomain::new(&args.annotation_domain).map_err(anyhow::Error::msg)?;
-    let limits = Limits::default();
-    let tlog_upload = check_flags(&args)?;
-    let inputs: Vec<PathBuf> = args.inputs.iter().chain(&args.paths).cloned().collect();
-    if args.output.is_none() {
-        refuse_tree_without_output(&inputs)?;
+/// `mansign sign`'s flags, resolved once: every flag checked (combinations, the annotation
+/// domain, `--exclude` patterns, `--key` references, a tree without `-o`) and the defaults
+/// that depend on others decided, before any key, token, trust root or input is read.
+/// [`run`] does the work without checking a flag again.
+pub struct SignSettings {
+    /// The flags as given, for the values used as they are.
+    pub args: SignArgs,
+    pub domain: AnnotationDomain,
+    /// Signatures are logged in Rekor (`--tlog-upload`; keyless: always).
+    pub tlog_upload: bool,
+    /// `-f` and the bare paths, in order.
+    pub inputs: Vec<PathBuf>,
+    pub selection: InputSelection,
+}
+
+impl TryFrom<SignArgs> for SignSettings {
+    type Error = anyhow::Error;
+
+    fn try_from(args: SignArgs) -> anyhow::Result<SignSettings> {
+        let domain = AnnotationDomain::new(&args.annotation_domain).map_err(anyhow::Error::msg)?;
+        let tlog_upload = check_flags(&args)?;
+        let inputs: Vec<PathBuf> = args.inputs.iter().chain(&args.paths).cloned().collect();
+        if args.output.is_none() {
+            refuse_tree_without_output(&inputs)?;
+        }
+        let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
+        Ok(SignSettings {
+            args,
+            domain,
+            tlog_upload,
+            inputs,
+            selection,
+        })
     }
+}
+
+pub fn run(settings: SignSettings) -> anyhow::Result<Outcome> {
+    let SignSettings {
+        args,
+        domain,
+        tlog_upload,
+        inputs,
+        selection,
+    } = settings;
+    let limits = Limits::default();
     let trust = trust_root(&args, tlog_upload)?;
 
     // Inputs and outputs first: a bad path or file must not cost an identity token.
-    let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
     let mut plan = Plan::read(
         &inputs,
         &selection,
@@ -487,3 +523,68 @@ fn keyless_signer(
 
 /// Batches of at least this many documents announce themselves on a terminal.
 const LONG_BATCH: usize = 20;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        sign: SignArgs,
+    }
+
+    fn resolve(flags: &[&str]) -> anyhow::Result<SignSettings> {
+        let args = Flags::try_parse_from(std::iter::once("sign").chain(flags.iter().copied()))
+            .expect("the flags parse")
+            .sign;
+        SignSettings::try_from(args)
+    }
+
+    /// A conflict is refused by the resolve step itself: the input, the key file and the
+    /// trust root named do not exist, so any read would fail with another error.
+    #[test]
+    fn conflicting_sign_flags_are_refused_before_anything_is_read() {
+        let missing = [
+            "-f",
+            "/nonexistent/in.yaml",
+            "--trusted-root",
+            "/nonexistent/root.json",
+        ];
+        for (flags, error) in [
+            (
+                vec!["--tlog-upload=false"],
+                "keyless signing needs the transparency log",
+            ),
+            (
+                vec!["--key", "/nonexistent/cosign.key", "--bundle-out", "b/"],
+                "--bundle-out needs --tlog-upload",
+            ),
+            (
+                vec![
+                    "--key",
+                    "/nonexistent/cosign.key",
+                    "--format",
+                    "json",
+                    "-o",
+                    "-",
+                ],
+                "--format json prints the report on stdout",
+            ),
+            (vec!["--key", "k8s://ns/name"], "not a k8s:// reference"),
+            (vec!["-o", "-", "--exclude", "a/**/**/b["], "--exclude"),
+        ] {
+            let all: Vec<&str> = missing.iter().copied().chain(flags.clone()).collect();
+            let err = resolve(&all).err().map(|e| format!("{e:#}"));
+            assert!(
+                err.as_deref().is_some_and(|e| e.contains(error)),
+                "{flags:?}: {err:?}"
+            );
+        }
+        // The same flags without the conflict resolve (nothing is read yet).
+        let settings = resolve(&missing).expect("resolves");
+        assert!(settings.tlog_upload);
+        assert_eq!(settings.inputs, [PathBuf::from("/nonexistent/in.yaml")]);
+    }
+}

@@ -1,7 +1,7 @@
 //! `mansign trust`: inspect and refresh trust roots.
 
-use super::Outcome;
 use super::args::{TrustRootArg, TrustRootChoice, output_path};
+use super::outcome::Outcome;
 use crate::trust::update::{TufSource, default_cached_root, update};
 use anyhow::Context;
 use clap::{Args, Subcommand};

@@ -1,16 +1,16 @@
 //! `mansign verify`
 
-use super::Outcome;
 use super::args::{ReportFormatArg, TrustRootArg};
+use super::outcome::Outcome;
 use super::verify_hints::LiveObjectHint;
 use super::verify_report::StreamedReport;
 use crate::annotations::AnnotationDomain;
 use crate::kube::KubeClient;
 use crate::limits::Limits;
 use crate::manifest::{
-    FluxKustomization, GitopsBindings, GroupKind, IgnoreProfile, IgnoreProfiles, InputSelection,
-    Tolerances, check_argocd_application, check_argocd_installation_id, parse_duration,
-    unbound_gitops_keys,
+    FluxKustomization, GitopsBindings, GroupKind, IgnoreFields, IgnoreProfile, IgnoreProfiles,
+    InputSelection, Tolerances, check_argocd_application, check_argocd_installation_id,
+    parse_duration, unbound_gitops_keys,
 };
 use crate::policy::{
     LoadOptions, RequestContext, ResolvedKeys, given_claims, load_file as load_policy_file,
@@ -263,14 +263,117 @@ impl VerifyArgs {
     }
 }
 
-pub fn run(args: VerifyArgs) -> anyhow::Result<Outcome> {
-    let check = Check::from_flags(&args)?;
-    check.run(&args)
+/// `mansign verify`'s flags, resolved once: every flag is checked (the annotation domain,
+/// `--max-age`, `--exclude`, the combinations of `--policy`, `--key`, the identity flags,
+/// `--insecure-any-issuer`, the GitOps bindings and `--ignore-field`) before anything is
+/// read: no trust root, key, policy, cluster or input. [`Check::build`] then reads what the
+/// settings name, and [`Check::run`] verifies without checking a flag again.
+pub struct VerifySettings {
+    /// The flags as given, for the values used as they are.
+    pub args: VerifyArgs,
+    pub domain: AnnotationDomain,
+    pub max_age: Option<jiff::SignedDuration>,
+    pub selection: InputSelection,
+    pub requirement: Requirement,
 }
 
-/// What a run checks, built from the flags alone: every flag is checked (and the trust
-/// root, keys and policy read) before any input is, so that `verify-resource` reports a
-/// missing `--certificate-oidc-issuer` before it asks the cluster for anything.
+/// Who must have signed, as the flags say it (nothing read yet).
+pub enum Requirement {
+    /// `--policy FILE`: the policy decides (the signer and tolerance flags are not read).
+    Policy(PathBuf),
+    /// The command-line signers, with the GitOps bindings and ignore fields of the flags.
+    Flags {
+        signers: FlagSigners,
+        gitops: GitopsBindings,
+        ignore_fields: IgnoreFields,
+    },
+}
+
+/// The command-line signers.
+pub enum FlagSigners {
+    /// `--key FILE`..., none of them a `k8s://`-style reference.
+    Keys(Vec<PathBuf>),
+    /// Keyless: the identity the `--certificate-*` flags require.
+    Keyless(IdentityPolicy),
+}
+
+impl TryFrom<VerifyArgs> for VerifySettings {
+    type Error = anyhow::Error;
+
+    fn try_from(args: VerifyArgs) -> anyhow::Result<VerifySettings> {
+        let domain = AnnotationDomain::new(&args.annotation_domain).map_err(anyhow::Error::msg)?;
+        let max_age = args
+            .max_age
+            .as_deref()
+            .map(parse_duration)
+            .transpose()
+            .map_err(|e| anyhow::anyhow!("--max-age: {e}"))?;
+        let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
+        let requirement = match &args.policy {
+            Some(path) => Requirement::Policy(path.clone()),
+            None => flag_requirement(&args)?,
+        };
+        Ok(VerifySettings {
+            args,
+            domain,
+            max_age,
+            selection,
+            requirement,
+        })
+    }
+}
+
+/// The signers, bindings and ignore fields of the flags (no `--policy`), each checked.
+fn flag_requirement(args: &VerifyArgs) -> anyhow::Result<Requirement> {
+    if args.insecure_any_issuer {
+        bail!(
+            "--insecure-any-issuer applies to policy files (--policy); on the command line \
+             name the issuer with --certificate-oidc-issuer"
+        );
+    }
+    let signers = if args.keys.is_empty() {
+        FlagSigners::Keyless(identity_policy(args)?)
+    } else {
+        if has_identity_flags(args) {
+            bail!(
+                "--certificate-* and --insecure-any-identity apply to keyless verification; \
+                 do not combine them with --key"
+            );
+        }
+        for path in &args.keys {
+            super::verify_hints::refuse_secret_reference(path)?;
+        }
+        FlagSigners::Keys(args.keys.clone())
+    };
+    if args.ignore_profile.contains(IgnoreProfile::KyvernoCompat) {
+        eprintln!(
+            "warning: --ignore-profile kyverno-compat matches fields as unanchored regexes \
+             (e.g. `status` also hides `data.status`); use it only to migrate Kyverno policies"
+        );
+    }
+    let gitops = gitops_bindings(args)?;
+    for key in unbound_gitops_keys(args.ignore_profile, &gitops) {
+        eprintln!(
+            "note: {} is not bound; add {} to accept yours",
+            key.what, key.flag
+        );
+    }
+    let ignore_fields = super::verify_hints::ignore_fields(&args.ignore_fields)?;
+    Ok(Requirement::Flags {
+        signers,
+        gitops,
+        ignore_fields,
+    })
+}
+
+pub fn run(settings: VerifySettings) -> anyhow::Result<Outcome> {
+    let check = Check::build(&settings)?;
+    check.run(&settings)
+}
+
+/// What a run checks, built from the resolved flags: the trust root, keys and policy are
+/// read before any input is, so that `verify-resource` reports a policy or key it cannot
+/// read before it asks the cluster for anything.
 pub enum Check {
     /// `--policy`: the policy decides who must have signed each object.
     Policy(crate::policy::PolicySet),
@@ -292,110 +395,81 @@ fn needs_trust_root(verdict: &crate::verify::DocumentVerdict) -> bool {
 }
 
 impl Check {
-    pub fn from_flags(args: &VerifyArgs) -> anyhow::Result<Check> {
-        let domain = AnnotationDomain::new(&args.annotation_domain).map_err(anyhow::Error::msg)?;
+    /// Reads what the settings name: the trust root, then the policy, or the keys.
+    pub fn build(settings: &VerifySettings) -> anyhow::Result<Check> {
+        let args = &settings.args;
         let limits = Limits::default();
+        let (signers, gitops, ignore_fields) = match &settings.requirement {
+            Requirement::Policy(path) => {
+                let trust = args.trust.load()?;
+                return Ok(Check::Policy(load_policy(
+                    args,
+                    path,
+                    trust,
+                    limits,
+                    settings.max_age,
+                )?));
+            }
+            Requirement::Flags {
+                signers,
+                gitops,
+                ignore_fields,
+            } => (signers, gitops, ignore_fields),
+        };
         // With `--key` (and no policy) the trust root only checks Rekor bundles, so a root
         // that cannot be loaded fails such a run only when a signature carries one
         // (`Check::run`); every other run needs it and fails here.
-        let key_only = args.policy.is_none() && !args.keys.is_empty();
-        let (trust, root_error) = match args.trust.load() {
-            Ok(trust) => (Some(trust), None),
-            Err(e) if key_only => (None, Some(format!("{e:#}"))),
-            Err(e) => return Err(e),
-        };
-        let max_age = args
-            .max_age
-            .as_deref()
-            .map(parse_duration)
-            .transpose()
-            .map_err(|e| anyhow::anyhow!("--max-age: {e}"))?;
-        InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
-        if let Some(path) = &args.policy {
-            let trust = loaded(trust, args)?;
-            return Ok(Check::Policy(load_policy(
-                args, path, trust, limits, max_age,
-            )?));
-        }
-        if args.insecure_any_issuer {
-            bail!(
-                "--insecure-any-issuer applies to policy files (--policy); on the command line \
-                 name the issuer with --certificate-oidc-issuer"
-            );
-        }
-        let attestors = if args.keys.is_empty() {
-            vec![Attestor::Keyless(KeylessAttestor::new(
-                loaded(trust, args)?,
-                identity_policy(args)?,
-            ))]
-        } else {
-            if has_identity_flags(args) {
-                bail!(
-                    "--certificate-* and --insecure-any-identity apply to keyless verification; \
-                     do not combine them with --key"
-                );
+        let attestors = match signers {
+            FlagSigners::Keyless(identity) => {
+                vec![Attestor::Keyless(KeylessAttestor::new(
+                    args.trust.load()?,
+                    identity.clone(),
+                ))]
             }
-            let mut attestors = Vec::new();
-            for path in &args.keys {
-                super::verify_hints::refuse_secret_reference(path)?;
-                let pem = std::fs::read_to_string(path)
-                    .with_context(|| format!("{}: cannot read key", path.display()))?;
-                let mut key = TrustedKey::from_pem(path.display().to_string(), &pem)
-                    .map_err(anyhow::Error::msg)
-                    .with_context(|| format!("{}: not a usable public key", path.display()))?;
-                if let Some(trust) = &trust {
-                    key = key.with_trust_root(trust.clone());
+            FlagSigners::Keys(paths) => {
+                let (trust, root_error) = match args.trust.load() {
+                    Ok(trust) => (Some(trust), None),
+                    Err(e) => (None, Some(format!("{e:#}"))),
+                };
+                let mut attestors = Vec::new();
+                for path in paths {
+                    let pem = std::fs::read_to_string(path)
+                        .with_context(|| format!("{}: cannot read key", path.display()))?;
+                    let mut key = TrustedKey::from_pem(path.display().to_string(), &pem)
+                        .map_err(anyhow::Error::msg)
+                        .with_context(|| format!("{}: not a usable public key", path.display()))?;
+                    if let Some(trust) = &trust {
+                        key = key.with_trust_root(trust.clone());
+                    }
+                    attestors.push(Attestor::Key(key));
                 }
-                attestors.push(Attestor::Key(key));
+                return Ok(Check::Flags(
+                    Box::new(flag_verifier(attestors, settings, gitops, ignore_fields)),
+                    root_error,
+                ));
             }
-            attestors
         };
-        if args.ignore_profile.contains(IgnoreProfile::KyvernoCompat) {
-            eprintln!(
-                "warning: --ignore-profile kyverno-compat matches fields as unanchored regexes \
-                 (e.g. `status` also hides `data.status`); use it only to migrate Kyverno policies"
-            );
-        }
-        let gitops = gitops_bindings(args)?;
-        for key in unbound_gitops_keys(args.ignore_profile, &gitops) {
-            eprintln!(
-                "note: {} is not bound; add {} to accept yours",
-                key.what, key.flag
-            );
-        }
-        let mut verifier = Verifier::new(attestors)
-            .with_cache(run_cache())
-            .with_domain(domain)
-            .with_limits(limits)
-            .with_tolerances(Tolerances {
-                profiles: args.ignore_profile,
-                digest_pinning: args.allow_digest_pinning,
-                namespace_binding: args.bind_namespaces.clone(),
-                status_kinds: args.status_kinds.clone(),
-                gitops,
-                admission: None,
-            })
-            .with_ignore_fields(super::verify_hints::ignore_fields(&args.ignore_fields)?);
-        if let Some(max_age) = max_age {
-            verifier = verifier.with_max_age(max_age);
-        }
-        Ok(Check::Flags(Box::new(verifier), root_error))
+        Ok(Check::Flags(
+            Box::new(flag_verifier(attestors, settings, gitops, ignore_fields)),
+            None,
+        ))
     }
 
     /// Reads the inputs (`-f`, the paths, or the objects `verify-resource` read) and
     /// verifies them, a window of files at a time (each window's documents on every core),
     /// so that memory does not grow with the number of files; the report is printed at
     /// the end, as one, and not at all when an input cannot be read.
-    pub fn run(&self, args: &VerifyArgs) -> anyhow::Result<Outcome> {
+    pub fn run(&self, settings: &VerifySettings) -> anyhow::Result<Outcome> {
+        let args = &settings.args;
         let limits = Limits::default();
-        let selection = InputSelection::with_excludes(&args.exclude).map_err(anyhow::Error::msg)?;
+        let selection = &settings.selection;
         let mut report = StreamedReport::new(args.format.output, args.print_verified);
         let mut hint = LiveObjectHint::default();
         super::verify_hints::visit(
             args.preloaded.as_ref(),
             &args.inputs,
             &args.paths,
-            &selection,
+            selection,
             &limits,
             |files| match self {
                 Check::Policy(policy) => {
@@ -460,13 +534,31 @@ fn run_cache() -> Arc<crate::verify::VerificationCache> {
     Arc::new(crate::verify::VerificationCache::new(RUN_CACHE_ENTRIES))
 }
 
-/// The trust root `Check::from_flags` loaded (every run but a key-only one loads it
-/// first), else loaded now.
-fn loaded(trust: Option<Arc<TrustRoot>>, args: &VerifyArgs) -> anyhow::Result<Arc<TrustRoot>> {
-    match trust {
-        Some(trust) => Ok(trust),
-        None => args.trust.load(),
+/// The verifier of the command-line signers, with the flags' tolerances and ignore fields.
+fn flag_verifier(
+    attestors: Vec<Attestor>,
+    settings: &VerifySettings,
+    gitops: &GitopsBindings,
+    ignore_fields: &IgnoreFields,
+) -> Verifier {
+    let args = &settings.args;
+    let mut verifier = Verifier::new(attestors)
+        .with_cache(run_cache())
+        .with_domain(settings.domain.clone())
+        .with_limits(Limits::default())
+        .with_tolerances(Tolerances {
+            profiles: args.ignore_profile,
+            digest_pinning: args.allow_digest_pinning,
+            namespace_binding: args.bind_namespaces.clone(),
+            status_kinds: args.status_kinds.clone(),
+            gitops: gitops.clone(),
+            admission: None,
+        })
+        .with_ignore_fields(ignore_fields.clone());
+    if let Some(max_age) = settings.max_age {
+        verifier = verifier.with_max_age(max_age);
     }
+    verifier
 }
 
 /// `verify --policy`: the policy file, with `--max-age` tightening each rule's own.
@@ -648,4 +740,86 @@ fn gitops_bindings(args: &VerifyArgs) -> anyhow::Result<GitopsBindings> {
         argocd_installation_ids: args.argocd_installation_ids.clone(),
         flux_kustomizations: args.flux_kustomizations.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        verify: VerifyArgs,
+    }
+
+    fn resolve(flags: &[&str]) -> anyhow::Result<VerifySettings> {
+        let args = Flags::try_parse_from(std::iter::once("verify").chain(flags.iter().copied()))
+            .expect("the flags parse")
+            .verify;
+        VerifySettings::try_from(args)
+    }
+
+    /// A conflict is refused by the resolve step itself: the input, key, policy and trust
+    /// root named do not exist, so any read would fail with another error.
+    #[test]
+    fn conflicting_verify_flags_are_refused_before_anything_is_read() {
+        let missing = [
+            "-f",
+            "/nonexistent/in.yaml",
+            "--trusted-root",
+            "/nonexistent/root.json",
+        ];
+        for (flags, error) in [
+            (
+                vec![
+                    "--key",
+                    "/nonexistent/k.pub",
+                    "--certificate-identity",
+                    "a@example.com",
+                ],
+                "do not combine them with --key",
+            ),
+            (
+                vec!["--insecure-any-issuer", "--key", "/nonexistent/k.pub"],
+                "--insecure-any-issuer applies to policy files",
+            ),
+            (
+                vec!["--certificate-identity", "a@example.com"],
+                "needs --certificate-oidc-issuer",
+            ),
+            (
+                vec![
+                    "--key",
+                    "/nonexistent/k.pub",
+                    "--flux-kustomization",
+                    "ns/name",
+                ],
+                "--flux-kustomization needs --ignore-profile flux",
+            ),
+            (
+                vec!["--key", "k8s://ns/name"],
+                "key references are not read by --key",
+            ),
+            (
+                vec!["--policy", "/nonexistent/p.yaml", "--max-age", "soon"],
+                "--max-age",
+            ),
+        ] {
+            let all: Vec<&str> = missing.iter().copied().chain(flags.clone()).collect();
+            let err = resolve(&all).err().map(|e| format!("{e:#}"));
+            assert!(
+                err.as_deref().is_some_and(|e| e.contains(error)),
+                "{flags:?}: {err:?}"
+            );
+        }
+        // With --policy the signer flags are the policy's business: it resolves.
+        let all: Vec<&str> = missing
+            .iter()
+            .copied()
+            .chain(["--policy", "/nonexistent/p.yaml"])
+            .collect();
+        let settings = resolve(&all).expect("resolves");
+        assert!(matches!(settings.requirement, Requirement::Policy(_)));
+    }
 }

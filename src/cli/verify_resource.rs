@@ -11,8 +11,8 @@
 //! (no shell); the resource, namespace and context are checked first so none of them can be
 //! read as a kubectl flag.
 
-use super::Outcome;
-use super::verify::VerifyArgs;
+use super::outcome::Outcome;
+use super::verify::{VerifyArgs, VerifySettings};
 use crate::kube::{KubeClient, KubeError, Scope};
 use crate::limits::Limits;
 use crate::manifest::{Source, load_reader};
@@ -55,35 +55,71 @@ pub struct VerifyResourceArgs {
     pub verify: VerifyArgs,
 }
 
-pub fn run(mut args: VerifyResourceArgs) -> anyhow::Result<Outcome> {
-    if !args.verify.inputs.is_empty() || !args.verify.paths.is_empty() {
-        bail!("verify-resource reads objects from the cluster; use `mansign verify` for files");
+/// `mansign verify-resource`'s flags, resolved once: files refused, the kubectl argument
+/// list built and checked (even when mansign reads the cluster itself), every verify flag
+/// resolved ([`VerifySettings`]) and `--as` refused with `--kubectl`, before the trust root,
+/// keys, policy or the cluster are read.
+pub struct VerifyResourceSettings {
+    /// `KIND[/NAME]`.
+    pub resource: String,
+    pub namespace: Option<String>,
+    pub all_namespaces: bool,
+    /// Deprecated `--kubectl PROGRAM`, with the arguments it is run with.
+    pub kubectl: Option<(PathBuf, Vec<String>)>,
+    pub verify: VerifySettings,
+}
+
+impl TryFrom<VerifyResourceArgs> for VerifyResourceSettings {
+    type Error = anyhow::Error;
+
+    fn try_from(args: VerifyResourceArgs) -> anyhow::Result<VerifyResourceSettings> {
+        if !args.verify.inputs.is_empty() || !args.verify.paths.is_empty() {
+            bail!("verify-resource reads objects from the cluster; use `mansign verify` for files");
+        }
+        let kubectl_args = kubectl_arguments(&args)?;
+        let VerifyResourceArgs {
+            resource,
+            namespace,
+            all_namespaces,
+            kubectl,
+            verify,
+        } = args;
+        let verify = VerifySettings::try_from(verify)?;
+        if kubectl.is_some() && (verify.args.as_user.is_some() || !verify.args.as_groups.is_empty())
+        {
+            bail!("--as and --as-group are not passed to --kubectl; drop --kubectl");
+        }
+        Ok(VerifyResourceSettings {
+            resource,
+            namespace,
+            all_namespaces,
+            kubectl: kubectl.map(|program| (program, kubectl_args)),
+            verify,
+        })
     }
-    let kubectl_args = kubectl_arguments(&args)?;
-    // Every verify flag is checked (trust root, keys, identity, policy) before the cluster
-    // is asked for anything.
-    let check = super::verify::Check::from_flags(&args.verify)?;
+}
+
+pub fn run(mut settings: VerifyResourceSettings) -> anyhow::Result<Outcome> {
+    // The trust root, keys and policy are read before the cluster is asked for anything.
+    let check = super::verify::Check::build(&settings.verify)?;
     let limits = Limits::default();
-    let Some(kubectl) = &args.kubectl else {
-        let (shown, bytes) = read_cluster(&args, &limits)?;
+    let Some((kubectl, kubectl_args)) = &settings.kubectl else {
+        let (shown, bytes) = read_cluster(&settings, &limits)?;
         let file = load_reader(
             Source::Named(shown),
             PathBuf::from("cluster.json"),
             bytes.as_slice(),
             &limits,
         )?;
-        args.verify.preloaded = Some(vec![file]);
-        return check.run(&args.verify);
+        settings.verify.args.preloaded = Some(vec![file]);
+        return check.run(&settings.verify);
     };
     eprintln!(
         "warning: --kubectl / MANSIGN_KUBECTL is deprecated: verify-resource reads the cluster \
          itself (the same way as verify --policy); drop the option to do so"
     );
-    if args.verify.as_user.is_some() || !args.verify.as_groups.is_empty() {
-        bail!("--as and --as-group are not passed to --kubectl; drop --kubectl");
-    }
     let shown = format!("kubectl {}", kubectl_args.join(" "));
-    let bytes = run_kubectl(kubectl, &kubectl_args, limits.max_input_bytes)
+    let bytes = run_kubectl(kubectl, kubectl_args, limits.max_input_bytes)
         .with_context(|| shown.clone())?;
     if is_empty_list(&bytes) {
         bail!("{shown}: no objects found");
@@ -94,23 +130,27 @@ pub fn run(mut args: VerifyResourceArgs) -> anyhow::Result<Outcome> {
         bytes.as_slice(),
         &limits,
     )?;
-    args.verify.preloaded = Some(vec![file]);
-    check.run(&args.verify)
+    settings.verify.args.preloaded = Some(vec![file]);
+    check.run(&settings.verify)
 }
 
 /// Reads the objects through mansign's client: the label of what was read (the server and
 /// the URL path) and the objects as JSON, one object or a `List`, at most the input limit.
-fn read_cluster(args: &VerifyResourceArgs, limits: &Limits) -> anyhow::Result<(String, Vec<u8>)> {
-    let (kind, name) = match args.resource.split_once('/') {
+fn read_cluster(
+    settings: &VerifyResourceSettings,
+    limits: &Limits,
+) -> anyhow::Result<(String, Vec<u8>)> {
+    let (kind, name) = match settings.resource.split_once('/') {
         Some((kind, name)) => (kind, Some(name)),
-        None => (args.resource.as_str(), None),
+        None => (settings.resource.as_str(), None),
     };
-    let config = args
+    let config = settings
         .verify
+        .args
         .cluster_access()
         .config(limits)
         .map_err(|reason| anyhow::anyhow!("no cluster access: {reason}"))?;
-    let scope = match (&args.namespace, args.all_namespaces) {
+    let scope = match (&settings.namespace, settings.all_namespaces) {
         (_, true) => Scope::AllNamespaces,
         (Some(ns), false) => Scope::Namespace(ns.clone()),
         (None, false) => Scope::Namespace(
@@ -247,4 +287,79 @@ fn is_empty_list(bytes: &[u8]) -> bool {
                 .and_then(|i| i.as_array())
                 .is_none_or(Vec::is_empty)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        resource: VerifyResourceArgs,
+    }
+
+    fn resolve(flags: &[&str]) -> anyhow::Result<VerifyResourceSettings> {
+        let args =
+            Flags::try_parse_from(std::iter::once("verify-resource").chain(flags.iter().copied()))
+                .expect("the flags parse")
+                .resource;
+        VerifyResourceSettings::try_from(args)
+    }
+
+    /// A conflict is refused by the resolve step itself, before the trust root (named, and
+    /// missing), the key or the cluster is read, and before kubectl could run.
+    #[test]
+    fn conflicting_verify_resource_flags_are_refused_before_anything_is_read() {
+        let base = [
+            "--key",
+            "/nonexistent/k.pub",
+            "--trusted-root",
+            "/nonexistent/root.json",
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+        ];
+        for (flags, error) in [
+            (
+                vec![
+                    "configmaps",
+                    "--kubectl",
+                    "/nonexistent/kubectl",
+                    "--as",
+                    "bob",
+                ],
+                "--as and --as-group are not passed to --kubectl",
+            ),
+            (
+                vec!["configmaps", "-f", "x.yaml"],
+                "use `mansign verify` for files",
+            ),
+            (vec!["a/b/c"], "not a KIND or KIND/NAME"),
+            (
+                vec!["configmaps", "-n", "Not_A_Namespace"],
+                "not a namespace name",
+            ),
+            (
+                vec!["configmaps", "--certificate-identity", "a@example.com"],
+                "do not combine them with --key",
+            ),
+        ] {
+            let all: Vec<&str> = flags.clone().into_iter().chain(base).collect();
+            let err = resolve(&all).err().map(|e| format!("{e:#}"));
+            assert!(
+                err.as_deref().is_some_and(|e| e.contains(error)),
+                "{flags:?}: {err:?}"
+            );
+        }
+        let settings = resolve(
+            &["configmaps", "--kubectl", "/nonexistent/kubectl", "-A"]
+                .into_iter()
+                .chain(base)
+                .collect::<Vec<_>>(),
+        )
+        .expect("resolves");
+        let (_, kubectl_args) = settings.kubectl.expect("--kubectl kept");
+        assert!(kubectl_args.contains(&"--all-namespaces".to_string()));
+    }
 }

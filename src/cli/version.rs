@@ -1,8 +1,8 @@
 //! `mansign version` (and `--version`): the version, and the commit, build date and target a
 //! bug report needs (captured by build.rs).
 
-use super::Outcome;
 use super::args::{ReportFormat, ReportFormatArg};
+use super::outcome::Outcome;
 use clap::Args;
 
 /// What `--version` prints after the program name.

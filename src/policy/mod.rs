@@ -9,9 +9,9 @@
 //!   the file, document and field named — never silently ignored.
 //!
 //! A policy set is a list of rules. Each rule selects objects (`match`/`exclude`), requires
-//! an [`AttestorPolicy`](crate::verify::AttestorPolicy) (attestor sets ANDed, `count` N-of-M, nesting) and says which
-//! fields may differ. An object must pass **every** rule that applies to it; an object no
-//! rule applies to is reported as not verified.
+//! an [`AttestorPolicy`](crate::verify::AttestorPolicy) (attestor sets ANDed, `count`
+//! N-of-M, nesting) and says which fields may differ. An object must pass **every** rule that
+//! applies to it; an object no rule applies to is reported as not verified.
 //!
 //! ```no_run
 //! use mansign::manifest::load_inputs;

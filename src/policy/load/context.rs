@@ -202,7 +202,8 @@ impl LoadContext<'_> {
     /// a reference of the policy set. When the value is missing or not usable, the reason
     /// (with `at`, the policy location) goes to the rule's unresolved list and one key
     /// nobody holds stands in for the entry, so the rule keeps its shape; its verifier
-    /// then refuses every object (see [`PolicyRule::unresolved_keys`](crate::policy::PolicyRule::unresolved_keys)).
+    /// then refuses every object (see
+    /// [`PolicyRule::unresolved_keys`](crate::policy::PolicyRule::unresolved_keys)).
     pub(in crate::policy) fn referenced_keys(
         &mut self,
         reference: KeyReference,
@@ -260,7 +261,8 @@ impl LoadContext<'_> {
     }
 
     /// The file a policy names, relative to the policy's directory; remembered as a file
-    /// the policy set depends on ([`PolicySet::named_files`](crate::policy::PolicySet::named_files)).
+    /// the policy set depends on
+    /// ([`PolicySet::named_files`](crate::policy::PolicySet::named_files)).
     pub(in crate::policy) fn resolve(&self, path: &Path) -> PathBuf {
         let full = if path.is_absolute() {
             path.to_path_buf()

@@ -19,7 +19,9 @@ pub fn load_file(path: &Path, options: &LoadOptions) -> Result<PolicySet, Policy
 
 /// [`load_file`] with the values of the Kubernetes key references the policies name
 /// ([`PolicySet::key_references`]): a reference `keys` holds no usable value for leaves
-/// its rule unresolved ([`PolicyRule::unresolved_keys`](crate::policy::PolicyRule::unresolved_keys)); the load itself succeeds.
+/// its rule unresolved
+/// ([`PolicyRule::unresolved_keys`](crate::policy::PolicyRule::unresolved_keys)); the load
+/// itself succeeds.
 pub fn load_file_with_keys(
     path: &Path,
     options: &LoadOptions,
