@@ -6,6 +6,8 @@
 # fuzz/artifacts/TARGET/; turn it into a regression test (tests/it/no_panic_on_hostile_input.rs).
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]     (default: 60 s each, every target)
+#   scripts/fuzz.sh --build-only               (build the targets, run none: scripts/test.sh
+#                                               builds them beside the shared-environment tests)
 #
 # libFuzzer needs unstable compiler flags: with a nightly toolchain (`cargo +nightly`) they are
 # used as they are; without one, the stable toolchain is told to accept them
@@ -17,6 +19,11 @@
 # instruments the C code (aws-lc) that certificates and keys reach.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+BUILD_ONLY=0
+if [ "${1:-}" = --build-only ]; then
+  BUILD_ONLY=1
+  shift
+fi
 SECONDS_PER_TARGET=${1:-60}
 shift || true
 ALL=(annotations message policy_mansign policy_kyverno admission_review sigstore_bundle)
@@ -96,6 +103,10 @@ if ! nice "${CARGO[@]}" fuzz build --sanitizer "$sanitizer" >fuzz/artifacts/buil
   tail -40 fuzz/artifacts/build.log >&2
   echo "fuzz.sh: the fuzz targets do not build (fuzz/artifacts/build.log)" >&2
   exit 1
+fi
+if [ "$BUILD_ONLY" = 1 ]; then
+  echo "fuzz.sh: the targets are built (fuzz/artifacts/build.log)" >&2
+  exit 0
 fi
 jobs_max=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 run_target() { # run_target TARGET: exit status in fuzz/artifacts/TARGET.status
