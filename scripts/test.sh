@@ -85,39 +85,61 @@ cargo nextest --version | head -1
 log "cargo fmt --check"
 cargo fmt --all -- --check
 
-log "cargo clippy --all-targets -- -D warnings"
-cargo clippy --locked --all-targets -- -D warnings
+# The integration-test modules whose tests share one expensive environment per process (a
+# real API server with mansign's webhook registered, Kyverno's admission controller beside
+# it, a stack's signed fixtures) run in one process each, outside nextest: nextest starts a
+# process per test, which would build that environment once per test (apiserver_admission:
+# 408 s under nextest, 141 s in one process; docs/design.md, "Tests"). Everything else runs
+# under nextest, with its groups and timeouts. The longest first.
+in_process=(kyverno_in_the_loop apiserver_failures apiserver_admission apiserver_defaults cluster_access apiserver_keys admission_review)
+in_process_filter="test(/^($(IFS='|'; echo "${in_process[*]}"))::/)"
 
-log "cargo doc (broken intra-doc links are errors)"
-RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --quiet
-
-log "the library without the command line (default-features = false): check and doc examples"
-# kube-core's k8s-openapi needs a Kubernetes version, which only an application picks
-# (Cargo.toml): here the binary's, so that k8s-openapi and kube-core are the units clippy
-# checked above (K8S_OPENAPI_ENABLED_VERSION would rerun their build script and check them
-# again). A check, not a build: the doc examples below build the library without the CLI.
-cargo check --locked --lib --no-default-features --features k8s-openapi/earliest
-cargo test --locked --doc --no-default-features
+log "build the tests (every unit and integration test binary)"
+cargo nextest run --locked --profile ci --lib --bins --tests --no-run
+it_binary=$(cargo test --locked --test it --no-run --message-format=json 2>/dev/null |
+  python3 -c 'import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "it" and m.get("executable"):
+        print(m["executable"])')
+[ -x "$it_binary" ] || { echo "test.sh: the integration-test binary was not found" >&2; exit 1; }
 
 log "module layering (imports point down, no cycles, sigstore crates only in adapters)"
 cargo nextest run --locked --profile ci --test it -E 'test(/^layering::/)'
 
-log "public API against its snapshot (tests/golden/public-api.txt)"
-bash scripts/public-api.sh
-
-log "cargo package (crate contents and size)"
-bash scripts/check-package.sh
-
-# The integration-test modules whose tests share one expensive environment per process (a
-# real API server with mansign's webhook registered, Kyverno's admission controller beside
-# it, a stack's signed fixtures) run in one
-# process under cargo test: nextest starts a process per test, which would build that
-# environment once per test (apiserver_admission: 408 s under nextest, 141 s in one process;
-# docs/design.md, "Tests"). Everything else runs under nextest, with its groups and timeouts.
-# The longest first: they run side by side below, so the step lasts about as long as its
-# longest module (docs/design.md, "Tests").
-in_process=(kyverno_in_the_loop apiserver_failures apiserver_admission apiserver_defaults cluster_access apiserver_keys admission_review)
-in_process_filter="test(/^($(IFS='|'; echo "${in_process[*]}"))::/)"
+# The shared-environment modules wait on their servers far more than they compute (the seven
+# in one process: 560 s of wall time for 240 s of CPU), so they start now, in the background,
+# one process each, at most $shared_jobs at a time, and every other step below runs while they
+# wait; the steps that only compile run at a lower priority than the servers. The fuzz
+# targets build meanwhile at the lowest (scripts/fuzz.sh --build-only), on the CPU left idle.
+shared_jobs=${MANSIGN_SHARED_JOBS:-4}
+shared_logs=target/shared-env
+rm -rf "$shared_logs" && mkdir -p "$shared_logs"
+run_module() { # run_module MODULE: its output in $shared_logs/MODULE.log, status in .status
+  local m=$1 rc=0 started
+  started=$(date +%s)
+  "$it_binary" "$m::" >"$shared_logs/$m.log" 2>&1 || rc=$?
+  echo "$rc" >"$shared_logs/$m.status"
+  printf '  [shared environment] %4d s  %s: %s\n' "$(($(date +%s) - started))" "$m" \
+    "$(grep '^test result' "$shared_logs/$m.log" || echo "exit $rc, no result")" >&2
+}
+run_shared() { # every module of in_process, at most $shared_jobs at a time
+  # shellcheck disable=SC2046 # one PID a word
+  trap 'kill $(jobs -rp) 2>/dev/null; exit 143' TERM
+  for m in "${in_process[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$shared_jobs" ]; do
+      sleep 1
+    done
+    run_module "$m" &
+  done
+  wait
+}
+shared_started=$(date +%s)
+printf '\n==> started in the background: the shared-environment modules (%s), and the fuzz targets'"'"' build\n' "${in_process[*]}" >&2
+run_shared &
+shared_driver=$!
+nice -n 19 bash scripts/fuzz.sh --build-only >/dev/null 2>&1 &
+fuzz_build=$!
 
 log "unit and integration tests under nextest (one process a test; actionlint and shellcheck in tests/it/ci_lint.rs)"
 cargo nextest run --locked --profile ci --lib --bins --tests -E "not $in_process_filter"
@@ -130,40 +152,33 @@ for t, name in sorted(cases, reverse=True)[:15]:
     print(f"  {t:7.1f} s  {name}", file=sys.stderr)
 PY
 
-log "the shared-environment modules, one process each, beside the fuzz targets' build: ${in_process[*]}"
-# Each module builds its environment once and waits on it more than it computes (the seven
-# in one process: 560 s of wall time for 240 s of CPU), so they run side by side, one process
-# each, at most $shared_jobs at a time, the longest first; the fuzz targets build meanwhile
-# at the lowest priority (scripts/fuzz.sh --build-only), on the CPU the waiting leaves idle.
-shared_jobs=${MANSIGN_SHARED_JOBS:-4}
-nice -n 19 bash scripts/fuzz.sh --build-only >/dev/null 2>&1 &
-fuzz_build=$!
-it_binary=$(cargo test --locked --test it --no-run --message-format=json 2>/dev/null |
-  python3 -c 'import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "it" and m.get("executable"):
-        print(m["executable"])')
-[ -x "$it_binary" ] || { echo "test.sh: the integration-test binary was not found" >&2; exit 1; }
-shared_logs=target/shared-env
-rm -rf "$shared_logs" && mkdir -p "$shared_logs"
-run_module() { # run_module MODULE: its output in $shared_logs/MODULE.log, status in .status
-  local m=$1 rc=0 started
-  started=$(date +%s)
-  "$it_binary" "$m::" >"$shared_logs/$m.log" 2>&1 || rc=$?
-  echo "$rc" >"$shared_logs/$m.status"
-  printf '  %4d s  %s: %s\n' "$(($(date +%s) - started))" "$m" \
-    "$(grep '^test result' "$shared_logs/$m.log" || echo "exit $rc, no result")" >&2
-}
-for m in "${in_process[@]}"; do
-  while [ "$(jobs -rp | grep -cvx "$fuzz_build")" -ge "$shared_jobs" ]; do
-    sleep 1
-  done
-  run_module "$m" &
-done
-for pid in $(jobs -rp | grep -vx "$fuzz_build"); do
-  wait "$pid" || true
-done
+log "cargo clippy --all-targets -- -D warnings"
+nice -n 5 cargo clippy --locked --all-targets -- -D warnings
+
+log "cargo doc (broken intra-doc links are errors)"
+RUSTDOCFLAGS="-D warnings" nice -n 5 cargo doc --locked --no-deps --quiet
+
+log "the library without the command line (default-features = false): check and doc examples"
+# kube-core's k8s-openapi needs a Kubernetes version, which only an application picks
+# (Cargo.toml): here the binary's, so that k8s-openapi and kube-core are the units clippy
+# checked above (K8S_OPENAPI_ENABLED_VERSION would rerun their build script and check them
+# again). A check, not a build: the doc examples below build the library without the CLI.
+nice -n 5 cargo check --locked --lib --no-default-features --features k8s-openapi/earliest
+nice -n 5 cargo test --locked --doc --no-default-features
+
+log "public API against its snapshot (tests/golden/public-api.txt)"
+bash scripts/public-api.sh
+
+log "cargo package (crate contents and size)"
+bash scripts/check-package.sh
+
+log "benches once in test mode, and doc tests"
+nice -n 5 cargo test --locked --benches
+nice -n 5 cargo test --locked --doc
+
+log "the shared-environment modules: the rest of their run"
+wait "$shared_driver" || true
+echo "the shared-environment modules took $(($(date +%s) - shared_started)) s in all" >&2
 shared_failed=()
 for m in "${in_process[@]}"; do
   if [ "$(cat "$shared_logs/$m.status" 2>/dev/null)" != 0 ]; then
@@ -175,10 +190,6 @@ if [ "${#shared_failed[@]}" -gt 0 ]; then
   echo "test.sh: shared-environment modules failed: ${shared_failed[*]} (logs above, and in $shared_logs/)" >&2
   exit 1
 fi
-
-log "benches once in test mode, and doc tests"
-cargo test --locked --benches
-cargo test --locked --doc
 
 wait "$fuzz_build" || true # a failed build is reported by the smoke below, which builds again
 log "fuzz smoke: 30 s per target, one per CPU at a time (scripts/fuzz.sh; nightly, or stable with RUSTC_BOOTSTRAP=1)"

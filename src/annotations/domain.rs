@@ -2,6 +2,14 @@
 
 use std::fmt;
 
+/// An annotation domain that is not a lowercase DNS subdomain.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("annotation domain {domain:?} is not a lowercase DNS subdomain")]
+pub struct AnnotationDomainError {
+    /// The domain refused.
+    pub domain: String,
+}
+
 /// The annotation domain, `cosign.sigstore.dev` unless configured otherwise (Kyverno's
 /// `annotationDomain`, kubectl-sigstore's `annotationKeyDomain`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -23,7 +31,7 @@ impl AnnotationDomain {
     pub const DEFAULT: &'static str = "cosign.sigstore.dev";
 
     /// A domain must be a DNS subdomain (what Kubernetes allows as an annotation prefix).
-    pub fn new(domain: &str) -> Result<Self, String> {
+    pub fn new(domain: &str) -> Result<Self, AnnotationDomainError> {
         let ok = !domain.is_empty()
             && domain.len() <= 253
             && domain.split('.').all(|label| {
@@ -38,9 +46,9 @@ impl AnnotationDomain {
         if ok {
             Ok(AnnotationDomain(domain.to_string()))
         } else {
-            Err(format!(
-                "annotation domain {domain:?} is not a lowercase DNS subdomain"
-            ))
+            Err(AnnotationDomainError {
+                domain: domain.to_string(),
+            })
         }
     }
 

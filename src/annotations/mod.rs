@@ -18,7 +18,7 @@ mod rekor_bundle;
 mod set;
 
 pub use codec::{CodecError, decode_base64, decode_maybe_gzip, encode_gzip_base64, gzip};
-pub use domain::AnnotationDomain;
+pub use domain::{AnnotationDomain, AnnotationDomainError};
 pub use rekor_bundle::{RekorBundle, RekorPayload};
 pub use set::{
     AnnotationError, EmbedMode, SignatureSet, SignedAnnotations, embed, extract,

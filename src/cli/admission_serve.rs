@@ -4,7 +4,7 @@ use super::admission_policy::PolicyArgs;
 use super::args::TrustRootChoice;
 use super::outcome::Outcome;
 use crate::admission::server::keys::KeyWatcher;
-use crate::admission::server::{self, LogFormat, ReviewerSource, ServeOptions};
+use crate::admission::server::{self, LogFormat, ReviewerLoadError, ReviewerSource, ServeOptions};
 use crate::admission::{ReviewOptions, Reviewer};
 use crate::kube::ClusterAccess;
 use clap::{Args, ValueEnum};
@@ -187,7 +187,7 @@ pub fn run(settings: ServeSettings) -> anyhow::Result<Outcome> {
             let load = |resolved| {
                 policy
                     .load_with_keys(&trust, &resolved)
-                    .map_err(|e| super::outcome::render_error(&e))
+                    .map_err(ReviewerLoadError::from)
             };
             let mut set = load(keys.resolved())?;
             if keys.watch(&set.key_references) {

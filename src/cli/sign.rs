@@ -230,7 +230,7 @@ impl TryFrom<SignArgs> for SignSettings {
     type Error = anyhow::Error;
 
     fn try_from(args: SignArgs) -> anyhow::Result<SignSettings> {
-        let domain = AnnotationDomain::new(&args.annotation_domain).map_err(anyhow::Error::msg)?;
+        let domain = AnnotationDomain::new(&args.annotation_domain)?;
         let tlog_upload = check_flags(&args)?;
         let inputs: Vec<PathBuf> = args.inputs.iter().chain(&args.paths).cloned().collect();
         if args.output.is_none() {
@@ -277,7 +277,7 @@ pub fn run(settings: SignSettings) -> anyhow::Result<Outcome> {
             .as_deref()
             .map(|spec| crate::manifest::parse_expires(spec, jiff::Timestamp::now()))
             .transpose()
-            .map_err(anyhow::Error::msg)?,
+            .map_err(anyhow::Error::new)?,
         signed_at: None,
     };
     let signer = run_signer(&args, tlog_upload)?;

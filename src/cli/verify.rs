@@ -13,8 +13,8 @@ use crate::manifest::{
     parse_duration, unbound_gitops_keys,
 };
 use crate::policy::{
-    LoadOptions, RequestContext, ResolvedKeys, given_claims, load_file as load_policy_file,
-    load_file_with_keys,
+    KeyValueError, LoadOptions, RequestContext, ResolvedKeys, given_claims,
+    load_file as load_policy_file, load_file_with_keys,
 };
 use crate::trust::TrustRoot;
 use crate::verify::{
@@ -301,7 +301,7 @@ impl TryFrom<VerifyArgs> for VerifySettings {
     type Error = anyhow::Error;
 
     fn try_from(args: VerifyArgs) -> anyhow::Result<VerifySettings> {
-        let domain = AnnotationDomain::new(&args.annotation_domain).map_err(anyhow::Error::msg)?;
+        let domain = AnnotationDomain::new(&args.annotation_domain)?;
         let max_age = args
             .max_age
             .as_deref()
@@ -436,7 +436,6 @@ impl Check {
                     let pem = std::fs::read_to_string(path)
                         .with_context(|| format!("{}: cannot read key", path.display()))?;
                     let mut key = TrustedKey::from_pem(path.display().to_string(), &pem)
-                        .map_err(anyhow::Error::msg)
                         .with_context(|| format!("{}: not a usable public key", path.display()))?;
                     if let Some(trust) = &trust {
                         key = key.with_trust_root(trust.clone());
@@ -619,7 +618,7 @@ fn read_key_references(
     let access = args.cluster_access();
     let client = access
         .config(&limits)
-        .and_then(|c| KubeClient::new(&c, &limits).map_err(|e| e.to_string()))
+        .and_then(|c| KubeClient::new(&c, &limits))
         .map_err(|reason| {
             anyhow::anyhow!(
                 "{}: the policy reads public keys from the cluster ({names}), but there is no \
@@ -639,16 +638,15 @@ fn read_key_references(
         ));
         let value = match read {
             Ok(Some(object)) => reference.value_in(&object),
-            Ok(None) => Err(format!(
-                "{reference}: the {} {}/{} does not exist",
-                reference.object.kind(),
-                reference.namespace,
-                reference.name
-            )),
-            Err(e) => Err(format!(
-                "{reference}: cannot read it ({}): {e}",
-                client.origin()
-            )),
+            Ok(None) => Err(KeyValueError::Missing {
+                reference: reference.clone(),
+                watched: false,
+            }),
+            Err(source) => Err(KeyValueError::Unreadable {
+                reference: reference.clone(),
+                origin: client.origin().to_string(),
+                source: Box::new(source),
+            }),
         };
         keys.insert(reference.clone(), value);
     }

@@ -3,7 +3,7 @@
 //! watches both name a [`ClusterAccess`] and read through [`KubeClient`](super::KubeClient).
 
 use super::config::ImpersonationSpelling;
-use super::{ClusterConfig, Impersonation};
+use super::{ClusterConfig, Impersonation, KubeError};
 use crate::limits::Limits;
 use std::path::PathBuf;
 
@@ -21,7 +21,9 @@ pub struct ClusterAccess {
 }
 
 impl ClusterAccess {
-    pub fn config(&self, limits: &Limits) -> Result<ClusterConfig, String> {
+    /// The API server and credentials this access names, read now (a kubeconfig, the pod's
+    /// service account), with the impersonation flags applied.
+    pub fn config(&self, limits: &Limits) -> Result<ClusterConfig, KubeError> {
         let config = if self.kubeconfig.is_some() || self.context.is_some() {
             ClusterConfig::from_kubeconfig(
                 self.kubeconfig.as_deref(),
@@ -33,9 +35,10 @@ impl ClusterAccess {
         } else {
             ClusterConfig::from_kubeconfig(None, None, limits)
         };
-        let mut config = config.map_err(|e| e.to_string())?;
+        let mut config = config?;
         if let Some(who) = &self.impersonate {
-            who.check(&ImpersonationSpelling::FLAGS)?;
+            who.check(&ImpersonationSpelling::FLAGS)
+                .map_err(KubeError::Config)?;
             config.impersonation = who.clone();
         }
         Ok(config)

@@ -44,6 +44,31 @@ impl fmt::Display for DocumentOrigin {
     }
 }
 
+/// Why a value is not a Kubernetes object mansign can name: which field is missing or wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum IdentityError {
+    /// The value is not a mapping.
+    #[error("expected a mapping, found {found}")]
+    NotAMapping { found: &'static str },
+    /// A required field is not there.
+    #[error("missing field `{field}`")]
+    Missing { field: &'static str },
+    /// A required string field is the empty string.
+    #[error("field `{field}` is empty")]
+    Empty { field: &'static str },
+    /// A field of the wrong type.
+    #[error("field `{field}` must be {expected}, found {found}")]
+    WrongType {
+        field: &'static str,
+        expected: &'static str,
+        found: &'static str,
+    },
+    /// `apiVersion` without a version (`apps/`).
+    #[error("field `apiVersion` is malformed: {api_version:?}")]
+    MalformedApiVersion { api_version: String },
+}
+
 /// Group, version, kind, namespace and name of an object. The group of core objects
 /// (`apiVersion: v1`) is the empty string.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
@@ -58,21 +83,22 @@ pub struct ObjectIdentity {
 
 impl ObjectIdentity {
     /// Reads the identity of a Kubernetes object, or says which field is missing or wrong.
-    pub fn of(value: &Value) -> Result<Self, String> {
-        let obj = value
-            .as_object()
-            .ok_or_else(|| format!("expected a mapping, found {}", type_name(value)))?;
+    pub fn of(value: &Value) -> Result<Self, IdentityError> {
+        let obj = value.as_object().ok_or(IdentityError::NotAMapping {
+            found: type_name(value),
+        })?;
         let api_version = string_field(obj.get("apiVersion"), "apiVersion")?;
         let kind = string_field(obj.get("kind"), "kind")?;
         let metadata = match obj.get("metadata") {
             Some(Value::Object(m)) => m,
             Some(other) => {
-                return Err(format!(
-                    "field `metadata` must be a mapping, found {}",
-                    type_name(other)
-                ));
+                return Err(IdentityError::WrongType {
+                    field: "metadata",
+                    expected: "a mapping",
+                    found: type_name(other),
+                });
             }
-            None => return Err("missing field `metadata`".into()),
+            None => return Err(IdentityError::Missing { field: "metadata" }),
         };
         let name = string_field(metadata.get("name"), "metadata.name")?;
         let namespace = match metadata.get("namespace") {
@@ -80,10 +106,11 @@ impl ObjectIdentity {
             Some(Value::String(s)) if s.is_empty() => None,
             Some(Value::String(s)) => Some(s.clone()),
             Some(other) => {
-                return Err(format!(
-                    "field `metadata.namespace` must be a string, found {}",
-                    type_name(other)
-                ));
+                return Err(IdentityError::WrongType {
+                    field: "metadata.namespace",
+                    expected: "a string",
+                    found: type_name(other),
+                });
             }
         };
         let (group, version) = match api_version.split_once('/') {
@@ -91,7 +118,7 @@ impl ObjectIdentity {
             None => (String::new(), api_version.clone()),
         };
         if version.is_empty() {
-            return Err(format!("field `apiVersion` is malformed: {api_version:?}"));
+            return Err(IdentityError::MalformedApiVersion { api_version });
         }
         Ok(ObjectIdentity {
             group,
@@ -136,15 +163,16 @@ impl fmt::Display for ObjectIdentity {
     }
 }
 
-fn string_field(v: Option<&Value>, name: &str) -> Result<String, String> {
+fn string_field(v: Option<&Value>, field: &'static str) -> Result<String, IdentityError> {
     match v {
         Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
-        Some(Value::String(_)) => Err(format!("field `{name}` is empty")),
-        Some(other) => Err(format!(
-            "field `{name}` must be a string, found {}",
-            type_name(other)
-        )),
-        None => Err(format!("missing field `{name}`")),
+        Some(Value::String(_)) => Err(IdentityError::Empty { field }),
+        Some(other) => Err(IdentityError::WrongType {
+            field,
+            expected: "a string",
+            found: type_name(other),
+        }),
+        None => Err(IdentityError::Missing { field }),
     }
 }
 
@@ -169,7 +197,7 @@ pub struct Document {
 
 impl Document {
     /// Wraps a parsed value, checking that it is a Kubernetes object.
-    pub fn new(origin: DocumentOrigin, value: Value) -> Result<Self, String> {
+    pub fn new(origin: DocumentOrigin, value: Value) -> Result<Self, IdentityError> {
         let identity = ObjectIdentity::of(&value)?;
         Ok(Document {
             origin,

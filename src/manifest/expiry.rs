@@ -18,44 +18,108 @@ pub const EXPIRES_ANNOTATION: &str = "mansign.dev/expires";
 /// The annotation holding the signed signing time.
 pub const SIGNED_AT_ANNOTATION: &str = "mansign.dev/signed-at";
 
+/// Why a signed time could not be written into a document or read from it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum TimeAnnotationError {
+    /// The document has no `metadata` mapping to hold the annotation.
+    #[error("document has no metadata mapping")]
+    NoMetadata,
+    /// `metadata.annotations` is there but not a mapping.
+    #[error("`metadata.annotations` is not a mapping")]
+    AnnotationsNotAMapping,
+    /// The time cannot be written in whole seconds.
+    #[error("{at} cannot be written in whole seconds")]
+    OutOfRange {
+        at: Timestamp,
+        #[source]
+        source: jiff::Error,
+    },
+    /// The annotation's value is not a string.
+    #[error("annotation {key} is not a string")]
+    NotAString { key: &'static str },
+    /// The annotation's value is not an RFC 3339 time.
+    #[error("annotation {key}: {text:?} is not an RFC 3339 time")]
+    NotATime {
+        key: &'static str,
+        text: String,
+        #[source]
+        source: jiff::Error,
+    },
+}
+
+/// Why an `--expires` value or a duration (`--max-age`, a policy's `maxAge`) was refused.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum TimeSpecError {
+    /// Not a duration like `90s`, `30m`, `4h`, `7d` or `1h30m`.
+    #[error("{spec:?} is not a duration like 90s, 30m, 4h, 7d or 1h30m")]
+    NotADuration { spec: String },
+    /// `--expires` is neither a duration, a date nor an RFC 3339 time.
+    #[error(
+        "--expires {spec:?} is neither a duration (90s, 30m, 4h, 7d, 1h30m), a date \
+         (2026-12-31: the end of that day, UTC) nor an RFC 3339 time \
+         (2026-12-31T18:00:00Z)"
+    )]
+    ExpiresUnreadable { spec: String },
+    /// `--expires` names a time that cannot be reached (out of range).
+    #[error("--expires {spec:?}")]
+    ExpiresOutOfRange {
+        spec: String,
+        #[source]
+        source: jiff::Error,
+    },
+    /// `--expires` names a time that is not in the future.
+    #[error("--expires {spec:?} is not in the future")]
+    ExpiresPast { spec: String },
+}
+
 /// Writes the expiry annotation into a document (replacing an older one).
-pub fn set_expiry(value: &mut Value, at: Timestamp) -> Result<(), String> {
+pub fn set_expiry(value: &mut Value, at: Timestamp) -> Result<(), TimeAnnotationError> {
     set_time_annotation(value, EXPIRES_ANNOTATION, at)
 }
 
 /// Writes the signing-time annotation into a document (replacing an older one).
-pub fn set_signed_at(value: &mut Value, at: Timestamp) -> Result<(), String> {
+pub fn set_signed_at(value: &mut Value, at: Timestamp) -> Result<(), TimeAnnotationError> {
     set_time_annotation(value, SIGNED_AT_ANNOTATION, at)
 }
 
-fn set_time_annotation(value: &mut Value, key: &str, at: Timestamp) -> Result<(), String> {
+fn set_time_annotation(
+    value: &mut Value,
+    key: &str,
+    at: Timestamp,
+) -> Result<(), TimeAnnotationError> {
     let meta = value
         .get_mut("metadata")
         .and_then(Value::as_object_mut)
-        .ok_or("document has no metadata mapping")?;
+        .ok_or(TimeAnnotationError::NoMetadata)?;
     let ann = meta
         .entry("annotations")
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()
-        .ok_or("`metadata.annotations` is not a mapping")?;
+        .ok_or(TimeAnnotationError::AnnotationsNotAMapping)?;
     // Whole seconds: the value is for people to read as well.
-    let at = Timestamp::from_second(at.as_second()).map_err(|e| e.to_string())?;
+    let at = Timestamp::from_second(at.as_second())
+        .map_err(|source| TimeAnnotationError::OutOfRange { at, source })?;
     ann.insert(key.into(), Value::String(at.to_string()));
     Ok(())
 }
 
 /// The signed expiry of a document, if it has one; a malformed value is an error (fail
 /// closed: an unreadable expiry is not "no expiry").
-pub fn expiry_of(value: &Value) -> Result<Option<Timestamp>, String> {
+pub fn expiry_of(value: &Value) -> Result<Option<Timestamp>, TimeAnnotationError> {
     time_annotation(value, EXPIRES_ANNOTATION)
 }
 
 /// The signed signing time of a document, if it has one; a malformed value is an error.
-pub fn signed_at_of(value: &Value) -> Result<Option<Timestamp>, String> {
+pub fn signed_at_of(value: &Value) -> Result<Option<Timestamp>, TimeAnnotationError> {
     time_annotation(value, SIGNED_AT_ANNOTATION)
 }
 
-fn time_annotation(value: &Value, key: &str) -> Result<Option<Timestamp>, String> {
+fn time_annotation(
+    value: &Value,
+    key: &'static str,
+) -> Result<Option<Timestamp>, TimeAnnotationError> {
     let Some(v) = value
         .get("metadata")
         .and_then(|m| m.get("annotations"))
@@ -63,18 +127,24 @@ fn time_annotation(value: &Value, key: &str) -> Result<Option<Timestamp>, String
     else {
         return Ok(None);
     };
-    let text = v
-        .as_str()
-        .ok_or_else(|| format!("annotation {key} is not a string"))?;
+    let text = v.as_str().ok_or(TimeAnnotationError::NotAString { key })?;
     text.parse::<Timestamp>()
         .map(Some)
-        .map_err(|e| format!("annotation {key}: {text:?} is not an RFC 3339 time: {e}"))
+        .map_err(|source| TimeAnnotationError::NotATime {
+            key,
+            text: text.to_string(),
+            source,
+        })
 }
 
 /// Parses `--expires`: a duration from `now` (`90s`, `30m`, `4h`, `7d`, or combined like
 /// `1h30m`), a date (`2026-12-31`: the end of that day, UTC) or an RFC 3339 time. The result
 /// must lie in the future.
-pub fn parse_expires(spec: &str, now: Timestamp) -> Result<Timestamp, String> {
+pub fn parse_expires(spec: &str, now: Timestamp) -> Result<Timestamp, TimeSpecError> {
+    let out_of_range = |source| TimeSpecError::ExpiresOutOfRange {
+        spec: spec.to_string(),
+        source,
+    };
     let at = if let Ok(t) = spec.parse::<Timestamp>() {
         t
     } else if let Ok(date) = spec.parse::<jiff::civil::Date>() {
@@ -82,26 +152,28 @@ pub fn parse_expires(spec: &str, now: Timestamp) -> Result<Timestamp, String> {
         date.tomorrow()
             .and_then(|d| d.to_zoned(jiff::tz::TimeZone::UTC))
             .map(|z| z.timestamp())
-            .map_err(|e| format!("--expires {spec:?}: {e}"))?
+            .map_err(out_of_range)?
     } else {
-        now.checked_add(parse_duration(spec).map_err(|_| {
-            format!(
-                "--expires {spec:?} is neither a duration (90s, 30m, 4h, 7d, 1h30m), a date \
-                 (2026-12-31: the end of that day, UTC) nor an RFC 3339 time \
-                 (2026-12-31T18:00:00Z)"
-            )
-        })?)
-        .map_err(|e| format!("--expires {spec:?}: {e}"))?
+        now.checked_add(
+            parse_duration(spec).map_err(|_| TimeSpecError::ExpiresUnreadable {
+                spec: spec.to_string(),
+            })?,
+        )
+        .map_err(out_of_range)?
     };
     if at <= now {
-        return Err(format!("--expires {spec:?} is not in the future"));
+        return Err(TimeSpecError::ExpiresPast {
+            spec: spec.to_string(),
+        });
     }
     Ok(at)
 }
 
 /// `90s`, `30m`, `4h`, `7d`, `1h30m`.
-pub fn parse_duration(spec: &str) -> Result<SignedDuration, String> {
-    let bad = || format!("{spec:?} is not a duration like 90s, 30m, 4h, 7d or 1h30m");
+pub fn parse_duration(spec: &str) -> Result<SignedDuration, TimeSpecError> {
+    let bad = || TimeSpecError::NotADuration {
+        spec: spec.to_string(),
+    };
     let mut total: i64 = 0;
     let mut digits = String::new();
     for c in spec.trim().chars() {
@@ -147,7 +219,7 @@ mod tests {
             "2027-01-01T00:00:00Z"
         );
         assert!(parse_expires("2026-11-22", now).is_err());
-        let err = parse_expires("next week", now).unwrap_err();
+        let err = parse_expires("next week", now).unwrap_err().to_string();
         assert!(err.contains("RFC 3339 time"), "{err}");
         assert!(err.contains("a date"), "{err}");
     }

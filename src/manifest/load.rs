@@ -923,7 +923,7 @@ fn load_digested(
                     return Err(not_an_object(format!("items[{i}]: {ITEMS_REASON}")));
                 }
                 let doc = Document::new(origin, item)
-                    .map_err(|reason| not_an_object(format!("items[{i}]: {reason}")))?;
+                    .map_err(|e| not_an_object(format!("items[{i}]: {e}")))?;
                 documents.push(doc);
             }
             if documents.len() > limits.max_documents {
@@ -944,7 +944,7 @@ fn load_digested(
         if has_items(&value) {
             return Err(not_an_object(ITEMS_REASON.into()));
         }
-        let doc = Document::new(origin, value).map_err(not_an_object)?;
+        let doc = Document::new(origin, value).map_err(|e| not_an_object(e.to_string()))?;
         documents.push(doc);
     }
     if documents.is_empty() {

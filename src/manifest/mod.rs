@@ -15,21 +15,23 @@ mod yaml;
 
 pub use compare::diff::{
     CompareError, Comparison, DiffKind, Difference, FieldDiff, FieldPath, FieldPattern,
-    IgnoreFields, MAX_REPORTED_DIFFS, Segment, Step, compare, diff_documents, write_path,
+    FieldPatternError, IgnoreFields, MAX_REPORTED_DIFFS, Segment, Step, compare, diff_documents,
+    write_path,
 };
 pub use compare::gitops::{
     ARGOCD_INSTALLATION_ID_ANNOTATION, ARGOCD_INSTANCE_LABEL, ARGOCD_TRACKING_ID_ANNOTATION,
-    FLUX_LABELS, FluxKustomization, GitopsBindings, check_argocd_application,
+    FLUX_LABELS, FluxKustomization, GitopsBindings, GitopsNameError, check_argocd_application,
     check_argocd_installation_id, tracking_id_names,
 };
 pub use compare::tolerance::{
-    AdmissionWrite, GroupKind, IgnoreProfile, IgnoreProfiles, LAST_APPLIED_ANNOTATION, Tolerances,
-    UnboundGitopsKey, has_status_subresource, unbound_gitops_keys, upstream_dotted,
+    AdmissionWrite, GroupKind, GroupKindError, IgnoreProfile, IgnoreProfiles,
+    LAST_APPLIED_ANNOTATION, Tolerances, UnboundGitopsKey, has_status_subresource,
+    unbound_gitops_keys, upstream_dotted,
 };
-pub use document::{Document, DocumentOrigin, ObjectIdentity, Source};
+pub use document::{Document, DocumentOrigin, IdentityError, ObjectIdentity, Source};
 pub use expiry::{
-    EXPIRES_ANNOTATION, SIGNED_AT_ANNOTATION, expiry_of, parse_duration, parse_expires, set_expiry,
-    set_signed_at, signed_at_of,
+    EXPIRES_ANNOTATION, SIGNED_AT_ANNOTATION, TimeAnnotationError, TimeSpecError, expiry_of,
+    parse_duration, parse_expires, set_expiry, set_signed_at, signed_at_of,
 };
 pub use legacy_tar::LegacyTarError;
 pub use load::{

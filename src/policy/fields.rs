@@ -23,7 +23,39 @@
 //! structure wrong, the pattern matches nothing and the difference is reported (a deny,
 //! never a wrong allow).
 
-use crate::manifest::FieldPattern;
+use crate::manifest::{FieldPattern, FieldPatternError};
+
+/// Why an ignore field was refused: not a path mansign can read, or (in mansign's own syntax)
+/// written the Kyverno way.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FieldError {
+    /// Not a field pattern.
+    #[error(transparent)]
+    Pattern(#[from] FieldPatternError),
+    #[error("field {field:?} would ignore the whole object; name a path")]
+    WholeObject { field: String },
+    #[error("field {field:?} has an empty segment")]
+    EmptySegment { field: String },
+    #[error("field {field:?}: a wildcard inside a key ({key:?}) has no anchored meaning")]
+    WildcardInKey { field: String, key: String },
+    #[error("field {field:?}: quote characters in a key")]
+    QuoteInKey { field: String },
+    #[error("field {field:?} has more than {limit} `*` segments")]
+    TooManyWildcards { field: String, limit: usize },
+    #[error("field {field:?}: a wildcard inside a segment ({segment:?}) has no anchored meaning")]
+    WildcardInSegment { field: String, segment: String },
+    #[error("field {field:?}: list index {segment:?} is too large")]
+    IndexTooLarge { field: String, segment: String },
+    /// A mansign path that reads differently the Kyverno way; `spelled` is how mansign
+    /// writes what Kyverno would have meant.
+    #[error(
+        "field {field:?} is written Kyverno-style and would match nothing here (keys with \
+         `.` or `/` are quoted in brackets, list items are `[N]` or `[*]`); write {}",
+        .spelled.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(" or ")
+    )]
+    KyvernoStyle { field: String, spelled: Vec<String> },
+}
 
 /// Map names whose keys are free-form strings that may contain dots.
 const STRING_MAPS: &[&str] = &["annotations", "labels", "matchLabels", "nodeSelector"];
@@ -41,15 +73,15 @@ enum Part {
 }
 
 /// Translates one upstream field into the patterns that together match what it names.
-pub fn translate_upstream_field(field: &str) -> Result<Vec<FieldPattern>, String> {
+pub fn translate_upstream_field(field: &str) -> Result<Vec<FieldPattern>, FieldError> {
     if field.contains('[') || field.contains('"') {
-        return FieldPattern::parse(field).map(|p| vec![p]);
+        return Ok(vec![FieldPattern::parse(field)?]);
     }
     let trimmed = field.trim_end_matches('*').trim_end_matches('.');
     if trimmed.is_empty() {
-        return Err(format!(
-            "field {field:?} would ignore the whole object; name a path"
-        ));
+        return Err(FieldError::WholeObject {
+            field: field.into(),
+        });
     }
     let segments: Vec<&str> = trimmed.split('.').collect();
     let mut parts = Vec::new();
@@ -57,7 +89,9 @@ pub fn translate_upstream_field(field: &str) -> Result<Vec<FieldPattern>, String
     while i < segments.len() {
         let seg = segments[i];
         if seg.is_empty() {
-            return Err(format!("field {field:?} has an empty segment"));
+            return Err(FieldError::EmptySegment {
+                field: field.into(),
+            });
         }
         let rest_is_one_key = i + 1 < segments.len()
             && (STRING_MAPS.contains(&seg) || (i == 0 && TOP_LEVEL_STRING_MAPS.contains(&seg)));
@@ -67,11 +101,14 @@ pub fn translate_upstream_field(field: &str) -> Result<Vec<FieldPattern>, String
             if rest == "*" {
                 parts.push(Part::AnyKey);
             } else if rest.contains('*') {
-                return Err(format!(
-                    "field {field:?}: a wildcard inside a key ({rest:?}) has no anchored meaning"
-                ));
+                return Err(FieldError::WildcardInKey {
+                    field: field.into(),
+                    key: rest,
+                });
             } else if rest.contains('"') {
-                return Err(format!("field {field:?}: quote characters in a key"));
+                return Err(FieldError::QuoteInKey {
+                    field: field.into(),
+                });
             } else {
                 parts.push(Part::Key(rest));
             }
@@ -81,9 +118,10 @@ pub fn translate_upstream_field(field: &str) -> Result<Vec<FieldPattern>, String
     }
     let wildcards = parts.iter().filter(|p| **p == Part::AnyKeyOrIndex).count();
     if wildcards > MAX_WILDCARDS {
-        return Err(format!(
-            "field {field:?} has more than {MAX_WILDCARDS} `*` segments"
-        ));
+        return Err(FieldError::TooManyWildcards {
+            field: field.into(),
+            limit: MAX_WILDCARDS,
+        });
     }
     let mut texts = vec![String::new()];
     for part in &parts {
@@ -101,7 +139,7 @@ pub fn translate_upstream_field(field: &str) -> Result<Vec<FieldPattern>, String
     }
     texts
         .iter()
-        .map(|t| FieldPattern::parse(t.strip_prefix('.').unwrap_or(t)))
+        .map(|t| Ok(FieldPattern::parse(t.strip_prefix('.').unwrap_or(t))?))
         .collect()
 }
 
@@ -112,7 +150,7 @@ pub fn translate_upstream_field(field: &str) -> Result<Vec<FieldPattern>, String
 /// load and match nothing. A path without brackets whose Kyverno reading is not the mansign
 /// reading is therefore refused, with the mansign spelling of what Kyverno would have
 /// meant.
-pub fn mansign_field_pattern(field: &str) -> Result<FieldPattern, String> {
+pub fn mansign_field_pattern(field: &str) -> Result<FieldPattern, FieldError> {
     let pattern = FieldPattern::parse(field)?;
     if field.contains('[') || field.contains('"') {
         return Ok(pattern);
@@ -123,25 +161,27 @@ pub fn mansign_field_pattern(field: &str) -> Result<FieldPattern, String> {
     if upstream.iter().any(|p| p.to_string() == field) {
         return Ok(pattern);
     }
-    let spelled: Vec<String> = upstream.iter().map(|p| format!("`{p}`")).collect();
-    Err(format!(
-        "field {field:?} is written Kyverno-style and would match nothing here (keys with \
-         `.` or `/` are quoted in brackets, list items are `[N]` or `[*]`); write {}",
-        spelled.join(" or ")
-    ))
+    Err(FieldError::KyvernoStyle {
+        field: field.into(),
+        spelled: upstream.iter().map(ToString::to_string).collect(),
+    })
 }
 
-fn segment(field: &str, seg: &str) -> Result<Part, String> {
+fn segment(field: &str, seg: &str) -> Result<Part, FieldError> {
     if seg == "*" {
         Ok(Part::AnyKeyOrIndex)
     } else if seg.contains('*') {
-        Err(format!(
-            "field {field:?}: a wildcard inside a segment ({seg:?}) has no anchored meaning"
-        ))
+        Err(FieldError::WildcardInSegment {
+            field: field.into(),
+            segment: seg.into(),
+        })
     } else if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
         seg.parse()
             .map(Part::Index)
-            .map_err(|_| format!("field {field:?}: list index {seg:?} is too large"))
+            .map_err(|_| FieldError::IndexTooLarge {
+                field: field.into(),
+                segment: seg.into(),
+            })
     } else {
         Ok(Part::Key(seg.to_string()))
     }
@@ -241,12 +281,16 @@ mod tests {
 
     #[test]
     fn mansign_paths_refuse_kyverno_spellings_that_would_match_nothing() {
-        let err = mansign_field_pattern("metadata.annotations.example.com/owner").unwrap_err();
+        let err = mansign_field_pattern("metadata.annotations.example.com/owner")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains(r#"write `metadata.annotations["example.com/owner"]`"#),
             "{err}"
         );
-        let err = mansign_field_pattern("spec.ports.0.port").unwrap_err();
+        let err = mansign_field_pattern("spec.ports.0.port")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("write `spec.ports[0].port`"), "{err}");
         for ok in [
             "spec.replicas",

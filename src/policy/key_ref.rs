@@ -61,15 +61,95 @@ impl fmt::Display for KeyReference {
     }
 }
 
+/// Why a key reference (`k8s://…`, a `secretRef`/`configMapRef`) or a
+/// `{{ NAME.data.KEY }}` variable was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyReferenceError {
+    #[error("namespace {text:?} is not a Kubernetes name (lowercase letters, digits, `-`)")]
+    Namespace { text: String },
+    #[error(
+        "{} name {text:?} is not a Kubernetes name (lowercase letters, digits, `-`, `.`)",
+        .object.kind()
+    )]
+    ObjectName { object: KeyObject, text: String },
+    #[error("data key {text:?} is not a Secret/ConfigMap key (letters, digits, `-`, `_`, `.`)")]
+    DataKey { text: String },
+    #[error("{text:?} is not k8s://NAMESPACE/NAME or k8s://NAMESPACE/NAME/KEY")]
+    NotAK8sUri { text: String },
+    #[error(
+        "{text:?}: variables and JMESPath expressions are not supported, except a whole value \
+         of the form \"{{{{ NAME.data.KEY }}}}\" (NAME a configMap context entry of the rule)"
+    )]
+    UnsupportedVariable { text: String },
+}
+
+/// Why a reference has no usable value: the object or its data key is missing or
+/// unreadable, or it was not read (yet).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyValueError {
+    /// Nothing was recorded for the reference.
+    #[error("{reference}: not read (yet)")]
+    NotRead { reference: KeyReference },
+    /// The object is not there; `watched`: a watch says so (it may come back).
+    #[error("{}", missing(.reference, *.watched))]
+    Missing {
+        reference: KeyReference,
+        watched: bool,
+    },
+    /// The object has no such data key.
+    #[error("{reference}: the {} has no data key {:?}", .reference.object.kind(), .reference.key)]
+    NoDataKey { reference: KeyReference },
+    #[error("{reference}: data value is not a string")]
+    NotAString { reference: KeyReference },
+    #[error("{reference}: data value is not base64")]
+    NotBase64 {
+        reference: KeyReference,
+        #[source]
+        source: base64::DecodeError,
+    },
+    #[error("{reference}: data value is not UTF-8 text")]
+    NotUtf8 { reference: KeyReference },
+    /// The API server could not be read; `origin` names the cluster access.
+    #[error("{reference}: cannot read it ({origin})")]
+    Unreadable {
+        reference: KeyReference,
+        origin: String,
+        #[source]
+        source: Box<crate::kube::KubeError>,
+    },
+    /// A watch of the object failed, in the watch's words.
+    #[error("{reference}: {reason}")]
+    Watch {
+        reference: KeyReference,
+        reason: String,
+    },
+}
+
+fn missing(reference: &KeyReference, watched: bool) -> String {
+    format!(
+        "{reference}: the {} {}/{} does not exist{}",
+        reference.object.kind(),
+        reference.namespace,
+        reference.name,
+        if watched {
+            " (deleted, or not created yet)"
+        } else {
+            ""
+        }
+    )
+}
+
 /// A DNS-1123 subdomain (Secret and ConfigMap names) or label (namespaces): lowercase
 /// letters, digits, `-` and (names only) `.`, at most 253 (63) characters.
-fn check_name(what: &str, text: &str, dots: bool) -> Result<(), String> {
+fn is_name(text: &str, dots: bool) -> bool {
     let max = if dots { 253 } else { 63 };
-    let ok = !text.is_empty()
+    !text.is_empty()
         && text.len() <= max
-        && text.chars().all(|c| {
-            c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (dots && c == '.')
-        })
+        && text
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || (dots && c == '.'))
         && text
             .chars()
             .next()
@@ -77,20 +157,12 @@ fn check_name(what: &str, text: &str, dots: bool) -> Result<(), String> {
         && text
             .chars()
             .last()
-            .is_some_and(|c| c.is_ascii_alphanumeric());
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "{what} {text:?} is not a Kubernetes name (lowercase letters, digits, `-`{})",
-            if dots { ", `.`" } else { "" }
-        ))
-    }
+            .is_some_and(|c| c.is_ascii_alphanumeric())
 }
 
 /// A data key: letters, digits, `-`, `_`, `.` (the API server's rule for Secret and
 /// ConfigMap keys), at most 253 characters.
-fn check_data_key(text: &str) -> Result<(), String> {
+fn check_data_key(text: &str) -> Result<(), KeyReferenceError> {
     let ok = !text.is_empty()
         && text.len() <= 253
         && text
@@ -99,9 +171,7 @@ fn check_data_key(text: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "data key {text:?} is not a Secret/ConfigMap key (letters, digits, `-`, `_`, `.`)"
-        ))
+        Err(KeyReferenceError::DataKey { text: text.into() })
     }
 }
 
@@ -112,9 +182,18 @@ impl KeyReference {
         namespace: &str,
         name: &str,
         key: &str,
-    ) -> Result<KeyReference, String> {
-        check_name("namespace", namespace, false)?;
-        check_name(&format!("{} name", object.kind()), name, true)?;
+    ) -> Result<KeyReference, KeyReferenceError> {
+        if !is_name(namespace, false) {
+            return Err(KeyReferenceError::Namespace {
+                text: namespace.into(),
+            });
+        }
+        if !is_name(name, true) {
+            return Err(KeyReferenceError::ObjectName {
+                object,
+                text: name.into(),
+            });
+        }
         check_data_key(key)?;
         Ok(KeyReference {
             object,
@@ -126,42 +205,46 @@ impl KeyReference {
 
     /// `k8s://NAMESPACE/NAME` (cosign's form, data key `cosign.pub`) or
     /// `k8s://NAMESPACE/NAME/KEY`. `None` when the text is not a `k8s://` reference at all.
-    pub fn parse_k8s_uri(text: &str) -> Option<Result<KeyReference, String>> {
+    pub fn parse_k8s_uri(text: &str) -> Option<Result<KeyReference, KeyReferenceError>> {
         let rest = text.trim().strip_prefix("k8s://")?;
         let parts: Vec<&str> = rest.split('/').collect();
         Some(match parts.as_slice() {
             [ns, name] => KeyReference::new(KeyObject::Secret, ns, name, COSIGN_PUB),
             [ns, name, key] => KeyReference::new(KeyObject::Secret, ns, name, key),
-            _ => Err(format!(
-                "{:?} is not k8s://NAMESPACE/NAME or k8s://NAMESPACE/NAME/KEY",
-                text.trim()
-            )),
+            _ => Err(KeyReferenceError::NotAK8sUri {
+                text: text.trim().into(),
+            }),
         })
     }
 
     /// The public key text this reference names in a Secret or ConfigMap as the API server
     /// returns it (`data` values base64 for a Secret, text for a ConfigMap; a ConfigMap's
     /// `binaryData` is not read). The error says what is missing.
-    pub fn value_in(&self, object: &Value) -> Result<String, String> {
+    pub fn value_in(&self, object: &Value) -> Result<String, KeyValueError> {
+        let reference = || self.clone();
         let data = object.get("data").and_then(Value::as_object);
         let Some(value) = data.and_then(|d| d.get(&self.key)) else {
-            return Err(format!(
-                "{self}: the {} has no data key {:?}",
-                self.object.kind(),
-                self.key
-            ));
+            return Err(KeyValueError::NoDataKey {
+                reference: reference(),
+            });
         };
         let Some(text) = value.as_str() else {
-            return Err(format!("{self}: data value is not a string"));
+            return Err(KeyValueError::NotAString {
+                reference: reference(),
+            });
         };
         match self.object {
             KeyObject::ConfigMap => Ok(text.to_string()),
             KeyObject::Secret => {
                 let bytes = base64::engine::general_purpose::STANDARD
                     .decode(text)
-                    .map_err(|e| format!("{self}: data value is not base64: {e}"))?;
-                String::from_utf8(bytes)
-                    .map_err(|_| format!("{self}: data value is not UTF-8 text"))
+                    .map_err(|source| KeyValueError::NotBase64 {
+                        reference: reference(),
+                        source,
+                    })?;
+                String::from_utf8(bytes).map_err(|_| KeyValueError::NotUtf8 {
+                    reference: reference(),
+                })
             }
         }
     }
@@ -170,17 +253,14 @@ impl KeyReference {
 /// `{{ NAME.data.KEY }}` (spaces inside the braces optional), the one Kyverno variable form
 /// mansign reads: `(NAME, KEY)`. `None` when the text holds no `{{` at all; an error for any
 /// other use of variables or JMESPath.
-pub fn parse_data_variable(text: &str) -> Option<Result<(String, String), String>> {
+pub fn parse_data_variable(text: &str) -> Option<Result<(String, String), KeyReferenceError>> {
     if !text.contains("{{") && !text.contains("}}") {
         return None;
     }
     let unsupported = || {
-        Err(format!(
-            "{:?}: variables and JMESPath expressions are not supported, except a whole value \
-             of the form \"{{{{ NAME.data.KEY }}}}\" (NAME a configMap context entry of the \
-             rule)",
-            text.trim()
-        ))
+        Err(KeyReferenceError::UnsupportedVariable {
+            text: text.trim().into(),
+        })
     };
     let Some(inner) = text
         .trim()
@@ -210,7 +290,7 @@ pub fn parse_data_variable(text: &str) -> Option<Result<(String, String), String
 /// (the object or key is missing, unreadable, not yet read).
 #[derive(Debug, Clone, Default)]
 pub struct ResolvedKeys {
-    values: BTreeMap<KeyReference, Result<String, String>>,
+    values: BTreeMap<KeyReference, Result<String, KeyValueError>>,
 }
 
 impl ResolvedKeys {
@@ -219,16 +299,18 @@ impl ResolvedKeys {
     }
 
     /// Records what `reference` holds.
-    pub fn insert(&mut self, reference: KeyReference, value: Result<String, String>) {
+    pub fn insert(&mut self, reference: KeyReference, value: Result<String, KeyValueError>) {
         self.values.insert(reference, value);
     }
 
     /// The value of `reference`; an error when it was never read.
-    pub fn get(&self, reference: &KeyReference) -> Result<&str, String> {
+    pub fn get(&self, reference: &KeyReference) -> Result<&str, KeyValueError> {
         match self.values.get(reference) {
             Some(Ok(text)) => Ok(text),
-            Some(Err(reason)) => Err(reason.clone()),
-            None => Err(format!("{reference}: not read (yet)")),
+            Some(Err(e)) => Err(e.clone()),
+            None => Err(KeyValueError::NotRead {
+                reference: reference.clone(),
+            }),
         }
     }
 }
@@ -268,7 +350,10 @@ mod tests {
             "k8s://ns/name/bad key",
             "k8s://ns/{{x}}",
         ] {
-            let e = KeyReference::parse_k8s_uri(bad).unwrap().unwrap_err();
+            let e = KeyReference::parse_k8s_uri(bad)
+                .unwrap()
+                .unwrap_err()
+                .to_string();
             assert!(!e.is_empty(), "{bad}");
         }
     }
@@ -302,7 +387,7 @@ mod tests {
             "}}",
             "{{keys.data.cosign.pub}}",
         ] {
-            let e = parse_data_variable(bad).unwrap().unwrap_err();
+            let e = parse_data_variable(bad).unwrap().unwrap_err().to_string();
             assert!(
                 e.contains("not supported") || e.contains("are not"),
                 "{bad}: {e}"
@@ -317,13 +402,15 @@ mod tests {
         assert_eq!(secret.value_in(&obj).unwrap(), "PEM");
         let e = secret
             .value_in(&json!({"data": {"other": "UEVN"}}))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no data key \"cosign.pub\""), "{e}");
-        let e = secret.value_in(&json!({})).unwrap_err();
+        let e = secret.value_in(&json!({})).unwrap_err().to_string();
         assert!(e.contains("Secret ns/s"), "{e}");
         let e = secret
             .value_in(&json!({"data": {"cosign.pub": "%%"}}))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not base64"), "{e}");
         let cm = KeyReference::new(KeyObject::ConfigMap, "ns", "c", "production").unwrap();
         assert_eq!(
@@ -333,11 +420,22 @@ mod tests {
         );
         let e = cm
             .value_in(&json!({"binaryData": {"production": "UEVN"}}))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("ConfigMap ns/c"), "{e}");
         let mut resolved = ResolvedKeys::new();
-        assert!(resolved.get(&cm).unwrap_err().contains("not read"));
-        resolved.insert(cm.clone(), Err("gone".into()));
-        assert_eq!(resolved.get(&cm).unwrap_err(), "gone");
+        assert!(
+            resolved
+                .get(&cm)
+                .unwrap_err()
+                .to_string()
+                .contains("not read")
+        );
+        let gone = KeyValueError::Watch {
+            reference: cm.clone(),
+            reason: "gone".into(),
+        };
+        resolved.insert(cm.clone(), Err(gone.clone()));
+        assert_eq!(resolved.get(&cm).unwrap_err().to_string(), gone.to_string());
     }
 }

@@ -58,14 +58,18 @@ mod verdict;
 
 pub use action::{ActionOverride, FailureAction, FailureActions};
 pub use evaluate::{CacheMode, Evaluation, evaluate_rules};
-pub use fields::{mansign_field_pattern, translate_upstream_field};
-pub use key_ref::{COSIGN_PUB, KeyObject, KeyReference, ResolvedKeys, parse_data_variable};
+pub use fields::{FieldError, mansign_field_pattern, translate_upstream_field};
+pub use key_ref::{
+    COSIGN_PUB, KeyObject, KeyReference, KeyReferenceError, KeyValueError, ResolvedKeys,
+    parse_data_variable,
+};
 pub use load::context::{LoadOptions, PolicyError};
 pub use load::{load_file, load_file_with_keys, load_str, load_str_with_keys};
 pub use model::{IgnoreBinding, Location, NamespaceBinding, PolicyRule, PolicySet, RuleSource};
 pub use selector::{
-    KindSelector, MatchResources, ObjectReference, RequestContext, ResourceDescription,
-    ResourceFilter, RuleSelector, Subject, UserInfo, glob_match,
+    KindSelector, KindSelectorError, KindSelectorProblem, MatchResources, ObjectReference,
+    RequestContext, ResourceDescription, ResourceFilter, RuleSelector, Subject, UserInfo,
+    glob_match,
 };
 pub use verdict::{ObjectVerdict, PolicyVerdict, RuleVerdict};
 

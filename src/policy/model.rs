@@ -7,7 +7,7 @@ use super::key_ref::KeyReference;
 use super::selector::{MatchResources, ObjectReference, RequestContext, RuleSelector};
 use super::verdict::{ObjectVerdict, PolicyVerdict};
 use crate::manifest::{
-    Document, DocumentOrigin, FieldPattern, GitopsBindings, GroupKind, IgnoreFields,
+    Document, DocumentOrigin, FieldPattern, GitopsBindings, GroupKind, IdentityError, IgnoreFields,
     IgnoreProfiles, ObjectIdentity, Source, Tolerances,
 };
 use crate::verify::Verifier;
@@ -263,7 +263,7 @@ impl PolicySet {
         &self,
         object: &Value,
         ctx: &RequestContext,
-    ) -> Result<ObjectVerdict, String> {
+    ) -> Result<ObjectVerdict, IdentityError> {
         let origin = DocumentOrigin {
             source: Source::Named("object".into()),
             index: 0,

@@ -141,6 +141,60 @@ pub struct KindSelector {
     pub subresource: String,
 }
 
+/// Why a `kinds` entry was refused ([`KindSelector::parse`]): how Kyverno reads it, and why
+/// that reading selects no object mansign could verify.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum KindSelectorError {
+    #[error(
+        "kind selector {text:?} has more than four parts; Kyverno matches nothing with it \
+         (forms: Kind, Kind/subresource, Kind.subresource, version/Kind, group/version/Kind, \
+         each with an optional /subresource)"
+    )]
+    TooManyParts { text: String },
+    /// Kyverno reads `text` as `reading`, which `problem` says is of no use.
+    #[error("{}", refusal(.text, .reading, *.problem))]
+    MatchesNothing {
+        text: String,
+        reading: KindSelector,
+        problem: KindSelectorProblem,
+    },
+}
+
+/// What is wrong with Kyverno's reading of a `kinds` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KindSelectorProblem {
+    /// The last part holds more than one `.`: Kyverno splits it at every one.
+    DottedKind,
+    /// The reading has an empty kind or version.
+    EmptyKindOrVersion,
+    /// The reading selects a subresource only, never the object.
+    SubresourceOnly,
+}
+
+fn refusal(text: &str, reading: &KindSelector, problem: KindSelectorProblem) -> String {
+    match problem {
+        KindSelectorProblem::DottedKind => format!(
+            "kind selector {text:?}: Kyverno splits its last part at every `.`, reading it \
+             as {reading}, which matches nothing; to name a kind of a group, write \
+             group/version/Kind (e.g. cert-manager.io/*/Certificate)"
+        ),
+        KindSelectorProblem::EmptyKindOrVersion => format!(
+            "kind selector {text:?} is read as {reading}; an empty kind or version matches \
+             nothing"
+        ),
+        KindSelectorProblem::SubresourceOnly => format!(
+            "kind selector {text:?} is read by Kyverno as {reading}: it selects requests \
+             to that subresource only, never the object itself, and mansign verifies \
+             objects (a write through a subresource is handled by the webhook on its own \
+             terms, docs/admission.md); select the object with {kind} or {kind}/* \
+             (object and subresources)",
+            kind = reading.kind
+        ),
+    }
+}
+
 /// Kyverno's `versionRegex` `^(v\d((alpha|beta)\d)?|\*)$`: one digit, as Kyverno has it
 /// (`v10/Foo` is read as kind `v10`, subresource `Foo`).
 fn kyverno_version_like(part: &str) -> bool {
@@ -195,37 +249,24 @@ impl KindSelector {
     }
 
     /// Reads a `kinds` entry; the error says how Kyverno reads it and why mansign refuses.
-    pub fn parse(text: &str) -> Result<KindSelector, String> {
+    pub fn parse(text: &str) -> Result<KindSelector, KindSelectorError> {
         let Some(reading) = KindSelector::kyverno_reading(text) else {
-            return Err(format!(
-                "kind selector {text:?} has more than four parts; Kyverno matches nothing with \
-                 it (forms: Kind, Kind/subresource, Kind.subresource, version/Kind, \
-                 group/version/Kind, each with an optional /subresource)"
-            ));
+            return Err(KindSelectorError::TooManyParts { text: text.into() });
+        };
+        let refused = |problem| KindSelectorError::MatchesNothing {
+            text: text.into(),
+            reading: reading.clone(),
+            problem,
         };
         let last = text.rsplit('/').next().unwrap_or_default();
         if last.matches('.').count() > 1 {
-            return Err(format!(
-                "kind selector {text:?}: Kyverno splits its last part at every `.`, reading it \
-                 as {reading}, which matches nothing; to name a kind of a group, write \
-                 group/version/Kind (e.g. cert-manager.io/*/Certificate)"
-            ));
+            return Err(refused(KindSelectorProblem::DottedKind));
         }
         if reading.kind.is_empty() || reading.version.is_empty() {
-            return Err(format!(
-                "kind selector {text:?} is read as {reading}; an empty kind or version matches \
-                 nothing"
-            ));
+            return Err(refused(KindSelectorProblem::EmptyKindOrVersion));
         }
         if !glob_match(&reading.subresource, "") {
-            return Err(format!(
-                "kind selector {text:?} is read by Kyverno as {reading}: it selects requests \
-                 to that subresource only, never the object itself, and mansign verifies \
-                 objects (a write through a subresource is handled by the webhook on its own \
-                 terms, docs/admission.md); select the object with {kind} or {kind}/* \
-                 (object and subresources)",
-                kind = reading.kind
-            ));
+            return Err(refused(KindSelectorProblem::SubresourceOnly));
         }
         Ok(reading)
     }
@@ -769,7 +810,7 @@ mod tests {
             ("", "empty kind or version"),
             ("Pod/s*", "subresource \"s*\" only"),
         ] {
-            let err = KindSelector::parse(form).unwrap_err();
+            let err = KindSelector::parse(form).unwrap_err().to_string();
             assert!(err.contains(words), "{form}: {err}");
         }
     }

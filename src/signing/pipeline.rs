@@ -8,7 +8,9 @@ use crate::annotations::{
     AnnotationDomain, AnnotationError, EmbedMode, embed, extract, strip_signature_annotations,
 };
 use crate::limits::Limits;
-use crate::manifest::{ManifestFile, build_message, parse_message, set_expiry, set_signed_at};
+use crate::manifest::{
+    ManifestFile, TimeAnnotationError, build_message, parse_message, set_expiry, set_signed_at,
+};
 
 /// For `--append`: the message already on `documents` when every one of them carries the
 /// same message and that message holds exactly the `wanted` documents (these documents with
@@ -157,11 +159,11 @@ pub fn sign_files(
     let signed_at = options.signed_at.unwrap_or_else(jiff::Timestamp::now);
     for file in files.iter_mut() {
         for doc in &mut file.documents {
-            let annotation_error = |key: &str, reason: String| SignError::Annotation {
+            let annotation_error = |key: &str, e: TimeAnnotationError| SignError::Annotation {
                 origin: doc.origin.clone(),
                 source: AnnotationError::Malformed {
                     key: key.into(),
-                    reason,
+                    reason: crate::error::chain(&e),
                 },
             };
             if let Some(at) = options.expires_at {

@@ -11,7 +11,8 @@ use super::verdict::{DocumentVerdict, MAX_LISTED_DOCUMENTS, Rejection, Verdict, 
 use crate::annotations::{AnnotationDomain, extract};
 use crate::limits::Limits;
 use crate::manifest::{
-    Document, IgnoreFields, ObjectIdentity, Tolerances, expiry_of, parse_message, signed_at_of,
+    Document, IdentityError, IgnoreFields, ObjectIdentity, Tolerances, expiry_of, parse_message,
+    signed_at_of,
 };
 use crate::parallel::{default_parallelism, map_in_order};
 use serde_json::Value;
@@ -239,7 +240,7 @@ impl Verifier {
     }
 
     /// Verifies an object that did not come from a file (library callers, the webhook).
-    pub fn verify_object(&self, object: &Value) -> Result<DocumentVerdict, String> {
+    pub fn verify_object(&self, object: &Value) -> Result<DocumentVerdict, IdentityError> {
         let identity = ObjectIdentity::of(object)?;
         let result = self.check(&identity, object, VerifyMode::Full);
         Ok(DocumentVerdict {
@@ -313,7 +314,11 @@ impl Verifier {
         let signed_doc: Value = serde_json::from_str(text.as_ref()).ok()?;
         let signed_at = match signed_at_of(&signed_doc) {
             Ok(at) => at,
-            Err(reason) => return Some(Err(Rejection::InvalidSignedTime { reason })),
+            Err(e) => {
+                return Some(Err(Rejection::InvalidSignedTime {
+                    reason: crate::error::chain(&e),
+                }));
+            }
         };
         // Another document of the same message may carry another signed time: the age
         // rule is checked for this one. Under a maximum age, a document dated otherwise
@@ -403,8 +408,9 @@ impl Verifier {
             .filter_map(|doc| Some((ObjectIdentity::of(doc).ok()?, doc)))
             .collect();
         let signed_doc = *find_signed_document(&candidates, identity)?;
-        let signed_at =
-            signed_at_of(signed_doc).map_err(|reason| Rejection::InvalidSignedTime { reason })?;
+        let signed_at = signed_at_of(signed_doc).map_err(|e| Rejection::InvalidSignedTime {
+            reason: crate::error::chain(&e),
+        })?;
         // 3. signature sets against the requirement, each check once, within the budget
         let fresh =
             |signer: &SignerInfo| self.check_age(signer, signed_at).map_err(CheckFailure::Age);
@@ -501,7 +507,11 @@ impl Verifier {
         match expiry_of(signed_doc) {
             Ok(Some(at)) if now >= at => return Err(Rejection::Expired { at }),
             Ok(_) => {}
-            Err(reason) => return Err(Rejection::InvalidSignedTime { reason }),
+            Err(e) => {
+                return Err(Rejection::InvalidSignedTime {
+                    reason: crate::error::chain(&e),
+                });
+            }
         }
         Ok(accepted)
     }

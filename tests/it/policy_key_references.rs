@@ -11,8 +11,8 @@ use admission_fixture::{Key, key, sign};
 use mansign::manifest::Document;
 use mansign::manifest::{DocumentOrigin, Source};
 use mansign::policy::{
-    FailureAction, KeyObject, KeyReference, LoadOptions, PolicyError, PolicySet, RequestContext,
-    ResolvedKeys, load_str_with_keys,
+    FailureAction, KeyObject, KeyReference, KeyValueError, LoadOptions, PolicyError, PolicySet,
+    RequestContext, ResolvedKeys, load_str_with_keys,
 };
 use mansign::verify::Rejection;
 use serde_json::Value;
@@ -116,7 +116,10 @@ fn an_unread_or_deleted_secret_denies_every_object_even_under_audit() {
                 let mut k = ResolvedKeys::new();
                 k.insert(
                     secret_ref(),
-                    Err("Secret cosign-system/release: not found (deleted?)".into()),
+                    Err(KeyValueError::Watch {
+                        reference: secret_ref(),
+                        reason: "not found (deleted?)".into(),
+                    }),
                 );
                 k
             },
@@ -456,7 +459,10 @@ fn the_webhooks_review_denies_an_unresolved_reference_even_under_audit() {
     let mut gone = ResolvedKeys::new();
     gone.insert(
         secret_ref(),
-        Err("Secret cosign-system/release: does not exist".into()),
+        Err(KeyValueError::Missing {
+            reference: secret_ref(),
+            watched: false,
+        }),
     );
     let reviewer = Reviewer::new(load(&text, &gone).unwrap(), ReviewOptions::default());
     let (outcome, code, message) = decide(&reviewer, &object, "CREATE", None);

@@ -36,7 +36,7 @@
 use super::{LogFormat, log_line, now_rfc3339};
 use crate::kube::{ClusterAccess, KubeClient, WatchEvent, resource_version};
 use crate::limits::Limits;
-use crate::policy::{KeyObject, KeyReference, ResolvedKeys};
+use crate::policy::{KeyObject, KeyReference, KeyValueError, ResolvedKeys};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -174,14 +174,17 @@ impl KeyWatcher {
         for reference in lock(&self.references).iter() {
             let key = object_key(reference);
             let value = match objects.get(&key) {
-                None => Err(format!("{reference}: not read yet")),
-                Some(Err(reason)) => Err(format!("{reference}: {reason}")),
-                Some(Ok(None)) => Err(format!(
-                    "{reference}: the {} {}/{} does not exist (deleted, or not created yet)",
-                    reference.object.kind(),
-                    reference.namespace,
-                    reference.name
-                )),
+                None => Err(KeyValueError::NotRead {
+                    reference: reference.clone(),
+                }),
+                Some(Err(reason)) => Err(KeyValueError::Watch {
+                    reference: reference.clone(),
+                    reason: reason.clone(),
+                }),
+                Some(Ok(None)) => Err(KeyValueError::Missing {
+                    reference: reference.clone(),
+                    watched: true,
+                }),
                 Some(Ok(Some(object))) => reference.value_in(object),
             };
             out.insert(reference.clone(), value);
@@ -256,7 +259,8 @@ impl KeyWatcher {
         let client = self
             .access
             .config(&self.limits)
-            .and_then(|c| KubeClient::new(&c, &self.limits).map_err(|e| e.to_string()));
+            .and_then(|c| KubeClient::new(&c, &self.limits))
+            .map_err(|e| e.to_string());
         for key in new {
             match &client {
                 Ok(client) => {

@@ -32,7 +32,7 @@ pub async fn serve(
     let reviewer = tokio::task::spawn_blocking(move || load())
         .await
         .map_err(|e| ServeError::Policies(e.to_string()))?
-        .map_err(ServeError::Policies)?;
+        .map_err(|e| ServeError::Policies(crate::error::chain(&*e)))?;
     let (cert_path, key_path) = (options.tls_cert.clone(), options.tls_key.clone());
     let certified = tokio::task::spawn_blocking(move || load_certified_key(&cert_path, &key_path))
         .await

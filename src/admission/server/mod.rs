@@ -40,7 +40,7 @@ mod tls;
 mod verify_call;
 
 pub use listener::{run, serve};
-pub use reload::{ReloadStatus, ReviewerSource};
+pub use reload::{ReloadStatus, ReviewerLoadError, ReviewerSource};
 
 use super::Decision;
 use std::net::SocketAddr;

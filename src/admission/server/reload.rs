@@ -31,6 +31,10 @@ use std::sync::{Arc, Mutex, RwLock};
 /// Largest policy or trust root file digested for change detection.
 const MAX_WATCHED_BYTES: u64 = 64 * 1024 * 1024;
 
+/// Why [`ReviewerSource::load`] could not build the reviewer: the caller's own error, shown
+/// with its causes ([`crate::error::chain`]) in `/readyz` and the log.
+pub type ReviewerLoadError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Where the reviewer comes from: the files to watch and how to build it from them.
 #[derive(Clone)]
 pub struct ReviewerSource {
@@ -38,9 +42,9 @@ pub struct ReviewerSource {
     /// loaded policies name are watched too, without being listed here.
     pub files: Vec<PathBuf>,
     /// Builds the reviewer from the files; called at start and after every change. The
-    /// error is shown as is in `/readyz` and the log.
+    /// error is shown with its causes in `/readyz` and the log.
     #[allow(clippy::type_complexity)]
-    pub load: Arc<dyn Fn() -> Result<Reviewer, String> + Send + Sync>,
+    pub load: Arc<dyn Fn() -> Result<Reviewer, ReviewerLoadError> + Send + Sync>,
     /// Woken when something `load` reads that is not a file changed (the Secrets and
     /// ConfigMaps the policies name, [`KeyWatcher`](super::keys::KeyWatcher)): the
     /// reviewer is then loaded again at once, without waiting for the next poll.
@@ -299,7 +303,7 @@ pub(super) async fn watch(
                 seen_policies = now;
             }
             let load = source.load.clone();
-            let result = blocking(move || load())
+            let result = blocking(move || load().map_err(|e| crate::error::chain(&*e)))
                 .await
                 .unwrap_or_else(|| Err("the reload task failed".into()));
             match result {

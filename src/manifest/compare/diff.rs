@@ -249,7 +249,8 @@ pub struct FieldPattern {
 
 impl FieldPattern {
     /// Parses a pattern; the error says what is wrong with it.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, FieldPatternError> {
+        let pattern = || text.to_string();
         let mut segments = Vec::new();
         let mut rest = text;
         let mut expect_key = true;
@@ -257,22 +258,27 @@ impl FieldPattern {
             if let Some(r) = rest.strip_prefix('[') {
                 let end = if let Some(quoted) = r.strip_prefix('"') {
                     // quoted key: find the closing `"]`
-                    let close = quoted
-                        .find("\"]")
-                        .ok_or_else(|| format!("pattern {text:?}: unclosed quoted key"))?;
+                    let close =
+                        quoted
+                            .find("\"]")
+                            .ok_or_else(|| FieldPatternError::UnclosedQuotedKey {
+                                pattern: pattern(),
+                            })?;
                     segments.push(PatternSegment::Key(quoted[..close].to_string()));
                     close + 3
                 } else {
                     let close = r
                         .find(']')
-                        .ok_or_else(|| format!("pattern {text:?}: unclosed `[`"))?;
+                        .ok_or_else(|| FieldPatternError::UnclosedBracket { pattern: pattern() })?;
                     let inner = &r[..close];
                     segments.push(match inner {
                         "" | "*" => PatternSegment::AnyIndex,
-                        n => PatternSegment::Index(
-                            n.parse()
-                                .map_err(|_| format!("pattern {text:?}: bad list index {n:?}"))?,
-                        ),
+                        n => PatternSegment::Index(n.parse().map_err(|_| {
+                            FieldPatternError::BadIndex {
+                                pattern: pattern(),
+                                index: n.to_string(),
+                            }
+                        })?),
                     });
                     close + 1
                 };
@@ -281,14 +287,17 @@ impl FieldPattern {
                 continue;
             }
             if !expect_key {
-                rest = rest
-                    .strip_prefix('.')
-                    .ok_or_else(|| format!("pattern {text:?}: expected `.` or `[` at {rest:?}"))?;
+                rest =
+                    rest.strip_prefix('.')
+                        .ok_or_else(|| FieldPatternError::ExpectedSeparator {
+                            pattern: pattern(),
+                            at: rest.to_string(),
+                        })?;
             }
             let end = rest.find(['.', '[']).unwrap_or(rest.len());
             let key = &rest[..end];
             if key.is_empty() {
-                return Err(format!("pattern {text:?}: empty key"));
+                return Err(FieldPatternError::EmptyKey { pattern: pattern() });
             }
             segments.push(if key == "*" {
                 PatternSegment::AnyKey
@@ -299,7 +308,7 @@ impl FieldPattern {
             expect_key = false;
         }
         if segments.is_empty() {
-            return Err("empty field pattern".into());
+            return Err(FieldPatternError::Empty);
         }
         Ok(FieldPattern {
             text: text.to_string(),
@@ -360,6 +369,24 @@ impl IgnoreFields {
     pub fn ignores(&self, path: &[Step<'_>]) -> bool {
         self.0.iter().any(|p| p.matches_steps(path))
     }
+}
+
+/// Why a field pattern ([`FieldPattern::parse`]) was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FieldPatternError {
+    #[error("empty field pattern")]
+    Empty,
+    #[error("pattern {pattern:?}: unclosed quoted key")]
+    UnclosedQuotedKey { pattern: String },
+    #[error("pattern {pattern:?}: unclosed `[`")]
+    UnclosedBracket { pattern: String },
+    #[error("pattern {pattern:?}: bad list index {index:?}")]
+    BadIndex { pattern: String, index: String },
+    #[error("pattern {pattern:?}: expected `.` or `[` at {at:?}")]
+    ExpectedSeparator { pattern: String, at: String },
+    #[error("pattern {pattern:?}: empty key")]
+    EmptyKey { pattern: String },
 }
 
 /// Why two documents could not be compared.

@@ -93,6 +93,23 @@ impl GitopsBindings {
     }
 }
 
+/// A GitOps binding's name that cannot be one: a Flux Kustomization, an Argo CD application
+/// or installation id.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GitopsNameError {
+    #[error("Flux Kustomization {text:?} must be written namespace/name")]
+    FluxWithoutNamespace { text: String },
+    #[error("Flux Kustomization {text:?}: namespace {namespace:?} is not a namespace name")]
+    FluxNamespace { text: String, namespace: String },
+    #[error("Flux Kustomization {text:?}: name {name:?} is not an object name")]
+    FluxName { text: String, name: String },
+    #[error("Argo CD application name {name:?} must be non-empty, without `:` or spaces")]
+    ArgocdApplication { name: String },
+    #[error("Argo CD installation id {id:?} must be non-empty, without spaces")]
+    ArgocdInstallationId { id: String },
+}
+
 /// A Flux Kustomization, written `namespace/name`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FluxKustomization {
@@ -103,21 +120,21 @@ pub struct FluxKustomization {
 impl FluxKustomization {
     /// Parses `namespace/name`: a namespace name (DNS-1123 label) and a Kustomization
     /// name (DNS-1123 subdomain), which is what Flux writes into its two labels.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, GitopsNameError> {
         let Some((namespace, name)) = text.split_once('/') else {
-            return Err(format!(
-                "Flux Kustomization {text:?} must be written namespace/name"
-            ));
+            return Err(GitopsNameError::FluxWithoutNamespace { text: text.into() });
         };
         if !is_dns1123_label(namespace) {
-            return Err(format!(
-                "Flux Kustomization {text:?}: namespace {namespace:?} is not a namespace name"
-            ));
+            return Err(GitopsNameError::FluxNamespace {
+                text: text.into(),
+                namespace: namespace.into(),
+            });
         }
         if !is_dns1123_subdomain(name) {
-            return Err(format!(
-                "Flux Kustomization {text:?}: name {name:?} is not an object name"
-            ));
+            return Err(GitopsNameError::FluxName {
+                text: text.into(),
+                name: name.into(),
+            });
         }
         Ok(FluxKustomization {
             namespace: namespace.into(),
@@ -127,8 +144,8 @@ impl FluxKustomization {
 }
 
 impl std::str::FromStr for FluxKustomization {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = GitopsNameError;
+    fn from_str(s: &str) -> Result<Self, GitopsNameError> {
         FluxKustomization::parse(s)
     }
 }
@@ -141,21 +158,17 @@ impl fmt::Display for FluxKustomization {
 
 /// Checks an Argo CD application name for a binding: non-empty, no `:` (Argo CD splits the
 /// tracking id at the first `:`), no whitespace.
-pub fn check_argocd_application(name: &str) -> Result<(), String> {
+pub fn check_argocd_application(name: &str) -> Result<(), GitopsNameError> {
     if name.is_empty() || name.contains(':') || name.chars().any(char::is_whitespace) {
-        return Err(format!(
-            "Argo CD application name {name:?} must be non-empty, without `:` or spaces"
-        ));
+        return Err(GitopsNameError::ArgocdApplication { name: name.into() });
     }
     Ok(())
 }
 
 /// Checks an Argo CD installation id for a binding: non-empty, no whitespace.
-pub fn check_argocd_installation_id(id: &str) -> Result<(), String> {
+pub fn check_argocd_installation_id(id: &str) -> Result<(), GitopsNameError> {
     if id.is_empty() || id.chars().any(char::is_whitespace) {
-        return Err(format!(
-            "Argo CD installation id {id:?} must be non-empty, without spaces"
-        ));
+        return Err(GitopsNameError::ArgocdInstallationId { id: id.into() });
     }
     Ok(())
 }

@@ -328,6 +328,16 @@ pub enum AdmissionWrite {
     Update { old_object: Option<Arc<Value>> },
 }
 
+/// Text that is not `Kind` or `Kind.group` ([`GroupKind::parse`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{text:?} is not a kind: expected Kind or Kind.group (e.g. Service, PolicyException.kyverno.io)"
+)]
+pub struct GroupKindError {
+    /// The text refused.
+    pub text: String,
+}
+
 /// A kind named by API group and kind (`PolicyException.kyverno.io`; the core group is
 /// empty: `Service`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -338,13 +348,10 @@ pub struct GroupKind {
 
 impl GroupKind {
     /// Parses `Kind` (core group) or `Kind.group`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, GroupKindError> {
         let (kind, group) = text.split_once('.').unwrap_or((text, ""));
         if kind.is_empty() || !kind.chars().all(|c| c.is_ascii_alphanumeric()) {
-            return Err(format!(
-                "{text:?} is not a kind: expected Kind or Kind.group (e.g. Service, \
-                 PolicyException.kyverno.io)"
-            ));
+            return Err(GroupKindError { text: text.into() });
         }
         Ok(GroupKind {
             group: group.to_string(),

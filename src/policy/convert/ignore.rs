@@ -40,11 +40,10 @@ pub(super) fn ignore_fields(
         let mut fields = Vec::new();
         for (j, field) in binding.fields.iter().enumerate() {
             let field_at = parent.at(format!("{name}[{i}].fields[{j}]"));
-            let patterns =
-                translate_upstream_field(field).map_err(|reason| PolicyError::Invalid {
-                    at: field_at,
-                    reason,
-                })?;
+            let patterns = translate_upstream_field(field).map_err(|e| PolicyError::Invalid {
+                at: field_at,
+                reason: e.to_string(),
+            })?;
             fields.extend(patterns.iter().map(|p| json!(p.to_string())));
         }
         let mut b = Map::new();

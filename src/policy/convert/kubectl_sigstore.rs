@@ -82,9 +82,9 @@ pub(super) fn kubectl_sigstore_config(
     let mut spec = Map::new();
     if let Some(domain) = config.get("annotationKeyDomain") {
         let d = domain.as_str().unwrap_or_default();
-        AnnotationDomain::new(d).map_err(|reason| PolicyError::Invalid {
+        AnnotationDomain::new(d).map_err(|e| PolicyError::Invalid {
             at: at.at("annotationKeyDomain"),
-            reason,
+            reason: e.to_string(),
         })?;
         spec.insert("annotationDomain".into(), json!(d));
     }

@@ -139,13 +139,13 @@ pub(super) fn attestor_entries(
             reason,
         };
         if let Some(parsed) = KeyReference::parse_k8s_uri(raw) {
-            let r = parsed.map_err(invalid)?;
+            let r = parsed.map_err(|e| invalid(e.to_string()))?;
             note_logs(&keys.rekor, &keys.ctlog, at, out);
             return Ok(vec![json!({"keys": {"secretRef": {
                 "namespace": r.namespace, "name": r.name, "key": r.key}}})]);
         }
         if let Some(parsed) = parse_data_variable(raw) {
-            let (variable, key) = parsed.map_err(invalid)?;
+            let (variable, key) = parsed.map_err(|e| invalid(e.to_string()))?;
             let Some((namespace, name)) = out.config_maps.get(&variable).cloned() else {
                 return Err(invalid(format!(
                     "{variable:?} is not a configMap entry of this rule's context"

@@ -367,13 +367,13 @@ pub(crate) fn check_block(block: &MatchResources, at: &Location) -> Result<(), P
 /// Every entry of a `kinds` list ([`KindSelector::parse`]); `at` names the list.
 pub(crate) fn check_kinds(kinds: &[String], at: &Location) -> Result<(), PolicyError> {
     for (i, kind) in kinds.iter().enumerate() {
-        KindSelector::parse(kind).map_err(|reason| {
+        KindSelector::parse(kind).map_err(|e| {
             unsupported(
                 &Location {
                     field: format!("{}[{i}]", at.field),
                     ..at.clone()
                 },
-                reason,
+                e.to_string(),
             )
         })?;
     }
@@ -472,7 +472,8 @@ fn load_manifests(
     }
     let domain = match non_empty(&m.annotation_domain) {
         None => AnnotationDomain::default(),
-        Some(d) => AnnotationDomain::new(d).map_err(|e| invalid(&at.at("annotationDomain"), e))?,
+        Some(d) => AnnotationDomain::new(d)
+            .map_err(|e| invalid(&at.at("annotationDomain"), e.to_string()))?,
     };
     let requirement = attestor_requirement(at, &m.attestors, ctx)?;
     let mut ignore = Vec::new();
@@ -480,7 +481,9 @@ fn load_manifests(
         let mut fields = Vec::new();
         for (j, field) in binding.fields.iter().enumerate() {
             let field_at = at.at(format!("ignoreFields[{i}].fields[{j}]"));
-            fields.extend(translate_upstream_field(field).map_err(|e| invalid(&field_at, e))?);
+            fields.extend(
+                translate_upstream_field(field).map_err(|e| invalid(&field_at, e.to_string()))?,
+            );
         }
         ignore.push(IgnoreBinding {
             objects: binding.objects.clone(),
@@ -563,9 +566,9 @@ fn keys_entries(
     let name = entry_name(at);
     let field = at.at("publicKeys");
     let reference = match (KeyReference::parse_k8s_uri(text), parse_data_variable(text)) {
-        (Some(parsed), _) => Some(parsed.map_err(|e| invalid(&field, e))?),
+        (Some(parsed), _) => Some(parsed.map_err(|e| invalid(&field, e.to_string()))?),
         (None, Some(parsed)) => {
-            let (variable, key) = parsed.map_err(|e| unsupported(&field, e))?;
+            let (variable, key) = parsed.map_err(|e| unsupported(&field, e.to_string()))?;
             let Some((namespace, config_map)) = ctx.config_maps.get(&variable) else {
                 return Err(unsupported(
                     &field,
@@ -577,7 +580,7 @@ fn keys_entries(
             };
             Some(
                 KeyReference::new(KeyObject::ConfigMap, namespace, config_map, &key)
-                    .map_err(|e| invalid(&field, e))?,
+                    .map_err(|e| invalid(&field, e.to_string()))?,
             )
         }
         (None, None) => None,

@@ -218,7 +218,7 @@ impl LoadContext<'_> {
         let keys = self
             .keys
             .get(&reference)
-            .map_err(|reason| format!("{at}: {reason}"))
+            .map_err(|e| format!("{at}: {}", crate::error::chain(&e)))
             .and_then(|text| {
                 if !text.trim_start().starts_with("-----BEGIN") {
                     return Err(format!(
@@ -350,9 +350,9 @@ pub(crate) fn parse_public_keys(
             };
             crate::verify::TrustedKey::from_pem(key_name, &pem::encode(block))
                 .map(|k| k.with_trust_root(trust.clone()))
-                .map_err(|reason| PolicyError::Invalid {
+                .map_err(|e| PolicyError::Invalid {
                     at: at.clone(),
-                    reason: format!("not a usable public key: {reason}"),
+                    reason: format!("not a usable public key: {}", crate::error::chain(&e)),
                 })
         })
         .collect()

@@ -64,7 +64,7 @@ use super::{
 };
 use crate::annotations::AnnotationDomain;
 use crate::manifest::{
-    FluxKustomization, GitopsBindings, GroupKind, IgnoreProfile, IgnoreProfiles,
+    FluxKustomization, GitopsBindings, GitopsNameError, GroupKind, IgnoreProfile, IgnoreProfiles,
     check_argocd_application, check_argocd_installation_id, unbound_gitops_keys,
 };
 use crate::trust::TrustRoot;
@@ -444,7 +444,8 @@ pub(crate) fn load(
     let at = loc.at("spec");
     let domain = match spec.annotation_domain.as_deref() {
         None => AnnotationDomain::default(),
-        Some(d) => AnnotationDomain::new(d).map_err(|e| invalid(&at.at("annotationDomain"), e))?,
+        Some(d) => AnnotationDomain::new(d)
+            .map_err(|e| invalid(&at.at("annotationDomain"), e.to_string()))?,
     };
     ctx.document_any_issuer = spec.insecure_any_issuer;
     let requirement = attestor_requirement(&at, &spec.attestors, ctx);
@@ -457,7 +458,8 @@ pub(crate) fn load(
         for (j, field) in binding.fields.iter().enumerate() {
             let field_at = at.at(format!("ignoreFields[{i}].fields[{j}]"));
             fields.push(
-                super::fields::mansign_field_pattern(field).map_err(|e| invalid(&field_at, e))?,
+                super::fields::mansign_field_pattern(field)
+                    .map_err(|e| invalid(&field_at, e.to_string()))?,
             );
         }
         ignore.push(IgnoreBinding {
@@ -473,10 +475,12 @@ pub(crate) fn load(
     };
     let mut status_kinds = Vec::new();
     for (i, text) in spec.status_subresource_kinds.iter().enumerate() {
-        status_kinds.push(
-            GroupKind::parse(text)
-                .map_err(|e| invalid(&at.at(format!("statusSubresourceKinds[{i}]")), e))?,
-        );
+        status_kinds.push(GroupKind::parse(text).map_err(|e| {
+            invalid(
+                &at.at(format!("statusSubresourceKinds[{i}]")),
+                e.to_string(),
+            )
+        })?);
     }
     let gitops = gitops_bindings(spec.gitops.as_ref(), profiles, &at.at("gitops"))?;
     for key in unbound_gitops_keys(profiles, &gitops) {
@@ -502,7 +506,7 @@ pub(crate) fn load(
         match &spec.max_age {
             Some(text) => v.with_max_age(
                 crate::manifest::parse_duration(text)
-                    .map_err(|reason| invalid(&at.at("maxAge"), reason))?,
+                    .map_err(|e| invalid(&at.at("maxAge"), e.to_string()))?,
             ),
             None => v,
         }
@@ -561,7 +565,7 @@ fn gitops_bindings(
     };
     let list = |values: &Option<Vec<String>>,
                 field: &str,
-                check: &dyn Fn(&str) -> Result<(), String>|
+                check: &dyn Fn(&str) -> Result<(), GitopsNameError>|
      -> Result<Vec<String>, PolicyError> {
         let Some(values) = values else {
             return Ok(Vec::new());
@@ -573,7 +577,7 @@ fn gitops_bindings(
             ));
         }
         for (i, value) in values.iter().enumerate() {
-            check(value).map_err(|e| invalid(&at.at(format!("{field}[{i}]")), e))?;
+            check(value).map_err(|e| invalid(&at.at(format!("{field}[{i}]")), e.to_string()))?;
         }
         Ok(values.clone())
     };
@@ -689,7 +693,8 @@ fn keys_entry(
                 ));
             }
         };
-        KeyReference::new(object, &r.namespace, &r.name, key).map_err(|e| invalid(&at.at(field), e))
+        KeyReference::new(object, &r.namespace, &r.name, key)
+            .map_err(|e| invalid(&at.at(field), e.to_string()))
     };
     match (
         &keys.public_keys,
@@ -701,7 +706,7 @@ fn keys_entry(
             let field = at.at("publicKeys");
             match KeyReference::parse_k8s_uri(pem) {
                 Some(parsed) => {
-                    let r = parsed.map_err(|e| invalid(&field, e))?;
+                    let r = parsed.map_err(|e| invalid(&field, e.to_string()))?;
                     Ok(ctx.referenced_keys(r, &field, &name, trust))
                 }
                 None => parse_public_keys(pem, &field, &name, trust),

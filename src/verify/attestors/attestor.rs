@@ -53,8 +53,8 @@ impl TrustedKey {
     }
 
     /// Loads a `cosign.pub`-style PEM public key.
-    pub fn from_pem(name: impl Into<String>, pem: &str) -> Result<Self, String> {
-        let key = crate::keys::parse_public_key_pem(pem).map_err(|e| e.to_string())?;
+    pub fn from_pem(name: impl Into<String>, pem: &str) -> Result<Self, crate::keys::KeyError> {
+        let key = crate::keys::parse_public_key_pem(pem)?;
         Ok(Self::new(name, key))
     }
 
