@@ -120,7 +120,7 @@ mod tests {
             // Real failing calls.
             Box::new(crate::trust::TrustRoot::from_file(MISSING).unwrap_err()),
             Box::new(crate::keys::KeyError::InvalidPem {
-                source: pem::parse("not PEM").unwrap_err(),
+                source: crate::keys::PemSyntax(pem::parse("not PEM").unwrap_err()),
             }),
             Box::new(
                 crate::keys::decrypt_private_key(
@@ -217,6 +217,48 @@ mod tests {
                 path: MISSING.into(),
                 source: io_error(),
             }),
+            // The errors that were strings (issue 38, item 2), from real failing calls.
+            Box::new(
+                crate::manifest::signed_at_of(&serde_json::json!({"metadata": {"annotations": {
+                    crate::manifest::SIGNED_AT_ANNOTATION: "yesterday"
+                }}}))
+                .unwrap_err(),
+            ),
+            Box::new(
+                crate::manifest::parse_expires("9999-12-31", jiff::Timestamp::now()).unwrap_err(),
+            ),
+            Box::new(
+                crate::policy::KeyReference::new(
+                    crate::policy::KeyObject::Secret,
+                    "ns",
+                    "s",
+                    crate::policy::COSIGN_PUB,
+                )
+                .unwrap()
+                .value_in(&serde_json::json!({"data": {"cosign.pub": "%%"}}))
+                .unwrap_err(),
+            ),
+            Box::new(crate::policy::KeyValueError::Unreadable {
+                reference: crate::policy::KeyReference::new(
+                    crate::policy::KeyObject::ConfigMap,
+                    "ns",
+                    "keys",
+                    "production",
+                )
+                .unwrap(),
+                origin: "kubeconfig k, context c".into(),
+                source: Box::new(crate::kube::KubeError::Status {
+                    code: 403,
+                    message: "forbidden".into(),
+                }),
+            }),
+            Box::new(
+                crate::verify::TrustedKey::from_pem(
+                    "k",
+                    "-----BEGIN PUBLIC KEY-----\n%%\n-----END PUBLIC KEY-----\n",
+                )
+                .unwrap_err(),
+            ),
         ];
         for e in &errors {
             says_its_step_only(e.as_ref());

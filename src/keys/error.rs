@@ -1,5 +1,19 @@
 //! Why a key could not be read or written: one variant per reason.
 
+/// The PEM parser's error, as the last cause of [`KeyError::InvalidPem`]: the `pem` crate's
+/// text already includes its own cause (`invalid data: Invalid symbol 37, offset 0.`) and
+/// also returns that cause as its `source()`, which a chain printer would show twice.
+#[derive(Debug)]
+pub struct PemSyntax(pub pem::PemError);
+
+impl std::fmt::Display for PemSyntax {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for PemSyntax {}
+
 /// Why a key (a cosign key file or a PEM public key) could not be read or written.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -7,7 +21,7 @@ pub enum KeyError {
     #[error("not valid PEM")]
     InvalidPem {
         #[source]
-        source: pem::PemError,
+        source: PemSyntax,
     },
     #[error("no PEM block found")]
     NoPemBlock,

@@ -51,7 +51,7 @@ pub use encrypted_key::{
     MAX_SCRYPT_WORK, SIGSTORE_PRIVATE_KEY_LABEL, decrypt_private_key, encrypt_private_key,
     generate_key_pair,
 };
-pub use error::KeyError;
+pub use error::{KeyError, PemSyntax};
 pub(crate) use pem_text::pem_blocks;
 pub use public_key::{
     PUBLIC_KEY_LABEL, parse_public_key_pem, public_key_fingerprint, public_key_pem,

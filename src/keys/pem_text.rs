@@ -49,8 +49,9 @@ pub(crate) fn pem_blocks(text: &str) -> Result<Vec<pem::Pem>, KeyError> {
         let after_end = &body[end + END.len()..];
         let close = after_end.find("-----").ok_or_else(unterminated)?;
         let block_len = body_start + end + END.len() + close + "-----".len();
-        let block =
-            pem::parse(&rest[..block_len]).map_err(|source| KeyError::InvalidPem { source })?;
+        let block = pem::parse(&rest[..block_len]).map_err(|e| KeyError::InvalidPem {
+            source: super::error::PemSyntax(e),
+        })?;
         blocks.push(block);
         rest = rest[block_len..].trim_start();
     }
