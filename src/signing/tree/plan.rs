@@ -1,4 +1,4 @@
-//! The first pass of `mansign sign`: every input is read and parsed once, window by window,
+//! The first pass of a signing run: every input is read and parsed once, window by window,
 //! before an identity token is spent or anything is signed, and what the run will write is
 //! checked from it: a bad file, a clash of outputs or of `--bundle-out` files, or a
 //! directory in an output's place fails here.
@@ -15,15 +15,15 @@
 //! input's signed bytes, on disk). A run of one window keeps its files and reads nothing
 //! twice; stdin, which cannot be read twice, is always kept.
 
-use super::output::{Target, refuse_directory};
-use super::spill::PathLog;
+use super::error::TreeError;
+use super::spill::{PathLog, PathRecords};
+use super::staging::{Target, parent_dir, refuse_directory};
 use crate::limits::Limits;
 use crate::manifest::{
     Found, INPUT_WINDOW, InputSelection, ManifestFile, Source, digest_of_file, is_glob_input,
     load_found_digested, visit_found_windows, visit_loaded_windows,
 };
 use crate::signing::SignScope;
-use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -35,9 +35,11 @@ const WINDOW_DOCUMENTS: usize = 1024;
 /// The SHA-256 of the bytes a file was read from.
 pub(super) type Digest32 = [u8; 32];
 
-/// What `--bundle-out` writes for one signature: the Sigstore bundle, and beside it the
-/// signed message M (the bundle's artifact).
-pub(super) struct BundleFiles {
+/// What `--bundle-out` ([`SignTree::bundle_out`](super::SignTree::bundle_out)) writes for
+/// one signature: the Sigstore bundle, and beside it the signed message M (the bundle's
+/// artifact).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleFiles {
     /// `<name>.sigstore.json`
     pub bundle: PathBuf,
     /// `<name>.message`
@@ -45,23 +47,39 @@ pub(super) struct BundleFiles {
 }
 
 /// Where the outputs of a run go (`-o`).
-enum Outputs {
-    /// No `-o`: `<input>.signed` beside each file, stdout for stdin.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum TreeOutput {
+    /// No `-o`: `<input>.signed` beside the one input file, stdout for stdin. A run that
+    /// finds more than one file is refused ([`TreeError::NeedsOutput`]).
+    #[default]
     Beside,
-    /// `-o -`
+    /// `-o -`: one YAML stream on stdout, written once every signature exists.
     Stdout,
-    /// `-o DIR/`: each file at its path below its argument.
+    /// `-o DIR/`: each file at its path below its argument (below the fixed part of a glob
+    /// pattern; a file argument at its name).
     Dir(PathBuf),
-    /// `-o FILE`: one input only.
+    /// `-o FILE`: one input file only.
     File(PathBuf),
+}
+
+impl TreeOutput {
+    /// What `mansign sign -o PATH` means by `PATH`: `-` is stdout, a path ending in `/` or
+    /// naming an existing directory is a directory, anything else a file.
+    pub fn from_flag(path: &str) -> TreeOutput {
+        match path {
+            "-" => TreeOutput::Stdout,
+            o if o.ends_with('/') || Path::new(o).is_dir() => TreeOutput::Dir(o.into()),
+            o => TreeOutput::File(o.into()),
+        }
+    }
 }
 
 /// Every input of a run, where each goes, and what the second pass checks it against.
 pub(super) struct Plan<'a> {
     inputs: &'a [PathBuf],
     selection: &'a InputSelection,
-    outputs: Outputs,
-    bundle_dir: Option<PathBuf>,
+    outputs: &'a TreeOutput,
+    bundle_dir: Option<&'a Path>,
     scope: SignScope,
     /// Files and documents the first pass read.
     pub files: usize,
@@ -78,7 +96,7 @@ pub(super) struct Plan<'a> {
 }
 
 impl<'a> Plan<'a> {
-    /// Reads every input (see the module docs) and checks the outputs; `output` is `-o`,
+    /// Reads every input (see the module docs) and checks the outputs; `outputs` is `-o`,
     /// `bundle_dir` is `--bundle-out`.
     ///
     /// Two inputs can be written to one `-o DIR/` file only when the run has several
@@ -90,21 +108,15 @@ impl<'a> Plan<'a> {
         inputs: &'a [PathBuf],
         selection: &'a InputSelection,
         limits: &Limits,
-        output: Option<&str>,
-        bundle_dir: Option<&Path>,
+        outputs: &'a TreeOutput,
+        bundle_dir: Option<&'a Path>,
         scope: SignScope,
-    ) -> anyhow::Result<Plan<'a>> {
-        let outputs = match output {
-            None => Outputs::Beside,
-            Some("-") => Outputs::Stdout,
-            Some(o) if o.ends_with('/') || Path::new(o).is_dir() => Outputs::Dir(o.into()),
-            Some(o) => Outputs::File(o.into()),
-        };
+    ) -> Result<Plan<'a>, TreeError> {
         let mut plan = Plan {
             inputs,
             selection,
             outputs,
-            bundle_dir: bundle_dir.map(Path::to_path_buf),
+            bundle_dir,
             scope,
             files: 0,
             documents: 0,
@@ -113,7 +125,7 @@ impl<'a> Plan<'a> {
             stdin: VecDeque::new(),
             staged: staged_prefix(),
         };
-        let may_clash = matches!(plan.outputs, Outputs::Dir(_))
+        let may_clash = matches!(plan.outputs, TreeOutput::Dir(_))
             && (inputs.len() > 1 || inputs.iter().any(|i| is_glob_input(i)));
         let mut targets: HashSet<[u8; 16]> = HashSet::new();
         let mut bundles: HashSet<[u8; 16]> = HashSet::new();
@@ -124,25 +136,18 @@ impl<'a> Plan<'a> {
             for (file, _) in &window {
                 plan.files += 1;
                 plan.documents += file.documents.len();
-                if matches!(plan.outputs, Outputs::Beside) && plan.files > 1 {
+                if matches!(plan.outputs, TreeOutput::Beside) && plan.files > 1 {
                     // One argument (a directory or several are refused before the walk):
                     // a glob pattern that matched several files.
-                    bail!(
-                        "{}",
-                        needs_output(
-                            "a glob pattern matching several files",
-                            "the pattern's fixed directory"
-                        )
-                    );
+                    return Err(needs_output(
+                        "a glob pattern matching several files",
+                        "the pattern's fixed directory",
+                    ));
                 }
-                if let Outputs::File(o) = &plan.outputs
+                if let TreeOutput::File(o) = plan.outputs
                     && plan.files > 1
                 {
-                    bail!(
-                        "-o {}: more than one input file but one output file; use a directory \
-                         (`-o DIR/`)",
-                        o.display()
-                    );
+                    return Err(TreeError::OneOutputFile { path: o.clone() });
                 }
                 let target = plan.target(file);
                 refuse_directory(&target)?;
@@ -150,20 +155,11 @@ impl<'a> Plan<'a> {
                     && let Target::File(path) = &target
                     && !targets.insert(path_digest(path))
                 {
-                    bail!(
-                        "two inputs would be written to {}: sign them in separate runs or pass \
-                         their directory",
-                        path.display()
-                    );
+                    return Err(TreeError::OutputClash { path: path.clone() });
                 }
                 for files in plan.bundle_files(file, &target) {
                     if !bundles.insert(path_digest(&files.bundle)) {
-                        bail!(
-                            "--bundle-out: two signatures would be written to {} (bundles are \
-                             named after the output file name); sign files with the same name \
-                             in separate runs",
-                            files.bundle.display()
-                        );
+                        return Err(TreeError::BundleClash { path: files.bundle });
                     }
                 }
             }
@@ -189,22 +185,22 @@ impl<'a> Plan<'a> {
         Ok(plan)
     }
 
-    /// The name prefix of this run's staged files (see `output::Staging::with_prefix`).
+    /// The name prefix of this run's staged files (see `staging::Staging::with_prefix`).
     pub fn staged_prefix(&self) -> String {
         self.staged.clone()
     }
 
     /// Where a file of this run is written.
     pub fn target(&self, file: &ManifestFile) -> Target {
-        match (&self.outputs, &file.source) {
-            (Outputs::Beside, Source::File(p)) => {
+        match (self.outputs, &file.source) {
+            (TreeOutput::Beside, Source::File(p)) => {
                 let mut s = p.clone().into_os_string();
                 s.push(".signed");
                 Target::File(PathBuf::from(s))
             }
-            (Outputs::Beside | Outputs::Stdout, _) => Target::Stdout,
-            (Outputs::Dir(dir), _) => Target::File(dir.join(&file.relative_path)),
-            (Outputs::File(path), _) => Target::File(path.clone()),
+            (TreeOutput::Beside | TreeOutput::Stdout, _) => Target::Stdout,
+            (TreeOutput::Dir(dir), _) => Target::File(dir.join(&file.relative_path)),
+            (TreeOutput::File(path), _) => Target::File(path.clone()),
         }
     }
 
@@ -217,7 +213,7 @@ impl<'a> Plan<'a> {
     /// `sign_files` builds its messages: `<output file name>.<document number, from 1>`,
     /// or `<output file name>` with `--scope file`.
     pub fn bundle_files(&self, file: &ManifestFile, target: &Target) -> Vec<BundleFiles> {
-        let Some(dir) = &self.bundle_dir else {
+        let Some(dir) = self.bundle_dir else {
             return Vec::new();
         };
         let base = match (target, &file.source) {
@@ -254,8 +250,8 @@ impl<'a> Plan<'a> {
     pub fn windows(
         &mut self,
         limits: &Limits,
-        mut sign: impl FnMut(&Plan<'a>, Vec<ManifestFile>, Vec<Digest32>) -> anyhow::Result<()>,
-    ) -> anyhow::Result<()> {
+        mut sign: impl FnMut(&Plan<'a>, Vec<ManifestFile>, Vec<Digest32>) -> Result<(), TreeError>,
+    ) -> Result<(), TreeError> {
         if let Some(kept) = self.kept.take() {
             return self.split(kept, &mut sign);
         }
@@ -265,32 +261,29 @@ impl<'a> Plan<'a> {
         visit_found_windows(inputs, selection, INPUT_WINDOW, Some(&staged), |found| {
             let window = if found.as_slice() == [Found::Stdin] {
                 let Some(read) = self.stdin.pop_front() else {
-                    bail!("stdin: cannot be read twice");
+                    return Err(TreeError::StdinTwice);
                 };
                 vec![read]
             } else {
                 load_found_digested(found, limits)?
             };
             if self.digests.get(next) != Some(&window_digest(&window)) {
-                bail!(
-                    "{}: changed during the run (a file added, removed, renamed or edited \
-                     since the first read); nothing was written",
-                    window_names(&window)
-                );
+                return Err(TreeError::Changed {
+                    names: window_names(&window),
+                });
             }
             next += 1;
             self.split(window, &mut sign)
         })?;
         if next != self.digests.len() {
-            bail!(
-                "{}: changed during the run (files removed since the first read); nothing was \
-                 written",
-                self.inputs
+            return Err(TreeError::FilesRemoved {
+                inputs: self
+                    .inputs
                     .iter()
                     .map(|i| i.display().to_string())
                     .collect::<Vec<_>>()
-                    .join(", ")
-            );
+                    .join(", "),
+            });
         }
         Ok(())
     }
@@ -300,8 +293,8 @@ impl<'a> Plan<'a> {
     fn split(
         &self,
         files: Vec<(ManifestFile, Digest32)>,
-        sign: &mut impl FnMut(&Plan<'a>, Vec<ManifestFile>, Vec<Digest32>) -> anyhow::Result<()>,
-    ) -> anyhow::Result<()> {
+        sign: &mut impl FnMut(&Plan<'a>, Vec<ManifestFile>, Vec<Digest32>) -> Result<(), TreeError>,
+    ) -> Result<(), TreeError> {
         let mut window = Vec::new();
         let mut digests = Vec::new();
         let mut documents = 0;
@@ -327,12 +320,11 @@ impl<'a> Plan<'a> {
 
 /// Why `sign` of `what` (`a directory`, `several inputs`, ...) needs `-o`, and what to
 /// write; `tree` names what `-o DIR/` mirrors.
-pub(super) fn needs_output(what: &str, tree: &str) -> String {
-    format!(
-        "sign of {what} needs -o: write -o signed/ (a tree mirroring {tree}, which \
-         `kubectl apply -R -f signed/` and `mansign verify signed/` read), or -o - for one \
-         stream on stdout; without -o only a single file is signed, to FILE.signed beside it"
-    )
+pub(crate) fn needs_output(what: &str, tree: &str) -> TreeError {
+    TreeError::NeedsOutput {
+        what: what.to_string(),
+        tree: tree.to_string(),
+    }
 }
 
 /// A name prefix for one run's staged files that no other file has: the outputs of earlier
@@ -418,12 +410,12 @@ impl Removals {
         source: &Source,
         target: &Target,
         signed: &Digest32,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), TreeError> {
         if let Target::File(path) = target {
             // The output does not exist yet: its directory's canonical path and its name
             // are where the rename will put it (a link in its place is replaced).
             let canonical = match path.file_name() {
-                Some(name) => std::fs::canonicalize(super::output::parent_dir(path))
+                Some(name) => std::fs::canonicalize(parent_dir(path))
                     .map(|dir| dir.join(name))
                     .unwrap_or_else(|_| path.clone()),
                 None => path.clone(),
@@ -434,7 +426,7 @@ impl Removals {
             let digest = PathBuf::from(hex::encode(signed));
             self.inputs
                 .push(&[path, &digest])
-                .context("cannot keep the list of inputs to remove")?;
+                .map_err(TreeError::keep(KEEP_INPUTS))?;
         }
         Ok(())
     }
@@ -442,7 +434,7 @@ impl Removals {
     /// Every input still holds the bytes it was signed from; else the run fails, naming
     /// the first input that changed, before anything is written. Reads every input once
     /// more (within the input size limit).
-    pub fn check_unchanged(&mut self) -> anyhow::Result<()> {
+    pub fn check_unchanged(&mut self) -> Result<(), TreeError> {
         // Read back and written again as it is read: the log stays for `remove`.
         let records = self.drain()?;
         for record in records {
@@ -450,36 +442,37 @@ impl Removals {
             self.unchanged(&path, &signed)?;
             self.inputs
                 .push(&[&path, Path::new(&signed)])
-                .context("cannot keep the list of inputs to remove")?;
+                .map_err(TreeError::keep(KEEP_INPUTS))?;
         }
         Ok(())
     }
 
     /// The recorded inputs, taken out of the log.
-    fn drain(&mut self) -> anyhow::Result<super::spill::PathRecords> {
+    fn drain(&mut self) -> Result<PathRecords, TreeError> {
         std::mem::replace(&mut self.inputs, PathLog::new(2))
             .into_records()
-            .context("cannot read back the list of inputs to remove")
+            .map_err(TreeError::keep(READ_INPUTS))
     }
 
     /// `path` holds the bytes whose hex digest is `signed`.
-    fn unchanged(&self, path: &Path, signed: &str) -> anyhow::Result<()> {
-        let now = digest_of_file(path, &self.limits)
-            .with_context(|| format!("{}: cannot read the input again", path.display()))?;
+    fn unchanged(&self, path: &Path, signed: &str) -> Result<(), TreeError> {
+        let now = digest_of_file(path, &self.limits).map_err(|source| TreeError::ReadAgain {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        })?;
         if hex::encode(now) != signed {
-            bail!(
-                "{}: changed after it was signed (--remove-input removes an input only while \
-                 it holds the bytes signed); the input is kept",
-                path.display()
-            );
+            return Err(TreeError::InputChanged {
+                path: path.to_path_buf(),
+            });
         }
         Ok(())
     }
 
-    /// Deletes the input files (after every output was written). An input that is also an
-    /// output is kept, and so is one whose bytes changed since it was signed (an error,
-    /// naming it, after the others were removed).
-    pub fn remove(mut self, verbose: bool) -> anyhow::Result<()> {
+    /// Deletes the input files (after every output was written) and returns the ones it
+    /// removed, in order. An input that is also an output is kept, and so is one whose bytes
+    /// changed since it was signed (an error, naming it, after the others were removed).
+    pub fn remove(mut self) -> Result<PathLog, TreeError> {
+        let mut removed = PathLog::new(1);
         let mut changed = None;
         for record in self.drain()? {
             let (path, signed) = read_record(record)?;
@@ -490,99 +483,31 @@ impl Removals {
                 continue;
             }
             if let Err(e) = self.unchanged(&path, &signed) {
-                changed.get_or_insert(e.context("the outputs were written"));
+                changed.get_or_insert(TreeError::AfterCommit(Box::new(e)));
                 continue;
             }
-            std::fs::remove_file(&path).with_context(|| {
-                format!("{}: signed, but cannot remove the input", path.display())
-            })?;
-            if verbose {
-                eprintln!("removed {}", path.display());
+            if let Err(source) = std::fs::remove_file(&path) {
+                return Err(TreeError::RemoveInput { path, source });
             }
+            removed
+                .push(&[&path])
+                .map_err(TreeError::keep("cannot keep the list of inputs removed"))?;
         }
-        changed.map_or(Ok(()), Err)
+        changed.map_or(Ok(removed), Err)
     }
 }
 
 /// One record of [`Removals`]' log: an input and the hex digest of its signed bytes.
-fn read_record(record: std::io::Result<Vec<PathBuf>>) -> anyhow::Result<(PathBuf, String)> {
-    let record = record.context("cannot read back the list of inputs to remove")?;
+fn read_record(record: std::io::Result<Vec<PathBuf>>) -> Result<(PathBuf, String), TreeError> {
+    let record = record.map_err(TreeError::keep(READ_INPUTS))?;
     match record.as_slice() {
         [path, digest] => Ok((path.clone(), digest.to_string_lossy().into_owned())),
-        _ => bail!("the list of inputs to remove is corrupt"),
+        _ => Err(TreeError::Corrupt("the list of inputs to remove")),
     }
 }
 
-/// Outputs listed by name in the summary line at most; more are summarised as a count and
-/// the directory they were written to.
-const LISTED_OUTPUTS: usize = 3;
-
-/// Where a run wrote, gathered output by output for the summary line: the outputs
-/// themselves when there are few, else their count and the directory that holds them all
-/// (`-v` and `--format json` list every one).
-#[derive(Default)]
-pub(super) struct Written {
-    count: usize,
-    /// The first [`LISTED_OUTPUTS`] + 1 outputs, as the summary names them.
-    first: Vec<String>,
-    /// Whether every output is a file, and the deepest directory holding them all.
-    stdout: bool,
-    common: Option<PathBuf>,
-}
-
-impl Written {
-    pub fn add(&mut self, target: &Target) {
-        self.count += 1;
-        if self.first.len() <= LISTED_OUTPUTS {
-            self.first.push(show_target(target));
-        }
-        match target {
-            Target::Stdout => self.stdout = true,
-            Target::File(path) => {
-                let parent = path.parent().unwrap_or(Path::new(""));
-                self.common = Some(match self.common.take() {
-                    None => parent.to_path_buf(),
-                    Some(c) => c
-                        .components()
-                        .zip(parent.components())
-                        .take_while(|(a, b)| a == b)
-                        .map(|(a, _)| a)
-                        .collect(),
-                });
-            }
-        }
-    }
-
-    /// The summary line's account of the outputs.
-    pub fn describe(&self, verbose: bool) -> String {
-        if self.count <= LISTED_OUTPUTS {
-            return self.first.join(", ");
-        }
-        let more = if verbose {
-            "listed above"
-        } else {
-            "-v or --format json lists them"
-        };
-        if self.stdout {
-            return format!("{} outputs, to files and stdout ({more})", self.count);
-        }
-        let dir = self.common.clone().unwrap_or_default();
-        let dir = if dir.as_os_str().is_empty() {
-            ".".to_string()
-        } else {
-            format!("{}/", dir.display())
-        };
-        format!("{} files in {dir} ({more})", self.count)
-    }
-}
-
-/// How the summary and the report name an output.
-pub(super) fn show_target(t: &Target) -> String {
-    match t {
-        Target::Stdout => "<stdout>".to_string(),
-        Target::File(p) => p.display().to_string(),
-    }
-}
+const KEEP_INPUTS: &str = "cannot keep the list of inputs to remove";
+const READ_INPUTS: &str = "cannot read back the list of inputs to remove";
 
 #[cfg(test)]
 mod tests {
@@ -616,21 +541,16 @@ mod tests {
     fn plan<'a>(
         inputs: &'a [PathBuf],
         selection: &'a InputSelection,
-        bundles: Option<&Path>,
+        bundles: Option<&'a Path>,
         scope: SignScope,
-    ) -> anyhow::Result<Plan<'a>> {
-        Plan::read(
-            inputs,
-            selection,
-            &Limits::default(),
-            Some("out/"),
-            bundles,
-            scope,
-        )
+    ) -> Result<Plan<'a>, TreeError> {
+        static OUT: std::sync::LazyLock<TreeOutput> =
+            std::sync::LazyLock::new(|| TreeOutput::Dir("out/".into()));
+        Plan::read(inputs, selection, &Limits::default(), &OUT, bundles, scope)
     }
 
     /// The names of the documents each window of the second pass holds.
-    fn second_pass(plan: &mut Plan<'_>) -> anyhow::Result<Vec<Vec<String>>> {
+    fn second_pass(plan: &mut Plan<'_>) -> Result<Vec<Vec<String>>, TreeError> {
         let mut windows = Vec::new();
         plan.windows(&Limits::default(), |_, files, _| {
             windows.push(
@@ -736,11 +656,12 @@ mod tests {
         tree(dir.path(), 2, 1);
         let inputs = [dir.path().to_path_buf()];
         let selection = InputSelection::default();
+        let output = TreeOutput::File("signed.yaml".into());
         let err = Plan::read(
             &inputs,
             &selection,
             &Limits::default(),
-            Some("signed.yaml"),
+            &output,
             None,
             SignScope::Document,
         )
