@@ -32,10 +32,15 @@
 //!   SIGHUP remove what was staged and end the process; a commit that began runs to its
 //!   end first.
 //!
-//! Reading each input once or twice: the first pass keeps a 32-byte digest per window of
-//! 128 files, not the files, and the second pass reads each window again (its digest must
-//! match). A run of one window (at most 128 files) keeps its files and reads nothing twice;
-//! stdin, which cannot be read twice, is always kept.
+//! Parsing each input once: a run of one window (at most 128 files) keeps its files and
+//! reads nothing twice. A run of several windows whose files total at most 2 MiB and 8,192
+//! documents keeps its parsed files too; its second pass finds each window again and
+//! hashes its files' bytes again (a file added, removed, renamed or changed by a byte since
+//! the first pass fails the run before that window is signed), without parsing them. A
+//! bigger run keeps a 32-byte digest per window of 128 files, not the files, and its second
+//! pass reads and parses each window again (its digest must match), so that its memory
+//! does not grow with its size. Stdin, which cannot be read twice, is always kept. (The
+//! budget and its measurements: `plan.rs`.)
 //!
 //! Sign a directory with a key, without a transparency log (nothing on the network):
 //!
