@@ -4,7 +4,8 @@
 //! Data flow (see `docs/design.md`):
 //!
 //! * sign: files -> [`manifest::load_inputs`] -> message M -> [`signing::Signer`] ->
-//!   [`annotations::SignatureSet`] -> [`annotations::embed`] -> write
+//!   [`annotations::SignatureSet`] -> [`annotations::embed`] -> write; a whole tree, window by
+//!   window and all or nothing, as `mansign sign` does: [`signing::tree::SignTree`]
 //! * verify: object -> [`annotations::extract`] -> signature sets -> [`verify`] (crypto +
 //!   identity) -> manifest diff (signed document vs object) -> [`verify::Verdict`]
 //! * policies: [`policy::load_file`] (mansign `ManifestPolicy`, Kyverno `validate.manifests`)

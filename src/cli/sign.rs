@@ -6,19 +6,25 @@
 //! with a trust root, verified); inputs are removed (`--remove-input`) only after every
 //! output was written.
 //!
-//! Two passes: `sign_plan.rs` reads every input and decides the outputs before a token is
-//! spent; `sign_batch.rs` signs, verifies and stages them window by window, so a tree of
-//! 100,000 files is never in memory at once.
+//! The run is the library's ([`crate::signing::tree`]): its first pass reads every input
+//! and decides the outputs before a token is spent (the keyless signer is made after it);
+//! its second signs, verifies and stages them window by window, so a tree of 100,000 files
+//! is never in memory at once. This file turns flags into a [`SignTree`] and prints the
+//! report (`sign_report.rs`).
 
 use super::args::{ReportFormat, TrustRootArg, output_path};
 use super::outcome::Outcome;
-use super::sign_batch::{RunSigner, SignRun, SignedRun};
-use super::sign_plan::{Plan, needs_output};
 use crate::annotations::AnnotationDomain;
+use crate::conformance::{
+    BundleArtifact, BundleKey, BundleVerifier, ExpectedSigner, SigstoreBundle,
+};
 use crate::limits::Limits;
 use crate::manifest::InputSelection;
 use crate::signing::sign_in::{DEFAULT_OIDC_CLIENT_ID, DEFAULT_OIDC_ISSUER};
 use crate::signing::token::{DEFAULT_AUDIENCE, acquire_token_blocking};
+use crate::signing::tree::{
+    BoxedCause, BundleCheck, BundleSigner, RunSigner, SignTree, TreeOutput, refuse_tree_beside,
+};
 use crate::signing::{
     AmbientEnvironment, DEFAULT_FULCIO_URL, DEFAULT_REKOR_URL, KeySigner, KeylessOptions,
     KeylessSigner, RekorOptions, RetryObserver, Secret, SignInOptions, SignInPrompt, SignOptions,
@@ -255,23 +261,12 @@ pub fn run(settings: SignSettings) -> anyhow::Result<Outcome> {
         inputs,
         selection,
     } = settings;
-    let limits = Limits::default();
     let trust = trust_root(&args, tlog_upload)?;
-
-    // Inputs and outputs first: a bad path or file must not cost an identity token.
-    let mut plan = Plan::read(
-        &inputs,
-        &selection,
-        &limits,
-        args.output.as_deref(),
-        args.bundle_out.as_deref(),
-        args.scope,
-    )?;
     let options = SignOptions {
         scope: args.scope,
         append: args.append,
         domain,
-        limits,
+        limits: Limits::default(),
         expires_at: args
             .expires
             .as_deref()
@@ -280,18 +275,35 @@ pub fn run(settings: SignSettings) -> anyhow::Result<Outcome> {
             .map_err(anyhow::Error::new)?,
         signed_at: None,
     };
+    let mut tree = SignTree::new(inputs)
+        .selection(selection)
+        .output(
+            args.output
+                .as_deref()
+                .map(TreeOutput::from_flag)
+                .unwrap_or_default(),
+        )
+        .options(options)
+        .remove_inputs(args.remove_input)
+        .watch_interrupts(true);
+    if let Some(dir) = &args.bundle_out {
+        tree = tree.bundle_out(dir).bundle_check(VerifyBundle);
+    }
+    if let Some(trust) = &trust {
+        tree = tree.verify_against(trust.clone());
+    }
+
+    // Inputs and outputs first: a bad path or file must not cost an identity token.
+    let plan = tree.plan()?;
     let signer = run_signer(&args, tlog_upload)?;
-    // One signing time for every window of the run, taken once the signer is ready (a
-    // sign-in may take minutes).
-    let options = options.with_signed_at(jiff::Timestamp::now());
 
     // A long batch takes a while (a Rekor entry per signature): say what is going on, on
     // a terminal only (a CI log gets the summary).
-    let documents = plan.documents;
+    let documents = plan.documents();
     if documents >= LONG_BATCH && std::io::stderr().is_terminal() {
         eprintln!(
             "signing {documents} document(s) in {} file(s){}{}...",
-            plan.files,
+            plan.files(),
             if tlog_upload {
                 " (one Rekor entry per signature)"
             } else {
@@ -304,63 +316,51 @@ pub fn run(settings: SignSettings) -> anyhow::Result<Outcome> {
             }
         );
     }
-    let signed = SignRun {
-        signer: &signer,
-        options: &options,
-        trust: trust.as_deref(),
-        verbose: args.verbose,
-        json: args.format == ReportFormat::Json,
-        remove_input: args.remove_input,
-    }
-    .sign(&mut plan)?;
-    if args.verbose
-        && let Some(trust) = &trust
-        && signed.checked > 0
-    {
-        // With --scope file one signature covers every document of a file: count
-        // signatures as the summary does, and the documents they were read back from.
-        eprintln!(
-            "verified {} new signature(s), read back from {} document(s), against {}",
-            signed.signatures,
-            signed.checked,
-            trust.origin()
+    // One signing time for every window of the run, taken now that the signer is ready (a
+    // sign-in may take minutes).
+    let mut report = plan.sign(&signer)?;
+    super::sign_report::print(&mut report, args.verbose)?;
+    if args.format == ReportFormat::Json {
+        let signer = super::sign_report::signer_json(
+            args.key.as_deref(),
+            report.certificates().first().cloned(),
         );
+        super::sign_report::print_json(&mut report, signer)?;
     }
-    let SignedRun {
-        staging,
-        documents,
-        signatures,
-        certificates,
-        mut record,
-        mut removals,
-        ..
-    } = signed;
-    // An input edited after its window was signed fails the run before anything is
-    // written: removing it would lose the edit.
-    if let Some(removals) = &mut removals
-        && let Err(e) = removals.check_unchanged()
-    {
-        return Err(staging.discard(e));
-    }
-    staging.commit()?;
-
-    // Every file on its own line only when asked (-v; `--format json` lists them too):
-    // 300 files would otherwise be one 7 KB line.
-    record.print_verbose(&certificates)?;
-    eprintln!(
-        "signed {documents} document(s) in {} file(s) with {signatures} signature(s) -> {}",
-        plan.files,
-        record.written.describe(args.verbose)
-    );
-    if let Some(removals) = removals {
-        removals.remove(args.verbose)?;
-    }
-    record.print_json(
-        documents,
-        signatures,
-        super::sign_report::signer_json(args.key.as_deref(), certificates.first().cloned()),
-    )?;
     Ok(Outcome::Success)
+}
+
+/// `--bundle-out`'s check of each bundle before anything is written: as `mansign
+/// verify-bundle` (and sigstore-python, cosign verify-blob) will read it, every check of
+/// [`BundleVerifier::verify`], from the JSON text that is written.
+struct VerifyBundle;
+
+impl BundleCheck for VerifyBundle {
+    fn check(
+        &self,
+        trust: &TrustRoot,
+        limits: &Limits,
+        bundle_json: &str,
+        message: &[u8],
+        signer: &BundleSigner,
+    ) -> Result<(), BoxedCause> {
+        let expected = match signer {
+            BundleSigner::Key { public_key_pem } => ExpectedSigner::Key(BundleKey::from_pem(
+                "the signing key's public key",
+                public_key_pem,
+            )?),
+            BundleSigner::Identity { subject, issuer } => {
+                ExpectedSigner::identity(subject.as_str(), issuer.as_str())
+            }
+        };
+        let bundle = SigstoreBundle::from_json(bundle_json)?;
+        BundleVerifier::new(trust).with_limits(*limits).verify(
+            &bundle,
+            BundleArtifact::Bytes(message),
+            &expected,
+        )?;
+        Ok(())
+    }
 }
 
 /// Refuses flags that do not go together; returns whether signatures are logged in Rekor.
@@ -389,22 +389,11 @@ fn check_flags(args: &SignArgs) -> anyhow::Result<bool> {
 
 /// Without `-o`, one file is signed to `FILE.signed` beside it, as kubectl-sigstore does
 /// (`mansign verify -f FILE.signed` and `kubectl apply -f FILE.signed` read a file they are
-/// named). A tree signed that way would be a tree of `.signed` files, which `kubectl apply
-/// -f DIR` skips and mansign refuses as files that are not manifests: a directory, several
-/// inputs, or a glob pattern matching several files (refused in `Plan::read`) need `-o`.
-/// Refused before any key, token or trust root is read.
+/// named); a directory, several inputs, or a glob pattern matching several files (refused
+/// in the plan) need `-o` ([`refuse_tree_beside`]). Refused before any key, token or trust
+/// root is read.
 fn refuse_tree_without_output(inputs: &[PathBuf]) -> anyhow::Result<()> {
-    let directory = inputs.iter().find(|i| i.is_dir());
-    if let Some(dir) = directory {
-        bail!(
-            "{}",
-            needs_output("a directory", &dir.display().to_string())
-        );
-    }
-    if inputs.len() > 1 {
-        bail!("{}", needs_output("several inputs", "the inputs"));
-    }
-    Ok(())
+    Ok(refuse_tree_beside(inputs)?)
 }
 
 /// The run's signer: the key (its signatures logged in Rekor with `--tlog-upload`), or a

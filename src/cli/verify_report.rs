@@ -3,7 +3,7 @@
 //! count, and with `--print-verified` the verified documents. Nothing is printed before the
 //! last document was verified, so an unreadable file after the first thousand still leaves
 //! no partial output; what is kept until then is the report's text, not the documents, and
-//! past `SPILL_AT` bytes (`cli/spill.rs`) it waits in an anonymous temporary file, so that the memory of a
+//! past `SPILL_AT` bytes (`signing/tree/spill.rs`) it waits in an anonymous temporary file, so that the memory of a
 //! run does not grow with the number of files.
 
 use super::args::ReportFormat;

@@ -160,7 +160,6 @@ pub fn load_inputs_with(
 
 /// Files read at once by a streaming caller of [`visit_inputs_with`]: enough to keep the
 /// reading threads busy, few enough that memory does not grow with the size of a tree.
-#[cfg(feature = "cli")]
 pub(crate) const INPUT_WINDOW: usize = 128;
 
 /// One input the walk found: stdin, or a file with its path below its input argument.
@@ -501,35 +500,32 @@ pub(crate) fn visit_inputs_with<E: From<InputProblems>>(
     })
 }
 
-#[cfg(feature = "cli")]
 /// Input problems one run reports, each with its own message; more are counted.
 pub(crate) const MAX_REPORTED_PROBLEMS: usize = 50;
 
-#[cfg(feature = "cli")]
 /// Entries a walk still visits after [`MAX_REPORTED_PROBLEMS`] problems, only to count the
 /// problems it meets (a hostile tree of millions of files is not walked to its end).
 const MAX_COUNTED_ENTRIES: usize = 1_000_000;
 
-#[cfg(feature = "cli")]
 /// Every problem of a run's inputs (files that are not manifests, unreadable files, FIFOs,
 /// link loops, files that do not parse or are over a limit), in input order: the first
-/// [`MAX_REPORTED_PROBLEMS`], and how many more. A tree with a `README.md`, a `.signed`
+/// 50, and how many more. A tree with a `README.md`, a `.signed`
 /// file and a YAML 1.1 scalar shows all three in one run, not in three.
 ///
-/// After the cap no file is read any more, only walked (bounded by
-/// [`MAX_COUNTED_ENTRIES`]): the walk's own problems are still counted exactly, but a
+/// After the cap no file is read any more, only walked (at most 1,000,000 more
+/// entries): the walk's own problems are still counted exactly, but a
 /// file left unread may have had one, so the count is then a lower bound.
 #[derive(Debug, thiserror::Error)]
-pub(crate) struct InputProblems {
+#[non_exhaustive]
+pub struct InputProblems {
     /// The first problems, in input order (at least one).
     pub problems: Vec<ManifestError>,
-    /// Problems after the first [`MAX_REPORTED_PROBLEMS`].
+    /// Problems after the first 50.
     pub more: usize,
     /// Whether files were left unread after the cap (`more` is then a lower bound).
     pub more_unread: bool,
 }
 
-#[cfg(feature = "cli")]
 impl InputProblems {
     fn new() -> Self {
         InputProblems {
@@ -553,7 +549,6 @@ impl InputProblems {
     }
 }
 
-#[cfg(feature = "cli")]
 impl std::fmt::Display for InputProblems {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if let ([one], 0, false) = (self.problems.as_slice(), self.more, self.more_unread) {
@@ -577,7 +572,6 @@ impl std::fmt::Display for InputProblems {
     }
 }
 
-#[cfg(feature = "cli")]
 /// Walks and reads the inputs as [`visit_found_windows`] and [`load_found_digested`] do
 /// (each file with the SHA-256 of its bytes), handing `visit` at most `window` files at a
 /// time, but goes on after a problem so that the error names every problem of the inputs
@@ -651,7 +645,6 @@ pub(crate) fn visit_loaded_windows<E: From<InputProblems>>(
     }
 }
 
-#[cfg(feature = "cli")]
 /// Reads one window of found inputs, every file of it (in parallel, in order), each to its
 /// own result: the files after a bad one are read too, for their own problems.
 fn load_each(
@@ -813,7 +806,6 @@ fn open_regular(path: &Path) -> Result<std::fs::File, ManifestError> {
 /// The SHA-256 of a manifest file's bytes as it is now (opened as the walk opens it, at most
 /// `Limits::max_input_bytes` read): what `sign --remove-input` compares with the digest of
 /// the bytes it signed.
-#[cfg(feature = "cli")]
 pub(crate) fn digest_of_file(path: &Path, limits: &Limits) -> Result<[u8; 32], ManifestError> {
     let file = open_regular(path)?;
     let mut hash = Sha256::new();

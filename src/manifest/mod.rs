@@ -34,14 +34,15 @@ pub use expiry::{
     parse_duration, parse_expires, set_expiry, set_signed_at, signed_at_of,
 };
 pub use legacy_tar::LegacyTarError;
-pub use load::{
-    ExcludePatternError, InputSelection, MANIFEST_EXTENSIONS, ManifestFile, load_inputs,
-    load_inputs_with, load_reader,
-};
 #[cfg(feature = "cli")]
+pub(crate) use load::visit_inputs_with;
+pub use load::{
+    ExcludePatternError, InputProblems, InputSelection, MANIFEST_EXTENSIONS, ManifestFile,
+    load_inputs, load_inputs_with, load_reader,
+};
 pub(crate) use load::{
     Found, INPUT_WINDOW, digest_of_file, is_glob_input, load_found_digested, visit_found_windows,
-    visit_inputs_with, visit_loaded_windows,
+    visit_loaded_windows,
 };
 pub use message::{MessageError, build_message, parse_message};
 pub use yaml::error::{ScalarReadings, YamlError, YamlLocation};

@@ -2,8 +2,10 @@
 //!
 //! A [`Signer`] turns messages into [`SignatureSet`](crate::annotations::SignatureSet)s.
 //! Signers work on batches so that a keyless signer can sign a whole run with one token
-//! and one certificate. [`sign_files`] is the pipeline the CLI runs: strip old signatures,
+//! and one certificate. [`sign_files`] is the pipeline of one batch: strip old signatures,
 //! build M per document (or per file with [`SignScope::File`]), sign the batch, embed.
+//! [`tree`] signs files, directories and globs with it, window by window, and writes the
+//! outputs all or nothing (`mansign sign` is a thin shell over it).
 //!
 //! Files, each importing only the ones listed before it (no two files import each other;
 //! this file only declares and re-exports):
@@ -22,6 +24,7 @@
 //! | `error.rs`, `signer.rs` | [`SignError`], [`KeylessError`]; the [`Signer`] trait and what a call returns ([`SignedBatch`]) |
 //! | `key.rs`, `keyless.rs`, `tlog_signer.rs` | the signers |
 //! | `pipeline.rs` | [`sign_files`] |
+//! | `tree/` | [`tree::SignTree`]: a tree of files signed all or nothing (what `mansign sign` runs) |
 
 mod certificate_identity;
 mod error;
@@ -40,6 +43,7 @@ mod sigstore;
 mod tlog_signer;
 pub mod token;
 mod token_source;
+pub mod tree;
 
 pub use error::{KeylessError, SignError};
 pub use fulcio::{DEFAULT_FULCIO_URL, FulcioError};

@@ -1,29 +1,48 @@
-//! The first pass of `mansign sign`: every input is read and parsed once, window by window,
+//! The first pass of a signing run: every input is read and parsed once, window by window,
 //! before an identity token is spent or anything is signed, and what the run will write is
 //! checked from it: a bad file, a clash of outputs or of `--bundle-out` files, or a
 //! directory in an output's place fails here.
 //!
-//! Nothing of each file is kept but a digest of each window of the walk (its files' paths,
-//! numbers of documents and the SHA-256 of their bytes): the second pass walks the inputs
-//! again ([`Plan::windows`]), reads each window again, and refuses a window that is not the
-//! one first read, to the byte (a value or a comment changed is a changed file). The
-//! outputs of a file are derived from it when it is signed ([`Plan::target`],
+//! Each input is parsed once per run when the run is small, and read again by its second
+//! pass in every case but one:
+//!
+//! * **A run of one window** (at most 128 files) keeps its files and reads nothing twice.
+//! * **A run whose files total at most [`KEPT_INPUT_BYTES`] (2 MiB) and
+//!   [`KEPT_DOCUMENTS`] (8,192) documents** keeps its parsed files,
+//!   window by window; the second pass walks the inputs again ([`Plan::windows`]) and
+//!   reads each window's bytes again, only to hash them: a window that is not the one
+//!   first read (a file added, removed, renamed, or changed by a byte) is refused before
+//!   it is signed, and nothing is parsed twice.
+//! * **A bigger run** keeps nothing of each file but a digest of each window of the walk
+//!   (its files' paths, numbers of documents and the SHA-256 of their bytes): the second
+//!   pass reads and parses each window again and refuses one that is not the one first
+//!   read, to the byte. Its memory stays that of a window, whatever its size.
+//!
+//! The budget bounds what the kept documents cost. Parsed, a manifest takes several times
+//! its bytes (maps, strings, each document's origin): measured on a debug build, 1,900
+//! ConfigMaps of 4 KB (7.9 MB) kept took 23 MB more at the peak than read again (79 vs 57
+//! MB), 20,000 ConfigMaps of 140 bytes (2.8 MB) 50 MB more (104 vs 55 MB); parsing once
+//! saved a third of the CPU time of the first run and a ninth of the second's. Within 2
+//! MiB and 8,192 documents the kept files cost some 20 MB at most, about what one window
+//! of large files costs anyway; past either, the run reads again and its memory no longer
+//! grows with its number of files. Stdin, which cannot be read twice, is always kept.
+//!
+//! The outputs of a file are derived from it when it is signed ([`Plan::target`],
 //! [`Plan::bundle_files`]). So the memory of a run does not grow with its number of files,
-//! but for 32 bytes per window of 128 files and three exceptions that keep a 16-byte
-//! digest per output: a run whose outputs could clash ([`Plan::read`]), `--bundle-out`
-//! (per signature) and `--remove-input` ([`Removals`], which also keeps the digest of each
-//! input's signed bytes, on disk). A run of one window keeps its files and reads nothing
-//! twice; stdin, which cannot be read twice, is always kept.
+//! but for the kept files (within the budget), 32 bytes per window of 128 files and three
+//! exceptions that keep a 16-byte digest per output: a run whose outputs could clash
+//! ([`Plan::read`]), `--bundle-out` (per signature) and `--remove-input` ([`Removals`],
+//! which also keeps the digest of each input's signed bytes, on disk).
 
-use super::output::{Target, refuse_directory};
-use super::spill::PathLog;
+use super::error::TreeError;
+use super::spill::{PathLog, PathRecords};
+use super::staging::{Target, parent_dir, refuse_directory};
 use crate::limits::Limits;
 use crate::manifest::{
     Found, INPUT_WINDOW, InputSelection, ManifestFile, Source, digest_of_file, is_glob_input,
     load_found_digested, visit_found_windows, visit_loaded_windows,
 };
 use crate::signing::SignScope;
-use anyhow::{Context, bail};
 use sha2::{Digest, Sha256};
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -32,12 +51,20 @@ use std::path::{Path, PathBuf};
 /// signer), unless a single file holds more.
 const WINDOW_DOCUMENTS: usize = 1024;
 
+/// The input bytes (files' sizes) and the documents up to which a run of several windows
+/// keeps its parsed files for the second pass, which then only hashes the bytes again (see
+/// the module docs).
+pub(super) const KEPT_INPUT_BYTES: u64 = 2 << 20;
+const KEPT_DOCUMENTS: usize = 8192;
+
 /// The SHA-256 of the bytes a file was read from.
 pub(super) type Digest32 = [u8; 32];
 
-/// What `--bundle-out` writes for one signature: the Sigstore bundle, and beside it the
-/// signed message M (the bundle's artifact).
-pub(super) struct BundleFiles {
+/// What `--bundle-out` ([`SignTree::bundle_out`](super::SignTree::bundle_out)) writes for
+/// one signature: the Sigstore bundle, and beside it the signed message M (the bundle's
+/// artifact).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleFiles {
     /// `<name>.sigstore.json`
     pub bundle: PathBuf,
     /// `<name>.message`
@@ -45,32 +72,52 @@ pub(super) struct BundleFiles {
 }
 
 /// Where the outputs of a run go (`-o`).
-enum Outputs {
-    /// No `-o`: `<input>.signed` beside each file, stdout for stdin.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum TreeOutput {
+    /// No `-o`: `<input>.signed` beside the one input file, stdout for stdin. A run that
+    /// finds more than one file is refused ([`TreeError::NeedsOutput`]).
+    #[default]
     Beside,
-    /// `-o -`
+    /// `-o -`: one YAML stream on stdout, written once every signature exists.
     Stdout,
-    /// `-o DIR/`: each file at its path below its argument.
+    /// `-o DIR/`: each file at its path below its argument (below the fixed part of a glob
+    /// pattern; a file argument at its name).
     Dir(PathBuf),
-    /// `-o FILE`: one input only.
+    /// `-o FILE`: one input file only.
     File(PathBuf),
+}
+
+impl TreeOutput {
+    /// What `mansign sign -o PATH` means by `PATH`: `-` is stdout, a path ending in `/` or
+    /// naming an existing directory is a directory, anything else a file.
+    pub fn from_flag(path: &str) -> TreeOutput {
+        match path {
+            "-" => TreeOutput::Stdout,
+            o if o.ends_with('/') || Path::new(o).is_dir() => TreeOutput::Dir(o.into()),
+            o => TreeOutput::File(o.into()),
+        }
+    }
 }
 
 /// Every input of a run, where each goes, and what the second pass checks it against.
 pub(super) struct Plan<'a> {
     inputs: &'a [PathBuf],
     selection: &'a InputSelection,
-    outputs: Outputs,
-    bundle_dir: Option<PathBuf>,
+    outputs: &'a TreeOutput,
+    bundle_dir: Option<&'a Path>,
     scope: SignScope,
     /// Files and documents the first pass read.
     pub files: usize,
     pub documents: usize,
     /// The digest of each window of the first pass ([`window_digest`]), in order.
     digests: Vec<[u8; 32]>,
-    /// Every file (and the digest of its bytes), when the first pass was one window:
-    /// nothing is read twice.
-    kept: Option<Vec<(ManifestFile, Digest32)>>,
+    /// Every file (and the digest of its bytes), window by window, while the run is one
+    /// window or its files total at most `keep_bytes`: nothing is parsed twice.
+    kept: Option<Vec<Vec<(ManifestFile, Digest32)>>>,
+    /// The bytes and documents of the kept files, and the budget for the bytes.
+    kept_bytes: u64,
+    kept_documents: usize,
+    keep_bytes: u64,
     /// What was read from stdin (it cannot be read twice), in order.
     stdin: VecDeque<(ManifestFile, Digest32)>,
     /// The name prefix of this run's staged files, which the second walk passes over.
@@ -78,7 +125,7 @@ pub(super) struct Plan<'a> {
 }
 
 impl<'a> Plan<'a> {
-    /// Reads every input (see the module docs) and checks the outputs; `output` is `-o`,
+    /// Reads every input (see the module docs) and checks the outputs; `outputs` is `-o`,
     /// `bundle_dir` is `--bundle-out`.
     ///
     /// Two inputs can be written to one `-o DIR/` file only when the run has several
@@ -90,30 +137,49 @@ impl<'a> Plan<'a> {
         inputs: &'a [PathBuf],
         selection: &'a InputSelection,
         limits: &Limits,
-        output: Option<&str>,
-        bundle_dir: Option<&Path>,
+        outputs: &'a TreeOutput,
+        bundle_dir: Option<&'a Path>,
         scope: SignScope,
-    ) -> anyhow::Result<Plan<'a>> {
-        let outputs = match output {
-            None => Outputs::Beside,
-            Some("-") => Outputs::Stdout,
-            Some(o) if o.ends_with('/') || Path::new(o).is_dir() => Outputs::Dir(o.into()),
-            Some(o) => Outputs::File(o.into()),
-        };
+    ) -> Result<Plan<'a>, TreeError> {
+        Plan::read_keeping(
+            inputs,
+            selection,
+            limits,
+            outputs,
+            bundle_dir,
+            scope,
+            KEPT_INPUT_BYTES,
+        )
+    }
+
+    /// [`Plan::read`], keeping the parsed files of a run of several windows while they
+    /// total at most `keep_bytes` bytes (and [`KEPT_DOCUMENTS`] documents).
+    pub fn read_keeping(
+        inputs: &'a [PathBuf],
+        selection: &'a InputSelection,
+        limits: &Limits,
+        outputs: &'a TreeOutput,
+        bundle_dir: Option<&'a Path>,
+        scope: SignScope,
+        keep_bytes: u64,
+    ) -> Result<Plan<'a>, TreeError> {
         let mut plan = Plan {
             inputs,
             selection,
             outputs,
-            bundle_dir: bundle_dir.map(Path::to_path_buf),
+            bundle_dir,
             scope,
             files: 0,
             documents: 0,
             digests: Vec::new(),
             kept: Some(Vec::new()),
+            kept_bytes: 0,
+            kept_documents: 0,
+            keep_bytes,
             stdin: VecDeque::new(),
             staged: staged_prefix(),
         };
-        let may_clash = matches!(plan.outputs, Outputs::Dir(_))
+        let may_clash = matches!(plan.outputs, TreeOutput::Dir(_))
             && (inputs.len() > 1 || inputs.iter().any(|i| is_glob_input(i)));
         let mut targets: HashSet<[u8; 16]> = HashSet::new();
         let mut bundles: HashSet<[u8; 16]> = HashSet::new();
@@ -124,25 +190,18 @@ impl<'a> Plan<'a> {
             for (file, _) in &window {
                 plan.files += 1;
                 plan.documents += file.documents.len();
-                if matches!(plan.outputs, Outputs::Beside) && plan.files > 1 {
+                if matches!(plan.outputs, TreeOutput::Beside) && plan.files > 1 {
                     // One argument (a directory or several are refused before the walk):
                     // a glob pattern that matched several files.
-                    bail!(
-                        "{}",
-                        needs_output(
-                            "a glob pattern matching several files",
-                            "the pattern's fixed directory"
-                        )
-                    );
+                    return Err(needs_output(
+                        "a glob pattern matching several files",
+                        "the pattern's fixed directory",
+                    ));
                 }
-                if let Outputs::File(o) = &plan.outputs
+                if let TreeOutput::File(o) = plan.outputs
                     && plan.files > 1
                 {
-                    bail!(
-                        "-o {}: more than one input file but one output file; use a directory \
-                         (`-o DIR/`)",
-                        o.display()
-                    );
+                    return Err(TreeError::OneOutputFile { path: o.clone() });
                 }
                 let target = plan.target(file);
                 refuse_directory(&target)?;
@@ -150,61 +209,61 @@ impl<'a> Plan<'a> {
                     && let Target::File(path) = &target
                     && !targets.insert(path_digest(path))
                 {
-                    bail!(
-                        "two inputs would be written to {}: sign them in separate runs or pass \
-                         their directory",
-                        path.display()
-                    );
+                    return Err(TreeError::OutputClash { path: path.clone() });
                 }
                 for files in plan.bundle_files(file, &target) {
                     if !bundles.insert(path_digest(&files.bundle)) {
-                        bail!(
-                            "--bundle-out: two signatures would be written to {} (bundles are \
-                             named after the output file name); sign files with the same name \
-                             in separate runs",
-                            files.bundle.display()
-                        );
+                        return Err(TreeError::BundleClash { path: files.bundle });
                     }
                 }
             }
-            // Files are kept while the run is one window; stdin always (from the first
-            // window's files too, once there is a second).
-            if plan.digests.len() == 2
-                && let Some(kept) = plan.kept.take()
-            {
-                plan.stdin.extend(
-                    kept.into_iter()
-                        .filter(|(f, _)| !matches!(f.source, Source::File(_))),
-                );
-            }
-            for read in window {
-                match &mut plan.kept {
-                    Some(kept) => kept.push(read),
-                    None if matches!(read.0.source, Source::File(_)) => {}
-                    None => plan.stdin.push_back(read),
+            // Files are kept while the run is one window or within its budget; stdin
+            // always (from the kept windows too, once they are dropped).
+            if plan.kept.is_some() {
+                plan.kept_bytes = plan.kept_bytes.saturating_add(file_bytes(&window));
+                plan.kept_documents += window.iter().map(|(f, _)| f.documents.len()).sum::<usize>();
+                if plan.digests.len() >= 2
+                    && (plan.keep_bytes == 0
+                        || plan.kept_bytes > plan.keep_bytes
+                        || plan.kept_documents > KEPT_DOCUMENTS)
+                    && let Some(kept) = plan.kept.take()
+                {
+                    plan.stdin.extend(
+                        kept.into_iter()
+                            .flatten()
+                            .filter(|(f, _)| !matches!(f.source, Source::File(_))),
+                    );
                 }
+            }
+            match &mut plan.kept {
+                Some(kept) => kept.push(window),
+                None => plan.stdin.extend(
+                    window
+                        .into_iter()
+                        .filter(|(f, _)| !matches!(f.source, Source::File(_))),
+                ),
             }
             Ok(())
         })?;
         Ok(plan)
     }
 
-    /// The name prefix of this run's staged files (see `output::Staging::with_prefix`).
+    /// The name prefix of this run's staged files (see `staging::Staging::with_prefix`).
     pub fn staged_prefix(&self) -> String {
         self.staged.clone()
     }
 
     /// Where a file of this run is written.
     pub fn target(&self, file: &ManifestFile) -> Target {
-        match (&self.outputs, &file.source) {
-            (Outputs::Beside, Source::File(p)) => {
+        match (self.outputs, &file.source) {
+            (TreeOutput::Beside, Source::File(p)) => {
                 let mut s = p.clone().into_os_string();
                 s.push(".signed");
                 Target::File(PathBuf::from(s))
             }
-            (Outputs::Beside | Outputs::Stdout, _) => Target::Stdout,
-            (Outputs::Dir(dir), _) => Target::File(dir.join(&file.relative_path)),
-            (Outputs::File(path), _) => Target::File(path.clone()),
+            (TreeOutput::Beside | TreeOutput::Stdout, _) => Target::Stdout,
+            (TreeOutput::Dir(dir), _) => Target::File(dir.join(&file.relative_path)),
+            (TreeOutput::File(path), _) => Target::File(path.clone()),
         }
     }
 
@@ -217,7 +276,7 @@ impl<'a> Plan<'a> {
     /// `sign_files` builds its messages: `<output file name>.<document number, from 1>`,
     /// or `<output file name>` with `--scope file`.
     pub fn bundle_files(&self, file: &ManifestFile, target: &Target) -> Vec<BundleFiles> {
-        let Some(dir) = &self.bundle_dir else {
+        let Some(dir) = self.bundle_dir else {
             return Vec::new();
         };
         let base = match (target, &file.source) {
@@ -250,47 +309,57 @@ impl<'a> Plan<'a> {
     /// ones kept from the first pass, or read again; a window read again that is not the
     /// one first read (a file added, removed, renamed or edited) is refused before it is
     /// signed: the outputs were checked from the first, and what is signed must be what
-    /// was checked.
+    /// was checked. Kept files are not parsed again, but their bytes are read again and
+    /// hashed, with the same check (a run of one window reads nothing twice).
     pub fn windows(
         &mut self,
         limits: &Limits,
-        mut sign: impl FnMut(&Plan<'a>, Vec<ManifestFile>, Vec<Digest32>) -> anyhow::Result<()>,
-    ) -> anyhow::Result<()> {
-        if let Some(kept) = self.kept.take() {
-            return self.split(kept, &mut sign);
-        }
+        mut sign: impl FnMut(&Plan<'a>, Vec<ManifestFile>, Vec<Digest32>) -> Result<(), TreeError>,
+    ) -> Result<(), TreeError> {
+        let mut kept = match self.kept.take() {
+            Some(kept) if kept.len() <= 1 => {
+                return self.split(kept.into_iter().flatten().collect(), &mut sign);
+            }
+            Some(kept) => Some(kept.into_iter()),
+            None => None,
+        };
         let mut next = 0;
         let (inputs, selection) = (self.inputs, self.selection);
         let staged = self.staged.clone();
         visit_found_windows(inputs, selection, INPUT_WINDOW, Some(&staged), |found| {
-            let window = if found.as_slice() == [Found::Stdin] {
+            let window = if let Some(kept) = &mut kept {
+                let window = kept.next().unwrap_or_default();
+                if !same_files(&found, &window, limits) {
+                    return Err(TreeError::Changed {
+                        names: found_names(&found),
+                    });
+                }
+                window
+            } else if found.as_slice() == [Found::Stdin] {
                 let Some(read) = self.stdin.pop_front() else {
-                    bail!("stdin: cannot be read twice");
+                    return Err(TreeError::StdinTwice);
                 };
                 vec![read]
             } else {
                 load_found_digested(found, limits)?
             };
             if self.digests.get(next) != Some(&window_digest(&window)) {
-                bail!(
-                    "{}: changed during the run (a file added, removed, renamed or edited \
-                     since the first read); nothing was written",
-                    window_names(&window)
-                );
+                return Err(TreeError::Changed {
+                    names: window_names(&window),
+                });
             }
             next += 1;
             self.split(window, &mut sign)
         })?;
         if next != self.digests.len() {
-            bail!(
-                "{}: changed during the run (files removed since the first read); nothing was \
-                 written",
-                self.inputs
+            return Err(TreeError::FilesRemoved {
+                inputs: self
+                    .inputs
                     .iter()
                     .map(|i| i.display().to_string())
                     .collect::<Vec<_>>()
-                    .join(", ")
-            );
+                    .join(", "),
+            });
         }
         Ok(())
     }
@@ -300,8 +369,8 @@ impl<'a> Plan<'a> {
     fn split(
         &self,
         files: Vec<(ManifestFile, Digest32)>,
-        sign: &mut impl FnMut(&Plan<'a>, Vec<ManifestFile>, Vec<Digest32>) -> anyhow::Result<()>,
-    ) -> anyhow::Result<()> {
+        sign: &mut impl FnMut(&Plan<'a>, Vec<ManifestFile>, Vec<Digest32>) -> Result<(), TreeError>,
+    ) -> Result<(), TreeError> {
         let mut window = Vec::new();
         let mut digests = Vec::new();
         let mut documents = 0;
@@ -327,12 +396,11 @@ impl<'a> Plan<'a> {
 
 /// Why `sign` of `what` (`a directory`, `several inputs`, ...) needs `-o`, and what to
 /// write; `tree` names what `-o DIR/` mirrors.
-pub(super) fn needs_output(what: &str, tree: &str) -> String {
-    format!(
-        "sign of {what} needs -o: write -o signed/ (a tree mirroring {tree}, which \
-         `kubectl apply -R -f signed/` and `mansign verify signed/` read), or -o - for one \
-         stream on stdout; without -o only a single file is signed, to FILE.signed beside it"
-    )
+pub(crate) fn needs_output(what: &str, tree: &str) -> TreeError {
+    TreeError::NeedsOutput {
+        what: what.to_string(),
+        tree: tree.to_string(),
+    }
 }
 
 /// A name prefix for one run's staged files that no other file has: the outputs of earlier
@@ -373,6 +441,49 @@ fn path_digest(path: &Path) -> [u8; 16] {
     let mut short = [0u8; 16];
     short.copy_from_slice(&digest[..16]);
     short
+}
+
+/// The bytes of a window's files (as their sizes say; stdin counts nothing, it is always
+/// kept).
+fn file_bytes(files: &[(ManifestFile, Digest32)]) -> u64 {
+    files
+        .iter()
+        .map(|(file, _)| match &file.source {
+            Source::File(path) => std::fs::metadata(path).map_or(u64::MAX, |m| m.len()),
+            _ => 0,
+        })
+        .fold(0, u64::saturating_add)
+}
+
+/// Whether the files the second walk found are the kept ones, to the byte: the same paths
+/// below the same arguments, in the same order, each file's bytes hashing as they did
+/// (read again, not parsed).
+fn same_files(found: &[Found], kept: &[(ManifestFile, Digest32)], limits: &Limits) -> bool {
+    found.len() == kept.len()
+        && found
+            .iter()
+            .zip(kept)
+            .all(|(found, (file, digest))| match found {
+                Found::Stdin => file.source == Source::Stdin,
+                Found::File { path, relative } => {
+                    matches!(&file.source, Source::File(p) if p == path)
+                        && file.relative_path == *relative
+                        && digest_of_file(path, limits).is_ok_and(|now| now == *digest)
+                }
+            })
+}
+
+/// A window the second walk found, for an error: the only file, or the first and the last.
+fn found_names(found: &[Found]) -> String {
+    let name = |f: &Found| match f {
+        Found::Stdin => Source::Stdin.to_string(),
+        Found::File { path, .. } => path.display().to_string(),
+    };
+    match found {
+        [] => "(no files)".to_string(),
+        [one] => name(one),
+        [first, .., last] => format!("{} … {}", name(first), name(last)),
+    }
 }
 
 /// A window's files, for an error: the only one, or the first and the last.
@@ -418,12 +529,12 @@ impl Removals {
         source: &Source,
         target: &Target,
         signed: &Digest32,
-    ) -> anyhow::Result<()> {
+    ) -> Result<(), TreeError> {
         if let Target::File(path) = target {
             // The output does not exist yet: its directory's canonical path and its name
             // are where the rename will put it (a link in its place is replaced).
             let canonical = match path.file_name() {
-                Some(name) => std::fs::canonicalize(super::output::parent_dir(path))
+                Some(name) => std::fs::canonicalize(parent_dir(path))
                     .map(|dir| dir.join(name))
                     .unwrap_or_else(|_| path.clone()),
                 None => path.clone(),
@@ -434,7 +545,7 @@ impl Removals {
             let digest = PathBuf::from(hex::encode(signed));
             self.inputs
                 .push(&[path, &digest])
-                .context("cannot keep the list of inputs to remove")?;
+                .map_err(TreeError::keep(KEEP_INPUTS))?;
         }
         Ok(())
     }
@@ -442,7 +553,7 @@ impl Removals {
     /// Every input still holds the bytes it was signed from; else the run fails, naming
     /// the first input that changed, before anything is written. Reads every input once
     /// more (within the input size limit).
-    pub fn check_unchanged(&mut self) -> anyhow::Result<()> {
+    pub fn check_unchanged(&mut self) -> Result<(), TreeError> {
         // Read back and written again as it is read: the log stays for `remove`.
         let records = self.drain()?;
         for record in records {
@@ -450,36 +561,37 @@ impl Removals {
             self.unchanged(&path, &signed)?;
             self.inputs
                 .push(&[&path, Path::new(&signed)])
-                .context("cannot keep the list of inputs to remove")?;
+                .map_err(TreeError::keep(KEEP_INPUTS))?;
         }
         Ok(())
     }
 
     /// The recorded inputs, taken out of the log.
-    fn drain(&mut self) -> anyhow::Result<super::spill::PathRecords> {
+    fn drain(&mut self) -> Result<PathRecords, TreeError> {
         std::mem::replace(&mut self.inputs, PathLog::new(2))
             .into_records()
-            .context("cannot read back the list of inputs to remove")
+            .map_err(TreeError::keep(READ_INPUTS))
     }
 
     /// `path` holds the bytes whose hex digest is `signed`.
-    fn unchanged(&self, path: &Path, signed: &str) -> anyhow::Result<()> {
-        let now = digest_of_file(path, &self.limits)
-            .with_context(|| format!("{}: cannot read the input again", path.display()))?;
+    fn unchanged(&self, path: &Path, signed: &str) -> Result<(), TreeError> {
+        let now = digest_of_file(path, &self.limits).map_err(|source| TreeError::ReadAgain {
+            path: path.to_path_buf(),
+            source: Box::new(source),
+        })?;
         if hex::encode(now) != signed {
-            bail!(
-                "{}: changed after it was signed (--remove-input removes an input only while \
-                 it holds the bytes signed); the input is kept",
-                path.display()
-            );
+            return Err(TreeError::InputChanged {
+                path: path.to_path_buf(),
+            });
         }
         Ok(())
     }
 
-    /// Deletes the input files (after every output was written). An input that is also an
-    /// output is kept, and so is one whose bytes changed since it was signed (an error,
-    /// naming it, after the others were removed).
-    pub fn remove(mut self, verbose: bool) -> anyhow::Result<()> {
+    /// Deletes the input files (after every output was written) and returns the ones it
+    /// removed, in order. An input that is also an output is kept, and so is one whose bytes
+    /// changed since it was signed (an error, naming it, after the others were removed).
+    pub fn remove(mut self) -> Result<PathLog, TreeError> {
+        let mut removed = PathLog::new(1);
         let mut changed = None;
         for record in self.drain()? {
             let (path, signed) = read_record(record)?;
@@ -490,99 +602,31 @@ impl Removals {
                 continue;
             }
             if let Err(e) = self.unchanged(&path, &signed) {
-                changed.get_or_insert(e.context("the outputs were written"));
+                changed.get_or_insert(TreeError::AfterCommit(Box::new(e)));
                 continue;
             }
-            std::fs::remove_file(&path).with_context(|| {
-                format!("{}: signed, but cannot remove the input", path.display())
-            })?;
-            if verbose {
-                eprintln!("removed {}", path.display());
+            if let Err(source) = std::fs::remove_file(&path) {
+                return Err(TreeError::RemoveInput { path, source });
             }
+            removed
+                .push(&[&path])
+                .map_err(TreeError::keep("cannot keep the list of inputs removed"))?;
         }
-        changed.map_or(Ok(()), Err)
+        changed.map_or(Ok(removed), Err)
     }
 }
 
 /// One record of [`Removals`]' log: an input and the hex digest of its signed bytes.
-fn read_record(record: std::io::Result<Vec<PathBuf>>) -> anyhow::Result<(PathBuf, String)> {
-    let record = record.context("cannot read back the list of inputs to remove")?;
+fn read_record(record: std::io::Result<Vec<PathBuf>>) -> Result<(PathBuf, String), TreeError> {
+    let record = record.map_err(TreeError::keep(READ_INPUTS))?;
     match record.as_slice() {
         [path, digest] => Ok((path.clone(), digest.to_string_lossy().into_owned())),
-        _ => bail!("the list of inputs to remove is corrupt"),
+        _ => Err(TreeError::Corrupt("the list of inputs to remove")),
     }
 }
 
-/// Outputs listed by name in the summary line at most; more are summarised as a count and
-/// the directory they were written to.
-const LISTED_OUTPUTS: usize = 3;
-
-/// Where a run wrote, gathered output by output for the summary line: the outputs
-/// themselves when there are few, else their count and the directory that holds them all
-/// (`-v` and `--format json` list every one).
-#[derive(Default)]
-pub(super) struct Written {
-    count: usize,
-    /// The first [`LISTED_OUTPUTS`] + 1 outputs, as the summary names them.
-    first: Vec<String>,
-    /// Whether every output is a file, and the deepest directory holding them all.
-    stdout: bool,
-    common: Option<PathBuf>,
-}
-
-impl Written {
-    pub fn add(&mut self, target: &Target) {
-        self.count += 1;
-        if self.first.len() <= LISTED_OUTPUTS {
-            self.first.push(show_target(target));
-        }
-        match target {
-            Target::Stdout => self.stdout = true,
-            Target::File(path) => {
-                let parent = path.parent().unwrap_or(Path::new(""));
-                self.common = Some(match self.common.take() {
-                    None => parent.to_path_buf(),
-                    Some(c) => c
-                        .components()
-                        .zip(parent.components())
-                        .take_while(|(a, b)| a == b)
-                        .map(|(a, _)| a)
-                        .collect(),
-                });
-            }
-        }
-    }
-
-    /// The summary line's account of the outputs.
-    pub fn describe(&self, verbose: bool) -> String {
-        if self.count <= LISTED_OUTPUTS {
-            return self.first.join(", ");
-        }
-        let more = if verbose {
-            "listed above"
-        } else {
-            "-v or --format json lists them"
-        };
-        if self.stdout {
-            return format!("{} outputs, to files and stdout ({more})", self.count);
-        }
-        let dir = self.common.clone().unwrap_or_default();
-        let dir = if dir.as_os_str().is_empty() {
-            ".".to_string()
-        } else {
-            format!("{}/", dir.display())
-        };
-        format!("{} files in {dir} ({more})", self.count)
-    }
-}
-
-/// How the summary and the report name an output.
-pub(super) fn show_target(t: &Target) -> String {
-    match t {
-        Target::Stdout => "<stdout>".to_string(),
-        Target::File(p) => p.display().to_string(),
-    }
-}
+const KEEP_INPUTS: &str = "cannot keep the list of inputs to remove";
+const READ_INPUTS: &str = "cannot read back the list of inputs to remove";
 
 #[cfg(test)]
 mod tests {
@@ -616,21 +660,36 @@ mod tests {
     fn plan<'a>(
         inputs: &'a [PathBuf],
         selection: &'a InputSelection,
-        bundles: Option<&Path>,
+        bundles: Option<&'a Path>,
         scope: SignScope,
-    ) -> anyhow::Result<Plan<'a>> {
-        Plan::read(
+    ) -> Result<Plan<'a>, TreeError> {
+        plan_keeping(inputs, selection, bundles, scope, 0)
+    }
+
+    /// [`plan`], keeping the parsed files of up to `keep_bytes` bytes (0: a run of
+    /// several windows keeps none, and its second pass reads and parses again).
+    fn plan_keeping<'a>(
+        inputs: &'a [PathBuf],
+        selection: &'a InputSelection,
+        bundles: Option<&'a Path>,
+        scope: SignScope,
+        keep_bytes: u64,
+    ) -> Result<Plan<'a>, TreeError> {
+        static OUT: std::sync::LazyLock<TreeOutput> =
+            std::sync::LazyLock::new(|| TreeOutput::Dir("out/".into()));
+        Plan::read_keeping(
             inputs,
             selection,
             &Limits::default(),
-            Some("out/"),
+            &OUT,
             bundles,
             scope,
+            keep_bytes,
         )
     }
 
     /// The names of the documents each window of the second pass holds.
-    fn second_pass(plan: &mut Plan<'_>) -> anyhow::Result<Vec<Vec<String>>> {
+    fn second_pass(plan: &mut Plan<'_>) -> Result<Vec<Vec<String>>, TreeError> {
         let mut windows = Vec::new();
         plan.windows(&Limits::default(), |_, files, _| {
             windows.push(
@@ -668,6 +727,19 @@ mod tests {
 
     #[test]
     fn a_tree_changed_between_the_passes_is_refused_before_its_window_is_signed() {
+        refused_when_changed(0);
+    }
+
+    /// Kept parsed files are not parsed again, but a change between the passes is refused
+    /// all the same: each window's files are found and hashed again.
+    #[test]
+    fn a_kept_tree_changed_between_the_passes_is_refused_before_its_window_is_signed() {
+        refused_when_changed(u64::MAX);
+    }
+
+    /// Every kind of change of a tree of three windows between the passes fails the second
+    /// pass before its last window, the plan keeping up to `keep_bytes` of parsed files.
+    fn refused_when_changed(keep_bytes: u64) {
         type Change = fn(&Path);
         let changes: [(&str, Change); 6] = [
             ("a file added", |root| {
@@ -712,7 +784,9 @@ mod tests {
             tree(dir.path(), 300, 1);
             let inputs = [dir.path().to_path_buf()];
             let selection = InputSelection::default();
-            let mut plan = plan(&inputs, &selection, None, SignScope::Document).unwrap();
+            let mut plan =
+                plan_keeping(&inputs, &selection, None, SignScope::Document, keep_bytes).unwrap();
+            assert_eq!(plan.kept.is_some(), keep_bytes > 0, "{case}");
             change(dir.path());
             let mut signed = 0;
             let err = plan
@@ -730,17 +804,49 @@ mod tests {
         }
     }
 
+    /// Within the budget, a run of several windows keeps its parsed files (and stdin with
+    /// them), and hands the same windows to the second pass, which reads each file's
+    /// bytes again without parsing them; past it, it keeps none.
+    #[test]
+    fn a_small_run_of_several_windows_is_parsed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        tree(dir.path(), 300, 1000);
+        let inputs = [dir.path().to_path_buf()];
+        let selection = InputSelection::default();
+        let mut plan =
+            plan_keeping(&inputs, &selection, None, SignScope::Document, 1 << 20).unwrap();
+        assert_eq!(plan.digests.len(), 3);
+        let kept = plan.kept.as_ref().expect("kept within the budget");
+        assert_eq!(
+            kept.iter().map(Vec::len).collect::<Vec<_>>(),
+            [128, 128, 45]
+        );
+        assert!(plan.stdin.is_empty());
+        let windows = second_pass(&mut plan).unwrap();
+        let sizes: Vec<usize> = windows.iter().map(Vec::len).collect();
+        assert_eq!(sizes, [128, 128, 44, 1000]);
+        let names: Vec<String> = windows.concat();
+        assert_eq!(
+            (names[0].as_str(), names[1299].as_str()),
+            ("cm-0", "last-999")
+        );
+        // The tree is some 70 KB: a budget below it keeps nothing.
+        let plan = plan_keeping(&inputs, &selection, None, SignScope::Document, 1 << 10).unwrap();
+        assert!(plan.kept.is_none());
+    }
+
     #[test]
     fn one_output_file_for_several_inputs_is_refused_in_the_first_pass() {
         let dir = tempfile::tempdir().unwrap();
         tree(dir.path(), 2, 1);
         let inputs = [dir.path().to_path_buf()];
         let selection = InputSelection::default();
+        let output = TreeOutput::File("signed.yaml".into());
         let err = Plan::read(
             &inputs,
             &selection,
             &Limits::default(),
-            Some("signed.yaml"),
+            &output,
             None,
             SignScope::Document,
         )

@@ -1,4 +1,5 @@
-//! Ctrl-C (SIGINT), SIGTERM and SIGHUP while `mansign sign` stages its outputs: a CI job
+//! Ctrl-C (SIGINT), SIGTERM and SIGHUP while a tree is signed and its outputs staged
+//! ([`SignTree::watch_interrupts`](super::SignTree::watch_interrupts); `mansign sign`): a CI job
 //! cancelled mid-run (GitHub Actions sends SIGINT, then SIGTERM), a user at a terminal, or
 //! a terminal or SSH session that closes (SIGHUP) must not leave the run's temporary files
 //! beside the outputs, nor a half-written set of outputs.
@@ -102,7 +103,7 @@ impl Interrupts {
     }
 
     /// Takes the lock for one file operation, refused once the run was interrupted.
-    pub fn hold(&self) -> anyhow::Result<Held<'_>> {
+    pub fn hold(&self) -> Held<'_> {
         let held = Held(self.staged.lock().unwrap_or_else(|e| e.into_inner()));
         if self.interrupted.load(Ordering::SeqCst) {
             // The signal thread owns the end of the run: it removes the staged files and
@@ -114,7 +115,7 @@ impl Interrupts {
                 std::thread::park();
             }
         }
-        Ok(held)
+        held
     }
 
     /// Removes the run's staged files (after the operation in progress) and exits.
