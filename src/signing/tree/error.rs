@@ -88,9 +88,14 @@ pub enum TreeError {
         .path.display()
     )]
     InputChanged { path: PathBuf },
-    /// A failure after every output was written (removing the inputs).
+    /// A failure after every output was written, removing the inputs (`remove_inputs`):
+    /// the report of the run (the inputs removed before the failure among it) and why.
     #[error("the outputs were written")]
-    AfterCommit(#[source] Box<TreeError>),
+    AfterCommit {
+        report: Box<super::TreeReport>,
+        #[source]
+        source: Box<TreeError>,
+    },
     #[error("{}: signed, but cannot remove the input", .path.display())]
     RemoveInput {
         path: PathBuf,
@@ -123,7 +128,7 @@ pub enum TreeError {
     KeepStaged {
         path: PathBuf,
         #[source]
-        source: BoxedCause,
+        source: std::io::Error,
     },
     #[error("{}: cannot write", .path.display())]
     Write {
@@ -249,10 +254,13 @@ mod tests {
                     source: io(),
                 }),
             },
-            TreeError::AfterCommit(Box::new(TreeError::RemoveInput {
-                path: "in/a.yaml".into(),
-                source: io(),
-            })),
+            TreeError::AfterCommit {
+                report: Box::new(super::super::TreeReport::new()),
+                source: Box::new(TreeError::RemoveInput {
+                    path: "in/a.yaml".into(),
+                    source: io(),
+                }),
+            },
         ];
         let cause = io().to_string();
         for e in &errors {

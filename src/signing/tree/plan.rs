@@ -588,12 +588,22 @@ impl Removals {
     }
 
     /// Deletes the input files (after every output was written) and returns the ones it
-    /// removed, in order. An input that is also an output is kept, and so is one whose bytes
-    /// changed since it was signed (an error, naming it, after the others were removed).
-    pub fn remove(mut self) -> Result<PathLog, TreeError> {
+    /// removed, in order, and the first failure. An input that is also an output is kept,
+    /// and so is one whose bytes changed since it was signed (a failure, naming it, after the
+    /// others were removed); an input that cannot be removed ends the removals.
+    pub fn remove(mut self) -> (PathLog, Option<TreeError>) {
         let mut removed = PathLog::new(1);
+        let records = match self.drain() {
+            Ok(records) => records,
+            Err(e) => return (removed, Some(e)),
+        };
+        let failed = self.remove_each(records, &mut removed).err();
+        (removed, failed)
+    }
+
+    fn remove_each(&self, records: PathRecords, removed: &mut PathLog) -> Result<(), TreeError> {
         let mut changed = None;
-        for record in self.drain()? {
+        for record in records {
             let (path, signed) = read_record(record)?;
             // Resolved now that every output is in place: an input signed in place, a
             // link replaced by its output, or a link to an output is an output.
@@ -602,7 +612,7 @@ impl Removals {
                 continue;
             }
             if let Err(e) = self.unchanged(&path, &signed) {
-                changed.get_or_insert(TreeError::AfterCommit(Box::new(e)));
+                changed.get_or_insert(e);
                 continue;
             }
             if let Err(source) = std::fs::remove_file(&path) {
@@ -612,7 +622,7 @@ impl Removals {
                 .push(&[&path])
                 .map_err(TreeError::keep("cannot keep the list of inputs removed"))?;
         }
-        changed.map_or(Ok(removed), Err)
+        changed.map_or(Ok(()), Err)
     }
 }
 
@@ -631,6 +641,44 @@ const READ_INPUTS: &str = "cannot read back the list of inputs to remove";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// After the outputs are written, an input that no longer holds its signed bytes (here:
+    /// a directory in its place) is kept and named in the failure; the others are removed,
+    /// and the ones removed are listed for the report.
+    #[test]
+    fn removals_keep_a_changed_input_name_it_and_list_the_ones_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut removals = Removals::new(Limits::default());
+        let inputs: Vec<PathBuf> = (0..3)
+            .map(|i| dir.path().join(format!("{i}.yaml")))
+            .collect();
+        for (i, path) in inputs.iter().enumerate() {
+            let text = format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\n");
+            std::fs::write(path, &text).unwrap();
+            let signed: Digest32 = Sha256::digest(text.as_bytes()).into();
+            let output = Target::File(dir.path().join(format!("out-{i}.yaml")));
+            removals
+                .add(&Source::File(path.clone()), &output, &signed)
+                .unwrap();
+        }
+        removals.check_unchanged().unwrap();
+        std::fs::remove_file(&inputs[1]).unwrap();
+        std::fs::create_dir(&inputs[1]).unwrap();
+        let (removed, failed) = removals.remove();
+        let removed: Vec<PathBuf> = removed
+            .into_records()
+            .unwrap()
+            .map(|r| r.unwrap().remove(0))
+            .collect();
+        assert_eq!(removed, [inputs[0].clone(), inputs[2].clone()]);
+        assert!(!inputs[0].exists() && inputs[1].is_dir() && !inputs[2].exists());
+        let failed = failed.expect("a failure");
+        assert!(
+            matches!(&failed, TreeError::ReadAgain { path, .. } if *path == inputs[1]),
+            "{}",
+            crate::error::chain(&failed)
+        );
+    }
 
     fn config_maps(names: &[String]) -> String {
         names

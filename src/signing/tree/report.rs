@@ -109,20 +109,20 @@ impl TreeReport {
     }
 
     /// Every file written, in the order signed.
-    pub fn written(&mut self) -> Result<Records<WrittenFile>, TreeError> {
+    pub fn written(&mut self) -> Result<Records<'_, WrittenFile>, TreeError> {
         Records::of(&mut self.written, decode_written)
     }
 
     /// The transparency-log index of every signature, in signing order (none for a key
     /// signer that does not log).
-    pub fn log_indexes(&mut self) -> Result<Records<i64>, TreeError> {
+    pub fn log_indexes(&mut self) -> Result<Records<'_, i64>, TreeError> {
         Records::of(&mut self.log_indexes, |record| {
             record.first()?.to_str()?.parse().ok()
         })
     }
 
     /// The `--bundle-out` files of every signature, in signing order.
-    pub fn bundle_files(&mut self) -> Result<Records<BundleFiles>, TreeError> {
+    pub fn bundle_files(&mut self) -> Result<Records<'_, BundleFiles>, TreeError> {
         Records::of(&mut self.bundles, |record| match record.as_slice() {
             [bundle, message] => Some(BundleFiles {
                 bundle: bundle.clone(),
@@ -133,7 +133,7 @@ impl TreeReport {
     }
 
     /// The inputs removed once every output was written, in order.
-    pub fn removed_inputs(&mut self) -> Result<Records<PathBuf>, TreeError> {
+    pub fn removed_inputs(&mut self) -> Result<Records<'_, PathBuf>, TreeError> {
         Records::of(&mut self.removed, |record| record.into_iter().next())
     }
 
@@ -209,21 +209,26 @@ fn decode_written(record: Vec<PathBuf>) -> Option<WrittenFile> {
 
 /// One listing of a [`TreeReport`], read back in order. An item is an error only when
 /// the temporary storage cannot be read back.
-pub struct Records<T> {
+pub struct Records<'a, T> {
     records: PathRecords,
     decode: fn(Vec<PathBuf>) -> Option<T>,
+    /// The report is borrowed while its listing is read: a listing in a temporary file is
+    /// read through a handle that shares the file's offset, so two readers of one report at
+    /// once would read each other's records.
+    _report: std::marker::PhantomData<&'a mut PathLog>,
 }
 
-impl<T> Records<T> {
-    fn of(log: &mut PathLog, decode: fn(Vec<PathBuf>) -> Option<T>) -> Result<Self, TreeError> {
+impl<'a, T> Records<'a, T> {
+    fn of(log: &'a mut PathLog, decode: fn(Vec<PathBuf>) -> Option<T>) -> Result<Self, TreeError> {
         Ok(Records {
             records: log.reread_records().map_err(TreeError::keep(READ_REPORT))?,
             decode,
+            _report: std::marker::PhantomData,
         })
     }
 }
 
-impl<T> Iterator for Records<T> {
+impl<T> Iterator for Records<'_, T> {
     type Item = Result<T, TreeError>;
 
     fn next(&mut self) -> Option<Self::Item> {

@@ -205,7 +205,14 @@ impl SignRun<'_> {
         }
         staging.commit()?;
         if let Some(removals) = removals {
-            report.set_removed(removals.remove()?);
+            let (removed, failed) = removals.remove();
+            report.set_removed(removed);
+            if let Some(source) = failed {
+                return Err(TreeError::AfterCommit {
+                    report: Box::new(report),
+                    source: Box::new(source),
+                });
+            }
         }
         Ok(report)
     }

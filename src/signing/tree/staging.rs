@@ -135,9 +135,11 @@ impl Staging {
                 files
                     .push(&[&tmp, &renamed_to, path])
                     .map_err(TreeError::keep("cannot keep the list of staged outputs"))?;
+                // tempfile's PathPersistError prints its io::Error and returns it as its
+                // source too: the io::Error alone is the cause.
                 tmp.keep().map_err(|e| TreeError::KeepStaged {
                     path: path.clone(),
-                    source: Box::new(e),
+                    source: e.error,
                 })?;
             }
         }
