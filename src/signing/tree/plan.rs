@@ -329,7 +329,7 @@ impl<'a> Plan<'a> {
         visit_found_windows(inputs, selection, INPUT_WINDOW, Some(&staged), |found| {
             let window = if let Some(kept) = &mut kept {
                 let window = kept.next().unwrap_or_default();
-                if !same_files(&found, &window, limits) {
+                if !same_files(&found, &window, limits)? {
                     return Err(TreeError::Changed {
                         names: found_names(&found),
                     });
@@ -457,20 +457,30 @@ fn file_bytes(files: &[(ManifestFile, Digest32)]) -> u64 {
 
 /// Whether the files the second walk found are the kept ones, to the byte: the same paths
 /// below the same arguments, in the same order, each file's bytes hashing as they did
-/// (read again, not parsed).
-fn same_files(found: &[Found], kept: &[(ManifestFile, Digest32)], limits: &Limits) -> bool {
-    found.len() == kept.len()
-        && found
-            .iter()
-            .zip(kept)
-            .all(|(found, (file, digest))| match found {
-                Found::Stdin => file.source == Source::Stdin,
-                Found::File { path, relative } => {
-                    matches!(&file.source, Source::File(p) if p == path)
-                        && file.relative_path == *relative
-                        && digest_of_file(path, limits).is_ok_and(|now| now == *digest)
-                }
-            })
+/// (read again, not parsed). A file that cannot be read again is its own error, as when the
+/// second pass parses again (unreadable, too large, no longer a regular file).
+fn same_files(
+    found: &[Found],
+    kept: &[(ManifestFile, Digest32)],
+    limits: &Limits,
+) -> Result<bool, TreeError> {
+    if found.len() != kept.len() {
+        return Ok(false);
+    }
+    for (found, (file, digest)) in found.iter().zip(kept) {
+        let same = match found {
+            Found::Stdin => file.source == Source::Stdin,
+            Found::File { path, relative } => {
+                matches!(&file.source, Source::File(p) if p == path)
+                    && file.relative_path == *relative
+                    && digest_of_file(path, limits)? == *digest
+            }
+        };
+        if !same {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// A window the second walk found, for an error: the only file, or the first and the last.
