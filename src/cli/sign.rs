@@ -23,8 +23,7 @@ use crate::manifest::InputSelection;
 use crate::signing::sign_in::{DEFAULT_OIDC_CLIENT_ID, DEFAULT_OIDC_ISSUER};
 use crate::signing::token::{DEFAULT_AUDIENCE, acquire_token_blocking};
 use crate::signing::tree::{
-    BoxedCause, BundleCheck, BundleSigner, RunSigner, SignTree, TreeError, TreeOutput,
-    refuse_tree_beside,
+    BoxedCause, BundleCheck, BundleSigner, RunSigner, SignTree, TreeOutput, refuse_tree_beside,
 };
 use crate::signing::{
     AmbientEnvironment, DEFAULT_FULCIO_URL, DEFAULT_REKOR_URL, KeySigner, KeylessOptions,
@@ -319,16 +318,7 @@ pub fn run(settings: SignSettings) -> anyhow::Result<Outcome> {
     }
     // One signing time for every window of the run, taken now that the signer is ready (a
     // sign-in may take minutes).
-    let mut report = match plan.sign(&signer) {
-        Ok(report) => report,
-        // Every output was written, removing the inputs failed: what was written (and the
-        // inputs removed before the failure) is said before the error, as for a success.
-        Err(TreeError::AfterCommit { mut report, source }) => {
-            super::sign_report::print(&mut report, args.verbose)?;
-            return Err(TreeError::AfterCommit { report, source }.into());
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let mut report = plan.sign(&signer)?;
     super::sign_report::print(&mut report, args.verbose)?;
     if args.format == ReportFormat::Json {
         let signer = super::sign_report::signer_json(

@@ -88,14 +88,9 @@ pub enum TreeError {
         .path.display()
     )]
     InputChanged { path: PathBuf },
-    /// A failure after every output was written, removing the inputs (`remove_inputs`):
-    /// the report of the run (the inputs removed before the failure among it) and why.
+    /// A failure after every output was written, removing the inputs (`remove_inputs`).
     #[error("the outputs were written")]
-    AfterCommit {
-        report: Box<super::TreeReport>,
-        #[source]
-        source: Box<TreeError>,
-    },
+    AfterCommit(#[source] Box<TreeError>),
     #[error("{}: signed, but cannot remove the input", .path.display())]
     RemoveInput {
         path: PathBuf,
@@ -254,13 +249,10 @@ mod tests {
                     source: io(),
                 }),
             },
-            TreeError::AfterCommit {
-                report: Box::new(super::super::TreeReport::new()),
-                source: Box::new(TreeError::RemoveInput {
-                    path: "in/a.yaml".into(),
-                    source: io(),
-                }),
-            },
+            TreeError::AfterCommit(Box::new(TreeError::RemoveInput {
+                path: "in/a.yaml".into(),
+                source: io(),
+            })),
         ];
         let cause = io().to_string();
         for e in &errors {

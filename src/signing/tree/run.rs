@@ -208,10 +208,7 @@ impl SignRun<'_> {
             let (removed, failed) = removals.remove();
             report.set_removed(removed);
             if let Some(source) = failed {
-                return Err(TreeError::AfterCommit {
-                    report: Box::new(report),
-                    source: Box::new(source),
-                });
+                return Err(TreeError::AfterCommit(Box::new(source)));
             }
         }
         Ok(report)
