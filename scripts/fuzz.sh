@@ -37,9 +37,7 @@ else
   CARGO=(env RUSTC_BOOTSTRAP=1 cargo)
   echo "fuzz.sh: no nightly toolchain; $(cargo --version) with RUSTC_BOOTSTRAP=1" >&2
 fi
-if ! cargo fuzz --version >/dev/null 2>&1; then
-  cargo install --locked cargo-fuzz
-fi
+bash scripts/cargo-tool.sh fuzz 0.13.2
 
 seed() { # seed TARGET FILE...
   local dir="fuzz/corpus/$1"

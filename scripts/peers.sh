@@ -18,7 +18,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../tests/peers"
 
-# name=package, in build order.
+# name=package; each name is its package's last path element, the name `go build -o DIR/`
+# gives it (all of a module's packages build in one `go build`, which links them side by side).
 PEERS=(
   "kubectl-sigstore=github.com/sigstore/k8s-manifest-sigstore/cmd/kubectl-sigstore"
   "kubectl-kyverno=github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno"
@@ -37,6 +38,9 @@ die() {
 command -v go >/dev/null 2>&1 ||
   die "the Go toolchain (go) is not on PATH; the peer tests need it (Go >= $(sed -n 's/^go //p' go.mod)), install it from https://go.dev/dl/"
 go_version=$(go version) || die "\`go version\` failed"
+# No symbol table or DWARF: the tests only run these binaries, and linking the Kyverno CLI
+# without them takes a fraction of the time (the cluster and Kyverno builds use the same flags).
+LDFLAGS="-s -w"
 
 cache=${MANSIGN_TOOLS_CACHE:-$HOME/.cache/mansign-tools}
 tmp=
@@ -51,18 +55,19 @@ build_into() {
   mkdir -p "$cache"
   tmp=$(mktemp -d "$cache/.$(basename "$dir").XXXXXX")
   echo "peers.sh: building into $dir ($go_version); the first build takes many minutes" >&2
-  local start entry name pkg
+  local start entry name pkgs=()
   start=$(date +%s)
   mkdir -p "$tmp/bin"
   for entry in "$@"; do
     name=${entry%%=*}
-    pkg=${entry#*=}
-    echo "peers.sh: go build $pkg (module $module)" >&2
-    # -mod=readonly: go.mod and go.sum are the pin; a build never rewrites them.
-    (cd "$module" && GOFLAGS="-mod=readonly -buildvcs=false" go build -o "$tmp/bin/$name" "$pkg") ||
-      die "building $name ($pkg) failed (module $module, $go_version)"
+    pkgs+=("${entry#*=}")
+    [ "$name" = "$(basename "${entry#*=}")" ] || die "peer $name: the name must be its package's last element (${entry#*=})"
   done
-  printf '%s\n' "$go_version" "$@" >"$tmp/built-with"
+  echo "peers.sh: go build ${pkgs[*]} (module $module)" >&2
+  # -mod=readonly: go.mod and go.sum are the pin; a build never rewrites them.
+  (cd "$module" && GOFLAGS="-mod=readonly -buildvcs=false" go build -ldflags "$LDFLAGS" -o "$tmp/bin/" "${pkgs[@]}") ||
+    die "building ${pkgs[*]} failed (module $module, $go_version)"
+  printf '%s\n' "$go_version" "$LDFLAGS" "$@" >"$tmp/built-with"
   # Another process may have finished the same build meanwhile: keep the first one.
   if ! mv -T "$tmp" "$dir" 2>/dev/null; then
     [ -d "$dir/bin" ] || die "cannot move the build into $dir"
@@ -75,7 +80,7 @@ build_into() {
 key=$(
   {
     sha256sum go.mod go.sum yamloracle/*.go | cut -d' ' -f1
-    printf '%s\n' "${PEERS[@]}"
+    printf '%s\n' "${PEERS[@]}" "$LDFLAGS"
     echo "$go_version"
   } | sha256sum | cut -c1-16
 )
@@ -85,7 +90,7 @@ build_into "$dir" . "${PEERS[@]}"
 key054=$(
   {
     sha256sum ks054/go.mod ks054/go.sum ks054/tools.go | cut -d' ' -f1
-    printf '%s\n' "${PEERS_054[@]}"
+    printf '%s\n' "${PEERS_054[@]}" "$LDFLAGS"
     echo "$go_version"
   } | sha256sum | cut -c1-16
 )

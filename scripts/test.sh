@@ -40,6 +40,39 @@ if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 
 fi
 cargo fmt --version && cargo clippy --version
 
+log "started in the background: the Go-built test tools (peers, test cluster, helm, Kyverno)"
+# The peers (kubectl-sigstore, Kyverno CLI, kubectl's YAML reader), the test cluster
+# (kube-apiserver, kubectl, etcd), helm + the rule checker and Kyverno's admission controller,
+# built from tests/peers, tests/cluster, tests/ops and tests/kyverno (pinned Go modules) into a
+# cache keyed by go.sum under ${MANSIGN_TOOLS_CACHE:-$HOME/.cache/mansign-tools}: the first
+# build on a fresh machine takes long (docs/compatibility.md, docs/admission.md), later runs
+# find it warm. They build in the background while the steps below install the rest and build
+# mansign's tests (which do not need them); the first step that runs tests waits for them. A
+# missing Go toolchain or a failed build stops the run there: the tests that need them never
+# skip. kyverno.sh after peers.sh: it compiles mostly the Kyverno CLI's packages, found in
+# Go's build cache then (docs/compatibility.md has both builds' costs).
+mkdir -p target
+go_tools_log=target/go-tools.log
+build_go_tools() {
+  local tools started
+  for tools in "peers.sh" "cluster.sh build" "ops-tools.sh" "kyverno.sh build"; do
+    started=$(date +%s)
+    # shellcheck disable=SC2086 # the second word is the sub-command
+    bash scripts/$tools >/dev/null || { echo "scripts/$tools failed" >&2; return 1; }
+    echo "scripts/$tools: ready in $(($(date +%s) - started)) s" >&2
+  done
+}
+build_go_tools >"$go_tools_log" 2>&1 &
+go_tools=$!
+go_tools_ready() { # waits for the Go builds; their log on failure
+  if ! wait "$go_tools"; then
+    cat "$go_tools_log" >&2
+    echo "test.sh: building the Go test tools failed (log above, and in $go_tools_log)" >&2
+    exit 1
+  fi
+  grep 'ready in' "$go_tools_log" >&2
+}
+
 log "loopback Sigstore stack dependencies (npm + sigstore-python venv)"
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq nodejs npm
@@ -60,26 +93,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 bash scripts/install-lint-tools.sh
 
-log "Go-built test tools: the peers (kubectl-sigstore, Kyverno CLI, kubectl's YAML reader), the test cluster (kube-apiserver, kubectl, etcd), helm + the rule checker and Kyverno's admission controller"
-# Built from tests/peers, tests/cluster, tests/ops and tests/kyverno (pinned Go modules) into a cache keyed by
-# go.sum under ${MANSIGN_TOOLS_CACHE:-$HOME/.cache/mansign-tools}: the first build on a fresh
-# machine takes long (docs/compatibility.md, docs/admission.md), later runs find it warm.
-# A missing Go toolchain or a failed build stops here: the tests that need them never skip.
-# kyverno.sh after peers.sh: it compiles mostly the Kyverno CLI's packages, found in Go's
-# build cache then (docs/compatibility.md has both builds' costs).
-for tools in "peers.sh" "cluster.sh build" "ops-tools.sh" "kyverno.sh build"; do
-  started=$(date +%s)
-  # shellcheck disable=SC2086 # the second word is the sub-command
-  bash scripts/$tools >/dev/null
-  echo "scripts/$tools: ready in $(($(date +%s) - started)) s" >&2
-done
-
 log "cargo-nextest (the test runner: groups and per-test timeouts in .config/nextest.toml)"
-# Installed from crates.io when missing (a few CPU-minutes once; ~/.cargo/bin keeps it).
-nextest_version=0.9.151
-if ! cargo nextest --version 2>/dev/null | grep -q "cargo-nextest $nextest_version"; then
-  cargo install --locked "cargo-nextest@$nextest_version"
-fi
+# Installed from crates.io when missing, built for a short build (scripts/cargo-tool.sh; once
+# a machine: ~/.cargo/bin keeps it).
+bash scripts/cargo-tool.sh nextest 0.9.151
 cargo nextest --version | head -1
 
 log "cargo fmt --check"
@@ -107,11 +124,53 @@ for line in sys.stdin:
 log "module layering (imports point down, no cycles, sigstore crates only in adapters)"
 cargo nextest run --locked --profile ci --test it -E 'test(/^layering::/)'
 
+# The fuzz targets build from now on at the lowest priority (scripts/fuzz.sh --build-only), on
+# the CPU the steps below leave idle; the fuzz smoke at the end waits for them.
+printf '\n==> started in the background: the fuzz targets'"'"' build\n' >&2
+nice -n 19 bash scripts/fuzz.sh --build-only >/dev/null 2>&1 &
+fuzz_build=$!
+
+# The steps that only compile and read (no test tool needed). On a warm machine they run
+# beside the shared-environment modules, which leave CPU idle while they wait on their
+# servers; on a cold one, where the Go builds are still running when the tests are built,
+# they run beside those builds instead, and the shared modules start when the builds end.
+compile_only_steps() {
+  log "cargo clippy --all-targets -- -D warnings"
+  nice -n 5 cargo clippy --locked --all-targets -- -D warnings
+
+  log "cargo doc (broken intra-doc links are errors)"
+  RUSTDOCFLAGS="-D warnings" nice -n 5 cargo doc --locked --no-deps --quiet
+
+  log "the library without the command line (default-features = false): check and doc examples"
+  # kube-core's k8s-openapi needs a Kubernetes version, which only an application picks
+  # (Cargo.toml): here the binary's, so that k8s-openapi and kube-core are the units clippy
+  # checked above (K8S_OPENAPI_ENABLED_VERSION would rerun their build script and check them
+  # again). A check, not a build: the doc examples below build the library without the CLI.
+  nice -n 5 cargo check --locked --lib --no-default-features --features k8s-openapi/earliest
+  nice -n 5 cargo test --locked --doc --no-default-features
+
+  log "public API against its snapshot (tests/golden/public-api.txt)"
+  bash scripts/public-api.sh
+
+  log "cargo package (crate contents and size)"
+  bash scripts/check-package.sh
+
+  log "benches once in test mode, and doc tests"
+  nice -n 5 cargo test --locked --benches
+  nice -n 5 cargo test --locked --doc
+}
+compiled=0
+if kill -0 "$go_tools" 2>/dev/null; then
+  compile_only_steps
+  compiled=1
+fi
+log "the Go-built test tools: the rest of their build (started at the beginning)"
+go_tools_ready
+
 # The shared-environment modules wait on their servers far more than they compute (the seven
 # in one process: 560 s of wall time for 240 s of CPU), so they start now, in the background,
 # one process each, at most $shared_jobs at a time, and every other step below runs while they
-# wait; the steps that only compile run at a lower priority than the servers. The fuzz
-# targets build meanwhile at the lowest (scripts/fuzz.sh --build-only), on the CPU left idle.
+# wait; the steps that only compile run at a lower priority than the servers.
 shared_jobs=${MANSIGN_SHARED_JOBS:-4}
 shared_logs=target/shared-env
 rm -rf "$shared_logs" && mkdir -p "$shared_logs"
@@ -139,11 +198,9 @@ run_shared() { # every module of in_process, at most $shared_jobs at a time
   wait
 }
 shared_started=$(date +%s)
-printf '\n==> started in the background: the shared-environment modules (%s), and the fuzz targets'"'"' build\n' "${in_process[*]}" >&2
+printf '\n==> started in the background: the shared-environment modules (%s)\n' "${in_process[*]}" >&2
 run_shared &
 shared_driver=$!
-nice -n 19 bash scripts/fuzz.sh --build-only >/dev/null 2>&1 &
-fuzz_build=$!
 
 log "unit and integration tests under nextest (one process a test; actionlint and shellcheck in tests/it/ci_lint.rs)"
 cargo nextest run --locked --profile ci --lib --bins --tests -E "not $in_process_filter"
@@ -156,29 +213,7 @@ for t, name in sorted(cases, reverse=True)[:15]:
     print(f"  {t:7.1f} s  {name}", file=sys.stderr)
 PY
 
-log "cargo clippy --all-targets -- -D warnings"
-nice -n 5 cargo clippy --locked --all-targets -- -D warnings
-
-log "cargo doc (broken intra-doc links are errors)"
-RUSTDOCFLAGS="-D warnings" nice -n 5 cargo doc --locked --no-deps --quiet
-
-log "the library without the command line (default-features = false): check and doc examples"
-# kube-core's k8s-openapi needs a Kubernetes version, which only an application picks
-# (Cargo.toml): here the binary's, so that k8s-openapi and kube-core are the units clippy
-# checked above (K8S_OPENAPI_ENABLED_VERSION would rerun their build script and check them
-# again). A check, not a build: the doc examples below build the library without the CLI.
-nice -n 5 cargo check --locked --lib --no-default-features --features k8s-openapi/earliest
-nice -n 5 cargo test --locked --doc --no-default-features
-
-log "public API against its snapshot (tests/golden/public-api.txt)"
-bash scripts/public-api.sh
-
-log "cargo package (crate contents and size)"
-bash scripts/check-package.sh
-
-log "benches once in test mode, and doc tests"
-nice -n 5 cargo test --locked --benches
-nice -n 5 cargo test --locked --doc
+[ "$compiled" = 1 ] || compile_only_steps
 
 log "the shared-environment modules: the rest of their run"
 wait "$shared_driver" || true
