@@ -18,8 +18,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../tests/peers"
 
-# name=package; each name is its package's last path element, the name `go build -o DIR/`
-# gives it (all of a module's packages build in one `go build`, which links them side by side).
+# name=package. All of a module's packages build in one `go build -o DIR/` (which links
+# them side by side) under their package's last path element, then take their name.
 PEERS=(
   "kubectl-sigstore=github.com/sigstore/k8s-manifest-sigstore/cmd/kubectl-sigstore"
   "kubectl-kyverno=github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno"
@@ -55,18 +55,22 @@ build_into() {
   mkdir -p "$cache"
   tmp=$(mktemp -d "$cache/.$(basename "$dir").XXXXXX")
   echo "peers.sh: building into $dir ($go_version); the first build takes many minutes" >&2
-  local start entry name pkgs=()
+  local start entry name built pkgs=()
   start=$(date +%s)
   mkdir -p "$tmp/bin"
   for entry in "$@"; do
-    name=${entry%%=*}
     pkgs+=("${entry#*=}")
-    [ "$name" = "$(basename "${entry#*=}")" ] || die "peer $name: the name must be its package's last element (${entry#*=})"
   done
   echo "peers.sh: go build ${pkgs[*]} (module $module)" >&2
   # -mod=readonly: go.mod and go.sum are the pin; a build never rewrites them.
   (cd "$module" && GOFLAGS="-mod=readonly -buildvcs=false" go build -ldflags "$LDFLAGS" -o "$tmp/bin/" "${pkgs[@]}") ||
     die "building ${pkgs[*]} failed (module $module, $go_version)"
+  for entry in "$@"; do
+    name=${entry%%=*}
+    built=$(basename "${entry#*=}")
+    [ "$name" = "$built" ] || mv "$tmp/bin/$built" "$tmp/bin/$name" ||
+      die "cannot name $tmp/bin/$built $name"
+  done
   printf '%s\n' "$go_version" "$LDFLAGS" "$@" >"$tmp/built-with"
   # Another process may have finished the same build meanwhile: keep the first one.
   if ! mv -T "$tmp" "$dir" 2>/dev/null; then
