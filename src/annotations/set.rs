@@ -6,6 +6,7 @@ use crate::limits::Limits;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value};
+use std::cell::RefCell;
 
 /// One signature over the message, with what is needed to check it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -115,6 +116,50 @@ fn decode(
     }
 }
 
+/// A certificate annotation as written and what it decoded to, under which limits.
+struct DecodedCertificate {
+    value: String,
+    limits: Limits,
+    bytes: Vec<u8>,
+}
+
+thread_local! {
+    /// The certificate annotation this thread decoded last. Objects signed in one run share
+    /// one certificate (batch signing asks Fulcio once), and its base64 and gzip are a third
+    /// of an object's decoding: the same value under the same limits decodes to the same
+    /// bytes, so it is compared whole and decoded once. Only a success is kept; one value
+    /// per thread, at most `max_signature_material_bytes`.
+    static LAST_CERTIFICATE: RefCell<Option<DecodedCertificate>> = const { RefCell::new(None) };
+}
+
+/// [`decode`] of a certificate annotation, through [`LAST_CERTIFICATE`].
+fn decode_certificate(
+    ann: &Map<String, Value>,
+    key: &str,
+    limits: &Limits,
+) -> Result<Option<Vec<u8>>, AnnotationError> {
+    let Some(value) = string_value(ann, key)? else {
+        return Ok(None);
+    };
+    let remembered = LAST_CERTIFICATE.with_borrow(|last| {
+        last.as_ref()
+            .filter(|d| d.value == value && d.limits == *limits)
+            .map(|d| d.bytes.clone())
+    });
+    if remembered.is_some() {
+        return Ok(remembered);
+    }
+    let decoded = decode(ann, key, true, limits)?;
+    if let Some(bytes) = &decoded {
+        LAST_CERTIFICATE.set(Some(DecodedCertificate {
+            value: value.to_owned(),
+            limits: *limits,
+            bytes: bytes.clone(),
+        }));
+    }
+    Ok(decoded)
+}
+
 /// Reads the message and every signature set (`signature`, `signature_1`, ... up to the
 /// first missing index, as kubectl-sigstore does).
 pub fn extract(
@@ -148,8 +193,13 @@ pub fn extract(
         ..*limits
     };
     let mut material_total = 0usize;
-    let mut decode_material = |key: &str| {
-        let Some(bytes) = decode(ann, key, true, &small)? else {
+    let mut decode_material = |key: &str, certificate: bool| {
+        let decoded = if certificate {
+            decode_certificate(ann, key, &small)?
+        } else {
+            decode(ann, key, true, &small)?
+        };
+        let Some(bytes) = decoded else {
             return Ok(None);
         };
         material_total = material_total.saturating_add(bytes.len());
@@ -184,14 +234,14 @@ pub fn extract(
             return Err(malformed(&sig_key, "empty signature"));
         }
         let cert_key = domain.certificate_key(index);
-        let certificate_pem = decode_material(&cert_key)?
+        let certificate_pem = decode_material(&cert_key, true)?
             .map(|b| {
                 String::from_utf8(b)
                     .map_err(|_| malformed(&cert_key, "certificate is not PEM text"))
             })
             .transpose()?;
         let bundle_key = domain.bundle_key(index);
-        let bundle = decode_material(&bundle_key)?
+        let bundle = decode_material(&bundle_key, false)?
             .map(|b| {
                 serde_json::from_slice::<RekorBundle>(&b)
                     .map_err(|e| malformed(&bundle_key, format!("not a Rekor bundle: {e}")))
@@ -377,6 +427,30 @@ mod tests {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
         gz.write_all(bytes).unwrap();
         base64::engine::general_purpose::STANDARD.encode(gz.finish().unwrap())
+    }
+
+    #[test]
+    fn a_certificate_decoded_before_reads_the_same_and_a_changed_one_afresh() {
+        let mut v = signed(b"M", &[b"sig"]);
+        *ann(&mut v, "certificate") = json!(gzip_b64(b"PEM one"));
+        let pem = |v: &Value| read(v).map(|s| s.sets[0].certificate_pem.clone());
+        assert_eq!(pem(&v), Ok(Some("PEM one".into())));
+        assert_eq!(pem(&v), Ok(Some("PEM one".into())));
+        *ann(&mut v, "certificate") = json!(gzip_b64(b"PEM two"));
+        assert_eq!(pem(&v), Ok(Some("PEM two".into())));
+        // Refused afresh every time, and the certificate remembered before is still right.
+        *ann(&mut v, "certificate") = json!("H4sI!");
+        assert!(matches!(pem(&v), Err(AnnotationError::Malformed { .. })));
+        assert!(matches!(pem(&v), Err(AnnotationError::Malformed { .. })));
+        *ann(&mut v, "certificate") = json!(gzip_b64(b"PEM two"));
+        assert_eq!(pem(&v), Ok(Some("PEM two".into())));
+        // The same value under a tighter bound is decoded again, and refused by it.
+        let tight = Limits {
+            max_signature_material_bytes: 3,
+            ..Limits::default()
+        };
+        assert!(extract(&v, &AnnotationDomain::default(), &tight).is_err());
+        assert_eq!(pem(&v), Ok(Some("PEM two".into())));
     }
 
     fn with_bundles(sets: usize, bundle_bytes: usize) -> Value {

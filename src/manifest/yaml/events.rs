@@ -9,6 +9,7 @@
 //! from the stack of open collections.
 
 use super::budget::{Budget, Exceeded, exact};
+use super::elide::{self, Restore};
 use super::error::{ScalarReadings, Step, YamlError, YamlLocation, render_path, shorten};
 use super::scalar::{self, CoreTag, Refusal, Written};
 use super::stream::Chunk;
@@ -38,6 +39,42 @@ fn parse_document_counted(
     max_depth: usize,
 ) -> (Result<Option<Value>, YamlError>, usize) {
     let (document, first_line) = (chunk.position + 1, chunk.first_line);
+    // Long one-line values taken out first (`elide`): used only when that parse succeeds
+    // and gives every value back; otherwise the document is parsed as written below.
+    if let Some(elided) = elide::long_values(&chunk.text) {
+        let before = budget.clone();
+        let restore = Restore::new(&chunk.text, &elided);
+        if let (Ok(value), _, true) = parse_once(
+            &elided.text,
+            Some(restore),
+            document,
+            first_line,
+            budget,
+            max_depth,
+        ) {
+            // Fuzz builds read every such document as written too, and stop at a
+            // difference: the fuzz targets hold the two readings together.
+            #[cfg(fuzzing)]
+            {
+                let mut written = before.clone();
+                let (result, _) = parse_as_written(chunk, &mut written, max_depth);
+                assert_eq!(result.as_ref().ok(), Some(&value), "{:?}", chunk.text);
+                assert_eq!(format!("{written:?}"), format!("{budget:?}"));
+            }
+            return (Ok(value), 0);
+        }
+        *budget = before;
+    }
+    parse_as_written(chunk, budget, max_depth)
+}
+
+/// [`parse_document_counted`] of the text as written, nothing taken out.
+fn parse_as_written(
+    chunk: &Chunk,
+    budget: &mut Budget,
+    max_depth: usize,
+) -> (Result<Option<Value>, YamlError>, usize) {
+    let (document, first_line) = (chunk.position + 1, chunk.first_line);
     let mut text = Cow::Borrowed(chunk.text.as_str());
     let mut reindented = 0;
     // Where the last re-indented scalar starts, and the bytes parsed so far: each parse
@@ -50,7 +87,8 @@ fn parse_document_counted(
     loop {
         let before = budget.clone();
         parsed_bytes = parsed_bytes.saturating_add(text.len());
-        let (result, below_indent) = parse_once(&text, document, first_line, budget, max_depth);
+        let (result, below_indent, _) =
+            parse_once(&text, None, document, first_line, budget, max_depth);
         let fixed = match (&result, below_indent) {
             (Err(_), Some(index))
                 if reindented < MAX_REINDENTED
@@ -147,15 +185,18 @@ fn reindent_quoted(text: &str, index: usize) -> Option<String> {
 }
 
 /// One parse of a document. Also returns, when the parser refused a quoted scalar continued
-/// below its block's indentation, the character index where that scalar starts.
-fn parse_once(
-    text: &str,
+/// below its block's indentation, the character index where that scalar starts, and (with
+/// `restore`) whether every value taken out came back.
+fn parse_once<'t>(
+    text: &'t str,
+    restore: Option<Restore<'t>>,
     document: usize,
     first_line: usize,
     budget: &mut Budget,
     max_depth: usize,
-) -> (Result<Option<Value>, YamlError>, Option<usize>) {
+) -> (Result<Option<Value>, YamlError>, Option<usize>, bool) {
     let mut builder = Builder {
+        restore,
         document,
         first_line,
         max_depth,
@@ -173,6 +214,7 @@ fn parse_once(
         builder.run(&mut Parser::new_from_str(text))
     }));
     let below_indent = builder.quoted_below_indent;
+    let restored = builder.restore.as_ref().is_none_or(Restore::complete);
     let result = match outcome {
         Ok(Ok(())) => Ok(builder.root),
         Ok(Err(e)) => Err(e),
@@ -181,7 +223,7 @@ fn parse_once(
             message: "the YAML parser failed on this document".into(),
         }),
     };
-    (result, below_indent)
+    (result, below_indent, restored)
 }
 
 /// A collection being built.
@@ -238,6 +280,8 @@ struct Builder<'b> {
     /// Where the quoted scalar the parser refused for its indentation starts (character
     /// index), see `reindent_quoted`.
     quoted_below_indent: Option<usize>,
+    /// When `source` is an [`Elided`](elide::Elided) text: its values, put back as their events arrive.
+    restore: Option<Restore<'b>>,
 }
 
 /// A core tag, on a scalar or a collection.
@@ -281,6 +325,15 @@ impl Builder<'_> {
                 Event::Nothing | Event::StreamStart | Event::DocumentEnd => {}
                 Event::Alias(id) => self.alias(id, span)?,
                 Event::Scalar(text, style, anchor, tag) => {
+                    let text = match &mut self.restore {
+                        None => text,
+                        Some(restore) => restore
+                            .scalar(text, style == ScalarStyle::Plain, span.start.index())
+                            .map_err(|_| YamlError::Syntax {
+                                document: self.document,
+                                message: "a value taken out did not come back".into(),
+                            })?,
+                    };
                     self.scalar(text, style, anchor, tag.as_deref(), span)?;
                 }
                 Event::SequenceStart(anchor, tag) => {
@@ -542,6 +595,18 @@ impl Builder<'_> {
         if index < chars {
             (chars, bytes) = (0, 0);
         }
+        // Where the next `index - chars` bytes are ASCII, each is one character: the walk
+        // below would count them one by one to the same place.
+        let ahead = index - chars;
+        if self
+            .source
+            .as_bytes()
+            .get(bytes..bytes.checked_add(ahead)?)
+            .is_some_and(<[u8]>::is_ascii)
+        {
+            self.cursor = (index, bytes + ahead);
+            return Some(bytes + ahead);
+        }
         for c in self.source.get(bytes..)?.chars() {
             if chars == index {
                 break;
@@ -793,6 +858,7 @@ fn tag_text(tag: &Tag) -> String {
 mod tests {
     use super::*;
     use crate::limits::Limits;
+    use crate::manifest::yaml::stream::Chunks;
 
     fn parse_counted(text: &str) -> (Result<Option<Value>, YamlError>, usize) {
         let chunk = Chunk {
@@ -802,6 +868,154 @@ mod tests {
         };
         let limits = Limits::default();
         parse_document_counted(&chunk, &mut Budget::new(&limits), limits.max_depth)
+    }
+
+    /// Both readings of `text`, document by document: with long values taken out first
+    /// (what mansign does) and as written. Results and errors alike must be the same, and
+    /// so must what the budget counted. Returns how many documents took the fast path.
+    fn same_reading(text: &str) -> usize {
+        let limits = Limits::default();
+        let mut fast = 0;
+        for chunk in Chunks::new(text, limits.max_document_bytes) {
+            let Ok(chunk) = chunk else { return fast };
+            let (mut b1, mut b2) = (Budget::new(&limits), Budget::new(&limits));
+            let took_out = elide::long_values(&chunk.text).is_some();
+            let with = parse_document_counted(&chunk, &mut b1, limits.max_depth);
+            let written = parse_as_written(&chunk, &mut b2, limits.max_depth);
+            assert_eq!(
+                format!("{:?}", with.0),
+                format!("{:?}", written.0),
+                "{:?}",
+                chunk.text
+            );
+            assert_eq!(format!("{b1:?}"), format!("{b2:?}"), "{:?}", chunk.text);
+            // the fast path was taken when it parsed nothing again
+            if took_out && with.1 == 0 && written.1 == 0 && with.0.is_ok() {
+                fast += 1;
+            }
+        }
+        fast
+    }
+
+    #[test]
+    fn every_yaml_file_of_testdata_reads_the_same_with_long_values_taken_out() {
+        let (mut files, mut fast) = (0, 0);
+        let mut stack = vec![std::path::PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/testdata"
+        ))];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml")
+                    && let Ok(text) = std::fs::read_to_string(&path)
+                {
+                    fast += same_reading(&text);
+                    files += 1;
+                }
+            }
+        }
+        // the signed fixtures take the fast path
+        assert!(
+            files > 100 && fast > 25,
+            "{files} files, {fast} documents with values taken out"
+        );
+    }
+
+    #[test]
+    fn long_values_in_every_context_read_the_same_taken_out_or_not() {
+        let long = "H4sIAAAAAAAA/01QwU7DMAy99yuiHpG8pRFDK+/=".repeat(3);
+        let key = "cosign.sigstore.dev/bundle";
+        let shapes = [
+            // the fast path: a value, then the next key, the end, a comment, a list, a key
+            // less indented
+            "a:\n  {K}: {V}\n  b: c\n",
+            "a:\n  {K}: {V}",
+            "a:\n  {K}: {V}\n# c\n",
+            "a:\n  {K}: {V}\nb:\n- c\n",
+            "- {K}: {V}\n- x: y\n",
+            "a:\n  {K}: {V}\n  {K}2: {V}\n",
+            "ü: é\na:\n  {K}: {V}\n  b: \"ü\\u00e9\"\n",
+            // continued on the next line (a longer plain scalar), or after a blank line
+            "a:\n  {K}: {V}\n    more\n",
+            "a:\n  {K}: {V}\n\n    more\n",
+            "a:\n  {K}: {V}\n   \n    more\n",
+            "a:\n  {K}: {V}\n\tmore\n",
+            // inside a block scalar, a quoted scalar, a flow collection, a comment
+            "a: |\n  {K}: {V}\n",
+            "a: >-\n  {K}: {V}\n  b\n",
+            "a: \"x\n  {K}: {V}\n  y\"\n",
+            "a: 'x\n  {K}: {V}\n  y'\n",
+            "a: {\n  {K}: {V}\n  }\n",
+            "a: {\n  {K}: {V}\n  more }\n",
+            "a: [\n  {K}: {V}\n  ]\n",
+            "#a:\n  {K}: {V}\n",
+            // refused: a duplicate key, bad indentation, a tab, a key after the value
+            "a:\n  {K}: {V}\n  {K}: {V}\n",
+            "a:\n  {K}: {V}\n   b: c\n",
+            "a:\n  {K}: {V}\n\tb: c\n",
+            "a:\n  {K}: {V}\n b: c\n",
+            "a:\n  {K}: {V}: x\n",
+            "{K}: {V}\n---\n{K}: {V}\n",
+            "%YAML 1.2\n---\n{K}: {V}\n",
+            "a: &x\n  {K}: {V}\nb: *x\n",
+            "a:\n  {K}: !!str {V}\n",
+            "a:\n  {K}: {V}\n...\n",
+        ];
+        let values = [
+            long.clone(),
+            "1".repeat(70),
+            format!("0x{}", "1".repeat(70)),
+            "=".repeat(70),
+            "true".repeat(20),
+            format!("{long}="),
+        ];
+        let mut fast = 0;
+        for shape in shapes {
+            for value in &values {
+                let text = shape.replace("{K}", key).replace("{V}", value);
+                fast += same_reading(&text);
+            }
+        }
+        // the first shapes take the fast path, the others fall back: both are covered
+        assert!(fast >= 30, "{fast} documents read with values taken out");
+    }
+
+    #[test]
+    fn byte_offsets_are_those_of_the_characters_forward_back_and_past_the_end() {
+        let source = "a: b\n  é: \"ü€😀x\"\n  c: ascii again\n😀";
+        let limits = Limits::default();
+        let mut budget = Budget::new(&limits);
+        let mut builder = Builder {
+            document: 1,
+            first_line: 1,
+            max_depth: limits.max_depth,
+            budget: &mut budget,
+            stack: Vec::new(),
+            anchors: HashMap::new(),
+            root: None,
+            source,
+            cursor: (0, 0),
+            quoted_below_indent: None,
+            restore: None,
+        };
+        let chars = source.chars().count();
+        let expected = |i: usize| {
+            source
+                .char_indices()
+                .map(|(b, _)| b)
+                .chain([source.len()])
+                .nth(i)
+        };
+        // Forward one by one, then back and forth in jumps, from wherever the cursor is.
+        let mut order: Vec<usize> = (0..=chars + 2).collect();
+        order.extend((0..=chars + 2).rev());
+        order.extend([5, 30, 2, chars, 0, chars + 1, 7, 8, 6]);
+        for i in order {
+            assert_eq!(builder.byte_offset(i), expected(i), "character {i}");
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! `manifest` (docs/design.md, "YAML").
 
 pub(super) mod budget;
+mod elide;
 pub(super) mod error;
 mod events;
 mod json;

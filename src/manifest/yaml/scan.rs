@@ -108,9 +108,12 @@ pub(crate) struct ScanLimits {
 pub(crate) fn prescan(text: &str, limits: ScanLimits) -> Result<Vec<(usize, usize)>, Finding> {
     line_break_characters(text)?;
     // Nothing to look for without brackets or a line starting with `%`.
-    let directive_possible =
-        ["\n%", "\r%", "\u{feff}%"].iter().any(|p| text.contains(p)) || text.starts_with('%');
-    if !directive_possible && !text.contains(['[', '{', '\t']) {
+    // Bytes, not characters: in UTF-8 these bytes are only ever these characters, and
+    // `[u8]::contains` is a memchr.
+    let bytes = text.as_bytes();
+    let directive_possible = bytes.contains(&b'%')
+        && (["\n%", "\r%", "\u{feff}%"].iter().any(|p| text.contains(p)) || text.starts_with('%'));
+    if !directive_possible && ![b'[', b'{', b'\t'].iter().any(|b| bytes.contains(b)) {
         return Ok(Vec::new());
     }
     let mut lexer = Block {
@@ -133,8 +136,16 @@ pub(crate) fn prescan(text: &str, limits: ScanLimits) -> Result<Vec<(usize, usiz
 /// with "control characters are not allowed" wherever it is, even in a comment or a quoted
 /// scalar, where saphyr-parser takes it as text.
 pub(crate) fn line_break_characters(text: &str) -> Result<(), Finding> {
-    let Some((at, character)) = text
+    // Most of a signed manifest is printable ASCII (its long base64 annotations above all),
+    // which both checks below accept: skip it byte by byte and look at characters only from
+    // the first other byte on. That byte starts a character (the bytes before it are ASCII),
+    // and from there the search is the same one, so the finding is too.
+    let Some(first) = first_not_printable_ascii(text.as_bytes()) else {
+        return Ok(());
+    };
+    let Some((at, character)) = text[first..]
         .char_indices()
+        .map(|(i, c)| (first + i, c))
         .find(|&(_, c)| is_yaml_11_line_break(c) || !is_printable(c))
     else {
         return Ok(());
@@ -158,6 +169,39 @@ pub(crate) fn line_break_characters(text: &str) -> Result<(), Finding> {
             character,
         }
     })
+}
+
+/// The first byte that is not tab, LF, CR or U+0020-U+007E. Read eight bytes at a time: a
+/// word with no byte of the high half, none below U+0020 and no DEL holds only printable
+/// ones (the tests below can flag a printable byte, the tab and line breaks among them,
+/// never miss another), and only a flagged word is looked at byte by byte.
+fn first_not_printable_ascii(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let printable = |b: u8| matches!(b, b'\t' | b'\n' | b'\r' | b' '..=b'~');
+    let mut chunks = bytes.chunks_exact(8);
+    let mut base = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let below_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+        let del = {
+            let x = w ^ (ONES * 0x7f);
+            x.wrapping_sub(ONES) & !x & HIGH
+        };
+        if (w & HIGH) | below_space | del != 0
+            && let Some(i) = chunk.iter().position(|&b| !printable(b))
+        {
+            return Some(base + i);
+        }
+        base += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| !printable(b))
+        .map(|i| base + i)
 }
 
 fn is_yaml_11_line_break(c: char) -> bool {
@@ -859,6 +903,105 @@ mod tests {
         max_flow_bytes: 256 * 1024,
         max_depth: 64,
     };
+
+    /// The reading `line_break_characters` had before its ASCII fast path: every character.
+    fn first_refused_character(text: &str) -> Option<(usize, char)> {
+        text.char_indices()
+            .find(|&(_, c)| is_yaml_11_line_break(c) || !is_printable(c))
+    }
+
+    #[test]
+    fn the_word_scan_finds_the_first_byte_a_byte_scan_finds() {
+        // Every byte value at every position of 24 printable bytes, alone and after a tab
+        // and a line break (the flagged-but-printable case).
+        for at in 0..24 {
+            for byte in 0..=255u8 {
+                for filler in [b'a', b'\n', b'\t', b'~', b' '] {
+                    let mut bytes = vec![filler; 24];
+                    bytes[at] = byte;
+                    let expected = bytes
+                        .iter()
+                        .position(|&b| !matches!(b, b'\t' | b'\n' | b'\r' | b' '..=b'~'));
+                    assert_eq!(
+                        first_not_printable_ascii(&bytes),
+                        expected,
+                        "{byte:#x} at {at}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_ascii_fast_path_finds_what_a_character_scan_finds() {
+        // One character of each class (printable ASCII, the three allowed controls, refused
+        // controls, DEL, NEL and the other YAML 1.1 breaks, printable and refused non-ASCII,
+        // a BOM, four-byte UTF-8) at every position of an ASCII line, then after a first
+        // non-ASCII printable one (the fast path's fallback starts there), then twice.
+        let probes = [
+            'a',
+            '\t',
+            '\n',
+            '\r',
+            '\0',
+            '\u{1}',
+            '\u{1b}',
+            '\u{7f}',
+            '\u{80}',
+            '\u{85}',
+            '\u{9f}',
+            '\u{a0}',
+            'é',
+            '\u{2028}',
+            '\u{2029}',
+            '\u{d7ff}',
+            '\u{e000}',
+            '\u{feff}',
+            '\u{fffe}',
+            '\u{ffff}',
+            '\u{10000}',
+            '😀',
+        ];
+        let base = "metadata:\n  annotations:\n    k: H4sIAAAAAAAA/01QwU7DMAy99y\n";
+        let mut cases = 0;
+        for prefix in ["", "ü", "x\u{a0}y\n"] {
+            for at in 0..=base.len() {
+                for &probe in &probes {
+                    for second in [None, Some('\u{85}'), Some('\u{1}')] {
+                        let mut text = format!("{prefix}{}{probe}{}", &base[..at], &base[at..]);
+                        if let Some(c) = second {
+                            text.push(c);
+                        }
+                        let found = line_break_characters(&text).err();
+                        let expected = first_refused_character(&text).map(|(i, c)| {
+                            let before = &text[..i];
+                            let line = before.matches('\n').count() + 1;
+                            let column = before[before.rfind('\n').map_or(0, |j| j + 1)..]
+                                .chars()
+                                .count()
+                                + 1;
+                            if is_yaml_11_line_break(c) {
+                                Finding::LineBreakCharacter {
+                                    line,
+                                    column,
+                                    character: c,
+                                }
+                            } else {
+                                Finding::ControlCharacter {
+                                    line,
+                                    column,
+                                    character: c,
+                                }
+                            }
+                        });
+                        assert_eq!(found, expected, "{text:?}");
+                        cases += 1;
+                    }
+                }
+            }
+        }
+        assert!(cases > 5_000, "{cases}");
+    }
 
     fn flows(text: &str) -> Vec<&str> {
         prescan(text, LIMITS)

@@ -23,11 +23,14 @@ const JSON_SNIFF_BYTES: usize = 4096;
 
 /// True when kubectl reads the input as a stream of JSON values.
 pub(crate) fn is_json_stream(text: &str) -> bool {
-    let window = &text.as_bytes()[..text.len().min(JSON_SNIFF_BYTES)];
-    // Go's unicode.IsSpace is Unicode White_Space, as Rust's char::is_whitespace.
-    String::from_utf8_lossy(window)
-        .trim_start_matches(char::is_whitespace)
-        .starts_with('{')
+    // kubectl looks at the first JSON_SNIFF_BYTES bytes, decoded (a character cut at the
+    // window's end decodes as U+FFFD), for their first character that is not a space: Go's
+    // unicode.IsSpace is Unicode White_Space, as Rust's char::is_whitespace. The text is
+    // UTF-8 already, so that character is the text's own first non-space one, when it
+    // ends inside the window (`{` is one byte: when it starts there).
+    text.char_indices()
+        .find(|&(_, c)| !c.is_whitespace())
+        .is_some_and(|(at, c)| c == '{' && at < JSON_SNIFF_BYTES)
 }
 
 /// One document of a YAML stream, as kubectl's reader returns it.
@@ -179,6 +182,35 @@ impl Iterator for Chunks<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// How `is_json_stream` read the window before: all of it decoded, then trimmed.
+    fn sniffed_as_before(text: &str) -> bool {
+        let window = &text.as_bytes()[..text.len().min(JSON_SNIFF_BYTES)];
+        String::from_utf8_lossy(window)
+            .trim_start_matches(char::is_whitespace)
+            .starts_with('{')
+    }
+
+    #[test]
+    fn the_json_sniff_reads_the_window_as_kubectl_does() {
+        // Spaces of one to three bytes up to, across and past the window's end, then `{`,
+        // another character, or nothing.
+        let mut cases = 0;
+        for space in [" ", "\n", "\u{a0}", "\u{2003}", "\u{3000}"] {
+            for n in [0, 1, 1364, 1365, 1366, 2047, 2048, 4094, 4095, 4096, 4097] {
+                for after in ["{", "{\"a\": 1}", "a", "\u{feff}{", "\u{fffd}", ""] {
+                    let text = format!("{}{after}", space.repeat(n));
+                    assert_eq!(
+                        is_json_stream(&text),
+                        sniffed_as_before(&text),
+                        "{n} × {space:?} then {after:?}"
+                    );
+                    cases += 1;
+                }
+            }
+        }
+        assert_eq!(cases, 5 * 11 * 6);
+    }
 
     fn chunks(text: &str) -> Vec<(usize, usize, String)> {
         Chunks::new(text, 1 << 20)

@@ -13,6 +13,15 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 use sha2::{Digest as _, Sha256};
+use std::cell::RefCell;
+
+thread_local! {
+    /// The `spec.signature.publicKey.content` this thread read last and the PEM block it
+    /// holds. Entries of one signing run log one certificate, and its base64 and PEM cost
+    /// more than the rest of the body: the same text reads as the same block, so it is
+    /// compared whole and read once. Only a success is kept; one per thread.
+    static LAST_VERIFIER: RefCell<Option<(String, pem::Pem)>> = const { RefCell::new(None) };
+}
 
 /// The RFC 8785 canonical JSON the SET signs. Keys in code-unit order; the values are
 /// base64, hex and integers, which need no escaping beyond what serde_json does. The body
@@ -179,14 +188,26 @@ impl LoggedSignature {
             })
         };
         let signature = exact_base64("spec.signature.content", &spec.signature.content)?;
-        let verifier = exact_base64(
-            "spec.signature.publicKey.content",
-            &spec.signature.public_key.content,
-        )?;
-        let verifier = String::from_utf8(verifier)
-            .ok()
-            .and_then(|text| pem::parse(text).ok())
-            .ok_or_else(|| malformed("spec.signature.publicKey.content is not PEM".into()))?;
+        let content = &spec.signature.public_key.content;
+        let remembered = LAST_VERIFIER.with_borrow(|last| {
+            last.as_ref()
+                .filter(|(text, _)| text == content)
+                .map(|(_, pem)| pem.clone())
+        });
+        let verifier = match remembered {
+            Some(pem) => pem,
+            None => {
+                let bytes = exact_base64("spec.signature.publicKey.content", content)?;
+                let pem = String::from_utf8(bytes)
+                    .ok()
+                    .and_then(|text| pem::parse(text).ok())
+                    .ok_or_else(|| {
+                        malformed("spec.signature.publicKey.content is not PEM".into())
+                    })?;
+                LAST_VERIFIER.set(Some((content.clone(), pem.clone())));
+                pem
+            }
+        };
         Ok(LoggedSignature {
             signature,
             verifier,
