@@ -20,6 +20,7 @@ mod set;
 pub use codec::{CodecError, decode_base64, decode_maybe_gzip, encode_gzip_base64, gzip};
 pub use domain::{AnnotationDomain, AnnotationDomainError};
 pub use rekor_bundle::{RekorBundle, RekorPayload};
+pub(crate) use set::without_signature_annotations;
 pub use set::{
     AnnotationError, EmbedMode, SignatureSet, SignedAnnotations, embed, extract,
     strip_signature_annotations,

@@ -18,7 +18,9 @@
 //! bounds (size, nesting, node count; duplicate keys refused, as kubectl's Go decoder would
 //! silently keep the last one): anything else is a difference, never an error.
 
-use crate::annotations::{AnnotationDomain, strip_signature_annotations};
+use crate::annotations::{
+    AnnotationDomain, strip_signature_annotations, without_signature_annotations,
+};
 use crate::limits::Limits;
 use crate::manifest::{
     CompareError, Comparison, Difference, IgnoreFields, LAST_APPLIED_ANNOTATION, ObjectIdentity,
@@ -42,10 +44,8 @@ pub(super) fn compare_with_signed(
     object: &Value,
     rules: &CompareRules<'_>,
 ) -> Result<Comparison, CompareError> {
-    let mut expected = signed_doc.clone();
-    let mut actual = object.clone();
-    strip_signature_annotations(&mut expected, rules.domain);
-    strip_signature_annotations(&mut actual, rules.domain);
+    let expected = without_signature_annotations(signed_doc, rules.domain);
+    let actual = without_signature_annotations(object, rules.domain);
     let base = |object: &Value, d: &Difference<'_>| {
         rules.ignore.ignores(d.path)
             || rules
