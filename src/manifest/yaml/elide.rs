@@ -46,7 +46,22 @@ pub(crate) struct Elided {
 }
 
 /// The text with its long one-line values taken out, or `None` when it has none.
+///
+/// Placeholders are found by the character index the parser's marks give, and
+/// saphyr-parser 0.3.4 counts a directive's name and parameters in bytes, not characters
+/// (`%FOO ééé` moves every later mark by three): a text with a line that may be a
+/// directive keeps its values. The pre-scan refuses directives before this runs anyway
+/// (`scan::prescan`); this does not rely on it. Found by review: a directive with non-ASCII
+/// parameters and a literal `A` three positions before a placeholder put the value into
+/// the wrong scalar (`elide::tests::a_directive_keeps_the_values`).
 pub(crate) fn long_values(text: &str) -> Option<Elided> {
+    if text.starts_with('%')
+        || text.starts_with("\u{feff}%")
+        || text.contains("\n%")
+        || text.contains("\r%")
+    {
+        return None;
+    }
     let bytes = text.as_bytes();
     // (value's byte range in `text`), found line by line
     let mut found: Vec<Range<usize>> = Vec::new();
@@ -189,6 +204,26 @@ mod tests {
         assert!(elided.text.contains("cosign.sigstore.dev/message: A\n"));
         assert!(elided.text.ends_with("last: A"));
         assert_eq!(long_values("a: b\nc: d\n").map(|e| e.values.len()), None);
+    }
+
+    #[test]
+    fn a_directive_keeps_the_values() {
+        // The review's case: with the value taken out, the list read [VALUE, {k: A}].
+        let text = format!("%FOO éééééé\n--- [A,\nk: {}\n]\n", b64(80));
+        assert!(long_values(&text).is_none());
+        for directive in [
+            "%YAML 1.2\n",
+            "\u{feff}%TAG ! x\n",
+            "a: b\r%X\n",
+            "a: b\n%X y\n",
+        ] {
+            assert!(
+                long_values(&format!("{directive}k: {}\n", b64(80))).is_none(),
+                "{directive:?}"
+            );
+        }
+        // A `%` elsewhere is no directive.
+        assert!(long_values(&format!("a: 50%\nk: {}\n", b64(80))).is_some());
     }
 
     #[test]
