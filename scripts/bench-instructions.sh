@@ -20,12 +20,9 @@ cd "$(dirname "$0")/.."
 N=${1:-1000}
 command -v valgrind >/dev/null || { echo "bench-instructions.sh: valgrind is missing (apt-get install valgrind)" >&2; exit 2; }
 bash scripts/sigstore-stack/install.sh >/dev/null
-if [ -z "${MANSIGN:-}" ]; then
-  cargo build --locked --release --quiet
-  MANSIGN="$PWD/target/release/mansign"
-fi
 # shellcheck source=scripts/bench-lib.sh
 . scripts/bench-lib.sh
+bench_mansign
 bench_stack_start
 bench_exceptions "$WORK/in" "$N"
 "$MANSIGN" sign -f "$WORK/in/" -o "$WORK/batch/" --fulcio-url "$SIGSTORE_FULCIO_URL" \

@@ -13,6 +13,15 @@
 # certificate for 127.0.0.1, a cosign key pair `release` (password `bench`) and policy.yaml,
 # a ManifestPolicy requiring that key on PolicyExceptions.
 
+# bench_mansign: MANSIGN set to the binary to measure: the release build (built now) unless
+# MANSIGN=path/to/mansign is given (to try a script out, or to measure another build).
+bench_mansign() {
+  if [ -z "${MANSIGN:-}" ]; then
+    cargo build --locked --release --quiet
+    MANSIGN="$PWD/target/release/mansign"
+  fi
+}
+
 # bench_exceptions DIR N: N PolicyExceptions, one file each, in DIR (the benchmarks' input).
 bench_exceptions() {
   mkdir -p "$1"
@@ -65,11 +74,7 @@ webhook_bench_setup() {
     { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; } || { echo "wrk is missing and could not be installed: apt-get install -y wrk" >&2; exit 2; }
   fi
   command -v openssl >/dev/null || { echo "openssl (the command) is missing" >&2; exit 2; }
-  # MANSIGN=path/to/mansign skips the release build (to try the script out).
-  if [ -z "${MANSIGN:-}" ]; then
-    cargo build --locked --release --quiet
-    MANSIGN="$PWD/target/release/mansign"
-  fi
+  bench_mansign
   WORK=$(mktemp -d)
   SERVER_PID=
   trap webhook_bench_cleanup EXIT

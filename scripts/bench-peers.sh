@@ -31,10 +31,9 @@ SIZES=("$@")
 [ "${#SIZES[@]}" -gt 0 ] || SIZES=(1 100 1000)
 
 bash scripts/sigstore-stack/install.sh >/dev/null
-if [ -z "${MANSIGN:-}" ]; then
-  cargo build --locked --release --quiet
-  MANSIGN="$PWD/target/release/mansign"
-fi
+# shellcheck source=scripts/bench-lib.sh
+. scripts/bench-lib.sh
+bench_mansign
 KS="" KYVERNO=""
 while IFS='=' read -r name path; do
   case $name in
@@ -44,8 +43,6 @@ while IFS='=' read -r name path; do
 done < <(bash scripts/peers.sh)
 [ -x "$KS" ] && [ -x "$KYVERNO" ] || { echo "bench-peers.sh: scripts/peers.sh named no kubectl-sigstore or kubectl-kyverno" >&2; exit 1; }
 
-# shellcheck source=scripts/bench-lib.sh
-. scripts/bench-lib.sh
 bench_stack_start
 load() { uptime | sed 's/.*load average: //; s/,.*//'; }
 

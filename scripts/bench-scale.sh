@@ -13,18 +13,13 @@
 # about 8 KiB of free disk per file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT_DIR=$PWD
 SIZES=("$@")
 [ ${#SIZES[@]} -gt 0 ] || SIZES=(1000 10000 100000)
 
 bash scripts/sigstore-stack/install.sh >/dev/null
-if [ -z "${MANSIGN:-}" ]; then
-  cargo build --locked --release --quiet
-  MANSIGN="$ROOT_DIR/target/release/mansign"
-fi
-
 # shellcheck source=scripts/bench-lib.sh
 . scripts/bench-lib.sh
+bench_mansign
 bench_stack_start
 
 sign_flags=(--fulcio-url "$SIGSTORE_FULCIO_URL" --rekor-url "$SIGSTORE_REKOR_URL"
