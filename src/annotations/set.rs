@@ -276,7 +276,10 @@ pub fn strip_signature_annotations(value: &mut Value, domain: &AnnotationDomain)
 /// signature annotations first (a few KiB of base64 an object): the same map operations,
 /// in the same order, on a copy of everything else.
 pub(crate) fn without_signature_annotations(value: &Value, domain: &AnnotationDomain) -> Value {
-    let Some(Value::Object(meta)) = value.get("metadata") else {
+    let Value::Object(object) = value else {
+        return value.clone();
+    };
+    let Some(Value::Object(meta)) = object.get("metadata") else {
         return value.clone();
     };
     let Some(Value::Object(ann)) = meta.get("annotations") else {
@@ -301,9 +304,6 @@ pub(crate) fn without_signature_annotations(value: &Value, domain: &AnnotationDo
     if empty {
         copy_meta.remove("annotations");
     }
-    let Value::Object(object) = value else {
-        return value.clone();
-    };
     let mut copy = Map::with_capacity(object.len());
     for (k, v) in object {
         if k == "metadata" {
