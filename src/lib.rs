@@ -101,6 +101,7 @@ pub mod keys;
 pub mod kube;
 pub mod limits;
 pub mod manifest;
+mod memo;
 pub mod parallel;
 pub mod policy;
 mod setters;

@@ -3,6 +3,7 @@
 use super::codec::{CodecError, decode_base64, decode_maybe_gzip, encode_gzip_base64};
 use super::{AnnotationDomain, RekorBundle};
 use crate::limits::Limits;
+use crate::memo::{Last, remembered};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value};
@@ -106,30 +107,24 @@ fn decode(
     let Some(v) = string_value(ann, key)? else {
         return Ok(None);
     };
+    decode_value(v, key, gz, limits).map(Some)
+}
+
+/// The bytes of annotation `key`'s value `v`: base64, then gzip when `gz` (and it is gzip).
+fn decode_value(v: &str, key: &str, gz: bool, limits: &Limits) -> Result<Vec<u8>, AnnotationError> {
     let raw = decode_base64(v, limits).map_err(|e: CodecError| malformed(key, e))?;
     if gz {
-        decode_maybe_gzip(raw, limits)
-            .map(Some)
-            .map_err(|e| malformed(key, e))
+        decode_maybe_gzip(raw, limits).map_err(|e| malformed(key, e))
     } else {
-        Ok(Some(raw))
+        Ok(raw)
     }
 }
 
-/// A certificate annotation as written and what it decoded to, under which limits.
-struct DecodedCertificate {
-    value: String,
-    limits: Limits,
-    bytes: Vec<u8>,
-}
-
 thread_local! {
-    /// The certificate annotation this thread decoded last. Objects signed in one run share
-    /// one certificate (batch signing asks Fulcio once), and its base64 and gzip are a third
-    /// of an object's decoding: the same value under the same limits decodes to the same
-    /// bytes, so it is compared whole and decoded once. Only a success is kept; one value
-    /// per thread, at most `max_signature_material_bytes`.
-    static LAST_CERTIFICATE: RefCell<Option<DecodedCertificate>> = const { RefCell::new(None) };
+    /// The certificate annotation this thread decoded last, under which limits, and its
+    /// bytes ([`crate::memo`]; batch signing asks Fulcio once for a run): its base64 and gzip
+    /// are a third of an object's decoding. At most `max_signature_material_bytes`.
+    static LAST_CERTIFICATE: Last<(String, Limits), Vec<u8>> = const { RefCell::new(None) };
 }
 
 /// [`decode`] of a certificate annotation, through [`LAST_CERTIFICATE`].
@@ -141,23 +136,13 @@ fn decode_certificate(
     let Some(value) = string_value(ann, key)? else {
         return Ok(None);
     };
-    let remembered = LAST_CERTIFICATE.with_borrow(|last| {
-        last.as_ref()
-            .filter(|d| d.value == value && d.limits == *limits)
-            .map(|d| d.bytes.clone())
-    });
-    if remembered.is_some() {
-        return Ok(remembered);
-    }
-    let decoded = decode(ann, key, true, limits)?;
-    if let Some(bytes) = &decoded {
-        LAST_CERTIFICATE.set(Some(DecodedCertificate {
-            value: value.to_owned(),
-            limits: *limits,
-            bytes: bytes.clone(),
-        }));
-    }
-    Ok(decoded)
+    remembered(
+        &LAST_CERTIFICATE,
+        |(v, l)| v == value && l == limits,
+        || (value.to_owned(), *limits),
+        || decode_value(value, key, true, limits),
+    )
+    .map(Some)
 }
 
 /// Reads the message and every signature set (`signature`, `signature_1`, ... up to the

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 /// Layers, lowest first. A module may import modules of strictly lower layers only.
 const LAYERS: &[&[&str]] = &[
     &["error"],
-    &["limits", "parallel", "setters", "keys", "trust"],
+    &["limits", "memo", "parallel", "setters", "keys", "trust"],
     &["manifest", "annotations"],
     &["verify", "kube"],
     &["policy", "signing", "conformance"],

@@ -55,11 +55,7 @@ pub(crate) struct Elided {
 /// parameters and a literal `A` three positions before a placeholder put the value into
 /// the wrong scalar (`elide::tests::a_directive_keeps_the_values`).
 pub(crate) fn long_values(text: &str) -> Option<Elided> {
-    if text.starts_with('%')
-        || text.starts_with("\u{feff}%")
-        || text.contains("\n%")
-        || text.contains("\r%")
-    {
+    if super::scan::may_hold_directive(text) {
         return None;
     }
     let bytes = text.as_bytes();

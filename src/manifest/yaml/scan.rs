@@ -111,9 +111,7 @@ pub(crate) fn prescan(text: &str, limits: ScanLimits) -> Result<Vec<(usize, usiz
     // Bytes, not characters: in UTF-8 these bytes are only ever these characters, and
     // `[u8]::contains` is a memchr.
     let bytes = text.as_bytes();
-    let directive_possible = bytes.contains(&b'%')
-        && (["\n%", "\r%", "\u{feff}%"].iter().any(|p| text.contains(p)) || text.starts_with('%'));
-    if !directive_possible && ![b'[', b'{', b'\t'].iter().any(|b| bytes.contains(b)) {
+    if !may_hold_directive(text) && ![b'[', b'{', b'\t'].iter().any(|b| bytes.contains(b)) {
         return Ok(Vec::new());
     }
     let mut lexer = Block {
@@ -127,6 +125,12 @@ pub(crate) fn prescan(text: &str, limits: ScanLimits) -> Result<Vec<(usize, usiz
     };
     lexer.run()?;
     Ok(lexer.flows)
+}
+
+/// Whether a line of `text` may be a directive: one starting with `%`, after a BOM or not.
+pub(crate) fn may_hold_directive(text: &str) -> bool {
+    text.as_bytes().contains(&b'%')
+        && (["\n%", "\r%", "\u{feff}%"].iter().any(|p| text.contains(p)) || text.starts_with('%'))
 }
 
 /// The first character kubectl's YAML reader and mansign's would read differently, or that

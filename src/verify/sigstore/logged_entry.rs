@@ -8,6 +8,7 @@
 use super::adapter::SigningMaterial;
 use super::error::SigstoreError;
 use super::rekor_entry::RekorEntry;
+use crate::memo::{Last, remembered};
 use crate::trust::{RekorSetError, TrustRoot};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -17,10 +18,8 @@ use std::cell::RefCell;
 
 thread_local! {
     /// The `spec.signature.publicKey.content` this thread read last and the PEM block it
-    /// holds. Entries of one signing run log one certificate, and its base64 and PEM cost
-    /// more than the rest of the body: the same text reads as the same block, so it is
-    /// compared whole and read once. Only a success is kept; one per thread.
-    static LAST_VERIFIER: RefCell<Option<(String, pem::Pem)>> = const { RefCell::new(None) };
+    /// holds ([`crate::memo`]): entries of one signing run log one certificate.
+    static LAST_VERIFIER: Last<String, pem::Pem> = const { RefCell::new(None) };
 }
 
 /// The RFC 8785 canonical JSON the SET signs. Keys in code-unit order; the values are
@@ -189,25 +188,18 @@ impl LoggedSignature {
         };
         let signature = exact_base64("spec.signature.content", &spec.signature.content)?;
         let content = &spec.signature.public_key.content;
-        let remembered = LAST_VERIFIER.with_borrow(|last| {
-            last.as_ref()
-                .filter(|(text, _)| text == content)
-                .map(|(_, pem)| pem.clone())
-        });
-        let verifier = match remembered {
-            Some(pem) => pem,
-            None => {
+        let verifier = remembered(
+            &LAST_VERIFIER,
+            |text| text == content,
+            || content.clone(),
+            || {
                 let bytes = exact_base64("spec.signature.publicKey.content", content)?;
-                let pem = String::from_utf8(bytes)
+                String::from_utf8(bytes)
                     .ok()
                     .and_then(|text| pem::parse(text).ok())
-                    .ok_or_else(|| {
-                        malformed("spec.signature.publicKey.content is not PEM".into())
-                    })?;
-                LAST_VERIFIER.set(Some((content.clone(), pem.clone())));
-                pem
-            }
-        };
+                    .ok_or_else(|| malformed("spec.signature.publicKey.content is not PEM".into()))
+            },
+        )?;
         Ok(LoggedSignature {
             signature,
             verifier,

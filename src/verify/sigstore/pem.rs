@@ -1,13 +1,11 @@
 //! Certificates from annotations.
 
+use crate::memo::{Last, remembered};
 use std::cell::RefCell;
 
 thread_local! {
-    /// The PEM text this thread read last and its first certificate's DER. Objects signed in
-    /// one run share one certificate, and reading its PEM costs more than the rest of
-    /// recognising it: the same text gives the same DER, so it is compared whole and read
-    /// once. Only a success is kept; one certificate per thread.
-    static LAST: RefCell<Option<(String, Vec<u8>)>> = const { RefCell::new(None) };
+    /// The PEM text this thread read last and its first certificate's DER ([`crate::memo`]).
+    static LAST: Last<String, Vec<u8>> = const { RefCell::new(None) };
 }
 
 /// The DER of the first certificate in a `certificate` annotation's PEM. Further blocks
@@ -15,17 +13,12 @@ thread_local! {
 /// object. The text must be PEM blocks only ([`crate::keys::pem_blocks`]: no block without
 /// its END line, no stray text). The error is the reason, for the caller's error type.
 pub(super) fn first_certificate_der(pem_text: &str) -> Result<Vec<u8>, String> {
-    let remembered = LAST.with_borrow(|last| {
-        last.as_ref()
-            .filter(|(text, _)| text == pem_text)
-            .map(|(_, der)| der.clone())
-    });
-    if let Some(der) = remembered {
-        return Ok(der);
-    }
-    let der = read_first_certificate_der(pem_text)?;
-    LAST.set(Some((pem_text.to_owned(), der.clone())));
-    Ok(der)
+    remembered(
+        &LAST,
+        |text| text == pem_text,
+        || pem_text.to_owned(),
+        || read_first_certificate_der(pem_text),
+    )
 }
 
 fn read_first_certificate_der(pem_text: &str) -> Result<Vec<u8>, String> {
